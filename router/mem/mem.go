@@ -1,0 +1,158 @@
+// Package mem measures memory: the system's RAM, a process's resident set, and NVIDIA VRAM through
+// nvidia-smi when it is installed.
+package mem
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	gmem "github.com/shirou/gopsutil/v4/mem"
+	"github.com/shirou/gopsutil/v4/process"
+)
+
+// GPU is one GPU's memory.
+type GPU struct {
+	Name  string
+	Total int64
+	Free  int64
+}
+
+// System is a sample of the machine's memory.
+type System struct {
+	Total     int64 // RAM
+	Available int64 // RAM the kernel can hand out without swapping
+	GPUs      []GPU
+	Unified   bool // GPU memory is system RAM (Apple silicon)
+}
+
+// VRAM sums the GPUs.
+func (s System) VRAM() (total, free int64) {
+	for _, g := range s.GPUs {
+		total += g.Total
+		free += g.Free
+	}
+	return total, free
+}
+
+// Probe measures memory. The engine takes one so tests can inject pressure.
+type Probe interface {
+	System(ctx context.Context) (System, error)
+	ProcessRSS(ctx context.Context, pid int) (int64, error)
+	// ProcessVRAM maps pid → VRAM bytes in use; empty without an NVIDIA GPU.
+	ProcessVRAM(ctx context.Context) (map[int]int64, error)
+}
+
+// Machine is the real machine's probe.
+func Machine() Probe { return machine{smi: findSMI()} }
+
+type machine struct{ smi string }
+
+func findSMI() string {
+	p, err := exec.LookPath("nvidia-smi")
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+func (m machine) System(ctx context.Context) (System, error) {
+	vm, err := gmem.VirtualMemoryWithContext(ctx)
+	if err != nil {
+		return System{}, fmt.Errorf("reading system memory: %w", err)
+	}
+	s := System{Total: int64(vm.Total), Available: int64(vm.Available), Unified: unifiedMemory}
+	if m.smi != "" {
+		gpus, err := m.gpus(ctx)
+		if err == nil {
+			s.GPUs = gpus
+		}
+	}
+	return s, nil
+}
+
+func (m machine) ProcessRSS(ctx context.Context, pid int) (int64, error) {
+	p, err := process.NewProcessWithContext(ctx, int32(pid))
+	if err != nil {
+		return 0, fmt.Errorf("process %d: %w", pid, err)
+	}
+	mi, err := p.MemoryInfoWithContext(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("process %d memory: %w", pid, err)
+	}
+	return int64(mi.RSS), nil
+}
+
+func (m machine) ProcessVRAM(ctx context.Context) (map[int]int64, error) {
+	out := map[int]int64{}
+	if m.smi == "" {
+		return out, nil
+	}
+	b, err := m.run(ctx, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits")
+	if err != nil {
+		return out, err
+	}
+	return ParseComputeApps(b), nil
+}
+
+func (m machine) gpus(ctx context.Context) ([]GPU, error) {
+	b, err := m.run(ctx, "--query-gpu=name,memory.total,memory.free", "--format=csv,noheader,nounits")
+	if err != nil {
+		return nil, err
+	}
+	return ParseGPUs(b), nil
+}
+
+func (m machine) run(ctx context.Context, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	b, err := exec.CommandContext(ctx, m.smi, args...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("nvidia-smi %s: %w", args[0], err)
+	}
+	return b, nil
+}
+
+// ParseGPUs reads `nvidia-smi --query-gpu=name,memory.total,memory.free --format=csv,noheader,nounits`
+// (MiB values).
+func ParseGPUs(b []byte) []GPU {
+	var out []GPU
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), ",")
+		if len(f) != 3 {
+			continue
+		}
+		total, err1 := strconv.ParseInt(strings.TrimSpace(f[1]), 10, 64)
+		free, err2 := strconv.ParseInt(strings.TrimSpace(f[2]), 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out = append(out, GPU{Name: strings.TrimSpace(f[0]), Total: total << 20, Free: free << 20})
+	}
+	return out
+}
+
+// ParseComputeApps reads `nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits`.
+func ParseComputeApps(b []byte) map[int]int64 {
+	out := map[int]int64{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), ",")
+		if len(f) != 2 {
+			continue
+		}
+		pid, err1 := strconv.Atoi(strings.TrimSpace(f[0]))
+		used, err2 := strconv.ParseInt(strings.TrimSpace(f[1]), 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out[pid] += used << 20
+	}
+	return out
+}

@@ -1,0 +1,6 @@
+package mem
+
+import "runtime"
+
+// On Apple silicon the GPU uses system RAM.
+var unifiedMemory = runtime.GOARCH == "arm64"

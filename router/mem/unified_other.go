@@ -1,0 +1,5 @@
+//go:build !darwin
+
+package mem
+
+var unifiedMemory = false

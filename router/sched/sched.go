@@ -1,0 +1,195 @@
+// Package sched holds Llamatray's scheduling decisions as pure functions over a snapshot: whether a
+// model fits, which idle models to evict for it, which busy ones to drain when a queued load has
+// waited too long, and which to unload under memory pressure. It performs no I/O and keeps no state;
+// the engine acts on what it returns.
+package sched
+
+import (
+	"sort"
+	"time"
+)
+
+// Mem is an amount of memory in two dimensions: host RAM and GPU VRAM.
+type Mem struct {
+	RAM  int64
+	VRAM int64
+}
+
+// Add returns m+o.
+func (m Mem) Add(o Mem) Mem { return Mem{m.RAM + o.RAM, m.VRAM + o.VRAM} }
+
+// Sub returns m-o.
+func (m Mem) Sub(o Mem) Mem { return Mem{m.RAM - o.RAM, m.VRAM - o.VRAM} }
+
+// Within reports whether m fits in room in both dimensions.
+func (m Mem) Within(room Mem) bool { return m.RAM <= room.RAM && m.VRAM <= room.VRAM }
+
+// Phase is what a running model is doing, as far as scheduling is concerned.
+type Phase int
+
+// The phases of a model that holds (or is about to hold) a child process.
+const (
+	Loading  Phase = iota // starting; counts fully, never evicted
+	Loaded                // ready
+	Sleeping              // process kept, weights freed
+	Stopping              // going away; its memory is about to come back
+)
+
+// View is one running model in a snapshot. Models without a process are not listed.
+type View struct {
+	ID       string
+	Phase    Phase
+	Leases   int
+	Pinned   bool
+	Draining bool
+	LastUsed time.Time
+	Held     Mem // what it really holds now (measured), or what it is expected to hold (loading)
+}
+
+// Room is the budget: the memory all models together may hold, and the cap on running models.
+type Room struct {
+	Budget    Mem
+	MaxLoaded int // 0 = no cap
+}
+
+// Decision is the outcome of Plan for one model that needs memory.
+type Decision struct {
+	Start    bool     // it fits now: start it
+	Victims  []string // stop these idle models first; it fits once they are gone
+	Wait     bool     // it will fit once models already stopping are gone
+	Blocked  bool     // it does not fit even with every idle model gone: wait for leases to drop
+	TooLarge bool     // it can never fit, even with every model gone
+}
+
+// Plan decides what to do for model self, which needs `need` more memory than it holds now. Models in
+// views other than self are the competition. Victims are idle (no lease), unpinned, not draining,
+// loaded or sleeping models, least recently used first, counting what each really holds.
+func Plan(views []View, need Mem, room Room, self string) Decision {
+	if !need.Within(room.Budget) {
+		return Decision{TooLarge: true, Blocked: true}
+	}
+	var used, stopping Mem
+	count, stoppingCount, selfRunning := 0, 0, false
+	for _, v := range views {
+		used = used.Add(v.Held)
+		if v.ID == self {
+			selfRunning = true
+			continue
+		}
+		count++
+		if v.Phase == Stopping {
+			stopping = stopping.Add(v.Held)
+			stoppingCount++
+		}
+	}
+	slotOK := func(n int) bool { return room.MaxLoaded <= 0 || selfRunning || n+1 <= room.MaxLoaded }
+	free := room.Budget.Sub(used)
+	if need.Within(free) && slotOK(count) {
+		return Decision{Start: true}
+	}
+	freed := stopping
+	n := count - stoppingCount
+	var victims []string
+	for _, v := range Idle(views, self) {
+		if need.Within(free.Add(freed)) && slotOK(n) {
+			break
+		}
+		victims = append(victims, v.ID)
+		freed = freed.Add(v.Held)
+		n--
+	}
+	if need.Within(free.Add(freed)) && slotOK(n) {
+		if len(victims) == 0 {
+			return Decision{Wait: true}
+		}
+		return Decision{Victims: victims}
+	}
+	return Decision{Blocked: true}
+}
+
+// Idle lists the models that may be evicted, least recently used first (ties by ID): loaded or
+// sleeping, no lease, not pinned, not draining, and not self.
+func Idle(views []View, self string) []View {
+	var out []View
+	for _, v := range views {
+		if v.ID == self || v.Leases > 0 || v.Pinned || v.Draining {
+			continue
+		}
+		if v.Phase == Loaded || v.Phase == Sleeping {
+			out = append(out, v)
+		}
+	}
+	sortLRU(out)
+	return out
+}
+
+func sortLRU(vs []View) {
+	sort.SliceStable(vs, func(i, j int) bool {
+		if !vs[i].LastUsed.Equal(vs[j].LastUsed) {
+			return vs[i].LastUsed.Before(vs[j].LastUsed)
+		}
+		return vs[i].ID < vs[j].ID
+	})
+}
+
+// Drain is the starvation guard: a load for self has waited too long behind busy models. It returns
+// the busy, unpinned, loaded or sleeping models to drain (least recently used first) so that, once
+// they and every idle model are gone, self fits. ok is false when even draining every busy unpinned
+// model cannot make it fit.
+func Drain(views []View, need Mem, room Room, self string) (drain []string, ok bool) {
+	var used, gone Mem
+	count, n := 0, 0
+	selfRunning := false
+	var busy []View
+	for _, v := range views {
+		used = used.Add(v.Held)
+		if v.ID == self {
+			selfRunning = true
+			continue
+		}
+		count++
+		idle := v.Leases == 0 && !v.Pinned && !v.Draining && (v.Phase == Loaded || v.Phase == Sleeping)
+		switch {
+		case v.Phase == Stopping || v.Draining || idle:
+			gone = gone.Add(v.Held)
+			n++
+		case v.Leases > 0 && !v.Pinned && (v.Phase == Loaded || v.Phase == Sleeping):
+			busy = append(busy, v)
+		}
+	}
+	free := room.Budget.Sub(used)
+	slotOK := func(left int) bool { return room.MaxLoaded <= 0 || selfRunning || left+1 <= room.MaxLoaded }
+	sortLRU(busy)
+	left := count - n
+	for _, v := range busy {
+		if need.Within(free.Add(gone)) && slotOK(left) {
+			break
+		}
+		drain = append(drain, v.ID)
+		gone = gone.Add(v.Held)
+		left--
+	}
+	if need.Within(free.Add(gone)) && slotOK(left) {
+		return drain, true
+	}
+	return nil, false
+}
+
+// Pressure picks idle, unpinned models to unload, least recently used first, until what they hold
+// covers deficit (RAM the system is short of its reserve). It returns what it picked and what they
+// hold together; when every idle model is not enough, it returns them all.
+func Pressure(views []View, deficit int64) ([]string, int64) {
+	if deficit <= 0 {
+		return nil, 0
+	}
+	var ids []string
+	var freed int64
+	for _, v := range Idle(views, "") {
+		if freed >= deficit {
+			break
+		}
+		ids = append(ids, v.ID)
+		freed += v.Held.RAM
+	}
+	return ids, freed
+}

@@ -1,0 +1,158 @@
+package sched
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+const gib = int64(1) << 30
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+func ram(g int64) Mem    { return Mem{RAM: g * gib} }
+
+func TestPlan(t *testing.T) {
+	room8 := Room{Budget: ram(8)}
+	tests := []struct {
+		name  string
+		views []View
+		need  Mem
+		room  Room
+		self  string
+		want  Decision
+	}{
+		{"empty fits", nil, ram(4), room8, "a", Decision{Start: true}},
+		{"exact fit", []View{{ID: "b", Phase: Loaded, Held: ram(4)}}, ram(4), room8, "a", Decision{Start: true}},
+		{"too large for the whole budget", nil, ram(9), room8, "a", Decision{TooLarge: true, Blocked: true}},
+		{"evict the least recently used idle model",
+			[]View{{ID: "b", Phase: Loaded, Held: ram(4), LastUsed: at(2)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(1)}},
+			ram(4), room8, "a", Decision{Victims: []string{"c"}}},
+		{"never a model with a lease",
+			[]View{{ID: "b", Phase: Loaded, Held: ram(4), LastUsed: at(2)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(1), Leases: 1}},
+			ram(4), room8, "a", Decision{Victims: []string{"b"}}},
+		{"never a pinned model",
+			[]View{{ID: "b", Phase: Loaded, Held: ram(4), LastUsed: at(2)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(1), Pinned: true}},
+			ram(4), room8, "a", Decision{Victims: []string{"b"}}},
+		{"never a loading model",
+			[]View{{ID: "b", Phase: Loading, Held: ram(8), LastUsed: at(1)}},
+			ram(4), room8, "a", Decision{Blocked: true}},
+		{"blocked when all are busy",
+			[]View{{ID: "b", Phase: Loaded, Held: ram(4), Leases: 2}, {ID: "c", Phase: Loaded, Held: ram(4), Leases: 1}},
+			ram(4), room8, "a", Decision{Blocked: true}},
+		{"no pointless eviction when even every idle one is not enough",
+			[]View{{ID: "b", Phase: Loaded, Held: ram(2)}, {ID: "c", Phase: Loaded, Held: ram(6), Leases: 1}},
+			ram(4), room8, "a", Decision{Blocked: true}},
+		{"wait for models already stopping",
+			[]View{{ID: "b", Phase: Stopping, Held: ram(6)}, {ID: "c", Phase: Loaded, Held: ram(2), LastUsed: at(1)}},
+			ram(6), room8, "a", Decision{Wait: true}},
+		{"sleeping models count what they really hold",
+			[]View{{ID: "b", Phase: Sleeping, Held: Mem{RAM: 100 << 20}, LastUsed: at(1)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(2)}},
+			ram(3), room8, "a", Decision{Start: true}},
+		{"evicting a sleeping model that holds little can be enough",
+			[]View{{ID: "b", Phase: Sleeping, Held: Mem{RAM: 100 << 20}, LastUsed: at(1)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(2)}},
+			ram(4), room8, "a", Decision{Victims: []string{"b"}}},
+		{"takes as many victims as needed, LRU first",
+			[]View{{ID: "b", Phase: Loaded, Held: ram(2), LastUsed: at(3)}, {ID: "c", Phase: Sleeping, Held: ram(1), LastUsed: at(1)}, {ID: "d", Phase: Loaded, Held: ram(4), LastUsed: at(2)}},
+			ram(5), room8, "a", Decision{Victims: []string{"c", "d"}}},
+		{"LRU ties broken by ID",
+			[]View{{ID: "z", Phase: Loaded, Held: ram(4), LastUsed: at(1)}, {ID: "y", Phase: Loaded, Held: ram(4), LastUsed: at(1)}},
+			ram(4), room8, "a", Decision{Victims: []string{"y"}}},
+		{"max loaded evicts for a slot even when memory is free",
+			[]View{{ID: "b", Phase: Loaded, Held: ram(1), LastUsed: at(1)}},
+			ram(1), Room{Budget: ram(8), MaxLoaded: 1}, "a", Decision{Victims: []string{"b"}}},
+		{"max loaded counts a loading model",
+			[]View{{ID: "b", Phase: Loading, Held: ram(1)}},
+			ram(1), Room{Budget: ram(8), MaxLoaded: 1}, "a", Decision{Blocked: true}},
+		{"max loaded waits for a stopping one",
+			[]View{{ID: "b", Phase: Stopping, Held: ram(1)}},
+			ram(1), Room{Budget: ram(8), MaxLoaded: 1}, "a", Decision{Wait: true}},
+		{"waking a sleeping model needs no new slot",
+			[]View{{ID: "a", Phase: Sleeping, Held: ram(0)}, {ID: "b", Phase: Loaded, Held: ram(1)}},
+			ram(1), Room{Budget: ram(8), MaxLoaded: 2}, "a", Decision{Start: true}},
+		{"waking a sleeping model may evict another",
+			[]View{{ID: "a", Phase: Sleeping, Held: Mem{}}, {ID: "b", Phase: Loaded, Held: ram(6)}},
+			ram(4), room8, "a", Decision{Victims: []string{"b"}}},
+		{"VRAM is its own dimension",
+			[]View{{ID: "b", Phase: Loaded, Held: Mem{RAM: gib, VRAM: 6 * gib}, LastUsed: at(1)}},
+			Mem{RAM: gib, VRAM: 4 * gib}, Room{Budget: Mem{RAM: 32 * gib, VRAM: 8 * gib}}, "a", Decision{Victims: []string{"b"}}},
+		{"a draining model is not a victim but is awaited only via drain",
+			[]View{{ID: "b", Phase: Loaded, Held: ram(8), Leases: 1, Draining: true}},
+			ram(4), room8, "a", Decision{Blocked: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Plan(tc.views, tc.need, tc.room, tc.self)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Plan = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDrain(t *testing.T) {
+	room8 := Room{Budget: ram(8)}
+	tests := []struct {
+		name  string
+		views []View
+		need  Mem
+		room  Room
+		want  []string
+		ok    bool
+	}{
+		{"drain the least recently used busy model",
+			[]View{{ID: "b", Phase: Loaded, Held: ram(4), Leases: 1, LastUsed: at(2)}, {ID: "c", Phase: Loaded, Held: ram(4), Leases: 1, LastUsed: at(1)}},
+			ram(4), room8, []string{"c"}, true},
+		{"idle ones count as gone already",
+			[]View{{ID: "b", Phase: Loaded, Held: ram(2)}, {ID: "c", Phase: Loaded, Held: ram(6), Leases: 3, LastUsed: at(1)}},
+			ram(6), room8, []string{"c"}, true},
+		{"pinned busy models are never drained",
+			[]View{{ID: "b", Phase: Loaded, Held: ram(8), Leases: 1, Pinned: true}},
+			ram(4), room8, nil, false},
+		{"already draining counts as gone",
+			[]View{{ID: "b", Phase: Loaded, Held: ram(8), Leases: 1, Draining: true}},
+			ram(4), room8, nil, true},
+		{"slot cap",
+			[]View{{ID: "b", Phase: Loaded, Held: ram(1), Leases: 1, LastUsed: at(5)}},
+			ram(1), Room{Budget: ram(8), MaxLoaded: 1}, []string{"b"}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := Drain(tc.views, tc.need, tc.room, "a")
+			if !reflect.DeepEqual(got, tc.want) || ok != tc.ok {
+				t.Fatalf("Drain = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestPressure(t *testing.T) {
+	views := []View{
+		{ID: "busy", Phase: Loaded, Held: ram(4), Leases: 1, LastUsed: at(0)},
+		{ID: "pinned", Phase: Loaded, Held: ram(4), Pinned: true, LastUsed: at(0)},
+		{ID: "old", Phase: Loaded, Held: ram(1), LastUsed: at(1)},
+		{ID: "sleepy", Phase: Sleeping, Held: Mem{RAM: 50 << 20}, LastUsed: at(2)},
+		{ID: "new", Phase: Loaded, Held: ram(3), LastUsed: at(3)},
+		{ID: "loading", Phase: Loading, Held: ram(3), LastUsed: at(0)},
+	}
+	tests := []struct {
+		deficit int64
+		want    []string
+	}{
+		{0, nil},
+		{gib / 2, []string{"old"}},
+		{gib + 1, []string{"old", "sleepy"}},
+		{gib + 100<<20, []string{"old", "sleepy", "new"}},
+		{100 * gib, []string{"old", "sleepy", "new"}},
+	}
+	for _, tc := range tests {
+		got, freed := Pressure(views, tc.deficit)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Pressure(%d) = %v, want %v", tc.deficit, got, tc.want)
+		}
+		if tc.deficit > 0 && tc.deficit <= 4*gib && freed < tc.deficit {
+			t.Errorf("Pressure(%d) freed only %d", tc.deficit, freed)
+		}
+	}
+}
