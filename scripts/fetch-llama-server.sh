@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# Fetches a real llama-server for Linux x86-64 from Debian's unstable suite into a
+# cache folder outside the repository, without installing anything system-wide
+# (patchelf aside, which is installed with apt-get if missing).
+#
+# Usage: scripts/fetch-llama-server.sh
+# Environment:
+#   LLAMATRAY_CACHE   cache root (default $HOME/.cache/llamatray-dev)
+#   FORCE=1           fetch again even if a working copy is cached
+#
+# The last line printed on stdout is the path of the wrapper script
+# <cache>/llama-server/bin/llama-server, which sets LD_LIBRARY_PATH and
+# GGML_BACKEND_PATH and execs the unpacked, patched binary.
+set -euo pipefail
+
+CACHE_ROOT="${LLAMATRAY_CACHE:-$HOME/.cache/llamatray-dev}"
+DEST="$CACHE_ROOT/llama-server"
+WRAPPER="$DEST/bin/llama-server"
+SUITE="sid"
+MIRROR="http://deb.debian.org/debian"
+KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
+PACKAGES=(llama.cpp-tools libllama0 libggml0 libc6 libstdc++6 libgcc-s1 libgomp1
+	libssl3t64 libzstd1 zlib1g)
+
+log() { echo "fetch-llama-server: $*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+# Fast path: a wrapper that already answers --version.
+if [[ -z "${FORCE:-}" && -x "$WRAPPER" ]] && "$WRAPPER" --version >/dev/null 2>&1; then
+	echo "$WRAPPER"
+	exit 0
+fi
+
+[[ "$(uname -m)" == "x86_64" ]] || die "only Linux x86-64 is supported (this is $(uname -m))"
+[[ -r "$KEYRING" ]] || die "missing $KEYRING (apt-get install debian-archive-keyring)"
+
+if ! command -v patchelf >/dev/null 2>&1; then
+	log "installing patchelf"
+	if [[ "$(id -u)" -eq 0 ]]; then
+		apt-get install -y patchelf >&2 || { apt-get update >&2 && apt-get install -y patchelf >&2; }
+	else
+		die "patchelf is missing and we are not root: install it with apt-get install patchelf"
+	fi
+fi
+
+mkdir -p "$CACHE_ROOT"
+WORK="$(mktemp -d "$CACHE_ROOT/fetch.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+
+# A private apt configuration: own sources list, lists, cache and status, so the
+# system's apt state is never touched.
+APTDIR="$WORK/apt"
+mkdir -p "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial" "$APTDIR/etc/preferences.d" \
+	"$APTDIR/etc/apt.conf.d" "$APTDIR/debs"
+: >"$APTDIR/status"
+echo "deb [signed-by=$KEYRING] $MIRROR $SUITE main" >"$APTDIR/sources.list"
+cat >"$APTDIR/apt.conf" <<CONF
+Dir::State "$APTDIR";
+Dir::State::Lists "$APTDIR/lists";
+Dir::State::status "$APTDIR/status";
+Dir::Cache "$APTDIR/cache";
+Dir::Etc::SourceList "$APTDIR/sources.list";
+Dir::Etc::SourceParts "$APTDIR/none";
+Dir::Etc::Parts "$APTDIR/etc/apt.conf.d";
+Dir::Etc::Preferences "$APTDIR/etc/preferences";
+Dir::Etc::PreferencesParts "$APTDIR/etc/preferences.d";
+Dir::Etc::Trusted "$KEYRING";
+Dir::Etc::TrustedParts "$APTDIR/none";
+APT::Architecture "amd64";
+APT::Architectures "amd64";
+Acquire::Languages "none";
+// The mirror reachable here may serve a frozen copy of the suite; the
+// signature is still checked against the Debian archive keyring.
+Acquire::Check-Valid-Until "false";
+APT::Sandbox::User "root";
+CONF
+APT=(env APT_CONFIG="$APTDIR/apt.conf" apt-get -q -o "Debug::NoLocking=1")
+
+log "updating the private package lists for $SUITE"
+"${APT[@]}" update >&2 || die "apt-get update for $SUITE failed"
+
+UNPACK="$WORK/root"
+mkdir -p "$UNPACK"
+declare -A FETCHED=()
+
+# download_unpack NAME...: downloads each package and unpacks it into $UNPACK.
+download_unpack() {
+	local p
+	for p in "$@"; do
+		[[ -n "${FETCHED[$p]:-}" ]] && continue
+		log "downloading $p"
+		(cd "$APTDIR/debs" && "${APT[@]}" download "$p" >&2) || die "apt-get download $p failed"
+		FETCHED[$p]=1
+	done
+	local deb
+	for deb in "$APTDIR"/debs/*.deb; do
+		[[ -e "$deb.unpacked" ]] && continue
+		dpkg -x "$deb" "$UNPACK"
+		: >"$deb.unpacked"
+	done
+}
+
+download_unpack "${PACKAGES[@]}"
+
+BIN="$UNPACK/usr/bin/llama-server"
+[[ -x "$BIN" ]] || BIN="$(find "$UNPACK" -type f -name llama-server -perm -u+x | head -n1)"
+[[ -n "$BIN" && -x "$BIN" ]] || die "llama-server not found in llama.cpp-tools"
+LOADER="$(find "$UNPACK" -name 'ld-linux-x86-64.so.2' | head -n1)"
+[[ -n "$LOADER" ]] || die "ld-linux-x86-64.so.2 not found in libc6"
+
+# lib_dirs: every unpacked folder that holds shared libraries (the llama ones
+# included, the ggml backends not), one per line.
+lib_dirs() {
+	find "$UNPACK" \( -name 'lib*.so' -o -name 'lib*.so.*' \) \( -type f -o -type l \) \
+		-not -path '*/share/*' -not -path '*/backends[0-9]*/*' -printf '%h\n' | sort -u
+}
+
+# missing_libs: libraries the unpacked loader cannot resolve for the binary.
+missing_libs() {
+	local path
+	path="$(lib_dirs | paste -sd:)"
+	"$LOADER" --library-path "$path" --list "$BIN" 2>&1 | awk '/not found/ {print $1}' | sort -u
+}
+
+# Resolve anything still missing by asking apt which package ships it
+# (Contents are not in the lists, so go by the usual naming of Debian library
+# packages; three rounds are plenty).
+for round in 1 2 3; do
+	mapfile -t missing < <(missing_libs)
+	[[ ${#missing[@]} -eq 0 ]] && break
+	log "round $round: missing ${missing[*]}"
+	extra=()
+	for lib in "${missing[@]}"; do
+		# libfoo.so.1 -> libfoo1, libfoo-2.so.3 -> libfoo-2-3
+		base="${lib%%.so*}"
+		ver="${lib#*.so.}"
+		ver="${ver%%.*}"
+		if [[ "$base" =~ [0-9]$ ]]; then cand="$base-$ver"; else cand="$base$ver"; fi
+		cand="$(echo "$cand" | tr '[:upper:]_' '[:lower:]-')"
+		for c in "$cand" "${cand}t64"; do
+			if "${APT[@]}" download --print-uris "$c" >/dev/null 2>&1; then
+				extra+=("$c")
+				break
+			fi
+		done
+	done
+	[[ ${#extra[@]} -gt 0 ]] || die "cannot find packages for: ${missing[*]}"
+	download_unpack "${extra[@]}"
+done
+mapfile -t missing < <(missing_libs)
+[[ ${#missing[@]} -eq 0 ]] || die "still missing after resolution: ${missing[*]}"
+
+# Pick the CPU backend: try the variants from the most capable down and keep the
+# first one that ggml accepts on this CPU. ggml refuses a variant whose
+# instructions the CPU lacks ("no backends are loaded"), so a load of a missing
+# model file tells: with a usable backend the server gets as far as opening the
+# file. The binary runs through the unpacked loader here, before it is patched.
+BACKEND_DIR="$(find "$UNPACK" -type d -name 'backends0' | head -n1)"
+[[ -n "$BACKEND_DIR" ]] || die "no ggml backends folder found"
+variants=()
+for so in "$BACKEND_DIR"/libggml-cpu-*.so; do
+	[[ -e "$so" ]] && variants+=("$(basename "$so")")
+done
+[[ ${#variants[@]} -gt 0 ]] || die "no libggml-cpu-*.so in $BACKEND_DIR"
+order=(sapphirerapids zen4 icelake cooperlake cascadelake cannonlake skylakex alderlake
+	haswell piledriver ivybridge sandybridge sse42 x64)
+ranked=()
+for o in "${order[@]}"; do
+	for v in "${variants[@]}"; do
+		[[ "$v" == "libggml-cpu-$o.so" ]] && ranked+=("$v")
+	done
+done
+for v in "${variants[@]}"; do
+	[[ " ${ranked[*]} " == *" $v "* ]] || ranked+=("$v")
+done
+log "cpu flags include: $(grep -m1 '^flags' /proc/cpuinfo | grep -ow 'avx2\|avx512f\|avx512_bf16\|avx512_vnni\|avx_vnni\|amx_tile' | sort -u | paste -sd' ')"
+
+STAGE_LIBPATH="$(lib_dirs | paste -sd:)"
+probe_model="$WORK/absent-model.gguf"
+chosen=""
+for v in "${ranked[@]}"; do
+	out="$(GGML_BACKEND_PATH="$BACKEND_DIR/$v" "$LOADER" --library-path "$STAGE_LIBPATH" "$BIN" \
+		-m "$probe_model" --host 127.0.0.1 --port 0 2>&1 </dev/null || true)"
+	if grep -q 'failed to open GGUF file' <<<"$out" && ! grep -q 'no backends are loaded' <<<"$out"; then
+		chosen="$v"
+		break
+	fi
+	log "backend $v does not run here"
+done
+[[ -n "$chosen" ]] || die "no CPU backend runs on this machine"
+log "using backend $chosen"
+
+# Patch the binary and write the wrapper in a staging folder, with the paths
+# they will have once moved into place; then swap it in, so a failure before
+# this point leaves any previous copy untouched.
+FINAL="$DEST/root"
+rel() { echo "${1#"$UNPACK"/}"; }
+patchelf --set-interpreter "$FINAL/$(rel "$LOADER")" "$BIN"
+LIBPATH="$(lib_dirs | sed "s#^$UNPACK#$FINAL#" | paste -sd:)"
+STAGE="$WORK/stage"
+mkdir -p "$STAGE/bin"
+WRAPPER_STAGE="$STAGE/bin/llama-server"
+cat >"$WRAPPER_STAGE" <<WRAP
+#!/bin/sh
+# Generated by scripts/fetch-llama-server.sh: runs the llama-server unpacked from
+# Debian $SUITE with its own libraries and the CPU backend chosen for this machine
+# (LLAMATRAY_GGML_BACKEND overrides it).
+LD_LIBRARY_PATH="$LIBPATH\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+GGML_BACKEND_PATH="\${LLAMATRAY_GGML_BACKEND:-$FINAL/$(rel "$BACKEND_DIR")/$chosen}"
+export LD_LIBRARY_PATH GGML_BACKEND_PATH
+exec "$FINAL/$(rel "$BIN")" "\$@"
+WRAP
+chmod +x "$WRAPPER_STAGE"
+mv "$UNPACK" "$STAGE/root"
+
+rm -rf "$DEST.old"
+if [[ -e "$DEST" ]]; then mv "$DEST" "$DEST.old"; fi
+mv "$STAGE" "$DEST"
+rm -rf "$DEST.old"
+
+"$WRAPPER" --version >&2 || die "the wrapper $WRAPPER does not run"
+echo "$WRAPPER"
