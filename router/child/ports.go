@@ -1,0 +1,77 @@
+package child
+
+import (
+	"fmt"
+	"net"
+	"sync"
+)
+
+// PortAllocator hands out TCP ports on 127.0.0.1 for children. A port handed
+// out by Get is not handed out again until it is given back with Put, so no
+// two children race for one port.
+type PortAllocator interface {
+	Get() (int, error)
+	Put(port int)
+}
+
+// defaultPorts is used by every Spec without its own allocator.
+var defaultPorts = NewPortAllocator()
+
+// maxPortTries bounds how often Get asks the OS for a port it has not handed out.
+const maxPortTries = 50
+
+// NewPortAllocator returns an allocator that asks the OS for a free port by
+// binding 127.0.0.1:0 and remembers the ports it handed out until Put.
+func NewPortAllocator() PortAllocator {
+	return &osPorts{inUse: make(map[int]struct{})}
+}
+
+type osPorts struct {
+	mu    sync.Mutex // guards inUse
+	inUse map[int]struct{}
+}
+
+// Get returns a port that was free a moment ago and is not held by another child.
+func (a *osPorts) Get() (int, error) {
+	for range maxPortTries {
+		port, err := freePort()
+		if err != nil {
+			return 0, err
+		}
+		if a.claim(port) {
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port: the OS offered only ports already given to children (%d tries)", maxPortTries)
+}
+
+// claim marks port in use and reports whether it was free.
+func (a *osPorts) claim(port int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, held := a.inUse[port]; held {
+		return false
+	}
+	a.inUse[port] = struct{}{}
+	return true
+}
+
+// Put gives a port back. Putting a port that is not held is a no-op.
+func (a *osPorts) Put(port int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.inUse, port)
+}
+
+// freePort binds 127.0.0.1:0, reads the port the OS chose and releases it.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	return port, nil
+}

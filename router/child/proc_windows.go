@@ -1,0 +1,91 @@
+package child
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+)
+
+// configure starts the child without a console window.
+func configure(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NO_WINDOW, HideWindow: true}
+}
+
+// canSignal says the platform can ask a process to stop with a signal: a
+// console-less process on Windows gets none.
+const canSignal = false
+
+// osProc is the platform handle of a child: on Windows, the process and a Job
+// Object with JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE. Llamatray holds the only
+// handle to the job, so when Llamatray dies — however it dies — the handle is
+// closed and Windows kills every process in the job.
+type osProc struct {
+	proc *os.Process
+	job  windows.Handle // 0 when the job could not be set up
+}
+
+// attach puts a started child into its own kill-on-close job. On failure the
+// child keeps running without the job (the stdin orphan guard still applies)
+// and the error says so.
+func attach(cmd *exec.Cmd) (*osProc, error) {
+	o := &osProc{proc: cmd.Process}
+	job, err := windows.CreateJobObject(nil, nil)
+	if err != nil {
+		return o, fmt.Errorf("create job object: %w", err)
+	}
+	info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{
+		BasicLimitInformation: windows.JOBOBJECT_BASIC_LIMIT_INFORMATION{
+			LimitFlags: windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+		},
+	}
+	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
+		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
+		_ = windows.CloseHandle(job)
+		return o, fmt.Errorf("set job object limits: %w", err)
+	}
+	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(cmd.Process.Pid))
+	if err != nil {
+		_ = windows.CloseHandle(job)
+		return o, fmt.Errorf("open process %d: %w", cmd.Process.Pid, err)
+	}
+	defer windows.CloseHandle(h)
+	if err := windows.AssignProcessToJobObject(job, h); err != nil {
+		_ = windows.CloseHandle(job)
+		return o, fmt.Errorf("assign process %d to a job object: %w", cmd.Process.Pid, err)
+	}
+	o.job = job
+	return o, nil
+}
+
+// terminate does nothing on Windows: a console-less process gets no signal,
+// and the stdin exit command, which the caller writes, is the graceful stop.
+func (o *osProc) terminate() error { return nil }
+
+// kill ends the child now with TerminateProcess, and anything it spawned
+// through its job.
+func (o *osProc) kill() error {
+	var errs []error
+	if err := o.proc.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		errs = append(errs, fmt.Errorf("terminate process %d: %w", o.proc.Pid, err))
+	}
+	if o.job != 0 {
+		if err := windows.TerminateJobObject(o.job, 1); err != nil {
+			errs = append(errs, fmt.Errorf("terminate job object: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// release closes the job handle after the child was reaped, which also ends
+// anything the child left running.
+func (o *osProc) release(bool) {
+	if o.job != 0 {
+		_ = windows.CloseHandle(o.job)
+		o.job = 0
+	}
+}

@@ -1,0 +1,185 @@
+package child
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// waitDelay bounds how long Wait waits for output pipes after the process
+// exited, in case a grandchild still holds them.
+const waitDelay = 2 * time.Second
+
+// proc is one process of a Child; a port conflict starts a new one.
+type proc struct {
+	cmd    *exec.Cmd
+	os     *osProc // platform handle: process group or job object
+	stdin  io.WriteCloser
+	pid    int
+	port   int
+	log    *slog.Logger // with model and pid; set before started is closed
+	ring   *ring
+	stdout *lineSink
+	stderr *lineSink
+
+	started chan struct{}    // closed once pid and log are set (or the start failed)
+	quit    chan struct{}    // closed when the supervisor stops watching this process
+	states  chan stateMsg    // state lines, in output order
+	waitCh  chan error       // the result of cmd.Wait, exactly once
+	probes  chan probeResult // capacity 1: at most one probe is in flight
+
+	bindFailed atomic.Bool  // an output line said the port could not be bound
+	lastOutput atomic.Int64 // unix nanoseconds of the last output bytes
+}
+
+// touch records output activity, which extends the load timeout.
+func (p *proc) touch() { p.lastOutput.Store(time.Now().UnixNano()) }
+
+// supervise is the child's supervisor goroutine. It reports the first start to
+// Start through started and then owns the process until it is reaped.
+func (c *Child) supervise(started chan<- error) {
+	// Linux: Pdeathsig is tied to the forking thread; keep it until the child is reaped.
+	runtime.LockOSThread()
+	var last Event // identity and exit code of the previous process, for a failed restart
+	for attempt := 0; ; attempt++ {
+		port, err := c.spec.Ports.Get()
+		var p *proc
+		if err != nil {
+			err = fmt.Errorf("%w: %w", ErrStart, err)
+		} else if p, err = c.spawn(port); err != nil {
+			c.spec.Ports.Put(port)
+		}
+		if err != nil {
+			runtime.UnlockOSThread()
+			if attempt == 0 {
+				close(c.done)
+				started <- fmt.Errorf("child %q: %w", c.spec.Model, err)
+				return
+			}
+			last.Err = fmt.Errorf("restart on a new port after a port conflict: %w", err)
+			c.finish(last)
+			return
+		}
+		if attempt == 0 {
+			started <- nil
+		}
+		out := c.run(p)
+		c.spec.Ports.Put(port)
+		if c.stopLevel.Load() != stopNone {
+			out.deliberate = true // a Stop between the exit and now: no restart either
+		}
+		ev := c.exitEvent(p, out, attempt)
+		if out.bindFailed && !out.deliberate && attempt < MaxBindRetries {
+			p.log.Warn("llama-server could not bind its port; restarting it on another port",
+				"port", port, "retry", attempt+1, "of", MaxBindRetries)
+			last = ev
+			continue
+		}
+		runtime.UnlockOSThread()
+		c.finish(ev)
+		return
+	}
+}
+
+// finish delivers the final Exited event and closes Done.
+func (c *Child) finish(ev Event) {
+	ev.Kind = Exited
+	if ev.LogTail == nil {
+		ev.LogTail = c.ring.tail(LogTailLines)
+	}
+	if ev.Err != nil {
+		c.log.Warn("llama-server exited", "pid", ev.PID, "port", ev.Port, "code", ev.ExitCode, "err", ev.Err)
+	} else {
+		c.log.Info("llama-server exited", "pid", ev.PID, "port", ev.Port, "code", ev.ExitCode, "deliberate", ev.Deliberate)
+	}
+	c.onEvent(ev)
+	close(c.done)
+}
+
+// spawn starts one process listening on port.
+func (c *Child) spawn(port int) (*proc, error) {
+	args := append(append([]string(nil), c.spec.Args...), "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+	cmd := exec.Command(c.spec.Binary, args...)
+	cmd.Env = append(append(os.Environ(), c.spec.Env...), RouterPortEnv+"="+strconv.Itoa(c.spec.RouterPort))
+	cmd.WaitDelay = waitDelay
+	configure(cmd)
+	p := &proc{
+		cmd:     cmd,
+		port:    port,
+		ring:    c.ring,
+		started: make(chan struct{}),
+		quit:    make(chan struct{}),
+		states:  make(chan stateMsg, 16),
+		waitCh:  make(chan error, 1),
+		probes:  make(chan probeResult, 1),
+	}
+	p.stdout = &lineSink{p: p}
+	p.stderr = &lineSink{p: p}
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	// The pipe stays open for the child's whole life: llama-server exits on stdin EOF.
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	p.stdin = stdin
+	p.touch()
+	if err := cmd.Start(); err != nil {
+		close(p.started)
+		close(p.quit)
+		return nil, fmt.Errorf("%w %s: %w", ErrStart, c.spec.Binary, err)
+	}
+	p.pid = cmd.Process.Pid
+	p.log = c.log.With("pid", p.pid)
+	p.os, err = attach(cmd)
+	if err != nil {
+		p.log.Warn("llama-server may outlive Llamatray if it is killed", "err", err)
+	}
+	close(p.started)
+	c.setProcess(p.pid, port, append([]string(nil), cmd.Args...))
+	p.log.Info("llama-server started", "port", port, "args", cmd.Args)
+	go func() { p.waitCh <- cmd.Wait() }()
+	return p, nil
+}
+
+// exitEvent describes how process p ended.
+func (c *Child) exitEvent(p *proc, out outcome, attempt int) Event {
+	ev := Event{Kind: Exited, PID: p.pid, Port: p.port, ExitCode: -1, Deliberate: out.deliberate,
+		LogTail: c.ring.tail(LogTailLines)}
+	how := "no exit status"
+	if st := p.cmd.ProcessState; st != nil {
+		ev.ExitCode = st.ExitCode()
+		how = st.String()
+	}
+	if l := lastLine(ev.LogTail); l != "" {
+		how += fmt.Sprintf(" (last output: %q)", l)
+	}
+	switch {
+	case out.deliberate:
+	case out.timedOut:
+		ev.Err = fmt.Errorf("%w (%s without output)", ErrLoadTimeout, c.spec.LoadTimeout)
+	case out.bindFailed:
+		ev.Err = fmt.Errorf("%w: port %d in use, %d ports tried", ErrBind, p.port, attempt+1)
+	case !out.ready:
+		ev.Err = fmt.Errorf("%w: %s", ErrLoadFailed, how)
+	default:
+		ev.Err = fmt.Errorf("%w: %s", ErrCrashed, how)
+	}
+	return ev
+}
+
+// lastLine returns the last non-blank line of lines.
+func lastLine(lines []string) string {
+	for i := len(lines) - 1; i >= 0; i-- {
+		if s := strings.TrimSpace(lines[i]); s != "" {
+			return s
+		}
+	}
+	return ""
+}
