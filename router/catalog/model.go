@@ -1,0 +1,53 @@
+package catalog
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Estimate is the memory a model needs when llama-server loads it with given parameters.
+type Estimate struct {
+	RAM         int64 // host memory, including weights not offloaded
+	VRAM        int64 // GPU memory over all devices
+	ContextSize int   // the context size estimated for
+	GPULayers   int   // layers offloaded (the output layer counts as one)
+}
+
+// EstimateParams are the load parameters an estimate is made for.
+type EstimateParams struct {
+	ContextSize    int // always set explicitly; 0 or less = the model's trained context length
+	Parallel       int // 0 = llama-server's default
+	GPULayers      int // -1 = all, 0 = CPU only
+	FlashAttention bool
+}
+
+// Model is one catalog entry.
+type Model struct {
+	ID            string
+	Path          string   // the file to load: the first shard of a split model
+	Files         []string // every file, shards in order
+	Mmproj        string   // multimodal projector from the same folder, if any
+	Aliases       []string // configured aliases
+	Architecture  string
+	Name          string // general.name
+	Parameters    int64
+	Quantization  string // from general.file_type, e.g. "Q4_K_M", "F32"
+	SizeBytes     int64  // all files together
+	ContextLength int    // trained context length
+	ChatTemplate  bool   // the file carries a chat template
+	Splits        int    // number of files
+	Estimate      Estimate
+	ModTime       time.Time // newest of the files
+	Root          string    // the scanned folder it was found in
+}
+
+// Options configure a Catalog. The functions are called during scans, possibly from several
+// goroutines at once; a scan reads them again, so call Scan after the settings behind them
+// change.
+type Options struct {
+	Dirs    []string
+	Params  func(id string) EstimateParams // nil → ctx 4096, CPU only
+	Aliases func(id string) []string       // configured aliases
+	Hidden  func(id string) bool           // left out of Models and Suggest; Lookup still finds it
+	Logger  *slog.Logger
+}

@@ -1,0 +1,284 @@
+// Package engine runs llama-server children for Llamatray and hands out per-model request leases.
+//
+// One mutex (Engine.mu) guards the model table and the load queue. Decisions are made under it by the
+// pure functions of package sched over a snapshot; what they decide (spawn, stop) is returned as
+// actions and carried out after the lock is released, by package child, whose supervisor goroutine is
+// the only owner of each process. Child events come back through onChild, which takes the lock, updates
+// the state machine and reconciles again.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/child"
+	"github.com/llamatray/llamatray/router/mem"
+)
+
+// Catalog is what the engine needs of the model catalog.
+type Catalog interface {
+	Models() []catalog.Model
+	Lookup(name string) (catalog.Model, bool)
+	Suggest(name string, n int) []string
+	Subscribe() (<-chan struct{}, func())
+}
+
+// Probe measures memory (package mem); tests inject their own.
+type Probe = mem.Probe
+
+// Settings are the per-model knobs the engine applies when it starts a child.
+type Settings struct {
+	Args        []string      // llama-server args beyond -m/--mmproj/--alias/-c/--sleep-idle-seconds
+	CtxSize     int           // -c; 0 leaves llama-server's default
+	Pinned      bool          // never evicted by pressure or timers
+	LoadOnStart bool          // loaded when the engine starts
+	IdleSleep   time.Duration // --sleep-idle-seconds; <=0 off
+	IdleUnload  time.Duration // stop after this long without leases; <=0 off
+}
+
+// Options configure an Engine.
+type Options struct {
+	Catalog       Catalog
+	Settings      func(id string) Settings // nil → zero Settings
+	Binary        string                   // llama-server path; "" → every load fails with NoServerError
+	BinaryHint    string                   // how to install llama-server on this OS
+	MemoryLimit   int64                    // 0 → derived from the machine's available RAM
+	Reserve       int64                    // RAM always left free for the rest of the system
+	MaxLoaded     int                      // 0 = no cap
+	QueueTimeout  time.Duration            // default 2m
+	FairWait      time.Duration            // default 30s
+	LoadTimeout   time.Duration            // default 5m
+	StopTimeout   time.Duration            // default 10s
+	RouterPort    int                      // LLAMA_SERVER_ROUTER_PORT for children
+	Env           []string                 // extra env for children
+	StateDir      string                   // learned footprints are persisted here ("" = not persisted)
+	Memory        Probe                    // nil → the machine
+	PressureEvery time.Duration            // memory sampling period, default 2s
+	Logger        *slog.Logger
+}
+
+// Engine runs children and hands out leases. Methods are safe for concurrent use.
+type Engine struct {
+	o     Options
+	log   *slog.Logger
+	ports child.PortAllocator
+	fp    *footprints
+	kick  chan struct{}  // asks the monitor loop for a fresh memory sample
+	stop  chan struct{}  // closed by Close
+	wg    sync.WaitGroup // background loops
+	spawn sync.WaitGroup // child.Start calls in progress
+
+	mu        sync.Mutex // guards the live fields of o (see SetLimits), every field below, and every *model reachable from models
+	models    map[string]*model
+	queue     []*waiter // FIFO of requests waiting for a load, a wake or a slot
+	subs      map[*subscriber]struct{}
+	seq       uint64
+	closed    bool
+	sys       mem.System // last memory sample
+	sysOK     bool
+	timer     *time.Timer // next idle-unload or fair-wait deadline
+	timerAt   time.Time
+	gen       uint64 // child generations, so events of an old child are ignored
+	pressured time.Time
+}
+
+// New builds an Engine. Call Start to begin its background loops.
+func New(o Options) (*Engine, error) {
+	if o.Catalog == nil {
+		return nil, errors.New("engine: no catalog")
+	}
+	if o.Settings == nil {
+		o.Settings = func(string) Settings { return Settings{} }
+	}
+	if o.QueueTimeout <= 0 {
+		o.QueueTimeout = 2 * time.Minute
+	}
+	if o.FairWait <= 0 {
+		o.FairWait = 30 * time.Second
+	}
+	if o.PressureEvery <= 0 {
+		o.PressureEvery = 2 * time.Second
+	}
+	if o.Memory == nil {
+		o.Memory = mem.Machine()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MemoryLimit < 0 || o.Reserve < 0 {
+		return nil, fmt.Errorf("engine: negative memory limit or reserve")
+	}
+	fp, err := loadFootprints(o.StateDir)
+	if err != nil {
+		o.Logger.Warn("learned footprints not loaded", "err", err)
+	}
+	e := &Engine{
+		o:      o,
+		log:    o.Logger,
+		ports:  child.NewPortAllocator(),
+		fp:     fp,
+		kick:   make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+		models: map[string]*model{},
+		subs:   map[*subscriber]struct{}{},
+	}
+	e.syncCatalog()
+	return e, nil
+}
+
+// Start takes a first memory sample, starts the monitor and catalog loops, and loads the models
+// configured to load on start. It returns once the first sample is taken.
+func (e *Engine) Start(ctx context.Context) error {
+	e.sample(ctx)
+	changes, cancel := e.o.Catalog.Subscribe()
+	e.syncCatalog() // the catalog may have been scanned before we subscribed
+	e.wg.Add(2)
+	go func() {
+		defer e.wg.Done()
+		defer cancel()
+		for {
+			select {
+			case <-e.stop:
+				return
+			case <-changes:
+				e.syncCatalog()
+			}
+		}
+	}()
+	go e.monitor()
+	for _, m := range e.Models() {
+		if e.o.Settings(m.ID).LoadOnStart {
+			if err := e.StartLoad(m.ID); err != nil {
+				e.log.Warn("load on start failed", "model", m.ID, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Limits are the engine settings that may change while it runs (the settings window applies them).
+type Limits struct {
+	Binary       string
+	BinaryHint   string
+	MemoryLimit  int64
+	Reserve      int64
+	MaxLoaded    int
+	QueueTimeout time.Duration
+	FairWait     time.Duration
+	LoadTimeout  time.Duration
+	StopTimeout  time.Duration
+}
+
+// SetLimits applies new limits; models are re-planned at once (a smaller budget does not evict busy
+// models, it only stops idle ones and queues new loads).
+func (e *Engine) SetLimits(l Limits) {
+	e.mu.Lock()
+	e.o.Binary, e.o.BinaryHint = l.Binary, l.BinaryHint
+	e.o.MemoryLimit, e.o.Reserve, e.o.MaxLoaded = max(l.MemoryLimit, 0), max(l.Reserve, 0), l.MaxLoaded
+	if l.QueueTimeout > 0 {
+		e.o.QueueTimeout = l.QueueTimeout
+	}
+	if l.FairWait > 0 {
+		e.o.FairWait = l.FairWait
+	}
+	e.o.LoadTimeout, e.o.StopTimeout = l.LoadTimeout, l.StopTimeout
+	acts := e.reconcile()
+	e.mu.Unlock()
+	e.act(acts)
+}
+
+// syncCatalog adds catalog models the engine does not know and forgets vanished ones that are idle.
+func (e *Engine) syncCatalog() {
+	list := e.o.Catalog.Models()
+	settings := make([]Settings, len(list))
+	for i, cm := range list {
+		settings[i] = e.o.Settings(cm.ID)
+	}
+	e.mu.Lock()
+	seen := make(map[string]bool, len(list))
+	for i, cm := range list {
+		seen[cm.ID] = true
+		m := e.models[cm.ID]
+		if m == nil {
+			m = &model{id: cm.ID, state: StateUnloaded, pinned: settings[i].Pinned}
+			e.models[cm.ID] = m
+		} else if !m.pinSet {
+			m.pinned = settings[i].Pinned
+		}
+		m.entry = cm
+		m.set = settings[i]
+		m.removed = false
+		m.learned = e.fp.get(footprintKey(cm, e.args(m)))
+	}
+	for id, m := range e.models {
+		if seen[id] {
+			continue
+		}
+		if m.state.Running() || m.leases > 0 || e.queued(id) > 0 {
+			m.removed = true
+			continue
+		}
+		delete(e.models, id)
+	}
+	e.publish(Event{Kind: "catalog", Message: fmt.Sprintf("%d models", len(list))})
+	acts := e.reconcile()
+	e.mu.Unlock()
+	e.act(acts)
+}
+
+// Close refuses new work, fails queued requests and stops every child, waiting for them to exit until
+// ctx ends; then it kills what is left.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	close(e.stop)
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	for _, w := range e.queue {
+		w.ch <- result{err: ErrClosed}
+	}
+	e.queue = nil
+	e.mu.Unlock()
+	e.spawn.Wait() // every child that is being started is registered after this
+	e.mu.Lock()
+	var acts []action
+	var children []*child.Child
+	for _, m := range e.models {
+		if m.state.Running() {
+			acts = append(acts, e.stopModel(m, false, "shutting down")...)
+		}
+		if m.child != nil {
+			children = append(children, m.child)
+		}
+	}
+	e.mu.Unlock()
+	e.act(acts)
+	var err error
+	for _, c := range children {
+		select {
+		case <-c.Done():
+		case <-ctx.Done():
+			c.Stop(true)
+			<-c.Done()
+			err = fmt.Errorf("engine: children killed after the shutdown deadline: %w", ctx.Err())
+		}
+	}
+	e.wg.Wait()
+	e.mu.Lock()
+	for s := range e.subs {
+		delete(e.subs, s)
+		close(s.ch)
+	}
+	e.mu.Unlock()
+	return err
+}

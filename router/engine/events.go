@@ -1,0 +1,55 @@
+package engine
+
+import "time"
+
+// subscriber receives events on a buffered channel. lost (guarded by Engine.mu) is set when its buffer
+// was full; the next event it gets is preceded by a "resync" event so it re-reads the snapshot.
+type subscriber struct {
+	ch   chan Event
+	lost bool
+}
+
+const subscriberBuffer = 1024
+
+// Subscribe returns a channel of events and a function that cancels the subscription. A subscriber
+// that falls behind never blocks the engine: it loses events and then receives a "resync" event.
+func (e *Engine) Subscribe() (<-chan Event, func()) {
+	s := &subscriber{ch: make(chan Event, subscriberBuffer)}
+	e.mu.Lock()
+	if e.closed {
+		close(s.ch)
+	} else {
+		e.subs[s] = struct{}{}
+	}
+	e.mu.Unlock()
+	return s.ch, func() {
+		e.mu.Lock()
+		if _, ok := e.subs[s]; ok {
+			delete(e.subs, s)
+			close(s.ch)
+		}
+		e.mu.Unlock()
+	}
+}
+
+// publish stamps ev and offers it to every subscriber without blocking. Called with mu held.
+func (e *Engine) publish(ev Event) {
+	e.seq++
+	ev.Seq = e.seq
+	ev.Time = time.Now()
+	for s := range e.subs {
+		if s.lost {
+			select {
+			case s.ch <- Event{Seq: ev.Seq, Time: ev.Time, Kind: "resync"}:
+				s.lost = false
+			default:
+				continue
+			}
+		}
+		select {
+		case s.ch <- ev:
+		default:
+			s.lost = true
+		}
+	}
+}

@@ -1,0 +1,239 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/llamatray/llamatray/router/child"
+	"github.com/llamatray/llamatray/router/sched"
+)
+
+// action is work decided under the lock and carried out after it is released.
+type action struct {
+	start *child.Spec // spawn this child for model id, generation gen
+	stop  *child.Child
+	force bool
+	id    string
+	gen   uint64
+}
+
+// startModel moves m to loading and returns the spawn action. Called with mu held.
+func (e *Engine) startModel(m *model, now time.Time) action {
+	e.gen++
+	m.gen = e.gen
+	m.state = StateLoading
+	m.spawning = true
+	m.stopReq, m.forceReq = false, false
+	m.progress = 0
+	m.errMsg = ""
+	m.exitCode = nil
+	m.held = e.need(m)
+	m.plan = m.held
+	m.measured = sched.Mem{}
+	m.peak = 0
+	m.lastUsed = now
+	m.args = e.args(m)
+	spec := child.Spec{
+		Model:       m.id,
+		Binary:      e.o.Binary,
+		Args:        m.args,
+		Env:         e.o.Env,
+		RouterPort:  e.o.RouterPort,
+		Ports:       e.ports,
+		LoadTimeout: e.o.LoadTimeout,
+		StopTimeout: e.o.StopTimeout,
+		Logger:      e.log,
+	}
+	e.log.Info("loading model", "model", m.id, "need_mib", (m.held.RAM+m.held.VRAM)>>20, "learned", m.learned > 0)
+	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases})
+	return action{start: &spec, id: m.id, gen: m.gen}
+}
+
+// stopModel moves m to stopping and returns the stop action, if its child is registered yet. Called
+// with mu held.
+func (e *Engine) stopModel(m *model, force bool, why string) []action {
+	if !m.state.Running() {
+		return nil
+	}
+	if m.state == StateStopping && !force {
+		return nil
+	}
+	m.state = StateStopping
+	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases, Message: why})
+	if m.child == nil {
+		m.stopReq = true
+		m.forceReq = m.forceReq || force
+		return nil
+	}
+	return []action{{stop: m.child, force: force, id: m.id, gen: m.gen}}
+}
+
+// act carries out actions. Called without the lock.
+func (e *Engine) act(acts []action) {
+	for _, a := range acts {
+		switch {
+		case a.stop != nil:
+			a.stop.Stop(a.force)
+		case a.start != nil:
+			e.spawn.Add(1)
+			go e.spawnChild(a)
+		}
+	}
+}
+
+// spawnChild starts the child outside the lock, then registers it.
+func (e *Engine) spawnChild(a action) {
+	defer e.spawn.Done()
+	id, gen := a.id, a.gen
+	c, err := child.Start(*a.start, func(ev child.Event) { e.onChild(id, gen, ev) })
+	e.mu.Lock()
+	m := e.models[id]
+	if m == nil || m.gen != gen {
+		e.mu.Unlock()
+		if c != nil {
+			c.Stop(true)
+		}
+		return
+	}
+	m.spawning = false
+	if err != nil {
+		e.log.Error("starting llama-server failed", "model", id, "err", err)
+		acts := e.fail(m, fmt.Sprintf("could not start llama-server: %v", err), nil, nil)
+		e.mu.Unlock()
+		e.act(acts)
+		return
+	}
+	var acts []action
+	if m.child == nil && m.state.Running() {
+		m.child = c
+		m.pid = c.PID()
+		if m.stopReq || e.closed {
+			acts = append(acts, action{stop: c, force: m.forceReq, id: id, gen: gen})
+		}
+	}
+	e.mu.Unlock()
+	e.act(acts)
+}
+
+// onChild applies one child event. Events of an older child of the same model are ignored.
+func (e *Engine) onChild(id string, gen uint64, ev child.Event) {
+	e.mu.Lock()
+	m := e.models[id]
+	if m == nil || m.gen != gen {
+		e.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	var acts []action
+	switch ev.Kind {
+	case child.Loading:
+		m.pid, m.port = ev.PID, ev.Port
+		if ev.Progress > m.progress+0.05 || ev.Progress >= 1 {
+			m.progress = ev.Progress
+			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases, Message: fmt.Sprintf("loading %.0f%%", ev.Progress*100)})
+		}
+	case child.Ready:
+		m.pid, m.port = ev.PID, ev.Port
+		m.base = (&url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ev.Port)}).String()
+		switch m.state {
+		case StateLoading:
+			m.state = StateLoaded
+			m.readyAt = now
+			m.progress = 1
+			e.log.Info("model ready", "model", id, "pid", ev.PID, "port", ev.Port)
+			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases})
+			// Its waiters get their leases in this same critical section, before any eviction can
+			// see it idle.
+			if !e.closed {
+				e.grantWaiters(m, now)
+			}
+			e.measureSoon()
+		case StateSleeping:
+			m.state = StateLoaded
+			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases, Message: "woke"})
+		}
+	case child.Woke:
+		if m.state == StateSleeping {
+			m.state = StateLoaded
+			e.expectWake(m)
+			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases, Message: "woke"})
+		}
+	case child.Sleeping:
+		if m.state == StateLoaded {
+			m.state = StateSleeping
+			e.log.Info("model sleeping", "model", id, "pid", m.pid)
+			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases})
+			e.measureSoon()
+		}
+	case child.Exited:
+		acts = e.exited(m, ev, now)
+	}
+	acts = append(acts, e.reconcile()...)
+	e.mu.Unlock()
+	e.act(acts)
+}
+
+// exited handles the end of m's child. Called with mu held.
+func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
+	code := ev.ExitCode
+	m.exitCode = &code
+	m.logTail = append([]string(nil), ev.LogTail...)
+	m.child, m.pid, m.port, m.base = nil, 0, 0, ""
+	m.spawning = false
+	deliberate := ev.Deliberate || m.state == StateStopping
+	var acts []action
+	if deliberate {
+		e.log.Info("model unloaded", "model", m.id, "pid", ev.PID, "exit_code", code)
+		m.state = StateUnloaded
+		m.failures = 0
+		m.errMsg = ""
+		e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases})
+	} else {
+		reason := "llama-server exited unexpectedly"
+		if ev.Err != nil {
+			reason = ev.Err.Error()
+		}
+		if m.state == StateLoading {
+			reason = "load failed: " + reason
+		}
+		e.log.Error("model failed", "model", m.id, "pid", ev.PID, "exit_code", code, "err", ev.Err)
+		acts = e.fail(m, reason, &code, ev.Err)
+	}
+	m.held, m.measured = sched.Mem{}, sched.Mem{}
+	m.draining, m.drainWhy = false, ""
+	for _, ch := range m.stopped {
+		close(ch)
+	}
+	m.stopped = nil
+	if m.removed {
+		delete(e.models, m.id)
+	}
+	return acts
+}
+
+// fail marks m failed with a backoff before the next automatic retry and fails its waiters.
+func (e *Engine) fail(m *model, reason string, code *int, cause error) []action {
+	m.state = StateFailed
+	m.errMsg = reason
+	if code != nil {
+		c := *code
+		m.exitCode = &c
+	}
+	m.failures++
+	m.nextRetry = time.Now().Add(backoff(m.failures))
+	m.held, m.measured = sched.Mem{}, sched.Mem{}
+	le := e.loadError(m)
+	le.Err = cause
+	if le.Err == nil {
+		le.Err = errors.New(reason)
+	}
+	e.failWaiters(m, le)
+	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases, Message: reason})
+	for _, ch := range m.stopped {
+		close(ch)
+	}
+	m.stopped = nil
+	return nil
+}

@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/child"
+	"github.com/llamatray/llamatray/router/sched"
+)
+
+// model is one catalog model's runtime state. Every field is guarded by Engine.mu.
+type model struct {
+	id      string
+	entry   catalog.Model
+	set     Settings
+	removed bool // gone from the catalog; forgotten once unloaded
+
+	state    State
+	gen      uint64 // generation of the current child
+	child    *child.Child
+	spawning bool // child.Start is running outside the lock
+	stopReq  bool // stop as soon as the child is registered
+	forceReq bool
+	pid      int
+	port     int
+	base     string // http://127.0.0.1:port once ready
+	args     []string
+	progress float64
+
+	leases   int
+	lastUsed time.Time
+	draining bool
+	drainWhy string
+	pinned   bool
+	pinSet   bool // pinned was set at run time and overrides the configuration
+
+	held     sched.Mem // what it holds now: measured while running, expected while loading or waking
+	plan     sched.Mem // the need this run was started with
+	measured sched.Mem // last measurement, zero if none
+	peak     int64     // largest measurement of this run while loaded
+	learned  int64     // footprint learned in an earlier run
+
+	exitCode  *int
+	errMsg    string
+	logTail   []string
+	failures  int
+	nextRetry time.Time
+	readyAt   time.Time
+
+	stopped []chan struct{} // closed when the current child is gone
+}
+
+// need is what a load of m takes: the learned footprint when there is one, else the estimate.
+func (e *Engine) need(m *model) sched.Mem {
+	if m.learned > 0 {
+		return sched.Mem{RAM: m.learned}
+	}
+	est := sched.Mem{RAM: m.entry.Estimate.RAM, VRAM: m.entry.Estimate.VRAM}
+	if !e.sysOK || len(e.sys.GPUs) == 0 || e.sys.Unified {
+		est = sched.Mem{RAM: est.RAM + est.VRAM}
+	}
+	if est.RAM <= 0 {
+		est.RAM = m.entry.SizeBytes
+	}
+	return est
+}
+
+// status snapshots m.
+func (e *Engine) status(m *model) ModelStatus {
+	s := ModelStatus{
+		ID:            m.id,
+		Aliases:       append([]string(nil), m.entry.Aliases...),
+		State:         m.state,
+		Active:        m.leases,
+		Queued:        e.queued(m.id),
+		Draining:      m.draining,
+		Pinned:        m.pinned,
+		EstimateBytes: e.need(m).RAM + e.need(m).VRAM,
+		LearnedBytes:  m.learned,
+		LastUsed:      m.lastUsed,
+		PID:           m.pid,
+		Port:          m.port,
+		Error:         m.errMsg,
+		NextRetry:     m.nextRetry,
+		Progress:      m.progress,
+		Args:          append([]string(nil), m.args...),
+		Path:          m.entry.Path,
+	}
+	if m.state.Running() {
+		s.MemoryBytes = m.measured.RAM + m.measured.VRAM
+	}
+	if m.exitCode != nil {
+		c := *m.exitCode
+		s.ExitCode = &c
+	}
+	if due, ok := e.unloadDue(m); ok {
+		s.UnloadAt = due
+	}
+	return s
+}
+
+// unloadDue says when the idle timer will stop m.
+func (e *Engine) unloadDue(m *model) (time.Time, bool) {
+	if m.set.IdleUnload <= 0 || m.pinned || m.leases > 0 || m.draining {
+		return time.Time{}, false
+	}
+	if m.state != StateLoaded && m.state != StateSleeping {
+		return time.Time{}, false
+	}
+	return m.lastUsed.Add(m.set.IdleUnload), true
+}
+
+// args is the llama-server command line for m, without --host and --port.
+func (e *Engine) args(m *model) []string {
+	a := []string{"-m", m.entry.Path}
+	if m.entry.Mmproj != "" {
+		a = append(a, "--mmproj", m.entry.Mmproj)
+	}
+	a = append(a, "--alias", m.id)
+	if m.set.CtxSize > 0 {
+		a = append(a, "-c", strconv.Itoa(m.set.CtxSize))
+	}
+	if m.set.IdleSleep > 0 {
+		secs := int(m.set.IdleSleep.Round(time.Second) / time.Second)
+		if secs < 1 {
+			secs = 1
+		}
+		a = append(a, "--sleep-idle-seconds", strconv.Itoa(secs))
+	}
+	return append(a, m.set.Args...)
+}
+
+// views is the scheduling snapshot: every model holding or about to hold a process.
+func (e *Engine) views() []sched.View {
+	out := make([]sched.View, 0, len(e.models))
+	for _, m := range e.models {
+		v := sched.View{ID: m.id, Leases: m.leases, Pinned: m.pinned, Draining: m.draining, LastUsed: m.lastUsed, Held: m.held}
+		switch m.state {
+		case StateLoading:
+			v.Phase = sched.Loading
+		case StateLoaded:
+			v.Phase = sched.Loaded
+		case StateSleeping:
+			v.Phase = sched.Sleeping
+		case StateStopping:
+			v.Phase = sched.Stopping
+		default:
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// room is the memory budget for all models together, and the slot cap.
+func (e *Engine) room() sched.Room {
+	var ours sched.Mem
+	for _, m := range e.models {
+		if m.state.Running() {
+			ours = ours.Add(m.measured)
+		}
+	}
+	r := sched.Room{MaxLoaded: e.o.MaxLoaded}
+	if e.sysOK {
+		r.Budget.RAM = e.sys.Available + ours.RAM - e.o.Reserve
+		if !e.sys.Unified {
+			_, free := e.sys.VRAM()
+			r.Budget.VRAM = free + ours.VRAM
+		}
+	}
+	if e.o.MemoryLimit > 0 && (!e.sysOK || e.o.MemoryLimit < r.Budget.RAM) {
+		r.Budget.RAM = e.o.MemoryLimit
+	}
+	if r.Budget.RAM < 0 {
+		r.Budget.RAM = 0
+	}
+	return r
+}
+
+// queued counts waiters for id.
+func (e *Engine) queued(id string) int {
+	n := 0
+	for _, w := range e.queue {
+		if w.model == id {
+			n++
+		}
+	}
+	return n
+}

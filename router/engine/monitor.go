@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/llamatray/llamatray/router/sched"
+)
+
+// measureSoon asks the monitor for a sample now (non-blocking; safe under mu).
+func (e *Engine) measureSoon() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// monitor samples memory every PressureEvery, and when asked: the system's available RAM, and what each
+// child really holds. It learns footprints and unloads idle models under memory pressure.
+func (e *Engine) monitor() {
+	defer e.wg.Done()
+	t := time.NewTicker(e.o.PressureEvery)
+	defer t.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-e.stop
+		cancel()
+	}()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		case <-e.kick:
+		}
+		e.sample(ctx)
+	}
+}
+
+type pidSample struct {
+	id  string
+	gen uint64
+	pid int
+	rss int64
+	ok  bool
+}
+
+// sample measures outside the lock, then applies the numbers under it.
+func (e *Engine) sample(ctx context.Context) {
+	sys, sysErr := e.o.Memory.System(ctx)
+	e.mu.Lock()
+	var pids []pidSample
+	for _, m := range e.models {
+		if m.pid > 0 && m.state.Running() {
+			pids = append(pids, pidSample{id: m.id, gen: m.gen, pid: m.pid})
+		}
+	}
+	e.mu.Unlock()
+	for i := range pids {
+		rss, err := e.o.Memory.ProcessRSS(ctx, pids[i].pid)
+		pids[i].rss, pids[i].ok = rss, err == nil
+	}
+	vram := map[int]int64{}
+	if sysErr == nil && len(sys.GPUs) > 0 && !sys.Unified {
+		if v, err := e.o.Memory.ProcessVRAM(ctx); err == nil {
+			vram = v
+		}
+	}
+
+	e.mu.Lock()
+	if sysErr == nil {
+		e.sys, e.sysOK = sys, true
+	} else {
+		e.log.Warn("memory probe failed", "err", sysErr)
+	}
+	var learn []footprintUpdate
+	for _, p := range pids {
+		m := e.models[p.id]
+		if m == nil || m.gen != p.gen || !p.ok || !m.state.Running() {
+			continue
+		}
+		m.measured = sched.Mem{RAM: p.rss, VRAM: vram[p.pid]}
+		switch m.state {
+		case StateLoaded:
+			// Within a run a model counts at least what it was planned with: RSS right after
+			// loading misses the KV cache pages it has not touched yet. The peak is learned for
+			// the next run.
+			m.held = maxMem(m.measured, m.plan)
+			if total := p.rss + vram[p.pid]; total > m.peak {
+				m.peak = total
+				if u, ok := e.fp.update(footprintKey(m.entry, m.args), total); ok {
+					m.learned = total
+					learn = append(learn, u)
+				}
+			}
+		case StateSleeping:
+			if m.leases == 0 {
+				m.held = m.measured
+			}
+		}
+	}
+	acts := e.pressure()
+	acts = append(acts, e.reconcile()...)
+	e.mu.Unlock()
+	e.act(acts)
+	if len(learn) > 0 {
+		if err := e.fp.save(); err != nil {
+			e.log.Warn("saving learned footprints failed", "err", err)
+		}
+	}
+}
+
+func maxMem(a, b sched.Mem) sched.Mem {
+	return sched.Mem{RAM: max(a.RAM, b.RAM), VRAM: max(a.VRAM, b.VRAM)}
+}
+
+// pressure unloads idle, unpinned models, least recently used first, when the system's available RAM
+// is below the reserve because other programs grew. Models already stopping count as freed. Called
+// with mu held.
+func (e *Engine) pressure() []action {
+	if !e.sysOK || e.o.Reserve <= 0 || e.sys.Available >= e.o.Reserve {
+		return nil
+	}
+	deficit := e.o.Reserve - e.sys.Available
+	for _, m := range e.models {
+		if m.state == StateStopping {
+			deficit -= m.held.RAM
+		}
+	}
+	if deficit <= 0 {
+		return nil
+	}
+	ids, freed := sched.Pressure(e.views(), deficit)
+	if len(ids) == 0 {
+		e.log.Warn("memory pressure, but every model is busy or pinned", "available_mib", e.sys.Available>>20, "reserve_mib", e.o.Reserve>>20)
+		return nil
+	}
+	e.log.Warn("memory pressure: unloading idle models", "available_mib", e.sys.Available>>20, "reserve_mib", e.o.Reserve>>20, "deficit_mib", deficit>>20, "models", ids, "freeing_mib", freed>>20)
+	var acts []action
+	for _, id := range ids {
+		m := e.models[id]
+		acts = append(acts, e.stopModel(m, false, "memory pressure")...)
+		e.publish(Event{Kind: "pressure", Model: id, State: m.state, Active: m.leases,
+			Message: fmt.Sprintf("unloaded under memory pressure: %d MiB available, reserve %d MiB", e.sys.Available>>20, e.o.Reserve>>20)})
+	}
+	e.pressured = time.Now()
+	return acts
+}

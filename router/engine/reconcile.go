@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/llamatray/llamatray/router/sched"
+)
+
+// reconcile makes every decision the current state calls for and returns the actions to carry out
+// once the lock is released. Called with mu held.
+//
+//  1. Draining models with no lease left start stopping.
+//  2. The queue is served in the order of each model's first waiter: a ready model hands its waiters
+//     leases; a model that needs memory is planned by sched.Plan (start, evict idle victims, wait for
+//     stopping ones, or blocked). A blocked model blocks every later load (strict FIFO); once its head
+//     waiter has waited FairWait, sched.Drain picks busy models to drain for it.
+//  3. Idle timers stop models unused for their idle-unload time.
+func (e *Engine) reconcile() []action {
+	if e.closed {
+		return nil
+	}
+	now := time.Now()
+	var acts []action
+	for _, m := range e.models {
+		if m.draining && m.leases == 0 && (m.state == StateLoaded || m.state == StateSleeping) {
+			acts = append(acts, e.stopModel(m, false, m.drainWhy)...)
+		}
+	}
+	next := time.Time{}
+	wake := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+
+	// Models in order of their first waiter, each with that waiter's enqueue time.
+	var order []*model
+	firstEnq := map[string]time.Time{}
+	for _, w := range e.queue {
+		if _, ok := firstEnq[w.model]; !ok {
+			firstEnq[w.model] = w.enq
+			if m := e.models[w.model]; m != nil {
+				order = append(order, m)
+			}
+		}
+	}
+	var reserved []sched.View // loads decided but not started: they hold their need already
+	blocked := false
+	for _, m := range order {
+		switch {
+		case m.removed:
+			e.failWaiters(m, &UnknownModelError{Name: m.id})
+			continue
+		case m.state == StateLoaded && !m.draining:
+			e.grantWaiters(m, now)
+			continue
+		case m.state == StateLoading || m.state == StateStopping || m.draining:
+			continue
+		case m.state == StateFailed && now.Before(m.nextRetry):
+			e.failWaiters(m, e.loadError(m))
+			continue
+		}
+		if blocked {
+			continue
+		}
+		views := append(e.views(), reserved...)
+		need := e.need(m)
+		if m.state == StateSleeping {
+			need = need.Sub(m.held)
+		}
+		d := sched.Plan(views, need, e.room(), m.id)
+		switch {
+		case d.TooLarge:
+			r := e.room()
+			e.failWaiters(m, &TooLargeError{Model: m.id, Need: need.RAM + need.VRAM, Budget: r.Budget.RAM + r.Budget.VRAM})
+		case d.Start && m.state == StateSleeping:
+			e.expectWake(m)
+			e.grantWaiters(m, now)
+		case d.Start:
+			acts = append(acts, e.startModel(m, now))
+		case len(d.Victims) > 0:
+			for _, id := range d.Victims {
+				v := e.models[id]
+				e.log.Info("evicting idle model", "model", id, "for", m.id, "held_mib", (v.held.RAM+v.held.VRAM)>>20, "need_mib", (need.RAM+need.VRAM)>>20)
+				acts = append(acts, e.stopModel(v, false, "evicted for "+m.id)...)
+			}
+			reserved = append(reserved, sched.View{ID: m.id, Phase: sched.Loading, Held: need})
+		case d.Wait:
+			reserved = append(reserved, sched.View{ID: m.id, Phase: sched.Loading, Held: need})
+		default: // blocked behind busy models
+			blocked = true
+			due := firstEnq[m.id].Add(e.o.FairWait)
+			if now.Before(due) {
+				wake(due)
+				break
+			}
+			drain, ok := sched.Drain(views, need, e.room(), m.id)
+			if !ok {
+				break
+			}
+			for _, id := range drain {
+				v := e.models[id]
+				if !v.draining {
+					e.log.Info("draining busy model so a queued load gets its turn", "model", id, "for", m.id, "waited", now.Sub(firstEnq[m.id]).Round(time.Millisecond), "active", v.leases)
+					e.setDraining(v, "draining for "+m.id+" (fair wait)")
+				}
+			}
+		}
+	}
+
+	for _, m := range e.models {
+		due, ok := e.unloadDue(m)
+		if !ok {
+			continue
+		}
+		if !due.After(now) {
+			e.log.Info("idle unload", "model", m.id, "idle", now.Sub(m.lastUsed).Round(time.Second))
+			acts = append(acts, e.stopModel(m, false, "idle")...)
+			continue
+		}
+		wake(due)
+	}
+	e.arm(next)
+	return acts
+}
+
+// arm sets the single engine timer to call reconcile again at t (zero: no timer).
+func (e *Engine) arm(t time.Time) {
+	if t.Equal(e.timerAt) {
+		return
+	}
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+	e.timerAt = t
+	if t.IsZero() {
+		return
+	}
+	e.timer = time.AfterFunc(time.Until(t), func() {
+		e.mu.Lock()
+		e.timerAt = time.Time{}
+		acts := e.reconcile()
+		e.mu.Unlock()
+		e.act(acts)
+	})
+}
+
+// grantWaiters hands every waiter of m a lease, in FIFO order. Called with mu held.
+func (e *Engine) grantWaiters(m *model, now time.Time) {
+	kept := e.queue[:0]
+	for _, w := range e.queue {
+		if w.model == m.id {
+			w.ch <- result{lease: e.grant(m, now)}
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(e.queue[len(kept):])
+	e.queue = kept
+}
+
+// failWaiters ends every waiter of m with err. Called with mu held.
+func (e *Engine) failWaiters(m *model, err error) {
+	kept := e.queue[:0]
+	for _, w := range e.queue {
+		if w.model == m.id {
+			w.ch <- result{err: err}
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(e.queue[len(kept):])
+	e.queue = kept
+}
+
+// setDraining stops m from taking new leases; reconcile stops it once its last lease is released.
+func (e *Engine) setDraining(m *model, why string) {
+	if m.draining {
+		return
+	}
+	m.draining, m.drainWhy = true, why
+	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases, Message: why})
+}
+
+// loadError describes why m is failed.
+func (e *Engine) loadError(m *model) *LoadError {
+	le := &LoadError{Model: m.id, Reason: m.errMsg, LogTail: append([]string(nil), m.logTail...), RetryAt: m.nextRetry}
+	if m.exitCode != nil {
+		c := *m.exitCode
+		le.ExitCode = &c
+	}
+	if le.Reason == "" {
+		le.Reason = "unknown error"
+	}
+	return le
+}
+
+// backoff is the wait before the n-th retry of a failed model: 1 s doubling, at most 60 s.
+func backoff(n int) time.Duration {
+	d := time.Second
+	for i := 1; i < n && d < time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
+}
