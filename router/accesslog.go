@@ -1,0 +1,127 @@
+package router
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// requestIDHeader carries the request ID from the client, to the child and back.
+const requestIDHeader = "X-Request-Id"
+
+type infoKey struct{}
+
+// reqInfo is what a handler reports to the access log. Only the request's own goroutine (the
+// handler and the proxy it calls synchronously) touches it, so it needs no lock.
+type reqInfo struct {
+	id     string
+	model  string
+	waited time.Duration
+	status int // overrides the written status in the log (499 when the client left)
+	err    error
+}
+
+func infoFrom(ctx context.Context) *reqInfo {
+	info, _ := ctx.Value(infoKey{}).(*reqInfo)
+	return info
+}
+
+// requestID returns the client's X-Request-Id when it is sane, else a new random one.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get(requestIDHeader); id != "" && len(id) <= 128 && printableASCII(id) {
+		return id
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// accessLog assigns the request ID, echoes it, and logs every request once it ends (also when the
+// handler aborts the connection with a panic, which is re-raised).
+func (rt *Router) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		info := &reqInfo{id: requestID(r)}
+		w.Header().Set(requestIDHeader, info.id)
+		lw := &logWriter{ResponseWriter: w}
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+		aborted := true
+		defer func() {
+			status := lw.status
+			if info.status != 0 {
+				status = info.status
+			} else if status == 0 {
+				status = http.StatusOK
+			}
+			if aborted {
+				status = statusClientClosed
+				if r.Context().Err() == nil {
+					status = http.StatusBadGateway // aborted by us: the upstream failed mid-response
+				}
+			}
+			attrs := []slog.Attr{
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.String("model", info.model),
+				slog.Int("status", status),
+				slog.Int64("bytes", lw.bytes),
+				slog.Duration("duration", time.Since(start)),
+				slog.Duration("queue_wait", info.waited),
+				slog.String("request_id", info.id),
+			}
+			if info.err != nil {
+				attrs = append(attrs, slog.String("error", info.err.Error()))
+			}
+			level := slog.LevelInfo
+			if r.URL.Path == "/health" {
+				level = slog.LevelDebug // polled by clients and the tray
+			}
+			rt.log.LogAttrs(context.Background(), level, "request", attrs...)
+		}()
+		next.ServeHTTP(lw, r)
+		aborted = false
+	})
+}
+
+// logWriter records the status and body size for the access log.
+type logWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *logWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Flush sends buffered data to the client at once (SSE).
+func (w *logWriter) Flush() {
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection (flush, hijack, deadlines).
+func (w *logWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,243 @@
+// Package client talks to a running Llamatray instance over its HTTP API: list, load and unload
+// models, read the status, and tell whether an instance is listening at an address.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// PingTimeout bounds Ping when the context has no earlier deadline.
+const PingTimeout = 2 * time.Second
+
+// ErrNotLlamatray says something answered at the address, but not a Llamatray instance
+// (for example a bare llama-server).
+var ErrNotLlamatray = errors.New("another server is listening there, not Llamatray")
+
+// Client is an HTTP client of one Llamatray instance.
+type Client struct {
+	Base   string       // e.g. http://127.0.0.1:8080
+	APIKey string       // sent as "Authorization: Bearer" when set
+	HTTP   *http.Client // nil → a client without timeout (Load and Unload may wait long); use contexts
+}
+
+// New returns a client of the instance listening on listen ("127.0.0.1:8080", ":8080",
+// "0.0.0.0:8080", "[::]:8080" or a full http(s) URL). Wildcard hosts are reached on loopback.
+func New(listen string) *Client {
+	if strings.HasPrefix(listen, "http://") || strings.HasPrefix(listen, "https://") {
+		return &Client{Base: strings.TrimSuffix(listen, "/")}
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		host, port = listen, "8080"
+	}
+	switch host {
+	case "", "0.0.0.0", "::":
+		host = "127.0.0.1"
+	}
+	return &Client{Base: "http://" + net.JoinHostPort(host, port)}
+}
+
+// Error is an error response of the server.
+type Error struct {
+	Status  int
+	Type    string
+	Code    string
+	Message string
+}
+
+// Error returns the server's message.
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("llamatray: HTTP %d", e.Status)
+	}
+	return e.Message
+}
+
+// ModelInfo mirrors one entry of GET /models.
+type ModelInfo struct {
+	ID      string      `json:"id"`
+	Object  string      `json:"object"`
+	OwnedBy string      `json:"owned_by"`
+	Created int64       `json:"created"`
+	Aliases []string    `json:"aliases"`
+	Status  ModelStatus `json:"status"`
+	Meta    *ModelMeta  `json:"meta"` // nil when the catalog no longer has the model
+}
+
+// ModelStatus mirrors the "status" object of a model entry.
+type ModelStatus struct {
+	Value               string     `json:"value"` // unloaded, loading, loaded, sleeping, stopping, failed
+	ActiveRequests      int        `json:"active_requests"`
+	Queued              int        `json:"queued"`
+	MemoryBytes         int64      `json:"memory_bytes"`
+	MemoryEstimateBytes int64      `json:"memory_estimate_bytes"`
+	LastUsed            *time.Time `json:"last_used"`
+	PID                 int        `json:"pid"`
+	Port                int        `json:"port"`
+	ExitCode            *int       `json:"exit_code"`
+	Pinned              bool       `json:"pinned"`
+	Draining            bool       `json:"draining"`
+	Error               string     `json:"error"`
+	NextRetry           *time.Time `json:"next_retry"`
+	UnloadAt            *time.Time `json:"unload_at"`
+	Progress            float64    `json:"progress"`
+	Args                []string   `json:"args"`
+}
+
+// ModelMeta mirrors the "meta" object of a model entry.
+type ModelMeta struct {
+	Name          string `json:"name"`
+	Architecture  string `json:"architecture"`
+	Parameters    int64  `json:"parameters"`
+	Quantization  string `json:"quantization"`
+	SizeBytes     int64  `json:"size_bytes"`
+	ContextLength int    `json:"context_length"`
+	ChatTemplate  bool   `json:"chat_template"`
+	Path          string `json:"path"`
+	Splits        int    `json:"splits"`
+	Mmproj        string `json:"mmproj"`
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return http.DefaultClient
+}
+
+// do sends one request and decodes a 2xx JSON answer into out (when not nil).
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return fmt.Errorf("llamatray at %s: %w", c.Base, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("llamatray at %s: reading the answer: %w", c.Base, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return decodeError(resp.StatusCode, raw)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("llamatray at %s: unexpected answer to %s %s: %w", c.Base, method, path, err)
+	}
+	return nil
+}
+
+// decodeError turns an error response into *Error, keeping the server's message.
+func decodeError(status int, raw []byte) error {
+	e := &Error{Status: status}
+	var doc struct {
+		Error struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &doc) == nil && doc.Error.Message != "" {
+		e.Message, e.Type = doc.Error.Message, doc.Error.Type
+		if json.Unmarshal(doc.Error.Code, &e.Code) != nil {
+			e.Code = strings.Trim(string(doc.Error.Code), `"`)
+		}
+		return e
+	}
+	e.Message = strings.TrimSpace(string(raw))
+	if len(e.Message) > 500 {
+		e.Message = e.Message[:500]
+	}
+	if e.Message == "" {
+		e.Message = http.StatusText(status)
+	}
+	e.Message = fmt.Sprintf("HTTP %d: %s", status, e.Message)
+	return e
+}
+
+// Models lists every model of the instance with its state.
+func (c *Client) Models(ctx context.Context) ([]ModelInfo, error) {
+	var list struct {
+		Data []ModelInfo `json:"data"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/models", nil, &list); err != nil {
+		return nil, err
+	}
+	return list.Data, nil
+}
+
+// Load loads a model (ID or alias) and waits until it is ready or failed.
+func (c *Client) Load(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodPost, "/models/load", map[string]any{"model": id}, nil)
+}
+
+// Unload stops a model: after its in-flight requests finish, or at once with force.
+func (c *Client) Unload(ctx context.Context, id string, force bool) error {
+	return c.do(ctx, http.MethodPost, "/models/unload", map[string]any{"model": id, "force": force}, nil)
+}
+
+// Status returns the instance's /api/status document.
+func (c *Client) Status(ctx context.Context) (map[string]any, error) {
+	var st map[string]any
+	if err := c.do(ctx, http.MethodGet, "/api/status", nil, &st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Ping reports whether a Llamatray instance answers at Base, within PingTimeout. It returns
+// ErrNotLlamatray when another server answers there, and the connection error when nothing does.
+func (c *Client) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, PingTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+"/health", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return fmt.Errorf("llamatray at %s: %w", c.Base, err)
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Status  string `json:"status"`
+		Service string `json:"service"`
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &h) != nil || h.Service != "llamatray" {
+		return fmt.Errorf("%w (%s answered HTTP %d)", ErrNotLlamatray, c.Base, resp.StatusCode)
+	}
+	if h.Status != "ok" {
+		return fmt.Errorf("llamatray at %s reports status %q", c.Base, h.Status)
+	}
+	return nil
+}

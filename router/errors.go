@@ -1,0 +1,173 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// Errors the HTTP layer raises itself. errorFor maps them, and the engine's errors, to responses.
+var (
+	errBodyTooLarge    = errors.New("request body too large")
+	errBodyRead        = errors.New("reading the request body failed")
+	errModelRequired   = errors.New("model name is missing from the request")
+	errUnauthorized    = errors.New("invalid or missing API key")
+	errHostNotAllowed  = errors.New("host not allowed")
+	errOriginForbidden = errors.New("origin not allowed")
+	errNotFound        = errors.New("no such endpoint")
+	errMethod          = errors.New("method not allowed")
+	errUpstream        = errors.New("upstream llama-server failed")
+)
+
+// statusClientClosed is logged (never sent) when the client went away first, as nginx and Caddy do.
+const statusClientClosed = 499
+
+// logTailLines is how many of a failed child's last log lines go into an error message.
+const logTailLines = 8
+
+// apiError is one error response in the OpenAI shape {"error":{"message","type","code"}}.
+type apiError struct {
+	Status     int
+	Type       string // invalid_request_error, authentication_error, permission_error, server_error, ...
+	Code       string
+	Message    string
+	RetryAfter time.Duration // > 0 → Retry-After header, in whole seconds, at least 1
+}
+
+// errorFor is the one place errors become HTTP statuses and error codes.
+//
+// A model that cannot fit even with every other model unloaded (*engine.TooLargeError) is
+// 507 Insufficient Storage: unlike the 503s it will not succeed later, so it carries no Retry-After.
+// Queue timeouts, load failures, a missing llama-server and shutdown are 503 (temporary or fixable
+// without changing the request); the first two carry Retry-After when the engine knows when to retry.
+func errorFor(err error) apiError {
+	var (
+		unknown  *engine.UnknownModelError
+		queue    *engine.QueueTimeoutError
+		load     *engine.LoadError
+		tooLarge *engine.TooLargeError
+		noServer *engine.NoServerError
+		maxBytes *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &unknown):
+		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: unknown.Error()}
+	case errors.As(err, &queue):
+		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "queue_timeout", Message: queue.Error(), RetryAfter: max(queue.RetryAfter, time.Second)}
+	case errors.As(err, &load):
+		msg := load.Error()
+		if tail := lastLines(load.LogTail, logTailLines); len(tail) > 0 {
+			msg += "; last log lines:\n" + strings.Join(tail, "\n")
+		}
+		var wait time.Duration
+		if !load.RetryAt.IsZero() {
+			wait = max(time.Until(load.RetryAt), time.Second)
+		}
+		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "model_load_failed", Message: msg, RetryAfter: wait}
+	case errors.As(err, &tooLarge):
+		return apiError{Status: http.StatusInsufficientStorage, Type: "server_error", Code: "model_too_large", Message: tooLarge.Error()}
+	case errors.As(err, &noServer):
+		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "llama_server_not_found", Message: noServer.Error()}
+	case errors.Is(err, engine.ErrClosed):
+		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "shutting_down", Message: err.Error()}
+	case errors.As(err, &maxBytes), errors.Is(err, errBodyTooLarge):
+		limit := "the configured limit"
+		if maxBytes != nil {
+			limit = fmt.Sprintf("%d MiB", maxBytes.Limit>>20)
+			if maxBytes.Limit < 1<<20 {
+				limit = fmt.Sprintf("%d bytes", maxBytes.Limit)
+			}
+		}
+		return apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "body_too_large",
+			Message: "request body is larger than " + limit + " (raise body_limit in the configuration)"}
+	case errors.Is(err, errBodyRead):
+		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "body_read_failed", Message: err.Error()}
+	case errors.Is(err, errInvalidJSON):
+		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_json", Message: err.Error()}
+	case errors.Is(err, errModelRequired):
+		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "model_required", Message: err.Error()}
+	case errors.Is(err, errUnauthorized):
+		return apiError{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "invalid_api_key", Message: err.Error()}
+	case errors.Is(err, errHostNotAllowed):
+		return apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "host_not_allowed", Message: err.Error()}
+	case errors.Is(err, errOriginForbidden):
+		return apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "origin_not_allowed", Message: err.Error()}
+	case errors.Is(err, errNotFound):
+		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "not_found", Message: err.Error()}
+	case errors.Is(err, errMethod):
+		return apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed", Message: err.Error()}
+	case errors.Is(err, errUpstream):
+		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error", Message: err.Error()}
+	case errors.Is(err, context.Canceled):
+		return apiError{Status: statusClientClosed, Type: "server_error", Code: "client_closed", Message: "request cancelled by the client"}
+	case errors.Is(err, context.DeadlineExceeded):
+		return apiError{Status: http.StatusGatewayTimeout, Type: "server_error", Code: "timeout", Message: err.Error()}
+	default:
+		return apiError{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error", Message: err.Error()}
+	}
+}
+
+// lastLines returns at most n trailing lines, skipping blank ones at the end.
+func lastLines(lines []string, n int) []string {
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+// retryAfterSeconds renders a Retry-After value: whole seconds, rounded up, at least 1.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
+}
+
+// body is the JSON error document.
+func (e apiError) body() []byte {
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}})
+	return b
+}
+
+// writeError sends err as an OpenAI-shaped error response and records it for the access log.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := errorFor(err)
+	if info := infoFrom(r.Context()); info != nil {
+		info.err = err
+	}
+	if e.Status == statusClientClosed {
+		// Nobody is listening; the access log still records 499.
+		if info := infoFrom(r.Context()); info != nil {
+			info.status = statusClientClosed
+		}
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", retryAfterSeconds(e.RetryAfter))
+	}
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(append(e.body(), '\n'))
+}
+
+// writeJSON sends v with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, apiError{Type: "server_error", Code: "internal_error", Message: err.Error()}.body()
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,179 @@
+package router
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// eventJSON is one /models/events data line.
+type eventJSON struct {
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Model   string    `json:"model"`
+	Kind    string    `json:"kind"`
+	State   string    `json:"state"`
+	Active  int       `json:"active"`
+	Message string    `json:"message"`
+}
+
+// coalescer throttles engine events to at most one per model per window. The first event of a model
+// after a quiet window goes out at once; later ones are merged into one pending event — latest state,
+// latest active count, latest message — sent when the window ends. Because a model's changes merge
+// into one event, a lease change can never overtake a state change of the same model. Events without
+// a model (catalog, pressure, resync) flush everything pending first, then pass through.
+// It is used by one goroutine and needs no lock.
+type coalescer struct {
+	window  time.Duration
+	lastOut map[string]time.Time     // when each model last emitted
+	pending map[string]*engine.Event // merged events not yet sent
+}
+
+func newCoalescer(window time.Duration) *coalescer {
+	return &coalescer{window: window, lastOut: map[string]time.Time{}, pending: map[string]*engine.Event{}}
+}
+
+// add takes one event and returns what to send now.
+func (c *coalescer) add(ev engine.Event, now time.Time) []engine.Event {
+	if ev.Model == "" {
+		return append(c.flush(now, true), ev)
+	}
+	if p, ok := c.pending[ev.Model]; ok {
+		mergeEvent(p, ev)
+		return nil
+	}
+	if last, ok := c.lastOut[ev.Model]; ok && now.Sub(last) < c.window {
+		e := ev
+		c.pending[ev.Model] = &e
+		return nil
+	}
+	c.lastOut[ev.Model] = now
+	return []engine.Event{ev}
+}
+
+// mergeEvent folds a later event of the same model into a pending one. The result carries the latest
+// state, count and time. Its kind stays "state" when the window held a state change, and a bare
+// lease change does not hide a queue or pressure event; a lease change keeps the earlier message,
+// while a new state change brings its own.
+func mergeEvent(p *engine.Event, ev engine.Event) {
+	prev := *p
+	*p = ev
+	if ev.State == "" {
+		p.State = prev.State
+	}
+	if ev.Kind == "state" {
+		return
+	}
+	if prev.Kind == "state" || (ev.Kind == "lease" && prev.Kind != "lease") {
+		p.Kind = prev.Kind
+	}
+	if ev.Message == "" {
+		p.Message = prev.Message
+	}
+}
+
+// flush returns pending events whose window ended (all of them with force), in sequence order.
+func (c *coalescer) flush(now time.Time, force bool) []engine.Event {
+	var out []engine.Event
+	for m, p := range c.pending {
+		if force || !now.Before(c.lastOut[m].Add(c.window)) {
+			out = append(out, *p)
+			delete(c.pending, m)
+			c.lastOut[m] = now
+		}
+	}
+	for m, t := range c.lastOut {
+		if _, ok := c.pending[m]; !ok && now.Sub(t) >= c.window {
+			delete(c.lastOut, m) // quiet again: its next event goes out at once
+		}
+	}
+	slices.SortFunc(out, func(a, b engine.Event) int {
+		switch {
+		case a.Seq < b.Seq:
+			return -1
+		case a.Seq > b.Seq:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// next reports when the earliest pending event is due.
+func (c *coalescer) next() (time.Time, bool) {
+	var at time.Time
+	for m := range c.pending {
+		if t := c.lastOut[m].Add(c.window); at.IsZero() || t.Before(at) {
+			at = t
+		}
+	}
+	return at, !at.IsZero()
+}
+
+// events serves GET /models/events: engine events as SSE, coalesced per model, with a keep-alive
+// comment when nothing happened for a while.
+func (rt *Router) events(w http.ResponseWriter, r *http.Request) {
+	ch, cancel := rt.o.Engine.Subscribe()
+	defer cancel()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(evs []engine.Event, comment string) bool {
+		var buf []byte
+		if comment != "" {
+			buf = append(buf, ": "+comment+"\n\n"...)
+		}
+		for _, ev := range evs {
+			b, _ := json.Marshal(eventJSON{Seq: ev.Seq, Time: ev.Time.UTC(), Model: ev.Model, Kind: ev.Kind,
+				State: string(ev.State), Active: ev.Active, Message: ev.Message})
+			buf = append(buf, "id: "+strconv.FormatUint(ev.Seq, 10)+"\ndata: "...)
+			buf = append(append(buf, b...), "\n\n"...)
+		}
+		if len(buf) == 0 {
+			return true
+		}
+		if _, err := w.Write(buf); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !send(nil, "connected") {
+		return
+	}
+	c := newCoalescer(rt.coalesce)
+	keepAlive := time.NewTicker(rt.keepAlive)
+	defer keepAlive.Stop()
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
+	for {
+		var ok bool
+		select {
+		case <-r.Context().Done():
+			return
+		case ev, open := <-ch:
+			if !open {
+				send(c.flush(time.Now(), true), "")
+				return
+			}
+			ok = send(c.add(ev, time.Now()), "")
+		case <-due.C:
+			ok = send(c.flush(time.Now(), false), "")
+		case <-keepAlive.C:
+			ok = send(nil, "keep-alive")
+		}
+		if !ok {
+			return
+		}
+		if at, pending := c.next(); pending {
+			due.Reset(max(time.Until(at), 0))
+		}
+	}
+}

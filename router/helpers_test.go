@@ -1,0 +1,295 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// newLease builds a lease whose Release runs release.
+func newLease(model string, u *url.URL, waited time.Duration, release func()) *engine.Lease {
+	return engine.NewLease(model, u, waited, release)
+}
+
+// fakeEngine implements Engine over a fixed set of models, each pointing at a test upstream.
+type fakeEngine struct {
+	mu       sync.Mutex // guards every field below
+	models   map[string]*engine.ModelStatus
+	aliases  map[string]string // alias → id
+	upstream map[string]*url.URL
+	logs     map[string][]string
+	calls    []string // management calls, e.g. "load m1", "unload m1 force"
+	resolved []string // every name given to Resolve
+	subs     []chan engine.Event
+	budget   engine.Budget
+
+	// acquire, when set, replaces the default Acquire behaviour (after name resolution).
+	acquire func(ctx context.Context, id string) (*engine.Lease, error)
+	// loadErr, when set, is returned by Load and StartLoad.
+	loadErr error
+
+	released   chan string // one send per released lease (buffered)
+	subscribed chan struct{}
+}
+
+func newFakeEngine() *fakeEngine {
+	return &fakeEngine{
+		models:     map[string]*engine.ModelStatus{},
+		aliases:    map[string]string{},
+		upstream:   map[string]*url.URL{},
+		logs:       map[string][]string{},
+		released:   make(chan string, 4096),
+		subscribed: make(chan struct{}, 16),
+		budget:     engine.Budget{Limit: 8 << 30, Used: 1 << 30, Free: 7 << 30, MaxLoaded: 2, Loaded: 1},
+	}
+}
+
+// add registers a model served by upstream (nil → unreachable) with aliases.
+func (f *fakeEngine) add(id string, upstream string, aliases ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.models[id] = &engine.ModelStatus{ID: id, Aliases: aliases, State: engine.StateLoaded}
+	for _, a := range aliases {
+		f.aliases[a] = id
+	}
+	if upstream != "" {
+		u, err := url.Parse(upstream)
+		if err != nil {
+			panic(err)
+		}
+		f.upstream[id] = u
+	}
+}
+
+func (f *fakeEngine) Resolve(name string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resolved = append(f.resolved, name)
+	if _, ok := f.models[name]; ok {
+		return name, nil
+	}
+	if id, ok := f.aliases[name]; ok {
+		return id, nil
+	}
+	var sug []string
+	for id := range f.models {
+		if strings.Contains(id, name) || strings.Contains(name, id) {
+			sug = append(sug, id)
+		}
+	}
+	slices.Sort(sug)
+	return "", &engine.UnknownModelError{Name: name, Suggestions: sug}
+}
+
+func (f *fakeEngine) Acquire(ctx context.Context, name string) (*engine.Lease, error) {
+	id, err := f.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	hook := f.acquire
+	f.mu.Unlock()
+	if hook != nil {
+		return hook(ctx, id)
+	}
+	return f.lease(id, 0), nil
+}
+
+// lease hands out a lease on id, counted in Active until released.
+func (f *fakeEngine) lease(id string, waited time.Duration) *engine.Lease {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.models[id].Active++
+	return newLease(id, f.upstream[id], waited, func() {
+		f.mu.Lock()
+		f.models[id].Active--
+		f.mu.Unlock()
+		f.released <- id
+	})
+}
+
+func (f *fakeEngine) active(id string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.models[id].Active
+}
+
+func (f *fakeEngine) record(call string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call)
+}
+
+func (f *fakeEngine) Load(ctx context.Context, name string) error {
+	f.record("load " + name)
+	return f.loadErr
+}
+
+func (f *fakeEngine) StartLoad(name string) error {
+	f.record("startload " + name)
+	return f.loadErr
+}
+
+func (f *fakeEngine) Unload(ctx context.Context, name string, force bool) error {
+	if force {
+		f.record("unload " + name + " force")
+	} else {
+		f.record("unload " + name)
+	}
+	return nil
+}
+
+func (f *fakeEngine) SetPinned(name string, pinned bool) error {
+	if pinned {
+		f.record("pin " + name)
+	} else {
+		f.record("unpin " + name)
+	}
+	return nil
+}
+
+func (f *fakeEngine) Models() []engine.ModelStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []engine.ModelStatus
+	for _, m := range f.models {
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b engine.ModelStatus) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+func (f *fakeEngine) Model(name string) (engine.ModelStatus, error) {
+	id, err := f.Resolve(name)
+	if err != nil {
+		return engine.ModelStatus{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return *f.models[id], nil
+}
+
+func (f *fakeEngine) Budget() engine.Budget {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.budget
+}
+
+func (f *fakeEngine) Subscribe() (<-chan engine.Event, func()) {
+	ch := make(chan engine.Event, 256)
+	f.mu.Lock()
+	f.subs = append(f.subs, ch)
+	f.mu.Unlock()
+	f.subscribed <- struct{}{}
+	return ch, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.subs = slices.DeleteFunc(f.subs, func(c chan engine.Event) bool { return c == ch })
+	}
+}
+
+// publish sends ev to every subscriber.
+func (f *fakeEngine) publish(ev engine.Event) {
+	f.mu.Lock()
+	subs := slices.Clone(f.subs)
+	f.mu.Unlock()
+	for _, ch := range subs {
+		ch <- ev
+	}
+}
+
+func (f *fakeEngine) Logs(name string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.logs[name]
+}
+
+// fakeCatalog implements Catalog.
+type fakeCatalog map[string]catalog.Model
+
+func (c fakeCatalog) Lookup(name string) (catalog.Model, bool) {
+	m, ok := c[name]
+	return m, ok
+}
+
+// seen is one request as an upstream received it.
+type seen struct {
+	Method, Path, RawPath, Query string
+	Body                         []byte
+	Header                       http.Header
+}
+
+// recordingUpstream answers every request with a JSON echo and reports what it received.
+func recordingUpstream(t testing.TB) (*httptest.Server, chan seen) {
+	ch := make(chan seen, 1024)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		ch <- seen{Method: r.Method, Path: r.URL.Path, RawPath: r.URL.RawPath, Query: r.URL.RawQuery, Body: body, Header: r.Header.Clone()}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set(requestIDHeader, "upstream-own-id")
+		_ = json.NewEncoder(w).Encode(map[string]any{"upstream": true, "path": r.URL.Path})
+	}))
+	t.Cleanup(srv.Close)
+	return srv, ch
+}
+
+// testRouter starts the router on 127.0.0.1 with a fake engine holding model "m1" (alias "fast")
+// served by upstream. tweaks adjust the router's timings before it serves.
+func testRouter(t testing.TB, upstream string, tweak func(*Options), tweaks ...func(*Router)) (*httptest.Server, *fakeEngine, *Router) {
+	fe := newFakeEngine()
+	fe.add("m1", upstream, "fast")
+	o := Options{
+		Engine:  fe,
+		Catalog: fakeCatalog{"m1": {ID: "m1", Path: "/models/m1.gguf", Architecture: "llama", Parameters: 7e9, Quantization: "Q4_K_M", SizeBytes: 4 << 30, ContextLength: 4096, ChatTemplate: true, Splits: 1, ModTime: time.Unix(1700000000, 0)}},
+		Version: "test",
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if tweak != nil {
+		tweak(&o)
+	}
+	rt := New(o)
+	for _, f := range tweaks {
+		f(rt)
+	}
+	srv := httptest.NewServer(rt)
+	t.Cleanup(func() { srv.Close(); rt.Close() })
+	return srv, fe, rt
+}
+
+// waitReleased waits until n leases were released, or fails.
+func waitReleased(t testing.TB, fe *fakeEngine, n int) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for i := 0; i < n; i++ {
+		select {
+		case <-fe.released:
+		case <-timeout:
+			t.Fatalf("only %d of %d leases released", i, n)
+		}
+	}
+}
+
+// decodeError reads an OpenAI-shaped error response.
+func decodeError(t testing.TB, resp *http.Response) (typ, code, msg string) {
+	t.Helper()
+	var doc struct {
+		Error struct{ Message, Type, Code string }
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("error body %q: %v", b, err)
+	}
+	return doc.Error.Type, doc.Error.Code, doc.Error.Message
+}

@@ -1,0 +1,90 @@
+package router
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// acquired is the outcome of one Engine.Acquire.
+type acquired struct {
+	lease *engine.Lease
+	err   error
+}
+
+// acquire takes a lease on model id. A streaming request whose model is not ready within
+// loadingAfter, with StreamLoadingProgress on, gets 200 and SSE headers at once and a comment line
+// every loadingEvery until the lease arrives; early then reports that headers were sent.
+// Acquire is bound to the client's context, so a client that leaves ends the wait.
+func (rt *Router) acquire(w http.ResponseWriter, r *http.Request, id string, stream bool) (lease *engine.Lease, early bool, err error) {
+	ctx := r.Context()
+	if !stream || !rt.o.StreamLoadingProgress {
+		lease, err = rt.o.Engine.Acquire(ctx, id)
+		return lease, false, err
+	}
+	done := make(chan acquired, 1)
+	go func() {
+		l, err := rt.o.Engine.Acquire(ctx, id)
+		done <- acquired{l, err}
+	}()
+	timer := time.NewTimer(rt.loadingAfter)
+	defer timer.Stop()
+	select {
+	case a := <-done:
+		return a.lease, false, a.err
+	case <-timer.C:
+	}
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rt.loadingComment(w, id)
+	ticker := time.NewTicker(rt.loadingEvery)
+	defer ticker.Stop()
+	for {
+		select {
+		case a := <-done:
+			return a.lease, true, a.err
+		case <-ticker.C:
+			// A write error means the client left; Acquire sees the same cancelled context.
+			rt.loadingComment(w, id)
+		}
+	}
+}
+
+// loadingComment writes one SSE comment line about the loading model and flushes it.
+func (rt *Router) loadingComment(w http.ResponseWriter, id string) {
+	line := ": loading model " + id
+	if st, err := rt.o.Engine.Model(id); err == nil && st.State == engine.StateLoading && st.Progress > 0 {
+		line += fmt.Sprintf(" (%.0f%%)", st.Progress*100)
+	} else if err == nil && st.Queued > 0 && st.State != engine.StateLoading {
+		line += " (queued)"
+	}
+	_, _ = w.Write([]byte(line + "\n\n"))
+	_ = http.NewResponseController(w).Flush()
+}
+
+// sseErrorEvent frames a JSON error document as one SSE data event.
+func sseErrorEvent(doc []byte) []byte {
+	ev := make([]byte, 0, len(doc)+10)
+	ev = append(ev, "data: "...)
+	ev = append(ev, doc...)
+	return append(ev, "\n\n"...)
+}
+
+// writeSSEError ends a stream whose headers were already sent with an error event.
+func writeSSEError(w http.ResponseWriter, r *http.Request, err error) {
+	e := errorFor(err)
+	if info := infoFrom(r.Context()); info != nil {
+		info.err = err
+	}
+	if e.Status == statusClientClosed {
+		return
+	}
+	_, _ = w.Write(sseErrorEvent(e.body()))
+	_ = http.NewResponseController(w).Flush()
+}

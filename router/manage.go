@@ -1,0 +1,202 @@
+package router
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// manageRequest is the body of POST /models/load, /models/unload and /models/pin.
+type manageRequest struct {
+	Model  string `json:"model"`
+	Force  bool   `json:"force"`
+	Pinned *bool  `json:"pinned"`
+}
+
+// muxVar returns an unescaped path variable (routes match on the escaped path).
+func muxVar(r *http.Request, name string) (string, bool) {
+	v, ok := mux.Vars(r)[name]
+	if !ok {
+		return "", false
+	}
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", false
+	}
+	return u, true
+}
+
+// manageTarget reads a management request and resolves its model: body "model", else ?model=.
+func (rt *Router) manageTarget(w http.ResponseWriter, r *http.Request) (manageRequest, string, error) {
+	var req manageRequest
+	body, err := rt.readBody(w, r)
+	if err != nil {
+		return req, "", err
+	}
+	if len(body) > 0 {
+		if _, err := scanBody(body); err != nil {
+			return req, "", err
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return req, "", fmt.Errorf("%w: %w", errInvalidJSON, err)
+		}
+	}
+	if req.Model == "" {
+		req.Model = r.URL.Query().Get("model")
+	}
+	if req.Model == "" {
+		return req, "", errModelRequired
+	}
+	id, err := rt.resolve(req.Model)
+	if err == nil {
+		if info := infoFrom(r.Context()); info != nil {
+			info.model = id
+		}
+	}
+	return req, id, err
+}
+
+// loadModel serves POST /models/load: waits until the model is ready or failed; ?wait=false
+// answers 202 as soon as the load started.
+func (rt *Router) loadModel(w http.ResponseWriter, r *http.Request) {
+	_, id, err := rt.manageTarget(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if wait := r.URL.Query().Get("wait"); wait == "false" || wait == "0" {
+		if err := rt.o.Engine.StartLoad(id); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, map[string]any{"success": true, "id": id, "status": rt.statusOf(id)})
+		return
+	}
+	if err := rt.o.Engine.Load(r.Context(), id); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "status": rt.statusOf(id)})
+}
+
+// unloadModel serves POST /models/unload: drains (no new leases, in-flight requests finish) and
+// stops the child; "force": true stops it at once.
+func (rt *Router) unloadModel(w http.ResponseWriter, r *http.Request) {
+	req, id, err := rt.manageTarget(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := rt.o.Engine.Unload(r.Context(), id, req.Force); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "status": rt.statusOf(id)})
+}
+
+// pinModel serves POST /models/pin; "pinned" defaults to true.
+func (rt *Router) pinModel(w http.ResponseWriter, r *http.Request) {
+	req, id, err := rt.manageTarget(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	pinned := req.Pinned == nil || *req.Pinned
+	if err := rt.o.Engine.SetPinned(id, pinned); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "pinned": pinned})
+}
+
+// statusOf is the model's status value, or null when the engine cannot say.
+func (rt *Router) statusOf(id string) any {
+	st, err := rt.o.Engine.Model(id)
+	if err != nil {
+		return nil
+	}
+	return statusJSON(st)
+}
+
+// modelLogs serves GET /models/logs?model=: the tail of the child's output.
+func (rt *Router) modelLogs(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("model")
+	if name == "" {
+		writeError(w, r, errModelRequired)
+		return
+	}
+	id, err := rt.resolve(name)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	infoFrom(r.Context()).model = id
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "lines": orEmpty(rt.o.Engine.Logs(id))})
+}
+
+// health serves GET /health. "service" tells a Llamatray instance from a bare llama-server.
+func (rt *Router) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "service": "llamatray", "version": rt.o.Version})
+}
+
+// budgetJSON is the memory budget of /api/status.
+func budgetJSON(b engine.Budget) map[string]any {
+	return map[string]any{
+		"limit": b.Limit, "configured": b.Configured, "used": b.Used, "free": b.Free, "reserve": b.Reserve,
+		"system_total": b.SystemTotal, "system_available": b.SystemAvailable,
+		"max_loaded": b.MaxLoaded, "loaded": b.Loaded,
+	}
+}
+
+// apiStatus serves GET /api/status: version, uptime, memory budget, model counts, plus the
+// service's extra fields (which never replace these).
+func (rt *Router) apiStatus(w http.ResponseWriter, r *http.Request) {
+	counts := map[string]int{"total": 0, "unloaded": 0, "loading": 0, "loaded": 0, "sleeping": 0,
+		"stopping": 0, "failed": 0, "active_requests": 0, "queued": 0, "pinned": 0}
+	for _, st := range rt.o.Engine.Models() {
+		counts["total"]++
+		counts[string(st.State)]++
+		counts["active_requests"] += st.Active
+		counts["queued"] += st.Queued
+		if st.Pinned {
+			counts["pinned"]++
+		}
+	}
+	out := map[string]any{}
+	if rt.o.Status != nil {
+		maps.Copy(out, rt.o.Status())
+	}
+	maps.Copy(out, map[string]any{
+		"service":        "llamatray",
+		"version":        rt.o.Version,
+		"start_time":     rt.o.StartTime.UTC().Format(time.RFC3339),
+		"uptime_seconds": int64(time.Since(rt.o.StartTime).Seconds()),
+		"listen":         rt.o.Listen,
+		"default_model":  rt.o.DefaultModel,
+		"memory":         budgetJSON(rt.o.Engine.Budget()),
+		"models":         counts,
+	})
+	writeJSON(w, http.StatusOK, out)
+}
+
+// props serves GET/POST /props: with a model it is the child's, without one the router's own.
+func (rt *Router) props(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("model") != "" || r.Method != http.MethodGet {
+		rt.modelRoute(w, r)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"role":            "router",
+		"max_instances":   rt.o.Engine.Budget().MaxLoaded,
+		"models_autoload": true,
+		"default_model":   rt.o.DefaultModel,
+		"build_info":      "llamatray " + rt.o.Version,
+	})
+}

@@ -1,0 +1,304 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// upstreamIdleTimeout keeps idle connections to children shorter than llama-server's own keep-alive
+// timeout (5 s), so the router rarely reuses a connection the child is about to close.
+const upstreamIdleTimeout = 3 * time.Second
+
+// newTransport is the one transport shared by every proxied request.
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil, // children are on 127.0.0.1; never through an environment proxy
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       upstreamIdleTimeout,
+		DisableCompression:    true, // pass encodings through untouched
+		ExpectContinueTimeout: 0,
+		ResponseHeaderTimeout: 0, // prompt processing of a long context can take minutes
+		ReadBufferSize:        32 << 10,
+		WriteBufferSize:       32 << 10,
+	}
+}
+
+// retryTransport retries once a request that failed before any byte of a response came back, which
+// is what a kept-alive connection closed by the child under our feet looks like. The body is
+// replayed with Request.GetBody. A cancelled client is never retried.
+type retryTransport struct{ base http.RoundTripper }
+
+func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var gotByte atomic.Bool
+	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotFirstResponseByte: func() { gotByte.Store(true) },
+	})
+	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	if err == nil || gotByte.Load() || req.Context().Err() != nil || (req.Body != nil && req.GetBody == nil) {
+		return resp, err
+	}
+	retry := req.Clone(req.Context())
+	if req.Body != nil {
+		body, gerr := req.GetBody()
+		if gerr != nil {
+			return nil, err
+		}
+		retry.Body = body
+	}
+	resp, err2 := t.base.RoundTrip(retry)
+	if err2 != nil {
+		return nil, fmt.Errorf("%w (retried after: %v)", err2, err)
+	}
+	return resp, nil
+}
+
+type targetKey struct{}
+
+// proxyTarget is where and how one request is proxied; the Rewrite and error hooks read it from the
+// request context.
+type proxyTarget struct {
+	model   string
+	url     *url.URL
+	path    string // when set, replaces the path (the /upstream prefix stripped)
+	rawPath string
+	early   bool // headers were already sent to the client (loading progress)
+}
+
+func targetFrom(r *http.Request) *proxyTarget {
+	t, _ := r.Context().Value(targetKey{}).(*proxyTarget)
+	return t
+}
+
+func (rt *Router) newProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Transport:      retryTransport{base: rt.transport},
+		FlushInterval:  -1, // SSE tokens go out as soon as they arrive
+		Rewrite:        rt.rewrite,
+		ModifyResponse: rt.modifyResponse,
+		ErrorHandler:   rt.proxyError,
+		ErrorLog:       slog.NewLogLogger(rt.log.Handler(), slog.LevelDebug),
+		BufferPool:     copyBuffers{},
+	}
+}
+
+// rewrite points the request at the child and changes nothing else but the credentials (the
+// router's own, never forwarded) and the request ID.
+func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
+	t := targetFrom(pr.In)
+	pr.SetURL(t.url)
+	if t.path != "" {
+		pr.Out.URL.Path, pr.Out.URL.RawPath = t.path, t.rawPath
+	}
+	pr.Out.Header.Del("Authorization")
+	pr.Out.Header.Del("X-Api-Key")
+	if info := infoFrom(pr.In.Context()); info != nil {
+		pr.Out.Header.Set(requestIDHeader, info.id)
+	}
+}
+
+// modifyResponse drops the child's X-Request-Id (ours is already set). When the client already got
+// an SSE response (loading progress), an error status from the child becomes an SSE error event.
+func (rt *Router) modifyResponse(resp *http.Response) error {
+	resp.Header.Del(requestIDHeader)
+	t := targetFrom(resp.Request)
+	if t == nil || !t.early || resp.StatusCode < 300 {
+		return nil
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	ev := sseErrorEvent(upstreamErrorBody(resp.StatusCode, raw))
+	resp.Body = io.NopCloser(bytes.NewReader(ev))
+	resp.ContentLength = int64(len(ev))
+	resp.Header.Del("Content-Length")
+	return nil
+}
+
+// upstreamErrorBody keeps a child's JSON error document as it is, else wraps its text in one.
+func upstreamErrorBody(status int, raw []byte) []byte {
+	raw = bytes.TrimSpace(raw)
+	var buf bytes.Buffer
+	if len(raw) > 0 && raw[0] == '{' && json.Compact(&buf, raw) == nil {
+		return buf.Bytes()
+	}
+	msg := strings.TrimSpace(string(raw))
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	return apiError{Type: "server_error", Code: "upstream_error", Message: fmt.Sprintf("llama-server answered %d: %s", status, msg)}.body()
+}
+
+// proxyError handles a failed round trip (the child could not be reached or answered garbage).
+func (rt *Router) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		if info := infoFrom(r.Context()); info != nil {
+			info.status, info.err = statusClientClosed, err
+		}
+		return
+	}
+	t := targetFrom(r)
+	model := ""
+	if t != nil {
+		model = t.model
+	}
+	err = fmt.Errorf("%w for model %q: %w", errUpstream, model, err)
+	rt.log.Warn("proxy error", "model", model, "error", err)
+	if t != nil && t.early {
+		writeSSEError(w, r, err)
+		return
+	}
+	writeError(w, r, err)
+}
+
+// sentWriter is the client's writer after the headers were sent early: the proxy's header and
+// status writes go nowhere, the body goes through.
+type sentWriter struct {
+	http.ResponseWriter
+	h http.Header
+}
+
+func (s *sentWriter) Header() http.Header         { return s.h }
+func (s *sentWriter) WriteHeader(int)             {}
+func (s *sentWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// copyBuffers recycles the proxy's 32 KiB copy buffers.
+type copyBuffers struct{}
+
+var copyBufferPool = sync.Pool{New: func() any { return make([]byte, 32<<10) }}
+
+func (copyBuffers) Get() []byte  { return copyBufferPool.Get().([]byte) }
+func (copyBuffers) Put(b []byte) { copyBufferPool.Put(b) }
+
+// readBody reads the whole request body, bounded by the body limit. A declared length is allocated
+// once; an unknown one (chunked) grows as it arrives.
+func (rt *Router) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > rt.limit {
+		return nil, &http.MaxBytesError{Limit: rt.limit}
+	}
+	body := http.MaxBytesReader(w, r.Body, rt.limit)
+	var (
+		buf []byte
+		err error
+	)
+	if r.ContentLength > 0 {
+		buf = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(body, buf)
+	} else {
+		buf, err = io.ReadAll(body)
+	}
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", errBodyRead, err)
+	}
+	return buf, nil
+}
+
+// looksLikePath reports names that can only be file paths, never catalog IDs or aliases.
+func looksLikePath(name string) bool {
+	if strings.ContainsAny(name, "\x00\\") || strings.HasPrefix(name, "/") || strings.HasPrefix(name, "~") ||
+		strings.HasPrefix(name, "./") || (len(name) >= 2 && name[1] == ':') {
+		return true
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == ".." || seg == "." {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve maps a requested name (ID or alias) to a catalog ID. Anything else — in particular a file
+// path — is an unknown model.
+func (rt *Router) resolve(name string) (string, error) {
+	if looksLikePath(name) {
+		return "", &engine.UnknownModelError{Name: name}
+	}
+	id, err := rt.o.Engine.Resolve(name)
+	if err != nil {
+		return "", err
+	}
+	if rt.o.Catalog != nil {
+		if _, ok := rt.o.Catalog.Lookup(id); !ok {
+			return "", &engine.UnknownModelError{Name: name}
+		}
+	}
+	return id, nil
+}
+
+// serveModel resolves name, holds a lease on the model for the whole proxied exchange and proxies
+// the request with body to the child. path, when set, replaces the request path upstream.
+func (rt *Router) serveModel(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) {
+	info := infoFrom(r.Context())
+	if name == "" {
+		name = rt.o.DefaultModel
+	}
+	if name == "" {
+		writeError(w, r, errModelRequired)
+		return
+	}
+	id, err := rt.resolve(name)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if info != nil {
+		info.model = id
+	}
+	lease, early, err := rt.acquire(w, r, id, stream)
+	if lease != nil {
+		// Released when the response is fully written, the client is gone, or the proxy aborts the
+		// connection with a panic.
+		defer lease.Release()
+	}
+	if err != nil {
+		if early {
+			writeSSEError(w, r, err)
+		} else {
+			writeError(w, r, err)
+		}
+		return
+	}
+	if info != nil {
+		info.waited = lease.Waited
+	}
+	if lease.URL == nil {
+		writeError(w, r, fmt.Errorf("%w: the engine gave no address for model %q", errUpstream, id))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.ContentLength = int64(len(body))
+	r.TransferEncoding = nil
+	if len(body) == 0 {
+		r.Body, r.GetBody = http.NoBody, nil
+	}
+	t := &proxyTarget{model: id, url: lease.URL, path: path, rawPath: rawPath, early: early}
+	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
+	if early {
+		w = &sentWriter{ResponseWriter: w, h: make(http.Header)}
+	}
+	rt.proxy.ServeHTTP(w, r)
+}

@@ -1,0 +1,162 @@
+// Package router is Llamatray's HTTP layer: the OpenAI, Anthropic and llama.cpp-native endpoints
+// reverse-proxied to per-model llama-server children, the management API shaped like llama.cpp's
+// router, and the security checks (Host, CORS, API keys) in front of them. Every route is declared
+// in routes.go.
+package router
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// DefaultBodyLimit is the largest request body accepted when Options.BodyLimit is 0.
+const DefaultBodyLimit int64 = 64 << 20
+
+// Engine is what the HTTP layer needs from the engine; *engine.Engine satisfies it.
+type Engine interface {
+	// Acquire blocks until the model's child is ready and returns a lease on it.
+	Acquire(ctx context.Context, name string) (*engine.Lease, error)
+	// Resolve maps an ID or alias to the canonical catalog ID.
+	Resolve(name string) (string, error)
+	// Load starts the model if needed and waits until it is ready or failed.
+	Load(ctx context.Context, name string) error
+	// StartLoad starts loading without waiting.
+	StartLoad(name string) error
+	// Unload drains the model (or stops it at once with force) and waits until it stopped.
+	Unload(ctx context.Context, name string, force bool) error
+	SetPinned(name string, pinned bool) error
+	Models() []engine.ModelStatus
+	Model(name string) (engine.ModelStatus, error)
+	Budget() engine.Budget
+	// Subscribe returns a channel of engine events and a function that ends the subscription.
+	Subscribe() (<-chan engine.Event, func())
+	// Logs returns the tail of a model's child output.
+	Logs(name string) []string
+}
+
+// Catalog gives the metadata of a model by canonical ID.
+type Catalog interface {
+	Lookup(name string) (catalog.Model, bool)
+}
+
+// Options configure a Router.
+type Options struct {
+	Engine  Engine
+	Catalog Catalog
+	// Listen is the bound address, for Host checks and /api/status.
+	Listen string
+	// DefaultModel is used when a request names no model.
+	DefaultModel string
+	// BodyLimit bounds request bodies; 0 means DefaultBodyLimit. Larger bodies get 413.
+	BodyLimit int64
+	// APIKeys, when not empty, are required as "Authorization: Bearer K" or "x-api-key: K".
+	// The service must refuse to bind a non-loopback address without keys (see RequiresKey).
+	APIKeys []string
+	// AllowedHosts are extra Host names accepted besides loopback ones; "*" accepts any Host.
+	AllowedHosts []string
+	// CORSOrigins are extra allowed origins besides http(s) loopback ones; "*" allows any origin.
+	CORSOrigins []string
+	// StreamLoadingProgress sends SSE comments to streaming requests while their model loads.
+	StreamLoadingProgress bool
+	Version               string
+	StartTime             time.Time
+	// Status supplies extra fields for /api/status (llama-server path and version, ...).
+	Status func() map[string]any
+	Logger *slog.Logger
+}
+
+// Router is the HTTP handler of a Llamatray instance.
+type Router struct {
+	o         Options
+	log       *slog.Logger
+	limit     int64
+	keys      [][]byte
+	transport *http.Transport
+	proxy     *httputil.ReverseProxy
+	mux       *mux.Router
+	handler   http.Handler
+
+	loadingAfter time.Duration // how long a streaming request waits before loading comments start
+	loadingEvery time.Duration // interval of loading comments
+	keepAlive    time.Duration // interval of /models/events keep-alive comments
+	coalesce     time.Duration // /models/events window per model
+}
+
+// New builds a Router. It does not validate the listen address against the keys: that is the
+// service's job (RequiresKey).
+func New(o Options) *Router {
+	rt := &Router{
+		o:            o,
+		log:          o.Logger,
+		limit:        o.BodyLimit,
+		loadingAfter: time.Second,
+		loadingEvery: 2 * time.Second,
+		keepAlive:    15 * time.Second,
+		coalesce:     100 * time.Millisecond,
+	}
+	if rt.log == nil {
+		rt.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if rt.limit <= 0 {
+		rt.limit = DefaultBodyLimit
+	}
+	if rt.o.StartTime.IsZero() {
+		rt.o.StartTime = time.Now()
+	}
+	for _, k := range o.APIKeys {
+		if k != "" {
+			rt.keys = append(rt.keys, []byte(k))
+		}
+	}
+	rt.transport = newTransport()
+	rt.proxy = rt.newProxy()
+	rt.mux = rt.routes()
+	rt.handler = rt.accessLog(rt.checkHost(rt.cors(rt.auth(rt.mux))))
+	return rt
+}
+
+// ServeHTTP implements http.Handler.
+func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rt.handler.ServeHTTP(w, r)
+}
+
+// Close drops idle upstream connections. In-flight requests are not affected.
+func (rt *Router) Close() {
+	rt.transport.CloseIdleConnections()
+}
+
+// RequiresKey reports whether binding listen exposes the router beyond this machine, so that an API
+// key must be configured: anything but a loopback name or address (":8080" and "0.0.0.0:8080" bind
+// every interface).
+func RequiresKey(listen string) bool {
+	host := listen
+	if h, _, err := net.SplitHostPort(listen); err == nil {
+		host = h
+	}
+	return !isLoopbackHost(host)
+}
+
+// isLoopbackHost reports whether host (no port; brackets allowed) is localhost or a loopback address.
+func isLoopbackHost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "localhost" {
+		return true
+	}
+	if i := strings.IndexByte(host, '%'); i >= 0 { // zone, as in fe80::1%eth0
+		host = host[:i]
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
+}

@@ -1,0 +1,126 @@
+package router
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gorilla/mux"
+)
+
+// proxiedPOST are the model-routed endpoints whose model comes from the JSON body.
+var proxiedPOST = []string{
+	// OpenAI
+	"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses",
+	"/v1/rerank", "/rerank", "/v1/reranking",
+	// Anthropic
+	"/v1/messages", "/v1/messages/count_tokens",
+	// llama.cpp native
+	"/completion", "/completions", "/chat/completions", "/embedding", "/embeddings", "/infill",
+	"/tokenize", "/detokenize", "/apply-template",
+}
+
+// proxiedGET are the model-routed endpoints whose model comes from ?model= (the body, if any,
+// still counts first).
+var proxiedGET = []string{"/slots", "/metrics", "/lora-adapters"}
+
+// routes declares every route of the router.
+func (rt *Router) routes() *mux.Router {
+	m := mux.NewRouter()
+	m.SkipClean(true)    // /upstream paths reach the child exactly as sent
+	m.UseEncodedPath()   // {model} is one escaped segment
+	m.StrictSlash(false) // no redirects between /x and /x/
+	m.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeError(w, r, errNotFound) })
+	m.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeError(w, r, errMethod) })
+
+	// Management API, shaped like llama.cpp's router.
+	m.HandleFunc("/health", rt.health).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/api/status", rt.apiStatus).Methods(http.MethodGet)
+	m.HandleFunc("/models", rt.listModels).Methods(http.MethodGet)
+	m.HandleFunc("/v1/models", rt.listModels).Methods(http.MethodGet)
+	m.HandleFunc("/v1/models/{model}", rt.getModel).Methods(http.MethodGet)
+	m.HandleFunc("/models/load", rt.loadModel).Methods(http.MethodPost)
+	m.HandleFunc("/models/unload", rt.unloadModel).Methods(http.MethodPost)
+	m.HandleFunc("/models/pin", rt.pinModel).Methods(http.MethodPost)
+	m.HandleFunc("/models/logs", rt.modelLogs).Methods(http.MethodGet)
+	m.HandleFunc("/models/events", rt.events).Methods(http.MethodGet)
+
+	// Model-routed endpoints, proxied to the model's child.
+	for _, p := range proxiedPOST {
+		m.HandleFunc(p, rt.modelRoute).Methods(http.MethodPost)
+	}
+	for _, p := range proxiedGET {
+		m.HandleFunc(p, rt.modelRoute).Methods(http.MethodGet, http.MethodPost)
+	}
+	m.HandleFunc("/slots/{slot}", rt.modelRoute).Methods(http.MethodPost)
+	m.HandleFunc("/props", rt.props).Methods(http.MethodGet, http.MethodPost)
+
+	// Passthrough to one child, any method, prefix stripped (llama-server's web UI works through it).
+	m.HandleFunc("/upstream/{model}", rt.upstreamRoot)
+	m.PathPrefix("/upstream/{model}/").HandlerFunc(rt.upstream)
+	return m
+}
+
+// modelRoute proxies a model-routed request: the model is the body's "model", else ?model=, else
+// the default model. The body is read once and replayed upstream byte for byte.
+func (rt *Router) modelRoute(w http.ResponseWriter, r *http.Request) {
+	body, err := rt.readBody(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	f, err := scanBody(body)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	name := f.Model
+	if name == "" {
+		name = r.URL.Query().Get("model")
+	}
+	rt.serveModel(w, r, name, body, f.Stream, "", "")
+}
+
+// upstreamRoot sends /upstream/{model} to /upstream/{model}/ so the web UI's relative links resolve.
+func (rt *Router) upstreamRoot(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		rt.upstream(w, r)
+		return
+	}
+	u := *r.URL
+	u.Path, u.RawPath = r.URL.Path+"/", ""
+	if r.URL.RawPath != "" {
+		u.RawPath = r.URL.RawPath + "/"
+	}
+	http.Redirect(w, r, u.RequestURI(), http.StatusMovedPermanently)
+}
+
+// upstream serves /upstream/{model}/...: any method, the path after the model forwarded as is.
+func (rt *Router) upstream(w http.ResponseWriter, r *http.Request) {
+	name, ok := muxVar(r, "model")
+	if !ok || name == "" {
+		writeError(w, r, errNotFound)
+		return
+	}
+	esc := r.URL.EscapedPath()
+	rest := "/"
+	prefix := "/upstream/" + mux.Vars(r)["model"]
+	if strings.HasPrefix(esc, prefix) && len(esc) > len(prefix) {
+		rest = esc[len(prefix):]
+	}
+	path, err := url.PathUnescape(rest)
+	if err != nil {
+		writeError(w, r, errNotFound)
+		return
+	}
+	rawPath := ""
+	if path != rest {
+		rawPath = rest
+	}
+	body, err := rt.readBody(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	rt.serveModel(w, r, name, body, false, path, rawPath)
+}

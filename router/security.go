@@ -1,0 +1,179 @@
+package router
+
+import (
+	"crypto/subtle"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+)
+
+// corsAllowHeaders are always allowed in preflights, besides the ones the browser asks for.
+const corsAllowHeaders = "Authorization, Content-Type, X-Api-Key, Anthropic-Version, X-Request-Id"
+
+// checkHost refuses requests whose Host header is not a name this router answers to, which defeats
+// DNS rebinding (a page on evil.example whose name is re-pointed at 127.0.0.1 still sends
+// "Host: evil.example"). Accepted: localhost and loopback addresses with any port, the host of the
+// listen address, Options.AllowedHosts ("*" accepts all), and — when listening on every interface —
+// any IP literal, since rebinding needs a DNS name.
+func (rt *Router) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !rt.hostAllowed(r.Host) {
+			writeError(w, r, errHostNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (rt *Router) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "" {
+		return false
+	}
+	if isLoopbackHost(host) {
+		return true
+	}
+	for _, a := range rt.o.AllowedHosts {
+		a = strings.ToLower(strings.TrimSpace(a))
+		if h, _, err := net.SplitHostPort(a); err == nil {
+			a = h
+		}
+		if a == "*" || strings.TrimSuffix(strings.Trim(a, "[]"), ".") == host {
+			return true
+		}
+	}
+	listen := rt.o.Listen
+	if h, _, err := net.SplitHostPort(listen); err == nil {
+		listen = h
+	}
+	listen = strings.ToLower(strings.Trim(listen, "[]"))
+	if listen == host {
+		return true
+	}
+	if la, err := netip.ParseAddr(listen); listen == "" || (err == nil && la.IsUnspecified()) {
+		_, err := netip.ParseAddr(host)
+		return err == nil
+	}
+	return false
+}
+
+// originAllowed reports whether a browser origin may read responses: http(s) on localhost or a
+// loopback address with any port, or one of Options.CORSOrigins. The second result is "*" when that
+// wildcard is configured, else the origin itself.
+func (rt *Router) originAllowed(origin string) (bool, string) {
+	norm := strings.TrimSuffix(strings.ToLower(origin), "/")
+	for _, o := range rt.o.CORSOrigins {
+		o = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o)), "/")
+		if o == "*" {
+			return true, "*"
+		}
+		if o == norm {
+			return true, origin
+		}
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.User != nil {
+		return false, ""
+	}
+	return isLoopbackHost(u.Hostname()), origin
+}
+
+// cors answers preflights and adds CORS headers for allowed origins. A disallowed origin gets no CORS
+// headers, so the browser hides the response; its preflights are refused with 403, and so are its
+// non-GET requests (a form or "simple" POST from another site must not load or unload models).
+func (rt *Router) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+		h := w.Header()
+		h.Add("Vary", "Origin")
+		ok, allow := rt.originAllowed(origin)
+		if !ok {
+			if preflight || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+				writeError(w, r, errOriginForbidden)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		h.Set("Access-Control-Allow-Origin", allow)
+		if !preflight {
+			h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After")
+			next.ServeHTTP(w, r)
+			return
+		}
+		h.Add("Vary", "Access-Control-Request-Method")
+		h.Add("Vary", "Access-Control-Request-Headers")
+		h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
+		allowHeaders := corsAllowHeaders
+		if req := r.Header.Get("Access-Control-Request-Headers"); req != "" && validHeaderList(req) {
+			allowHeaders += ", " + req
+		}
+		h.Set("Access-Control-Allow-Headers", allowHeaders)
+		h.Set("Access-Control-Max-Age", "600")
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// validHeaderList reports whether s is a comma-separated list of header-name tokens, so echoing it
+// cannot inject anything.
+func validHeaderList(s string) bool {
+	if len(s) > 2048 {
+		return false
+	}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			return false
+		}
+		for i := 0; i < len(f); i++ {
+			c := f[i]
+			if !(c == '-' || c == '_' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// auth requires one of Options.APIKeys when any is configured, as "Authorization: Bearer K" or
+// "x-api-key: K". /health stays open so clients can find a running instance. The credentials are
+// the router's own: the proxy never forwards them to a child.
+func (rt *Router) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(rt.keys) == 0 || r.URL.Path == "/health" || rt.keyOK(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="llamatray"`)
+		writeError(w, r, errUnauthorized)
+	})
+}
+
+func (rt *Router) keyOK(r *http.Request) bool {
+	var given []string
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		given = append(given, strings.TrimSpace(a[7:]))
+	}
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		given = append(given, strings.TrimSpace(k))
+	}
+	for _, g := range given {
+		for _, k := range rt.keys {
+			if subtle.ConstantTimeCompare([]byte(g), k) == 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
