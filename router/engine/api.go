@@ -156,7 +156,6 @@ func (e *NoServerError) Error() string {
 	return "llama-server not found: " + e.Hint
 }
 
-
 // NewLease builds a lease whose Release calls release at most once. The engine's own leases come
 // from Acquire; this is for HTTP-layer tests and alternative engines.
 func NewLease(model string, u *url.URL, waited time.Duration, release func()) *Lease {
