@@ -1,0 +1,163 @@
+// Package catalog finds GGUF models in folders, reads their headers, gives them stable readable
+// IDs, pairs split files and multimodal projectors, estimates the memory a load needs and
+// rescans when the folders change.
+package catalog
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Catalog is the set of models found by the last scan. Its methods are safe for concurrent use;
+// reads never wait for a scan.
+type Catalog struct {
+	opts Options
+	log  *slog.Logger
+
+	snap atomic.Pointer[snapshot] // the last completed scan; replaced whole
+
+	scanSem chan struct{} // holds one token while a scan runs: scans run one at a time
+
+	mu    sync.Mutex // guards dirs, cache and the estimate fields of cached entries
+	dirs  []string
+	cache map[string]*cached // by first file path
+
+	subMu sync.Mutex // guards subs
+	subs  map[chan struct{}]struct{}
+}
+
+// snapshot is one scan's immutable result.
+type snapshot struct {
+	all      []Model // sorted by ID, hidden included
+	visible  []Model // all minus hidden
+	exact    map[string]int
+	fold     map[string]int // lower-cased names; -1 = ambiguous
+	hidden   []string       // IDs left out of visible
+	warnings []string
+	print    uint64 // fingerprint of what the scan saw
+}
+
+// New returns a catalog for o. It is empty until Scan runs.
+func New(o Options) *Catalog {
+	if o.Params == nil {
+		o.Params = func(string) EstimateParams { return EstimateParams{ContextSize: 4096} }
+	}
+	if o.Aliases == nil {
+		o.Aliases = func(string) []string { return nil }
+	}
+	if o.Hidden == nil {
+		o.Hidden = func(string) bool { return false }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	c := &Catalog{
+		opts:    o,
+		log:     o.Logger,
+		scanSem: make(chan struct{}, 1),
+		dirs:    cleanDirs(o.Dirs),
+		cache:   map[string]*cached{},
+		subs:    map[chan struct{}]struct{}{},
+	}
+	c.snap.Store(&snapshot{exact: map[string]int{}, fold: map[string]int{}})
+	return c
+}
+
+func cleanDirs(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if d = strings.TrimSpace(d); d != "" {
+			d = filepath.Clean(d)
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// Models returns the models of the last scan sorted by ID, hidden ones left out.
+func (c *Catalog) Models() []Model {
+	s := c.snap.Load()
+	out := make([]Model, len(s.visible))
+	for i, m := range s.visible {
+		out[i] = m.clone()
+	}
+	return out
+}
+
+// Lookup finds a model by ID or alias: an exact match first, then a case-insensitive one when
+// it is unambiguous. Hidden models are found too.
+func (c *Catalog) Lookup(name string) (Model, bool) {
+	s := c.snap.Load()
+	if i, ok := s.exact[name]; ok {
+		return s.all[i].clone(), true
+	}
+	if i, ok := s.fold[strings.ToLower(name)]; ok && i >= 0 {
+		return s.all[i].clone(), true
+	}
+	return Model{}, false
+}
+
+// Warnings returns the last scan's problems: missing folders and skipped files with reasons.
+func (c *Catalog) Warnings() []string {
+	return slices.Clone(c.snap.Load().warnings)
+}
+
+// Subscribe returns a channel that receives a signal after each scan that changed the model
+// list, an entry or its estimate (coalesced: one pending signal at most; never closed), and a
+// function that ends the subscription.
+func (c *Catalog) Subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	c.subMu.Lock()
+	c.subs[ch] = struct{}{}
+	c.subMu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			c.subMu.Lock()
+			delete(c.subs, ch)
+			c.subMu.Unlock()
+		})
+	}
+}
+
+// notify signals every subscriber without blocking.
+func (c *Catalog) notify() {
+	c.subMu.Lock()
+	defer c.subMu.Unlock()
+	for ch := range c.subs {
+		select {
+		case ch <- struct{}{}:
+		default: // a signal is already pending
+		}
+	}
+}
+
+// SetDirs replaces the folders to scan and rescans them before returning.
+func (c *Catalog) SetDirs(dirs []string) {
+	c.mu.Lock()
+	c.dirs = cleanDirs(dirs)
+	c.mu.Unlock()
+	if err := c.Scan(context.Background()); err != nil {
+		c.log.Warn("model scan failed", "err", err)
+	}
+}
+
+// Dirs returns the folders being scanned.
+func (c *Catalog) Dirs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.dirs)
+}
+
+func (m Model) clone() Model {
+	m.Files = slices.Clone(m.Files)
+	m.Aliases = slices.Clone(m.Aliases)
+	return m
+}

@@ -1,0 +1,266 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxDepth bounds how deep folders are walked.
+const maxDepth = 32
+
+// found is one .gguf file seen by a walk.
+type found struct {
+	path  string // as found under the root (a snapshot link in the Hugging Face cache)
+	real  string // the file it resolves to
+	size  int64
+	mtime time.Time
+	root  string
+	dir   string // logical folder: shards group and projectors pair within it
+	hf    *hfRepo
+	hfSub string // folders between the snapshot and the file, "/"-separated
+	rev   string // snapshot revision
+}
+
+// hfRepo is one models--org--name folder of a Hugging Face hub cache.
+type hfRepo struct {
+	dir, org, name string
+	refs           map[string]int // revision → preference (0 = refs/main, 1 = another ref)
+}
+
+// listing is what one walk of the model folders saw.
+type listing struct {
+	files    []found
+	problems []problem
+	print    uint64 // fingerprint: changes when anything relevant changes
+}
+
+// problem is a file or folder the catalog skipped, and why.
+type problem struct{ file, reason string }
+
+func (p problem) String() string { return p.file + ": " + p.reason }
+
+type walker struct {
+	ctx      context.Context
+	l        *listing
+	visited  map[string]bool // real paths of folders entered, against symlink loops
+	printBuf []string
+}
+
+// list walks every root and returns the .gguf files found, deduplicated.
+func list(ctx context.Context, roots []string) listing {
+	var l listing
+	w := &walker{ctx: ctx, l: &l, visited: map[string]bool{}}
+	for _, root := range roots {
+		st, err := os.Stat(root)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			l.problems = append(l.problems, problem{root, "model folder does not exist"})
+			w.printBuf = append(w.printBuf, "missing\x00"+root)
+			continue
+		case err != nil:
+			l.problems = append(l.problems, problem{root, fmt.Sprintf("cannot read model folder: %v", err)})
+			w.printBuf = append(w.printBuf, "error\x00"+root)
+			continue
+		case !st.IsDir():
+			l.problems = append(l.problems, problem{root, "not a folder"})
+			w.printBuf = append(w.printBuf, "notdir\x00"+root)
+			continue
+		}
+		w.enter(root)
+		w.walk(root, root, 0, nil)
+	}
+	l.files = preferRevisions(l.files)
+	l.files = dedupe(l.files)
+	sort.Strings(w.printBuf)
+	h := fnv.New64a()
+	for _, s := range w.printBuf {
+		h.Write([]byte(s))
+		h.Write([]byte{'\n'})
+	}
+	l.print = h.Sum64()
+	return l
+}
+
+// enter marks a folder visited and reports whether it was new.
+func (w *walker) enter(dir string) bool {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		real = dir
+	}
+	if w.visited[real] {
+		return false
+	}
+	w.visited[real] = true
+	return true
+}
+
+func isGGUF(name string) bool {
+	return len(name) > 5 && strings.EqualFold(name[len(name)-5:], ".gguf")
+}
+
+// walk lists one folder. repo is set inside a Hugging Face snapshot.
+func (w *walker) walk(root, dir string, depth int, snap *hfSnapshot) {
+	if depth > maxDepth || w.ctx.Err() != nil {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		w.l.problems = append(w.l.problems, problem{dir, fmt.Sprintf("cannot read folder: %v", err)})
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		full := filepath.Join(dir, name)
+		switch t := e.Type(); {
+		case t.IsDir():
+			switch {
+			case strings.HasPrefix(name, "."):
+			case snap == nil && strings.HasPrefix(name, "models--"):
+				w.hfRepo(root, full, depth+1)
+			default:
+				w.walk(root, full, depth+1, snap)
+			}
+		case t&fs.ModeSymlink != 0:
+			st, err := os.Stat(full)
+			if err != nil {
+				continue // dangling link
+			}
+			if st.IsDir() {
+				if snap == nil && !strings.HasPrefix(name, ".") && w.enter(full) {
+					w.walk(root, full, depth+1, nil)
+				}
+				continue
+			}
+			if isGGUF(name) && st.Mode().IsRegular() {
+				real, err := filepath.EvalSymlinks(full)
+				if err != nil || strings.HasSuffix(real, ".incomplete") {
+					continue
+				}
+				w.add(root, full, real, st, snap)
+			}
+		case t.IsRegular() && isGGUF(name):
+			st, err := e.Info()
+			if err != nil {
+				continue // removed meanwhile
+			}
+			w.add(root, full, full, st, snap)
+		}
+	}
+}
+
+// hfSnapshot is the snapshot folder a walk is in.
+type hfSnapshot struct {
+	repo *hfRepo
+	rev  string
+	base string
+}
+
+func (w *walker) add(root, path, real string, st fs.FileInfo, snap *hfSnapshot) {
+	f := found{path: path, real: real, size: st.Size(), mtime: st.ModTime(), root: root, dir: filepath.Dir(path)}
+	if snap != nil {
+		f.hf, f.rev = snap.repo, snap.rev
+		if rel, err := filepath.Rel(snap.base, f.dir); err == nil && rel != "." {
+			f.hfSub = filepath.ToSlash(rel)
+		}
+		f.dir = snap.repo.dir + "\x00" + f.hfSub
+	}
+	w.l.files = append(w.l.files, f)
+	w.printBuf = append(w.printBuf, strings.Join([]string{"file", path, real, strconv.FormatInt(f.size, 10), strconv.FormatInt(f.mtime.UnixNano(), 10)}, "\x00"))
+}
+
+// hfRepo walks the snapshots of one models--org--name folder.
+func (w *walker) hfRepo(root, dir string, depth int) {
+	parts := strings.Split(strings.TrimPrefix(filepath.Base(dir), "models--"), "--")
+	repo := &hfRepo{dir: dir, name: parts[len(parts)-1], refs: map[string]int{}}
+	if len(parts) > 1 {
+		repo.org = strings.Join(parts[:len(parts)-1], "--")
+	}
+	refsDir := filepath.Join(dir, "refs")
+	_ = filepath.WalkDir(refsDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || len(b) > 256 {
+			return nil
+		}
+		rev := strings.TrimSpace(string(b))
+		pref := 1
+		if p == filepath.Join(refsDir, "main") {
+			pref = 0
+		}
+		if old, ok := repo.refs[rev]; !ok || pref < old {
+			repo.refs[rev] = pref
+		}
+		w.printBuf = append(w.printBuf, "ref\x00"+p+"\x00"+rev)
+		return nil
+	})
+	snaps := filepath.Join(dir, "snapshots")
+	revs, err := os.ReadDir(snaps)
+	if err != nil {
+		return
+	}
+	for _, r := range revs {
+		if !r.IsDir() || strings.HasPrefix(r.Name(), ".") {
+			continue
+		}
+		base := filepath.Join(snaps, r.Name())
+		w.walk(root, base, depth+2, &hfSnapshot{repo: repo, rev: r.Name(), base: base})
+	}
+}
+
+// preferRevisions keeps, for each file of a Hugging Face repo present in several snapshots, the
+// copy from the revision refs/main names, else another ref, else the newest.
+func preferRevisions(files []found) []found {
+	best := map[string]int{}
+	rank := func(f found) (int, int64) {
+		p, ok := f.hf.refs[f.rev]
+		if !ok {
+			p = 2
+		}
+		return p, -f.mtime.UnixNano()
+	}
+	var out []found
+	for _, f := range files {
+		if f.hf == nil {
+			out = append(out, f)
+			continue
+		}
+		k := f.hf.dir + "\x00" + f.hfSub + "\x00" + filepath.Base(f.path)
+		i, ok := best[k]
+		if !ok {
+			best[k] = len(out)
+			out = append(out, f)
+			continue
+		}
+		p1, t1 := rank(f)
+		p2, t2 := rank(out[i])
+		if p1 < p2 || p1 == p2 && t1 < t2 {
+			out[i] = f
+		}
+	}
+	return out
+}
+
+// dedupe drops files already seen through another path (overlapping folders, links).
+func dedupe(files []found) []found {
+	seen := map[string]bool{}
+	out := files[:0]
+	for _, f := range files {
+		if seen[f.real] {
+			continue
+		}
+		seen[f.real] = true
+		out = append(out, f)
+	}
+	return out
+}

@@ -1,0 +1,188 @@
+package catalog
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// shardRe matches the name of one file of a split model, as gguf-split writes it.
+var shardRe = regexp.MustCompile(`(?i)^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
+
+// entry is one model or projector candidate: a file, or the shards of a split model.
+type entry struct {
+	stem  string  // file name without .gguf and shard suffix
+	files []found // shards in order
+	id    string
+}
+
+func (e *entry) first() found { return e.files[0] }
+
+// sig identifies the exact files an entry was parsed from.
+func (e *entry) sig() string {
+	var b strings.Builder
+	for _, f := range e.files {
+		fmt.Fprintf(&b, "%s\x00%s\x00%d\x00%d\n", f.path, f.real, f.size, f.mtime.UnixNano())
+	}
+	return b.String()
+}
+
+func (e *entry) paths() []string {
+	out := make([]string, len(e.files))
+	for i, f := range e.files {
+		out[i] = f.path
+	}
+	return out
+}
+
+func isProjectorName(name string) bool {
+	return strings.HasPrefix(strings.ToLower(name), "mmproj")
+}
+
+func stemOf(name string) string { return name[:len(name)-len(".gguf")] }
+
+// group turns the files into model entries and projector entries. Split models with missing or
+// duplicate shards are reported as problems and left out.
+func group(files []found) (models, projectors []*entry, problems []problem) {
+	type splitKey struct{ dir, prefix string }
+	splits := map[splitKey][]found{}
+	var keys []splitKey
+	for _, f := range files {
+		name := filepath.Base(f.path)
+		switch m := shardRe.FindStringSubmatch(name); {
+		case isProjectorName(name):
+			projectors = append(projectors, &entry{stem: stemOf(name), files: []found{f}})
+		case m != nil:
+			k := splitKey{f.dir, m[1] + "\x00" + m[3]}
+			if _, ok := splits[k]; !ok {
+				keys = append(keys, k)
+			}
+			splits[k] = append(splits[k], f)
+		default:
+			models = append(models, &entry{stem: stemOf(name), files: []found{f}})
+		}
+	}
+	for _, k := range keys {
+		shards := splits[k]
+		first := shardRe.FindStringSubmatch(filepath.Base(shards[0].path))
+		total, _ := strconv.Atoi(first[3])
+		byNo := make([]*found, total+1)
+		var why string
+		for i := range shards {
+			n, _ := strconv.Atoi(shardRe.FindStringSubmatch(filepath.Base(shards[i].path))[2])
+			switch {
+			case n < 1 || n > total:
+				why = fmt.Sprintf("shard number %d is outside 1..%d", n, total)
+			case byNo[n] != nil:
+				why = fmt.Sprintf("shard %d appears twice", n)
+			default:
+				byNo[n] = &shards[i]
+			}
+		}
+		var missing []string
+		for n := 1; n <= total && why == ""; n++ {
+			if byNo[n] == nil {
+				missing = append(missing, strconv.Itoa(n))
+			}
+		}
+		if why == "" && len(missing) > 0 {
+			why = fmt.Sprintf("split model is missing shard %s of %d", strings.Join(missing, ", "), total)
+		}
+		name := fmt.Sprintf("%s-%05d-of-%05d.gguf", first[1], 1, total)
+		if why != "" {
+			problems = append(problems, problem{filepath.Join(filepath.Dir(shards[0].path), name), why})
+			continue
+		}
+		e := &entry{stem: first[1]}
+		for n := 1; n <= total; n++ {
+			e.files = append(e.files, *byNo[n])
+		}
+		models = append(models, e)
+	}
+	sort.Slice(models, func(i, j int) bool { return models[i].first().path < models[j].first().path })
+	sort.Slice(projectors, func(i, j int) bool { return projectors[i].first().path < projectors[j].first().path })
+	return models, projectors, problems
+}
+
+// labels lists an entry's IDs from least to most qualified, used when stems clash:
+// "parent/stem", "grandparent/parent/stem", ... For the Hugging Face cache "org/name/stem" comes
+// first, then with the folders inside the snapshot, then the on-disk forms.
+func (e *entry) labels() []string {
+	f := e.first()
+	var out []string
+	if f.hf != nil {
+		repo := f.hf.name
+		if f.hf.org != "" {
+			repo = f.hf.org + "/" + repo
+		}
+		out = append(out, repo+"/"+e.stem)
+		if f.hfSub != "" {
+			out = append(out, repo+"/"+f.hfSub+"/"+e.stem)
+		}
+	}
+	dir := filepath.ToSlash(filepath.Dir(f.path))
+	parts := strings.FieldsFunc(dir, func(r rune) bool { return r == '/' })
+	for k := 1; k <= len(parts); k++ {
+		out = append(out, strings.Join(parts[len(parts)-k:], "/")+"/"+e.stem)
+	}
+	if len(out) == 0 {
+		out = append(out, e.stem)
+	}
+	return out
+}
+
+// assignIDs gives every entry its ID: the stem, or for stems shared by several entries the
+// shortest labels that tell them apart.
+func assignIDs(entries []*entry) {
+	byStem := map[string][]*entry{}
+	for _, e := range entries {
+		byStem[e.stem] = append(byStem[e.stem], e)
+	}
+	for stem, group := range byStem {
+		if len(group) == 1 {
+			group[0].id = stem
+			continue
+		}
+		labels := make([][]string, len(group))
+		level := make([]int, len(group))
+		for i, e := range group {
+			labels[i] = e.labels()
+		}
+		for {
+			seen := map[string][]int{}
+			for i := range group {
+				l := labels[i][min(level[i], len(labels[i])-1)]
+				seen[l] = append(seen[l], i)
+			}
+			progress, clash := false, false
+			for _, idx := range seen {
+				if len(idx) < 2 {
+					continue
+				}
+				clash = true
+				for _, i := range idx {
+					if level[i] < len(labels[i])-1 {
+						level[i]++
+						progress = true
+					}
+				}
+			}
+			if !clash || !progress {
+				break
+			}
+		}
+		used := map[string]int{}
+		for i, e := range group { // group is in path order, so any numbering is stable
+			id := labels[i][min(level[i], len(labels[i])-1)]
+			if n := used[id]; n > 0 {
+				e.id = fmt.Sprintf("%s#%d", id, n+1)
+			} else {
+				e.id = id
+			}
+			used[id]++
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package catalog
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	gguf "github.com/gpustack/gguf-parser-go"
+)
+
+// header is what the catalog keeps of a parsed model or projector file.
+type header struct {
+	gf           *gguf.GGUFFile
+	typ          string // "model", "projector", "adapter", "imatrix"
+	arch         string
+	name         string
+	quant        string
+	params       int64
+	ctxLen       int
+	chatTemplate bool
+}
+
+// panicError is a panic of the GGUF parser, recovered.
+type panicError struct {
+	v     any
+	stack []byte
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("unreadable header: %v", e.v) }
+
+// guard runs f, turning a panic of gguf-parser-go's metadata or estimate code (which panics on
+// some unexpected value types) into a *panicError.
+func guard(f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &panicError{v: v, stack: debug.Stack()}
+		}
+	}()
+	return f()
+}
+
+// parseHeader reads the model at path, with files all of its shards in order.
+func parseHeader(path string, files []string) (*header, error) {
+	parts := make([]*fileHeader, len(files))
+	for i, f := range files {
+		fh, err := readFile(f)
+		if err != nil {
+			if len(files) > 1 {
+				return nil, fmt.Errorf("%s: %w", filepath.Base(f), err)
+			}
+			return nil, err
+		}
+		parts[i] = fh
+	}
+	var h *header
+	err := guard(func() error {
+		gf, err := assemble(parts)
+		if err != nil {
+			return err
+		}
+		h = describe(gf)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// assemble builds the gguf-parser-go view of a model from the headers of its files, exactly as
+// gguf.ParseGGUFFile(path, gguf.SkipLargeMetadata()) would (a test holds them equal), so that
+// the parser's metadata and estimate code can run on it.
+func assemble(parts []*fileHeader) (*gguf.GGUFFile, error) {
+	var gf gguf.GGUFFile
+	for _, fh := range parts {
+		gf.Header.Magic = gguf.GGUFMagicGGUFLe
+		gf.Header.Version = fh.version
+		gf.Header.TensorCount += fh.nTensors
+		gf.Header.MetadataKVCount += fh.nKVs
+		for _, kv := range fh.kvs {
+			if kv.Key == "split.no" {
+				gf.Header.MetadataKVCount--
+				continue
+			}
+			gf.Header.MetadataKV = append(gf.Header.MetadataKV, kv)
+		}
+		if gf.TensorInfos == nil {
+			gf.TensorInfos = make(gguf.GGUFTensorInfos, 0)
+		}
+		gf.TensorInfos = append(gf.TensorInfos, fh.tensors...)
+
+		align := int64(32)
+		if v, ok := gf.Header.MetadataKV.Get("general.alignment"); ok {
+			align = int64(v.ValueUint32())
+		}
+		padding := (align - fh.end%align) % align
+		start := fh.end + padding
+		if len(parts) == 1 {
+			gf.Padding = padding
+			gf.TensorDataStartOffset = start
+		}
+		gf.SplitPaddings = append(gf.SplitPaddings, padding)
+		gf.SplitTensorDataStartOffsets = append(gf.SplitTensorDataStartOffsets, start)
+		gf.Size += gguf.GGUFBytesScalar(fh.size)
+		gf.SplitSizes = append(gf.SplitSizes, gguf.GGUFBytesScalar(fh.size))
+		gf.ModelSize += gguf.GGUFBytesScalar(fh.size - start)
+		gf.SplitModelSizes = append(gf.SplitModelSizes, gguf.GGUFBytesScalar(fh.size-start))
+	}
+	if len(parts) == 1 && gf.TensorDataStartOffset >= 0 && uint64(gf.TensorDataStartOffset) <= uint64(gf.Size) {
+		held := uint64(gf.Size) - uint64(gf.TensorDataStartOffset)
+		if want := gf.TensorInfos.Bytes(); want > held {
+			return nil, fmt.Errorf("tensor data needs %d bytes but only %d follow the header (truncated file?)", want, held)
+		}
+	}
+	gf.ModelParameters = gguf.GGUFParametersScalar(gf.TensorInfos.Elements())
+	if gf.ModelParameters != 0 {
+		gf.ModelBitsPerWeight = gguf.GGUFBitsPerWeightScalar(float64(gf.ModelSize) * 8 / float64(gf.ModelParameters))
+	}
+	return &gf, nil
+}
+
+func describe(gf *gguf.GGUFFile) *header {
+	md := gf.Metadata()
+	arch := gf.Architecture()
+	h := &header{
+		gf:     gf,
+		typ:    arch.Type,
+		arch:   md.Architecture,
+		name:   md.Name,
+		params: int64(min(uint64(gf.ModelParameters), math.MaxInt64)),
+		ctxLen: int(min(arch.MaximumContextLength, math.MaxInt32)),
+	}
+	if kv, ok := gf.Header.MetadataKV.Get("general.file_type"); ok && kv.ValueType.IsNumeric() {
+		h.quant = strings.TrimPrefix(gguf.GGUFFileType(gguf.ValueNumeric[uint32](kv)).String(), "MOSTLY_")
+		if strings.HasPrefix(h.quant, "GGUFFileType(") {
+			h.quant = ""
+		}
+	}
+	if h.quant == "" && md.FileTypeDescriptor != "Unknown" {
+		h.quant = md.FileTypeDescriptor
+	}
+	if kv, ok := gf.Header.MetadataKV.Get("tokenizer.chat_template"); ok && kv.ValueType == gguf.GGUFMetadataValueTypeString {
+		h.chatTemplate = kv.ValueString() != ""
+	}
+	return h
+}
+
+// estimate runs gguf-parser-go's llama.cpp estimate for a model, with its projector if any.
+func estimate(m, proj *header, p EstimateParams) (Estimate, error) {
+	ctx := p.ContextSize
+	if ctx <= 0 {
+		ctx = m.ctxLen
+	}
+	if ctx <= 0 {
+		ctx = 4096
+	}
+	ctx = min(ctx, math.MaxInt32)
+	opts := []gguf.GGUFRunEstimateOption{gguf.WithLLaMACppContextSize(int32(ctx))}
+	if p.Parallel > 0 {
+		opts = append(opts, gguf.WithParallelSize(int32(min(p.Parallel, math.MaxInt32))))
+	}
+	if p.GPULayers >= 0 {
+		opts = append(opts, gguf.WithLLaMACppOffloadLayers(uint64(p.GPULayers)))
+	}
+	if p.FlashAttention {
+		opts = append(opts, gguf.WithFlashAttention())
+	}
+	var out Estimate
+	err := guard(func() error {
+		all := opts
+		if proj != nil {
+			popts := []gguf.GGUFRunEstimateOption{gguf.WithLLaMACppContextSize(int32(ctx))}
+			if p.GPULayers == 0 {
+				popts = append(popts, gguf.WithLLaMACppOffloadLayers(0))
+			}
+			pe := proj.gf.EstimateLLaMACppRun(popts...)
+			all = append(append([]gguf.GGUFRunEstimateOption(nil), opts...), gguf.WithLLaMACppProjector(&pe))
+		}
+		e := m.gf.EstimateLLaMACppRun(all...)
+		// Without mmap: a loaded model's weights are resident, so they count as RAM.
+		s := e.SummarizeItem(false, 0, 0)
+		out.RAM = clampBytes(uint64(s.RAM.NonUMA))
+		for _, v := range s.VRAMs {
+			out.VRAM = clampBytes(uint64(out.VRAM) + uint64(v.NonUMA))
+		}
+		out.ContextSize = int(e.ContextSize)
+		// Offloaded layers as llama.cpp counts them: blocks, plus the output layer when it is
+		// on a GPU ("offloaded 28/29 layers").
+		n := e.OffloadLayers
+		for _, d := range e.Devices[1:] {
+			if d.HandleOutputLayer {
+				n++
+				break
+			}
+		}
+		out.GPULayers = int(min(n, math.MaxInt32))
+		return nil
+	})
+	return out, err
+}
+
+func clampBytes(v uint64) int64 { return int64(min(v, math.MaxInt64)) }

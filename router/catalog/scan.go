@@ -1,0 +1,356 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// cached is the parse result of one entry, kept across scans while its files are unchanged.
+type cached struct {
+	sig string
+	h   *header
+	err error
+
+	// The last estimate, reused while its inputs are unchanged.
+	estKey string
+	est    Estimate
+	estErr error
+}
+
+// errNotModel marks files that are valid GGUF but not models or projectors (LoRA adapters,
+// imatrix files): skipped without a warning.
+var errNotModel = errors.New("not a model")
+
+// Scan reads the model folders and replaces the catalog with what it finds. Only new or
+// changed files are read. A missing folder or a bad file becomes a warning (see Warnings),
+// logged once per file version; Scan fails only when ctx ends, and then the catalog keeps its
+// previous contents.
+func (c *Catalog) Scan(ctx context.Context) error {
+	select {
+	case c.scanSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-c.scanSem }()
+
+	l := list(ctx, c.Dirs())
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("model scan: %w", err)
+	}
+	models, projectors, problems := group(l.files)
+	problems = append(l.problems, problems...)
+	for _, p := range problems {
+		c.log.Warn("model files skipped", "file", p.file, "reason", p.reason)
+	}
+
+	all := append(append([]*entry(nil), models...), projectors...)
+	results, err := c.parseAll(ctx, all)
+	if err != nil {
+		return fmt.Errorf("model scan: %w", err)
+	}
+	var good []*entry
+	projByDir := map[string][]*entry{}
+	for _, e := range all {
+		switch r := results[e]; {
+		case errors.Is(r.err, errNotModel):
+		case r.err != nil:
+			problems = append(problems, problem{e.first().path, r.err.Error()})
+		case r.h.typ == "projector":
+			projByDir[e.first().dir] = append(projByDir[e.first().dir], e)
+		default:
+			good = append(good, e)
+		}
+	}
+	assignIDs(good)
+
+	out := make([]Model, len(good))
+	hidden := make([]bool, len(good))
+	estErrs := make([]error, len(good))
+	parallel(ctx, len(good), func(i int) {
+		e := good[i]
+		out[i], estErrs[i] = c.model(e, results[e], pickProjector(e, projByDir[e.first().dir]), results)
+		hidden[i] = c.opts.Hidden(out[i].ID)
+	})
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("model scan: %w", err)
+	}
+	for i, err := range estErrs {
+		if err != nil {
+			problems = append(problems, problem{good[i].first().path, "no memory estimate: " + err.Error()})
+		}
+	}
+	c.prune(all)
+
+	warnings := make([]string, len(problems))
+	for i, p := range problems {
+		warnings[i] = p.String()
+	}
+	s := buildSnapshot(out, hidden, warnings, l.print)
+	sort.Strings(s.warnings)
+	old := c.snap.Swap(s)
+	if !reflect.DeepEqual(old.all, s.all) || !reflect.DeepEqual(old.hidden, s.hidden) {
+		c.notify()
+	}
+	return nil
+}
+
+// parseAll returns the parse result of every entry, from the cache or read by a small pool of
+// workers. Each newly found problem is logged once.
+func (c *Catalog) parseAll(ctx context.Context, entries []*entry) (map[*entry]*cached, error) {
+	results := make(map[*entry]*cached, len(entries))
+	var todo []*entry
+	c.mu.Lock()
+	for _, e := range entries {
+		if r, ok := c.cache[e.first().path]; ok && r.sig == e.sig() {
+			results[e] = r
+		} else {
+			todo = append(todo, e)
+		}
+	}
+	c.mu.Unlock()
+
+	done := make([]*cached, len(todo))
+	parallel(ctx, len(todo), func(i int) {
+		e := todo[i]
+		h, err := parseHeader(e.first().path, e.paths())
+		if err == nil {
+			err = classify(e, h)
+		}
+		done[i] = &cached{sig: e.sig(), h: h, err: err}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	for i, e := range todo {
+		r := done[i]
+		switch {
+		case errors.Is(r.err, errNotModel):
+			c.log.Debug("skipped, not a model", "file", e.first().path, "reason", r.err.Error())
+		case r.err != nil:
+			c.log.Warn("model file skipped", "file", e.first().path, "reason", r.err.Error())
+		default:
+			c.log.Debug("read model header", "file", e.first().path)
+		}
+		results[e] = r
+	}
+	c.mu.Lock()
+	for i, e := range todo {
+		c.cache[e.first().path] = done[i]
+	}
+	c.mu.Unlock()
+	return results, nil
+}
+
+// classify refuses files that are valid GGUF but cannot be served as a model or projector.
+func classify(e *entry, h *header) error {
+	projName := isProjectorName(filepath.Base(e.first().path))
+	switch {
+	case h.typ == "projector":
+		return nil
+	case projName:
+		return fmt.Errorf("named like a projector (mmproj) but holds a %s", h.typ)
+	case h.typ != "model":
+		return fmt.Errorf("%w (%s file)", errNotModel, h.typ)
+	case h.arch == "diffusion":
+		return errors.New("an image diffusion model, which llama-server does not run")
+	}
+	return nil
+}
+
+// parallel runs f(0..n-1) on a small pool of goroutines; it stops handing out work when ctx
+// ends.
+func parallel(ctx context.Context, n int, f func(i int)) {
+	workers := min(n, max(2, min(runtime.GOMAXPROCS(0), 8)))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+}
+
+// prune forgets cached files that are gone.
+func (c *Catalog) prune(seen []*entry) {
+	keep := make(map[string]bool, len(seen))
+	for _, e := range seen {
+		keep[e.first().path] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.cache {
+		if !keep[k] {
+			delete(c.cache, k)
+		}
+	}
+}
+
+// pickProjector chooses the projector for a model among those of its folder: the one whose
+// name shares the longest prefix with the model's, then the smallest, then by name.
+func pickProjector(m *entry, projs []*entry) *entry {
+	var best *entry
+	bestScore := -1
+	stem := strings.ToLower(m.stem)
+	for _, p := range projs {
+		name := strings.TrimLeft(strings.TrimPrefix(strings.ToLower(p.stem), "mmproj"), "-_.")
+		score := commonPrefix(stem, name)
+		switch {
+		case best == nil, score > bestScore,
+			score == bestScore && p.first().size < best.first().size:
+			best, bestScore = p, score
+		}
+	}
+	return best
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// model builds the catalog entry of e, estimating with the parameters configured for its ID.
+func (c *Catalog) model(e *entry, r *cached, proj *entry, results map[*entry]*cached) (Model, error) {
+	h := r.h
+	m := Model{
+		ID:            e.id,
+		Path:          e.first().path,
+		Files:         e.paths(),
+		Aliases:       cleanAliases(c.opts.Aliases(e.id), e.id),
+		Architecture:  h.arch,
+		Name:          h.name,
+		Parameters:    h.params,
+		Quantization:  h.quant,
+		ContextLength: h.ctxLen,
+		ChatTemplate:  h.chatTemplate,
+		Splits:        len(e.files),
+		Root:          e.first().root,
+	}
+	for _, f := range e.files {
+		m.SizeBytes += f.size
+		if f.mtime.After(m.ModTime) {
+			m.ModTime = f.mtime
+		}
+	}
+	var ph *header
+	projSig := ""
+	if proj != nil {
+		m.Mmproj = proj.first().path
+		ph = results[proj].h
+		projSig = proj.sig()
+	}
+	p := c.opts.Params(e.id)
+	key := fmt.Sprintf("%+v\x00%s", p, projSig)
+	c.mu.Lock()
+	hit := r.estKey == key
+	est, estErr := r.est, r.estErr
+	c.mu.Unlock()
+	if !hit {
+		est, estErr = estimate(h, ph, p)
+		if estErr != nil {
+			c.log.Warn("memory estimate failed", "model", e.id, "reason", estErr.Error())
+		}
+		c.mu.Lock()
+		r.estKey, r.est, r.estErr = key, est, estErr
+		c.mu.Unlock()
+	}
+	m.Estimate = est
+	return m, estErr
+}
+
+func cleanAliases(aliases []string, id string) []string {
+	var out []string
+	for _, a := range aliases {
+		if a = strings.TrimSpace(a); a != "" && a != id && !containsString(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func containsString(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// buildSnapshot indexes models (sorted by ID) for lookups: IDs first, then aliases that no ID or
+// earlier alias holds.
+func buildSnapshot(models []Model, hidden []bool, warnings []string, print uint64) *snapshot {
+	idx := make([]int, len(models))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return models[idx[a]].ID < models[idx[b]].ID })
+	s := &snapshot{exact: map[string]int{}, fold: map[string]int{}, warnings: warnings, print: print}
+	for _, i := range idx {
+		s.all = append(s.all, models[i])
+		if !hidden[i] {
+			s.visible = append(s.visible, models[i])
+		} else {
+			s.hidden = append(s.hidden, models[i].ID)
+		}
+	}
+	for i, m := range s.all {
+		s.exact[m.ID] = i
+		foldAdd(s.fold, m.ID, i)
+	}
+	for i, m := range s.all {
+		for _, a := range m.Aliases {
+			if j, taken := s.exact[a]; !taken {
+				s.exact[a] = i
+			} else if j != i {
+				s.warnings = append(s.warnings, fmt.Sprintf("%s: alias %q is already the name of %s", m.ID, a, s.all[j].ID))
+			}
+		}
+	}
+	idFold := make(map[string]bool, len(s.all))
+	for _, m := range s.all {
+		idFold[strings.ToLower(m.ID)] = true
+	}
+	for i, m := range s.all {
+		for _, a := range m.Aliases {
+			if !idFold[strings.ToLower(a)] {
+				foldAdd(s.fold, a, i)
+			}
+		}
+	}
+	return s
+}
+
+// foldAdd maps the lower-cased name to i, or to -1 when another model already holds it.
+func foldAdd(fold map[string]int, name string, i int) {
+	k := strings.ToLower(name)
+	if j, ok := fold[k]; ok && j != i {
+		fold[k] = -1
+		return
+	}
+	fold[k] = i
+}

@@ -1,0 +1,118 @@
+// Package config reads, checks and writes the Llamatray configuration file (TOML) and knows the
+// platform directories for config, state, logs and models.
+package config
+
+import (
+	"time"
+)
+
+// ChildDefaults are the llama-server settings every model starts with ([defaults]).
+type ChildDefaults struct {
+	CtxSize   int      `toml:"ctx_size"`   // -c; default 4096; 0 = the model's trained context length
+	GPULayers *int     `toml:"gpu_layers"` // -ngl; nil = llama-server's default; -1 = all layers
+	FlashAttn string   `toml:"flash_attn"` // "auto" (default), "on", "off"
+	Parallel  int      `toml:"parallel"`   // -np; 0 = llama-server's default
+	Args      []string `toml:"args"`       // extra llama-server arguments for every model
+}
+
+// Model is one [models."ID"] section: settings for a single catalog entry.
+type Model struct {
+	Aliases     []string  `toml:"aliases"`       // other names that resolve to this model
+	Args        []string  `toml:"args"`          // extra llama-server arguments, after [defaults].args
+	CtxSize     int       `toml:"ctx_size"`      // 0 = [defaults].ctx_size
+	GPULayers   *int      `toml:"gpu_layers"`    // nil = [defaults].gpu_layers; -1 = all
+	Pinned      bool      `toml:"pinned"`        // never evicted by pressure or idle timers
+	LoadOnStart bool      `toml:"load_on_start"` // loaded when Llamatray starts
+	IdleSleep   *Duration `toml:"idle_sleep"`    // nil = the global idle_sleep
+	IdleUnload  *Duration `toml:"idle_unload"`   // nil = the global idle_unload
+	Hidden      bool      `toml:"hidden"`        // left out of model lists; still served by name
+}
+
+// Config is the whole configuration file.
+type Config struct {
+	Listen                string           `toml:"listen"`                  // host:port of the router
+	ModelDirs             []string         `toml:"model_dirs"`              // extra model folders; "~" expanded
+	ScanDefaultDirs       bool             `toml:"scan_default_dirs"`       // also scan the usual model folders
+	LlamaServer           string           `toml:"llama_server"`            // llama-server path; "" = find it
+	MemoryLimit           Size             `toml:"memory_limit"`            // 0 = derived from the machine
+	MemoryReserve         Size             `toml:"memory_reserve"`          // kept free for everything else
+	MaxLoaded             int              `toml:"max_loaded"`              // 0 = no cap
+	IdleSleep             Duration         `toml:"idle_sleep"`              // 0/-1 = off
+	IdleUnload            Duration         `toml:"idle_unload"`             // 0/-1 = off
+	QueueTimeout          Duration         `toml:"queue_timeout"`           // -1 = no limit
+	FairWait              Duration         `toml:"fair_wait"`               // 0 = off
+	LoadTimeout           Duration         `toml:"load_timeout"`            // -1 = no limit
+	StopTimeout           Duration         `toml:"stop_timeout"`            // > 0
+	DefaultModel          string           `toml:"default_model"`           // used when a request names none
+	StreamLoadingProgress bool             `toml:"stream_loading_progress"` // stream load progress to clients
+	BodyLimit             Size             `toml:"body_limit"`              // largest request body
+	APIKeys               []string         `toml:"api_keys"`                // empty = no authentication
+	AllowedHosts          []string         `toml:"allowed_hosts"`           // extra Host header values
+	CORSOrigins           []string         `toml:"cors_origins"`            // browser origins allowed
+	LogLevel              string           `toml:"log_level"`               // debug|info|warn|error
+	Defaults              ChildDefaults    `toml:"defaults"`
+	Models                map[string]Model `toml:"models"`
+}
+
+// Default returns the built-in configuration.
+func Default() Config {
+	return Config{
+		Listen:          "127.0.0.1:8080",
+		ScanDefaultDirs: true,
+		MemoryReserve:   1 * GiB,
+		IdleSleep:       Duration(5 * time.Minute),
+		IdleUnload:      Duration(30 * time.Minute),
+		QueueTimeout:    Duration(2 * time.Minute),
+		FairWait:        Duration(30 * time.Second),
+		LoadTimeout:     Duration(5 * time.Minute),
+		StopTimeout:     Duration(10 * time.Second),
+		BodyLimit:       64 * MiB,
+		LogLevel:        "info",
+		Defaults: ChildDefaults{
+			CtxSize:   4096,
+			FlashAttn: "auto",
+		},
+	}
+}
+
+// ModelSettings returns the settings for one model: its [models."id"] section with every unset
+// field filled from [defaults] and the global timers. Args are [defaults].args followed by the
+// model's own (llama-server keeps the last value of a repeated flag). The result shares no
+// memory with c.
+func (c Config) ModelSettings(id string) Model {
+	m := c.Models[id]
+	out := Model{
+		Aliases:     append([]string(nil), m.Aliases...),
+		Args:        append(append([]string(nil), c.Defaults.Args...), m.Args...),
+		CtxSize:     m.CtxSize,
+		Pinned:      m.Pinned,
+		LoadOnStart: m.LoadOnStart,
+		Hidden:      m.Hidden,
+	}
+	if len(out.Args) == 0 {
+		out.Args = nil
+	}
+	if len(out.Aliases) == 0 {
+		out.Aliases = nil
+	}
+	if out.CtxSize == 0 {
+		out.CtxSize = c.Defaults.CtxSize
+	}
+	switch {
+	case m.GPULayers != nil:
+		out.GPULayers = ptr(*m.GPULayers)
+	case c.Defaults.GPULayers != nil:
+		out.GPULayers = ptr(*c.Defaults.GPULayers)
+	}
+	out.IdleSleep = ptr(c.IdleSleep)
+	if m.IdleSleep != nil {
+		out.IdleSleep = ptr(*m.IdleSleep)
+	}
+	out.IdleUnload = ptr(c.IdleUnload)
+	if m.IdleUnload != nil {
+		out.IdleUnload = ptr(*m.IdleUnload)
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,251 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+const fileHeader = `# Llamatray configuration.
+#
+# Written with the defaults on first run. Edit it and restart Llamatray, or use Settings
+# (which rewrites this file with these comments).
+#
+# Sizes: a number of bytes or a number with a unit: "512MiB", "6GiB", "1.5G". KiB/MiB/GiB/TiB
+#   and K/M/G/T are powers of 1024; KB/MB/GB/TB are powers of 1000 ("8GB" = 8,000,000,000 bytes).
+# Durations: a number with a unit (ms, s, m, h): "30s", "5m", "1h30m". Idle timers and
+#   fair_wait take "0" for off (idle timers also accept "-1"); queue_timeout and load_timeout
+#   take "-1" for no limit.
+`
+
+// item is one documented key of the rendered file.
+type item struct {
+	comment string // lines, without "# "
+	key     string
+	value   string // TOML text
+	off     bool   // written commented out, showing an example value
+}
+
+// DefaultFileText returns the commented config file written on first run.
+func DefaultFileText() string {
+	text, err := Default().render()
+	if err != nil { // the defaults are plain ASCII
+		panic(err)
+	}
+	return text
+}
+
+// Save validates the configuration and writes it to path as commented TOML, atomically (a
+// temporary file in the same folder, then a rename). A symlinked config file is replaced at its
+// target. The file is readable only by its owner, since it may hold API keys.
+func (c Config) Save(path string) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("config: not saved: %w", err)
+	}
+	text, err := c.render()
+	if err != nil {
+		return fmt.Errorf("config: not saved: %w", err)
+	}
+	if err := writeFileAtomic(path, []byte(text)); err != nil {
+		return fmt.Errorf("config: save %s: %w", path, err)
+	}
+	return nil
+}
+
+func (c Config) render() (string, error) {
+	var r renderer
+	r.b.WriteString(fileHeader)
+	d := c.Defaults
+	r.items([]item{
+		{comment: "Address the router listens on (host:port). Anything but 127.0.0.1 or localhost makes it\nreachable from other machines: set api_keys too.", key: "listen", value: r.str(c.Listen)},
+		{comment: "Extra folders to scan (recursively) for .gguf models. \"~\" is your home folder.", key: "model_dirs", value: r.list(c.ModelDirs)},
+		{comment: "Also scan the usual folders: Llamatray's own models folder, LM Studio's (~/.lmstudio/models),\nllama.cpp's download cache ($LLAMA_CACHE) and the Hugging Face cache (~/.cache/huggingface/hub).", key: "scan_default_dirs", value: strconv.FormatBool(c.ScanDefaultDirs)},
+		{comment: "Path of llama-server. Empty: found automatically.", key: "llama_server", value: r.str(c.LlamaServer)},
+		{comment: "Memory models may use together. \"0\": derived from this machine's memory.", key: "memory_limit", value: r.str(c.MemoryLimit.String())},
+		{comment: "Memory always left free for everything else.", key: "memory_reserve", value: r.str(c.MemoryReserve.String())},
+		{comment: "Most models loaded at once. 0: no cap, memory decides.", key: "max_loaded", value: strconv.Itoa(c.MaxLoaded)},
+		{comment: "A model unused this long frees its weights but keeps its process, and wakes on the next\nrequest. \"0\" or \"-1\": never.", key: "idle_sleep", value: r.str(c.IdleSleep.String())},
+		{comment: "A model unused this long is unloaded. \"0\" or \"-1\": never.", key: "idle_unload", value: r.str(c.IdleUnload.String())},
+		{comment: "Longest a request waits for memory or a slot before it fails. \"-1\": no limit.", key: "queue_timeout", value: r.str(c.QueueTimeout.String())},
+		{comment: "Longest a waiting model is held back while other models keep serving, before busy models\nare drained to make room for it. \"0\": off.", key: "fair_wait", value: r.str(c.FairWait.String())},
+		{comment: "Longest a model may take to load. \"-1\": no limit.", key: "load_timeout", value: r.str(c.LoadTimeout.String())},
+		{comment: "How long a stopping llama-server gets before it is killed.", key: "stop_timeout", value: r.str(c.StopTimeout.String())},
+		{comment: "Model used when a request names none. Empty: none.", key: "default_model", value: r.str(c.DefaultModel)},
+		{comment: "Stream loading progress to clients while a model loads.", key: "stream_loading_progress", value: strconv.FormatBool(c.StreamLoadingProgress)},
+		{comment: "Largest request body accepted.", key: "body_limit", value: r.str(c.BodyLimit.String())},
+		{comment: "Bearer tokens accepted by the API. Empty: no authentication.", key: "api_keys", value: r.list(c.APIKeys)},
+		{comment: "Host header values accepted besides localhost and the listen address (protects against\nDNS rebinding).", key: "allowed_hosts", value: r.list(c.AllowedHosts)},
+		{comment: "Browser origins allowed to call the API, like \"http://localhost:3000\", or \"*\".", key: "cors_origins", value: r.list(c.CORSOrigins)},
+		{comment: "Log detail: debug, info, warn or error.", key: "log_level", value: r.str(c.LogLevel)},
+	})
+
+	r.b.WriteString("\n# Settings every model starts with.\n[defaults]\n")
+	gpu := item{comment: "Layers offloaded to the GPU (-ngl). -1: all. Unset: llama-server's default.", key: "gpu_layers", value: "-1", off: true}
+	if d.GPULayers != nil {
+		gpu.value, gpu.off = strconv.Itoa(*d.GPULayers), false
+	}
+	r.items([]item{
+		{comment: "Context size in tokens (-c). 0: the model's trained context length.", key: "ctx_size", value: strconv.Itoa(d.CtxSize)},
+		gpu,
+		{comment: "Flash attention: \"auto\", \"on\" or \"off\".", key: "flash_attn", value: r.str(d.FlashAttn)},
+		{comment: "Parallel slots per model (-np). 0: llama-server's default.", key: "parallel", value: strconv.Itoa(d.Parallel)},
+		{comment: "Extra llama-server arguments for every model, like [\"--cache-type-k\", \"q8_0\"].", key: "args", value: r.list(d.Args)},
+	})
+
+	ids := make([]string, 0, len(c.Models))
+	for id := range c.Models {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		r.model(id, c.Models[id])
+	}
+	r.b.WriteString(modelExample)
+	if r.err != nil {
+		return "", r.err
+	}
+	return r.b.String(), nil
+}
+
+const modelExample = `
+# Per-model settings, by catalog ID (see "llamatray models"). Every key is optional.
+# [models."qwen2.5-7b-instruct-q4_k_m"]
+# aliases = ["qwen"]          # other names for this model
+# ctx_size = 16384            # 0: [defaults].ctx_size
+# gpu_layers = -1
+# args = ["--jinja"]          # added after [defaults].args
+# pinned = false              # true: never unloaded for memory or by idle timers
+# load_on_start = false
+# idle_sleep = "10m"          # unset: the global value
+# idle_unload = "-1"
+# hidden = false              # true: left out of model lists, still served by name
+`
+
+func (r *renderer) model(id string, m Model) {
+	fmt.Fprintf(&r.b, "\n[models.%s]\n", r.str(id))
+	w := func(key, val string) { fmt.Fprintf(&r.b, "%s = %s\n", key, val) }
+	if len(m.Aliases) > 0 {
+		w("aliases", r.list(m.Aliases))
+	}
+	if m.CtxSize != 0 {
+		w("ctx_size", strconv.Itoa(m.CtxSize))
+	}
+	if m.GPULayers != nil {
+		w("gpu_layers", strconv.Itoa(*m.GPULayers))
+	}
+	if len(m.Args) > 0 {
+		w("args", r.list(m.Args))
+	}
+	if m.Pinned {
+		w("pinned", "true")
+	}
+	if m.LoadOnStart {
+		w("load_on_start", "true")
+	}
+	if m.IdleSleep != nil {
+		w("idle_sleep", r.str(m.IdleSleep.String()))
+	}
+	if m.IdleUnload != nil {
+		w("idle_unload", r.str(m.IdleUnload.String()))
+	}
+	if m.Hidden {
+		w("hidden", "true")
+	}
+}
+
+// renderer builds the file text; the first string that TOML cannot hold sets err.
+type renderer struct {
+	b   strings.Builder
+	err error
+}
+
+func (r *renderer) items(its []item) {
+	for _, it := range its {
+		r.b.WriteString("\n")
+		for _, line := range strings.Split(it.comment, "\n") {
+			r.b.WriteString("# " + line + "\n")
+		}
+		if it.off {
+			r.b.WriteString("# ")
+		}
+		fmt.Fprintf(&r.b, "%s = %s\n", it.key, it.value)
+	}
+}
+
+func (r *renderer) list(v []string) string {
+	parts := make([]string, len(v))
+	for i, s := range v {
+		parts[i] = r.str(s)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// str quotes s as a TOML basic string.
+func (r *renderer) str(s string) string {
+	if !utf8.ValidString(s) {
+		if r.err == nil {
+			r.err = fmt.Errorf("%q is not valid UTF-8 text", s)
+		}
+		return `""`
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, c := range s {
+		switch c {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if c < 0x20 || c == 0x7f {
+				fmt.Fprintf(&b, `\u%04X`, c)
+			} else {
+				b.WriteRune(c)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// writeFileAtomic replaces path with data through a temporary file and a rename.
+func writeFileAtomic(path string, data []byte) error {
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".config-*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,115 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+)
+
+// Size is an amount of memory in bytes.
+//
+// In the config file and on the command line it is written as a plain number of bytes ("0",
+// "1048576") or a number with a unit: "512MiB", "6GiB", "1.5G". The binary units KiB, MiB, GiB
+// and TiB and their short forms K, M, G, T are powers of 1024; KB, MB, GB and TB are powers of
+// 1000 ("8GB" is 8,000,000,000 bytes). Units are case-insensitive and may follow a space.
+type Size int64
+
+// The binary units.
+const (
+	KiB Size = 1 << 10
+	MiB Size = 1 << 20
+	GiB Size = 1 << 30
+	TiB Size = 1 << 40
+)
+
+var sizeUnits = map[string]int64{
+	"": 1, "b": 1,
+	"k": 1 << 10, "ki": 1 << 10, "kib": 1 << 10, "kb": 1e3,
+	"m": 1 << 20, "mi": 1 << 20, "mib": 1 << 20, "mb": 1e6,
+	"g": 1 << 30, "gi": 1 << 30, "gib": 1 << 30, "gb": 1e9,
+	"t": 1 << 40, "ti": 1 << 40, "tib": 1 << 40, "tb": 1e12,
+}
+
+// ParseSize parses a size such as "6GiB", "512MiB", "8GB", "1.5G" or "0".
+// Fractions are allowed with a unit and round down to whole bytes; negative sizes are refused.
+func ParseSize(s string) (Size, error) {
+	in := strings.TrimSpace(s)
+	if in == "" {
+		return 0, errors.New("empty size: write a number of bytes or a value like \"6GiB\"")
+	}
+	i := 0
+	for i < len(in) && (in[i] >= '0' && in[i] <= '9' || in[i] == '.' || in[i] == '_') {
+		i++
+	}
+	num := strings.ReplaceAll(in[:i], "_", "")
+	unit := strings.ToLower(strings.TrimSpace(in[i:]))
+	if strings.HasPrefix(in, "-") {
+		return 0, fmt.Errorf("invalid size %q: sizes cannot be negative", s)
+	}
+	if num == "" || num == "." || strings.Count(num, ".") > 1 {
+		return 0, fmt.Errorf("invalid size %q: expected a number such as \"6GiB\" or \"512MiB\"", s)
+	}
+	mult, ok := sizeUnits[unit]
+	if !ok {
+		return 0, fmt.Errorf("invalid size %q: unknown unit %q (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)", s, strings.TrimSpace(in[i:]))
+	}
+	if mult == 1 && strings.Contains(num, ".") {
+		return 0, fmt.Errorf("invalid size %q: a number of bytes must be whole", s)
+	}
+	if !strings.Contains(num, ".") {
+		n, err := strconv.ParseInt(num, 10, 64)
+		if err != nil || n > math.MaxInt64/mult {
+			return 0, fmt.Errorf("invalid size %q: too large", s)
+		}
+		return Size(n * mult), nil
+	}
+	r, ok := new(big.Rat).SetString(num)
+	if !ok {
+		return 0, fmt.Errorf("invalid size %q: expected a number such as \"1.5GiB\"", s)
+	}
+	r.Mul(r, new(big.Rat).SetInt64(mult))
+	q := new(big.Int).Quo(r.Num(), r.Denom())
+	if !q.IsInt64() {
+		return 0, fmt.Errorf("invalid size %q: too large", s)
+	}
+	return Size(q.Int64()), nil
+}
+
+// String formats the size in the largest binary unit that holds it exactly ("6GiB", "512MiB"),
+// else as a plain number of bytes. The result parses back to the same value with ParseSize.
+func (s Size) String() string {
+	if s < 0 {
+		return strconv.FormatInt(int64(s), 10)
+	}
+	for _, u := range []struct {
+		n    Size
+		name string
+	}{{TiB, "TiB"}, {GiB, "GiB"}, {MiB, "MiB"}, {KiB, "KiB"}} {
+		if s >= u.n && s%u.n == 0 {
+			return strconv.FormatInt(int64(s/u.n), 10) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(s), 10)
+}
+
+// Bytes returns the size as a plain byte count.
+func (s Size) Bytes() int64 { return int64(s) }
+
+// MarshalText writes the size as String does.
+func (s Size) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a size as ParseSize does.
+func (s *Size) UnmarshalText(b []byte) error {
+	v, err := ParseSize(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// Set implements flag.Value.
+func (s *Size) Set(v string) error { return s.UnmarshalText([]byte(v)) }

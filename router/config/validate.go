@@ -1,0 +1,216 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// FieldError says one setting has a bad value. Key is the TOML key path, such as
+// ["models", "qwen", "ctx_size"].
+type FieldError struct {
+	Key    []string
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("key %q: %s", strings.Join(e.Key, "."), e.Reason)
+}
+
+// reservedArgs are llama-server flags Llamatray sets itself for every child.
+var reservedArgs = map[string]string{
+	"--host": "listen", "--port": "listen", "-m": "the catalog", "--model": "the catalog",
+	"-hf": "the catalog", "--hf-repo": "the catalog", "--models-dir": "the catalog",
+	"-c": "ctx_size", "--ctx-size": "ctx_size", "-ngl": "gpu_layers", "--gpu-layers": "gpu_layers",
+	"--n-gpu-layers": "gpu_layers", "--sleep-idle-seconds": "idle_sleep", "--api-key": "api_keys",
+}
+
+// Validate checks every value and returns all problems found, joined; each is a *FieldError.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(reason string, key ...string) {
+		errs = append(errs, &FieldError{Key: key, Reason: reason})
+	}
+
+	if err := checkListen(c.Listen); err != nil {
+		bad(err.Error(), "listen")
+	}
+	for _, d := range c.ModelDirs {
+		if strings.TrimSpace(d) == "" {
+			bad("empty folder name", "model_dirs")
+		}
+	}
+	if c.MemoryLimit < 0 {
+		bad("must not be negative (0 = derived from the machine)", "memory_limit")
+	} else if c.MemoryLimit > 0 && c.MemoryLimit < MiB {
+		bad(fmt.Sprintf("%d bytes is too small; did you forget a unit, like \"%dGiB\"?", c.MemoryLimit, c.MemoryLimit), "memory_limit")
+	}
+	if c.MemoryReserve < 0 {
+		bad("must not be negative", "memory_reserve")
+	} else if c.MemoryLimit > 0 && c.MemoryReserve >= c.MemoryLimit {
+		bad(fmt.Sprintf("%s leaves nothing of memory_limit %s for models; the reserve must be smaller", c.MemoryReserve, c.MemoryLimit), "memory_reserve")
+	}
+	if c.MaxLoaded < 0 {
+		bad("must not be negative (0 = no cap)", "max_loaded")
+	}
+	checkIdle := func(d Duration, key ...string) {
+		if d < 0 && d != Never {
+			bad("negative durations are not allowed; use \"-1\" or \"0\" for off", key...)
+		}
+	}
+	checkIdle(c.IdleSleep, "idle_sleep")
+	checkIdle(c.IdleUnload, "idle_unload")
+	checkIdle(c.FairWait, "fair_wait")
+	for _, t := range []struct {
+		d   Duration
+		key string
+	}{{c.QueueTimeout, "queue_timeout"}, {c.LoadTimeout, "load_timeout"}} {
+		switch {
+		case t.d == 0:
+			bad("must not be 0; use \"-1\" for no limit", t.key)
+		case t.d < 0 && t.d != Never:
+			bad("negative durations are not allowed; use \"-1\" for no limit", t.key)
+		}
+	}
+	if c.StopTimeout <= 0 {
+		bad("must be longer than 0, like \"10s\"", "stop_timeout")
+	}
+	if c.BodyLimit < KiB {
+		bad(fmt.Sprintf("%s is too small; use at least 1KiB, like \"64MiB\"", c.BodyLimit), "body_limit")
+	}
+	for _, k := range c.APIKeys {
+		if strings.TrimSpace(k) == "" || strings.ContainsAny(k, " \t\r\n") {
+			bad("API keys must be non-empty and contain no spaces", "api_keys")
+		}
+	}
+	for _, h := range c.AllowedHosts {
+		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, " \t\r\n/") {
+			bad(fmt.Sprintf("%q is not a host name", h), "allowed_hosts")
+		}
+	}
+	for _, o := range c.CORSOrigins {
+		if err := checkOrigin(o); err != nil {
+			bad(err.Error(), "cors_origins")
+		}
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad(fmt.Sprintf("%q is not a log level; use debug, info, warn or error", c.LogLevel), "log_level")
+	}
+
+	d := c.Defaults
+	if d.CtxSize < 0 {
+		bad("must not be negative (0 = the model's trained context length)", "defaults", "ctx_size")
+	}
+	if d.GPULayers != nil && *d.GPULayers < -1 {
+		bad("must be -1 (all layers) or more", "defaults", "gpu_layers")
+	}
+	switch d.FlashAttn {
+	case "auto", "on", "off":
+	default:
+		bad(fmt.Sprintf("%q is not allowed; use \"auto\", \"on\" or \"off\"", d.FlashAttn), "defaults", "flash_attn")
+	}
+	if d.Parallel < 0 {
+		bad("must not be negative (0 = llama-server's default)", "defaults", "parallel")
+	}
+	if err := checkArgs(d.Args); err != nil {
+		bad(err.Error(), "defaults", "args")
+	}
+
+	errs = append(errs, c.validateModels()...)
+	return errors.Join(errs...)
+}
+
+func (c Config) validateModels() []error {
+	var errs []error
+	bad := func(reason string, key ...string) {
+		errs = append(errs, &FieldError{Key: key, Reason: reason})
+	}
+	ids := make([]string, 0, len(c.Models))
+	for id := range c.Models {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	aliasOwner := map[string]string{}
+	for _, id := range ids {
+		m := c.Models[id]
+		if strings.TrimSpace(id) == "" {
+			bad("a model ID must not be empty", "models", id)
+			continue
+		}
+		for _, a := range m.Aliases {
+			switch {
+			case strings.TrimSpace(a) == "":
+				bad("aliases must not be empty", "models", id, "aliases")
+			case a == id:
+			case hasModel(c.Models, a):
+				bad(fmt.Sprintf("alias %q is the ID of another model", a), "models", id, "aliases")
+			case aliasOwner[a] != "" && aliasOwner[a] != id:
+				bad(fmt.Sprintf("alias %q is also an alias of %q", a, aliasOwner[a]), "models", id, "aliases")
+			default:
+				aliasOwner[a] = id
+			}
+		}
+		if m.CtxSize < 0 {
+			bad("must not be negative (0 = [defaults].ctx_size)", "models", id, "ctx_size")
+		}
+		if m.GPULayers != nil && *m.GPULayers < -1 {
+			bad("must be -1 (all layers) or more", "models", id, "gpu_layers")
+		}
+		for key, d := range map[string]*Duration{"idle_sleep": m.IdleSleep, "idle_unload": m.IdleUnload} {
+			if d != nil && *d < 0 && *d != Never {
+				bad("negative durations are not allowed; use \"-1\" or \"0\" for off", "models", id, key)
+			}
+		}
+		if err := checkArgs(m.Args); err != nil {
+			bad(err.Error(), "models", id, "args")
+		}
+	}
+	return errs
+}
+
+func hasModel(m map[string]Model, id string) bool {
+	_, ok := m[id]
+	return ok
+}
+
+func checkListen(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port, like \"127.0.0.1:8080\"", s)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("port %q must be a number from 1 to 65535", port)
+	}
+	if strings.ContainsAny(host, " \t/") {
+		return fmt.Errorf("%q is not a host name or IP address", host)
+	}
+	return nil
+}
+
+func checkOrigin(o string) error {
+	if o == "*" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return fmt.Errorf("%q is not an origin; use \"*\" or a value like \"http://localhost:3000\"", o)
+	}
+	return nil
+}
+
+func checkArgs(args []string) error {
+	for _, a := range args {
+		name, _, _ := strings.Cut(a, "=")
+		if owner, ok := reservedArgs[name]; ok {
+			return fmt.Errorf("%s is set by Llamatray (from %s); remove it from args", name, owner)
+		}
+	}
+	return nil
+}

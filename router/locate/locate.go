@@ -1,0 +1,87 @@
+// Package locate finds the llama.cpp llama-server binary and reads its version.
+//
+// The search order is: the configured path, $LLAMA_SERVER, beside the running executable (also
+// its bundled llama-server folder and, on macOS, the app bundle's Contents/MacOS and
+// Contents/Resources/llama-server), PATH, Homebrew (/opt/homebrew/bin, /usr/local/bin),
+// ~/.local/bin, %LOCALAPPDATA%\Microsoft\WinGet\Links, /usr/bin. A desktop app started from a
+// menu often gets a shorter PATH than a terminal, which is why the usual install folders are
+// searched even when they are not in PATH.
+package locate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Result is the llama-server chosen.
+type Result struct {
+	Path    string // the executable
+	Source  string // where it was found: one of the Source constants
+	Version string // what follows "version:" in `llama-server --version`, like "6123 (a1b2c3d)"
+	Build   int    // llama.cpp build number from Version, 0 when it has none
+}
+
+// ErrNotFound is matched (errors.Is) by the error Find returns when no working llama-server
+// was found by the automatic search.
+var ErrNotFound = errors.New("llama-server not found")
+
+// NotFoundError says the automatic search found no working llama-server.
+type NotFoundError struct {
+	Searched []string // every spot looked at, in order
+	Broken   []error  // llama-servers that were found but did not answer --version
+}
+
+func (e *NotFoundError) Error() string {
+	var b strings.Builder
+	if len(e.Broken) > 0 {
+		b.WriteString("no working llama-server found: ")
+		for i, err := range e.Broken {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(err.Error())
+		}
+	} else {
+		b.WriteString("llama-server not found")
+	}
+	if len(e.Searched) > 0 {
+		b.WriteString(" (looked in " + strings.Join(e.Searched, ", ") + ")")
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrNotFound) true.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// Find looks for llama-server in the order described in the package documentation and returns
+// the first one that answers `llama-server --version` (each run bounded by 10 s). A configured
+// path (or $LLAMA_SERVER) is the only one tried: when it is missing or does not run, the error
+// names it (a *ChosenError). Otherwise a failure is a *NotFoundError.
+func Find(ctx context.Context, configured string) (Result, error) {
+	return FindWith(ctx, OSEnv(), configured)
+}
+
+// FindWith is Find in the environment e.
+func FindWith(ctx context.Context, e Env, configured string) (Result, error) {
+	found, searched, err := Candidates(e, configured)
+	if err != nil {
+		return Result{}, err
+	}
+	var broken []error
+	for _, c := range found {
+		v, err := runVersion(ctx, c.Path, e.versionTimeout())
+		if err == nil {
+			return Result{Path: c.Path, Source: c.Source, Version: v, Build: buildNumber(v)}, nil
+		}
+		if c.Source == SourceConfig || c.Source == SourceEnv {
+			return Result{}, &ChosenError{Source: c.Source, Path: c.Path, Reason: "did not run", Err: err}
+		}
+		if ctx.Err() != nil {
+			return Result{}, fmt.Errorf("looking for llama-server: %w", ctx.Err())
+		}
+		broken = append(broken, err)
+	}
+	return Result{}, &NotFoundError{Searched: searched, Broken: broken}
+}

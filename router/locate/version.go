@@ -1,0 +1,117 @@
+package locate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxOutput caps what is kept of `--version` output; the version line comes first or close to it.
+const maxOutput = 64 << 10
+
+// Version runs `path --version` (bounded by DefaultVersionTimeout) and returns the text after
+// "version:", like "6123 (a1b2c3d)".
+func Version(ctx context.Context, path string) (string, error) {
+	return runVersion(ctx, path, DefaultVersionTimeout)
+}
+
+func runVersion(ctx context.Context, path string, timeout time.Duration) (string, error) {
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, path, "--version")
+	var out capped
+	cmd.Stdout = &out
+	cmd.Stderr = &out // llama-server prints its version on stderr
+	// A grandchild holding the pipes open must not keep Wait from returning after a kill.
+	cmd.WaitDelay = 2 * time.Second
+	hideWindow(cmd)
+	runErr := cmd.Run()
+
+	if ctx.Err() != nil {
+		return "", fmt.Errorf("%s --version: %w", path, ctx.Err())
+	}
+	if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+		return "", fmt.Errorf("%s did not answer --version within %s: %w", path, timeout, runCtx.Err())
+	}
+	text := out.String()
+	if v, ok := ParseVersion(text); ok {
+		return v, nil // some builds exit non-zero after printing it; the version is what counts
+	}
+	if runErr != nil {
+		return "", fmt.Errorf("%s --version: %w%s", path, runErr, outputNote(text))
+	}
+	return "", fmt.Errorf("%s --version printed no version line%s", path, outputNote(text))
+}
+
+// ParseVersion finds llama-server's "version: ..." line in the output of --version and returns
+// what follows it. Upstream builds print "version: 6123 (a1b2c3d)"; distribution builds may
+// print "version: 0.7.0 (build 11669, commit Debian)". Other lines (backend loading, "built
+// with ...") are ignored.
+func ParseVersion(output string) (string, bool) {
+	for _, line := range strings.Split(output, "\n") {
+		line = strings.TrimSpace(line)
+		rest, ok := strings.CutPrefix(line, "version:")
+		if !ok {
+			continue
+		}
+		if rest = strings.TrimSpace(rest); rest != "" {
+			return rest, true
+		}
+	}
+	return "", false
+}
+
+var buildWord = regexp.MustCompile(`\bbuild[ =:]*(\d+)`)
+
+// buildNumber extracts llama.cpp's build number from a version text: the leading number of
+// "6123 (a1b2c3d)" or "b6123", else the number after "build". 0 when there is none.
+func buildNumber(v string) int {
+	first, _, _ := strings.Cut(v, " ")
+	first = strings.TrimPrefix(first, "b")
+	if n, err := strconv.Atoi(first); err == nil && n > 0 {
+		return n
+	}
+	if m := buildWord.FindStringSubmatch(v); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
+// outputNote quotes the last lines of output for an error message.
+func outputNote(text string) string {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return " (no output)"
+	}
+	lines := strings.Split(text, "\n")
+	if len(lines) > 3 {
+		lines = lines[len(lines)-3:]
+	}
+	return fmt.Sprintf(" (output: %q)", strings.Join(lines, " | "))
+}
+
+// capped is a bytes.Buffer that keeps only the first maxOutput bytes written. exec copies
+// both pipes from separate goroutines only when Stdout and Stderr differ; they are the same
+// writer here, so exec serialises the writes.
+type capped struct{ buf bytes.Buffer }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := maxOutput - c.buf.Len(); room > 0 {
+		if len(p) > room {
+			c.buf.Write(p[:room])
+		} else {
+			c.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+func (c *capped) String() string { return c.buf.String() }
