@@ -146,7 +146,7 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("model %q needs %d MiB but the memory budget is %d MiB", e.Model, e.Need>>20, e.Budget>>20)
+	return fmt.Sprintf("model %q needs %d MiB but the memory budget is %d MiB even with every other model unloaded (raise memory_limit or lower memory_reserve to try anyway)", e.Model, e.Need>>20, e.Budget>>20)
 }
 
 // NoServerError says no llama-server binary was found.

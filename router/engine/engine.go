@@ -34,7 +34,7 @@ type Probe = mem.Probe
 // Settings are the per-model knobs the engine applies when it starts a child.
 type Settings struct {
 	Args        []string      // llama-server args beyond -m/--mmproj/--alias/-c/--sleep-idle-seconds
-	CtxSize     int           // -c; 0 leaves llama-server's default
+	CtxSize     int           // -c; 0 = the model's trained context length
 	Pinned      bool          // never evicted by pressure or timers
 	LoadOnStart bool          // loaded when the engine starts
 	IdleSleep   time.Duration // --sleep-idle-seconds; <=0 off

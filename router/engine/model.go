@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -118,9 +119,7 @@ func (e *Engine) args(m *model) []string {
 		a = append(a, "--mmproj", m.entry.Mmproj)
 	}
 	a = append(a, "--alias", m.id)
-	if m.set.CtxSize > 0 {
-		a = append(a, "-c", strconv.Itoa(m.set.CtxSize))
-	}
+	a = append(a, "-c", strconv.Itoa(max(m.set.CtxSize, 0))) // 0: the model's trained context
 	if m.set.IdleSleep > 0 {
 		secs := int(m.set.IdleSleep.Round(time.Second) / time.Second)
 		if secs < 1 {
@@ -169,8 +168,12 @@ func (e *Engine) room() sched.Room {
 			r.Budget.VRAM = free + ours.VRAM
 		}
 	}
-	if e.o.MemoryLimit > 0 && (!e.sysOK || e.o.MemoryLimit < r.Budget.RAM) {
+	switch {
+	case e.o.MemoryLimit > 0 && (!e.sysOK || e.o.MemoryLimit < r.Budget.RAM):
 		r.Budget.RAM = e.o.MemoryLimit
+	case !e.sysOK && e.o.MemoryLimit == 0:
+		// No measurement and no limit: count slots only rather than refuse everything.
+		r.Budget.RAM = math.MaxInt64 / 4
 	}
 	if r.Budget.RAM < 0 {
 		r.Budget.RAM = 0

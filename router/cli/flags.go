@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/llamatray/llamatray/router/config"
+)
+
+// serveFlags are the flags of `llamatray serve` (and of `llamatray` itself). Each overrides the
+// configuration file when given.
+type serveFlags struct {
+	fs         *flag.FlagSet
+	configPath string
+	set        map[string]bool
+
+	addr          string
+	modelsDirs    stringList
+	llamaServer   string
+	memoryLimit   sizeFlag
+	memoryReserve sizeFlag
+	maxLoaded     int
+	idleSleep     durationFlag
+	idleUnload    durationFlag
+	queueTimeout  durationFlag
+	ctxSize       int
+	logLevel      string
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+type sizeFlag struct{ v config.Size }
+
+func (f *sizeFlag) String() string { return f.v.String() }
+func (f *sizeFlag) Set(s string) error {
+	v, err := config.ParseSize(s)
+	if err != nil {
+		return err
+	}
+	f.v = v
+	return nil
+}
+
+type durationFlag struct{ v config.Duration }
+
+func (f *durationFlag) String() string { return f.v.String() }
+func (f *durationFlag) Set(s string) error {
+	v, err := config.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	f.v = v
+	return nil
+}
+
+func newServeFlags(name string, out io.Writer) *serveFlags {
+	f := &serveFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError), set: map[string]bool{}}
+	fs := f.fs
+	fs.SetOutput(out)
+	fs.StringVar(&f.configPath, "config", "", "configuration `file` (default: the platform config dir's llamatray/config.toml)")
+	fs.StringVar(&f.addr, "addr", "", "listen `address` (default 127.0.0.1:8080)")
+	fs.Var(&f.modelsDirs, "models-dir", "scan this `dir` for GGUF models (repeatable; replaces the config's model_dirs)")
+	fs.StringVar(&f.llamaServer, "llama-server", "", "`path` of llama-server (default: found on this machine)")
+	fs.Var(&f.memoryLimit, "memory-limit", "memory `size` all loaded models may use together, e.g. 6GiB (default: derived from the machine's available RAM)")
+	fs.Var(&f.memoryReserve, "memory-reserve", "RAM `size` always left free for other programs (default 1GiB)")
+	fs.IntVar(&f.maxLoaded, "max-loaded", 0, "most models running at once, `n`; 0 = no cap")
+	fs.Var(&f.idleSleep, "idle-sleep", "let an idle model sleep (weights freed, process kept) after this `duration` (default 5m; 0 = never)")
+	fs.Var(&f.idleUnload, "idle-unload", "stop an idle model's process after this `duration` (default 30m; 0 = never)")
+	fs.Var(&f.queueTimeout, "queue-timeout", "how long a request may wait for memory or a slot, `duration` (default 2m), then 503")
+	fs.IntVar(&f.ctxSize, "ctx-size", 0, "default context size `n` for children (default 4096)")
+	fs.StringVar(&f.logLevel, "log-level", "", "log `level`: debug, info, warn, error (default info)")
+	return f
+}
+
+// parse parses args; flag errors come back as usageError (exit code 2).
+func (f *serveFlags) parse(args []string) error {
+	if err := f.fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usageError{err}
+	}
+	if f.fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", f.fs.Arg(0))}
+	}
+	f.fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	return nil
+}
+
+// apply overrides cfg with the flags that were given.
+func (f *serveFlags) apply(cfg *config.Config) {
+	if f.set["addr"] {
+		cfg.Listen = f.addr
+	}
+	if f.set["models-dir"] {
+		cfg.ModelDirs = append([]string(nil), f.modelsDirs...)
+		cfg.ScanDefaultDirs = false
+	}
+	if f.set["llama-server"] {
+		cfg.LlamaServer = f.llamaServer
+	}
+	if f.set["memory-limit"] {
+		cfg.MemoryLimit = f.memoryLimit.v
+	}
+	if f.set["memory-reserve"] {
+		cfg.MemoryReserve = f.memoryReserve.v
+	}
+	if f.set["max-loaded"] {
+		cfg.MaxLoaded = f.maxLoaded
+	}
+	if f.set["idle-sleep"] {
+		cfg.IdleSleep = f.idleSleep.v
+	}
+	if f.set["idle-unload"] {
+		cfg.IdleUnload = f.idleUnload.v
+	}
+	if f.set["queue-timeout"] {
+		cfg.QueueTimeout = f.queueTimeout.v
+	}
+	if f.set["ctx-size"] {
+		cfg.Defaults.CtxSize = f.ctxSize
+	}
+	if f.set["log-level"] {
+		cfg.LogLevel = f.logLevel
+	}
+}
+
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+var errHelp = errors.New("help requested")

@@ -1,0 +1,411 @@
+// Package service starts config → catalog → engine → HTTP listener as one unit, for `llamatray serve`
+// and for the desktop app.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llamatray/llamatray/router"
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/locate"
+	"github.com/llamatray/llamatray/router/mem"
+)
+
+// Options are what the caller knows beyond the configuration.
+type Options struct {
+	ConfigPath string
+	Version    string
+	Logger     *slog.Logger
+	Memory     mem.Probe // nil → the machine
+	Env        []string  // extra environment for llama-server children
+}
+
+// LlamaServer says which llama-server binary is used.
+type LlamaServer struct {
+	Path    string // "" when none was found
+	Source  string // where it was found: config, env, beside, PATH, ...
+	Version string
+	Hint    string // how to install one on this OS
+	Err     string // why none is used
+}
+
+// Service is a running Llamatray: catalog, engine and HTTP listener.
+type Service struct {
+	o       Options
+	log     *slog.Logger
+	cat     *catalog.Catalog
+	eng     *engine.Engine
+	handler atomic.Pointer[router.Router]
+	started time.Time
+	gpu     bool
+
+	mu        sync.Mutex // guards cfg, llama, srv, addr, listenErr, cancel
+	cfg       config.Config
+	llama     LlamaServer
+	srv       *http.Server
+	addr      string
+	listenErr error
+	cancel    context.CancelFunc
+}
+
+// ErrNeedsKey is returned when the listen address is not loopback and no API key is configured.
+var ErrNeedsKey = errors.New("listening beyond this machine requires api_keys in the configuration")
+
+// New builds the service from a validated configuration. Nothing listens until Start.
+func New(cfg config.Config, o Options) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Memory == nil {
+		o.Memory = mem.Machine()
+	}
+	s := &Service{o: o, log: o.Logger, cfg: cfg, started: time.Now()}
+	if sys, err := o.Memory.System(context.Background()); err == nil {
+		s.gpu = len(sys.GPUs) > 0 || sys.Unified
+	}
+	s.cat = catalog.New(catalog.Options{
+		Dirs:    cfg.ModelDirsResolved(),
+		Params:  s.estimateParams,
+		Aliases: func(id string) []string { return s.config().ModelSettings(id).Aliases },
+		Hidden:  func(id string) bool { return s.config().ModelSettings(id).Hidden },
+		Logger:  o.Logger,
+	})
+	s.llama = findLlamaServer(cfg.LlamaServer)
+	lim := limits(cfg, s.llama)
+	eng, err := engine.New(engine.Options{
+		Catalog:      s.cat,
+		Settings:     s.settings,
+		Binary:       lim.Binary,
+		BinaryHint:   lim.BinaryHint,
+		MemoryLimit:  lim.MemoryLimit,
+		Reserve:      lim.Reserve,
+		MaxLoaded:    lim.MaxLoaded,
+		QueueTimeout: lim.QueueTimeout,
+		FairWait:     lim.FairWait,
+		LoadTimeout:  lim.LoadTimeout,
+		StopTimeout:  lim.StopTimeout,
+		RouterPort:   portOf(cfg.Listen),
+		Env:          o.Env,
+		StateDir:     stateDir(),
+		Memory:       o.Memory,
+		Logger:       o.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	s.eng = eng
+	s.handler.Store(s.newRouter(cfg))
+	return s, nil
+}
+
+func stateDir() string {
+	d, err := config.StateDir()
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+func portOf(listen string) int {
+	_, p, err := net.SplitHostPort(listen)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+func findLlamaServer(configured string) LlamaServer {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	r, err := locate.Find(ctx, configured)
+	ls := LlamaServer{Path: r.Path, Source: r.Source, Version: r.Version, Hint: locate.InstallHint()}
+	if err != nil {
+		ls.Path = ""
+		ls.Err = err.Error()
+	}
+	return ls
+}
+
+// limits maps the configuration to the engine's live limits.
+func limits(cfg config.Config, ls LlamaServer) engine.Limits {
+	hint := ls.Hint
+	if ls.Err != "" {
+		hint = ls.Err + ". " + hint
+	}
+	l := engine.Limits{
+		Binary:       ls.Path,
+		BinaryHint:   hint,
+		MemoryLimit:  int64(cfg.MemoryLimit),
+		Reserve:      int64(cfg.MemoryReserve),
+		MaxLoaded:    cfg.MaxLoaded,
+		QueueTimeout: cfg.QueueTimeout.Std(),
+		FairWait:     cfg.FairWait.Std(),
+		LoadTimeout:  cfg.LoadTimeout.Std(),
+		StopTimeout:  cfg.StopTimeout.Std(),
+	}
+	if l.QueueTimeout < 0 {
+		l.QueueTimeout = 100 * 365 * 24 * time.Hour
+	}
+	if l.FairWait <= 0 {
+		l.FairWait = 100 * 365 * 24 * time.Hour
+	}
+	if l.LoadTimeout < 0 {
+		l.LoadTimeout = 100 * 365 * 24 * time.Hour
+	}
+	return l
+}
+
+func (s *Service) config() config.Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+// settings maps a model's configuration to engine settings, including the llama-server flags.
+func (s *Service) settings(id string) engine.Settings {
+	cfg := s.config()
+	ms := cfg.ModelSettings(id)
+	var args []string
+	if ms.GPULayers != nil {
+		args = append(args, "-ngl", strconv.Itoa(*ms.GPULayers))
+	}
+	switch cfg.Defaults.FlashAttn {
+	case "on", "off":
+		args = append(args, "-fa", cfg.Defaults.FlashAttn)
+	}
+	if cfg.Defaults.Parallel > 0 {
+		args = append(args, "-np", strconv.Itoa(cfg.Defaults.Parallel))
+	}
+	args = append(args, ms.Args...)
+	st := engine.Settings{Args: args, CtxSize: ms.CtxSize, Pinned: ms.Pinned, LoadOnStart: ms.LoadOnStart}
+	if ms.IdleSleep != nil {
+		st.IdleSleep = ms.IdleSleep.Std()
+	}
+	if ms.IdleUnload != nil {
+		st.IdleUnload = ms.IdleUnload.Std()
+	}
+	return st
+}
+
+// estimateParams tells the catalog how each model will be run, so its estimate matches.
+func (s *Service) estimateParams(id string) catalog.EstimateParams {
+	cfg := s.config()
+	ms := cfg.ModelSettings(id)
+	// ContextSize 0 is the model's trained context, for the estimate as for llama-server's -c.
+	p := catalog.EstimateParams{ContextSize: ms.CtxSize, Parallel: cfg.Defaults.Parallel, FlashAttention: cfg.Defaults.FlashAttn == "on"}
+	if s.gpu {
+		p.GPULayers = -1
+		if ms.GPULayers != nil {
+			p.GPULayers = *ms.GPULayers
+		}
+	}
+	return p
+}
+
+func (s *Service) newRouter(cfg config.Config) *router.Router {
+	return router.New(router.Options{
+		Engine:                s.eng,
+		Catalog:               s.cat,
+		Listen:                cfg.Listen,
+		DefaultModel:          cfg.DefaultModel,
+		BodyLimit:             int64(cfg.BodyLimit),
+		APIKeys:               cfg.APIKeys,
+		AllowedHosts:          cfg.AllowedHosts,
+		CORSOrigins:           cfg.CORSOrigins,
+		StreamLoadingProgress: cfg.StreamLoadingProgress,
+		Version:               s.o.Version,
+		StartTime:             s.started,
+		Status:                s.status,
+		Logger:                s.log,
+	})
+}
+
+func (s *Service) status() map[string]any {
+	ls := s.LlamaServer()
+	return map[string]any{
+		"llama_server":     map[string]any{"path": ls.Path, "source": ls.Source, "version": ls.Version, "error": ls.Err, "hint": ls.Hint},
+		"config_path":      s.o.ConfigPath,
+		"model_dirs":       s.config().ModelDirsResolved(),
+		"catalog_warnings": s.cat.Warnings(),
+	}
+}
+
+// ServeHTTP serves through the current router (replaced when settings change).
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handler.Load().ServeHTTP(w, r)
+}
+
+// Start scans the catalog, starts the engine and binds the listener. A bind failure (port in use) is
+// returned, and also kept in ListenErr, but the engine stays up so the desktop app can show it.
+func (s *Service) Start(ctx context.Context) error {
+	if err := s.cat.Scan(ctx); err != nil {
+		return fmt.Errorf("scanning models: %w", err)
+	}
+	for _, w := range s.cat.Warnings() {
+		s.log.Warn("model skipped", "reason", w)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.cancel = cancel
+	s.mu.Unlock()
+	go s.cat.Watch(wctx, 5*time.Second)
+	if err := s.eng.Start(ctx); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	return s.listen(s.config().Listen)
+}
+
+// listen binds addr and serves on it.
+func (s *Service) listen(addr string) error {
+	cfg := s.config()
+	if router.RequiresKey(addr) && len(cfg.APIKeys) == 0 {
+		err := fmt.Errorf("%s: %w", addr, ErrNeedsKey)
+		s.setListen(nil, addr, err)
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		err = fmt.Errorf("cannot listen on %s (is another Llamatray or server using the port? change `listen` in the config or pass --addr): %w", addr, err)
+		s.setListen(nil, addr, err)
+		return err
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	s.setListen(srv, ln.Addr().String(), nil)
+	s.log.Info("serving", "addr", ln.Addr().String())
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+func (s *Service) setListen(srv *http.Server, addr string, err error) {
+	s.mu.Lock()
+	s.srv, s.addr, s.listenErr = srv, addr, err
+	s.mu.Unlock()
+}
+
+// Stop closes the listener, waits for in-flight requests (until ctx ends), then stops every child.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	srv, cancel := s.srv, s.cancel
+	s.srv = nil
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	var errs []error
+	if srv != nil {
+		sctx, c := context.WithTimeout(ctx, 10*time.Second)
+		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close()
+		}
+		c()
+	}
+	s.handler.Load().Close()
+	if err := s.eng.Close(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Engine returns the engine.
+func (s *Service) Engine() *engine.Engine { return s.eng }
+
+// Catalog returns the model catalog.
+func (s *Service) Catalog() *catalog.Catalog { return s.cat }
+
+// Config returns the configuration in force.
+func (s *Service) Config() config.Config { return s.config() }
+
+// ConfigPath is the configuration file's path.
+func (s *Service) ConfigPath() string { return s.o.ConfigPath }
+
+// ListenAddr is the address the router is bound to (or tried to bind).
+func (s *Service) ListenAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// ListenErr is why the listener is not up, nil when it is.
+func (s *Service) ListenErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listenErr
+}
+
+// LlamaServer says which llama-server is used, or how to get one.
+func (s *Service) LlamaServer() LlamaServer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.llama
+}
+
+// LogDir is where Llamatray writes its logs.
+func (s *Service) LogDir() string {
+	d, err := config.LogDir()
+	if err != nil {
+		return os.TempDir()
+	}
+	return d
+}
+
+// Apply validates and applies a new configuration live: catalog folders rescanned, engine limits
+// updated, the listener restarted only when the listen address changed. It does not save the file.
+func (s *Service) Apply(cfg config.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	old := s.config()
+	ls := s.LlamaServer()
+	if cfg.LlamaServer != old.LlamaServer || ls.Path == "" {
+		ls = findLlamaServer(cfg.LlamaServer)
+	}
+	s.mu.Lock()
+	s.cfg = cfg
+	s.llama = ls
+	s.mu.Unlock()
+	s.eng.SetLimits(limits(cfg, ls))
+	s.handler.Store(s.newRouter(cfg))
+	if !slices.Equal(cfg.ModelDirsResolved(), old.ModelDirsResolved()) || cfg.ScanDefaultDirs != old.ScanDefaultDirs {
+		s.cat.SetDirs(cfg.ModelDirsResolved())
+	} else {
+		go func() {
+			if err := s.cat.Scan(context.Background()); err != nil {
+				s.log.Warn("rescan failed", "err", err)
+			}
+		}()
+	}
+	if cfg.Listen != old.Listen || s.ListenErr() != nil {
+		s.mu.Lock()
+		srv := s.srv
+		s.srv = nil
+		s.mu.Unlock()
+		if srv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			srv.Shutdown(ctx)
+			cancel()
+		}
+		return s.listen(cfg.Listen)
+	}
+	return nil
+}
