@@ -205,12 +205,20 @@ func TestConcurrentReadsDuringScans(t *testing.T) {
 			}
 		}()
 	}
-	for i := range 6 {
+	// Keep changing folders while the readers run, until they have seen both sets (a loaded machine
+	// may not schedule them during the first few changes).
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
 		dirs := []string{a}
 		if i%2 == 0 {
 			dirs = []string{b, a}
 		}
 		c.SetDirs(dirs)
+		_, okA := found.Load("a00")
+		_, okB := found.Load("b00")
+		if i >= 6 && okA && okB || time.Now().After(deadline) {
+			break
+		}
 	}
 	wg.Add(1)
 	go func() { // a concurrent Scan next to SetDirs
