@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/testbed"
+)
+
+// With a memory limit (no model cap) that holds one tiny model but not two, the second model waits for
+// the first one's stream, then evicts it; the stream is never cut.
+func TestMemoryBudgetRoomForOne(t *testing.T) {
+	in := start(t, []string{"alpha", "beta"}, func(c *config.Config) {
+		c.MemoryLimit = 40 * config.MiB // one child holds ~24 MiB here
+		c.MemoryReserve = 0
+	})
+	ctx := context.Background()
+	req, _ := http.NewRequest("POST", in.base+"/v1/chat/completions", bytes.NewReader(chatBody("alpha", true, 300)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", err, resp)
+	}
+	rd := bufio.NewReader(resp.Body)
+	if _, err := rd.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	testbed.WaitFor(t, 10*time.Second, "alpha measured", func() bool { return in.state("alpha").MemoryBytes > 0 })
+	betaDone := make(chan error, 1)
+	go func() {
+		code, body, err := in.chat(ctx, "beta", false, 4)
+		if err == nil && code != 200 {
+			err = fmt.Errorf("beta: %d %s", code, body)
+		}
+		betaDone <- err
+	}()
+	testbed.WaitFor(t, 10*time.Second, "beta queued", func() bool { return in.state("beta").Queued == 1 })
+	if st := in.state("alpha"); st.State != engine.StateLoaded || st.Active != 1 {
+		t.Fatalf("alpha during its stream: %+v", st)
+	}
+	rest, err := io.ReadAll(rd)
+	resp.Body.Close()
+	if err != nil || !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("stream cut: %v", err)
+	}
+	if err := <-betaDone; err != nil {
+		t.Fatal(err)
+	}
+	if st := in.state("alpha"); st.State != engine.StateUnloaded {
+		t.Fatalf("alpha is %s; the budget holds one model", st.State)
+	}
+	b := in.svc.Engine().Budget()
+	if b.Used > b.Limit || b.Loaded != 1 {
+		t.Fatalf("budget %+v", b)
+	}
+}
