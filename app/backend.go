@@ -1,0 +1,33 @@
+package app
+
+import (
+	"context"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// Backend is what the tray and the windows drive: the running service, or a fake in tests. Methods
+// may block (Unload waits for a drain); the UI calls them off the UI thread.
+type Backend interface {
+	// Snapshot copies the current state: listener, llama-server, models, budget.
+	Snapshot() Snapshot
+	// Subscribe delivers engine and catalog changes until cancel is called.
+	Subscribe() (events <-chan engine.Event, cancel func())
+	// Load starts loading a model and returns at once.
+	Load(name string) error
+	// Unload stops a model: after in-flight requests finish, or at once when force is set.
+	Unload(ctx context.Context, name string, force bool) error
+	// SetPinned pins or unpins a model and keeps the choice in the config file.
+	SetPinned(name string, pinned bool) error
+	// Logs returns the tail of a model's llama-server output.
+	Logs(name string) []string
+	// Config returns the configuration in effect.
+	Config() config.Config
+	// ApplyConfig validates cfg, saves it to the config file and applies it live.
+	ApplyConfig(cfg config.Config) error
+	// Rescan looks for model files again.
+	Rescan(ctx context.Context) error
+	// ModelsDir is Llamatray's own model folder, where added models go.
+	ModelsDir() (string, error)
+}

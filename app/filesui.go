@@ -1,0 +1,252 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/llamatray/llamatray/app/platform"
+)
+
+// The choices offered when adding a model file.
+const (
+	importLinkLabel = "Link it (instant, no extra disk space; keep the original file)"
+	importCopyLabel = "Copy it (the original can be deleted afterwards)"
+)
+
+// addModel picks a .gguf file and adds it.
+func (m *modelsWindow) addModel() {
+	d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
+		if err != nil {
+			m.showError("Add model", err)
+			return
+		}
+		if r == nil {
+			return // cancelled
+		}
+		path := r.URI().Path()
+		r.Close()
+		m.askImport([]string{path})
+	}, m.win)
+	d.SetFilter(storage.NewExtensionFileFilter([]string{".gguf", ".GGUF"}))
+	d.Show()
+}
+
+// dropped adds the .gguf files dropped on the window.
+func (m *modelsWindow) dropped(uris []fyne.URI) {
+	var paths, skipped []string
+	for _, u := range uris {
+		if u.Scheme() != "file" {
+			continue
+		}
+		if strings.EqualFold(filepath.Ext(u.Path()), ".gguf") {
+			paths = append(paths, u.Path())
+		} else {
+			skipped = append(skipped, filepath.Base(u.Path()))
+		}
+	}
+	if len(paths) == 0 {
+		if len(skipped) > 0 {
+			m.showError("Add model", fmt.Errorf("only .gguf model files can be added; not %s", strings.Join(skipped, ", ")))
+		}
+		return
+	}
+	m.askImport(paths)
+}
+
+// askImport asks whether to link or copy, then adds the files.
+func (m *modelsWindow) askImport(paths []string) {
+	dir, err := m.u.b.ModelsDir()
+	if err != nil {
+		m.showError("Add model", err)
+		return
+	}
+	choice := widget.NewRadioGroup([]string{importLinkLabel, importCopyLabel}, nil)
+	choice.SetSelected(importLinkLabel)
+	choice.Required = true
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = filepath.Base(p)
+	}
+	text := widget.NewLabel(fmt.Sprintf("Add %s to %s?", strings.Join(names, ", "), dir))
+	text.Wrapping = fyne.TextWrapWord
+	d := dialog.NewCustomConfirm("Add model", "Add", "Cancel", widget.NewForm(
+		widget.NewFormItem("", text), widget.NewFormItem("", choice)), func(ok bool) {
+		if !ok {
+			return
+		}
+		mode := ImportLink
+		if choice.Selected == importCopyLabel {
+			mode = ImportCopy
+		}
+		m.importFiles(paths, dir, mode)
+	}, m.win)
+	d.Resize(fyne.NewSize(560, 260))
+	d.Show()
+}
+
+// importFiles links or copies the files into dir off the UI thread, showing progress, then rescans.
+func (m *modelsWindow) importFiles(paths []string, dir string, mode ImportMode) {
+	m.progress.SetValue(0)
+	m.progress.Show()
+	m.setStatus("Adding " + filepath.Base(paths[0]) + "…")
+	go func() {
+		var added []string
+		var errs []error
+		for _, p := range paths {
+			name := filepath.Base(p)
+			lastPct := -1
+			_, err := ImportModel(context.Background(), p, dir, mode, func(done, total int64) {
+				pct := 100
+				if total > 0 {
+					pct = int(done * 100 / total)
+				}
+				if pct == lastPct {
+					return
+				}
+				lastPct = pct
+				m.u.onUI(func() {
+					m.progress.SetValue(float64(pct) / 100)
+					m.setStatus(fmt.Sprintf("Copying %s… %s of %s", name, humanBytes(done), humanBytes(total)))
+				})
+			})
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			added = append(added, name)
+		}
+		if len(added) > 0 {
+			if err := m.u.b.Rescan(context.Background()); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		m.u.refresh.Kick()
+		m.u.onUI(func() {
+			m.progress.Hide()
+			m.setStatus("")
+			if len(added) > 0 {
+				m.setStatus("Added " + strings.Join(added, ", ") + ".")
+			}
+			if err := errors.Join(errs...); err != nil {
+				m.showError("Add model", err)
+			}
+		})
+	}()
+}
+
+// addFolder picks a folder and adds it to the model folders.
+func (m *modelsWindow) addFolder() {
+	dialog.ShowFolderOpen(func(dir fyne.ListableURI, err error) {
+		if err != nil {
+			m.showError("Add folder", err)
+			return
+		}
+		if dir == nil {
+			return
+		}
+		path := dir.Path()
+		m.u.background("Add folder", func() error {
+			cfg := m.u.b.Config()
+			for _, d := range cfg.ModelDirs {
+				if d == path {
+					return m.u.b.Rescan(context.Background())
+				}
+			}
+			cfg.ModelDirs = append(cfg.ModelDirs, path)
+			return m.u.b.ApplyConfig(cfg)
+		})
+	}, m.win)
+}
+
+// locateServer picks a llama-server binary and saves it in the configuration.
+func (m *modelsWindow) locateServer() {
+	dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
+		if err != nil {
+			m.showError("Locate llama-server", err)
+			return
+		}
+		if r == nil {
+			return
+		}
+		path := r.URI().Path()
+		r.Close()
+		m.u.background("Use "+path, func() error {
+			cfg := m.u.b.Config()
+			cfg.LlamaServer = path
+			return m.u.b.ApplyConfig(cfg)
+		})
+	}, m.win)
+}
+
+// reveal shows a model file in the file manager.
+func (m *modelsWindow) reveal(path string) {
+	if path == "" {
+		return
+	}
+	if err := platform.RevealFile(path); err != nil {
+		if errors.Is(err, platform.ErrNoReveal) {
+			m.u.openFolder(filepath.Dir(path))
+			return
+		}
+		m.showError("Show in folder", err)
+	}
+}
+
+// confirmDelete asks before moving a model's files to the trash.
+func (m *modelsWindow) confirmDelete(id, path string) {
+	if m.running(id) {
+		dialog.ShowInformation("Model in use", id+" is loaded. Unload it before deleting its files.", m.win)
+		return
+	}
+	files := modelFilesToDelete(path)
+	if x, ok := m.modelByID(id); ok && len(x.Files) > 0 {
+		files = x.Files
+	}
+	msg := fmt.Sprintf("Move %s to the %s?\n\n%s", id, platform.TrashName(), strings.Join(files, "\n"))
+	dialog.ShowConfirm("Delete model", msg, func(ok bool) {
+		if !ok {
+			return
+		}
+		m.u.background("Delete "+id, func() error {
+			if err := deleteModel(m.u.b, id, path, m.u.trash); err != nil {
+				return err
+			}
+			m.u.onUI(func() { m.setStatus("Moved " + id + " to the " + platform.TrashName() + ".") })
+			return nil
+		})
+	}, m.win)
+}
+
+// deleteModel moves a model's files to the trash and rescans. It is refused while the model runs,
+// checked against the engine at the moment of deletion.
+func deleteModel(b Backend, id, path string, trash func(string) error) error {
+	files := modelFilesToDelete(path)
+	for _, x := range b.Snapshot().Models {
+		if x.ID != id {
+			continue
+		}
+		if x.Running() {
+			return fmt.Errorf("%s is %s; unload it before deleting its files", id, x.State)
+		}
+		if len(x.Files) > 0 {
+			files = x.Files
+		}
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("%s: no files found at %s", id, path)
+	}
+	for _, f := range files {
+		if err := trash(f); err != nil {
+			return err
+		}
+	}
+	return b.Rescan(context.Background())
+}

@@ -1,0 +1,186 @@
+package app
+
+import (
+	"fmt"
+	"image/color"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// memorySegments splits the machine's memory for the bar: held by models, used by everything else,
+// free, and the reserve (the part of the free memory Llamatray leaves alone), as fractions of the
+// scale, plus where the budget ends. The scale is the system total when known, else the budget.
+func memorySegments(b engine.Budget) (held, others, free, reserve, limit float64) {
+	scale := b.SystemTotal
+	if scale <= 0 {
+		scale = b.Limit
+	}
+	if scale <= 0 {
+		return 0, 0, 0, 0, 0
+	}
+	frac := func(n int64) float64 {
+		f := float64(n) / float64(scale)
+		switch {
+		case f < 0:
+			return 0
+		case f > 1:
+			return 1
+		}
+		return f
+	}
+	held = frac(b.Used)
+	if b.SystemTotal > 0 {
+		others = frac(b.SystemTotal - b.SystemAvailable - b.Used)
+		if held+others > 1 {
+			others = 1 - held
+		}
+	}
+	rest := 1 - held - others
+	reserve = frac(b.Reserve)
+	if reserve > rest {
+		reserve = rest
+	}
+	free = rest - reserve
+	limit = frac(b.Limit)
+	return
+}
+
+// memoryLegend is the text under the bar.
+func memoryLegend(b engine.Budget) string {
+	var p []string
+	limit := "budget " + humanBytes(b.Limit)
+	if !b.Configured {
+		limit += " (automatic)"
+	}
+	p = append(p, fmt.Sprintf("Models hold %s of the %s", humanBytes(b.Used), limit))
+	p = append(p, humanBytes(b.Free)+" free for models")
+	if b.SystemTotal > 0 {
+		p = append(p, fmt.Sprintf("system: %s available of %s", humanBytes(b.SystemAvailable), humanBytes(b.SystemTotal)))
+	}
+	if b.Reserve > 0 {
+		p = append(p, "reserve "+humanBytes(b.Reserve))
+	}
+	if b.MaxLoaded > 0 {
+		p = append(p, fmt.Sprintf("%d of %d models loaded", b.Loaded, b.MaxLoaded))
+	}
+	return strings.Join(p, " · ")
+}
+
+// memoryBar draws the memory segments and a marker where the budget ends.
+type memoryBar struct {
+	widget.BaseWidget
+	held, others, free, reserve, limit float64
+	legend                             *widget.Label
+}
+
+func newMemoryBar() *memoryBar {
+	m := &memoryBar{legend: widget.NewLabel("")}
+	m.legend.Wrapping = fyne.TextWrapWord
+	m.legend.SizeName = theme.SizeNameCaptionText
+	m.ExtendBaseWidget(m)
+	return m
+}
+
+// set shows a budget. Call on the UI thread.
+func (m *memoryBar) set(b engine.Budget) {
+	m.held, m.others, m.free, m.reserve, m.limit = memorySegments(b)
+	m.legend.SetText(memoryLegend(b))
+	m.Refresh()
+}
+
+func (m *memoryBar) CreateRenderer() fyne.WidgetRenderer {
+	r := &memoryBarRenderer{bar: m}
+	r.held = canvas.NewRectangle(theme.Color(theme.ColorNamePrimary))
+	r.others = canvas.NewRectangle(theme.Color(theme.ColorNameDisabled))
+	r.free = canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
+	r.reserve = canvas.NewRectangle(reserveColor)
+	r.marker = canvas.NewRectangle(theme.Color(theme.ColorNameForeground))
+	r.objects = []fyne.CanvasObject{r.free, r.held, r.others, r.reserve, r.marker, m.legend}
+	return r
+}
+
+type memoryBarRenderer struct {
+	bar                                 *memoryBar
+	held, others, free, reserve, marker *canvas.Rectangle
+	objects                             []fyne.CanvasObject
+}
+
+const memoryBarHeight = 14
+
+func (r *memoryBarRenderer) Layout(size fyne.Size) {
+	w := size.Width
+	x := float32(0)
+	place := func(rect *canvas.Rectangle, f float64) {
+		width := float32(f) * w
+		rect.Move(fyne.NewPos(x, 0))
+		rect.Resize(fyne.NewSize(width, memoryBarHeight))
+		x += width
+	}
+	place(r.held, r.bar.held)
+	place(r.others, r.bar.others)
+	place(r.free, r.bar.free)
+	place(r.reserve, r.bar.reserve)
+	r.marker.Move(fyne.NewPos(float32(r.bar.limit)*w-1, -3))
+	r.marker.Resize(fyne.NewSize(2, memoryBarHeight+6))
+	r.marker.Hidden = r.bar.limit <= 0
+	legendTop := float32(memoryBarHeight + 2)
+	r.bar.legend.Move(fyne.NewPos(0, legendTop))
+	r.bar.legend.Resize(fyne.NewSize(w, size.Height-legendTop))
+}
+
+func (r *memoryBarRenderer) MinSize() fyne.Size {
+	l := r.bar.legend.MinSize()
+	return fyne.NewSize(l.Width, memoryBarHeight+2+l.Height)
+}
+
+func (r *memoryBarRenderer) Refresh() {
+	r.held.FillColor = theme.Color(theme.ColorNamePrimary)
+	r.others.FillColor = theme.Color(theme.ColorNameDisabled)
+	r.free.FillColor = theme.Color(theme.ColorNameInputBackground)
+	r.marker.FillColor = theme.Color(theme.ColorNameForeground)
+	r.Layout(r.bar.Size())
+	for _, o := range r.objects {
+		o.Refresh()
+	}
+}
+
+func (r *memoryBarRenderer) Objects() []fyne.CanvasObject { return r.objects }
+func (r *memoryBarRenderer) Destroy()                     {}
+
+// reserveColor marks the reserve on the bar.
+var reserveColor = color.NRGBA{R: 0xd4, G: 0xa7, B: 0x2c, A: 0x80}
+
+// memoryBox is the bar with a heading and a key to its colours, as placed at the top of the models
+// window.
+func memoryBox(bar *memoryBar) fyne.CanvasObject {
+	swatch := func(c color.Color, text string) fyne.CanvasObject {
+		r := canvas.NewRectangle(c)
+		r.SetMinSize(fyne.NewSize(10, 10))
+		r.StrokeColor = theme.Color(theme.ColorNameDisabled)
+		r.StrokeWidth = 1
+		l := widget.NewLabel(text)
+		l.SizeName = theme.SizeNameCaptionText
+		return container.NewHBox(container.NewCenter(r), l)
+	}
+	marker := canvas.NewRectangle(theme.Color(theme.ColorNameForeground))
+	marker.SetMinSize(fyne.NewSize(2, 12))
+	markerLabel := widget.NewLabel("budget limit")
+	markerLabel.SizeName = theme.SizeNameCaptionText
+	key := container.NewHBox(
+		swatch(theme.Color(theme.ColorNamePrimary), "models"),
+		swatch(theme.Color(theme.ColorNameDisabled), "other programs"),
+		swatch(theme.Color(theme.ColorNameInputBackground), "free"),
+		swatch(reserveColor, "reserve"),
+		container.NewHBox(container.NewCenter(marker), markerLabel),
+	)
+	heading := widget.NewLabelWithStyle("Memory", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	return container.NewVBox(container.NewBorder(nil, nil, heading, nil, container.NewHBox(layout.NewSpacer(), key)), bar)
+}

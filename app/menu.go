@@ -1,0 +1,214 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// ActionKind says what a menu item does when clicked.
+type ActionKind int
+
+// The tray menu actions.
+const (
+	ActNone            ActionKind = iota
+	ActCopy                       // copy Action.Text to the clipboard
+	ActLoad                       // start loading Action.Model
+	ActUnload                     // unload Action.Model, draining in-flight requests
+	ActForceUnload                // unload Action.Model now, cutting in-flight requests
+	ActPin                        // pin Action.Model
+	ActUnpin                      // unpin Action.Model
+	ActShowLogs                   // open the log view of Action.Model
+	ActOpenWindow                 // show the models window
+	ActOpenSettings               // show the settings window
+	ActOpenLogsFolder             // open the logs folder in the file manager
+	ActToggleAutostart            // turn start at login on or off
+	ActQuit                       // stop every child and exit
+)
+
+// Action is what a click does, as data, so menus can be compared in tests.
+type Action struct {
+	Kind  ActionKind
+	Model string // model ID for model actions
+	Text  string // text to copy for ActCopy
+}
+
+// MenuItem is one tray menu entry, independent of any UI toolkit.
+type MenuItem struct {
+	Label     string
+	Action    Action
+	Disabled  bool
+	Checked   bool
+	Separator bool
+	Children  []MenuItem // a submenu when not empty
+}
+
+func sep() MenuItem { return MenuItem{Separator: true} }
+
+func item(label string, kind ActionKind, model string) MenuItem {
+	return MenuItem{Label: label, Action: Action{Kind: kind, Model: model}}
+}
+
+// BuildMenu lays out the tray menu for a snapshot: the listener header, running models (each with
+// a submenu), the Available submenu, then the app entries. It is pure: same snapshot, same menu.
+func BuildMenu(s Snapshot) []MenuItem {
+	var out []MenuItem
+	out = append(out, header(s)...)
+	out = append(out, sep())
+
+	var running, available []Model
+	for _, m := range s.Models {
+		if GroupOf(m) == GroupAvailable {
+			available = append(available, m)
+		} else {
+			running = append(running, m)
+		}
+	}
+	if len(running) == 0 {
+		out = append(out, MenuItem{Label: "No models loaded", Disabled: true})
+	}
+	for _, m := range running {
+		out = append(out, MenuItem{Label: runningLabel(m), Children: modelSubmenu(m)})
+	}
+	out = append(out, availableMenu(s, available))
+
+	out = append(out, sep(),
+		item("Open Llamatray…", ActOpenWindow, ""),
+		item("Settings…", ActOpenSettings, ""),
+		item("Open logs folder", ActOpenLogsFolder, ""),
+		MenuItem{Label: "Start at login", Action: Action{Kind: ActToggleAutostart}, Checked: s.Autostart},
+		sep(),
+		item("Quit", ActQuit, ""),
+	)
+	return out
+}
+
+// header is the first line or two: where the router serves, or why it does not.
+func header(s Snapshot) []MenuItem {
+	var out []MenuItem
+	if s.ListenErr != "" {
+		out = append(out, MenuItem{Label: "Not serving: " + s.ListenErr, Action: Action{Kind: ActOpenSettings}})
+	} else {
+		out = append(out, MenuItem{
+			Label:  "Serving on " + s.ListenAddr,
+			Action: Action{Kind: ActCopy, Text: "http://" + s.ListenAddr},
+		})
+	}
+	if s.ServerPath == "" {
+		out = append(out, MenuItem{Label: "llama-server not found — how to install…", Action: Action{Kind: ActOpenWindow}})
+	}
+	return out
+}
+
+// runningLabel is "● id — 2 active · 4.1 GB", "◐ id" for a sleeping model, "◌ id — loading 40%".
+func runningLabel(m Model) string {
+	var parts []string
+	mark := "●"
+	switch m.State {
+	case engine.StateSleeping:
+		mark = "◐"
+	case engine.StateLoading:
+		mark = "◌"
+		if m.Progress > 0 {
+			parts = append(parts, fmt.Sprintf("loading %d%%", int(m.Progress*100)))
+		} else {
+			parts = append(parts, "loading")
+		}
+	case engine.StateStopping:
+		mark = "○"
+		parts = append(parts, "stopping")
+	}
+	if m.Active > 0 {
+		parts = append(parts, fmt.Sprintf("%d active", m.Active))
+	}
+	if m.Queued > 0 {
+		parts = append(parts, fmt.Sprintf("%d queued", m.Queued))
+	}
+	if m.Draining && m.State != engine.StateStopping {
+		parts = append(parts, "unloading")
+	}
+	if m.State != engine.StateSleeping && m.State != engine.StateLoading && m.Held() > 0 {
+		parts = append(parts, humanBytes(m.Held()))
+	}
+	if m.Pinned {
+		parts = append(parts, "pinned")
+	}
+	label := mark + " " + m.ID
+	if len(parts) > 0 {
+		label += " — " + strings.Join(parts, " · ")
+	}
+	return label
+}
+
+// modelSubmenu is Unload (or its drain state), Force unload, Pin/Unpin, Copy model ID, Show logs.
+func modelSubmenu(m Model) []MenuItem {
+	unload := item("Unload", ActUnload, m.ID)
+	force := item("Force unload", ActForceUnload, m.ID)
+	force.Disabled = m.Active == 0
+	switch {
+	case m.State == engine.StateStopping:
+		unload = MenuItem{Label: "Stopping…", Disabled: true}
+		force.Disabled = true
+	case m.Draining:
+		unload = MenuItem{Label: fmt.Sprintf("Unloading — draining, %d active", m.Active), Disabled: true}
+	case m.State == engine.StateLoading:
+		unload.Label = "Cancel load"
+	case m.Active > 0:
+		unload.Label = fmt.Sprintf("Unload — busy, %d active", m.Active)
+	}
+	pin := item("Pin", ActPin, m.ID)
+	if m.Pinned {
+		pin = item("Unpin", ActUnpin, m.ID)
+	}
+	return []MenuItem{
+		unload,
+		force,
+		pin,
+		sep(),
+		{Label: "Copy model ID", Action: Action{Kind: ActCopy, Text: m.ID}},
+		item("Show logs", ActShowLogs, m.ID),
+	}
+}
+
+// availableMenu lists unloaded models; a click loads one. Models too large for the budget are marked
+// and disabled; models that would push others out say so.
+func availableMenu(s Snapshot, ms []Model) MenuItem {
+	top := MenuItem{Label: fmt.Sprintf("Available (%d)", len(ms))}
+	if len(ms) == 0 {
+		top.Label = "Available"
+		msg := "No other models"
+		if len(s.Models) == 0 {
+			msg = "No models found — add a folder in Settings"
+		}
+		top.Children = []MenuItem{{Label: msg, Disabled: true}}
+		return top
+	}
+	for _, m := range ms {
+		top.Children = append(top.Children, availableItem(s.Budget, m))
+	}
+	return top
+}
+
+func availableItem(b engine.Budget, m Model) MenuItem {
+	var parts []string
+	if m.EstimateBytes > 0 {
+		parts = append(parts, "~"+humanBytes(m.EstimateBytes))
+	}
+	it := item(m.ID, ActLoad, m.ID)
+	switch {
+	case m.State == engine.StateFailed:
+		it.Label = "✕ " + m.ID
+		parts = append(parts, "failed, click to retry")
+	case !m.Fits(b):
+		it.Label = "⚠ " + m.ID
+		it.Disabled = true
+		parts = append(parts, "won't fit in "+humanBytes(b.Limit))
+	case m.NeedsEviction(b):
+		parts = append(parts, "unloads others")
+	}
+	if len(parts) > 0 {
+		it.Label += " — " + strings.Join(parts, " · ")
+	}
+	return it
+}

@@ -1,0 +1,282 @@
+package app
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+const gb = int64(1_000_000_000)
+
+func snap(models ...Model) Snapshot {
+	sortModels(models)
+	return Snapshot{
+		ListenAddr: "127.0.0.1:8080",
+		ServerPath: "/usr/bin/llama-server",
+		Models:     models,
+		Budget:     engine.Budget{Limit: 16 * gb, Used: 6 * gb, Free: 10 * gb},
+	}
+}
+
+func model(id string, st engine.State, mod func(*Model)) Model {
+	m := Model{ModelStatus: engine.ModelStatus{ID: id, State: st, EstimateBytes: 4 * gb}}
+	if mod != nil {
+		mod(&m)
+	}
+	return m
+}
+
+func labels(items []MenuItem) []string {
+	var out []string
+	for _, it := range items {
+		if it.Separator {
+			out = append(out, "---")
+			continue
+		}
+		out = append(out, it.Label)
+	}
+	return out
+}
+
+func find(t *testing.T, items []MenuItem, prefix string) MenuItem {
+	t.Helper()
+	for _, it := range items {
+		if strings.HasPrefix(it.Label, prefix) {
+			return it
+		}
+	}
+	t.Fatalf("no item starting with %q in %q", prefix, labels(items))
+	return MenuItem{}
+}
+
+func TestBuildMenuSections(t *testing.T) {
+	s := snap(
+		model("qwen-7b", engine.StateLoaded, func(m *Model) { m.Active = 2; m.MemoryBytes = 4_100_000_000 }),
+		model("llama-3b", engine.StateSleeping, nil),
+		model("gemma-2b", engine.StateUnloaded, nil),
+		model("phi-mini", engine.StateUnloaded, nil),
+	)
+	s.Autostart = true
+	got := labels(BuildMenu(s))
+	want := []string{
+		"Serving on 127.0.0.1:8080",
+		"---",
+		"◐ llama-3b",
+		"● qwen-7b — 2 active · 4.1 GB",
+		"Available (2)",
+		"---",
+		"Open Llamatray…",
+		"Settings…",
+		"Open logs folder",
+		"Start at login",
+		"---",
+		"Quit",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("menu:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	menu := BuildMenu(s)
+	if hdr := menu[0]; hdr.Action != (Action{Kind: ActCopy, Text: "http://127.0.0.1:8080"}) {
+		t.Errorf("header action = %+v, want copy of the URL", hdr.Action)
+	}
+	if it := find(t, menu, "Start at login"); !it.Checked || it.Action.Kind != ActToggleAutostart {
+		t.Errorf("start at login = %+v, want checked toggle", it)
+	}
+	avail := find(t, menu, "Available")
+	if got := labels(avail.Children); strings.Join(got, "|") != "gemma-2b — ~4.0 GB|phi-mini — ~4.0 GB" {
+		t.Errorf("available = %q", got)
+	}
+	if a := avail.Children[0].Action; a != (Action{Kind: ActLoad, Model: "gemma-2b"}) {
+		t.Errorf("available click = %+v, want load", a)
+	}
+	if it := find(t, menu, "Quit"); it.Action.Kind != ActQuit {
+		t.Errorf("quit action = %+v", it.Action)
+	}
+}
+
+func TestBuildMenuModelSubmenu(t *testing.T) {
+	tests := []struct {
+		name  string
+		m     Model
+		label string   // the model's line
+		want  []string // its submenu
+		// disabled lists the submenu labels that must be disabled; the others must be enabled.
+		disabled []string
+	}{
+		{
+			name:     "idle loaded",
+			m:        model("a", engine.StateLoaded, func(m *Model) { m.MemoryBytes = 812_000_000 }),
+			label:    "● a — 812 MB",
+			want:     []string{"Unload", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
+			disabled: []string{"Force unload"},
+		},
+		{
+			name:  "busy",
+			m:     model("a", engine.StateLoaded, func(m *Model) { m.Active = 2; m.Queued = 1; m.MemoryBytes = 4_100_000_000 }),
+			label: "● a — 2 active · 1 queued · 4.1 GB",
+			want:  []string{"Unload — busy, 2 active", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
+		},
+		{
+			name:     "draining",
+			m:        model("a", engine.StateLoaded, func(m *Model) { m.Active = 1; m.Draining = true; m.MemoryBytes = gb }),
+			label:    "● a — 1 active · unloading · 1.0 GB",
+			want:     []string{"Unloading — draining, 1 active", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
+			disabled: []string{"Unloading — draining, 1 active"},
+		},
+		{
+			name:     "pinned sleeping",
+			m:        model("a", engine.StateSleeping, func(m *Model) { m.Pinned = true }),
+			label:    "◐ a — pinned",
+			want:     []string{"Unload", "Force unload", "Unpin", "---", "Copy model ID", "Show logs"},
+			disabled: []string{"Force unload"},
+		},
+		{
+			name:     "loading",
+			m:        model("a", engine.StateLoading, func(m *Model) { m.Progress = 0.42; m.Queued = 3 }),
+			label:    "◌ a — loading 42% · 3 queued",
+			want:     []string{"Cancel load", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
+			disabled: []string{"Force unload"},
+		},
+		{
+			name:     "stopping",
+			m:        model("a", engine.StateStopping, func(m *Model) { m.MemoryBytes = 2 * gb }),
+			label:    "○ a — stopping · 2.0 GB",
+			want:     []string{"Stopping…", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
+			disabled: []string{"Stopping…", "Force unload"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			menu := BuildMenu(snap(tt.m))
+			line := menu[2]
+			if line.Label != tt.label {
+				t.Errorf("line = %q, want %q", line.Label, tt.label)
+			}
+			if got := labels(line.Children); strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("submenu = %q, want %q", got, tt.want)
+			}
+			for _, it := range line.Children {
+				if it.Separator {
+					continue
+				}
+				wantOff := false
+				for _, d := range tt.disabled {
+					wantOff = wantOff || d == it.Label
+				}
+				if it.Disabled != wantOff {
+					t.Errorf("%q disabled = %v, want %v", it.Label, it.Disabled, wantOff)
+				}
+				if !it.Disabled && it.Action.Kind == ActNone {
+					t.Errorf("%q is enabled but does nothing", it.Label)
+				}
+			}
+			if c := find(t, line.Children, "Copy model ID"); c.Action != (Action{Kind: ActCopy, Text: "a"}) {
+				t.Errorf("copy action = %+v", c.Action)
+			}
+		})
+	}
+}
+
+func TestBuildMenuBusyUnloadDrains(t *testing.T) {
+	m := model("busy", engine.StateLoaded, func(m *Model) { m.Active = 2 })
+	sub := BuildMenu(snap(m))[2].Children
+	if sub[0].Action != (Action{Kind: ActUnload, Model: "busy"}) {
+		t.Errorf("busy unload action = %+v, want a draining unload", sub[0].Action)
+	}
+	if sub[1].Action != (Action{Kind: ActForceUnload, Model: "busy"}) || sub[1].Disabled {
+		t.Errorf("force unload = %+v, want enabled force", sub[1])
+	}
+}
+
+func TestBuildMenuAvailableMarks(t *testing.T) {
+	s := snap(
+		model("small", engine.StateUnloaded, func(m *Model) { m.EstimateBytes = 2 * gb }),
+		model("medium", engine.StateUnloaded, func(m *Model) { m.EstimateBytes = 12 * gb }),
+		model("huge", engine.StateUnloaded, func(m *Model) { m.EstimateBytes = 70 * gb }),
+		model("broken", engine.StateFailed, func(m *Model) { m.Error = "exit code 1" }),
+		model("unknown", engine.StateUnloaded, func(m *Model) { m.EstimateBytes = 0 }),
+	)
+	avail := find(t, BuildMenu(s), "Available")
+	tests := []struct {
+		label    string
+		disabled bool
+		action   Action
+	}{
+		{"✕ broken — ~4.0 GB · failed, click to retry", false, Action{Kind: ActLoad, Model: "broken"}},
+		{"⚠ huge — ~70 GB · won't fit in 16 GB", true, Action{Kind: ActLoad, Model: "huge"}},
+		{"medium — ~12 GB · unloads others", false, Action{Kind: ActLoad, Model: "medium"}},
+		{"small — ~2.0 GB", false, Action{Kind: ActLoad, Model: "small"}},
+		{"unknown", false, Action{Kind: ActLoad, Model: "unknown"}},
+	}
+	if len(avail.Children) != len(tests) {
+		t.Fatalf("available = %q", labels(avail.Children))
+	}
+	for i, tt := range tests {
+		it := avail.Children[i]
+		if it.Label != tt.label || it.Disabled != tt.disabled || it.Action != tt.action {
+			t.Errorf("item %d = {%q disabled=%v %+v}, want {%q disabled=%v %+v}", i, it.Label, it.Disabled, it.Action, tt.label, tt.disabled, tt.action)
+		}
+	}
+}
+
+func TestBuildMenuProblems(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(*Snapshot)
+		want  []string // the lines before the first separator
+		empty string   // the Available submenu's only line
+	}{
+		{"no models", func(s *Snapshot) { s.Models = nil }, []string{"Serving on 127.0.0.1:8080"}, "No models found — add a folder in Settings"},
+		{"port in use", func(s *Snapshot) { s.ListenErr = "127.0.0.1:8080 is in use" },
+			[]string{"Not serving: 127.0.0.1:8080 is in use"}, "No other models"},
+		{"no llama-server", func(s *Snapshot) { s.ServerPath = "" },
+			[]string{"Serving on 127.0.0.1:8080", "llama-server not found — how to install…"}, "No other models"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := snap(model("a", engine.StateLoaded, nil))
+			tt.edit(&s)
+			menu := BuildMenu(s)
+			var head []string
+			for _, it := range menu {
+				if it.Separator {
+					break
+				}
+				head = append(head, it.Label)
+			}
+			if strings.Join(head, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("header = %q, want %q", head, tt.want)
+			}
+			avail := find(t, menu, "Available")
+			if len(avail.Children) != 1 || avail.Children[0].Label != tt.empty || !avail.Children[0].Disabled {
+				t.Errorf("available = %+v, want one disabled %q", avail.Children, tt.empty)
+			}
+			if tt.name == "no models" {
+				if it := find(t, menu, "No models loaded"); !it.Disabled {
+					t.Error("'No models loaded' should be disabled")
+				}
+			}
+		})
+	}
+}
+
+func TestTrayIcon(t *testing.T) {
+	tests := []struct {
+		name string
+		s    Snapshot
+		want IconState
+	}{
+		{"idle", snap(model("a", engine.StateLoaded, nil)), IconIdle},
+		{"serving", snap(model("a", engine.StateLoaded, func(m *Model) { m.Active = 1 })), IconServing},
+		{"loading beats serving", snap(model("a", engine.StateLoaded, func(m *Model) { m.Active = 1 }), model("b", engine.StateLoading, nil)), IconLoading},
+		{"failed model", snap(model("a", engine.StateFailed, nil), model("b", engine.StateLoading, nil)), IconError},
+		{"port in use", func() Snapshot { s := snap(); s.ListenErr = "in use"; return s }(), IconError},
+		{"no llama-server", func() Snapshot { s := snap(); s.ServerPath = ""; return s }(), IconError},
+	}
+	for _, tt := range tests {
+		if got := TrayIcon(tt.s); got != tt.want {
+			t.Errorf("%s: icon = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

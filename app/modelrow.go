@@ -1,0 +1,102 @@
+package app
+
+import (
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// rowObject draws one model row: name and state, details, why it failed, load progress, and its
+// buttons with a "more" menu.
+func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
+	title := widget.NewLabelWithStyle(r.Title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	state := widget.NewLabel(r.State)
+	switch {
+	case r.Failed:
+		state.Importance = widget.DangerImportance
+	case r.Loading || r.Draining || r.Group == GroupLoaded && r.State == "stopping":
+		state.Importance = widget.WarningImportance
+	case r.Group == GroupLoaded:
+		state.Importance = widget.SuccessImportance
+	default:
+		state.Importance = widget.LowImportance
+	}
+	detail := widget.NewLabel(r.Detail)
+	detail.SizeName = theme.SizeNameCaptionText
+	detail.Wrapping = fyne.TextWrapWord
+	left := container.NewVBox(container.NewHBox(title, state), detail)
+	if r.Error != "" {
+		why := widget.NewLabel(r.Error)
+		why.Importance = widget.DangerImportance
+		why.Wrapping = fyne.TextWrapWord
+		left.Add(why)
+	}
+	if r.Loading {
+		if r.Progress >= 0 {
+			p := widget.NewProgressBar()
+			p.SetValue(r.Progress)
+			left.Add(p)
+		} else {
+			left.Add(widget.NewProgressBarInfinite())
+		}
+	}
+
+	var buttons []fyne.CanvasObject
+	for i, b := range r.Buttons {
+		btn := widget.NewButton(b.Label, m.rowTap(r, b.Action))
+		if i == 0 {
+			btn.Importance = widget.HighImportance
+		}
+		if b.Disabled {
+			btn.Disable()
+		}
+		buttons = append(buttons, btn)
+	}
+	var more *widget.Button
+	more = widget.NewButtonWithIcon("", theme.MoreHorizontalIcon(), func() {
+		items := make([]*fyne.MenuItem, 0, len(r.More))
+		for _, b := range r.More {
+			it := fyne.NewMenuItem(b.Label, m.rowTap(r, b.Action))
+			it.Disabled = b.Disabled
+			items = append(items, it)
+		}
+		c := fyne.CurrentApp().Driver().CanvasForObject(more)
+		pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(more).AddXY(0, more.Size().Height)
+		widget.ShowPopUpMenuAtPosition(fyne.NewMenu("", items...), c, pos)
+	})
+	buttons = append(buttons, more)
+	return container.NewBorder(nil, nil, nil, container.NewVBox(container.NewHBox(buttons...)), left)
+}
+
+// rowTap returns what a row button does.
+func (m *modelsWindow) rowTap(r rowView, a rowAction) func() {
+	return func() {
+		switch a.File {
+		case fileReveal:
+			m.reveal(r.Path)
+		case fileDelete:
+			m.confirmDelete(r.ID, r.Path)
+		default:
+			m.u.do(a.Action)
+		}
+	}
+}
+
+// modelByID finds a model in the last snapshot.
+func (m *modelsWindow) modelByID(id string) (Model, bool) {
+	for _, x := range m.snap.Models {
+		if x.ID == id {
+			return x, true
+		}
+	}
+	return Model{}, false
+}
+
+// running reports whether a model has a process, by the last snapshot.
+func (m *modelsWindow) running(id string) bool {
+	x, ok := m.modelByID(id)
+	return ok && x.State != engine.StateUnloaded && x.State != engine.StateFailed
+}

@@ -1,0 +1,205 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// rowView is what one model's row in the models window shows, as plain data.
+type rowView struct {
+	ID       string
+	Group    Group
+	Title    string    // "qwen-7b"
+	State    string    // "loaded · pinned", "loading 42%", "failed"
+	Detail   string    // "2 active · 4.1 GB measured · ctx 4096 · Q4_K_M · 7B llama · used 5 min ago"
+	Error    string    // why it failed, or why it cannot load
+	Progress float64   // loading: 0..1, or -1 for a load without progress reports; else unused
+	Loading  bool      // show a progress bar
+	Failed   bool      // the last load failed; Error says why
+	Draining bool      // unloading once its requests finish
+	Buttons  []button  // shown on the row
+	More     []button  // in the row's "more" menu
+	Path     string    // model file, for Show in folder and Delete
+	LastUsed time.Time // for ordering, not shown directly
+}
+
+// button is one row action.
+type button struct {
+	Label    string
+	Action   rowAction
+	Disabled bool
+}
+
+// rowAction is what a row button does: a menu action, or one of the file actions.
+type rowAction struct {
+	Action
+	File fileAction
+}
+
+// fileAction is a model file operation, done by the window.
+type fileAction int
+
+const (
+	fileNone   fileAction = iota
+	fileReveal            // show the model file in the file manager
+	fileDelete            // move the model's files to the trash, after confirmation
+)
+
+// groupTitles name the sections of the models window.
+var groupTitles = [...]string{GroupLoaded: "Loaded", GroupSleeping: "Sleeping", GroupAvailable: "Available"}
+
+// modelRows lays out the models window: the models whose ID, architecture or quantization contains
+// filter (case-insensitive), grouped Loaded, Sleeping, Available, each group sorted by ID.
+func modelRows(s Snapshot, filter string, at time.Time) []rowView {
+	filter = strings.ToLower(strings.TrimSpace(filter))
+	var groups [3][]rowView
+	for _, m := range s.Models {
+		if filter != "" && !strings.Contains(strings.ToLower(m.ID+" "+m.Architecture+" "+m.Quantization+" "+m.Parameters), filter) {
+			continue
+		}
+		r := rowFor(s.Budget, m, at)
+		groups[r.Group] = append(groups[r.Group], r)
+	}
+	var out []rowView
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+func rowFor(b engine.Budget, m Model, at time.Time) rowView {
+	r := rowView{ID: m.ID, Group: GroupOf(m), Title: m.ID, Path: m.Path, LastUsed: m.LastUsed, Draining: m.Draining}
+	r.State = stateText(m)
+	r.Detail = strings.Join(detailParts(m, at), " · ")
+	id := m.ID
+	act := func(k ActionKind) rowAction { return rowAction{Action: Action{Kind: k, Model: id}} }
+	pin := button{Label: "Pin", Action: act(ActPin)}
+	if m.Pinned {
+		pin = button{Label: "Unpin", Action: act(ActUnpin)}
+	}
+	logs := button{Label: "Logs", Action: act(ActShowLogs)}
+	force := button{Label: "Force unload", Action: act(ActForceUnload), Disabled: m.Active == 0 || m.State == engine.StateStopping}
+	copyID := button{Label: "Copy model ID", Action: rowAction{Action: Action{Kind: ActCopy, Text: id}}}
+	reveal := button{Label: "Show in folder", Action: rowAction{File: fileReveal}, Disabled: m.Path == ""}
+	del := button{Label: "Delete…", Action: rowAction{File: fileDelete}, Disabled: m.Path == "" || m.Running()}
+
+	switch m.State {
+	case engine.StateLoading:
+		r.Loading = true
+		r.Progress = -1
+		if m.Progress > 0 {
+			r.Progress = m.Progress
+		}
+		r.Buttons = []button{{Label: "Cancel", Action: act(ActUnload)}, pin, logs}
+	case engine.StateStopping:
+		r.Buttons = []button{{Label: "Stopping…", Disabled: true}, pin, logs}
+	case engine.StateLoaded, engine.StateSleeping:
+		unload := button{Label: "Unload", Action: act(ActUnload)}
+		switch {
+		case m.Draining:
+			unload = button{Label: fmt.Sprintf("Draining, %d active", m.Active), Disabled: true}
+		case m.Active > 0:
+			unload.Label = fmt.Sprintf("Unload (busy, %d active)", m.Active)
+		}
+		r.Buttons = []button{unload, pin, logs}
+	case engine.StateFailed:
+		r.Failed = true
+		r.Error = m.Error
+		if r.Error == "" {
+			r.Error = "the last load failed; see its logs"
+		}
+		if !m.NextRetry.IsZero() && m.NextRetry.After(at) {
+			r.Error += fmt.Sprintf(" (automatic retry in %s)", m.NextRetry.Sub(at).Round(time.Second))
+		}
+		r.Buttons = []button{{Label: "Retry", Action: act(ActLoad)}, pin, logs}
+	default:
+		load := button{Label: "Load", Action: act(ActLoad)}
+		if !m.Fits(b) {
+			load.Disabled = true
+			r.Error = fmt.Sprintf("Needs ~%s but the memory budget is %s: raise memory_limit in Settings or use a smaller quantization.",
+				humanBytes(m.EstimateBytes), humanBytes(b.Limit))
+		}
+		r.Buttons = []button{load, pin, logs}
+	}
+	r.More = []button{force, copyID, reveal, del}
+	return r
+}
+
+func stateText(m Model) string {
+	var s string
+	switch m.State {
+	case engine.StateLoading:
+		s = "loading"
+		if m.Progress > 0 {
+			s = fmt.Sprintf("loading %d%%", int(m.Progress*100))
+		}
+	case engine.StateLoaded:
+		s = "loaded"
+		if m.Draining {
+			s = "unloading when idle"
+		}
+	case engine.StateUnloaded:
+		s = "not loaded"
+	default:
+		s = string(m.State)
+	}
+	if m.Pinned {
+		s += " · pinned"
+	}
+	return s
+}
+
+func detailParts(m Model, at time.Time) []string {
+	var p []string
+	if m.Running() {
+		if m.Active > 0 {
+			p = append(p, fmt.Sprintf("%d active", m.Active))
+		}
+		if m.Queued > 0 {
+			p = append(p, fmt.Sprintf("%d queued", m.Queued))
+		}
+		if m.MemoryBytes > 0 {
+			p = append(p, humanBytes(m.MemoryBytes)+" measured")
+		} else if m.EstimateBytes > 0 {
+			p = append(p, "~"+humanBytes(m.EstimateBytes)+" estimated")
+		}
+	} else {
+		if m.Queued > 0 {
+			p = append(p, fmt.Sprintf("%d queued", m.Queued))
+		}
+		if m.EstimateBytes > 0 {
+			p = append(p, "needs ~"+humanBytes(m.EstimateBytes))
+		}
+		if m.SizeBytes > 0 {
+			p = append(p, humanBytes(m.SizeBytes)+" file")
+		}
+	}
+	switch {
+	case m.CtxSize > 0:
+		p = append(p, fmt.Sprintf("ctx %d", m.CtxSize))
+	case m.ContextLength > 0:
+		p = append(p, fmt.Sprintf("ctx %d", m.ContextLength))
+	}
+	if m.Quantization != "" {
+		p = append(p, m.Quantization)
+	}
+	if kind := strings.TrimSpace(m.Parameters + " " + m.Architecture); kind != "" {
+		p = append(p, kind)
+	}
+	if !m.LastUsed.IsZero() {
+		p = append(p, "used "+ago(m.LastUsed, at))
+	}
+	return p
+}
+
+// groupCounts counts rows per group.
+func groupCounts(rows []rowView) [3]int {
+	var n [3]int
+	for _, r := range rows {
+		n[r.Group]++
+	}
+	return n
+}

@@ -1,0 +1,138 @@
+package app
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llamatray/llamatray/app/platform"
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+func TestModelRows(t *testing.T) {
+	at := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
+	s := windowSnapshot()
+	s.Models[0].LastUsed = at.Add(-5 * time.Minute) // broken
+	rows := modelRows(s, "", at)
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, r.ID)
+	}
+	if got := strings.Join(ids, ","); got != "qwen-7b,llama-3b,broken,gemma-2b,huge" {
+		t.Errorf("row order = %s, want loaded, sleeping, then available by ID", got)
+	}
+	byID := map[string]rowView{}
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	more := func(r rowView, label string) button {
+		for _, b := range r.More {
+			if b.Label == label {
+				return b
+			}
+		}
+		t.Fatalf("%s has no %q in its more menu", r.ID, label)
+		return button{}
+	}
+	if b := more(byID["qwen-7b"], "Delete…"); !b.Disabled {
+		t.Error("Delete… is enabled for a loaded model")
+	}
+	if b := more(byID["qwen-7b"], "Force unload"); b.Disabled || b.Action.Action != (Action{Kind: ActForceUnload, Model: "qwen-7b"}) {
+		t.Errorf("force unload of a busy model = %+v", b)
+	}
+	if b := more(byID["gemma-2b"], "Delete…"); b.Disabled || b.Action.File != fileDelete {
+		t.Errorf("Delete… of an unloaded model = %+v", b)
+	}
+	if b := more(byID["gemma-2b"], "Force unload"); !b.Disabled {
+		t.Error("Force unload enabled for an unloaded model")
+	}
+	if r := byID["broken"]; !r.Failed || !strings.Contains(r.Error, "unknown model architecture") || !strings.Contains(r.Detail, "used 5 min ago") {
+		t.Errorf("failed row = %+v", r)
+	}
+	if r := byID["llama-3b"]; r.Buttons[0].Label != "Unload" || r.Buttons[1].Label != "Unpin" {
+		t.Errorf("sleeping row buttons = %+v", r.Buttons)
+	}
+
+	s.Models[0].State, s.Models[0].NextRetry = engine.StateFailed, at.Add(30*time.Second)
+	if r := modelRows(s, "broken", at)[0]; !strings.HasSuffix(r.Error, "(automatic retry in 30s)") {
+		t.Errorf("failed row with a retry due = %q", r.Error)
+	}
+	draining := model("d", engine.StateLoaded, func(m *Model) { m.Draining = true; m.Active = 3 })
+	if r := rowFor(s.Budget, draining, at); r.Buttons[0].Label != "Draining, 3 active" || !r.Buttons[0].Disabled || r.State != "unloading when idle" {
+		t.Errorf("draining row = %+v", r)
+	}
+	loading := model("l", engine.StateLoading, nil)
+	if r := rowFor(s.Budget, loading, at); !r.Loading || r.Progress != -1 || r.Buttons[0].Label != "Cancel" {
+		t.Errorf("loading row without progress = %+v", r)
+	}
+}
+
+func TestMemorySegments(t *testing.T) {
+	b := engine.Budget{Limit: 24 * gb, Used: 8 * gb, Free: 16 * gb, Reserve: 2 * gb, SystemTotal: 32 * gb, SystemAvailable: 20 * gb}
+	held, others, free, reserve, limit := memorySegments(b)
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	// 32 GB: 8 held by models, 32-20-8 = 4 by other programs, 20 available of which 2 reserved.
+	if !near(held, 0.25) || !near(others, 0.125) || !near(free, 18.0/32) || !near(reserve, 2.0/32) || !near(limit, 0.75) {
+		t.Errorf("segments = %v %v %v %v limit %v", held, others, free, reserve, limit)
+	}
+	if !near(held+others+free+reserve, 1) {
+		t.Errorf("segments do not fill the bar: %v", held+others+free+reserve)
+	}
+	// Nothing known about the system: the scale is the budget.
+	held, others, free, _, limit = memorySegments(engine.Budget{Limit: 10 * gb, Used: 5 * gb})
+	if !near(held, 0.5) || others != 0 || !near(free, 0.5) || !near(limit, 1) {
+		t.Errorf("budget-only segments = %v %v %v limit %v", held, others, free, limit)
+	}
+	if h, o, f, r, l := memorySegments(engine.Budget{}); h+o+f+r+l != 0 {
+		t.Error("an empty budget draws something")
+	}
+	got := memoryLegend(engine.Budget{Limit: 24 * gb, Configured: true, Used: 8 * gb, Free: 16 * gb, Reserve: gb,
+		SystemTotal: 32 * gb, SystemAvailable: 20 * gb, MaxLoaded: 3, Loaded: 2})
+	want := "Models hold 8.0 GB of the budget 24 GB · 16 GB free for models · system: 20 GB available of 32 GB · reserve 1.0 GB · 2 of 3 models loaded"
+	if got != want {
+		t.Errorf("legend = %q\nwant     %q", got, want)
+	}
+}
+
+func TestDeleteModel(t *testing.T) {
+	dir := t.TempDir()
+	trashDir := filepath.Join(dir, "Trash")
+	trash := func(p string) error { _, err := platform.TrashInto(trashDir, p, time.Now()); return err }
+	for i := 1; i <= 2; i++ {
+		writeGGUF(t, filepath.Join(dir, "models", "big-0000"+string(rune('0'+i))+"-of-00002.gguf"), 64)
+	}
+	path := filepath.Join(dir, "models", "big-00001-of-00002.gguf")
+	s := snap(model("big", engine.StateLoaded, func(m *Model) { m.Path = path }))
+	fb := newFakeBackend(s)
+
+	if err := deleteModel(fb, "big", path, trash); err == nil || !strings.Contains(err.Error(), "unload it before deleting") {
+		t.Fatalf("delete of a loaded model: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("refused delete touched the file: %v", err)
+	}
+
+	s.Models[0].State = engine.StateUnloaded
+	fb.setSnapshot(s)
+	if err := deleteModel(fb, "big", path, trash); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := os.ReadDir(filepath.Join(dir, "models"))
+	trashed, _ := os.ReadDir(filepath.Join(trashDir, "files"))
+	if len(left) != 0 || len(trashed) != 2 {
+		t.Errorf("after delete: %d files left, %d in the trash; want 0 and 2", len(left), len(trashed))
+	}
+	fb.waitCall(t, "rescan")
+}
+
+func TestFormatParams(t *testing.T) {
+	for n, want := range map[int64]string{0: "", 950: "950", 173_504: "174K", 362_000_000: "362M", 1_540_000_000: "1.5B",
+		7_000_000_000: "7B", 7_610_000_000: "7.6B", 70_550_000_000: "71B"} {
+		if got := formatParams(n); got != want {
+			t.Errorf("formatParams(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

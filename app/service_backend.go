@@ -1,0 +1,191 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"syscall"
+
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
+)
+
+// serviceBackend drives a running service for the UI.
+type serviceBackend struct {
+	svc *service.Service
+	log *slog.Logger
+}
+
+var _ Backend = (*serviceBackend)(nil)
+
+func (sb *serviceBackend) Snapshot() Snapshot {
+	eng, cat := sb.svc.Engine(), sb.svc.Catalog()
+	cfg := sb.svc.Config()
+	ls := sb.svc.LlamaServer()
+	s := Snapshot{
+		ListenAddr: sb.svc.ListenAddr(),
+		ServerPath: ls.Path,
+		ServerHint: ls.Hint,
+		ServerFrom: ls.Source,
+		ServerVer:  ls.Version,
+		ModelDirs:  cfg.ModelDirsResolved(),
+		LogDir:     sb.svc.LogDir(),
+		Budget:     eng.Budget(),
+	}
+	if s.ListenAddr == "" {
+		s.ListenAddr = cfg.Listen
+	}
+	if err := sb.svc.ListenErr(); err != nil {
+		s.ListenErr = listenProblem(cfg.Listen, err)
+	}
+	meta := map[string]catalog.Model{}
+	for _, m := range cat.Models() {
+		meta[m.ID] = m
+	}
+	seen := map[string]bool{}
+	for _, st := range eng.Models() {
+		if cm, ok := meta[st.ID]; ok || st.State.Running() || st.State == engine.StateFailed {
+			s.Models = append(s.Models, modelFrom(st, cm, cfg))
+			seen[st.ID] = true
+		}
+	}
+	// Catalog entries the engine has not picked up yet.
+	for id, cm := range meta {
+		if !seen[id] {
+			st := engine.ModelStatus{ID: id, State: engine.StateUnloaded, Path: cm.Path, EstimateBytes: cm.Estimate.RAM + cm.Estimate.VRAM}
+			s.Models = append(s.Models, modelFrom(st, cm, cfg))
+		}
+	}
+	sortModels(s.Models)
+	return s
+}
+
+func modelFrom(st engine.ModelStatus, cm catalog.Model, cfg config.Config) Model {
+	m := Model{
+		ModelStatus:   st,
+		Architecture:  cm.Architecture,
+		Parameters:    formatParams(cm.Parameters),
+		Quantization:  cm.Quantization,
+		SizeBytes:     cm.SizeBytes,
+		ContextLength: cm.ContextLength,
+		CtxSize:       cfg.ModelSettings(st.ID).CtxSize,
+		Files:         append([]string(nil), cm.Files...),
+	}
+	if m.Path == "" {
+		m.Path = cm.Path
+	}
+	if m.CtxSize == 0 {
+		m.CtxSize = cm.ContextLength
+	}
+	return m
+}
+
+// formatParams writes a parameter count the way model cards do: "7B", "1.5B", "350M".
+func formatParams(n int64) string {
+	switch {
+	case n <= 0:
+		return ""
+	case n >= 1e9:
+		if n >= 10e9 {
+			return fmt.Sprintf("%.0fB", float64(n)/1e9)
+		}
+		return trimZero(fmt.Sprintf("%.1f", float64(n)/1e9)) + "B"
+	case n >= 1e6:
+		return fmt.Sprintf("%.0fM", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.0fK", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d", n)
+}
+
+func trimZero(s string) string {
+	if len(s) > 2 && s[len(s)-2:] == ".0" {
+		return s[:len(s)-2]
+	}
+	return s
+}
+
+// listenProblem explains a listener error in a few words.
+func listenProblem(addr string, err error) string {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return addr + " is already in use by another program"
+	}
+	if errors.Is(err, syscall.EACCES) {
+		return "not allowed to listen on " + addr
+	}
+	return err.Error()
+}
+
+func (sb *serviceBackend) Subscribe() (<-chan engine.Event, func()) {
+	return sb.svc.Engine().Subscribe()
+}
+
+func (sb *serviceBackend) Load(name string) error { return sb.svc.Engine().StartLoad(name) }
+
+func (sb *serviceBackend) Unload(ctx context.Context, name string, force bool) error {
+	return sb.svc.Engine().Unload(ctx, name, force)
+}
+
+// SetPinned pins in the engine at once, then keeps the choice in the config file.
+func (sb *serviceBackend) SetPinned(name string, pinned bool) error {
+	if err := sb.svc.Engine().SetPinned(name, pinned); err != nil {
+		return err
+	}
+	cfg := sb.svc.Config()
+	models := maps.Clone(cfg.Models)
+	if models == nil {
+		models = map[string]config.Model{}
+	}
+	m := models[name]
+	if m.Pinned == pinned {
+		return nil
+	}
+	m.Pinned = pinned
+	models[name] = m
+	cfg.Models = models
+	return sb.ApplyConfig(cfg)
+}
+
+func (sb *serviceBackend) Logs(name string) []string { return sb.svc.Engine().Logs(name) }
+
+func (sb *serviceBackend) Config() config.Config { return sb.svc.Config() }
+
+// ApplyConfig validates, saves to the config file, then applies live. A configuration that does
+// not validate is neither saved nor applied.
+func (sb *serviceBackend) ApplyConfig(cfg config.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := cfg.Save(sb.svc.ConfigPath()); err != nil {
+		return err
+	}
+	if err := sb.svc.Apply(cfg); err != nil {
+		return fmt.Errorf("saved, but applying failed: %w", err)
+	}
+	return nil
+}
+
+func (sb *serviceBackend) Rescan(ctx context.Context) error { return sb.svc.Catalog().Scan(ctx) }
+
+// ModelsDir returns Llamatray's own model folder, and makes sure it is scanned: when the usual
+// folders are not scanned and it is not listed, it is added to model_dirs.
+func (sb *serviceBackend) ModelsDir() (string, error) {
+	dir, err := config.DataModelsDir()
+	if err != nil {
+		return "", err
+	}
+	cfg := sb.svc.Config()
+	if slices.Contains(cfg.ModelDirsResolved(), dir) {
+		return dir, nil
+	}
+	cfg.ModelDirs = append(slices.Clone(cfg.ModelDirs), dir)
+	if err := sb.ApplyConfig(cfg); err != nil {
+		return "", fmt.Errorf("add %s to the model folders: %w", dir, err)
+	}
+	return dir, nil
+}

@@ -1,0 +1,155 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/test"
+
+	"github.com/llamatray/llamatray/router/config"
+)
+
+func TestSettingsValuesRoundTrip(t *testing.T) {
+	base := config.Default()
+	base.ModelDirs = []string{"/models"}
+	base.APIKeys = []string{"secret"} // not in the window: must survive
+	base.Models = map[string]config.Model{"qwen": {Pinned: true}}
+	v := valuesFrom(base, true)
+	if v.Port != "8080" || v.MemoryLimit != "" || v.MemoryReserve != "1GiB" || v.IdleSleep != "5m" || v.GPULayers != "" || !v.Autostart {
+		t.Fatalf("values from the default config: %+v", v)
+	}
+	got, errs := v.apply(base)
+	if errs != nil {
+		t.Fatalf("unchanged values do not apply: %v", errs)
+	}
+	if got.Listen != base.Listen || got.MemoryReserve != base.MemoryReserve || got.IdleUnload != base.IdleUnload ||
+		got.Defaults.CtxSize != base.Defaults.CtxSize || got.APIKeys[0] != "secret" || !got.Models["qwen"].Pinned {
+		t.Errorf("round trip changed the config: %+v", got)
+	}
+
+	v.Port, v.MemoryLimit, v.GPULayers, v.IdleSleep, v.QueueTimeout = "9090", "24GiB", "all", "0", "-1"
+	v.ModelDirs = []string{"/models", "  ", "/more"}
+	got, errs = v.apply(base)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if got.Listen != "127.0.0.1:9090" || got.MemoryLimit != 24*config.GiB || got.Defaults.GPULayers == nil ||
+		*got.Defaults.GPULayers != -1 || got.IdleSleep != 0 || got.QueueTimeout != config.Never ||
+		strings.Join(got.ModelDirs, ",") != "/models,/more" {
+		t.Errorf("applied: %+v", got)
+	}
+	if again := valuesFrom(got, false); again.GPULayers != "all" || again.MemoryLimit != "24GiB" || again.Port != "9090" {
+		t.Errorf("values read back: %+v", again)
+	}
+}
+
+func TestSettingsValuesErrors(t *testing.T) {
+	v := valuesFrom(config.Default(), false)
+	v.Port, v.MemoryLimit, v.MaxLoaded, v.IdleUnload, v.CtxSize, v.GPULayers = "http", "lots", "-2", "30", "4k", "many"
+	_, errs := v.apply(config.Default())
+	for _, key := range []string{keyListen, keyMemoryLimit, keyMaxLoaded, keyIdleUnload, keyCtxSize, keyGPULayers} {
+		if errs[key] == nil {
+			t.Errorf("no error for %s", key)
+		}
+	}
+	if len(errs) != 6 {
+		t.Errorf("errors = %v", errs)
+	}
+}
+
+func TestFieldErrors(t *testing.T) {
+	c := config.Default()
+	c.MemoryLimit = 4 * config.GiB
+	c.MemoryReserve = 8 * config.GiB
+	c.APIKeys = []string{""}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("config with reserve above the limit validated")
+	}
+	shown := map[string]bool{keyMemoryReserve: true, keyMemoryLimit: true}
+	byKey, other := fieldErrors(fmt.Errorf("config: not saved: %w", err), shown)
+	if byKey[keyMemoryReserve] == nil || !strings.Contains(byKey[keyMemoryReserve].Error(), "reserve must be smaller") {
+		t.Errorf("memory_reserve error = %v", byKey[keyMemoryReserve])
+	}
+	for _, e := range other {
+		var fe *config.FieldError
+		if !errors.As(e, &fe) || shown[strings.Join(fe.Key, ".")] {
+			t.Errorf("unexpected other error %v", e)
+		}
+	}
+	if _, other := fieldErrors(errors.New("config: save /x: permission denied"), shown); len(other) != 1 {
+		t.Errorf("plain error not kept: %v", other)
+	}
+}
+
+func TestSettingsWindowValidatesSavesAndApplies(t *testing.T) {
+	u, fb, l := newTestUI(t, windowSnapshot())
+	var s *settingsWindow
+	l.wait(func() { u.showSettings(); s = u.settings })
+	set := func(key, text string) { l.wait(func() { s.entries[key].SetText(text) }) }
+	errText := func(key string) (text string) {
+		l.wait(func() {
+			if s.errLabels[key].Visible() {
+				text = s.errLabels[key].Text
+			}
+		})
+		return
+	}
+
+	// A value that does not parse is shown under its field and nothing is saved.
+	set(keyListen, "99999")
+	l.wait(func() { test.Tap(s.save) })
+	if got := errText(keyListen); !strings.Contains(got, "not a port number") {
+		t.Errorf("port error = %q", got)
+	}
+	// A value that parses but does not validate (config.Validate) is shown the same way.
+	set(keyListen, "8181")
+	set(keyMemoryLimit, "4GiB")
+	set(keyMemoryReserve, "8GiB")
+	l.wait(func() { test.Tap(s.save) })
+	if errText(keyListen) != "" {
+		t.Error("fixed port still shows an error")
+	}
+	if got := errText(keyMemoryReserve); !strings.Contains(got, "reserve must be smaller") {
+		t.Errorf("reserve error = %q", got)
+	}
+	fb.mu.Lock()
+	applied := len(fb.applied)
+	fb.mu.Unlock()
+	if applied != 0 {
+		t.Fatal("an invalid configuration was applied")
+	}
+
+	set(keyMemoryReserve, "2GiB")
+	set(keyMemoryLimit, "24GiB")
+	set(keyGPULayers, "all")
+	set(keyIdleSleep, "10m")
+	l.wait(func() {
+		s.autostart.SetChecked(true)
+		s.dirs = append(s.dirs, "/srv/models")
+		s.refreshDirs()
+		test.Tap(s.save)
+	})
+	waitFor(t, "the save", func() bool {
+		var text string
+		l.wait(func() { text = s.general.Text })
+		return text == "Saved and applied."
+	})
+	cfg := fb.Config()
+	if cfg.Listen != "127.0.0.1:8181" || cfg.MemoryLimit != 24*config.GiB || cfg.MemoryReserve != 2*config.GiB ||
+		cfg.Defaults.GPULayers == nil || *cfg.Defaults.GPULayers != -1 || cfg.IdleSleep.Std() != 10*time.Minute ||
+		strings.Join(cfg.ModelDirs, ",") != "/srv/models" {
+		t.Errorf("applied config: %+v", cfg)
+	}
+	if !u.auto.enabled() {
+		t.Error("start at login was not turned on")
+	}
+	for _, k := range []string{keyListen, keyMemoryReserve} {
+		if e := errText(k); e != "" {
+			t.Errorf("%s still shows %q after a good save", k, e)
+		}
+	}
+}

@@ -1,0 +1,268 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// settingsWindow edits the configuration: validated, saved to the config file and applied live.
+// Its fields are used on the UI thread only.
+type settingsWindow struct {
+	u   *ui
+	win fyne.Window
+
+	dirs      []string
+	dirList   *fyne.Container
+	scanDefs  *widget.Check
+	entries   map[string]*widget.Entry // by settings key
+	errLabels map[string]*widget.Label // inline error under each field, by key
+	autostart *widget.Check
+	serverIn  *widget.Label // which llama-server is in use
+	general   *widget.Label // problems not tied to one field; the save result
+	save      *widget.Button
+}
+
+// showSettings opens the settings window, or brings it forward.
+func (u *ui) showSettings() {
+	if u.settings != nil {
+		u.settings.win.Show()
+		u.settings.win.RequestFocus()
+		return
+	}
+	s := newSettingsWindow(u)
+	u.settings = s
+	s.win.SetOnClosed(func() { u.settings = nil })
+	s.win.Show()
+}
+
+func newSettingsWindow(u *ui) *settingsWindow {
+	s := &settingsWindow{
+		u:         u,
+		win:       u.app.NewWindow("Llamatray Settings"),
+		entries:   map[string]*widget.Entry{},
+		errLabels: map[string]*widget.Label{},
+	}
+	s.win.SetIcon(appIcon)
+	v := valuesFrom(u.b.Config(), u.snap.Autostart)
+
+	s.dirs = v.ModelDirs
+	s.dirList = container.NewVBox()
+	s.scanDefs = widget.NewCheck("Also scan the usual model folders (Hugging Face, LM Studio, llama.cpp caches)", nil)
+	s.scanDefs.SetChecked(v.ScanDefaultDirs)
+	s.refreshDirs()
+	addDir := widget.NewButtonWithIcon("Add folder…", theme.FolderNewIcon(), s.addDir)
+
+	field := func(key, text, placeholder string) fyne.CanvasObject {
+		e := widget.NewEntry()
+		e.SetText(text)
+		e.SetPlaceHolder(placeholder)
+		l := widget.NewLabel("")
+		l.Importance = widget.DangerImportance
+		l.Wrapping = fyne.TextWrapWord
+		l.Hide()
+		s.entries[key], s.errLabels[key] = e, l
+		return container.NewVBox(e, l)
+	}
+	hinted := func(label string, obj fyne.CanvasObject, hint string) *widget.FormItem {
+		it := widget.NewFormItem(label, obj)
+		it.HintText = hint
+		return it
+	}
+	serverField := field(keyLlamaServer, v.LlamaServer, "found automatically")
+	browse := widget.NewButton("Browse…", s.browseServer)
+	s.serverIn = widget.NewLabel("")
+	s.serverIn.SizeName = theme.SizeNameCaptionText
+	s.serverIn.Wrapping = fyne.TextWrapWord
+	s.autostart = widget.NewCheck("Start Llamatray when I log in", nil)
+	s.autostart.SetChecked(v.Autostart)
+
+	form := widget.NewForm(
+		widget.NewFormItem("Model folders", container.NewVBox(s.dirList, container.NewHBox(addDir), s.scanDefs)),
+		hinted("Port", field(keyListen, v.Port, "8080"), "The OpenAI-compatible endpoint is http://127.0.0.1:PORT/v1"),
+		hinted("Memory limit", field(keyMemoryLimit, v.MemoryLimit, "automatic"), "Memory models may use, like 24GiB; empty = derived from this machine"),
+		hinted("Memory reserve", field(keyMemoryReserve, v.MemoryReserve, "1GiB"), "Kept free for everything else"),
+		hinted("Max loaded models", field(keyMaxLoaded, v.MaxLoaded, "0"), "0 = no limit"),
+		hinted("Sleep when idle", field(keyIdleSleep, v.IdleSleep, "5m"), "llama-server frees its memory after this long without requests; 0 = never"),
+		hinted("Unload when idle", field(keyIdleUnload, v.IdleUnload, "30m"), "Stop the model after this long without requests; 0 = never"),
+		hinted("Queue timeout", field(keyQueueTimeout, v.QueueTimeout, "2m"), "How long a request waits for memory or a slot; -1 = no limit"),
+		widget.NewFormItem("llama-server", container.NewVBox(container.NewBorder(nil, nil, nil, browse, serverField), s.serverIn)),
+		hinted("Context size", field(keyCtxSize, v.CtxSize, "4096"), "Default for every model, in tokens; 0 = the model's trained context"),
+		hinted("GPU layers", field(keyGPULayers, v.GPULayers, "llama-server default"), "Layers offloaded to the GPU: a number, \"all\", or empty for llama-server's default"),
+		widget.NewFormItem("Login", s.autostart),
+	)
+	s.general = widget.NewLabel("")
+	s.general.Wrapping = fyne.TextWrapWord
+	s.general.Hide()
+	s.save = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), s.submit)
+	s.save.Importance = widget.HighImportance
+	closeBtn := widget.NewButton("Close", func() { s.win.Close() })
+	bottom := container.NewVBox(s.general, container.NewHBox(layout.NewSpacer(), closeBtn, s.save))
+	s.win.SetContent(container.NewBorder(nil, bottom, nil, nil, container.NewVScroll(container.NewPadded(form))))
+	s.win.Resize(fyne.NewSize(720, 720))
+	s.update(u.snap)
+	return s
+}
+
+// update shows which llama-server is in use. Edits in progress are left alone.
+func (s *settingsWindow) update(snap Snapshot) {
+	switch {
+	case snap.ServerPath == "":
+		s.serverIn.SetText("None found. " + snap.ServerHint)
+	default:
+		text := "In use: " + snap.ServerPath
+		if snap.ServerVer != "" {
+			text += " (" + snap.ServerVer + ")"
+		}
+		if snap.ServerFrom != "" {
+			text += ", found via " + snap.ServerFrom
+		}
+		s.serverIn.SetText(text)
+	}
+}
+
+func (s *settingsWindow) refreshDirs() {
+	var rows []fyne.CanvasObject
+	if len(s.dirs) == 0 {
+		rows = append(rows, widget.NewLabel("No folders of your own yet."))
+	}
+	for i, d := range s.dirs {
+		i := i
+		rm := widget.NewButtonWithIcon("", theme.DeleteIcon(), func() {
+			s.dirs = append(s.dirs[:i:i], s.dirs[i+1:]...)
+			s.refreshDirs()
+		})
+		rows = append(rows, container.NewBorder(nil, nil, nil, rm, widget.NewLabel(d)))
+	}
+	s.dirList.Objects = rows
+	s.dirList.Refresh()
+}
+
+func (s *settingsWindow) addDir() {
+	dialog.ShowFolderOpen(func(dir fyne.ListableURI, err error) {
+		if err != nil || dir == nil {
+			return
+		}
+		for _, d := range s.dirs {
+			if d == dir.Path() {
+				return
+			}
+		}
+		s.dirs = append(s.dirs, dir.Path())
+		s.refreshDirs()
+	}, s.win)
+}
+
+func (s *settingsWindow) browseServer() {
+	dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
+		if err != nil || r == nil {
+			return
+		}
+		s.entries[keyLlamaServer].SetText(r.URI().Path())
+		r.Close()
+	}, s.win)
+}
+
+// values reads the fields.
+func (s *settingsWindow) values() settingsValues {
+	t := func(k string) string { return s.entries[k].Text }
+	return settingsValues{
+		ModelDirs: append([]string(nil), s.dirs...), ScanDefaultDirs: s.scanDefs.Checked,
+		Port: t(keyListen), MemoryLimit: t(keyMemoryLimit), MemoryReserve: t(keyMemoryReserve),
+		MaxLoaded: t(keyMaxLoaded), IdleSleep: t(keyIdleSleep), IdleUnload: t(keyIdleUnload),
+		QueueTimeout: t(keyQueueTimeout), LlamaServer: t(keyLlamaServer), CtxSize: t(keyCtxSize),
+		GPULayers: t(keyGPULayers), Autostart: s.autostart.Checked,
+	}
+}
+
+// showErrors puts each problem under its field; the rest go to the general line.
+func (s *settingsWindow) showErrors(byKey map[string]error, other []error) {
+	for k, l := range s.errLabels {
+		if err := byKey[k]; err != nil {
+			l.SetText(err.Error())
+			l.Show()
+		} else {
+			l.SetText("")
+			l.Hide()
+		}
+	}
+	if byKey[keyModelDirs] != nil {
+		other = append(other, fmt.Errorf("model folders: %w", byKey[keyModelDirs]))
+	}
+	var lines []string
+	for _, e := range other {
+		lines = append(lines, e.Error())
+	}
+	s.setGeneral(strings.Join(lines, "\n"), len(lines) > 0)
+}
+
+func (s *settingsWindow) setGeneral(text string, bad bool) {
+	s.general.SetText(text)
+	s.general.Importance = widget.MediumImportance
+	if bad {
+		s.general.Importance = widget.DangerImportance
+	}
+	if text == "" {
+		s.general.Hide()
+	} else {
+		s.general.Show()
+	}
+	s.general.Refresh()
+}
+
+// shownKeys are the settings keys the window has a place for.
+func (s *settingsWindow) shownKeys() map[string]bool {
+	m := map[string]bool{keyModelDirs: true}
+	for k := range s.entries {
+		m[k] = true
+	}
+	return m
+}
+
+// submit validates; when everything is right it saves and applies off the UI thread.
+func (s *settingsWindow) submit() {
+	v := s.values()
+	cfg, parseErrs := v.apply(s.u.b.Config())
+	if parseErrs != nil {
+		s.showErrors(parseErrs, nil)
+		return
+	}
+	if err := cfg.Validate(); err != nil {
+		s.showErrors(fieldErrors(err, s.shownKeys()))
+		return
+	}
+	s.showErrors(nil, nil)
+	s.setGeneral("Saving…", false)
+	s.save.Disable()
+	autostartChanged := v.Autostart != s.u.snap.Autostart
+	go func() {
+		err := s.u.b.ApplyConfig(cfg)
+		var autoErr error
+		if err == nil && autostartChanged {
+			autoErr = s.u.auto.set(v.Autostart)
+		}
+		s.u.refresh.Kick()
+		s.u.onUI(func() { s.saved(err, autoErr) })
+	}()
+}
+
+// saved shows the result of a save.
+func (s *settingsWindow) saved(err, autoErr error) {
+	s.save.Enable()
+	if err != nil {
+		byKey, other := fieldErrors(err, s.shownKeys())
+		s.showErrors(byKey, other)
+		return
+	}
+	if autoErr != nil {
+		s.setGeneral("Saved and applied, but start at login could not be changed: "+autoErr.Error(), true)
+		return
+	}
+	s.setGeneral("Saved and applied.", false)
+}

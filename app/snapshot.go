@@ -1,0 +1,130 @@
+package app
+
+import (
+	"sort"
+	"time"
+
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// Snapshot is everything the tray menu and the models window show, copied out of the running
+// service at one moment. It is plain data: safe to keep, compare and build menus from.
+type Snapshot struct {
+	ListenAddr string // host:port the router serves on (or tried to)
+	ListenErr  string // why the router is not listening, "" while it serves
+	ServerPath string // llama-server in use, "" when none was found
+	ServerHint string // how to install llama-server on this OS, when none was found
+	ServerFrom string // where llama-server was found: config, env, beside, PATH, ...
+	ServerVer  string // its version, when known
+	ModelDirs  []string
+	LogDir     string
+	Models     []Model // sorted by ID
+	Budget     engine.Budget
+	Autostart  bool
+	Scanning   bool // the catalog is being rescanned
+}
+
+// Model is one catalog entry together with its engine status.
+type Model struct {
+	engine.ModelStatus
+	Architecture  string
+	Parameters    string // "7B", "" when unknown
+	Quantization  string
+	SizeBytes     int64    // on disk
+	ContextLength int      // trained context length, 0 when unknown
+	CtxSize       int      // the context size it is started with
+	Files         []string // every file of the model (split parts), when known
+}
+
+// Running reports whether the model has a child process (loading, loaded, sleeping, stopping).
+func (m Model) Running() bool { return m.State.Running() }
+
+// Fits reports whether the model can be loaded at all within the budget, with every other model
+// unloaded. A model without an estimate is assumed to fit.
+func (m Model) Fits(b engine.Budget) bool {
+	return b.Limit <= 0 || m.EstimateBytes <= b.Limit
+}
+
+// NeedsEviction reports whether loading the model would unload others first.
+func (m Model) NeedsEviction(b engine.Budget) bool {
+	return b.Limit > 0 && m.EstimateBytes > b.Free && m.Fits(b)
+}
+
+// Held is what the model holds now: measured when running and measured, else expected.
+func (m Model) Held() int64 {
+	if m.MemoryBytes > 0 {
+		return m.MemoryBytes
+	}
+	return m.EstimateBytes
+}
+
+// sortModels orders models by ID.
+func sortModels(ms []Model) {
+	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
+}
+
+// Group names the three sections of model lists.
+type Group int
+
+// The sections of the tray menu and the models window.
+const (
+	GroupLoaded    Group = iota // loading, loaded, stopping
+	GroupSleeping               // sleeping
+	GroupAvailable              // unloaded or failed
+)
+
+// GroupOf says in which section a model is listed.
+func GroupOf(m Model) Group {
+	switch m.State {
+	case engine.StateSleeping:
+		return GroupSleeping
+	case engine.StateLoading, engine.StateLoaded, engine.StateStopping:
+		return GroupLoaded
+	default:
+		return GroupAvailable
+	}
+}
+
+// IconState is what the tray icon shows.
+type IconState int
+
+// The tray icon states.
+const (
+	IconIdle    IconState = iota // nothing in flight
+	IconServing                  // a request holds a lease
+	IconLoading                  // a model is starting
+	IconError                    // not listening, no llama-server, or a model failed
+)
+
+func (s IconState) String() string {
+	return [...]string{"idle", "serving", "loading", "error"}[s]
+}
+
+// TrayIcon picks the tray icon for a snapshot. Problems win over activity; a load in progress wins
+// over serving, since requests are usually waiting for it.
+func TrayIcon(s Snapshot) IconState {
+	if s.ListenErr != "" || s.ServerPath == "" {
+		return IconError
+	}
+	loading, serving := false, false
+	for _, m := range s.Models {
+		switch {
+		case m.State == engine.StateFailed:
+			return IconError
+		case m.State == engine.StateLoading:
+			loading = true
+		case m.Active > 0:
+			serving = true
+		}
+	}
+	switch {
+	case loading:
+		return IconLoading
+	case serving:
+		return IconServing
+	}
+	return IconIdle
+}
+
+// now is the clock used for "last used" labels; tests replace it.
+var now = time.Now

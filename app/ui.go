@@ -1,0 +1,253 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/theme"
+
+	"github.com/llamatray/llamatray/app/platform"
+	"github.com/llamatray/llamatray/assets"
+)
+
+// refreshEvery bounds how often the menu and windows are rebuilt from engine events (4 per second).
+const refreshEvery = 250 * time.Millisecond
+
+// pollEvery refreshes measured memory and "last used" labels, which change without events.
+const pollEvery = 2 * time.Second
+
+// autostarter turns start at login on and off; tests replace the real one.
+type autostarter struct {
+	enabled func() bool
+	set     func(on bool) error
+}
+
+func systemAutostart() autostarter {
+	return autostarter{
+		enabled: platform.AutostartEnabled,
+		set: func(on bool) error {
+			exe, err := platform.AutostartExe()
+			if err != nil {
+				return err
+			}
+			return platform.SetAutostart(on, exe)
+		},
+	}
+}
+
+// ui owns the tray and the windows. Fields below "UI thread" are only touched on Fyne's thread
+// (callbacks and onUI), so they need no lock.
+type ui struct {
+	app     fyne.App
+	b       Backend
+	log     *slog.Logger
+	auto    autostarter
+	quit    func()
+	refresh *throttle
+	notes   *notifier                // used by the event goroutine only
+	trash   func(path string) error  // platform.MoveToTrash; tests use a trash in a temporary folder
+	onUI    func(func())             // runs a function on the UI thread without waiting: fyne.Do
+	send    func(*fyne.Notification) // shows a notification (on the UI thread): App.SendNotification
+
+	// UI thread
+	snap     Snapshot
+	lastMenu []MenuItem
+	trayIcon IconState
+	traySet  bool
+	models   *modelsWindow
+	settings *settingsWindow
+	logs     map[string]*logWindow
+}
+
+func newUI(a fyne.App, b Backend, log *slog.Logger, auto autostarter) *ui {
+	u := &ui{app: a, b: b, log: log, auto: auto, notes: newNotifier(), logs: map[string]*logWindow{}}
+	u.quit = a.Quit
+	u.trash = platform.MoveToTrash
+	u.onUI = fyne.Do
+	u.send = a.SendNotification
+	u.refresh = newThrottle(refreshEvery, u.pull)
+	return u
+}
+
+// pull copies a snapshot off the UI thread and hands it to the UI thread.
+func (u *ui) pull() {
+	s := u.b.Snapshot()
+	s.Autostart = u.auto.enabled()
+	u.onUI(func() { u.apply(s) })
+}
+
+// watch turns engine events into refreshes and notifications until ctx ends.
+func (u *ui) watch(ctx context.Context) {
+	events, cancel := u.b.Subscribe()
+	defer cancel()
+	refreshed := make(chan struct{})
+	go func() { u.refresh.run(ctx); close(refreshed) }()
+	defer func() { <-refreshed }() // returns only when no refresh can start any more
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			u.refresh.Kick()
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if n, show := u.notes.event(ev, time.Now()); show {
+				u.notify(n)
+			}
+			u.refresh.Kick()
+		}
+	}
+}
+
+// notify sends a system notification; it may be called from any goroutine.
+func (u *ui) notify(n note) {
+	u.onUI(func() { u.send(fyne.NewNotification(n.Title, n.Body)) })
+}
+
+// apply shows a new snapshot: tray menu and icon when they changed, and the open windows.
+func (u *ui) apply(s Snapshot) {
+	u.snap = s
+	if desk, ok := u.app.(desktop.App); ok {
+		if icon := TrayIcon(s); !u.traySet || icon != u.trayIcon {
+			desk.SetSystemTrayIcon(trayResource(icon))
+			u.trayIcon, u.traySet = icon, true
+		}
+		if menu := BuildMenu(s); !reflect.DeepEqual(menu, u.lastMenu) {
+			desk.SetSystemTrayMenu(fyne.NewMenu("Llamatray", u.fyneItems(menu)...))
+			u.lastMenu = menu
+		}
+	}
+	if u.models != nil {
+		u.models.update(s)
+	}
+	if u.settings != nil {
+		u.settings.update(s)
+	}
+}
+
+// fyneItems turns menu data into Fyne menu items whose actions dispatch through do.
+func (u *ui) fyneItems(items []MenuItem) []*fyne.MenuItem {
+	out := make([]*fyne.MenuItem, 0, len(items))
+	for _, it := range items {
+		if it.Separator {
+			out = append(out, fyne.NewMenuItemSeparator())
+			continue
+		}
+		act := it.Action
+		fi := fyne.NewMenuItem(it.Label, func() { u.do(act) })
+		fi.Disabled = it.Disabled
+		fi.Checked = it.Checked
+		fi.IsQuit = act.Kind == ActQuit
+		if len(it.Children) > 0 {
+			fi.ChildMenu = fyne.NewMenu(it.Label, u.fyneItems(it.Children)...)
+			fi.Action = nil
+		}
+		out = append(out, fi)
+	}
+	return out
+}
+
+// do runs a menu or button action. It runs on the UI thread; anything that may block goes to a
+// goroutine.
+func (u *ui) do(a Action) {
+	switch a.Kind {
+	case ActCopy:
+		u.app.Clipboard().SetContent(a.Text)
+	case ActLoad:
+		u.background("Loading "+a.Model, func() error { return u.b.Load(a.Model) })
+	case ActUnload, ActForceUnload:
+		force := a.Kind == ActForceUnload
+		u.background("Unloading "+a.Model, func() error { return u.b.Unload(context.Background(), a.Model, force) })
+	case ActPin, ActUnpin:
+		pin := a.Kind == ActPin
+		u.background("Pinning "+a.Model, func() error { return u.b.SetPinned(a.Model, pin) })
+	case ActShowLogs:
+		u.showLogs(a.Model)
+	case ActOpenWindow:
+		u.showModels()
+	case ActOpenSettings:
+		u.showSettings()
+	case ActOpenLogsFolder:
+		u.openFolder(u.snap.LogDir)
+	case ActToggleAutostart:
+		on := !u.snap.Autostart
+		u.background("Start at login", func() error { return u.auto.set(on) })
+	case ActQuit:
+		u.quit()
+	}
+}
+
+// background runs fn off the UI thread, then refreshes; a failure is shown in the models window
+// when it is open, else as a notification.
+func (u *ui) background(what string, fn func() error) {
+	go func() {
+		err := fn()
+		u.refresh.Kick()
+		if err == nil {
+			return
+		}
+		u.log.Warn("action failed", "action", what, "err", err)
+		u.onUI(func() { u.showError(what, err) })
+	}()
+}
+
+// showError reports a failed action: in the models window when it is visible, else as a notification.
+func (u *ui) showError(what string, err error) {
+	if u.models != nil && u.models.visible {
+		u.models.showError(what, err)
+		return
+	}
+	u.send(fyne.NewNotification(what+" failed", err.Error()))
+}
+
+// openFolder opens a folder in the system file manager.
+func (u *ui) openFolder(dir string) {
+	if dir == "" {
+		return
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		u.showError("Open folder", err)
+		return
+	}
+	link := &url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	if runtime.GOOS == "windows" {
+		link.Path = "/" + link.Path
+	}
+	if err := u.app.OpenURL(link); err != nil {
+		u.showError("Open folder", err)
+	}
+}
+
+// trayResource is the tray icon for a state: template images on macOS, colour elsewhere.
+func trayResource(s IconState) fyne.Resource {
+	colour := [...][]byte{assets.TrayIdle, assets.TrayServing, assets.TrayLoading, assets.TrayError}
+	template := [...][]byte{assets.TrayIdleTemplate, assets.TrayServingTemplate, assets.TrayLoadingTemplate, assets.TrayErrorTemplate}
+	if runtime.GOOS == "darwin" {
+		// A ThemedResource makes the driver set a template image, which macOS tints for the menu bar.
+		return theme.NewThemedResource(fyne.NewStaticResource("tray-"+s.String()+"-template.png", template[s]))
+	}
+	return fyne.NewStaticResource("tray-"+s.String()+".png", colour[s])
+}
+
+// appIcon is the application icon.
+var appIcon = fyne.NewStaticResource("icon.png", assets.AppIcon)
+
+// showModels opens the models window, or brings it forward.
+func (u *ui) showModels() {
+	if u.models == nil {
+		u.models = newModelsWindow(u)
+	}
+	u.models.show()
+}
