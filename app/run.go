@@ -13,6 +13,8 @@ import (
 	fyneapp "fyne.io/fyne/v2/app"
 	"fyne.io/fyne/v2/driver/desktop"
 
+	_ "github.com/llamatray/llamatray/app/internal/clocale" // before Fyne reads the locale
+
 	"github.com/llamatray/llamatray/app/platform"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/service"
