@@ -38,7 +38,7 @@ func memorySegments(b engine.Budget) (held, others, free, reserve, limit float64
 	}
 	held = frac(b.Used)
 	if b.SystemTotal > 0 {
-		others = frac(b.SystemTotal - b.SystemAvailable - b.Used)
+		others = frac(b.SystemTotal - b.SystemAvailable - b.Measured)
 		if held+others > 1 {
 			others = 1 - held
 		}
@@ -60,7 +60,7 @@ func memoryLegend(b engine.Budget) string {
 	if !b.Configured {
 		limit += " (automatic)"
 	}
-	p = append(p, fmt.Sprintf("Models hold %s of the %s", humanBytes(b.Used), limit))
+	p = append(p, fmt.Sprintf("Models reserve %s (%s in use) of the %s", humanBytes(b.Used), humanBytes(b.Measured), limit))
 	p = append(p, humanBytes(b.Free)+" free for models")
 	if b.SystemTotal > 0 {
 		p = append(p, fmt.Sprintf("system: %s available of %s", humanBytes(b.SystemAvailable), humanBytes(b.SystemTotal)))

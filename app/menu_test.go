@@ -15,7 +15,7 @@ func snap(models ...Model) Snapshot {
 		ListenAddr: "127.0.0.1:8080",
 		ServerPath: "/usr/bin/llama-server",
 		Models:     models,
-		Budget:     engine.Budget{Limit: 16 * gb, Used: 6 * gb, Free: 10 * gb},
+		Budget:     engine.Budget{Limit: 16 * gb, Configured: true, ConfiguredLimit: 16 * gb, Used: 6 * gb, Measured: 4 * gb, Free: 10 * gb},
 	}
 }
 

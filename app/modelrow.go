@@ -21,8 +21,6 @@ func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
 		state.Importance = widget.WarningImportance
 	case r.Group == GroupLoaded:
 		state.Importance = widget.SuccessImportance
-	default:
-		state.Importance = widget.LowImportance
 	}
 	detail := widget.NewLabel(r.Detail)
 	detail.SizeName = theme.SizeNameCaptionText

@@ -119,8 +119,7 @@ func rowFor(b engine.Budget, m Model, at time.Time) rowView {
 		load := button{Label: "Load", Action: act(ActLoad)}
 		if !m.Fits(b) {
 			load.Disabled = true
-			r.Error = fmt.Sprintf("Needs ~%s but the memory budget is %s: raise memory_limit in Settings or use a smaller quantization.",
-				humanBytes(m.EstimateBytes), humanBytes(b.Limit))
+			r.Error = tooBig(m.EstimateBytes, b)
 		}
 		r.Buttons = []button{load, pin, logs}
 	}
@@ -202,4 +201,15 @@ func groupCounts(rows []rowView) [3]int {
 		n[r.Group]++
 	}
 	return n
+}
+
+// tooBig explains why a model cannot load, naming what bounds the budget: the configured limit, or
+// the memory available on the system minus the reserve.
+func tooBig(need int64, b engine.Budget) string {
+	if b.ConfiguredLimit > 0 && b.Limit >= b.ConfiguredLimit {
+		return fmt.Sprintf("Needs ~%s but the memory budget is %s: raise memory_limit in Settings or use a smaller quantization.",
+			humanBytes(need), humanBytes(b.Limit))
+	}
+	return fmt.Sprintf("Needs ~%s but only %s is available for models (system memory available minus the %s reserve): close other programs, lower memory_reserve in Settings, or use a smaller quantization.",
+		humanBytes(need), humanBytes(b.Limit), humanBytes(b.Reserve))
 }

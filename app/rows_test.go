@@ -71,7 +71,7 @@ func TestModelRows(t *testing.T) {
 }
 
 func TestMemorySegments(t *testing.T) {
-	b := engine.Budget{Limit: 24 * gb, Used: 8 * gb, Free: 16 * gb, Reserve: 2 * gb, SystemTotal: 32 * gb, SystemAvailable: 20 * gb}
+	b := engine.Budget{Limit: 24 * gb, Used: 8 * gb, Measured: 8 * gb, Free: 16 * gb, Reserve: 2 * gb, SystemTotal: 32 * gb, SystemAvailable: 20 * gb}
 	held, others, free, reserve, limit := memorySegments(b)
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 	// 32 GB: 8 held by models, 32-20-8 = 4 by other programs, 20 available of which 2 reserved.
@@ -89,9 +89,9 @@ func TestMemorySegments(t *testing.T) {
 	if h, o, f, r, l := memorySegments(engine.Budget{}); h+o+f+r+l != 0 {
 		t.Error("an empty budget draws something")
 	}
-	got := memoryLegend(engine.Budget{Limit: 24 * gb, Configured: true, Used: 8 * gb, Free: 16 * gb, Reserve: gb,
+	got := memoryLegend(engine.Budget{Limit: 24 * gb, Configured: true, Used: 8 * gb, Measured: 5 * gb, Free: 16 * gb, Reserve: gb,
 		SystemTotal: 32 * gb, SystemAvailable: 20 * gb, MaxLoaded: 3, Loaded: 2})
-	want := "Models hold 8.0 GB of the budget 24 GB · 16 GB free for models · system: 20 GB available of 32 GB · reserve 1.0 GB · 2 of 3 models loaded"
+	want := "Models reserve 8.0 GB (5.0 GB in use) of the budget 24 GB · 16 GB free for models · system: 20 GB available of 32 GB · reserve 1.0 GB · 2 of 3 models loaded"
 	if got != want {
 		t.Errorf("legend = %q\nwant     %q", got, want)
 	}
@@ -134,5 +134,19 @@ func TestFormatParams(t *testing.T) {
 		if got := formatParams(n); got != want {
 			t.Errorf("formatParams(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+func TestTooBigNamesWhatBoundsTheBudget(t *testing.T) {
+	configured := engine.Budget{Limit: 8 * gb, Configured: true, ConfiguredLimit: 8 * gb}
+	if got := tooBig(9*gb, configured); !strings.Contains(got, "raise memory_limit") {
+		t.Errorf("configured limit: %q", got)
+	}
+	capped := engine.Budget{Limit: 6 * gb, Configured: true, ConfiguredLimit: 24 * gb, Reserve: gb}
+	if got := tooBig(9*gb, capped); strings.Contains(got, "raise memory_limit") || !strings.Contains(got, "lower memory_reserve") {
+		t.Errorf("capped by available memory: %q", got)
+	}
+	if got := tooBig(9*gb, engine.Budget{Limit: 6 * gb, Reserve: gb}); !strings.Contains(got, "close other programs") {
+		t.Errorf("automatic budget: %q", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -145,12 +146,12 @@ func (u *ui) fyneItems(items []MenuItem) []*fyne.MenuItem {
 			continue
 		}
 		act := it.Action
-		fi := fyne.NewMenuItem(it.Label, func() { u.do(act) })
+		fi := fyne.NewMenuItem(trayLabel(it.Label), func() { u.do(act) })
 		fi.Disabled = it.Disabled
 		fi.Checked = it.Checked
 		fi.IsQuit = act.Kind == ActQuit
 		if len(it.Children) > 0 {
-			fi.ChildMenu = fyne.NewMenu(it.Label, u.fyneItems(it.Children)...)
+			fi.ChildMenu = fyne.NewMenu(trayLabel(it.Label), u.fyneItems(it.Children)...)
 			fi.Action = nil
 		}
 		out = append(out, fi)
@@ -250,4 +251,14 @@ func (u *ui) showModels() {
 		u.models = newModelsWindow(u)
 	}
 	u.models.show()
+}
+
+// trayLabel escapes a label for the tray. On Linux and BSD the menu travels over D-Bus
+// (com.canonical.dbusmenu), where a single "_" marks a mnemonic and is not shown: model IDs such as
+// "qwen2.5-7b-q4_k_m" would lose their underscores.
+func trayLabel(s string) string {
+	if runtime.GOOS == "linux" || strings.HasSuffix(runtime.GOOS, "bsd") {
+		return strings.ReplaceAll(s, "_", "__")
+	}
+	return s
 }

@@ -68,7 +68,7 @@ func TestModelsWindowGroupsRowsAndFilter(t *testing.T) {
 		}
 		last = i
 	}
-	if !has(c, "Models hold 6.0 GB of the budget 16 GB") {
+	if !has(c, "Models reserve 6.0 GB (4.0 GB in use) of the budget 16 GB") {
 		t.Errorf("memory legend missing: %q", read(c))
 	}
 	// A model that cannot fit cannot be loaded from its row.

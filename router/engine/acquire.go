@@ -327,6 +327,7 @@ func (e *Engine) Budget() Budget {
 	b := Budget{
 		Limit:           r.Budget.RAM + r.Budget.VRAM,
 		Configured:      e.o.MemoryLimit > 0,
+		ConfiguredLimit: e.o.MemoryLimit,
 		Reserve:         e.o.Reserve,
 		SystemTotal:     e.sys.Total,
 		SystemAvailable: e.sys.Available,
@@ -335,6 +336,11 @@ func (e *Engine) Budget() Budget {
 	for _, v := range e.views() {
 		b.Used += v.Held.RAM + v.Held.VRAM
 		b.Loaded++
+	}
+	for _, m := range e.models {
+		if m.state.Running() {
+			b.Measured += m.measured.RAM + m.measured.VRAM
+		}
 	}
 	b.Free = b.Limit - b.Used
 	if b.Free < 0 {

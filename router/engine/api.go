@@ -67,7 +67,9 @@ type Budget struct {
 	Limit           int64 // configured limit, or derived from the machine
 	Configured      bool  // Limit came from the configuration
 	Reserve         int64
-	Used            int64 // held by models (measured, else expected)
+	Used            int64 // reserved by models: what each holds, or what its run was planned with when that is more
+	Measured        int64 // what models really hold now (measured RSS and VRAM)
+	ConfiguredLimit int64 // memory_limit as configured, 0 = automatic
 	Free            int64 // Limit - Used, never below 0
 	SystemTotal     int64
 	SystemAvailable int64
