@@ -42,9 +42,10 @@ func newTransport() *http.Transport {
 }
 
 // retryTransport retries once a request that failed before any byte of a response came back, which
-// is what a kept-alive connection closed by the child under our feet looks like. The body is
-// replayed with Request.GetBody. A cancelled client is never retried.
-type retryTransport struct{ base http.RoundTripper }
+// is what a kept-alive connection closed by the child under our feet looks like. The retry goes out on
+// a new connection (fresh never reuses one), so it cannot pick another dead one from the pool. The
+// body is replayed with Request.GetBody. A cancelled client is never retried.
+type retryTransport struct{ base, fresh http.RoundTripper }
 
 func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var gotByte atomic.Bool
@@ -63,7 +64,7 @@ func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		retry.Body = body
 	}
-	resp, err2 := t.base.RoundTrip(retry)
+	resp, err2 := t.fresh.RoundTrip(retry)
 	if err2 != nil {
 		return nil, fmt.Errorf("%w (retried after: %v)", err2, err)
 	}
@@ -80,6 +81,7 @@ type proxyTarget struct {
 	path    string // when set, replaces the path (the /upstream prefix stripped)
 	rawPath string
 	early   bool // headers were already sent to the client (loading progress)
+	stream  bool // the client asked for a stream: llama-server closes the connection after it
 }
 
 func targetFrom(r *http.Request) *proxyTarget {
@@ -89,7 +91,7 @@ func targetFrom(r *http.Request) *proxyTarget {
 
 func (rt *Router) newProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
-		Transport:      retryTransport{base: rt.transport},
+		Transport:      retryTransport{base: rt.transport, fresh: rt.fresh},
 		FlushInterval:  -1, // SSE tokens go out as soon as they arrive
 		Rewrite:        rt.rewrite,
 		ModifyResponse: rt.modifyResponse,
@@ -106,6 +108,10 @@ func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(t.url)
 	if t.path != "" {
 		pr.Out.URL.Path, pr.Out.URL.RawPath = t.path, t.rawPath
+	}
+	if t.stream {
+		// llama-server closes the connection after a streamed response; don't pool it.
+		pr.Out.Close = true
 	}
 	pr.Out.Header.Del("Authorization")
 	pr.Out.Header.Del("X-Api-Key")
@@ -295,7 +301,7 @@ func (rt *Router) serveModel(w http.ResponseWriter, r *http.Request, name string
 	if len(body) == 0 {
 		r.Body, r.GetBody = http.NoBody, nil
 	}
-	t := &proxyTarget{model: id, url: lease.URL, path: path, rawPath: rawPath, early: early}
+	t := &proxyTarget{model: id, url: lease.URL, path: path, rawPath: rawPath, early: early, stream: stream}
 	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
 	if early {
 		w = &sentWriter{ResponseWriter: w, h: make(http.Header)}

@@ -84,6 +84,7 @@ type Router struct {
 	limit     int64
 	keys      [][]byte
 	transport *http.Transport
+	fresh     *http.Transport // for retries: never reuses a connection
 	proxy     *httputil.ReverseProxy
 	mux       *mux.Router
 	handler   http.Handler
@@ -121,6 +122,8 @@ func New(o Options) *Router {
 		}
 	}
 	rt.transport = newTransport()
+	rt.fresh = newTransport()
+	rt.fresh.DisableKeepAlives = true
 	rt.proxy = rt.newProxy()
 	rt.mux = rt.routes()
 	rt.handler = rt.accessLog(rt.checkHost(rt.cors(rt.auth(rt.mux))))
@@ -135,6 +138,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Close drops idle upstream connections. In-flight requests are not affected.
 func (rt *Router) Close() {
 	rt.transport.CloseIdleConnections()
+	rt.fresh.CloseIdleConnections()
 }
 
 // RequiresKey reports whether binding listen exposes the router beyond this machine, so that an API

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adrg/xdg"
+
 	"github.com/llamatray/llamatray/router/client"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
@@ -29,11 +31,13 @@ func runCLI(t *testing.T, args ...string) (int, *out) {
 // isolate points every platform directory into a temp dir.
 func isolate(t *testing.T) string {
 	dir := t.TempDir()
+	t.Cleanup(xdg.Reload) // registered first, so it runs after the variables are restored
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	t.Setenv("HOME", dir)
+	xdg.Reload()
 	return dir
 }
 

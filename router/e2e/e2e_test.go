@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adrg/xdg"
+
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/service"
@@ -33,16 +35,26 @@ type instance struct {
 }
 
 func start(t *testing.T, models []string, tune func(*config.Config)) *instance {
+	return startWidth(t, 64, models, tune)
+}
+
+// slowWidth makes models slow enough (a few ms per token with one thread) that a long stream is still
+// running while a test looks at the engine.
+const slowWidth = 256
+
+func startWidth(t *testing.T, width int, models []string, tune func(*config.Config)) *instance {
 	t.Helper()
 	bin := testbed.RealLlamaServer(t)
 	dir := t.TempDir()
 	for i, id := range models {
-		if err := ggufwrite.WriteLlama(filepath.Join(dir, id+".gguf"), ggufwrite.LlamaOptions{Width: 64, Blocks: 2, Seed: int64(i + 1), Name: id}); err != nil {
+		if err := ggufwrite.WriteLlama(filepath.Join(dir, id+".gguf"), ggufwrite.LlamaOptions{Width: width, Blocks: 2, Seed: int64(i + 1), Name: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	t.Cleanup(xdg.Reload) // registered first, so it runs after the variables are restored
 	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	xdg.Reload()
 	cfg := config.Default()
 	cfg.Listen = fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
 	cfg.ModelDirs = []string{dir}
@@ -89,6 +101,7 @@ func chatBody(model string, stream bool, maxTokens int) []byte {
 		"model":      model,
 		"stream":     stream,
 		"max_tokens": maxTokens,
+		"ignore_eos": true, // a random-weight model may pick end-of-sequence at once
 		"messages":   []map[string]string{{"role": "user", "content": "Say something."}},
 	})
 	return b
@@ -123,7 +136,8 @@ func (in *instance) waitState(id string, timeout time.Duration, want engine.Stat
 // Two tiny models with room for one: load, serve, sleep, wake, unload; an active stream survives a
 // request that needs the other model, which waits and is served once the stream ends.
 func TestRoomForOneSleepWakeUnload(t *testing.T) {
-	in := start(t, []string{"alpha", "beta"}, func(c *config.Config) {
+	in := startWidth(t, slowWidth, []string{"alpha", "beta"}, func(c *config.Config) {
+		c.Defaults.CtxSize = 2048
 		c.MaxLoaded = 1
 		c.IdleSleep = config.Duration(2 * time.Second)
 	})
@@ -139,7 +153,7 @@ func TestRoomForOneSleepWakeUnload(t *testing.T) {
 	}
 
 	// A long stream on alpha; beta must wait for it, not cut it.
-	req, _ := http.NewRequest("POST", in.base+"/v1/chat/completions", bytes.NewReader(chatBody("alpha", true, 200)))
+	req, _ := http.NewRequest("POST", in.base+"/v1/chat/completions", bytes.NewReader(chatBody("alpha", true, 1500)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("stream: %v %v", err, resp)

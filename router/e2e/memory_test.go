@@ -19,12 +19,22 @@ import (
 // With a memory limit (no model cap) that holds one tiny model but not two, the second model waits for
 // the first one's stream, then evicts it; the stream is never cut.
 func TestMemoryBudgetRoomForOne(t *testing.T) {
-	in := start(t, []string{"alpha", "beta"}, func(c *config.Config) {
-		c.MemoryLimit = 40 * config.MiB // one child holds ~24 MiB here
-		c.MemoryReserve = 0
-	})
+	in := startWidth(t, slowWidth, []string{"alpha", "beta"}, func(c *config.Config) { c.Defaults.CtxSize = 2048 })
 	ctx := context.Background()
-	req, _ := http.NewRequest("POST", in.base+"/v1/chat/completions", bytes.NewReader(chatBody("alpha", true, 300)))
+	// Measure what one child really holds, then allow one and a half of it.
+	if err := in.svc.Engine().Load(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	testbed.WaitFor(t, 10*time.Second, "alpha measured", func() bool { return in.state("alpha").MemoryBytes > 0 })
+	held := max(in.state("alpha").MemoryBytes, in.state("beta").EstimateBytes)
+	cfg := in.svc.Config()
+	cfg.MemoryLimit = config.Size(held * 3 / 2)
+	cfg.MemoryReserve = 0
+	if err := in.svc.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("one child holds or needs %d MiB; memory limit %d MiB", held>>20, int64(cfg.MemoryLimit)>>20)
+	req, _ := http.NewRequest("POST", in.base+"/v1/chat/completions", bytes.NewReader(chatBody("alpha", true, 1500)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("stream: %v %v", err, resp)
@@ -33,7 +43,6 @@ func TestMemoryBudgetRoomForOne(t *testing.T) {
 	if _, err := rd.ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
-	testbed.WaitFor(t, 10*time.Second, "alpha measured", func() bool { return in.state("alpha").MemoryBytes > 0 })
 	betaDone := make(chan error, 1)
 	go func() {
 		code, body, err := in.chat(ctx, "beta", false, 4)

@@ -178,7 +178,29 @@ func (e *Engine) room() sched.Room {
 	if r.Budget.RAM < 0 {
 		r.Budget.RAM = 0
 	}
+	r.Ceiling = e.ceiling(r.Budget)
 	return r
+}
+
+// ceiling is the most the budget can ever be: the configured limit, else all RAM (and VRAM) minus the
+// reserve. A model over it gets TooLargeError at once; one that is only over the current budget waits.
+func (e *Engine) ceiling(budget sched.Mem) sched.Mem {
+	c := sched.Mem{RAM: e.o.MemoryLimit}
+	if e.sysOK {
+		if total := e.sys.Total - e.o.Reserve; c.RAM == 0 || total < c.RAM {
+			c.RAM = total
+		}
+		if !e.sys.Unified {
+			c.VRAM, _ = e.sys.VRAM()
+		}
+	}
+	if c.RAM < budget.RAM {
+		c.RAM = budget.RAM
+	}
+	if c.VRAM < budget.VRAM {
+		c.VRAM = budget.VRAM
+	}
+	return c
 }
 
 // queued counts waiters for id.

@@ -241,3 +241,28 @@ func TestStressRoomForOne(t *testing.T) {
 	}
 	t.Logf("served %d", served)
 }
+
+// A model that does not fit in the memory available right now, but would fit the machine, waits for
+// memory instead of being refused; one larger than the machine is refused at once.
+func TestTransientShortageWaitsTooLargeRefused(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MemoryLimit = 0; o.Reserve = 0 },
+		fakeModel{id: "a", estMiB: 100}, fakeModel{id: "huge", estMiB: 100 << 10})
+	h.probe.avail.Store(50 << 20) // other programs hold almost everything for now
+	h.e.sample(context.Background())
+	_, err := h.e.Acquire(context.Background(), "huge")
+	var tl *TooLargeError
+	if !errors.As(err, &tl) || tl.Budget != 64<<30 {
+		t.Fatalf("huge: %v", err)
+	}
+	ac := h.acquireAsync(context.Background(), "a")
+	testbedWaitQueued(h, "a", 1)
+	if st, _ := h.e.Model("a"); st.State != StateUnloaded {
+		t.Fatalf("a is %s while memory is short", st.State)
+	}
+	h.probe.avail.Store(32 << 30) // the other programs let go
+	r := <-ac
+	if r.err != nil {
+		t.Fatalf("a after memory came back: %v", r.err)
+	}
+	r.lease.Release()
+}

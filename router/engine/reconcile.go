@@ -72,7 +72,7 @@ func (e *Engine) reconcile() []action {
 		switch {
 		case d.TooLarge:
 			r := e.room()
-			e.failWaiters(m, &TooLargeError{Model: m.id, Need: need.RAM + need.VRAM, Budget: r.Budget.RAM + r.Budget.VRAM})
+			e.failWaiters(m, &TooLargeError{Model: m.id, Need: need.RAM + need.VRAM, Budget: r.Ceiling.RAM + r.Ceiling.VRAM})
 		case d.Start && m.state == StateSleeping:
 			e.expectWake(m)
 			e.grantWaiters(m, now)

@@ -46,9 +46,11 @@ type View struct {
 	Held     Mem // what it really holds now (measured), or what it is expected to hold (loading)
 }
 
-// Room is the budget: the memory all models together may hold, and the cap on running models.
+// Room is the budget: the memory all models together may hold now, the most it can ever be, and the
+// cap on running models. The budget moves with the memory other programs use; the ceiling does not.
 type Room struct {
 	Budget    Mem
+	Ceiling   Mem // zero: the budget is the ceiling
 	MaxLoaded int // 0 = no cap
 }
 
@@ -58,14 +60,18 @@ type Decision struct {
 	Victims  []string // stop these idle models first; it fits once they are gone
 	Wait     bool     // it will fit once models already stopping are gone
 	Blocked  bool     // it does not fit even with every idle model gone: wait for leases to drop
-	TooLarge bool     // it can never fit, even with every model gone
+	TooLarge bool     // it can never fit, even with every model gone and the whole ceiling free
 }
 
 // Plan decides what to do for model self, which needs `need` more memory than it holds now. Models in
 // views other than self are the competition. Victims are idle (no lease), unpinned, not draining,
 // loaded or sleeping models, least recently used first, counting what each really holds.
 func Plan(views []View, need Mem, room Room, self string) Decision {
-	if !need.Within(room.Budget) {
+	ceiling := room.Ceiling
+	if ceiling == (Mem{}) {
+		ceiling = room.Budget
+	}
+	if !need.Within(ceiling) {
 		return Decision{TooLarge: true, Blocked: true}
 	}
 	var used, stopping Mem
