@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"runtime/pprof"
+	"sync"
+	"time"
+
+	"github.com/llamatray/llamatray/router/testbed/bench/harness"
+)
+
+// target is one side of the comparison.
+type target struct {
+	name  string // "direct" or "router"
+	url   string // its /v1/chat/completions
+	model string // the model name in request bodies
+}
+
+// cellSpec is one load shape.
+type cellSpec struct {
+	stream      bool
+	concurrency int
+}
+
+func (c cellSpec) mode() string {
+	if c.stream {
+		return "stream"
+	}
+	return "json"
+}
+
+// cellResult is what one target did under one cell's load.
+type cellResult struct {
+	spec     cellSpec
+	target   string
+	elapsed  time.Duration
+	ok       int
+	failures int
+	lat      []time.Duration // latency of each complete answer
+	ttfb     []time.Duration // first body byte of each complete stream
+	firstErr string
+	cpu      time.Duration // CPU time of this process (load client, and the router when it is the target)
+}
+
+// cpuPerRequest is this process's CPU time per complete answer.
+func (r cellResult) cpuPerRequest() time.Duration {
+	if r.ok == 0 {
+		return 0
+	}
+	return r.cpu / time.Duration(r.ok)
+}
+
+func (r cellResult) rps() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.ok) / r.elapsed.Seconds()
+}
+
+// loadParams are the request shape shared by every cell.
+type loadParams struct {
+	maxTokens int
+	seed      int
+}
+
+// runCell measures one cell for both targets: slices rounds, each giving every target d/slices,
+// the target that goes first alternating, so load spikes of a shared machine hit both alike.
+func runCell(ctx context.Context, c *http.Client, targets []target, spec cellSpec, p loadParams, d time.Duration, slices int) ([]cellResult, error) {
+	out := make([]cellResult, len(targets))
+	for i, t := range targets {
+		out[i] = cellResult{spec: spec, target: t.name}
+	}
+	for s := range slices {
+		for k := range targets {
+			i := (k + s) % len(targets)
+			r, err := runSlice(ctx, c, targets[i], spec, p, d/time.Duration(slices), "")
+			if err != nil {
+				return out, err
+			}
+			out[i].add(r)
+		}
+	}
+	return out, nil
+}
+
+// add accumulates a slice into r.
+func (r *cellResult) add(s cellResult) {
+	r.elapsed += s.elapsed
+	r.cpu += s.cpu
+	r.ok += s.ok
+	r.failures += s.failures
+	r.lat = append(r.lat, s.lat...)
+	r.ttfb = append(r.ttfb, s.ttfb...)
+	if r.firstErr == "" {
+		r.firstErr = s.firstErr
+	}
+}
+
+// runSlice keeps spec.concurrency requests in flight against t for d (closed loop: each worker sends
+// its next request when the previous one ended). Requests started before the deadline all finish
+// and count; the elapsed time runs until the last one ended. With profile set, the CPU profile is
+// written there for the duration of the slice.
+func runSlice(ctx context.Context, c *http.Client, t target, spec cellSpec, p loadParams, d time.Duration, profile string) (cellResult, error) {
+	body := harness.ChatBody(t.model, spec.stream, p.maxTokens, p.seed)
+	res := cellResult{spec: spec, target: t.name}
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return res, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var (
+		mu sync.Mutex // guards res while workers run
+		wg sync.WaitGroup
+	)
+	cpu0, _ := harness.ProcessCPU()
+	start := time.Now()
+	deadline := start.Add(d)
+	for range spec.concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				r := harness.Do(ctx, c, harness.Request{URL: t.url, Body: body, Stream: spec.stream, Retryable: true})
+				mu.Lock()
+				if r.OK() {
+					res.ok++
+					res.lat = append(res.lat, r.Latency)
+					if spec.stream {
+						res.ttfb = append(res.ttfb, r.TTFB)
+					}
+				} else {
+					res.failures++
+					if res.firstErr == "" {
+						res.firstErr = describe(r)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	if cpu1, ok := harness.ProcessCPU(); ok {
+		res.cpu = cpu1 - cpu0
+	}
+	return res, ctx.Err()
+}
+
+// describe says why a request failed, in one line.
+func describe(r harness.Result) string {
+	switch {
+	case r.Err != nil && r.Status != 0:
+		return http.StatusText(r.Status) + ": " + r.Err.Error()
+	case r.Err != nil:
+		return r.Err.Error()
+	default:
+		return http.StatusText(r.Status) + " " + r.Code + " " + r.Snippet
+	}
+}
+
+// warm sends n requests of each kind to t so connection pools and caches are filled.
+func warm(ctx context.Context, c *http.Client, t target, p loadParams, n int) error {
+	for i := range 2 * n {
+		stream := i%2 == 1
+		r := harness.Do(ctx, c, harness.Request{URL: t.url, Body: harness.ChatBody(t.model, stream, p.maxTokens, p.seed), Stream: stream, Retryable: true})
+		if !r.OK() {
+			return &warmError{target: t.name, why: describe(r)}
+		}
+	}
+	return nil
+}
+
+type warmError struct{ target, why string }
+
+func (e *warmError) Error() string { return "warm-up request to " + e.target + " failed: " + e.why }

@@ -1,0 +1,236 @@
+// Command bench measures Llamatray's router against the same llama-server called directly:
+// throughput and latency at concurrency 1, 8 and 32, streaming and not; the overhead of a cold load;
+// and the catalog scan of 1,000 GGUF headers. It prints one markdown block and, with -out, writes
+// docs/benchmarks.md.
+//
+//	go run ./router/testbed/bench -llama-server PATH [-duration 10s] [-out docs/benchmarks.md] [-cpuprofile FILE]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/llamatray/llamatray/router/testbed/bench/harness"
+	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
+)
+
+type options struct {
+	llamaServer string
+	duration    time.Duration
+	out         string
+	cpuprofile  string
+	coldRuns    int
+	scanModels  int
+	maxTokens   int
+	keep        bool
+	slices      int
+	extraArgs   string
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	fmt.Print(r.markdown())
+	if o.out != "" {
+		if err := r.writeDoc(o.out); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "bench: wrote", o.out)
+	}
+}
+
+func parseFlags(args []string) (options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var o options
+	fs.StringVar(&o.llamaServer, "llama-server", os.Getenv("LLAMA_SERVER"), "llama-server binary (default $LLAMA_SERVER)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long each cell runs, per target")
+	fs.StringVar(&o.out, "out", "", "also write the results to this markdown file (docs/benchmarks.md)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "after the measured cells, profile the router under the c=8 load for -duration into this file (streaming: -stream before the extension)")
+	fs.IntVar(&o.slices, "slices", 5, "each cell runs in this many rounds of direct and router, alternating which goes first")
+	fs.IntVar(&o.coldRuns, "cold-runs", 10, "cold loads measured, each way")
+	fs.IntVar(&o.scanModels, "scan-models", 1000, "GGUF headers in the catalog scan")
+	fs.IntVar(&o.maxTokens, "max-tokens", 8, "max_tokens of every request")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary folder (models, logs)")
+	fs.StringVar(&o.extraArgs, "extra-args", "", "more llama-server arguments for both targets, space separated (e.g. \"-lv 2\")")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	case o.llamaServer == "":
+		return o, errors.New("no llama-server: pass -llama-server PATH or set LLAMA_SERVER (`make llama-server` prints one)")
+	case o.duration <= 0:
+		return o, errors.New("-duration must be positive")
+	case o.coldRuns < 1 || o.scanModels < 1 || o.maxTokens < 1 || o.slices < 1:
+		return o, errors.New("-cold-runs, -scan-models, -max-tokens and -slices must be at least 1")
+	}
+	if _, err := os.Stat(o.llamaServer); err != nil {
+		return o, fmt.Errorf("llama-server: %w", err)
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, o options) (report, error) {
+	r := report{duration: o.duration, coldRuns: o.coldRuns, slices: o.slices, params: loadParams{maxTokens: o.maxTokens, seed: 42},
+		cmdline: "go run ./router/testbed/bench " + homeTilde(strings.Join(os.Args[1:], " "))}
+	r.machine = harness.Describe(ctx, o.llamaServer)
+	r.loadAvg = append(r.loadAvg, "start "+harness.LoadAvg())
+	tmp, err := os.MkdirTemp("", "llamatray-bench-")
+	if err != nil {
+		return r, err
+	}
+	if o.keep {
+		fmt.Fprintln(os.Stderr, "bench: keeping", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	if err := harness.IsolateXDG(tmp); err != nil {
+		return r, err
+	}
+	modelDir := filepath.Join(tmp, "models")
+	if err := os.MkdirAll(modelDir, 0o755); err != nil {
+		return r, err
+	}
+	model := filepath.Join(modelDir, "bench-64x2.gguf")
+	if err := ggufwrite.WriteLlama(model, ggufwrite.LlamaOptions{Width: 64, Blocks: 2, Seed: 1, Name: "bench"}); err != nil {
+		return r, err
+	}
+	r.modelDesc = "a 64-wide, 2-block random llama model (ctx 2048, `-t 1`)"
+	extra := strings.Fields(o.extraArgs)
+	args := append([]string{"-c", "2048", "-t", "1"}, extra...)
+	if len(extra) > 0 {
+		r.modelDesc += ", extra llama-server arguments `" + strings.Join(extra, " ") + "`"
+	}
+
+	progress("starting llama-server directly")
+	direct, _, err := harness.StartDirect(ctx, o.llamaServer, model, args, filepath.Join(tmp, "direct.log"))
+	if err != nil {
+		return r, err
+	}
+	defer direct.Stop()
+
+	progress("starting Llamatray")
+	cfg, err := harness.Config(modelDir, o.llamaServer)
+	if err != nil {
+		return r, err
+	}
+	cfg.Defaults.Args = append(cfg.Defaults.Args, extra...)
+	logf, err := os.Create(filepath.Join(tmp, "llamatray.log"))
+	if err != nil {
+		return r, err
+	}
+	defer logf.Close()
+	svc, err := harness.StartService(ctx, cfg, slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn})), nil)
+	if err != nil {
+		return r, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = svc.Stop(sctx)
+	}()
+	id, err := svc.ModelID(model)
+	if err != nil {
+		return r, err
+	}
+	if err := svc.Engine().Load(ctx, id); err != nil {
+		return r, fmt.Errorf("preloading %s: %w", id, err)
+	}
+
+	client := harness.NewClient(64)
+	targets := []target{
+		{name: "direct", url: direct.URL + "/v1/chat/completions", model: id},
+		{name: "router", url: svc.ChatURL(), model: id},
+	}
+	for _, t := range targets {
+		if err := warm(ctx, client, t, r.params, 20); err != nil {
+			return r, err
+		}
+	}
+	for _, spec := range cellSpecs() {
+		progress(fmt.Sprintf("%s c=%d (load %s)", spec.mode(), spec.concurrency, harness.LoadAvg()))
+		cells, err := runCell(ctx, client, targets, spec, r.params, o.duration, o.slices)
+		if err != nil {
+			return r, err
+		}
+		r.cells = append(r.cells, cells...)
+	}
+	r.loadAvg = append(r.loadAvg, "after the load cells "+harness.LoadAvg())
+	if o.cpuprofile != "" {
+		// A separate pass, so profiling never slows the router's measured cells.
+		for _, stream := range []bool{false, true} {
+			spec := cellSpec{stream: stream, concurrency: 8}
+			prof := profilePath(o.cpuprofile, stream)
+			progress(fmt.Sprintf("profiling router %s c=8 into %s", spec.mode(), prof))
+			if _, err := runSlice(ctx, client, targets[1], spec, r.params, o.duration, prof); err != nil {
+				return r, err
+			}
+			r.profiles = append(r.profiles, prof)
+		}
+	}
+	if exited, err := direct.Exited(); exited {
+		return r, fmt.Errorf("the direct llama-server exited during the run: %v", err)
+	}
+	direct.Stop() // idle, but one process less while measuring cold loads
+
+	progress("cold loads")
+	r.cold, err = measureCold(ctx, client, svc, o.llamaServer, model, id, args, tmp, o.coldRuns)
+	if err != nil {
+		return r, err
+	}
+	r.loadAvg = append(r.loadAvg, "after the cold loads "+harness.LoadAvg())
+
+	progress("catalog scan")
+	r.scan, err = measureScan(ctx, filepath.Join(tmp, "scan"), o.scanModels, 3, 5)
+	if err != nil {
+		return r, err
+	}
+	r.loadAvg = append(r.loadAvg, "end "+harness.LoadAvg())
+	for _, p := range r.profiles {
+		fmt.Fprintln(os.Stderr, "bench: CPU profile", p)
+	}
+	return r, nil
+}
+
+// profilePath is FILE for the JSON cell and FILE with -stream before the extension for streaming.
+func profilePath(file string, stream bool) string {
+	if !stream {
+		return file
+	}
+	ext := filepath.Ext(file)
+	return strings.TrimSuffix(file, ext) + "-stream" + ext
+}
+
+func progress(msg string) { fmt.Fprintln(os.Stderr, "bench:", msg) }
+
+// homeTilde writes the home folder as ~ so the command in the docs is not one user's.
+func homeTilde(s string) string {
+	if home, err := os.UserHomeDir(); err == nil && home != "" && home != "/" {
+		return strings.ReplaceAll(s, home+"/", "~/")
+	}
+	return s
+}
