@@ -81,7 +81,6 @@ type proxyTarget struct {
 	path    string // when set, replaces the path (the /upstream prefix stripped)
 	rawPath string
 	early   bool // headers were already sent to the client (loading progress)
-	stream  bool // the client asked for a stream: llama-server closes the connection after it
 }
 
 func targetFrom(r *http.Request) *proxyTarget {
@@ -108,10 +107,6 @@ func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(t.url)
 	if t.path != "" {
 		pr.Out.URL.Path, pr.Out.URL.RawPath = t.path, t.rawPath
-	}
-	if t.stream {
-		// llama-server closes the connection after a streamed response; don't pool it.
-		pr.Out.Close = true
 	}
 	pr.Out.Header.Del("Authorization")
 	pr.Out.Header.Del("X-Api-Key")
@@ -301,7 +296,7 @@ func (rt *Router) serveModel(w http.ResponseWriter, r *http.Request, name string
 	if len(body) == 0 {
 		r.Body, r.GetBody = http.NoBody, nil
 	}
-	t := &proxyTarget{model: id, url: lease.URL, path: path, rawPath: rawPath, early: early, stream: stream}
+	t := &proxyTarget{model: id, url: lease.URL, path: path, rawPath: rawPath, early: early}
 	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
 	if early {
 		w = &sentWriter{ResponseWriter: w, h: make(http.Header)}

@@ -264,9 +264,10 @@ func TestRetryTransportNeeded(t *testing.T) {
 		t.Fatal("the bare transport survived a dropped kept-alive connection; the upstream is not misbehaving")
 	}
 
-	base := newTransport()
+	base, fresh := newTransport(), newTransport()
+	fresh.DisableKeepAlives = true
 	defer base.CloseIdleConnections()
-	rt := retryTransport{base: base}
+	rt := retryTransport{base: base, fresh: fresh}
 	for _, b := range []string{"first", "second", "third"} {
 		if err := send(rt, b); err != nil {
 			t.Fatalf("%s: %v", b, err)

@@ -1,0 +1,125 @@
+# Llamatray — build, run, test and package.
+#   make run    install what the desktop build needs (Debian/Ubuntu) and start the app
+#   make test   install test dependencies and run every test (race detector on)
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+GO      ?= go
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+LLAMATRAY_CACHE ?= $(HOME)/.cache/llamatray-dev
+LLAMA_SERVER_BIN := $(LLAMATRAY_CACHE)/llama-server/bin/llama-server
+
+# Debian packages: Fyne's cgo build, plus the headless desktop test tools.
+DEB_BUILD := gcc pkg-config libgl1-mesa-dev xorg-dev
+DEB_TEST  := xvfb xauth dbus dbus-x11 imagemagick patchelf xdotool curl
+DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev
+
+.PHONY: all build run deps deps-test deps-package test test-short e2e llama-server bench chaos chaos-small soak fuzz screenshot \
+        package-linux package-windows package-macos lint-packaging check-packages clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o llamatray .
+
+# deps installs the Debian/Ubuntu packages Fyne needs when they are missing.
+deps:
+	@if command -v apt-get >/dev/null 2>&1; then \
+	  missing=""; for p in $(DEB_BUILD); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	    $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi; \
+	else \
+	  echo "Not a Debian/Ubuntu machine. Install a C compiler and OpenGL/X11 headers:"; \
+	  echo "  Fedora: sudo dnf install gcc libXcursor-devel libXrandr-devel mesa-libGL-devel libXi-devel libXinerama-devel libXxf86vm-devel"; \
+	  echo "  Arch:   sudo pacman -S go xorg-server-devel libxcursor libxrandr libxinerama libxi mesa"; \
+	  echo "  macOS:  xcode-select --install"; \
+	fi
+
+deps-test: deps
+	@if command -v apt-get >/dev/null 2>&1; then \
+	  missing=""; for p in $(DEB_TEST); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	    $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi; \
+	fi
+
+deps-package: deps
+	@if command -v apt-get >/dev/null 2>&1; then \
+	  missing=""; for p in $(DEB_PKG); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	    $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi; \
+	fi
+
+run: deps build
+	./llamatray
+
+# test runs every test with the race detector. The end-to-end suite runs too when LLAMA_SERVER is set
+# (`make e2e` fetches the real llama-server and sets it).
+test: deps-test
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+test-short:
+	$(GO) test -race -count=1 ./router/...
+
+llama-server:
+	@bash scripts/fetch-llama-server.sh >/dev/null
+	@echo $(LLAMA_SERVER_BIN)
+
+e2e: llama-server
+	LLAMA_SERVER=$(LLAMA_SERVER_BIN) $(GO) test -race -count=1 -timeout 30m -v ./router/e2e/
+
+# Benchmarks and proof runs (issue-level figures; none of them are timed assertions in unit tests).
+bench: llama-server
+	$(GO) run ./router/testbed/bench -llama-server $(LLAMA_SERVER_BIN) -duration 10s -out docs/benchmarks.md
+
+chaos: llama-server
+	$(GO) run ./router/testbed/chaos -llama-server $(LLAMA_SERVER_BIN) -requests 2000 -clients 32
+
+chaos-small: llama-server
+	LLAMA_SERVER=$(LLAMA_SERVER_BIN) $(GO) test -race -count=1 -timeout 5m -run TestSmallChaosRun -v ./router/testbed/chaos/
+
+soak: llama-server
+	$(GO) run ./router/testbed/chaos -llama-server $(LLAMA_SERVER_BIN) -soak
+
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzExtractModel$$' -fuzztime $(FUZZTIME) ./router/
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./router/config/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./router/catalog/
+
+# The real window under Xvfb, one model loaded with an active stream → docs/screenshot.png.
+screenshot: deps-test
+	bash scripts/screenshot.sh docs/screenshot.png
+
+# Installers. Versions must start with a digit: a tag vX.Y.Z, else FyneApp.toml's Version.
+DIST ?= dist
+PKG_VERSION ?= $(shell git describe --tags --match 'v[0-9]*' 2>/dev/null | sed 's/^v//' | grep . || sed -n 's/^ *Version = "\(.*\)"/\1/p' FyneApp.toml)
+
+package-linux: deps-package
+	$(GO) build -trimpath -buildmode=pie -ldflags "-s -w -X main.version=$(PKG_VERSION) -X main.commit=$(COMMIT)" -o build/linux/llamatray .
+	packaging/linux/build-deb.sh $(PKG_VERSION) build/linux/llamatray $(DIST)
+	packaging/linux/build-tarball.sh $(PKG_VERSION) build/linux/llamatray $(DIST)
+
+package-windows: deps-package
+	packaging/windows/build-exe.sh $(PKG_VERSION) build/windows/llamatray.exe
+	packaging/windows/build-installer.sh $(PKG_VERSION) build/windows/llamatray.exe $(DIST)
+
+package-macos:
+	packaging/macos/build-dmg.sh $(PKG_VERSION) $(DIST)
+
+lint-packaging:
+	packaging/lint.sh
+
+# check-packages builds the Linux and Windows installers and checks them as a user would get them:
+# the .deb installs with apt, runs, and removes cleanly; the Windows installer is a PE executable.
+check-packages: package-linux package-windows
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq ./$(DIST)/llamatray_$(PKG_VERSION)_amd64.deb
+	/usr/bin/llamatray version
+	$(SUDO) dpkg -r llamatray
+	@test ! -e /usr/bin/llamatray || { echo "dpkg -r left /usr/bin/llamatray"; exit 1; }
+	file $(DIST)/Llamatray-Setup-$(PKG_VERSION).exe | grep -q 'PE32' || { echo "not a PE executable"; exit 1; }
+	@ls -l $(DIST)
+
+clean:
+	rm -rf llamatray dist build
