@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"github.com/llamatray/llamatray/router/internal/textdist"
 	"sort"
 	"strings"
 	"time"
@@ -60,7 +61,7 @@ func (c *Catalog) Suggest(name string, n int) []string {
 			case strings.Contains(l, q) || strings.Contains(q, l):
 				score = 1 + abs(len(l)-len(q))/4
 			default:
-				if d := editDistance(q, l); d <= max(2, len(q)/3) {
+				if d := textdist.Levenshtein(q, l); d <= max(2, len(q)/3) {
 					score = 100 + d
 				}
 			}
@@ -93,25 +94,4 @@ func abs(v int) int {
 		return -v
 	}
 	return v
-}
-
-// editDistance is the Levenshtein distance between a and b, over bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/llamatray/llamatray/router/internal/textdist"
 	"reflect"
 	"slices"
 	"sort"
@@ -196,7 +197,7 @@ func suggestKey(key []string) string {
 		part := strings.ToLower(key[t.at])
 		best, bestD := "", 3
 		for _, k := range t.keys {
-			if d := editDistance(part, k); d < bestD {
+			if d := textdist.Levenshtein(part, k); d < bestD {
 				best, bestD = k, d
 			}
 		}
@@ -207,25 +208,4 @@ func suggestKey(key []string) string {
 		return strings.Join(fixed, ".")
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
