@@ -118,6 +118,13 @@ func TestFindRealEnvironment(t *testing.T) {
 	if r, err := Find(context.Background(), ""); err != nil || r.Source != SourceEnv || r.Path != path {
 		t.Fatalf("Find with $LLAMA_SERVER = %+v, %v", r, err)
 	}
+
+	// And through PATH, which comes before the usual install folders.
+	t.Setenv("LLAMA_SERVER", "")
+	t.Setenv("PATH", filepath.Dir(path))
+	if r, err := Find(context.Background(), ""); err != nil || r.Source != SourcePath || r.Path != path {
+		t.Fatalf("Find through PATH = %+v, %v", r, err)
+	}
 }
 
 // TestFindRealLlamaServer checks the real binary when one is given (make e2e sets LLAMA_SERVER).
