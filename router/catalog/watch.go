@@ -2,10 +2,11 @@ package catalog
 
 import (
 	"context"
-	"github.com/llamatray/llamatray/router/internal/textdist"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/llamatray/llamatray/router/internal/textdist"
 )
 
 // Watch rescans whenever the model folders change, until ctx ends. Every interval it walks the

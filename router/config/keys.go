@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"github.com/llamatray/llamatray/router/internal/textdist"
 	"reflect"
 	"slices"
 	"sort"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/llamatray/llamatray/router/internal/textdist"
 )
 
 // keyInfo is where one key appears in the file and what kind of value it holds.
