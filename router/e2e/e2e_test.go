@@ -153,35 +153,7 @@ func TestRoomForOneSleepWakeUnload(t *testing.T) {
 	}
 
 	// A long stream on alpha; beta must wait for it, not cut it.
-	req, _ := http.NewRequest("POST", in.base+"/v1/chat/completions", bytes.NewReader(chatBody("alpha", true, 1500)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("stream: %v %v", err, resp)
-	}
-	rd := bufio.NewReader(resp.Body)
-	if _, err := rd.ReadString('\n'); err != nil {
-		t.Fatal(err)
-	}
-	betaDone := make(chan error, 1)
-	go func() {
-		code, body, err := in.chat(ctx, "beta", false, 4)
-		if err == nil && code != 200 {
-			err = fmt.Errorf("beta: %d %s", code, body)
-		}
-		betaDone <- err
-	}()
-	testbed.WaitFor(t, 10*time.Second, "beta queued", func() bool { return in.state("beta").Queued == 1 })
-	if st := in.state("alpha"); st.State != engine.StateLoaded || st.Active != 1 {
-		t.Fatalf("alpha during its stream: %+v", st)
-	}
-	rest, err := io.ReadAll(rd)
-	resp.Body.Close()
-	if err != nil || !strings.Contains(string(rest), "[DONE]") {
-		t.Fatalf("stream cut: %v (%d bytes)", err, len(rest))
-	}
-	if err := <-betaDone; err != nil {
-		t.Fatal(err)
-	}
+	in.streamOutlastsOtherModel(ctx, "alpha", "beta")
 	if st := in.state("alpha"); st.State != engine.StateUnloaded {
 		t.Fatalf("alpha after beta loaded: %s", st.State)
 	}
@@ -238,4 +210,41 @@ func TestMain(m *testing.M) {
 		fmt.Println("e2e: LLAMA_SERVER not set: skipping the end-to-end suite (run `make e2e` to fetch a real llama-server and run it)")
 	}
 	os.Exit(m.Run())
+}
+
+// streamOutlastsOtherModel streams a long answer from model a, and while it runs asks model b, which
+// has no room: b must queue, a must stay loaded with its lease, the stream must end complete, and then
+// b must be served.
+func (in *instance) streamOutlastsOtherModel(ctx context.Context, a, b string) {
+	t := in.t
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "POST", in.base+"/v1/chat/completions", bytes.NewReader(chatBody(a, true, 1500)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", err, resp)
+	}
+	rd := bufio.NewReader(resp.Body)
+	if _, err := rd.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	otherDone := make(chan error, 1)
+	go func() {
+		code, body, err := in.chat(ctx, b, false, 4)
+		if err == nil && code != 200 {
+			err = fmt.Errorf("%s: %d %s", b, code, body)
+		}
+		otherDone <- err
+	}()
+	testbed.WaitFor(t, 10*time.Second, b+" queued", func() bool { return in.state(b).Queued == 1 })
+	if st := in.state(a); st.State != engine.StateLoaded || st.Active != 1 {
+		t.Fatalf("%s during its stream: %+v", a, st)
+	}
+	rest, err := io.ReadAll(rd)
+	resp.Body.Close()
+	if err != nil || !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("stream cut: %v (%d bytes)", err, len(rest))
+	}
+	if err := <-otherDone; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,13 +1,7 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -34,35 +28,7 @@ func TestMemoryBudgetRoomForOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("one child holds or needs %d MiB; memory limit %d MiB", held>>20, int64(cfg.MemoryLimit)>>20)
-	req, _ := http.NewRequest("POST", in.base+"/v1/chat/completions", bytes.NewReader(chatBody("alpha", true, 1500)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("stream: %v %v", err, resp)
-	}
-	rd := bufio.NewReader(resp.Body)
-	if _, err := rd.ReadString('\n'); err != nil {
-		t.Fatal(err)
-	}
-	betaDone := make(chan error, 1)
-	go func() {
-		code, body, err := in.chat(ctx, "beta", false, 4)
-		if err == nil && code != 200 {
-			err = fmt.Errorf("beta: %d %s", code, body)
-		}
-		betaDone <- err
-	}()
-	testbed.WaitFor(t, 10*time.Second, "beta queued", func() bool { return in.state("beta").Queued == 1 })
-	if st := in.state("alpha"); st.State != engine.StateLoaded || st.Active != 1 {
-		t.Fatalf("alpha during its stream: %+v", st)
-	}
-	rest, err := io.ReadAll(rd)
-	resp.Body.Close()
-	if err != nil || !strings.Contains(string(rest), "[DONE]") {
-		t.Fatalf("stream cut: %v", err)
-	}
-	if err := <-betaDone; err != nil {
-		t.Fatal(err)
-	}
+	in.streamOutlastsOtherModel(ctx, "alpha", "beta")
 	if st := in.state("alpha"); st.State != engine.StateUnloaded {
 		t.Fatalf("alpha is %s; the budget holds one model", st.State)
 	}
