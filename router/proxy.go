@@ -90,8 +90,12 @@ func targetFrom(r *http.Request) *proxyTarget {
 
 func (rt *Router) newProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
-		Transport:      retryTransport{base: rt.transport, fresh: rt.fresh},
-		FlushInterval:  -1, // SSE tokens go out as soon as they arrive
+		Transport: retryTransport{base: rt.transport, fresh: rt.fresh},
+		// Zero: a complete document (Content-Length known) goes out in one write when it is done. The
+		// proxy flushes SSE and bodies of unknown length after every write by itself, so stream
+		// tokens still go out as soon as they arrive. A negative value would also flush the headers
+		// of every JSON answer on their own from a timer goroutine: one more write per request.
+		FlushInterval:  0,
 		Rewrite:        rt.rewrite,
 		ModifyResponse: rt.modifyResponse,
 		ErrorHandler:   rt.proxyError,
@@ -105,6 +109,14 @@ func (rt *Router) newProxy() *httputil.ReverseProxy {
 func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
 	t := targetFrom(pr.In)
 	pr.SetURL(t.url)
+	if pr.Out.GetBody != nil && pr.Out.ContentLength > 0 {
+		// The proxy wraps the body in a type net/http does not know to be in memory, and then the
+		// transport sends the headers and the body in two writes (two packets, two reads in the
+		// child). The body is our own byte slice, so hand the transport a reader it knows.
+		if body, err := pr.Out.GetBody(); err == nil {
+			pr.Out.Body = body
+		}
+	}
 	if t.path != "" {
 		pr.Out.URL.Path, pr.Out.URL.RawPath = t.path, t.rawPath
 	}
