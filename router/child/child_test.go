@@ -61,6 +61,11 @@ func TestStartLoadingReadyStop(t *testing.T) {
 	if len(started) == 0 || started[0].Event != "start" || started[0].PID != c.PID() || !slices.Equal(started[0].Args[1:], args[1:]) {
 		t.Fatalf("record %+v; want start of pid %d with args %q", started, c.PID(), args)
 	}
+	c.Stop(false)
+	c.Stop(false) // idempotent
+	exit := ev.waitFor(Exited, within)
+	waitDone(t, c, ev, within)
+	// The log (stderr) is read paced; by the exit all of it is in.
 	logs := c.Logs()
 	if !slices.ContainsFunc(logs, func(l string) bool { return strings.Contains(l, "model loaded") }) {
 		t.Errorf("Logs lack the fake's output: %q", logs)
@@ -70,11 +75,6 @@ func TestStartLoadingReadyStop(t *testing.T) {
 			t.Errorf("state line kept in the log ring: %q", l)
 		}
 	}
-
-	c.Stop(false)
-	c.Stop(false) // idempotent
-	exit := ev.waitFor(Exited, within)
-	waitDone(t, c, ev, within)
 	if !exit.Deliberate || exit.Err != nil || exit.ExitCode != 0 || exit.PID != first.PID {
 		t.Fatalf("Exited %+v; want deliberate, no error, code 0", exit)
 	}
@@ -354,13 +354,13 @@ func TestLogsRing(t *testing.T) {
 	spec.LogLines = 5
 	c, ev := start(t, spec)
 	ev.waitFor(Ready, within)
-	if n := len(c.Logs()); n != 5 {
-		t.Fatalf("%d lines kept, want 5: %q", n, c.Logs())
-	}
 	c.Stop(false)
 	exit := ev.waitFor(Exited, within)
 	waitDone(t, c, ev, within)
 	logs := c.Logs()
+	if len(logs) != 5 {
+		t.Fatalf("%d lines kept, want 5: %q", len(logs), logs)
+	}
 	if !slices.Equal(exit.LogTail, logs) {
 		t.Fatalf("LogTail %q, Logs %q: want equal", exit.LogTail, logs)
 	}

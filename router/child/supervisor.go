@@ -122,19 +122,28 @@ func (c *Child) spawn(port int) (*proc, error) {
 	}
 	p.stdout = &lineSink{p: p}
 	p.stderr = &lineSink{p: p}
-	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	// stdout (state lines) is copied by os/exec as it comes; stderr (the log) by a paced reader.
+	errPump, err := newStderrPump()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	cmd.Stdout, cmd.Stderr = p.stdout, errPump.w
 	// The pipe stays open for the child's whole life: llama-server exits on stdin EOF.
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		errPump.abort()
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
 	p.stdin = stdin
 	p.touch()
 	if err := cmd.Start(); err != nil {
+		errPump.abort()
 		close(p.started)
 		close(p.quit)
 		return nil, fmt.Errorf("%w %s: %w", ErrStart, c.spec.Binary, err)
 	}
+	_ = errPump.w.Close() // the child has its copy; EOF comes when it (and its own children) exit
+	go errPump.run(p.stderr)
 	p.pid = cmd.Process.Pid
 	p.log = c.log.With("pid", p.pid)
 	p.os, err = attach(cmd)
@@ -144,7 +153,7 @@ func (c *Child) spawn(port int) (*proc, error) {
 	close(p.started)
 	c.setProcess(p.pid, port, append([]string(nil), cmd.Args...))
 	p.log.Info("llama-server started", "port", port, "args", cmd.Args)
-	go func() { p.waitCh <- cmd.Wait() }()
+	go func() { p.waitCh <- errPump.wait(cmd) }()
 	return p, nil
 }
 
