@@ -34,6 +34,7 @@ type options struct {
 	keep        bool
 	slices      int
 	extraArgs   string
+	cells       []cellSpec
 }
 
 func main() {
@@ -75,7 +76,12 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.maxTokens, "max-tokens", 8, "max_tokens of every request")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary folder (models, logs)")
 	fs.StringVar(&o.extraArgs, "extra-args", "", "more llama-server arguments for both targets, space separated (e.g. \"-lv 2\")")
+	cells := fs.String("cells", "", "only these load cells, comma separated MODE/C (e.g. \"json/8,stream/8\"); default all")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	if o.cells, err = parseCells(*cells); err != nil {
 		return o, err
 	}
 	switch {
@@ -95,7 +101,7 @@ func parseFlags(args []string) (options, error) {
 }
 
 func run(ctx context.Context, o options) (report, error) {
-	r := report{duration: o.duration, coldRuns: o.coldRuns, slices: o.slices, params: loadParams{maxTokens: o.maxTokens, seed: 42},
+	r := report{duration: o.duration, coldRuns: o.coldRuns, slices: o.slices, params: loadParams{maxTokens: o.maxTokens, seed: 42}, specs: o.cells,
 		cmdline: "go run ./router/testbed/bench " + homeTilde(strings.Join(os.Args[1:], " "))}
 	r.machine = harness.Describe(ctx, o.llamaServer)
 	r.loadAvg = append(r.loadAvg, "start "+harness.LoadAvg())
@@ -171,7 +177,7 @@ func run(ctx context.Context, o options) (report, error) {
 			return r, err
 		}
 	}
-	for _, spec := range cellSpecs() {
+	for _, spec := range o.cells {
 		progress(fmt.Sprintf("%s c=%d (load %s)", spec.mode(), spec.concurrency, harness.LoadAvg()))
 		cells, err := runCell(ctx, client, targets, spec, r.params, o.duration, o.slices)
 		if err != nil {
