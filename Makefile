@@ -83,10 +83,12 @@ soak: llama-server
 	$(GO) run ./router/testbed/chaos -llama-server $(LLAMA_SERVER_BIN) -soak
 
 FUZZTIME ?= 60s
+# Go's default (60 s) lets minimizing one slow input (a file written and parsed per run) eat the whole run.
+FUZZMINIMIZE ?= 5s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzExtractModel$$' -fuzztime $(FUZZTIME) ./router/
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./router/config/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./router/catalog/
+	$(GO) test -run '^$$' -fuzz '^FuzzExtractModel$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/config/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/catalog/
 
 # The real window under Xvfb, one model loaded with an active stream → docs/screenshot.png.
 screenshot: deps-test
