@@ -176,7 +176,7 @@ func (p *proc) line(l string) {
 
 // logLine keeps an ordinary output line and notes a bind failure.
 func (p *proc) logLine(l string) {
-	if isBindFailure(l) {
+	if !p.loaded.Load() && isBindFailure(l) { // a port is bound before the model loads, never after
 		p.bindFailed.Store(true)
 	}
 	if p.log.Enabled(context.Background(), slog.LevelDebug) {

@@ -36,6 +36,7 @@ type proc struct {
 	probes  chan probeResult // capacity 1: at most one probe is in flight
 
 	bindFailed atomic.Bool  // an output line said the port could not be bound
+	loaded     atomic.Bool  // it became ready: output lines are no longer checked for a bind failure
 	lastOutput atomic.Int64 // unix nanoseconds of the last output bytes
 }
 

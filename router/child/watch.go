@@ -235,6 +235,7 @@ func (w *watch) onState(m stateMsg) {
 // becomeReady marks the process loaded.
 func (w *watch) becomeReady(how string) {
 	w.phase = phaseReady
+	w.p.loaded.Store(true)
 	w.loadC = nil
 	w.loadTimer.Stop()
 	w.p.log.Info("llama-server ready", "by", how, "load_time", time.Since(w.loadStart).Round(time.Millisecond))
