@@ -70,8 +70,9 @@ e2e: llama-server
 	LLAMA_SERVER=$(LLAMA_SERVER_BIN) $(GO) test -race -count=1 -timeout 30m -v ./router/e2e/
 
 # Benchmarks and proof runs (issue-level figures; none of them are timed assertions in unit tests).
-bench: llama-server
-	$(GO) run ./router/testbed/bench -llama-server $(LLAMA_SERVER_BIN) -duration 10s -out docs/benchmarks.md
+# The router is measured as users run it: the llamatray binary of `make build`, as its own process.
+bench: llama-server deps build
+	$(GO) run ./router/testbed/bench -llama-server $(LLAMA_SERVER_BIN) -llamatray ./llamatray -duration 10s -out docs/benchmarks.md
 
 chaos: llama-server
 	$(GO) run ./router/testbed/chaos -llama-server $(LLAMA_SERVER_BIN) -requests 2000 -clients 32

@@ -181,6 +181,13 @@ func runServe(args []string, b Build, env Env) error {
 	}
 	log, closeLog := newLogger(cfg.LogLevel, env.Stderr)
 	defer closeLog()
+	if prof := env.Getenv(cpuProfileEnv); prof != "" {
+		stopProf, err := startCPUProfile(prof)
+		if err != nil {
+			return err
+		}
+		defer stopProf()
+	}
 	svc, err := service.New(cfg, service.Options{ConfigPath: path, Version: b.Version, Logger: log})
 	if err != nil {
 		return err

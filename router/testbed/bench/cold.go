@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/testbed/bench/harness"
 )
 
@@ -23,7 +22,7 @@ func (c coldResult) overhead() time.Duration {
 
 // measureCold runs n rounds, each one direct spawn (then stopped) and one cold load through svc
 // (unloaded again afterwards), interleaved so both see the same machine load.
-func measureCold(ctx context.Context, c *http.Client, svc *harness.Service, bin, model, id string, args []string, tmp string, n int) (coldResult, error) {
+func measureCold(ctx context.Context, c *http.Client, svc *harness.Process, bin, model, id string, args []string, tmp string, n int) (coldResult, error) {
 	var out coldResult
 	body := harness.ChatBody(id, true, 1, 42)
 	for i := range n {
@@ -34,11 +33,11 @@ func measureCold(ctx context.Context, c *http.Client, svc *harness.Service, bin,
 		d.Stop()
 		out.direct = append(out.direct, took)
 
-		if err := svc.Engine().Unload(ctx, id, false); err != nil {
+		if err := svc.Unload(ctx, id, false); err != nil {
 			return out, fmt.Errorf("cold run %d, unload: %w", i, err)
 		}
-		if st := svc.Status(id); st.State != engine.StateUnloaded {
-			return out, fmt.Errorf("cold run %d: model is %s after unload, want unloaded", i, st.State)
+		if st, err := svc.State(ctx, id); err != nil || st != "unloaded" {
+			return out, fmt.Errorf("cold run %d: model is %q after unload (%v), want unloaded", i, st, err)
 		}
 		r := harness.Do(ctx, c, harness.Request{URL: svc.ChatURL(), Body: body, Stream: true, Retryable: true})
 		if !r.OK() {

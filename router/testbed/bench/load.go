@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"net/http"
-	"os"
-	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -13,9 +11,10 @@ import (
 
 // target is one side of the comparison.
 type target struct {
-	name  string // "direct" or "router"
-	url   string // its /v1/chat/completions
-	model string // the model name in request bodies
+	name  string                       // "direct" or "router"
+	url   string                       // its /v1/chat/completions
+	model string                       // the model name in request bodies
+	cpu   func() (time.Duration, bool) // CPU time used so far by the server process (llama-server, or Llamatray without its children)
 }
 
 // cellSpec is one load shape.
@@ -41,15 +40,16 @@ type cellResult struct {
 	lat      []time.Duration // latency of each complete answer
 	ttfb     []time.Duration // first body byte of each complete stream
 	firstErr string
-	cpu      time.Duration // CPU time of this process (load client, and the router when it is the target)
+	cpu      time.Duration // CPU time of this process: the load client
+	srvCPU   time.Duration // CPU time of the target's server process
 }
 
-// cpuPerRequest is this process's CPU time per complete answer.
-func (r cellResult) cpuPerRequest() time.Duration {
+// serverCPUPerRequest is the target process's CPU time per complete answer.
+func (r cellResult) serverCPUPerRequest() time.Duration {
 	if r.ok == 0 {
 		return 0
 	}
-	return r.cpu / time.Duration(r.ok)
+	return r.srvCPU / time.Duration(r.ok)
 }
 
 func (r cellResult) rps() float64 {
@@ -75,7 +75,7 @@ func runCell(ctx context.Context, c *http.Client, targets []target, spec cellSpe
 	for s := range slices {
 		for k := range targets {
 			i := (k + s) % len(targets)
-			r, err := runSlice(ctx, c, targets[i], spec, p, d/time.Duration(slices), "")
+			r, err := runSlice(ctx, c, targets[i], spec, p, d/time.Duration(slices))
 			if err != nil {
 				return out, err
 			}
@@ -89,6 +89,7 @@ func runCell(ctx context.Context, c *http.Client, targets []target, spec cellSpe
 func (r *cellResult) add(s cellResult) {
 	r.elapsed += s.elapsed
 	r.cpu += s.cpu
+	r.srvCPU += s.srvCPU
 	r.ok += s.ok
 	r.failures += s.failures
 	r.lat = append(r.lat, s.lat...)
@@ -100,27 +101,16 @@ func (r *cellResult) add(s cellResult) {
 
 // runSlice keeps spec.concurrency requests in flight against t for d (closed loop: each worker sends
 // its next request when the previous one ended). Requests started before the deadline all finish
-// and count; the elapsed time runs until the last one ended. With profile set, the CPU profile is
-// written there for the duration of the slice.
-func runSlice(ctx context.Context, c *http.Client, t target, spec cellSpec, p loadParams, d time.Duration, profile string) (cellResult, error) {
+// and count; the elapsed time runs until the last one ended.
+func runSlice(ctx context.Context, c *http.Client, t target, spec cellSpec, p loadParams, d time.Duration) (cellResult, error) {
 	body := harness.ChatBody(t.model, spec.stream, p.maxTokens, p.seed)
 	res := cellResult{spec: spec, target: t.name}
-	if profile != "" {
-		f, err := os.Create(profile)
-		if err != nil {
-			return res, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return res, err
-		}
-		defer pprof.StopCPUProfile()
-	}
 	var (
 		mu sync.Mutex // guards res while workers run
 		wg sync.WaitGroup
 	)
 	cpu0, _ := harness.ProcessCPU()
+	srv0, srvOK := t.cpu()
 	start := time.Now()
 	deadline := start.Add(d)
 	for range spec.concurrency {
@@ -150,6 +140,9 @@ func runSlice(ctx context.Context, c *http.Client, t target, spec cellSpec, p lo
 	res.elapsed = time.Since(start)
 	if cpu1, ok := harness.ProcessCPU(); ok {
 		res.cpu = cpu1 - cpu0
+	}
+	if srv1, ok := t.cpu(); ok && srvOK {
+		res.srvCPU = srv1 - srv0
 	}
 	return res, ctx.Err()
 }

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -35,6 +34,8 @@ type options struct {
 	slices      int
 	extraArgs   string
 	cells       []cellSpec
+	llamatray   string
+	routerEnv   []string
 }
 
 func main() {
@@ -76,6 +77,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.maxTokens, "max-tokens", 8, "max_tokens of every request")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary folder (models, logs)")
 	fs.StringVar(&o.extraArgs, "extra-args", "", "more llama-server arguments for both targets, space separated (e.g. \"-lv 2\")")
+	fs.StringVar(&o.llamatray, "llamatray", "", "llamatray binary to measure (default: go build . into the temporary folder)")
+	routerEnv := fs.String("router-env", "", "more environment for the llamatray process, space separated (e.g. \"GOMAXPROCS=1\")")
 	cells := fs.String("cells", "", "only these load cells, comma separated MODE/C (e.g. \"json/8,stream/8\"); default all")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -84,6 +87,7 @@ func parseFlags(args []string) (options, error) {
 	if o.cells, err = parseCells(*cells); err != nil {
 		return o, err
 	}
+	o.routerEnv = strings.Fields(*routerEnv)
 	switch {
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
@@ -139,38 +143,40 @@ func run(ctx context.Context, o options) (report, error) {
 	}
 	defer direct.Stop()
 
+	bin := o.llamatray
+	if bin == "" {
+		progress("building llamatray")
+		bin = filepath.Join(tmp, "llamatray")
+		if err := harness.BuildLlamatray(ctx, bin); err != nil {
+			return r, err
+		}
+	}
 	progress("starting Llamatray")
-	cfg, err := harness.Config(modelDir, o.llamaServer)
+	pcfg := harness.ProcessConfig{ModelDir: modelDir, LlamaServer: o.llamaServer, Args: append([]string{"-t", "1"}, extra...), Env: o.routerEnv}
+	if o.cpuprofile != "" {
+		pcfg.Env = append(pcfg.Env, "LLAMATRAY_CPUPROFILE="+o.cpuprofile)
+		r.profiles = append(r.profiles, o.cpuprofile)
+	}
+	svc, err := harness.StartProcess(ctx, bin, pcfg, tmp)
 	if err != nil {
 		return r, err
 	}
-	cfg.Defaults.Args = append(cfg.Defaults.Args, extra...)
-	logf, err := os.Create(filepath.Join(tmp, "llamatray.log"))
+	defer svc.Stop()
+	if len(o.routerEnv) > 0 {
+		r.modelDesc += ", Llamatray's environment `" + strings.Join(o.routerEnv, " ") + "`"
+	}
+	id, err := svc.ModelID(ctx, model)
 	if err != nil {
 		return r, err
 	}
-	defer logf.Close()
-	svc, err := harness.StartService(ctx, cfg, slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn})), nil)
-	if err != nil {
-		return r, err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = svc.Stop(sctx)
-	}()
-	id, err := svc.ModelID(model)
-	if err != nil {
-		return r, err
-	}
-	if err := svc.Engine().Load(ctx, id); err != nil {
+	if err := svc.Load(ctx, id); err != nil {
 		return r, fmt.Errorf("preloading %s: %w", id, err)
 	}
 
 	client := harness.NewClient(64)
 	targets := []target{
-		{name: "direct", url: direct.URL + "/v1/chat/completions", model: id},
-		{name: "router", url: svc.ChatURL(), model: id},
+		{name: "direct", url: direct.URL + "/v1/chat/completions", model: id, cpu: direct.CPU},
+		{name: "router", url: svc.ChatURL(), model: id, cpu: svc.CPU},
 	}
 	for _, t := range targets {
 		if err := warm(ctx, client, t, r.params, 20); err != nil {
@@ -186,18 +192,6 @@ func run(ctx context.Context, o options) (report, error) {
 		r.cells = append(r.cells, cells...)
 	}
 	r.loadAvg = append(r.loadAvg, "after the load cells "+harness.LoadAvg())
-	if o.cpuprofile != "" {
-		// A separate pass, so profiling never slows the router's measured cells.
-		for _, stream := range []bool{false, true} {
-			spec := cellSpec{stream: stream, concurrency: 8}
-			prof := profilePath(o.cpuprofile, stream)
-			progress(fmt.Sprintf("profiling router %s c=8 into %s", spec.mode(), prof))
-			if _, err := runSlice(ctx, client, targets[1], spec, r.params, o.duration, prof); err != nil {
-				return r, err
-			}
-			r.profiles = append(r.profiles, prof)
-		}
-	}
 	if exited, err := direct.Exited(); exited {
 		return r, fmt.Errorf("the direct llama-server exited during the run: %v", err)
 	}
@@ -209,6 +203,7 @@ func run(ctx context.Context, o options) (report, error) {
 		return r, err
 	}
 	r.loadAvg = append(r.loadAvg, "after the cold loads "+harness.LoadAvg())
+	svc.Stop() // writes the CPU profile
 
 	progress("catalog scan")
 	r.scan, err = measureScan(ctx, filepath.Join(tmp, "scan"), o.scanModels, 3, 5)
@@ -220,15 +215,6 @@ func run(ctx context.Context, o options) (report, error) {
 		fmt.Fprintln(os.Stderr, "bench: CPU profile", p)
 	}
 	return r, nil
-}
-
-// profilePath is FILE for the JSON cell and FILE with -stream before the extension for streaming.
-func profilePath(file string, stream bool) string {
-	if !stream {
-		return file
-	}
-	ext := filepath.Ext(file)
-	return strings.TrimSuffix(file, ext) + "-stream" + ext
 }
 
 func progress(msg string) { fmt.Fprintln(os.Stderr, "bench:", msg) }

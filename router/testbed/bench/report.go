@@ -75,6 +75,8 @@ func (r report) checks() []check {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
 // markdown renders the results block printed to stdout and written into docs/benchmarks.md.
 func (r report) markdown() string {
 	var b strings.Builder
@@ -94,8 +96,8 @@ func (r report) markdown() string {
 				harness.Ms(harness.Median(c.lat)), harness.Ms(harness.Percentile(c.lat, 99)), ttfb, c.failures)
 		}
 	}
-	w("\n| mode | c | throughput router/direct | added p50 ms | added first-byte p50 ms | router CPU µs/request |\n")
-	w("| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	w("\n| mode | c | throughput router/direct | added p50 ms | added first-byte p50 ms | llama-server CPU µs/request (direct) | Llamatray CPU µs/request |\n")
+	w("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, spec := range specs {
 		d, rt := r.pair(spec)
 		ratio := 0.0
@@ -106,11 +108,12 @@ func (r report) markdown() string {
 		if spec.stream {
 			ttfb = fmt.Sprintf("%+.2f", ms(harness.Median(rt.ttfb)-harness.Median(d.ttfb)))
 		}
-		w("| %s | %d | %.3f× | %+.2f | %s | %.0f |\n", spec.mode(), spec.concurrency, ratio, ms(harness.Median(rt.lat)-harness.Median(d.lat)), ttfb,
-			float64(rt.cpuPerRequest()-d.cpuPerRequest())/float64(time.Microsecond))
+		w("| %s | %d | %.3f× | %+.2f | %s | %.0f | %.0f |\n", spec.mode(), spec.concurrency, ratio, ms(harness.Median(rt.lat)-harness.Median(d.lat)), ttfb,
+			us(d.serverCPUPerRequest()), us(rt.serverCPUPerRequest()))
 	}
-	w("\nRouter CPU per request = this process's CPU time per answer during the router's rounds (load client +\n")
-	w("Llamatray) minus the same during the direct rounds (load client only); llama-server's own CPU is not in it.\n")
+	w("\nCPU per request = the server process's CPU time (user + system, from /proc) during its rounds, per\n")
+	w("complete answer: llama-server's when called directly; Llamatray's own (not its llama-server's) when\n")
+	w("called through it.\n")
 	w("\n| cold load (median of %d) | ms |\n| --- | ---: |\n", r.coldRuns)
 	w("| direct: spawn → first /health 200 | %s |\n", harness.Ms(harness.Median(r.cold.direct)))
 	w("| Llamatray: request for an unloaded model → first byte | %s |\n", harness.Ms(harness.Median(r.cold.router)))
@@ -144,17 +147,20 @@ func (r report) writeDoc(path string) error {
 	w("started by hand and called directly. Both serve the same tiny random-weight model (so the\n")
 	w("router's own cost is not hidden behind a long generation), with the same flags, requests and seed.\n\n")
 	w("## How to reproduce\n\n")
-	w("```sh\nmake bench            # fetches llama-server, then runs the command below\n")
-	w("go run ./router/testbed/bench -llama-server \"$(bash scripts/fetch-llama-server.sh)\" -duration 10s -out docs/benchmarks.md\n```\n\n")
+	w("```sh\nmake bench            # fetches llama-server, builds llamatray, then runs the command below\n")
+	w("go run ./router/testbed/bench -llama-server \"$(bash scripts/fetch-llama-server.sh)\" -llamatray ./llamatray -duration 10s -out docs/benchmarks.md\n```\n\n")
 	w("Flags: `-duration` per cell and target, `-slices` (5 alternating rounds per cell), `-cold-runs` (10),\n")
-	w("`-scan-models` (1000), `-max-tokens` (8), `-cpuprofile FILE` (after the measured cells, the router under\n")
-	w("the c=8 load for `-duration` more, streaming into FILE with `-stream` before the extension; the profile\n")
-	w("covers the whole process, load client included: `go tool pprof -top FILE`).\n\n")
+	w("`-scan-models` (1000), `-max-tokens` (8), `-cells` (only some cells, e.g. `json/8,stream/8`),\n")
+	w("`-llamatray PATH` (default: `go build .` into a temporary folder), `-router-env` (more environment for the\n")
+	w("Llamatray process), `-extra-args` (more llama-server arguments for both targets), `-cpuprofile FILE`\n")
+	w("(Llamatray writes a CPU profile of its whole run there, through `LLAMATRAY_CPUPROFILE`:\n")
+	w("`go tool pprof -top FILE`).\n\n")
 	w("What runs:\n\n")
 	w("- A 64-wide, 2-block llama model written by `router/testbed/ggufwrite`.\n")
 	w("- **direct**: `llama-server -m MODEL -c 2048 -t 1 --host 127.0.0.1 --port P`, ready when `/health` answers 200.\n")
-	w("- **router**: Llamatray in-process (`router/service`), model folder = that one model, `ctx_size = 2048`,\n")
-	w("  `args = [\"-t\", \"1\"]`, no idle sleep; the model is loaded with `Engine().Load` before measuring.\n")
+	w("- **router**: `llamatray serve` as its own process, as users run it: model folder = that one model,\n")
+	w("  `ctx_size = 2048`, `args = [\"-t\", \"1\"]`, no idle sleep, `log_level = \"warn\"`; the model is loaded\n")
+	w("  through its management API before measuring.\n")
 	w("- Each cell runs in rounds: direct then router, router then direct, and so on, so a load spike from\n")
 	w("  other work on the machine hits both targets alike.\n")
 	w("- Load: closed loop, `c` concurrent clients sharing one `http.Client`, each sending its next\n")
@@ -165,7 +171,7 @@ func (r report) writeDoc(path string) error {
 	w("  any answer byte (llama-server closes the connection after every stream), as SDK clients do.\n")
 	w("- Cold load: a streamed request (`max_tokens` 1) for an unloaded model through Llamatray, time to the\n")
 	w("  first byte of the answer, against spawning llama-server by hand until its first `/health` 200; the\n")
-	w("  model is unloaded with `Engine().Unload` between runs; runs are interleaved.\n")
+	w("  model is unloaded through the management API between runs; runs are interleaved.\n")
 	w("- Catalog scan: sparse header-only GGUF files in 10 folders; cold = a new `catalog.Catalog` each time,\n")
 	w("  warm = rescanning the unchanged tree. The files stay in the page cache.\n\n")
 	w("## Machine\n\n%s.\n\nCommand: `%s`\n\n", r.machine, r.cmdline)

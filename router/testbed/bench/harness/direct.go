@@ -118,6 +118,10 @@ func (d *Direct) Stop() {
 	}
 }
 
+// CPU is the CPU time (user + system) the server has used so far; ok is false where /proc cannot
+// tell (other systems).
+func (d *Direct) CPU() (time.Duration, bool) { return procCPU(d.PID) }
+
 // Exited reports whether the process ended, and how.
 func (d *Direct) Exited() (bool, error) {
 	select {

@@ -2,7 +2,10 @@
 
 package harness
 
-import "os/exec"
+import (
+	"os/exec"
+	"time"
+)
 
 // setProcAttr leaves the defaults: the harnesses are measured on Linux.
 func setProcAttr(cmd *exec.Cmd) {}
@@ -11,3 +14,6 @@ func setProcAttr(cmd *exec.Cmd) {}
 func killGroup(cmd *exec.Cmd) {
 	_ = cmd.Process.Kill()
 }
+
+// procCPU is not read on this system.
+func procCPU(pid int) (time.Duration, bool) { return 0, false }
