@@ -94,8 +94,7 @@ func (m *modelsWindow) askImport(paths []string) {
 
 // importFiles links or copies the files into dir off the UI thread, showing progress, then rescans.
 func (m *modelsWindow) importFiles(paths []string, dir string, mode ImportMode) {
-	m.progress.SetValue(0)
-	m.progress.Show()
+	m.setProgress(true, 0)
 	m.setStatus("Adding " + filepath.Base(paths[0]) + "…")
 	go func() {
 		var added []string
@@ -113,7 +112,7 @@ func (m *modelsWindow) importFiles(paths []string, dir string, mode ImportMode) 
 				}
 				lastPct = pct
 				m.u.onUI(func() {
-					m.progress.SetValue(float64(pct) / 100)
+					m.setProgress(true, float64(pct)/100)
 					m.setStatus(fmt.Sprintf("Copying %s… %s of %s", name, humanBytes(done), humanBytes(total)))
 				})
 			})
@@ -130,7 +129,7 @@ func (m *modelsWindow) importFiles(paths []string, dir string, mode ImportMode) 
 		}
 		m.u.refresh.Kick()
 		m.u.onUI(func() {
-			m.progress.Hide()
+			m.setProgress(false, 0)
 			m.setStatus("")
 			if len(added) > 0 {
 				m.setStatus("Added " + strings.Join(added, ", ") + ".")

@@ -2,10 +2,12 @@ package app
 
 import (
 	"fmt"
+	"image"
 	"reflect"
 	"strings"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
@@ -14,11 +16,23 @@ import (
 
 // modelsWindow is the main window: memory, problems, and the models grouped Loaded, Sleeping,
 // Available. Its fields are used on the UI thread only.
+//
+// The window object exists from the start, as Fyne's tray (SetSystemTrayWindow) needs it, but its
+// content is built when it is first shown: the widgets measure text, which loads Fyne's fonts
+// (about 20 MB of heap, 25 MB of RSS) that an app started at login and left in the tray never needs. Fyne creates
+// no OpenGL context for a window before its first Show either. Until then the widget fields are nil
+// and every method keeps what it would show (snapshot, status, progress) for build.
 type modelsWindow struct {
 	u       *ui
 	win     fyne.Window
-	visible bool
+	visible bool // shown by show, or by a click on the tray icon; false after hide
 
+	// shownSensor is drawn behind the content: Fyne draws it (and calls its generator) only
+	// while the window is mapped, and again after hide refreshes it. A click on the tray icon shows
+	// the window through Fyne's driver, not through show; the sensor is how the window learns it.
+	shownSensor *canvas.Raster
+
+	// Content, nil until build.
 	filter   *widget.Entry
 	bar      *memoryBar
 	banners  *fyne.Container // not serving, llama-server missing
@@ -26,24 +40,37 @@ type modelsWindow struct {
 	status   *widget.Label   // progress of adding a model, last result
 	progress *widget.ProgressBar
 
-	snap       Snapshot
-	rows       []rowView // what list shows
-	listKey    string    // the empty state or filter the list shows when it has no rows
-	bannersKey string
+	snap         Snapshot
+	statusText   string    // what status shows; "" hides it
+	progressShow bool      // whether progress shows
+	progressVal  float64   // progress's value, 0 to 1
+	rows         []rowView // what list shows
+	listKey      string    // the empty state or filter the list shows when it has no rows
+	bannersKey   string
 }
 
+// newModelsWindow creates the window without its content, which build makes on the first show.
 func newModelsWindow(u *ui) *modelsWindow {
 	m := &modelsWindow{u: u, win: u.app.NewWindow("Llamatray")}
 	m.win.SetIcon(appIcon)
 	m.win.Resize(fyne.NewSize(920, 640))
 	m.win.SetCloseIntercept(m.hide)
 	m.win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { m.dropped(uris) })
+	m.shownSensor = canvas.NewRaster(m.drawn)
+	m.win.SetContent(m.shownSensor) // a raster has no minimum size to measure: no fonts load
+	return m
+}
 
+// built reports whether the content exists.
+func (m *modelsWindow) built() bool { return m.list != nil }
+
+// build makes the content, with the status and progress set before it existed.
+func (m *modelsWindow) build() {
 	m.filter = widget.NewEntry()
 	m.filter.SetPlaceHolder("Filter models")
 	m.filter.OnChanged = func(string) { m.update(m.snap) }
 	add := widget.NewButtonWithIcon("Add model…", theme.ContentAddIcon(), m.addModel)
-	settings := widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), u.showSettings)
+	settings := widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), m.u.showSettings)
 	toolbar := container.NewBorder(nil, nil, nil, container.NewHBox(add, settings), m.filter)
 
 	m.bar = newMemoryBar()
@@ -51,33 +78,62 @@ func newModelsWindow(u *ui) *modelsWindow {
 	m.list = container.NewVBox()
 	m.status = widget.NewLabel("")
 	m.status.Wrapping = fyne.TextWrapWord
-	m.status.Hide()
 	m.progress = widget.NewProgressBar()
-	m.progress.Hide()
+	m.setStatus(m.statusText)
+	m.setProgress(m.progressShow, m.progressVal)
 
 	top := container.NewVBox(toolbar, m.banners, memoryBox(m.bar), m.status, m.progress, widget.NewSeparator())
-	m.win.SetContent(container.NewBorder(top, nil, nil, nil, container.NewVScroll(m.list)))
-	return m
+	body := container.NewBorder(top, nil, nil, nil, container.NewVScroll(m.list))
+	m.win.SetContent(container.NewStack(m.shownSensor, body))
 }
 
+// show opens the window, or brings it forward.
 func (m *modelsWindow) show() {
-	m.visible = true
-	m.update(m.u.snap)
+	m.opened()
 	m.win.Show()
 	m.win.RequestFocus()
+}
+
+// opened makes the window's state that of a shown window: content built and up to date.
+func (m *modelsWindow) opened() {
+	if !m.built() {
+		m.build()
+	}
+	m.visible = true
+	m.update(m.u.snap)
 	m.u.refresh.Kick()
 }
+
+// drawn is shownSensor's generator, called by Fyne's painter (on the UI thread) when it draws the
+// sensor: the window is mapped. When that was not show's doing, the window catches up, after the
+// frame being drawn.
+func (m *modelsWindow) drawn(_, _ int) image.Image {
+	if !m.visible {
+		m.u.onUI(func() {
+			if !m.visible {
+				m.opened()
+			}
+		})
+	}
+	return transparentPixel
+}
+
+// transparentPixel is what shownSensor draws, stretched.
+var transparentPixel = image.NewNRGBA(image.Rect(0, 0, 1, 1))
 
 // hide is what closing the window does: the app keeps running in the tray.
 func (m *modelsWindow) hide() {
 	m.visible = false
 	m.win.Hide()
+	// Its texture is freed before the next frame drawn, so that the next show, whoever does it,
+	// calls drawn again.
+	m.shownSensor.Refresh()
 }
 
 // update shows a snapshot; parts that did not change are left alone.
 func (m *modelsWindow) update(s Snapshot) {
 	m.snap = s
-	if !m.visible {
+	if !m.visible || !m.built() {
 		return
 	}
 	m.bar.set(s.Budget)
@@ -174,17 +230,40 @@ func (m *modelsWindow) updateBanners(s Snapshot) {
 	m.banners.Refresh()
 }
 
-// showError reports a failed action in a dialog.
+// showError reports a failed action in a dialog, or as a notification when the window is not shown.
 func (m *modelsWindow) showError(what string, err error) {
+	if !m.visible {
+		m.u.send(fyne.NewNotification(what+" failed", err.Error()))
+		return
+	}
 	dialog.ShowError(fmt.Errorf("%s: %w", what, err), m.win)
 }
 
-// setStatus shows a line of progress or result; "" hides it.
+// setStatus shows a line of progress or result; "" hides it. Before build it is kept for build.
 func (m *modelsWindow) setStatus(text string) {
+	m.statusText = text
+	if !m.built() {
+		return
+	}
 	m.status.SetText(text)
 	if text == "" {
 		m.status.Hide()
 	} else {
 		m.status.Show()
+	}
+}
+
+// setProgress shows or hides the progress bar, at value from 0 to 1. Before build it is kept for
+// build.
+func (m *modelsWindow) setProgress(show bool, value float64) {
+	m.progressShow, m.progressVal = show, value
+	if !m.built() {
+		return
+	}
+	m.progress.SetValue(value)
+	if show {
+		m.progress.Show()
+	} else {
+		m.progress.Hide()
 	}
 }

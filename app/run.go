@@ -78,9 +78,10 @@ func Run(ctx context.Context, o Options) error {
 	u := newUI(fa, b, log, systemAutostart())
 	u.snap = b.Snapshot()
 	u.snap.Autostart = u.auto.enabled()
-	u.models = newModelsWindow(u)
+	u.models = newModelsWindow(u) // its content is built on the first show
 
-	// The tray icon and menu are set before Run, as the system tray needs them at start.
+	// The tray icon and menu are set before Run, as the system tray needs them at start. A click on
+	// the icon shows the models window through Fyne's driver; the window notices (modelsWindow.drawn).
 	u.apply(u.snap)
 	if desk, ok := fa.(desktop.App); ok {
 		desk.SetSystemTrayWindow(u.models.win)

@@ -185,3 +185,14 @@ func visibleWindow(display, title string) (visible, ok bool) {
 	out, err := cmd.Output()
 	return err == nil && len(strings.TrimSpace(string(out))) > 0, true
 }
+
+// unmapWindow unmaps the mapped window titled exactly title on display, as a window manager hiding
+// it would; the app is not told. It needs xdotool.
+func unmapWindow(display, title string) error {
+	cmd := exec.Command("xdotool", "search", "--onlyvisible", "--name", "^"+title+"$", "windowunmap")
+	cmd.Env = append(os.Environ(), "DISPLAY="+display)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("xdotool windowunmap %q: %w: %s", title, err, out)
+	}
+	return nil
+}

@@ -158,3 +158,11 @@ func click(conn *dbus.Conn, bus string, menu dbus.ObjectPath, id int32) error {
 	}
 	return nil
 }
+
+// activate calls Activate(0, 0) on the tray item: what a tray host does on a click on the icon.
+func activate(conn *dbus.Conn, it trayItem) error {
+	if call := conn.Object(it.Bus, it.Path).Call(itemIface+".Activate", 0, int32(0), int32(0)); call.Err != nil {
+		return fmt.Errorf("Activate on %s: %w", it, call.Err)
+	}
+	return nil
+}

@@ -98,6 +98,37 @@ func driverRSS(pid int) (int64, error) {
 	return total, nil
 }
 
+// goHeapRSS is the resident part of pid's anonymous mappings in the address range Go's allocator
+// takes its heap arenas from on amd64: 0xc000000000, or since Go 1.26 a random address below 2^46
+// (the mmap area where C libraries, malloc and thread stacks go is near 2^47). It is the Go heap,
+// for the log.
+func goHeapRSS(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read smaps of pid %d: %w", pid, err)
+	}
+	var total int64
+	inHeap := false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			startHex, _, _ := strings.Cut(f[0], "-")
+			start, err := strconv.ParseUint(startHex, 16, 64)
+			inHeap = err == nil && start >= 1<<32 && start < 1<<46 && len(f) == 5
+			continue
+		}
+		if inHeap && len(f) == 3 && f[0] == "Rss:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("smaps of pid %d: %q", pid, sc.Text())
+			}
+			total += kb * 1024
+		}
+	}
+	return total, nil
+}
+
 // usage is what a process used over a measured period.
 type usage struct {
 	period     time.Duration
@@ -106,13 +137,15 @@ type usage struct {
 	rssPeak    int64
 	driverEnd  int64  // the GL driver's share of rssEnd
 	appPeak    int64  // peak of RSS minus the GL driver's share
+	heapEnd    int64  // the Go heap's share of rssEnd
 	breakdown  string // RSS by kind at the end
 }
 
 func (u usage) String() string {
 	return fmt.Sprintf("CPU %.2f%% of one core over %s; RSS %.1f MB at the end (%s), peak %.1f MB; "+
-		"GL driver %.1f MB of it; without the GL driver peak %.1f MB",
-		u.cpuPercent, u.period.Round(time.Second), mb(u.rssEnd), u.breakdown, mb(u.rssPeak), mb(u.driverEnd), mb(u.appPeak))
+		"GL driver %.1f MB of it, Go heap %.1f MB; without the GL driver peak %.1f MB",
+		u.cpuPercent, u.period.Round(time.Second), mb(u.rssEnd), u.breakdown, mb(u.rssPeak), mb(u.driverEnd),
+		mb(u.heapEnd), mb(u.appPeak))
 }
 
 func mb(b int64) float64 { return float64(b) / 1e6 }
@@ -152,6 +185,10 @@ func measure(pid int, period time.Duration) (usage, error) {
 			if drv, err = driverRSS(pid); err != nil {
 				return usage{}, err
 			}
+			heap, err := goHeapRSS(pid)
+			if err != nil {
+				return usage{}, err
+			}
 			elapsed := time.Since(start)
 			return usage{
 				period:     elapsed,
@@ -160,6 +197,7 @@ func measure(pid int, period time.Duration) (usage, error) {
 				rssPeak:    max(peak, s.rss),
 				driverEnd:  drv,
 				appPeak:    max(appPeak, s.rss-drv),
+				heapEnd:    heap,
 				breakdown:  rssBreakdown(pid),
 			}, nil
 		}
