@@ -28,16 +28,21 @@ const upstreamIdleTimeout = 3 * time.Second
 // newTransport is the one transport shared by every proxied request.
 func newTransport() *http.Transport {
 	return &http.Transport{
-		Proxy:                 nil, // children are on 127.0.0.1; never through an environment proxy
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: nil, // children are on 127.0.0.1; never through an environment proxy
+		// No TCP keep-alive probes: a child on loopback that goes away is seen by its supervisor,
+		// and llama-server closes the connection after every stream, so a dial per streamed request
+		// is common; the probes' four setsockopt calls were a visible part of each.
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: -1}).DialContext,
 		MaxIdleConns:          64,
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       upstreamIdleTimeout,
 		DisableCompression:    true, // pass encodings through untouched
 		ExpectContinueTimeout: 0,
 		ResponseHeaderTimeout: 0, // prompt processing of a long context can take minutes
-		ReadBufferSize:        32 << 10,
-		WriteBufferSize:       32 << 10,
+		// Buffers are per connection and, with a dial per stream, per request: small ones. Bodies
+		// larger than a buffer are read straight into the proxy's 32 KiB copy buffer anyway.
+		ReadBufferSize:  8 << 10,
+		WriteBufferSize: 8 << 10,
 	}
 }
 
