@@ -179,12 +179,30 @@ func (r report) writeDoc(path string) error {
 	w("average above the core count, the client, the router and llama-server compete for the same CPUs, so\n")
 	w("small differences (a few percent of throughput, a fraction of a millisecond) are within the noise.\n\n")
 	w("The model is tiny on purpose, which makes this the router's worst case: llama-server spends only a\n")
-	w("millisecond or two of CPU on such a request, so the router's own CPU per request (two more socket hops\n")
-	w("and reading the child's log lines) is a visible fraction of it, and when every core is busy it comes out\n")
-	w("of llama-server's share. With a real model every token costs llama-server milliseconds to tens of\n")
-	w("milliseconds and the same router cost disappears in it.\n\n")
+	w("millisecond or two of CPU on such a request, so the router's own CPU per request (a second HTTP hop,\n")
+	w("and for a stream a new connection to llama-server, which closes it after every stream) is a visible\n")
+	w("fraction of it, and when every core is busy it comes out of llama-server's share. With a real model\n")
+	w("every token costs llama-server milliseconds to tens of milliseconds and the same router cost\n")
+	w("disappears in it. The analysis at the end (kept across runs) says where the router's time goes.\n\n")
 	w("## Results\n\n%s", r.markdown())
+	w("%s", keptAnalysis(path))
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// analysisHeading starts the hand-written part of docs/benchmarks.md, which a new run keeps.
+const analysisHeading = "\n## Analysis\n"
+
+// keptAnalysis returns the hand-written analysis of the file at path, from its heading to the end,
+// or "" when there is none.
+func keptAnalysis(path string) string {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if i := strings.Index(string(old), analysisHeading); i >= 0 {
+		return string(old[i:])
+	}
+	return ""
 }
 
 // parseCells reads the -cells flag: "" is every cell, else MODE/C items such as "json/8,stream/32".
