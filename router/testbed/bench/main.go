@@ -14,10 +14,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/llamatray/llamatray/router/cli"
 	"github.com/llamatray/llamatray/router/testbed/bench/harness"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
@@ -36,9 +38,17 @@ type options struct {
 	cells       []cellSpec
 	llamatray   string
 	routerEnv   []string
+	floor       bool
 }
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == floorArg {
+		if err := runBareProxy(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: bare proxy:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -79,6 +89,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.extraArgs, "extra-args", "", "more llama-server arguments for both targets, space separated (e.g. \"-lv 2\")")
 	fs.StringVar(&o.llamatray, "llamatray", "", "llamatray binary to measure (default: go build . into the temporary folder)")
 	routerEnv := fs.String("router-env", "", "more environment for the llamatray process, space separated (e.g. \"GOMAXPROCS=1\")")
+	fs.BoolVar(&o.floor, "floor", false, "also measure a bare net/http ReverseProxy in its own process (with -router-env and Llamatray's GOMAXPROCS): the floor of any Go router")
 	cells := fs.String("cells", "", "only these load cells, comma separated MODE/C (e.g. \"json/8,stream/8\"); default all")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -177,6 +188,14 @@ func run(ctx context.Context, o options) (report, error) {
 	targets := []target{
 		{name: "direct", url: direct.URL + "/v1/chat/completions", model: id, cpu: direct.CPU},
 		{name: "router", url: svc.ChatURL(), model: id, cpu: svc.CPU},
+	}
+	if o.floor {
+		fl, err := startFloor(ctx, direct.URL, append([]string{fmt.Sprintf("GOMAXPROCS=%d", cli.RouterProcs(runtime.NumCPU()))}, o.routerEnv...))
+		if err != nil {
+			return r, err
+		}
+		defer fl.stop()
+		targets = append(targets, target{name: "floor", url: fl.url + "/v1/chat/completions", model: id, cpu: fl.cpu})
 	}
 	for _, t := range targets {
 		if err := warm(ctx, client, t, r.params, 20); err != nil {

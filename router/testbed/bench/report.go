@@ -29,17 +29,35 @@ type report struct {
 
 // pair finds the direct and router results of one cell.
 func (r report) pair(spec cellSpec) (direct, router cellResult) {
+	return r.result(spec, "direct"), r.result(spec, "router")
+}
+
+// result finds one target's result of one cell (zero when it did not run).
+func (r report) result(spec cellSpec, target string) cellResult {
 	for _, c := range r.cells {
-		if c.spec != spec {
-			continue
-		}
-		if c.target == "direct" {
-			direct = c
-		} else {
-			router = c
+		if c.spec == spec && c.target == target {
+			return c
 		}
 	}
-	return direct, router
+	return cellResult{}
+}
+
+// hasFloor reports whether the bare proxy was measured.
+func (r report) hasFloor() bool {
+	for _, c := range r.cells {
+		if c.target == "floor" {
+			return true
+		}
+	}
+	return false
+}
+
+// ratioOf is a's throughput over b's, 0 when b has none.
+func ratioOf(a, b cellResult) float64 {
+	if b.rps() <= 0 {
+		return 0
+	}
+	return a.rps() / b.rps()
 }
 
 // check is one target with its verdict.
@@ -81,13 +99,15 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 func (r report) markdown() string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	w("Each cell ran %s per target, in %d alternating rounds of direct and router; %s.\n\n", r.duration, r.slices, r.modelDesc)
+	w("Each cell ran %s per target, in %d rounds with the targets in rotating order; %s.\n\n", r.duration, r.slices, r.modelDesc)
 	w("| mode | c | target | req/s | p50 ms | p99 ms | first byte p50 ms | failures |\n")
 	w("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n")
 	specs := r.specs
 	for _, spec := range specs {
-		d, rt := r.pair(spec)
-		for _, c := range []cellResult{d, rt} {
+		for _, c := range r.cells {
+			if c.spec != spec {
+				continue
+			}
 			ttfb := "–"
 			if spec.stream {
 				ttfb = harness.Ms(harness.Median(c.ttfb))
@@ -114,6 +134,18 @@ func (r report) markdown() string {
 	w("\nCPU per request = the server process's CPU time (user + system, from /proc) during its rounds, per\n")
 	w("complete answer: llama-server's when called directly; Llamatray's own (not its llama-server's) when\n")
 	w("called through it.\n")
+	if r.hasFloor() {
+		w("\nFloor: Go's `httputil.ReverseProxy` with its defaults and nothing else, in its own process with\n")
+		w("Llamatray's GOMAXPROCS, in front of the same llama-server (`-floor`).\n\n")
+		w("| mode | c | throughput floor/direct | router/floor | added p50 ms (floor) | floor CPU µs/request |\n")
+		w("| --- | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, spec := range specs {
+			d, rt := r.pair(spec)
+			f := r.result(spec, "floor")
+			w("| %s | %d | %.3f× | %.3f× | %+.2f | %.0f |\n", spec.mode(), spec.concurrency, ratioOf(f, d), ratioOf(rt, f),
+				ms(harness.Median(f.lat)-harness.Median(d.lat)), us(f.serverCPUPerRequest()))
+		}
+	}
 	w("\n| cold load (median of %d) | ms |\n| --- | ---: |\n", r.coldRuns)
 	w("| direct: spawn → first /health 200 | %s |\n", harness.Ms(harness.Median(r.cold.direct)))
 	w("| Llamatray: request for an unloaded model → first byte | %s |\n", harness.Ms(harness.Median(r.cold.router)))

@@ -173,3 +173,7 @@ func (p *Process) Exited() (bool, error) {
 		return false, nil
 	}
 }
+
+// ProcessCPUOf is the CPU time (user + system) process pid has used so far; ok is false where /proc
+// cannot tell (other systems).
+func ProcessCPUOf(pid int) (time.Duration, bool) { return procCPU(pid) }
