@@ -86,6 +86,7 @@ type proxyTarget struct {
 	path    string // when set, replaces the path (the /upstream prefix stripped)
 	rawPath string
 	early   bool // headers were already sent to the client (loading progress)
+	stream  bool // the body asked for a stream
 }
 
 func targetFrom(r *http.Request) *proxyTarget {
@@ -125,6 +126,10 @@ func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
 	if t.path != "" {
 		pr.Out.URL.Path, pr.Out.URL.RawPath = t.path, t.rawPath
 	}
+	// llama-server closes the connection after a stream. Kept in the pool, that connection would be
+	// picked by a later request before its close is noticed, costing a failed write and a retry on
+	// a new one; so a stream's connection is not kept.
+	pr.Out.Close = t.stream
 	pr.Out.Header.Del("Authorization")
 	pr.Out.Header.Del("X-Api-Key")
 	if info := infoFrom(pr.In.Context()); info != nil {
@@ -313,7 +318,7 @@ func (rt *Router) serveModel(w http.ResponseWriter, r *http.Request, name string
 	if len(body) == 0 {
 		r.Body, r.GetBody = http.NoBody, nil
 	}
-	t := &proxyTarget{model: id, url: lease.URL, path: path, rawPath: rawPath, early: early}
+	t := &proxyTarget{model: id, url: lease.URL, path: path, rawPath: rawPath, early: early, stream: stream}
 	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
 	if early {
 		w = &sentWriter{ResponseWriter: w, h: make(http.Header)}

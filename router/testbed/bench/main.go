@@ -198,7 +198,9 @@ func run(ctx context.Context, o options) (report, error) {
 		targets = append(targets, target{name: "floor", url: fl.url + "/v1/chat/completions", model: id, cpu: fl.cpu})
 	}
 	for _, t := range targets {
-		if err := warm(ctx, client, t, r.params, 20); err != nil {
+		// The bare proxy answers 502 when it reuses a connection llama-server closed after a stream
+		// (one of the things Llamatray does more): its failures are counted, not fatal.
+		if err := warm(ctx, client, t, r.params, 20); err != nil && t.name != "floor" {
 			return r, err
 		}
 	}
