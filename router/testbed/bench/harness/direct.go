@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,12 +14,9 @@ import (
 
 // Direct is a llama-server started by the harness itself, not by Llamatray.
 type Direct struct {
-	URL  string // http://127.0.0.1:PORT
-	PID  int
-	cmd  *exec.Cmd
-	done chan struct{} // closed once the process is reaped
-	err  error         // Wait's result, set before done closes
-	log  *os.File
+	*server
+	URL string // http://127.0.0.1:PORT
+	PID int
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -51,18 +47,13 @@ func StartDirect(ctx context.Context, bin, model string, args []string, logPath 
 	argv := append([]string{"-m", model}, args...)
 	argv = append(argv, "--host", "127.0.0.1", "--port", strconv.Itoa(port))
 	cmd := exec.Command(bin, argv...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	setProcAttr(cmd)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	srv, err := startServer(cmd, logf)
+	if err != nil {
 		logf.Close()
 		return nil, 0, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	d := &Direct{URL: fmt.Sprintf("http://127.0.0.1:%d", port), PID: cmd.Process.Pid, cmd: cmd, done: make(chan struct{}), log: logf}
-	go func() {
-		d.err = cmd.Wait()
-		close(d.done)
-	}()
+	d := &Direct{server: srv, URL: fmt.Sprintf("http://127.0.0.1:%d", port), PID: cmd.Process.Pid}
 	if err := d.waitHealthy(ctx, 2*time.Minute); err != nil {
 		d.Stop()
 		return nil, 0, fmt.Errorf("%w (log: %s)", err, logPath)
@@ -100,38 +91,4 @@ func (d *Direct) waitHealthy(ctx context.Context, timeout time.Duration) error {
 
 // Stop ends the server: SIGTERM, then SIGKILL of its process group after 10 s. It waits until the
 // process is reaped.
-func (d *Direct) Stop() {
-	defer d.log.Close()
-	select {
-	case <-d.done:
-		return
-	default:
-	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(10 * time.Second)
-	defer t.Stop()
-	select {
-	case <-d.done:
-	case <-t.C:
-		killGroup(d.cmd)
-		<-d.done
-	}
-}
-
-// CPU is the CPU time (user + system) the server has used so far; ok is false where /proc cannot
-// tell (other systems).
-func (d *Direct) CPU() (time.Duration, bool) { return procCPU(d.PID) }
-
-// Exited reports whether the process ended, and how.
-func (d *Direct) Exited() (bool, error) {
-	select {
-	case <-d.done:
-		var ee *exec.ExitError
-		if errors.As(d.err, &ee) && ee.ExitCode() == -1 {
-			return true, nil // killed by our own signal
-		}
-		return true, d.err
-	default:
-		return false, nil
-	}
-}
+func (d *Direct) Stop() { d.stop(syscall.SIGTERM, 10*time.Second) }

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,11 +34,8 @@ type ProcessConfig struct {
 // Process is Llamatray running as its own process (`llamatray serve`), as users run it.
 type Process struct {
 	*client.Client
-	PID  int
-	cmd  *exec.Cmd
-	done chan struct{} // closed once the process is reaped
-	err  error         // Wait's result, set before done closes
-	log  *os.File
+	*server
+	PID int
 }
 
 // toml quotes s as a TOML basic string.
@@ -70,18 +66,13 @@ func StartProcess(ctx context.Context, bin string, cfg ProcessConfig, dir string
 		return nil, fmt.Errorf("llamatray log: %w", err)
 	}
 	cmd := exec.Command(bin, "serve", "--config", confPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), cfg.Env...)
-	setProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
+	srv, err := startServer(cmd, logf)
+	if err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	p := &Process{Client: client.New(fmt.Sprintf("127.0.0.1:%d", port)), PID: cmd.Process.Pid, cmd: cmd, done: make(chan struct{}), log: logf}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
+	p := &Process{Client: client.New(fmt.Sprintf("127.0.0.1:%d", port)), server: srv, PID: cmd.Process.Pid}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -136,43 +127,9 @@ func (p *Process) State(ctx context.Context, id string) (string, error) {
 	return "", fmt.Errorf("model %s not in llamatray's list", id)
 }
 
-// CPU is the CPU time (user + system) the process has used so far; ok is false where /proc cannot
-// tell (other systems).
-func (p *Process) CPU() (time.Duration, bool) { return procCPU(p.PID) }
-
 // Stop ends Llamatray as a user would (SIGINT: it stops its models, then exits), SIGKILL of its
 // process group after 30 s. It waits until the process is reaped.
-func (p *Process) Stop() {
-	defer p.log.Close()
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(os.Interrupt)
-	t := time.NewTimer(30 * time.Second)
-	defer t.Stop()
-	select {
-	case <-p.done:
-	case <-t.C:
-		killGroup(p.cmd)
-		<-p.done
-	}
-}
-
-// Exited reports whether the process ended, and how.
-func (p *Process) Exited() (bool, error) {
-	select {
-	case <-p.done:
-		var ee *exec.ExitError
-		if errors.As(p.err, &ee) && ee.ExitCode() == -1 {
-			return true, nil // killed by our own signal
-		}
-		return true, p.err
-	default:
-		return false, nil
-	}
-}
+func (p *Process) Stop() { p.stop(os.Interrupt, 30*time.Second) }
 
 // ProcessCPUOf is the CPU time (user + system) process pid has used so far; ok is false where /proc
 // cannot tell (other systems).
