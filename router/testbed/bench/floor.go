@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/llamatray/llamatray/router/testbed/bench/harness"
@@ -25,8 +28,16 @@ func runBareProxy(listen, target string) error {
 		return fmt.Errorf("bare proxy target: %w", err)
 	}
 	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(u) }}
-	return http.ListenAndServe(listen, proxy)
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("bare proxy: %w", err)
+	}
+	fmt.Println(floorReady) // tells startFloor it accepts connections
+	return http.Serve(ln, proxy)
 }
+
+// floorReady is the line the bare proxy prints once it listens.
+const floorReady = "listening"
 
 // floorProxy is the bare proxy started as its own process, like Llamatray.
 type floorProxy struct {
@@ -49,22 +60,30 @@ func startFloor(ctx context.Context, directURL string, env []string) (*floorProx
 	cmd := exec.Command(self, floorArg, addr, directURL)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("bare proxy: %w", err)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bare proxy: %w", err)
 	}
 	f := &floorProxy{cmd: cmd, url: "http://" + addr}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return f, nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(out).ReadString('\n') // "" when it exits first
+		line <- strings.TrimSpace(s)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case l := <-line:
+		if l != floorReady {
 			f.stop()
-			return nil, fmt.Errorf("bare proxy not listening on %s: %w", addr, err)
+			return nil, fmt.Errorf("bare proxy did not start on %s", addr)
 		}
-		time.Sleep(10 * time.Millisecond) // polling a port that has no event to wait on
+		return f, nil
+	case <-ctx.Done():
+		f.stop()
+		return nil, ctx.Err()
 	}
 }
 
