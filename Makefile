@@ -87,7 +87,7 @@ FUZZTIME ?= 60s
 # Go's default (60 s) lets minimizing one slow input (a file written and parsed per run) eat the whole run.
 FUZZMINIMIZE ?= 5s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzExtractModel$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/
+	$(GO) test -run '^$$' -fuzz '^FuzzExtractModel$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/httpapi/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/config/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/catalog/
 

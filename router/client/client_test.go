@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamatray/llamatray/router"
+	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/engine"
 )
@@ -83,7 +83,7 @@ func (c catalogStub) Lookup(name string) (catalog.Model, bool) { m, ok := c[name
 
 func startInstance(t *testing.T, keys ...string) (*httptest.Server, *engineStub) {
 	es := &engineStub{}
-	rt := router.New(router.Options{
+	rt := httpapi.New(httpapi.Options{
 		Engine:  es,
 		Catalog: catalogStub{"m1": {ID: "m1", Path: "/m/m1.gguf", Architecture: "qwen2", Quantization: "Q8_0", SizeBytes: 42, Splits: 1, Mmproj: "/m/mmproj.gguf"}, "m2": {ID: "m2"}},
 		Version: "1.2.3",

@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/llamatray/llamatray/router"
+	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
@@ -48,7 +48,7 @@ type Service struct {
 	log     *slog.Logger
 	cat     *catalog.Catalog
 	eng     *engine.Engine
-	handler atomic.Pointer[router.Router]
+	handler atomic.Pointer[httpapi.Server]
 	started time.Time
 	gpu     bool
 
@@ -219,8 +219,8 @@ func (s *Service) estimateParams(id string) catalog.EstimateParams {
 	return p
 }
 
-func (s *Service) newRouter(cfg config.Config) *router.Router {
-	return router.New(router.Options{
+func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
+	return httpapi.New(httpapi.Options{
 		Engine:                s.eng,
 		Catalog:               s.cat,
 		Listen:                cfg.Listen,
@@ -275,7 +275,7 @@ func (s *Service) Start(ctx context.Context) error {
 // listen binds addr and serves on it.
 func (s *Service) listen(addr string) error {
 	cfg := s.config()
-	if router.RequiresKey(addr) && len(cfg.APIKeys) == 0 {
+	if httpapi.RequiresKey(addr) && len(cfg.APIKeys) == 0 {
 		err := fmt.Errorf("%s: %w", addr, ErrNeedsKey)
 		s.setListen(nil, addr, err)
 		return err

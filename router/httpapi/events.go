@@ -1,4 +1,4 @@
-package router
+package httpapi
 
 import (
 	"encoding/json"
@@ -116,7 +116,7 @@ func (c *coalescer) next() (time.Time, bool) {
 
 // events serves GET /models/events: engine events as SSE, coalesced per model, with a keep-alive
 // comment when nothing happened for a while.
-func (rt *Router) events(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) events(w http.ResponseWriter, r *http.Request) {
 	ch, cancel := rt.o.Engine.Subscribe()
 	defer cancel()
 	h := w.Header()

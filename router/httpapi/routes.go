@@ -1,4 +1,4 @@
-package router
+package httpapi
 
 import (
 	"net/http"
@@ -25,7 +25,7 @@ var proxiedPOST = []string{
 var proxiedGET = []string{"/slots", "/metrics", "/lora-adapters"}
 
 // routes declares every route of the router.
-func (rt *Router) routes() *mux.Router {
+func (rt *Server) routes() *mux.Router {
 	m := mux.NewRouter()
 	m.SkipClean(true)    // /upstream paths reach the child exactly as sent
 	m.UseEncodedPath()   // {model} is one escaped segment
@@ -63,7 +63,7 @@ func (rt *Router) routes() *mux.Router {
 
 // modelRoute proxies a model-routed request: the model is the body's "model", else ?model=, else
 // the default model. The body is read once and replayed upstream byte for byte.
-func (rt *Router) modelRoute(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) modelRoute(w http.ResponseWriter, r *http.Request) {
 	body, err := rt.readBody(w, r)
 	if err != nil {
 		writeError(w, r, err)
@@ -82,7 +82,7 @@ func (rt *Router) modelRoute(w http.ResponseWriter, r *http.Request) {
 }
 
 // upstreamRoot sends /upstream/{model} to /upstream/{model}/ so the web UI's relative links resolve.
-func (rt *Router) upstreamRoot(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) upstreamRoot(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		rt.upstream(w, r)
 		return
@@ -96,7 +96,7 @@ func (rt *Router) upstreamRoot(w http.ResponseWriter, r *http.Request) {
 }
 
 // upstream serves /upstream/{model}/...: any method, the path after the model forwarded as is.
-func (rt *Router) upstream(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) upstream(w http.ResponseWriter, r *http.Request) {
 	name, ok := muxVar(r, "model")
 	if !ok || name == "" {
 		writeError(w, r, errNotFound)

@@ -1,4 +1,4 @@
-package router
+package httpapi
 
 import (
 	"bufio"
@@ -131,7 +131,7 @@ func TestCoalescerRate(t *testing.T) {
 }
 
 func TestEventsSSE(t *testing.T) {
-	srv, fe, _ := testRouter(t, "", nil, func(rt *Router) {
+	srv, fe, _ := testRouter(t, "", nil, func(rt *Server) {
 		rt.coalesce = 50 * time.Millisecond
 		rt.keepAlive = 40 * time.Millisecond
 	})

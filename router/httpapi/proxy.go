@@ -1,4 +1,4 @@
-package router
+package httpapi
 
 import (
 	"bytes"
@@ -94,7 +94,7 @@ func targetFrom(r *http.Request) *proxyTarget {
 	return t
 }
 
-func (rt *Router) newProxy() *httputil.ReverseProxy {
+func (rt *Server) newProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Transport: retryTransport{base: rt.transport, fresh: rt.fresh},
 		// Zero: a complete document (Content-Length known) goes out in one write when it is done. The
@@ -112,7 +112,7 @@ func (rt *Router) newProxy() *httputil.ReverseProxy {
 
 // rewrite points the request at the child and changes nothing else but the credentials (the
 // router's own, never forwarded) and the request ID.
-func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
+func (rt *Server) rewrite(pr *httputil.ProxyRequest) {
 	t := targetFrom(pr.In)
 	pr.SetURL(t.url)
 	if pr.Out.GetBody != nil && pr.Out.ContentLength > 0 {
@@ -139,7 +139,7 @@ func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
 
 // modifyResponse drops the child's X-Request-Id (ours is already set). When the client already got
 // an SSE response (loading progress), an error status from the child becomes an SSE error event.
-func (rt *Router) modifyResponse(resp *http.Response) error {
+func (rt *Server) modifyResponse(resp *http.Response) error {
 	resp.Header.Del(requestIDHeader)
 	t := targetFrom(resp.Request)
 	if t == nil || !t.early || resp.StatusCode < 300 {
@@ -169,7 +169,7 @@ func upstreamErrorBody(status int, raw []byte) []byte {
 }
 
 // proxyError handles a failed round trip (the child could not be reached or answered garbage).
-func (rt *Router) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+func (rt *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		if info := infoFrom(r.Context()); info != nil {
 			info.status, info.err = statusClientClosed, err
@@ -211,7 +211,7 @@ func (copyBuffers) Put(b []byte) { copyBufferPool.Put(b) }
 
 // readBody reads the whole request body, bounded by the body limit. A declared length is allocated
 // once; an unknown one (chunked) grows as it arrives.
-func (rt *Router) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+func (rt *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -255,7 +255,7 @@ func looksLikePath(name string) bool {
 
 // resolve maps a requested name (ID or alias) to a catalog ID. Anything else — in particular a file
 // path — is an unknown model.
-func (rt *Router) resolve(name string) (string, error) {
+func (rt *Server) resolve(name string) (string, error) {
 	if looksLikePath(name) {
 		return "", &engine.UnknownModelError{Name: name}
 	}
@@ -273,7 +273,7 @@ func (rt *Router) resolve(name string) (string, error) {
 
 // serveModel resolves name, holds a lease on the model for the whole proxied exchange and proxies
 // the request with body to the child. path, when set, replaces the request path upstream.
-func (rt *Router) serveModel(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) {
+func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) {
 	info := infoFrom(r.Context())
 	if name == "" {
 		name = rt.o.DefaultModel

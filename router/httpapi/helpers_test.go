@@ -1,4 +1,4 @@
-package router
+package httpapi
 
 import (
 	"context"
@@ -247,7 +247,7 @@ func recordingUpstream(t testing.TB) (*httptest.Server, chan seen) {
 
 // testRouter starts the router on 127.0.0.1 with a fake engine holding model "m1" (alias "fast")
 // served by upstream. tweaks adjust the router's timings before it serves.
-func testRouter(t testing.TB, upstream string, tweak func(*Options), tweaks ...func(*Router)) (*httptest.Server, *fakeEngine, *Router) {
+func testRouter(t testing.TB, upstream string, tweak func(*Options), tweaks ...func(*Server)) (*httptest.Server, *fakeEngine, *Server) {
 	fe := newFakeEngine()
 	fe.add("m1", upstream, "fast")
 	o := Options{

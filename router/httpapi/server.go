@@ -1,8 +1,8 @@
-// Package router is Llamatray's HTTP layer: the OpenAI, Anthropic and llama.cpp-native endpoints
+// Package httpapi is Llamatray's HTTP layer: the OpenAI, Anthropic and llama.cpp-native endpoints
 // reverse-proxied to per-model llama-server children, the management API shaped like llama.cpp's
 // router, and the security checks (Host, CORS, API keys) in front of them. Every route is declared
 // in routes.go.
-package router
+package httpapi
 
 import (
 	"context"
@@ -51,7 +51,7 @@ type Catalog interface {
 	Lookup(name string) (catalog.Model, bool)
 }
 
-// Options configure a Router.
+// Options configure a Server.
 type Options struct {
 	Engine  Engine
 	Catalog Catalog
@@ -77,8 +77,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Router is the HTTP handler of a Llamatray instance.
-type Router struct {
+// Server is the HTTP handler of a Llamatray instance.
+type Server struct {
 	o         Options
 	log       *slog.Logger
 	limit     int64
@@ -95,10 +95,10 @@ type Router struct {
 	coalesce     time.Duration // /models/events window per model
 }
 
-// New builds a Router. It does not validate the listen address against the keys: that is the
+// New builds a Server. It does not validate the listen address against the keys: that is the
 // service's job (RequiresKey).
-func New(o Options) *Router {
-	rt := &Router{
+func New(o Options) *Server {
+	rt := &Server{
 		o:            o,
 		log:          o.Logger,
 		limit:        o.BodyLimit,
@@ -131,12 +131,12 @@ func New(o Options) *Router {
 }
 
 // ServeHTTP implements http.Handler.
-func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt.handler.ServeHTTP(w, r)
 }
 
 // Close drops idle upstream connections. In-flight requests are not affected.
-func (rt *Router) Close() {
+func (rt *Server) Close() {
 	rt.transport.CloseIdleConnections()
 	rt.fresh.CloseIdleConnections()
 }

@@ -1,4 +1,4 @@
-package router
+package httpapi
 
 import (
 	"bufio"
@@ -53,7 +53,7 @@ func sseUpstream(t testing.TB, status int) *httptest.Server {
 }
 
 func loadingRouter(t testing.TB, upstream string, progress bool) (*httptest.Server, *fakeEngine) {
-	srv, fe, _ := testRouter(t, upstream, func(o *Options) { o.StreamLoadingProgress = progress }, func(rt *Router) {
+	srv, fe, _ := testRouter(t, upstream, func(o *Options) { o.StreamLoadingProgress = progress }, func(rt *Server) {
 		rt.loadingAfter = 20 * time.Millisecond
 		rt.loadingEvery = 20 * time.Millisecond
 	})

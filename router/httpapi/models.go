@@ -1,4 +1,4 @@
-package router
+package httpapi
 
 import (
 	"net/http"
@@ -97,7 +97,7 @@ func statusJSON(st engine.ModelStatus) modelStatus {
 }
 
 // entry builds the list entry of one model from the engine snapshot and the catalog.
-func (rt *Router) entry(st engine.ModelStatus) modelEntry {
+func (rt *Server) entry(st engine.ModelStatus) modelEntry {
 	e := modelEntry{
 		ID:      st.ID,
 		Object:  "model",
@@ -135,7 +135,7 @@ func (rt *Router) entry(st engine.ModelStatus) modelEntry {
 }
 
 // listModels serves GET /models and GET /v1/models: every catalog model with its state.
-func (rt *Router) listModels(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	ms := rt.o.Engine.Models()
 	list := modelList{Object: "list", Data: make([]modelEntry, 0, len(ms))}
 	for _, st := range ms {
@@ -145,7 +145,7 @@ func (rt *Router) listModels(w http.ResponseWriter, r *http.Request) {
 }
 
 // getModel serves GET /v1/models/{model} (OpenAI "retrieve model"), by ID or alias.
-func (rt *Router) getModel(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	name, ok := muxVar(r, "model")
 	if !ok {
 		writeError(w, r, errNotFound)

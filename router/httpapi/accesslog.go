@@ -1,4 +1,4 @@
-package router
+package httpapi
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func printableASCII(s string) bool {
 
 // accessLog assigns the request ID, echoes it, and logs every request once it ends (also when the
 // handler aborts the connection with a panic, which is re-raised).
-func (rt *Router) accessLog(next http.Handler) http.Handler {
+func (rt *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		info := &reqInfo{id: requestID(r)}

@@ -1,4 +1,4 @@
-package router
+package httpapi
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ type acquired struct {
 // loadingAfter, with StreamLoadingProgress on, gets 200 and SSE headers at once and a comment line
 // every loadingEvery until the lease arrives; early then reports that headers were sent.
 // Acquire is bound to the client's context, so a client that leaves ends the wait.
-func (rt *Router) acquire(w http.ResponseWriter, r *http.Request, id string, stream bool) (lease *engine.Lease, early bool, err error) {
+func (rt *Server) acquire(w http.ResponseWriter, r *http.Request, id string, stream bool) (lease *engine.Lease, early bool, err error) {
 	ctx := r.Context()
 	if !stream || !rt.o.StreamLoadingProgress {
 		lease, err = rt.o.Engine.Acquire(ctx, id)
@@ -57,7 +57,7 @@ func (rt *Router) acquire(w http.ResponseWriter, r *http.Request, id string, str
 }
 
 // loadingComment writes one SSE comment line about the loading model and flushes it.
-func (rt *Router) loadingComment(w http.ResponseWriter, id string) {
+func (rt *Server) loadingComment(w http.ResponseWriter, id string) {
 	line := ": loading model " + id
 	if st, err := rt.o.Engine.Model(id); err == nil && st.State == engine.StateLoading && st.Progress > 0 {
 		line += fmt.Sprintf(" (%.0f%%)", st.Progress*100)

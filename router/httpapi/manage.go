@@ -1,4 +1,4 @@
-package router
+package httpapi
 
 import (
 	"encoding/json"
@@ -34,7 +34,7 @@ func muxVar(r *http.Request, name string) (string, bool) {
 }
 
 // manageTarget reads a management request and resolves its model: body "model", else ?model=.
-func (rt *Router) manageTarget(w http.ResponseWriter, r *http.Request) (manageRequest, string, error) {
+func (rt *Server) manageTarget(w http.ResponseWriter, r *http.Request) (manageRequest, string, error) {
 	var req manageRequest
 	body, err := rt.readBody(w, r)
 	if err != nil {
@@ -65,7 +65,7 @@ func (rt *Router) manageTarget(w http.ResponseWriter, r *http.Request) (manageRe
 
 // loadModel serves POST /models/load: waits until the model is ready or failed; ?wait=false
 // answers 202 as soon as the load started.
-func (rt *Router) loadModel(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) loadModel(w http.ResponseWriter, r *http.Request) {
 	_, id, err := rt.manageTarget(w, r)
 	if err != nil {
 		writeError(w, r, err)
@@ -88,7 +88,7 @@ func (rt *Router) loadModel(w http.ResponseWriter, r *http.Request) {
 
 // unloadModel serves POST /models/unload: drains (no new leases, in-flight requests finish) and
 // stops the child; "force": true stops it at once.
-func (rt *Router) unloadModel(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) unloadModel(w http.ResponseWriter, r *http.Request) {
 	req, id, err := rt.manageTarget(w, r)
 	if err != nil {
 		writeError(w, r, err)
@@ -102,7 +102,7 @@ func (rt *Router) unloadModel(w http.ResponseWriter, r *http.Request) {
 }
 
 // pinModel serves POST /models/pin; "pinned" defaults to true.
-func (rt *Router) pinModel(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) pinModel(w http.ResponseWriter, r *http.Request) {
 	req, id, err := rt.manageTarget(w, r)
 	if err != nil {
 		writeError(w, r, err)
@@ -117,7 +117,7 @@ func (rt *Router) pinModel(w http.ResponseWriter, r *http.Request) {
 }
 
 // statusOf is the model's status value, or null when the engine cannot say.
-func (rt *Router) statusOf(id string) any {
+func (rt *Server) statusOf(id string) any {
 	st, err := rt.o.Engine.Model(id)
 	if err != nil {
 		return nil
@@ -126,7 +126,7 @@ func (rt *Router) statusOf(id string) any {
 }
 
 // modelLogs serves GET /models/logs?model=: the tail of the child's output.
-func (rt *Router) modelLogs(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) modelLogs(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("model")
 	if name == "" {
 		writeError(w, r, errModelRequired)
@@ -142,7 +142,7 @@ func (rt *Router) modelLogs(w http.ResponseWriter, r *http.Request) {
 }
 
 // health serves GET /health. "service" tells a Llamatray instance from a bare llama-server.
-func (rt *Router) health(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "service": "llamatray", "version": rt.o.Version})
 }
 
@@ -157,7 +157,7 @@ func budgetJSON(b engine.Budget) map[string]any {
 
 // apiStatus serves GET /api/status: version, uptime, memory budget, model counts, plus the
 // service's extra fields (which never replace these).
-func (rt *Router) apiStatus(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
 	counts := map[string]int{"total": 0, "unloaded": 0, "loading": 0, "loaded": 0, "sleeping": 0,
 		"stopping": 0, "failed": 0, "active_requests": 0, "queued": 0, "pinned": 0}
 	for _, st := range rt.o.Engine.Models() {
@@ -187,7 +187,7 @@ func (rt *Router) apiStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 // props serves GET/POST /props: with a model it is the child's, without one the router's own.
-func (rt *Router) props(w http.ResponseWriter, r *http.Request) {
+func (rt *Server) props(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("model") != "" || r.Method != http.MethodGet {
 		rt.modelRoute(w, r)
 		return

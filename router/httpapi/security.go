@@ -1,4 +1,4 @@
-package router
+package httpapi
 
 import (
 	"crypto/subtle"
@@ -17,7 +17,7 @@ const corsAllowHeaders = "Authorization, Content-Type, X-Api-Key, Anthropic-Vers
 // "Host: evil.example"). Accepted: localhost and loopback addresses with any port, the host of the
 // listen address, Options.AllowedHosts ("*" accepts all), and — when listening on every interface —
 // any IP literal, since rebinding needs a DNS name.
-func (rt *Router) checkHost(next http.Handler) http.Handler {
+func (rt *Server) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !rt.hostAllowed(r.Host) {
 			writeError(w, r, errHostNotAllowed)
@@ -27,7 +27,7 @@ func (rt *Router) checkHost(next http.Handler) http.Handler {
 	})
 }
 
-func (rt *Router) hostAllowed(hostport string) bool {
+func (rt *Server) hostAllowed(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
@@ -66,7 +66,7 @@ func (rt *Router) hostAllowed(hostport string) bool {
 // originAllowed reports whether a browser origin may read responses: http(s) on localhost or a
 // loopback address with any port, or one of Options.CORSOrigins. The second result is "*" when that
 // wildcard is configured, else the origin itself.
-func (rt *Router) originAllowed(origin string) (bool, string) {
+func (rt *Server) originAllowed(origin string) (bool, string) {
 	norm := strings.TrimSuffix(strings.ToLower(origin), "/")
 	for _, o := range rt.o.CORSOrigins {
 		o = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o)), "/")
@@ -87,7 +87,7 @@ func (rt *Router) originAllowed(origin string) (bool, string) {
 // cors answers preflights and adds CORS headers for allowed origins. A disallowed origin gets no CORS
 // headers, so the browser hides the response; its preflights are refused with 403, and so are its
 // non-GET requests (a form or "simple" POST from another site must not load or unload models).
-func (rt *Router) cors(next http.Handler) http.Handler {
+func (rt *Server) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		if origin == "" {
@@ -149,7 +149,7 @@ func validHeaderList(s string) bool {
 // auth requires one of Options.APIKeys when any is configured, as "Authorization: Bearer K" or
 // "x-api-key: K". /health stays open so clients can find a running instance. The credentials are
 // the router's own: the proxy never forwards them to a child.
-func (rt *Router) auth(next http.Handler) http.Handler {
+func (rt *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(rt.keys) == 0 || r.URL.Path == "/health" || rt.keyOK(r) {
 			next.ServeHTTP(w, r)
@@ -160,7 +160,7 @@ func (rt *Router) auth(next http.Handler) http.Handler {
 	})
 }
 
-func (rt *Router) keyOK(r *http.Request) bool {
+func (rt *Server) keyOK(r *http.Request) bool {
 	var given []string
 	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 		given = append(given, strings.TrimSpace(a[7:]))
