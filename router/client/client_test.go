@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/httpapi"
 )
 
 // engineStub is a small engine with two models; it records management calls.

@@ -16,10 +16,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/mem"
 )
