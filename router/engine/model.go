@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/catalog"
-	"github.com/llamatray/llamatray/router/child"
 	"github.com/llamatray/llamatray/router/sched"
 )
 
@@ -19,7 +18,7 @@ type model struct {
 
 	state    State
 	gen      uint64 // generation of the current child
-	child    *child.Child
+	child    Proc
 	spawning bool // child.Start is running outside the lock
 	stopReq  bool // stop as soon as the child is registered
 	forceReq bool

@@ -15,11 +15,10 @@ import (
 //     stopping ones, or blocked). A blocked model blocks every later load (strict FIFO); once its head
 //     waiter has waited FairWait, sched.Drain picks busy models to drain for it.
 //  3. Idle timers stop models unused for their idle-unload time.
-func (e *Engine) reconcile() []action {
+func (e *Engine) reconcile(now time.Time) []action {
 	if e.closed {
 		return nil
 	}
-	now := time.Now()
 	var acts []action
 	for _, m := range e.models {
 		if m.draining && m.leases == 0 && (m.state == StateLoaded || m.state == StateSleeping) {
@@ -120,30 +119,8 @@ func (e *Engine) reconcile() []action {
 		}
 		wake(due)
 	}
-	e.arm(next)
+	e.arm(next, now)
 	return acts
-}
-
-// arm sets the single engine timer to call reconcile again at t (zero: no timer).
-func (e *Engine) arm(t time.Time) {
-	if t.Equal(e.timerAt) {
-		return
-	}
-	if e.timer != nil {
-		e.timer.Stop()
-		e.timer = nil
-	}
-	e.timerAt = t
-	if t.IsZero() {
-		return
-	}
-	e.timer = time.AfterFunc(time.Until(t), func() {
-		e.mu.Lock()
-		e.timerAt = time.Time{}
-		acts := e.reconcile()
-		e.mu.Unlock()
-		e.act(acts)
-	})
 }
 
 // grantWaiters hands every waiter of m a lease, in FIFO order. Called with mu held.
@@ -151,7 +128,7 @@ func (e *Engine) grantWaiters(m *model, now time.Time) {
 	kept := e.queue[:0]
 	for _, w := range e.queue {
 		if w.model == m.id {
-			w.ch <- result{lease: e.grant(m, now)}
+			e.answer(w, result{lease: e.grant(m, now)})
 			continue
 		}
 		kept = append(kept, w)
@@ -165,7 +142,7 @@ func (e *Engine) failWaiters(m *model, err error) {
 	kept := e.queue[:0]
 	for _, w := range e.queue {
 		if w.model == m.id {
-			w.ch <- result{err: err}
+			e.answer(w, result{err: err})
 			continue
 		}
 		kept = append(kept, w)
