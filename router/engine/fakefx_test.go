@@ -334,11 +334,11 @@ func (s *syncEngine) answer(w *waiter) result {
 // lease is w's lease, which the test expects to have been granted.
 func (s *syncEngine) lease(w *waiter) *Lease {
 	s.t.Helper()
-	r := s.answer(w)
-	if r.err != nil || r.lease == nil {
-		s.t.Fatalf("request for %s: %v, want a lease", w.model, r.err)
+	l, err := s.e.finish(w, s.answer(w))
+	if err != nil || l == nil {
+		s.t.Fatalf("request for %s: %v, want a lease", w.model, err)
 	}
-	return r.lease
+	return l
 }
 
 // pending asserts w has no answer yet.

@@ -19,6 +19,7 @@ func (e *Engine) reconcile(now time.Time) []action {
 	if e.closed {
 		return nil
 	}
+	e.timeOutLate(now)
 	var acts []action
 	for _, m := range e.models {
 		if m.draining && m.leases == 0 && (m.state == StateLoaded || m.state == StateSleeping) {

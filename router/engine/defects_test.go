@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// Synchronous tests of the scheduling defects found at real scale (slow loads, sleepers, GPUs).
+
+// The queue deadline is for waiting on memory or a slot: a model that loads longer than it is not
+// timed out (the load has its own timeout), whether the request came through Acquire or Load.
+func TestSchedQueueDeadlineSparesALoad(t *testing.T) {
+	s := newSync(t, func(o *Options) { o.QueueTimeout = time.Second }, syncModel{id: "a", ramMiB: 10})
+	w := s.request("a")
+	p := s.fx.proc(t, "a")
+	s.advance(3 * time.Second) // a 40 GB model on a slow disk
+	s.pending(w)
+	if st := s.state("a"); st.State != StateLoading || st.Queued != 1 {
+		t.Fatalf("a %s with %d queued, want loading with its request queued", st.State, st.Queued)
+	}
+	p.ready()
+	l := s.lease(w)
+	if l.Waited != 3*time.Second {
+		t.Fatalf("waited %s, want 3s", l.Waited)
+	}
+	l.Release()
+}
+
+// Waiting for memory behind busy models still ends at the deadline.
+func TestSchedQueueDeadlineForMemory(t *testing.T) {
+	s := newSync(t, func(o *Options) { o.QueueTimeout = time.Second }, syncModel{id: "a", ramMiB: 100}, syncModel{id: "b", ramMiB: 100})
+	s.load("a")
+	la := s.lease(s.request("a"))
+	w := s.request("b")
+	s.advance(time.Second)
+	var qe *QueueTimeoutError
+	if r := s.answer(w); !errors.As(r.err, &qe) || qe.Waited != time.Second {
+		t.Fatalf("b: %v, want a queue timeout after 1s", r.err)
+	}
+	if st := s.state("b"); st.Queued != 0 || st.State != StateUnloaded {
+		t.Fatalf("b %+v", st)
+	}
+	la.Release()
+}
+
+// A load error that comes at the deadline is reported as the load error, in either order.
+func TestSchedLoadErrorAtTheDeadline(t *testing.T) {
+	for _, crashFirst := range []bool{false, true} {
+		s := newSync(t, func(o *Options) { o.QueueTimeout = time.Second }, syncModel{id: "a", ramMiB: 10})
+		if crashFirst {
+			s.fx.AfterFunc(time.Second, func() { s.fx.proc(t, "a").crash() })
+		}
+		w := s.request("a")
+		if !crashFirst {
+			s.fx.AfterFunc(time.Second, func() { s.fx.proc(t, "a").crash() })
+		}
+		s.advance(time.Second)
+		var le *LoadError
+		if r := s.answer(w); !errors.As(r.err, &le) || le.ExitCode == nil || *le.ExitCode != 134 {
+			t.Fatalf("crash first %v: %v, want the load error", crashFirst, r.err)
+		}
+	}
+}
