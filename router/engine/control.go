@@ -59,7 +59,7 @@ func (e *Engine) Unload(ctx context.Context, name string, force bool) error {
 		if force {
 			return e.stopModel(m, true, "forced unload")
 		}
-		e.setDraining(m, "unload requested")
+		e.setDraining(m, "unload requested", "")
 		return nil
 	})
 	if done == nil {

@@ -62,3 +62,43 @@ func TestSchedLoadErrorAtTheDeadline(t *testing.T) {
 		}
 	}
 }
+
+// A fair-wait drain is for the request that waited: when it leaves (its client went, or its
+// deadline passed), the drained model takes requests again.
+func TestSchedDrainEndsWithItsRequest(t *testing.T) {
+	for _, how := range []string{"client left", "deadline"} {
+		t.Run(how, func(t *testing.T) {
+			s := newSync(t, func(o *Options) { o.QueueTimeout = 5 * time.Second }, syncModel{id: "a", ramMiB: 100}, syncModel{id: "b", ramMiB: 100})
+			pa := s.load("a")
+			la := s.lease(s.request("a")) // a long stream
+			wb := s.request("b")
+			s.advance(s.e.o.FairWait)
+			if !s.state("a").Draining {
+				t.Fatal("a does not drain for b")
+			}
+			wa := s.request("a") // arrives while a drains: queued
+			s.pending(wa)
+			if how == "client left" {
+				s.e.leave(wb)
+			} else {
+				s.advance(5*time.Second - s.e.o.FairWait)
+				var qe *QueueTimeoutError
+				if r := s.answer(wb); !errors.As(r.err, &qe) {
+					t.Fatalf("b: %v", r.err)
+				}
+			}
+			if st := s.state("a"); st.Draining {
+				t.Fatal("a still drains for a request that is gone")
+			}
+			s.lease(wa).Release()
+			s.lease(s.request("a")).Release()
+			if pa.stopped() {
+				t.Fatal("a was stopped")
+			}
+			la.Release()
+			if pa.stopped() || s.state("a").State != StateLoaded {
+				t.Fatal("a stopped after its drain was called off")
+			}
+		})
+	}
+}

@@ -148,7 +148,7 @@ func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
 		acts = e.fail(m, reason, &code, ev.Err, now)
 	}
 	m.held, m.measured = sched.Mem{}, sched.Mem{}
-	m.draining, m.drainWhy = false, ""
+	m.draining, m.drainWhy, m.drainFor = false, "", ""
 	for _, ch := range m.stopped {
 		close(ch)
 	}

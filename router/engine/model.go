@@ -32,6 +32,7 @@ type model struct {
 	lastUsed time.Time
 	draining bool
 	drainWhy string
+	drainFor string // the model whose queued requests a fair-wait drain is for; "" when asked for
 	pinned   bool
 	pinSet   bool // pinned was set at run time and overrides the configuration
 

@@ -9,7 +9,9 @@ import (
 // reconcile makes every decision the current state calls for and returns the actions to carry out
 // once the lock is released. Called with mu held.
 //
-//  1. Draining models with no lease left start stopping.
+//  1. Requests whose deadline passed during a load that ended without them time out; fair-wait
+//     drains whose requests are gone are called off; draining models with no lease left start
+//     stopping.
 //  2. The queue is served in the order of each model's first waiter: a ready model hands its waiters
 //     leases; a model that needs memory is planned by sched.Plan (start, evict idle victims, wait for
 //     stopping ones, or blocked). A blocked model blocks every later load (strict FIFO); once its head
@@ -20,6 +22,7 @@ func (e *Engine) reconcile(now time.Time) []action {
 		return nil
 	}
 	e.timeOutLate(now)
+	e.undrain()
 	var acts []action
 	for _, m := range e.models {
 		if m.draining && m.leases == 0 && (m.state == StateLoaded || m.state == StateSleeping) {
@@ -102,7 +105,7 @@ func (e *Engine) reconcile(now time.Time) []action {
 				v := e.models[id]
 				if !v.draining {
 					e.log.Info("draining busy model so a queued load gets its turn", "model", id, "for", m.id, "waited", now.Sub(firstEnq[m.id]).Round(time.Millisecond), "active", v.leases)
-					e.setDraining(v, "draining for "+m.id+" (fair wait)")
+					e.setDraining(v, "draining for "+m.id+" (fair wait)", m.id)
 				}
 			}
 		}
@@ -153,12 +156,30 @@ func (e *Engine) failWaiters(m *model, err error) {
 }
 
 // setDraining stops m from taking new leases; reconcile stops it once its last lease is released.
-func (e *Engine) setDraining(m *model, why string) {
+// forModel is the model whose queued requests the drain is for ("": asked for, as by Unload); such a
+// drain is called off when they are all gone (see undrain). Called with mu held.
+func (e *Engine) setDraining(m *model, why, forModel string) {
 	if m.draining {
+		if forModel == "" { // an asked-for drain outlasts the one it joins
+			m.drainFor, m.drainWhy = "", why
+		}
 		return
 	}
-	m.draining, m.drainWhy = true, why
+	m.draining, m.drainWhy, m.drainFor = true, why, forModel
 	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases, Message: why})
+}
+
+// undrain calls off the fair-wait drains whose requests left the queue (served, timed out or gone),
+// so the drained model takes requests again. Called with mu held.
+func (e *Engine) undrain() {
+	for _, m := range e.models {
+		if !m.draining || m.drainFor == "" || e.queued(m.drainFor) > 0 || m.state == StateStopping {
+			continue
+		}
+		e.log.Info("drain called off: the request it was for is gone", "model", m.id, "for", m.drainFor)
+		m.draining, m.drainWhy, m.drainFor = false, "", ""
+		e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases, Message: "drain called off"})
+	}
 }
 
 // loadError describes why m is failed.
