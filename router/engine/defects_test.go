@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -101,4 +102,73 @@ func TestSchedDrainEndsWithItsRequest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A model with a queued request is never stopped by its idle-unload timer, nor by memory pressure:
+// here a sleeping model waits for room to wake behind a busy one.
+func TestSchedQueuedModelNotUnloaded(t *testing.T) {
+	for _, by := range []string{"idle timer", "pressure"} {
+		t.Run(by, func(t *testing.T) {
+			s := newSync(t, func(o *Options) { o.MemoryLimit = 240 * mib },
+				syncModel{id: "s", ramMiB: 100, settings: Settings{IdleUnload: 5 * time.Second}}, syncModel{id: "y", ramMiB: 150})
+			ps := s.load("s")
+			ps.sleep()
+			s.holds(ps, 10)
+			py := s.load("y")
+			ly := s.lease(s.request("y"))
+			s.holds(py, 150)
+			ws := s.request("s") // waking needs 90 MiB more, 80 are free, nothing is idle
+			s.pending(ws)
+			if by == "idle timer" {
+				s.advance(5 * time.Second)
+			} else {
+				s.e.o.Reserve = 1 << 30
+				s.probe.set(func(p *fakeProbe) { p.sys.Available = 512 << 20 })
+				s.e.sample(t.Context())
+			}
+			if ps.stopped() {
+				t.Fatalf("s, with a request queued, was stopped by the %s", by)
+			}
+			ly.Release()
+			if by == "idle timer" { // y, idle now, makes room for s to wake
+				if !py.stopped() {
+					t.Fatal("idle y was not evicted for s")
+				}
+				py.exitStopped()
+				s.lease(ws).Release()
+			}
+		})
+	}
+}
+
+// A sleeping model whose request is queued first is woken when room comes, not evicted for a load
+// queued after it (which waits instead).
+func TestSchedSleepingWaiterWokenNotEvicted(t *testing.T) {
+	s := newSync(t, func(o *Options) { o.MemoryLimit = 290 * mib },
+		syncModel{id: "s", ramMiB: 100}, syncModel{id: "x", ramMiB: 100}, syncModel{id: "y", ramMiB: 100}, syncModel{id: "b", ramMiB: 100})
+	ps := s.load("s")
+	px := s.load("x")
+	ps.sleep()
+	s.holds(ps, 10) // asleep, it gave its weights back
+	py := s.load("y")
+	ly := s.lease(s.request("y"))
+	s.holds(px, 100)
+	s.holds(py, 100)
+	ws := s.request("s")
+	s.pending(ws) // waking needs 90 MiB more; 80 are free: x, idle, goes
+	if !px.stopped() {
+		t.Fatal("idle x was not evicted for the wake of s")
+	}
+	wb := s.request("b")
+	if ps.stopped() {
+		t.Fatal("sleeping s, first in the queue, was evicted for b queued after it")
+	}
+	px.exitStopped()
+	ls := s.lease(ws)
+	if ps.stopped() || slices.Contains(s.fx.spawned()[3:], "s") {
+		t.Fatal("s was cold loaded instead of woken")
+	}
+	s.pending(wb)
+	ls.Release()
+	ly.Release()
 }

@@ -101,15 +101,13 @@ func (e *Engine) status(m *model) ModelStatus {
 	return s
 }
 
-// unloadDue says when the idle timer will stop m.
+// unloadDue says when the idle timer will stop m (never while a request is queued for it).
 func (e *Engine) unloadDue(m *model) (time.Time, bool) {
-	if m.set.IdleUnload <= 0 || m.pinned || m.leases > 0 || m.draining {
+	v, ok := e.view(m, e.queued(m.id))
+	if !ok {
 		return time.Time{}, false
 	}
-	if m.state != StateLoaded && m.state != StateSleeping {
-		return time.Time{}, false
-	}
-	return m.lastUsed.Add(m.set.IdleUnload), true
+	return sched.UnloadDue(v, m.set.IdleUnload)
 }
 
 // args is the llama-server command line for m, without --host and --port.
@@ -132,24 +130,35 @@ func (e *Engine) args(m *model) []string {
 
 // views is the scheduling snapshot: every model holding or about to hold a process.
 func (e *Engine) views() []sched.View {
+	queued := map[string]int{}
+	for _, w := range e.queue {
+		queued[w.model]++
+	}
 	out := make([]sched.View, 0, len(e.models))
 	for _, m := range e.models {
-		v := sched.View{ID: m.id, Leases: m.leases, Pinned: m.pinned, Draining: m.draining, LastUsed: m.lastUsed, Held: m.held}
-		switch m.state {
-		case StateLoading:
-			v.Phase = sched.Loading
-		case StateLoaded:
-			v.Phase = sched.Loaded
-		case StateSleeping:
-			v.Phase = sched.Sleeping
-		case StateStopping:
-			v.Phase = sched.Stopping
-		default:
-			continue
+		if v, ok := e.view(m, queued[m.id]); ok {
+			out = append(out, v)
 		}
-		out = append(out, v)
 	}
 	return out
+}
+
+// view is m as the scheduler sees it, if it holds or is about to hold a process.
+func (e *Engine) view(m *model, queued int) (sched.View, bool) {
+	v := sched.View{ID: m.id, Leases: m.leases, Pinned: m.pinned, Draining: m.draining, LastUsed: m.lastUsed, Held: m.held, Queued: queued}
+	switch m.state {
+	case StateLoading:
+		v.Phase = sched.Loading
+	case StateLoaded:
+		v.Phase = sched.Loaded
+	case StateSleeping:
+		v.Phase = sched.Sleeping
+	case StateStopping:
+		v.Phase = sched.Stopping
+	default:
+		return v, false
+	}
+	return v, true
 }
 
 // room is the memory budget for all models together, and the slot cap.

@@ -47,7 +47,7 @@ func (e *Engine) reconcile(now time.Time) []action {
 			}
 		}
 	}
-	var reserved []sched.View // loads decided but not started: they hold their need already
+	reserved := map[string]sched.Mem{} // loads and wakes decided but not started: they hold their need already
 	blocked := false
 	for _, m := range order {
 		switch {
@@ -66,7 +66,10 @@ func (e *Engine) reconcile(now time.Time) []action {
 		if blocked {
 			continue
 		}
-		views := append(e.views(), reserved...)
+		views := e.views()
+		for id, need := range reserved {
+			views = sched.Reserve(views, id, need)
+		}
 		need := e.need(m)
 		if m.state == StateSleeping {
 			need = need.Sub(m.held)
@@ -87,9 +90,9 @@ func (e *Engine) reconcile(now time.Time) []action {
 				e.log.Info("evicting idle model", "model", id, "for", m.id, "held_mib", (v.held.RAM+v.held.VRAM)>>20, "need_mib", (need.RAM+need.VRAM)>>20)
 				acts = append(acts, e.stopModel(v, false, "evicted for "+m.id)...)
 			}
-			reserved = append(reserved, sched.View{ID: m.id, Phase: sched.Loading, Held: need})
+			reserved[m.id] = need
 		case d.Wait:
-			reserved = append(reserved, sched.View{ID: m.id, Phase: sched.Loading, Held: need})
+			reserved[m.id] = need
 		default: // blocked behind busy models
 			blocked = true
 			due := firstEnq[m.id].Add(e.o.FairWait)
