@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/llamatray/llamatray/router/mem"
 )
 
 // Synchronous tests of the scheduling defects found at real scale (slow loads, sleepers, GPUs).
@@ -171,4 +174,44 @@ func TestSchedSleepingWaiterWokenNotEvicted(t *testing.T) {
 	s.pending(wb)
 	ls.Release()
 	ly.Release()
+}
+
+// Learned footprints keep their VRAM: after a first run a model still needs the GPU, so two models
+// that each fill most of a 24 GB GPU are never started side by side.
+func TestSchedLearnedFootprintKeepsVRAM(t *testing.T) {
+	const gib = int64(1) << 30
+	s := newSync(t, func(o *Options) { o.MemoryLimit = 0 },
+		syncModel{id: "a", ramMiB: 1 << 10, vramMiB: 20 << 10}, syncModel{id: "b", ramMiB: 1 << 10, vramMiB: 20 << 10})
+	gpu := func(free int64) { // what the GPU has free now, sampled
+		s.probe.set(func(p *fakeProbe) { p.sys.GPUs = []mem.GPU{{Name: "GPU0", Total: 24 * gib, Free: free}} })
+		s.e.sample(t.Context())
+	}
+	gpu(24 * gib)
+	pa := s.load("a")
+	s.probe.set(func(p *fakeProbe) { p.rss[pa.pid], p.vram[pa.pid] = gib, 20*gib })
+	gpu(4 * gib)
+	if st := s.state("a"); st.LearnedBytes != 21*gib {
+		t.Fatalf("learned %d, want 21 GiB", st.LearnedBytes)
+	}
+	gone, cancel := context.WithCancel(t.Context())
+	cancel() // Unload stops the child and returns; it exits below
+	if err := s.e.Unload(gone, "a", true); err == nil {
+		t.Fatal("unload returned before the child exited")
+	}
+	pa.exitStopped()
+	gpu(24 * gib)
+	pb := s.load("b")
+	s.probe.set(func(p *fakeProbe) { p.rss[pb.pid], p.vram[pb.pid] = gib, 20*gib })
+	gpu(4 * gib)
+	w := s.request("a")
+	if got := s.fx.spawned(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("spawned %v: a started beside b on a GPU that holds one", got)
+	}
+	if !pb.stopped() {
+		t.Fatal("idle b was not evicted for a")
+	}
+	pb.exitStopped()
+	gpu(24 * gib)
+	s.fx.proc(t, "a").ready()
+	s.lease(w).Release()
 }

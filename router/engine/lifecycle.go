@@ -23,7 +23,7 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 	m.held = e.need(m)
 	m.plan = m.held
 	m.measured = sched.Mem{}
-	m.peak = 0
+	m.peak = sched.Mem{}
 	m.lastUsed = now
 	m.args = e.args(m)
 	spec := child.Spec{
@@ -37,7 +37,7 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 		StopTimeout: e.o.StopTimeout,
 		Logger:      e.log,
 	}
-	e.log.Info("loading model", "model", m.id, "need_mib", (m.held.RAM+m.held.VRAM)>>20, "learned", m.learned > 0)
+	e.log.Info("loading model", "model", m.id, "need_mib", (m.held.RAM+m.held.VRAM)>>20, "learned", m.learned != (sched.Mem{}))
 	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases})
 	return action{start: &spec, id: m.id, gen: m.gen}
 }

@@ -39,8 +39,8 @@ type model struct {
 	held     sched.Mem // what it holds now: measured while running, expected while loading or waking
 	plan     sched.Mem // the need this run was started with
 	measured sched.Mem // last measurement, zero if none
-	peak     int64     // largest measurement of this run while loaded
-	learned  int64     // footprint learned in an earlier run
+	peak     sched.Mem // largest measurement of this run while loaded, per dimension
+	learned  sched.Mem // footprint learned in an earlier run, zero if none
 
 	exitCode  *int
 	errMsg    string
@@ -54,10 +54,10 @@ type model struct {
 
 // need is what a load of m takes: the learned footprint when there is one, else the estimate.
 func (e *Engine) need(m *model) sched.Mem {
-	if m.learned > 0 {
-		return sched.Mem{RAM: m.learned}
-	}
 	est := sched.Mem{RAM: m.entry.Estimate.RAM, VRAM: m.entry.Estimate.VRAM}
+	if m.learned != (sched.Mem{}) {
+		est = m.learned
+	}
 	if !e.sysOK || len(e.sys.GPUs) == 0 || e.sys.Unified {
 		est = sched.Mem{RAM: est.RAM + est.VRAM}
 	}
@@ -78,7 +78,7 @@ func (e *Engine) status(m *model) ModelStatus {
 		Draining:      m.draining,
 		Pinned:        m.pinned,
 		EstimateBytes: e.need(m).RAM + e.need(m).VRAM,
-		LearnedBytes:  m.learned,
+		LearnedBytes:  m.learned.RAM + m.learned.VRAM,
 		LastUsed:      m.lastUsed,
 		PID:           m.pid,
 		Port:          m.port,

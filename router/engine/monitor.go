@@ -101,10 +101,10 @@ func (e *Engine) applySample(sys mem.System, sysErr error, pids []pidSample, vra
 			// loading misses the KV cache pages it has not touched yet. The peak is learned for
 			// the next run.
 			m.held = maxMem(m.measured, m.plan)
-			if total := p.rss + vram[p.pid]; total > m.peak {
-				m.peak = total
-				if u, ok := e.fp.update(footprintKey(m.entry, m.args), total); ok {
-					m.learned = total
+			if peak := maxMem(m.peak, m.measured); peak != m.peak {
+				m.peak = peak
+				if u, ok := e.fp.update(footprintKey(m.entry, m.args), peak); ok {
+					m.learned = u.fp.mem()
 					*learn = append(*learn, u)
 				}
 			}
