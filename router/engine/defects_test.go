@@ -215,3 +215,25 @@ func TestSchedLearnedFootprintKeepsVRAM(t *testing.T) {
 	s.fx.proc(t, "a").ready()
 	s.lease(w).Release()
 }
+
+// A model that loads fine after a crash starts its backoff from the beginning when it crashes again.
+func TestSchedBackoffResetsAfterAGoodLoad(t *testing.T) {
+	s := newSync(t, nil, syncModel{id: "a", ramMiB: 10})
+	for i := 0; i < 3; i++ {
+		p := s.load("a")
+		p.crash()
+		if st := s.state("a"); !st.NextRetry.Equal(s.fx.Now().Add(time.Second)) {
+			t.Fatalf("crash %d: next retry in %s, want 1s after a good load", i+1, st.NextRetry.Sub(s.fx.Now()))
+		}
+		s.advance(time.Second)
+	}
+	// Loads that fail in a row after that crash still back off longer each time.
+	for i, want := range []time.Duration{2 * time.Second, 4 * time.Second} {
+		s.request("a")
+		s.fx.proc(t, "a").crash()
+		if st := s.state("a"); !st.NextRetry.Equal(s.fx.Now().Add(want)) {
+			t.Fatalf("failed load %d: next retry in %s, want %s", i+1, st.NextRetry.Sub(s.fx.Now()), want)
+		}
+		s.advance(want)
+	}
+}

@@ -90,6 +90,7 @@ func (e *Engine) childEvent(m *model, ev child.Event, now time.Time) []action {
 			m.state = StateLoaded
 			m.readyAt = now
 			m.progress = 1
+			m.failures = 0 // a good load: the next crash's backoff starts from the beginning
 			e.log.Info("model ready", "model", id, "pid", ev.PID, "port", ev.Port)
 			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases})
 			// Its waiters get their leases in this same critical section, before any eviction can
