@@ -237,3 +237,36 @@ func TestSchedBackoffResetsAfterAGoodLoad(t *testing.T) {
 		s.advance(want)
 	}
 }
+
+// Lowering max_loaded or the memory limit stops idle models (least recently used first) until the
+// rest fits; busy and pinned models stay.
+func TestSchedLoweredLimitsStopIdleModels(t *testing.T) {
+	t.Run("max_loaded", func(t *testing.T) {
+		s := newSync(t, func(o *Options) { o.MemoryLimit = 0 }, syncModel{id: "a", ramMiB: 10}, syncModel{id: "b", ramMiB: 10}, syncModel{id: "c", ramMiB: 10})
+		pa, pb, pc := s.load("a"), s.load("b"), s.load("c")
+		s.setLimits(func(l *Limits) { l.MaxLoaded = 1 })
+		if !pa.stopped() || !pb.stopped() || pc.stopped() {
+			t.Fatalf("stopped a %v b %v c %v, want a and b (least recently used), not c", pa.stopped(), pb.stopped(), pc.stopped())
+		}
+	})
+	t.Run("memory_limit", func(t *testing.T) {
+		s := newSync(t, func(o *Options) { o.MemoryLimit = 400 * mib },
+			syncModel{id: "a", ramMiB: 100}, syncModel{id: "busy", ramMiB: 100}, syncModel{id: "pinned", ramMiB: 100, settings: Settings{Pinned: true}}, syncModel{id: "d", ramMiB: 100})
+		pa, pbusy, ppin, pd := s.load("a"), s.load("busy"), s.load("pinned"), s.load("d")
+		l := s.lease(s.request("busy"))
+		s.setLimits(func(l *Limits) { l.MemoryLimit = 250 * mib })
+		if !pa.stopped() || pbusy.stopped() || ppin.stopped() || !pd.stopped() {
+			t.Fatalf("stopped a %v busy %v pinned %v d %v, want a and d only", pa.stopped(), pbusy.stopped(), ppin.stopped(), pd.stopped())
+		}
+		l.Release()
+	})
+}
+
+// setLimits applies the engine's current limits with f's changes.
+func (s *syncEngine) setLimits(f func(*Limits)) {
+	o := s.e.o
+	l := Limits{Binary: o.Binary, MemoryLimit: o.MemoryLimit, Reserve: o.Reserve, MaxLoaded: o.MaxLoaded,
+		QueueTimeout: o.QueueTimeout, FairWait: o.FairWait, LoadTimeout: o.LoadTimeout, StopTimeout: o.StopTimeout}
+	f(&l)
+	s.e.SetLimits(l)
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"time"
 
 	"github.com/llamatray/llamatray/router/sched"
@@ -12,11 +13,12 @@ import (
 //  1. Requests whose deadline passed during a load that ended without them time out; fair-wait
 //     drains whose requests are gone are called off; draining models with no lease left start
 //     stopping.
-//  2. The queue is served in the order of each model's first waiter: a ready model hands its waiters
+//  2. Idle models over the configured memory limit or max_loaded stop (stopExcess).
+//  3. The queue is served in the order of each model's first waiter: a ready model hands its waiters
 //     leases; a model that needs memory is planned by sched.Plan (start, evict idle victims, wait for
 //     stopping ones, or blocked). A blocked model blocks every later load (strict FIFO); once its head
 //     waiter has waited FairWait, sched.Drain picks busy models to drain for it.
-//  3. Idle timers stop models unused for their idle-unload time.
+//  4. Idle timers stop models unused for their idle-unload time.
 func (e *Engine) reconcile(now time.Time) []action {
 	if e.closed {
 		return nil
@@ -29,6 +31,7 @@ func (e *Engine) reconcile(now time.Time) []action {
 			acts = append(acts, e.stopModel(m, false, m.drainWhy)...)
 		}
 	}
+	acts = append(acts, e.stopExcess()...)
 	next := time.Time{}
 	wake := func(t time.Time) {
 		if next.IsZero() || t.Before(next) {
@@ -205,4 +208,20 @@ func backoff(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, time.Minute)
+}
+
+// stopExcess stops the idle models a lowered memory limit or max_loaded leaves no room for. Only the
+// configured limits count here; what other programs take is the pressure monitor's. Called with mu held.
+func (e *Engine) stopExcess() []action {
+	limit := sched.Room{Budget: sched.Mem{RAM: math.MaxInt64 / 4, VRAM: math.MaxInt64 / 4}, MaxLoaded: e.o.MaxLoaded}
+	if e.o.MemoryLimit > 0 {
+		limit.Budget.RAM = e.o.MemoryLimit
+	}
+	var acts []action
+	for _, id := range sched.Excess(e.views(), limit) {
+		m := e.models[id]
+		e.log.Info("stopping idle model over the limits", "model", id, "memory_limit_mib", e.o.MemoryLimit>>20, "max_loaded", e.o.MaxLoaded)
+		acts = append(acts, e.stopModel(m, false, "over the memory limit or max_loaded")...)
+	}
+	return acts
 }

@@ -227,3 +227,28 @@ func Pressure(views []View, deficit int64) ([]string, int64) {
 	}
 	return ids, freed
 }
+
+// Excess picks idle models to stop, least recently used first, until the models that stay (all but
+// those stopping) fit room's budget and slot cap: what a lowered memory limit or max_loaded calls
+// for. Busy, pinned, draining, loading and queued models stay, even when they alone exceed it.
+func Excess(views []View, room Room) []string {
+	var used Mem
+	n := 0
+	for _, v := range views {
+		if v.Phase != Stopping {
+			used = used.Add(v.Held)
+			n++
+		}
+	}
+	over := func() bool { return !used.Within(room.Budget) || (room.MaxLoaded > 0 && n > room.MaxLoaded) }
+	var out []string
+	for _, v := range Idle(views, "") {
+		if !over() {
+			break
+		}
+		out = append(out, v.ID)
+		used = used.Sub(v.Held)
+		n--
+	}
+	return out
+}

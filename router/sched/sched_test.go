@@ -230,3 +230,31 @@ func TestPressureSparesQueued(t *testing.T) {
 		t.Fatalf("Pressure = %v, want only idle", got)
 	}
 }
+
+func TestExcess(t *testing.T) {
+	views := []View{
+		{ID: "old", Phase: Loaded, Held: ram(2), LastUsed: at(1)},
+		{ID: "busy", Phase: Loaded, Held: ram(2), Leases: 1, LastUsed: at(0)},
+		{ID: "pinned", Phase: Loaded, Held: ram(2), Pinned: true, LastUsed: at(0)},
+		{ID: "waking", Phase: Sleeping, Held: ram(2), Queued: 1, LastUsed: at(0)},
+		{ID: "loading", Phase: Loading, Held: ram(2), LastUsed: at(0)},
+		{ID: "new", Phase: Loaded, Held: ram(2), LastUsed: at(2)},
+		{ID: "going", Phase: Stopping, Held: ram(2), LastUsed: at(0)},
+	}
+	tests := []struct {
+		name string
+		room Room
+		want []string
+	}{
+		{"within the budget and the cap", Room{Budget: ram(12), MaxLoaded: 6}, nil},
+		{"memory limit lowered", Room{Budget: ram(10)}, []string{"old"}},
+		{"memory limit far below: every idle model, no other", Room{Budget: ram(1)}, []string{"old", "new"}},
+		{"max_loaded lowered", Room{Budget: ram(100), MaxLoaded: 5}, []string{"old"}},
+		{"max_loaded below the busy ones", Room{Budget: ram(100), MaxLoaded: 1}, []string{"old", "new"}},
+	}
+	for _, tc := range tests {
+		if got := Excess(views, tc.room); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: Excess = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
