@@ -16,6 +16,7 @@ import (
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/httpapi"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // engineStub is a small engine with two models; it records management calls.
@@ -123,7 +124,7 @@ func TestModelsMirrorsServer(t *testing.T) {
 		ms[1].Status.ExitCode == nil || *ms[1].Status.ExitCode != 1 || ms[1].Status.Error != "crashed" {
 		t.Fatalf("%+v", ms)
 	}
-	// Every field the server sends has a home in ModelInfo.
+	// Every field the server sends has a home in wire.Model.
 	resp, err := http.Get(srv.URL + "/models")
 	if err != nil {
 		t.Fatal(err)
@@ -132,12 +133,21 @@ func TestModelsMirrorsServer(t *testing.T) {
 	raw, _ := io.ReadAll(resp.Body)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	var list struct {
-		Object string      `json:"object"`
-		Data   []ModelInfo `json:"data"`
-	}
+	var list wire.ModelList
 	if err := dec.Decode(&list); err != nil {
-		t.Fatalf("ModelInfo does not mirror /models: %v", err)
+		t.Fatalf("wire.ModelList does not mirror /models: %v", err)
+	}
+	// And every field of /api/status has a home in wire.Status.
+	resp, err = http.Get(srv.URL + "/api/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	dec = json.NewDecoder(resp.Body)
+	dec.DisallowUnknownFields()
+	var st wire.Status
+	if err := dec.Decode(&st); err != nil || st.Version != "1.2.3" {
+		t.Fatalf("wire.Status does not mirror /api/status: %v %+v", err, st)
 	}
 }
 
@@ -163,7 +173,7 @@ func TestManage(t *testing.T) {
 		t.Fatalf("%#v", err)
 	}
 	st, err := c.Status(ctx)
-	if err != nil || st["version"] != "1.2.3" {
+	if err != nil || st.Version != "1.2.3" || st.Service != "llamatray" || st.Memory.MaxLoaded != 2 || st.Models.Total != 2 || st.Models.Loaded != 1 {
 		t.Fatalf("%v %v", st, err)
 	}
 }

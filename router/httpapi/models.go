@@ -5,59 +5,8 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/wire"
 )
-
-// modelList is the GET /models and /v1/models document. Its "data" entries keep the OpenAI fields
-// (id, object, created, owned_by) typed as the SDKs expect, plus llama.cpp router-style status.
-type modelList struct {
-	Object string       `json:"object"`
-	Data   []modelEntry `json:"data"`
-}
-
-// modelEntry is one model of the list.
-type modelEntry struct {
-	ID      string      `json:"id"`
-	Object  string      `json:"object"`
-	OwnedBy string      `json:"owned_by"`
-	Created int64       `json:"created"`
-	Aliases []string    `json:"aliases"`
-	Status  modelStatus `json:"status"`
-	Meta    *modelMeta  `json:"meta"` // null when the catalog no longer has the model
-}
-
-// modelStatus is the engine's view of one model.
-type modelStatus struct {
-	Value               string     `json:"value"` // unloaded, loading, loaded, sleeping, stopping, failed
-	ActiveRequests      int        `json:"active_requests"`
-	Queued              int        `json:"queued"`
-	MemoryBytes         int64      `json:"memory_bytes"`
-	MemoryEstimateBytes int64      `json:"memory_estimate_bytes"`
-	LastUsed            *time.Time `json:"last_used"`
-	PID                 int        `json:"pid"`
-	Port                int        `json:"port"`
-	ExitCode            *int       `json:"exit_code"`
-	Pinned              bool       `json:"pinned"`
-	Draining            bool       `json:"draining"`
-	Error               string     `json:"error"`
-	NextRetry           *time.Time `json:"next_retry"`
-	UnloadAt            *time.Time `json:"unload_at"`
-	Progress            float64    `json:"progress"`
-	Args                []string   `json:"args"`
-}
-
-// modelMeta is the catalog's view of one model file.
-type modelMeta struct {
-	Name          string `json:"name"`
-	Architecture  string `json:"architecture"`
-	Parameters    int64  `json:"parameters"`
-	Quantization  string `json:"quantization"`
-	SizeBytes     int64  `json:"size_bytes"`
-	ContextLength int    `json:"context_length"`
-	ChatTemplate  bool   `json:"chat_template"`
-	Path          string `json:"path"`
-	Splits        int    `json:"splits"`
-	Mmproj        string `json:"mmproj"`
-}
 
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {
@@ -75,8 +24,8 @@ func orEmpty(s []string) []string {
 }
 
 // statusJSON converts an engine snapshot.
-func statusJSON(st engine.ModelStatus) modelStatus {
-	return modelStatus{
+func statusJSON(st engine.ModelStatus) wire.ModelStatus {
+	return wire.ModelStatus{
 		Value:               string(st.State),
 		ActiveRequests:      st.Active,
 		Queued:              st.Queued,
@@ -97,8 +46,8 @@ func statusJSON(st engine.ModelStatus) modelStatus {
 }
 
 // entry builds the list entry of one model from the engine snapshot and the catalog.
-func (rt *Server) entry(st engine.ModelStatus) modelEntry {
-	e := modelEntry{
+func (rt *Server) entry(st engine.ModelStatus) wire.Model {
+	e := wire.Model{
 		ID:      st.ID,
 		Object:  "model",
 		OwnedBy: "llamatray",
@@ -119,7 +68,7 @@ func (rt *Server) entry(st engine.ModelStatus) modelEntry {
 	if len(e.Aliases) == 0 {
 		e.Aliases = orEmpty(m.Aliases)
 	}
-	e.Meta = &modelMeta{
+	e.Meta = &wire.ModelMeta{
 		Name:          m.Name,
 		Architecture:  m.Architecture,
 		Parameters:    m.Parameters,
@@ -137,7 +86,7 @@ func (rt *Server) entry(st engine.ModelStatus) modelEntry {
 // listModels serves GET /models and GET /v1/models: every catalog model with its state.
 func (rt *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	ms := rt.o.Engine.Models()
-	list := modelList{Object: "list", Data: make([]modelEntry, 0, len(ms))}
+	list := wire.ModelList{Object: "list", Data: make([]wire.Model, 0, len(ms))}
 	for _, st := range ms {
 		list.Data = append(list.Data, rt.entry(st))
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // DefaultBodyLimit is the largest request body accepted when Options.BodyLimit is 0.
@@ -72,8 +73,8 @@ type Options struct {
 	StreamLoadingProgress bool
 	Version               string
 	StartTime             time.Time
-	// Status supplies extra fields for /api/status (llama-server path and version, ...).
-	Status func() map[string]any
+	// Setup supplies the service's part of /api/status (llama-server, config file, model folders).
+	Setup  func() wire.Setup
 	Logger *slog.Logger
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/mem"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // Options are what the caller knows beyond the configuration.
@@ -232,19 +233,28 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		StreamLoadingProgress: cfg.StreamLoadingProgress,
 		Version:               s.o.Version,
 		StartTime:             s.started,
-		Status:                s.status,
+		Setup:                 s.setup,
 		Logger:                s.log,
 	})
 }
 
-func (s *Service) status() map[string]any {
+// setup is the service's part of /api/status.
+func (s *Service) setup() wire.Setup {
 	ls := s.LlamaServer()
-	return map[string]any{
-		"llama_server":     map[string]any{"path": ls.Path, "source": ls.Source, "version": ls.Version, "error": ls.Err, "hint": ls.Hint},
-		"config_path":      s.o.ConfigPath,
-		"model_dirs":       s.config().ModelDirsResolved(),
-		"catalog_warnings": s.cat.Warnings(),
+	return wire.Setup{
+		LlamaServer:     wire.LlamaServer{Path: ls.Path, Source: ls.Source, Version: ls.Version, Error: ls.Err, Hint: ls.Hint},
+		ConfigPath:      s.o.ConfigPath,
+		ModelDirs:       orEmpty(s.config().ModelDirsResolved()),
+		CatalogWarnings: orEmpty(s.cat.Warnings()),
 	}
+}
+
+// orEmpty makes a nil list an empty one, so that it encodes as [] rather than null.
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // ServeHTTP serves through the current router (replaced when settings change).
