@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -122,7 +123,7 @@ func (rt *Server) statusOf(id string) any {
 	if err != nil {
 		return nil
 	}
-	return statusJSON(st)
+	return view.Status(st)
 }
 
 // modelLogs serves GET /models/logs?model=: the tail of the child's output.
@@ -138,7 +139,7 @@ func (rt *Server) modelLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	infoFrom(r.Context()).model = id
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "lines": orEmpty(rt.o.Engine.Logs(id))})
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "lines": append([]string{}, rt.o.Engine.Logs(id)...)})
 }
 
 // health serves GET /health. "service" tells a Llamatray instance from a bare llama-server.

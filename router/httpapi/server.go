@@ -19,6 +19,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -56,6 +57,9 @@ type Catalog interface {
 type Options struct {
 	Engine  Engine
 	Catalog Catalog
+	// Views is the one view of the models (the service's, see router/view) that /models shows;
+	// nil → joined from Engine and Catalog by view.Builder.
+	Views view.Source
 	// Listen is the bound address, for Host checks and /api/status.
 	Listen string
 	// DefaultModel is used when a request names no model.
@@ -89,6 +93,7 @@ type Server struct {
 	proxy     *httputil.ReverseProxy
 	mux       *mux.Router
 	handler   http.Handler
+	views     view.Source
 
 	loadingAfter time.Duration // how long a streaming request waits before loading comments start
 	loadingEvery time.Duration // interval of loading comments
@@ -121,6 +126,10 @@ func New(o Options) *Server {
 		if k != "" {
 			rt.keys = append(rt.keys, []byte(k))
 		}
+	}
+	rt.views = o.Views
+	if rt.views == nil {
+		rt.views = view.Builder{Engine: o.Engine, Catalog: o.Catalog}
 	}
 	rt.transport = newTransport()
 	rt.fresh = newTransport()

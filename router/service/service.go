@@ -22,6 +22,7 @@ import (
 	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/mem"
+	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -50,6 +51,7 @@ type Service struct {
 	cat     *catalog.Catalog
 	eng     *engine.Engine
 	handler atomic.Pointer[httpapi.Server]
+	views   view.Builder
 	started time.Time
 	gpu     bool
 
@@ -67,6 +69,38 @@ var ErrNeedsKey = errors.New("listening beyond this machine requires api_keys in
 
 // New builds the service from a validated configuration. Nothing listens until Start.
 func New(cfg config.Config, o Options) (*Service, error) {
+	s, err := newService(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	s.llama = findLlamaServer(cfg.LlamaServer)
+	if err := s.newEngine(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Inspect returns the models as a service started with cfg would show them — built by the same
+// code, with the same estimates and learned footprints — without starting anything: the folders
+// are scanned once, no llama-server is looked for or started, and nothing listens. It also returns
+// the catalog's warnings (files skipped). `llamatray models` uses it when no instance runs.
+func Inspect(ctx context.Context, cfg config.Config, o Options) ([]view.Model, []string, error) {
+	s, err := newService(cfg, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.cat.Scan(ctx); err != nil {
+		return nil, nil, fmt.Errorf("scanning models: %w", err)
+	}
+	if err := s.newEngine(); err != nil { // the engine takes the scanned catalog as it starts
+		return nil, nil, err
+	}
+	defer s.eng.Close(ctx)
+	return s.Models(), s.cat.Warnings(), nil
+}
+
+// newService builds the catalog; newEngine adds the engine and the HTTP handler.
+func newService(cfg config.Config, o Options) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
@@ -87,8 +121,12 @@ func New(cfg config.Config, o Options) (*Service, error) {
 		Hidden:  func(id string) bool { return s.config().ModelSettings(id).Hidden },
 		Logger:  o.Logger,
 	})
-	s.llama = findLlamaServer(cfg.LlamaServer)
-	lim := limits(cfg, s.llama)
+	return s, nil
+}
+
+func (s *Service) newEngine() error {
+	cfg := s.config()
+	lim := limits(cfg, s.LlamaServer())
 	eng, err := engine.New(engine.Options{
 		Catalog:      s.cat,
 		Settings:     s.settings,
@@ -102,18 +140,27 @@ func New(cfg config.Config, o Options) (*Service, error) {
 		LoadTimeout:  lim.LoadTimeout,
 		StopTimeout:  lim.StopTimeout,
 		RouterPort:   portOf(cfg.Listen),
-		Env:          o.Env,
+		Env:          s.o.Env,
 		StateDir:     stateDir(),
-		Memory:       o.Memory,
-		Logger:       o.Logger,
+		Memory:       s.o.Memory,
+		Logger:       s.o.Logger,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("engine: %w", err)
 	}
 	s.eng = eng
+	s.views = view.Builder{Engine: eng, Catalog: s.cat, CtxSize: func(id string) int { return s.config().ModelSettings(id).CtxSize }}
 	s.handler.Store(s.newRouter(cfg))
-	return s, nil
+	return nil
 }
+
+// Models is the one view of every model (engine state, catalog entry, the estimate for the
+// configured context), sorted by ID: what GET /models, the tray, the models window and
+// `llamatray models` show.
+func (s *Service) Models() []view.Model { return s.views.Models() }
+
+// Model is the view of one model, by ID or alias.
+func (s *Service) Model(name string) (view.Model, error) { return s.views.Model(name) }
 
 func stateDir() string {
 	d, err := config.StateDir()
@@ -224,6 +271,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 	return httpapi.New(httpapi.Options{
 		Engine:                s.eng,
 		Catalog:               s.cat,
+		Views:                 s,
 		Listen:                cfg.Listen,
 		DefaultModel:          cfg.DefaultModel,
 		BodyLimit:             int64(cfg.BodyLimit),
@@ -244,17 +292,9 @@ func (s *Service) setup() wire.Setup {
 	return wire.Setup{
 		LlamaServer:     wire.LlamaServer{Path: ls.Path, Source: ls.Source, Version: ls.Version, Error: ls.Err, Hint: ls.Hint},
 		ConfigPath:      s.o.ConfigPath,
-		ModelDirs:       orEmpty(s.config().ModelDirsResolved()),
-		CatalogWarnings: orEmpty(s.cat.Warnings()),
+		ModelDirs:       append([]string{}, s.config().ModelDirsResolved()...),
+		CatalogWarnings: append([]string{}, s.cat.Warnings()...),
 	}
-}
-
-// orEmpty makes a nil list an empty one, so that it encodes as [] rather than null.
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // ServeHTTP serves through the current router (replaced when settings change).
