@@ -49,8 +49,8 @@ starting llama.cpp's llama-server for each model on demand.
 Usage:
   llamatray [flags]             start the tray app (same flags as serve)
   llamatray serve [flags]       run the router headless (servers, CI, scripts)
-  llamatray models [flags]      list the models found (with their state when an instance runs)
-  llamatray ps [--addr A]       models of the running instance: state, active requests, memory
+  llamatray models [--json]     list the models found, with memory estimates (and state when an instance runs)
+  llamatray ps [--json]         models of the running instance: state, active requests, memory
   llamatray load ID             load a model in the running instance
   llamatray unload ID [--force] unload a model (drains in-flight requests unless --force)
   llamatray version             print version, commit and Go version
