@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"syscall"
 
@@ -111,24 +110,9 @@ func (sb *serviceBackend) Unload(ctx context.Context, name string, force bool) e
 	return sb.svc.Engine().Unload(ctx, name, force)
 }
 
-// SetPinned pins in the engine at once, then keeps the choice in the config file.
+// SetPinned pins through the service: at once, and saved in the config file (as POST /models/pin).
 func (sb *serviceBackend) SetPinned(name string, pinned bool) error {
-	if err := sb.svc.Engine().SetPinned(name, pinned); err != nil {
-		return err
-	}
-	cfg := sb.svc.Config()
-	models := maps.Clone(cfg.Models)
-	if models == nil {
-		models = map[string]config.Model{}
-	}
-	m := models[name]
-	if m.Pinned == pinned {
-		return nil
-	}
-	m.Pinned = pinned
-	models[name] = m
-	cfg.Models = models
-	return sb.ApplyConfig(cfg)
+	return sb.svc.SetPinned(name, pinned)
 }
 
 func (sb *serviceBackend) Logs(name string) []string { return sb.svc.Engine().Logs(name) }

@@ -53,6 +53,8 @@ Usage:
   llamatray ps [--json]         models of the running instance: state, active requests, memory
   llamatray load ID             load a model in the running instance
   llamatray unload ID [--force] unload a model (drains in-flight requests unless --force)
+  llamatray pin ID              keep a model loaded: never evicted (saved in the config, as the tray's pin)
+  llamatray unpin ID            let a pinned model be evicted again
   llamatray version             print version, commit and Go version
 
 Run 'llamatray serve -h' for the flags.
@@ -77,6 +79,8 @@ func run(args []string, b Build, desktop Desktop, env Env) int {
 		err = runLoad(args, env)
 	case "unload":
 		err = runUnload(args, env)
+	case "pin", "unpin":
+		err = runPin(args, env, cmd == "pin")
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString(b))
 		return 0

@@ -168,6 +168,30 @@ func runUnload(args []string, env Env) error {
 	return nil
 }
 
+// runPin pins (or with unpin, unpins) a model in the running instance, which saves the choice in
+// its configuration file: the same pin as the tray's and POST /models/pin.
+func runPin(args []string, env Env, pinned bool) error {
+	name := "pin"
+	if !pinned {
+		name = "unpin"
+	}
+	f := newClientFlags(name, env, false)
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{fmt.Errorf("usage: llamatray %s MODEL", name)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f.client().Pin(ctx, pos[0], pinned); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "%s %sned (saved in the configuration)\n", pos[0], name)
+	return nil
+}
+
 // runModels prints the models with their memory estimates. When an instance is running at the
 // configured address (and no flag changes what it would show), they are the instance's own, as
 // GET /models gives them, with their state. Otherwise the service's view is built here by the

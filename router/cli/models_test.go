@@ -47,6 +47,23 @@ func modelsConfig(t *testing.T) (string, config.Config) {
 	return path, cfg
 }
 
+// startService runs the service of cfg until the test ends.
+func startService(t *testing.T, cfg config.Config, path string) *service.Service {
+	svc, err := service.New(cfg, service.Options{ConfigPath: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		svc.Stop(ctx)
+	})
+	return svc
+}
+
 // decodeModels reads `--json` output strictly: every field must be one of GET /models.
 func decodeModels(t *testing.T, b []byte) []wire.Model {
 	t.Helper()
@@ -96,18 +113,7 @@ func TestModelsJSONMatchesAPI(t *testing.T) {
 		t.Fatalf("offline %s", offline)
 	}
 
-	svc, err := service.New(cfg, service.Options{ConfigPath: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		svc.Stop(ctx)
-	})
+	startService(t, cfg, path)
 	resp, err := http.Get("http://" + cfg.Listen + "/models")
 	if err != nil {
 		t.Fatal(err)
@@ -175,5 +181,46 @@ func TestModelsJSONMatchesAPI(t *testing.T) {
 	if len(ps) != 1 || ps[0].ID != "small" || ps[0].Status.Value != "loaded" || ps[0].Status.PID == 0 ||
 		ps[0].Status.MemoryEstimateBytes <= 0 || estimates(t, o.stdout.Bytes())["small"] == "" {
 		t.Fatalf("ps --json: %s", o.stdout.String())
+	}
+}
+
+// A pin means one thing: from the API, the CLI and the tray (which calls Service.SetPinned) it takes
+// effect at once and is saved in the configuration file.
+func TestPinIsSaved(t *testing.T) {
+	path, cfg := modelsConfig(t)
+	svc := startService(t, cfg, path)
+	saved := func(id string) bool {
+		t.Helper()
+		c, err := config.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Models[id].Pinned
+	}
+	if code, o := runCLI(t, "pin", "big", "--config", path); code != 0 || !strings.Contains(o.stdout.String(), "big pinned") {
+		t.Fatalf("pin: %d %q %q", code, o.stdout.String(), o.stderr.String())
+	}
+	if m, err := svc.Model("big"); err != nil || !m.Pinned || !saved("big") || saved("small") {
+		t.Fatalf("after llamatray pin: %+v %v, saved %v", m.ModelStatus, err, saved("big"))
+	}
+	if c, _ := config.Load(path); c.Models["big"].CtxSize != 16384 {
+		t.Fatalf("the pin lost the model's other settings: %+v", c.Models["big"])
+	}
+	resp, err := http.Post("http://"+cfg.Listen+"/models/pin", "application/json", strings.NewReader(`{"model":"small"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if m, _ := svc.Model("small"); resp.StatusCode != 200 || !m.Pinned || !saved("small") {
+		t.Fatalf("after POST /models/pin: %d %+v, saved %v", resp.StatusCode, m.ModelStatus, saved("small"))
+	}
+	if code, o := runCLI(t, "unpin", "big", "--config", path); code != 0 || !strings.Contains(o.stdout.String(), "big unpinned") {
+		t.Fatalf("unpin: %d %q %q", code, o.stdout.String(), o.stderr.String())
+	}
+	if m, _ := svc.Model("big"); m.Pinned || saved("big") || !saved("small") || !svc.Config().Models["small"].Pinned {
+		t.Fatalf("after llamatray unpin: %+v, saved %v", m.ModelStatus, saved("big"))
+	}
+	if code, o := runCLI(t, "pin", "nope", "--config", path); code != 1 || !strings.Contains(o.stderr.String(), "nope") {
+		t.Fatalf("pin unknown: %d %q", code, o.stderr.String())
 	}
 }

@@ -160,6 +160,12 @@ func (c *Client) Unload(ctx context.Context, id string, force bool) error {
 	return c.do(ctx, http.MethodPost, "/models/unload", map[string]any{"model": id, "force": force}, nil)
 }
 
+// Pin pins or unpins a model: never evicted by memory pressure or idle timers. The instance saves
+// the choice in its configuration file, so it holds after a restart.
+func (c *Client) Pin(ctx context.Context, id string, pinned bool) error {
+	return c.do(ctx, http.MethodPost, "/models/pin", map[string]any{"model": id, "pinned": pinned}, nil)
+}
+
 // Status returns the instance's /api/status document.
 func (c *Client) Status(ctx context.Context) (wire.Status, error) {
 	var st wire.Status

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -56,7 +57,10 @@ func (e *engineStub) Unload(ctx context.Context, name string, force bool) error 
 	e.record("unload " + name)
 	return nil
 }
-func (e *engineStub) SetPinned(name string, pinned bool) error { return nil }
+func (e *engineStub) SetPinned(name string, pinned bool) error {
+	e.record(fmt.Sprintf("pin %s %v", name, pinned))
+	return nil
+}
 func (e *engineStub) Models() []engine.ModelStatus {
 	code := 1
 	return []engine.ModelStatus{
@@ -161,10 +165,16 @@ func TestManage(t *testing.T) {
 	if err := c.Unload(ctx, "m2", true); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Pin(ctx, "fast", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Pin(ctx, "m2", false); err != nil {
+		t.Fatal(err)
+	}
 	es.mu.Lock()
 	calls := strings.Join(es.calls, ",")
 	es.mu.Unlock()
-	if calls != "load m1,unload m2 force" {
+	if calls != "load m1,unload m2 force,pin m1 true,pin m2 false" {
 		t.Fatal(calls)
 	}
 	err := c.Load(ctx, "nope")

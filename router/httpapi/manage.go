@@ -102,7 +102,8 @@ func (rt *Server) unloadModel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "status": rt.statusOf(id)})
 }
 
-// pinModel serves POST /models/pin; "pinned" defaults to true.
+// pinModel serves POST /models/pin; "pinned" defaults to true. Through the service the pin is saved
+// in the configuration, as the tray's is (see Options.Pin).
 func (rt *Server) pinModel(w http.ResponseWriter, r *http.Request) {
 	req, id, err := rt.manageTarget(w, r)
 	if err != nil {
@@ -110,7 +111,11 @@ func (rt *Server) pinModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pinned := req.Pinned == nil || *req.Pinned
-	if err := rt.o.Engine.SetPinned(id, pinned); err != nil {
+	pin := rt.o.Pin
+	if pin == nil {
+		pin = rt.o.Engine.SetPinned
+	}
+	if err := pin(id, pinned); err != nil {
 		writeError(w, r, err)
 		return
 	}

@@ -60,6 +60,9 @@ type Options struct {
 	// Views is the one view of the models (the service's, see router/view) that /models shows;
 	// nil → joined from Engine and Catalog by view.Builder.
 	Views view.Source
+	// Pin pins or unpins a model by ID for POST /models/pin: the service's, which also saves the
+	// choice in the configuration file; nil → Engine.SetPinned, which lasts the run.
+	Pin func(id string, pinned bool) error
 	// Listen is the bound address, for Host checks and /api/status.
 	Listen string
 	// DefaultModel is used when a request names no model.

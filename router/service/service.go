@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -55,6 +56,10 @@ type Service struct {
 	started time.Time
 	gpu     bool
 
+	// saveMu serializes the writes of the configuration file, so that a later change is never
+	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
+	// across I/O; only mu is taken under it, briefly.
+	saveMu    sync.Mutex
 	mu        sync.Mutex // guards cfg, llama, srv, addr, listenErr, cancel
 	cfg       config.Config
 	llama     LlamaServer
@@ -272,6 +277,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Engine:                s.eng,
 		Catalog:               s.cat,
 		Views:                 s,
+		Pin:                   s.SetPinned,
 		Listen:                cfg.Listen,
 		DefaultModel:          cfg.DefaultModel,
 		BodyLimit:             int64(cfg.BodyLimit),
@@ -375,6 +381,50 @@ func (s *Service) Stop(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// SetPinned pins or unpins a model (a pinned model is never evicted by memory pressure or idle
+// timers) at once and for good: the choice is saved in the configuration file as the model's
+// `pinned`, so it still holds after a restart. POST /models/pin, `llamatray pin` and the tray all
+// pin through here. When the engine took the pin but the file could not be written, the error
+// says so (the pin then lasts this run).
+func (s *Service) SetPinned(name string, pinned bool) error {
+	id, err := s.eng.Resolve(name)
+	if err != nil {
+		return err
+	}
+	if err := s.eng.SetPinned(id, pinned); err != nil {
+		return err
+	}
+	return s.savePinned(id, pinned)
+}
+
+// savePinned records a pin in the configuration in force and in its file.
+func (s *Service) savePinned(id string, pinned bool) error {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	s.mu.Lock()
+	cfg := s.cfg
+	m := cfg.Models[id]
+	if m.Pinned == pinned {
+		s.mu.Unlock()
+		return nil
+	}
+	m.Pinned = pinned
+	cfg.Models = maps.Clone(cfg.Models)
+	if cfg.Models == nil {
+		cfg.Models = map[string]config.Model{}
+	}
+	cfg.Models[id] = m
+	s.cfg = cfg
+	s.mu.Unlock()
+	if s.o.ConfigPath == "" {
+		return nil
+	}
+	if err := cfg.Save(s.o.ConfigPath); err != nil {
+		return fmt.Errorf("%s is pinned for this run, but saving the configuration failed: %w", id, err)
+	}
+	return nil
 }
 
 // Engine returns the engine.
