@@ -137,10 +137,13 @@ func (rt *Server) rewrite(pr *httputil.ProxyRequest) {
 	}
 }
 
-// modifyResponse drops the child's X-Request-Id (ours is already set). When the client already got
-// an SSE response (loading progress), an error status from the child becomes an SSE error event.
+// modifyResponse drops the child's X-Request-Id (ours is already set) and every CORS header it
+// sent (llama-server echoes any Origin, and answers none with an empty Allow-Origin): the cors
+// middleware alone decides what a browser may read. When the client already got an SSE response
+// (loading progress), an error status from the child becomes an SSE error event.
 func (rt *Server) modifyResponse(resp *http.Response) error {
 	resp.Header.Del(requestIDHeader)
+	dropCORS(resp.Header)
 	t := targetFrom(resp.Request)
 	if t == nil || !t.early || resp.StatusCode < 300 {
 		return nil
@@ -152,6 +155,15 @@ func (rt *Server) modifyResponse(resp *http.Response) error {
 	resp.ContentLength = int64(len(ev))
 	resp.Header.Del("Content-Length")
 	return nil
+}
+
+// dropCORS deletes every Access-Control-* header of h.
+func dropCORS(h http.Header) {
+	for k := range h {
+		if len(k) > len("Access-Control-") && strings.EqualFold(k[:len("Access-Control-")], "Access-Control-") {
+			delete(h, k)
+		}
+	}
 }
 
 // upstreamErrorBody keeps a child's JSON error document as it is, else wraps its text in one.
