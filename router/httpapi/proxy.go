@@ -81,7 +81,8 @@ type targetKey struct{}
 // proxyTarget is where and how one request is proxied; the Rewrite and error hooks read it from the
 // request context.
 type proxyTarget struct {
-	model   string
+	model   string // canonical ID
+	name    string // the model as the client named it
 	url     *url.URL
 	path    string // when set, replaces the path (the /upstream prefix stripped)
 	rawPath string
@@ -145,6 +146,13 @@ func (rt *Server) modifyResponse(resp *http.Response) error {
 	resp.Header.Del(requestIDHeader)
 	dropCORS(resp.Header)
 	t := targetFrom(resp.Request)
+	if t != nil {
+		id := ""
+		if info := infoFrom(resp.Request.Context()); info != nil {
+			id = info.id
+		}
+		repairStream(resp, t.name, id)
+	}
 	if t == nil || !t.early || resp.StatusCode < 300 {
 		return nil
 	}
@@ -330,7 +338,7 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 	if len(body) == 0 {
 		r.Body, r.GetBody = http.NoBody, nil
 	}
-	t := &proxyTarget{model: id, url: lease.URL, path: path, rawPath: rawPath, early: early, stream: stream}
+	t := &proxyTarget{model: id, name: name, url: lease.URL, path: path, rawPath: rawPath, early: early, stream: stream}
 	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
 	if early {
 		w = &sentWriter{ResponseWriter: w, h: make(http.Header)}

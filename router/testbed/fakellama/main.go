@@ -19,6 +19,8 @@
 //	ignore_sigterm        false  record SIGTERM and carry on
 //	wake_time             0      time a sleeping server takes to wake for a task
 //	record                ""     file to append JSON event lines to
+//	drop_opening          false  streams lack Anthropic message_start and the OpenAI role chunk
+//	                             (llama-server 0.7.0 when the first token is incomplete UTF-8)
 //
 // Record events: start (args), ready, request (path, model, stream), cancel,
 // sleep, wake, signal (signal), exit (code). Test hooks: POST /fake/crash
