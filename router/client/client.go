@@ -83,6 +83,7 @@ type ModelStatus struct {
 	LastUsed            *time.Time `json:"last_used"`
 	PID                 int        `json:"pid"`
 	Port                int        `json:"port"`
+	Socket              string     `json:"socket"`
 	ExitCode            *int       `json:"exit_code"`
 	Pinned              bool       `json:"pinned"`
 	Draining            bool       `json:"draining"`

@@ -34,7 +34,8 @@ type modelStatus struct {
 	MemoryEstimateBytes int64      `json:"memory_estimate_bytes"`
 	LastUsed            *time.Time `json:"last_used"`
 	PID                 int        `json:"pid"`
-	Port                int        `json:"port"`
+	Port                int        `json:"port"`   // 0 when the child is on a unix socket
+	Socket              string     `json:"socket"` // the child's unix socket, "" on TCP
 	ExitCode            *int       `json:"exit_code"`
 	Pinned              bool       `json:"pinned"`
 	Draining            bool       `json:"draining"`
@@ -85,6 +86,7 @@ func statusJSON(st engine.ModelStatus) modelStatus {
 		LastUsed:            timePtr(st.LastUsed),
 		PID:                 st.PID,
 		Port:                st.Port,
+		Socket:              st.Socket,
 		ExitCode:            st.ExitCode,
 		Pinned:              st.Pinned,
 		Draining:            st.Draining,

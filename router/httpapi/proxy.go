@@ -27,12 +27,20 @@ const upstreamIdleTimeout = 3 * time.Second
 
 // newTransport is the one transport shared by every proxied request.
 func newTransport() *http.Transport {
+	// No TCP keep-alive probes: a child on loopback that goes away is seen by its supervisor,
+	// and llama-server closes the connection after every stream, so a dial per streamed request
+	// is common; the probes' four setsockopt calls were a visible part of each.
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: -1}
 	return &http.Transport{
-		Proxy: nil, // children are on 127.0.0.1; never through an environment proxy
-		// No TCP keep-alive probes: a child on loopback that goes away is seen by its supervisor,
-		// and llama-server closes the connection after every stream, so a dial per streamed request
-		// is common; the probes' four setsockopt calls were a visible part of each.
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: -1}).DialContext,
+		Proxy: nil, // children are on this machine; never through an environment proxy
+		// A child on a unix socket is dialed at the socket of the request's lease; its URL's host
+		// only names the socket, so that each child has its own connections in the pool.
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if t, _ := ctx.Value(targetKey{}).(*proxyTarget); t != nil && t.socket != "" {
+				return d.DialContext(ctx, "unix", t.socket)
+			}
+			return d.DialContext(ctx, network, addr)
+		},
 		MaxIdleConns:          64,
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       upstreamIdleTimeout,
@@ -84,6 +92,7 @@ type proxyTarget struct {
 	model   string // canonical ID
 	name    string // the model as the client named it
 	url     *url.URL
+	socket  string // the child's unix socket, when it is on one
 	path    string // when set, replaces the path (the /upstream prefix stripped)
 	rawPath string
 	early   bool // headers were already sent to the client (loading progress)
@@ -140,8 +149,9 @@ func (rt *Server) rewrite(pr *httputil.ProxyRequest) {
 
 // modifyResponse drops the child's X-Request-Id (ours is already set) and every CORS header it
 // sent (llama-server echoes any Origin, and answers none with an empty Allow-Origin): the cors
-// middleware alone decides what a browser may read. When the client already got an SSE response
-// (loading progress), an error status from the child becomes an SSE error event.
+// middleware alone decides what a browser may read. A stream gets the opening the child left out
+// (repair.go). When the client already got an SSE response (loading progress), an error status
+// from the child becomes an SSE error event.
 func (rt *Server) modifyResponse(resp *http.Response) error {
 	resp.Header.Del(requestIDHeader)
 	dropCORS(resp.Header)
@@ -338,7 +348,7 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 	if len(body) == 0 {
 		r.Body, r.GetBody = http.NoBody, nil
 	}
-	t := &proxyTarget{model: id, name: name, url: lease.URL, path: path, rawPath: rawPath, early: early, stream: stream}
+	t := &proxyTarget{model: id, name: name, url: lease.URL, socket: lease.Socket, path: path, rawPath: rawPath, early: early, stream: stream}
 	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
 	if early {
 		w = &sentWriter{ResponseWriter: w, h: make(http.Header)}
