@@ -27,6 +27,7 @@ type model struct {
 	port     int
 	base     string // http://127.0.0.1:port once ready
 	args     []string
+	binary   string // the llama-server the current child runs
 	progress float64
 
 	leases   int
@@ -87,6 +88,9 @@ func (e *Engine) status(m *model) ModelStatus {
 		Progress:      m.progress,
 		Args:          append([]string(nil), m.args...),
 		Path:          m.entry.Path,
+	}
+	if m.state.Running() {
+		s.Binary = m.binary
 	}
 	if m.state.Running() {
 		s.MemoryBytes = m.measured.RAM + m.measured.VRAM
