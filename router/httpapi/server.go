@@ -74,7 +74,9 @@ type Options struct {
 	StartTime             time.Time
 	// Status supplies extra fields for /api/status (llama-server path and version, ...).
 	Status func() map[string]any
-	Logger *slog.Logger
+	// LlamaServers installs llama-server builds (/api/llama-server/...); nil answers 404 there.
+	LlamaServers LlamaServers
+	Logger       *slog.Logger
 }
 
 // Server is the HTTP handler of a Llamatray instance.

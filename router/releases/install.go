@@ -96,7 +96,7 @@ func (in *Installer) Plan(ctx context.Context, req Request) (Release, Choice, er
 // Install downloads, verifies and unpacks the requested build and makes it the one in use (the
 // one before it stays for a rollback; older ones are removed unless a model runs on them). A running
 // child keeps the file it was started from: only new loads use the new build. On failure nothing of
-// the attempt is left on disk.
+// the attempt is left on disk. progress is called on the caller's goroutine.
 func (in *Installer) Install(ctx context.Context, req Request, progress func(Progress)) (Build, error) {
 	if !in.busy.CompareAndSwap(false, true) {
 		return Build{}, ErrBusy

@@ -118,15 +118,18 @@ func writeJSON(path string, v any) error {
 	return nil
 }
 
+// ErrNotInstalled is matched when a build named by the user is not in the store.
+var ErrNotInstalled = errors.New("build not installed")
+
 // Get reads build b's manifest and checks that its llama-server is there.
 func (s Store) Get(b string) (Build, error) {
 	if b == "" || strings.HasPrefix(b, ".") || strings.ContainsAny(b, `/\`) {
-		return Build{}, fmt.Errorf("%q is not a build name", b)
+		return Build{}, fmt.Errorf("%w: %q is not a build name", ErrNotInstalled, b)
 	}
 	raw, err := os.ReadFile(filepath.Join(s.Dir(b), manifestFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return Build{}, fmt.Errorf("build %s is not installed (see `llamatray llama-server list`): %w", b, err)
+			return Build{}, fmt.Errorf("%w: %s (see `llamatray llama-server list`)", ErrNotInstalled, b)
 		}
 		return Build{}, fmt.Errorf("build %s: %w", b, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/mem"
+	"github.com/llamatray/llamatray/router/releases"
 )
 
 // Options are what the caller knows beyond the configuration.
@@ -40,6 +41,7 @@ type LlamaServer struct {
 	Version string
 	Hint    string // how to install one on this OS
 	Err     string // why none is used
+	Build   string // the installed llama.cpp build ("b7100") when Source is "installed"
 }
 
 // Service is a running Llamatray: catalog, engine and HTTP listener.
@@ -51,6 +53,8 @@ type Service struct {
 	handler atomic.Pointer[httpapi.Server]
 	started time.Time
 	gpu     bool
+	// installer installs llama.cpp release builds (router/releases)
+	installer *releases.Installer
 
 	mu        sync.Mutex // guards cfg, llama, srv, addr, listenErr, cancel
 	cfg       config.Config
@@ -86,7 +90,8 @@ func New(cfg config.Config, o Options) (*Service, error) {
 		Hidden:  func(id string) bool { return s.config().ModelSettings(id).Hidden },
 		Logger:  o.Logger,
 	})
-	s.llama = findLlamaServer(cfg.LlamaServer)
+	s.installer = s.newInstaller()
+	s.llama = s.findLlamaServer(cfg.LlamaServer)
 	lim := limits(cfg, s.llama)
 	eng, err := engine.New(engine.Options{
 		Catalog:      s.cat,
@@ -131,14 +136,20 @@ func portOf(listen string) int {
 	return n
 }
 
-func findLlamaServer(configured string) LlamaServer {
+func (s *Service) findLlamaServer(configured string) LlamaServer {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	r, err := locate.Find(ctx, configured)
+	e := s.locateEnv()
+	r, err := locate.FindWith(ctx, e, configured)
 	ls := LlamaServer{Path: r.Path, Source: r.Source, Version: r.Version, Hint: locate.InstallHint()}
 	if err != nil {
 		ls.Path = ""
 		ls.Err = err.Error()
+	}
+	if b, ok := s.installer.Store.Current(); ok && r.Source == locate.SourceInstalled {
+		ls.Build = b.Build
+	} else if r.Build > 0 {
+		ls.Build = "b" + strconv.Itoa(r.Build)
 	}
 	return ls
 }
@@ -233,6 +244,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Version:               s.o.Version,
 		StartTime:             s.started,
 		Status:                s.status,
+		LlamaServers:          s,
 		Logger:                s.log,
 	})
 }
@@ -240,7 +252,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 func (s *Service) status() map[string]any {
 	ls := s.LlamaServer()
 	return map[string]any{
-		"llama_server":     map[string]any{"path": ls.Path, "source": ls.Source, "version": ls.Version, "error": ls.Err, "hint": ls.Hint},
+		"llama_server":     map[string]any{"path": ls.Path, "source": ls.Source, "version": ls.Version, "build": ls.Build, "error": ls.Err, "hint": ls.Hint},
 		"config_path":      s.o.ConfigPath,
 		"model_dirs":       s.config().ModelDirsResolved(),
 		"catalog_warnings": s.cat.Warnings(),
@@ -378,7 +390,7 @@ func (s *Service) Apply(cfg config.Config) error {
 	old := s.config()
 	ls := s.LlamaServer()
 	if cfg.LlamaServer != old.LlamaServer || ls.Path == "" {
-		ls = findLlamaServer(cfg.LlamaServer)
+		ls = s.findLlamaServer(cfg.LlamaServer)
 	}
 	s.mu.Lock()
 	s.cfg = cfg
