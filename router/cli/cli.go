@@ -54,6 +54,8 @@ Usage:
   llamatray load ID             load a model in the running instance
   llamatray unload ID [--force] unload a model (drains in-flight requests unless --force)
   llamatray version             print version, commit and Go version
+  llamatray llama-server install|list|use|update
+                                get and switch llama.cpp's own builds of llama-server
 
 Run 'llamatray serve -h' for the flags.
 `
@@ -77,6 +79,8 @@ func run(args []string, b Build, desktop Desktop, env Env) int {
 		err = runLoad(args, env)
 	case "unload":
 		err = runUnload(args, env)
+	case "llama-server":
+		err = runLlamaServer(args, env)
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString(b))
 		return 0

@@ -16,14 +16,17 @@ import (
 
 // LlamaServers is the answer of GET /api/llama-server.
 type LlamaServers struct {
-	Builds    []releases.Build `json:"builds"`
-	InUse     map[string]any   `json:"in_use"` // path, source, version, build of the llama-server in use
-	Available *struct {
-		Build  string       `json:"build"`
-		Chosen FlavorInfo   `json:"chosen"`
-		Others []FlavorInfo `json:"others"`
-	} `json:"available"`
-	AvailableError string `json:"available_error"`
+	Builds         []releases.Build `json:"builds"`
+	InUse          map[string]any   `json:"in_use"` // path, source, version, build of the llama-server in use
+	Available      *Available       `json:"available"`
+	AvailableError string           `json:"available_error"`
+}
+
+// Available is what installing a release would pick here, and the other archives that run here.
+type Available struct {
+	Build  string       `json:"build"`
+	Chosen FlavorInfo   `json:"chosen"`
+	Others []FlavorInfo `json:"others"`
 }
 
 // FlavorInfo is one archive of a release.
