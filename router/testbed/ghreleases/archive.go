@@ -5,6 +5,8 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -104,9 +106,47 @@ func binaryName() string {
 	return "llama-server"
 }
 
+// key identifies the build's content, for the archive cache.
+func (b *Build) key() string {
+	h := sha256.New()
+	for _, f := range b.files {
+		fmt.Fprintf(h, "%s %o %d\n", f.name, f.mode, len(f.data))
+		h.Write(f.data)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// cached returns the archive named name of this build from a cache in the temporary folder (packing
+// tens of MiB is slow under the race detector), packing it on a miss.
+func (b *Build) cached(name string, pack func() ([]byte, error)) ([]byte, error) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("llamatray-ghreleases-%d", os.Getuid()))
+	p := filepath.Join(dir, b.key()+"-"+name)
+	if data, err := os.ReadFile(p); err == nil {
+		return data, nil
+	}
+	data, err := pack()
+	if err != nil {
+		return nil, err
+	}
+	if os.MkdirAll(dir, 0o755) == nil {
+		if f, err := os.CreateTemp(dir, ".pack-*"); err == nil {
+			_, werr := f.Write(data)
+			if f.Close() == nil && werr == nil {
+				os.Rename(f.Name(), p) // atomic: parallel test binaries both succeed
+			}
+			os.Remove(f.Name())
+		}
+	}
+	return data, nil
+}
+
 // TarGz packs the build the way llama.cpp's Linux and macOS releases do: every file under a
 // llama-<tag>/ folder (`tar --transform "s,^\.,llama-<tag>,"` in its release workflow).
 func (b *Build) TarGz(tag string) ([]byte, error) {
+	return b.cached("llama-"+tag+".tar.gz", func() ([]byte, error) { return b.tarGz(tag) })
+}
+
+func (b *Build) tarGz(tag string) ([]byte, error) {
 	var buf bytes.Buffer
 	gz, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	tw := tar.NewWriter(gz)
@@ -139,7 +179,9 @@ func (b *Build) TarGz(tag string) ([]byte, error) {
 
 // Zip packs the build the way llama.cpp's Windows releases do (and its Linux ones did before
 // .tar.gz): the files at the archive's top, symbolic links kept as links (`7z a -snl`).
-func (b *Build) Zip() ([]byte, error) {
+func (b *Build) Zip() ([]byte, error) { return b.cached("flat.zip", b.zip) }
+
+func (b *Build) zip() ([]byte, error) {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	for _, f := range b.files {
