@@ -34,6 +34,7 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 	m.peak = 0
 	m.lastUsed = now
 	m.args = e.args(m)
+	m.binary = e.o.Binary
 	spec := child.Spec{
 		Model:       m.id,
 		Binary:      e.o.Binary,

@@ -28,6 +28,7 @@ type model struct {
 	socket   string // unix socket path of the child
 	base     string // the child's base URL once ready (child.Addr.URL)
 	args     []string
+	binary   string // the llama-server the current child runs
 	progress float64
 
 	leases   int
@@ -89,6 +90,9 @@ func (e *Engine) status(m *model) ModelStatus {
 		Progress:      m.progress,
 		Args:          append([]string(nil), m.args...),
 		Path:          m.entry.Path,
+	}
+	if m.state.Running() {
+		s.Binary = m.binary
 	}
 	if m.state.Running() {
 		s.MemoryBytes = m.measured.RAM + m.measured.VRAM

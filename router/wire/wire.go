@@ -126,6 +126,7 @@ type LlamaServer struct {
 	Path    string `json:"path"` // "" when none was found
 	Source  string `json:"source"`
 	Version string `json:"version"`
+	Build   string `json:"build"` // the llama.cpp build in use (e.g. "b6500"), "" when unknown
 	Error   string `json:"error"`
 	Hint    string `json:"hint"` // how to install one on this OS
 }
