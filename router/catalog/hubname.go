@@ -5,6 +5,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -131,3 +132,18 @@ func EstimateParts(parts, proj []HeaderPart, p EstimateParams) (Estimate, Header
 	est, err := estimate(m, ph, p)
 	return est, facts, err
 }
+
+// SplitName tells whether a file name is one shard of a split model as gguf-split names them
+// (NAME-00001-of-00003.gguf) and returns NAME, the shard number and the shard count.
+func SplitName(name string) (prefix string, no, total int, ok bool) {
+	m := shardRe.FindStringSubmatch(name)
+	if m == nil {
+		return "", 0, 0, false
+	}
+	no, _ = strconv.Atoi(m[2])
+	total, _ = strconv.Atoi(m[3])
+	return m[1], no, total, true
+}
+
+// IsProjector tells a multimodal projector (mmproj) file by its name.
+func IsProjector(name string) bool { return isProjectorName(path.Base(name)) }
