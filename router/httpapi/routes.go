@@ -44,6 +44,7 @@ func (rt *Server) routes() *mux.Router {
 	m.HandleFunc("/models/pin", rt.pinModel).Methods(http.MethodPost)
 	m.HandleFunc("/models/logs", rt.modelLogs).Methods(http.MethodGet)
 	m.HandleFunc("/models/events", rt.events).Methods(http.MethodGet)
+	rt.hubRoutes(m) // POST and DELETE /models, /api/hub/...
 
 	// Model-routed endpoints, proxied to the model's child.
 	for _, p := range proxiedPOST {

@@ -75,6 +75,8 @@ type Options struct {
 	// Status supplies extra fields for /api/status (llama-server path and version, ...).
 	Status func() map[string]any
 	Logger *slog.Logger
+	// Hub, when set, enables models from the Hugging Face Hub (see HubOptions).
+	Hub *HubOptions
 }
 
 // Server is the HTTP handler of a Llamatray instance.

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -153,8 +154,11 @@ func (l *Listing) Pick(q string) (Quant, error) {
 	for i, x := range l.Quants {
 		names[i] = x.Name
 	}
-	return Quant{}, fmt.Errorf("%s has no quant %s; it has %s", l.Repo, q, strings.Join(names, ", "))
+	return Quant{}, fmt.Errorf("%w: %s has no quant %s; it has %s", ErrNoSuchQuant, l.Repo, q, strings.Join(names, ", "))
 }
+
+// ErrNoSuchQuant says a repo has no files of the quant asked for.
+var ErrNoSuchQuant = errors.New("no such quant")
 
 // treeEntry is one entry of /api/models/{repo}/tree/{rev}: "type" (file|directory), "path",
 // "size", "oid" (git blob id), and for LFS files "lfs": {"oid" (sha256), "size", "pointerSize"}.

@@ -20,6 +20,7 @@ import (
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/httpapi"
+	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/mem"
 )
@@ -49,6 +50,7 @@ type Service struct {
 	cat     *catalog.Catalog
 	eng     *engine.Engine
 	handler atomic.Pointer[httpapi.Server]
+	hub     *hub.Manager
 	started time.Time
 	gpu     bool
 
@@ -110,6 +112,7 @@ func New(cfg config.Config, o Options) (*Service, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	s.eng = eng
+	s.hub = s.newHub()
 	s.handler.Store(s.newRouter(cfg))
 	return s, nil
 }
@@ -234,6 +237,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		StartTime:             s.started,
 		Status:                s.status,
 		Logger:                s.log,
+		Hub:                   s.hubOptions(cfg.AutoPull),
 	})
 }
 
