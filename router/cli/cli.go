@@ -53,6 +53,9 @@ Usage:
   llamatray ps [--addr A]       models of the running instance: state, active requests, memory
   llamatray load ID             load a model in the running instance
   llamatray unload ID [--force] unload a model (drains in-flight requests unless --force)
+  llamatray search TEXT         find GGUF models on the Hugging Face Hub (ORG/REPO: its quants)
+  llamatray pull ORG/REPO[:QUANT]  download a model from the Hub (verified, resumable)
+  llamatray rm ID               delete a model pulled from the Hub
   llamatray version             print version, commit and Go version
 
 Run 'llamatray serve -h' for the flags.
@@ -77,6 +80,12 @@ func run(args []string, b Build, desktop Desktop, env Env) int {
 		err = runLoad(args, env)
 	case "unload":
 		err = runUnload(args, env)
+	case "search":
+		err = runSearch(args, env)
+	case "pull":
+		err = runPull(args, env)
+	case "rm":
+		err = runRm(args, env)
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString(b))
 		return 0

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -208,7 +207,7 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cm, _ := rt.o.Catalog.Lookup(id)
-	cache, repoFiles, ok := hubFilesOf(cm)
+	cache, repoFiles, ok := hub.LocalFiles(cm)
 	if !ok {
 		writeJSON(w, http.StatusConflict, apiError{Type: "invalid_request_error", Code: "not_a_hub_model",
 			Message: fmt.Sprintf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", id, cm.Path)}.doc())
@@ -231,40 +230,6 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 	}
 	rt.log.Info("model removed", "model", id, "paths", len(removed))
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "model": cm.HubName, "removed": orEmpty(removed)})
-}
-
-// hubFilesOf finds the Hub cache and repo paths of a model found in a Hub cache: its files are
-// CACHE/models--ORG--REPO/snapshots/COMMIT/PATH.
-func hubFilesOf(m catalog.Model) (hub.Cache, []string, bool) {
-	if m.HubRepo == "" {
-		return hub.Cache{}, nil, false
-	}
-	var cache hub.Cache
-	var out []string
-	files := append([]string(nil), m.Files...)
-	if m.Mmproj != "" {
-		files = append(files, m.Mmproj)
-	}
-	for _, f := range files {
-		dir := filepath.Dir(f)
-		var rel []string
-		rel = append(rel, filepath.Base(f))
-		for dir != filepath.Dir(dir) && filepath.Base(filepath.Dir(dir)) != "snapshots" {
-			rel = append([]string{filepath.Base(dir)}, rel...)
-			dir = filepath.Dir(dir)
-		}
-		repoDir := filepath.Dir(filepath.Dir(dir))
-		if !strings.HasPrefix(filepath.Base(repoDir), "models--") {
-			return hub.Cache{}, nil, false
-		}
-		c := hub.Cache{Dir: filepath.Dir(repoDir)}
-		if c.RepoDir(m.HubRepo) != repoDir {
-			return hub.Cache{}, nil, false
-		}
-		cache = c
-		out = append(out, strings.Join(rel, "/"))
-	}
-	return cache, out, len(out) > 0
 }
 
 // hubSearch serves GET /api/hub/search?q=TEXT[&limit=N]: GGUF repos on the Hub.

@@ -151,6 +151,40 @@ func (c Cache) Remove(repo string, files []string) ([]string, error) {
 	return removed, nil
 }
 
+// LocalFiles finds the Hub cache and repo paths of a model found in a Hub cache: its files are
+// CACHE/models--ORG--REPO/snapshots/COMMIT/PATH.
+func LocalFiles(m catalog.Model) (Cache, []string, bool) {
+	if m.HubRepo == "" {
+		return Cache{}, nil, false
+	}
+	var cache Cache
+	var out []string
+	files := append([]string(nil), m.Files...)
+	if m.Mmproj != "" {
+		files = append(files, m.Mmproj)
+	}
+	for _, f := range files {
+		dir := filepath.Dir(f)
+		var rel []string
+		rel = append(rel, filepath.Base(f))
+		for dir != filepath.Dir(dir) && filepath.Base(filepath.Dir(dir)) != "snapshots" {
+			rel = append([]string{filepath.Base(dir)}, rel...)
+			dir = filepath.Dir(dir)
+		}
+		repoDir := filepath.Dir(filepath.Dir(dir))
+		if !strings.HasPrefix(filepath.Base(repoDir), "models--") {
+			return Cache{}, nil, false
+		}
+		c := Cache{Dir: filepath.Dir(repoDir)}
+		if c.RepoDir(m.HubRepo) != repoDir {
+			return Cache{}, nil, false
+		}
+		cache = c
+		out = append(out, strings.Join(rel, "/"))
+	}
+	return cache, out, len(out) > 0
+}
+
 // keepShared leaves out of files the projectors that a model the removal keeps in the same
 // snapshot folder pairs with.
 func keepShared(snap string, files []string) []string {
