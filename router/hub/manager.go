@@ -87,10 +87,10 @@ func (m *Manager) Start(ctx context.Context, ref Ref) (PullStatus, error) {
 	if err != nil {
 		return PullStatus{}, err
 	}
-	if err := m.client.CheckAccess(ctx, l, q); err != nil {
+	if err := CheckSpace(m.cache, l, q); err != nil {
 		return PullStatus{}, err
 	}
-	if err := CheckSpace(m.cache, l, q); err != nil {
+	if err := m.client.CheckAccess(ctx, l, q); err != nil {
 		return PullStatus{}, err
 	}
 	name := Ref{Repo: l.Repo, Quant: q.Name}.String()
