@@ -138,6 +138,7 @@ func (c Cache) Remove(repo string, files []string) ([]string, error) {
 		}
 		if err := os.Remove(b); err == nil {
 			removed = append(removed, b)
+			_ = os.Remove(c.lockPath(repo, filepath.Base(b)))
 		}
 	}
 	if files2 == 0 {
@@ -145,6 +146,9 @@ func (c Cache) Remove(repo string, files []string) ([]string, error) {
 			return removed, err
 		}
 		removed = append(removed, dir)
+		locks := filepath.Dir(c.lockPath(repo, "x"))
+		_ = os.RemoveAll(locks)
+		_ = os.Remove(filepath.Dir(locks)) // only when empty
 	} else {
 		pruneEmpty(filepath.Join(dir, "snapshots"))
 	}

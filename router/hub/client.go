@@ -27,7 +27,13 @@ type Client struct {
 	Token     string       // sent as a bearer token to the Endpoint's host only; "" = anonymous
 	HTTP      *http.Client // nil → a client that never forwards the token after a redirect to another host
 	UserAgent string
+	// StallTimeout ends a download request that brought no byte for this long (it is retried
+	// from where it stopped); 0 means DefaultStallTimeout.
+	StallTimeout time.Duration
 }
+
+// DefaultStallTimeout is how long a download may bring no byte before it is retried.
+const DefaultStallTimeout = 60 * time.Second
 
 // FromEnv returns a client configured like the Hub's own clients: HF_ENDPOINT, HF_TOKEN, else the
 // token file ($HF_HOME/token, ~/.cache/huggingface/token). getenv nil means os.Getenv.

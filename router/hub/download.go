@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
@@ -189,32 +188,19 @@ func (d *download) run(ctx context.Context, files []File) ([]string, error) {
 	return paths, nil
 }
 
-// blobLocks serializes downloads of one blob within this process (two quants may share a
-// projector).
-var (
-	blobMu    sync.Mutex // guards blobLocks
-	blobLocks = map[string]*sync.Mutex{}
-)
-
-func lockBlob(path string) func() {
-	blobMu.Lock()
-	m := blobLocks[path]
-	if m == nil {
-		m = &sync.Mutex{}
-		blobLocks[path] = m
-	}
-	blobMu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
-
 // maxStalls is how many attempts in a row may bring no new byte before a download gives up.
 const maxStalls = 5
 
 // file brings one blob into the cache: resumed from its partial file, verified, renamed.
 func (d *download) file(ctx context.Context, i int, f File) error {
 	blob := d.cache.blob(d.repo, f.SHA256)
-	unlock := lockBlob(blob)
+	if _, err := os.Stat(d.cache.lockPath(d.repo, f.SHA256)); err != nil {
+		d.created = append(d.created, d.cache.lockPath(d.repo, f.SHA256))
+	}
+	unlock, err := d.cache.lockBlob(ctx, d.repo, f.SHA256)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	if st, err := os.Stat(blob); err == nil && st.Size() == f.Size {
 		d.advance(i, f.Size-d.p.Files[i].Done)
@@ -305,7 +291,16 @@ var errRestart = errors.New("server restarted the file")
 // fetch sends one request for f from byte off and appends what arrives to out and h. It returns
 // the bytes appended.
 func (d *download) fetch(ctx context.Context, f File, out io.Writer, h hash.Hash, off int64, i int) (int64, error) {
-	req, err := d.c.newRequest(ctx, http.MethodGet, d.c.ResolveURL(d.repo, d.commit, f.Path))
+	stallAfter := d.c.StallTimeout
+	if stallAfter <= 0 {
+		stallAfter = DefaultStallTimeout
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errStalled := fmt.Errorf("no data for %s", stallAfter)
+	stall := time.AfterFunc(stallAfter, func() { cancel(errStalled) })
+	defer stall.Stop()
+	req, err := d.c.newRequest(rctx, http.MethodGet, d.c.ResolveURL(d.repo, d.commit, f.Path))
 	if err != nil {
 		return 0, err
 	}
@@ -337,6 +332,7 @@ func (d *download) fetch(ctx context.Context, f File, out io.Writer, h hash.Hash
 	var n int64
 	for {
 		k, rerr := resp.Body.Read(buf)
+		stall.Reset(stallAfter)
 		if k > 0 {
 			if off+n+int64(k) > f.Size {
 				return n, fmt.Errorf("%s: %s: the server sent more than the listed %d bytes", d.repo, f.Path, f.Size)
@@ -355,6 +351,9 @@ func (d *download) fetch(ctx context.Context, f File, out io.Writer, h hash.Hash
 			return n, nil
 		}
 		if rerr != nil {
+			if cause := context.Cause(rctx); cause == errStalled {
+				return n, cause
+			}
 			return n, rerr
 		}
 	}
@@ -407,6 +406,9 @@ func (d *download) undo() {
 	for i := len(d.created) - 1; i >= 0; i-- {
 		_ = os.Remove(d.created[i])
 	}
+	locks := filepath.Dir(d.cache.lockPath(d.repo, "x"))
+	_ = os.Remove(locks) // only when empty
+	_ = os.Remove(filepath.Dir(locks))
 	dir := d.cache.RepoDir(d.repo)
 	if !d.repoExisted {
 		_ = os.RemoveAll(dir)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/testbed/fakehub"
@@ -398,4 +399,22 @@ func TestDiskSpaceRefusedFirst(t *testing.T) {
 	if _, err := os.Stat(cache.Dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Error("the refused download created the cache folder")
 	}
+}
+
+// A download that stops sending is abandoned after the stall timeout and resumed from where it
+// stopped.
+func TestStallResumes(t *testing.T) {
+	f := newFixture(t)
+	f.c.StallTimeout = 200 * time.Millisecond
+	l := f.listing(t)
+	q := f.quant(t, l, "Q8_0")
+	q.Mmproj = nil
+	f.hub.Stall(repoID, "tiny-Q8_0.gguf", q.Files[0].Size/3)
+	if _, err := f.c.Download(context.Background(), f.cache, l, q, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.hub.RangeRequests() < 2 {
+		t.Errorf("%d range requests, want the download resumed at least twice", f.hub.RangeRequests())
+	}
+	assertBlob(t, f, q.Files[0])
 }
