@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -249,16 +248,6 @@ func (rt *Server) hubSearch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": repos})
 }
 
-// quantJSON is one quant of /api/hub/files.
-type quantJSON struct {
-	hub.Quant
-	Model       string  `json:"model"`                  // ORG/REPO:QUANT
-	Downloaded  bool    `json:"downloaded"`             // on this machine already
-	Fit         hub.Fit `json:"fit,omitempty"`          // fits, fits_after_unload, too_large
-	FitReason   string  `json:"fit_reason,omitempty"`   // the fit in words, or why it is unknown
-	MemoryBytes int64   `json:"memory_bytes,omitempty"` // the estimate: RAM + VRAM
-}
-
 // hubFiles serves GET /api/hub/files?repo=ORG/REPO[&fit=false]: the repo's quants with sizes
 // and, unless fit=false, fit badges from the GGUF headers read with range requests.
 func (rt *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
@@ -273,50 +262,17 @@ func (rt *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out := make([]quantJSON, len(l.Quants))
-	room := rt.room()
 	var params catalog.EstimateParams
 	if rt.o.Hub.Params != nil {
 		params = rt.o.Hub.Params()
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
-	for i, q := range l.Quants {
-		out[i] = quantJSON{Quant: q, Model: hub.Ref{Repo: l.Repo, Quant: q.Name}.String()}
-		if rt.o.Catalog != nil {
-			_, out[i].Downloaded = rt.o.Catalog.Lookup(out[i].Model)
-		}
-		if r.URL.Query().Get("fit") == "false" {
-			continue
-		}
-		wg.Add(1)
-		go func(qj *quantJSON) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			est, _, err := c.Estimate(r.Context(), l, qj.Quant, params)
-			if err != nil {
-				qj.FitReason = "cannot estimate: " + err.Error()
-				return
-			}
-			qj.MemoryBytes = est.RAM + est.VRAM
-			qj.Fit, qj.FitReason = hub.FitFor(qj.MemoryBytes, room)
-		}(&out[i])
+	var downloaded func(string) bool
+	if rt.o.Catalog != nil {
+		downloaded = func(name string) bool { _, ok := rt.o.Catalog.Lookup(name); return ok }
 	}
-	wg.Wait()
-	writeJSON(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": out})
-}
-
-// room is the engine's budget as the fit badges judge it.
-func (rt *Server) room() hub.Room {
-	b := rt.o.Engine.Budget()
-	r := hub.Room{Limit: b.Limit, Free: b.Free}
-	for _, st := range rt.o.Engine.Models() {
-		if st.State.Running() && st.Active == 0 && st.Queued == 0 && !st.Pinned {
-			r.Idle += max(st.MemoryBytes, st.EstimateBytes)
-		}
-	}
-	return r
+	room := hub.RoomFrom(rt.o.Engine.Budget(), rt.o.Engine.Models())
+	quants := c.Badges(r.Context(), l, params, room, downloaded, r.URL.Query().Get("fit") != "false")
+	writeJSON(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": quants})
 }
 
 // pullJSON is one pull, in /api/hub/pulls, POST /models answers and /models/events.
