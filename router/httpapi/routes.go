@@ -44,6 +44,7 @@ func (rt *Server) routes() *mux.Router {
 	m.HandleFunc("/models/pin", rt.pinModel).Methods(http.MethodPost)
 	m.HandleFunc("/models/logs", rt.modelLogs).Methods(http.MethodGet)
 	m.HandleFunc("/models/events", rt.events).Methods(http.MethodGet)
+	rt.hubRoutes(m) // POST and DELETE /models, /api/hub/...
 
 	// llama-server builds from llama.cpp's releases (llamaserver.go).
 	m.HandleFunc("/api/llama-server", rt.llamaServers).Methods(http.MethodGet)
