@@ -128,15 +128,6 @@ func TestDeleteModel(t *testing.T) {
 	fb.waitCall(t, "rescan")
 }
 
-func TestFormatParams(t *testing.T) {
-	for n, want := range map[int64]string{0: "", 950: "950", 173_504: "174K", 362_000_000: "362M", 1_540_000_000: "1.5B",
-		7_000_000_000: "7B", 7_610_000_000: "7.6B", 70_550_000_000: "71B"} {
-		if got := formatParams(n); got != want {
-			t.Errorf("formatParams(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 func TestTooBigNamesWhatBoundsTheBudget(t *testing.T) {
 	configured := engine.Budget{Limit: 8 * gb, Configured: true, ConfiguredLimit: 8 * gb}
 	if got := tooBig(9*gb, configured); !strings.Contains(got, "raise memory_limit") {
