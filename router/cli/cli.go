@@ -56,6 +56,8 @@ Usage:
   llamatray pin ID              keep a model loaded: never evicted (saved in the config, as the tray's pin)
   llamatray unpin ID            let a pinned model be evicted again
   llamatray version             print version, commit and Go version
+  llamatray llama-server install|list|use|update
+                                get and switch llama.cpp's own builds of llama-server
 
 Run 'llamatray serve -h' for the flags.
 `
@@ -81,6 +83,8 @@ func run(args []string, b Build, desktop Desktop, env Env) int {
 		err = runUnload(args, env)
 	case "pin", "unpin":
 		err = runPin(args, env, cmd == "pin")
+	case "llama-server":
+		err = runLlamaServer(args, env)
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString(b))
 		return 0

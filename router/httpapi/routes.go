@@ -45,6 +45,11 @@ func (rt *Server) routes() *mux.Router {
 	m.HandleFunc("/models/logs", rt.modelLogs).Methods(http.MethodGet)
 	m.HandleFunc("/models/events", rt.events).Methods(http.MethodGet)
 
+	// llama-server builds from llama.cpp's releases (llamaserver.go).
+	m.HandleFunc("/api/llama-server", rt.llamaServers).Methods(http.MethodGet)
+	m.HandleFunc("/api/llama-server/install", rt.installLlamaServer).Methods(http.MethodPost)
+	m.HandleFunc("/api/llama-server/use", rt.useLlamaServer).Methods(http.MethodPost)
+
 	// Model-routed endpoints, proxied to the model's child.
 	for _, p := range proxiedPOST {
 		m.HandleFunc(p, rt.modelRoute).Methods(http.MethodPost)

@@ -81,8 +81,10 @@ type Options struct {
 	Version               string
 	StartTime             time.Time
 	// Setup supplies the service's part of /api/status (llama-server, config file, model folders).
-	Setup  func() wire.Setup
-	Logger *slog.Logger
+	Setup func() wire.Setup
+	// LlamaServers installs llama-server builds (/api/llama-server/...); nil answers 404 there.
+	LlamaServers LlamaServers
+	Logger       *slog.Logger
 }
 
 // Server is the HTTP handler of a Llamatray instance.

@@ -23,6 +23,7 @@ import (
 	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/mem"
+	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
@@ -43,6 +44,7 @@ type LlamaServer struct {
 	Version string
 	Hint    string // how to install one on this OS
 	Err     string // why none is used
+	Build   string // the installed llama.cpp build ("b7100") when Source is "installed"
 }
 
 // Service is a running Llamatray: catalog, engine and HTTP listener.
@@ -55,6 +57,8 @@ type Service struct {
 	views   view.Builder
 	started time.Time
 	gpu     bool
+	// installer installs llama.cpp release builds (router/releases)
+	installer *releases.Installer
 
 	// saveMu serializes the writes of the configuration file, so that a later change is never
 	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
@@ -78,7 +82,7 @@ func New(cfg config.Config, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.llama = findLlamaServer(cfg.LlamaServer)
+	s.llama = s.findLlamaServer(cfg.LlamaServer)
 	if err := s.newEngine(); err != nil {
 		return nil, err
 	}
@@ -126,6 +130,7 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 		Hidden:  func(id string) bool { return s.config().ModelSettings(id).Hidden },
 		Logger:  o.Logger,
 	})
+	s.installer = s.newInstaller()
 	return s, nil
 }
 
@@ -184,14 +189,20 @@ func portOf(listen string) int {
 	return n
 }
 
-func findLlamaServer(configured string) LlamaServer {
+func (s *Service) findLlamaServer(configured string) LlamaServer {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	r, err := locate.Find(ctx, configured)
+	e := s.locateEnv()
+	r, err := locate.FindWith(ctx, e, configured)
 	ls := LlamaServer{Path: r.Path, Source: r.Source, Version: r.Version, Hint: locate.InstallHint()}
 	if err != nil {
 		ls.Path = ""
 		ls.Err = err.Error()
+	}
+	if b, ok := s.installer.Store.Current(); ok && r.Source == locate.SourceInstalled {
+		ls.Build = b.Build
+	} else if r.Build > 0 {
+		ls.Build = "b" + strconv.Itoa(r.Build)
 	}
 	return ls
 }
@@ -288,6 +299,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Version:               s.o.Version,
 		StartTime:             s.started,
 		Setup:                 s.setup,
+		LlamaServers:          s,
 		Logger:                s.log,
 	})
 }
@@ -296,7 +308,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 func (s *Service) setup() wire.Setup {
 	ls := s.LlamaServer()
 	return wire.Setup{
-		LlamaServer:     wire.LlamaServer{Path: ls.Path, Source: ls.Source, Version: ls.Version, Error: ls.Err, Hint: ls.Hint},
+		LlamaServer:     wire.LlamaServer{Path: ls.Path, Source: ls.Source, Version: ls.Version, Build: ls.Build, Error: ls.Err, Hint: ls.Hint},
 		ConfigPath:      s.o.ConfigPath,
 		ModelDirs:       append([]string{}, s.config().ModelDirsResolved()...),
 		CatalogWarnings: append([]string{}, s.cat.Warnings()...),
@@ -478,7 +490,7 @@ func (s *Service) Apply(cfg config.Config) error {
 	old := s.config()
 	ls := s.LlamaServer()
 	if cfg.LlamaServer != old.LlamaServer || ls.Path == "" {
-		ls = findLlamaServer(cfg.LlamaServer)
+		ls = s.findLlamaServer(cfg.LlamaServer)
 	}
 	s.mu.Lock()
 	s.cfg = cfg

@@ -157,6 +157,7 @@ func Status(st engine.ModelStatus) wire.ModelStatus {
 		LastUsed:            timePtr(st.LastUsed),
 		PID:                 st.PID,
 		Port:                st.Port,
+		Socket:              st.Socket,
 		ExitCode:            st.ExitCode,
 		Pinned:              st.Pinned,
 		Draining:            st.Draining,

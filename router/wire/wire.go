@@ -33,7 +33,8 @@ type ModelStatus struct {
 	MemoryEstimateBytes int64      `json:"memory_estimate_bytes"` // what a load needs, for the configured context
 	LastUsed            *time.Time `json:"last_used"`
 	PID                 int        `json:"pid"`
-	Port                int        `json:"port"`
+	Port                int        `json:"port"`   // 0 when the child is on a unix socket
+	Socket              string     `json:"socket"` // the child's unix socket, "" on TCP
 	ExitCode            *int       `json:"exit_code"`
 	Pinned              bool       `json:"pinned"`
 	Draining            bool       `json:"draining"`
@@ -125,6 +126,7 @@ type LlamaServer struct {
 	Path    string `json:"path"` // "" when none was found
 	Source  string `json:"source"`
 	Version string `json:"version"`
+	Build   string `json:"build"` // the llama.cpp build in use (e.g. "b6500"), "" when unknown
 	Error   string `json:"error"`
 	Hint    string `json:"hint"` // how to install one on this OS
 }
