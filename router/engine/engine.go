@@ -68,8 +68,8 @@ type Options struct {
 type Engine struct {
 	o     Options
 	log   *slog.Logger
+	addrs child.Addrs // where children listen: unix sockets in a private folder (Windows: ports)
 	fx    Effects
-	ports child.PortAllocator
 	fp    *footprints
 	kick  chan struct{}  // asks the monitor loop for a fresh memory sample
 	stop  chan struct{}  // closed by Close
@@ -127,8 +127,8 @@ func New(o Options) (*Engine, error) {
 	e := &Engine{
 		o:      o,
 		log:    o.Logger,
+		addrs:  child.NewAddrs(),
 		fx:     o.Effects,
-		ports:  child.NewPortAllocator(),
 		fp:     fp,
 		kick:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
@@ -285,6 +285,9 @@ func (e *Engine) Close(ctx context.Context) error {
 		}
 	}
 	e.wg.Wait()
+	if cerr := child.CloseAddrs(e.addrs); cerr != nil {
+		e.log.Warn("socket folder not removed", "err", cerr)
+	}
 	e.mu.Lock()
 	for s := range e.subs {
 		delete(e.subs, s)

@@ -182,18 +182,18 @@ func (p *fakeProc) stopped() bool {
 }
 
 func (p *fakeProc) ready() {
-	p.on(child.Event{Kind: child.Ready, PID: p.pid, Port: p.pid})
+	p.on(child.Event{Kind: child.Ready, PID: p.pid, Addr: child.Addr{Port: p.pid}})
 }
-func (p *fakeProc) sleep() { p.on(child.Event{Kind: child.Sleeping, PID: p.pid, Port: p.pid}) }
+func (p *fakeProc) sleep() { p.on(child.Event{Kind: child.Sleeping, PID: p.pid, Addr: child.Addr{Port: p.pid}}) }
 
 // exitStopped ends a child the engine stopped.
 func (p *fakeProc) exitStopped() {
-	p.exit(child.Event{Kind: child.Exited, PID: p.pid, Port: p.pid, Deliberate: true})
+	p.exit(child.Event{Kind: child.Exited, PID: p.pid, Addr: child.Addr{Port: p.pid}, Deliberate: true})
 }
 
 // crash ends the child unexpectedly.
 func (p *fakeProc) crash() {
-	p.exit(child.Event{Kind: child.Exited, PID: p.pid, Port: p.pid, ExitCode: 134,
+	p.exit(child.Event{Kind: child.Exited, PID: p.pid, Addr: child.Addr{Port: p.pid}, ExitCode: 134,
 		Err: fmt.Errorf("child %q: %w (exit code 134)", p.spec.Model, child.ErrCrashed), LogTail: []string{"GGML_ASSERT failed"}})
 }
 
