@@ -194,8 +194,8 @@ func installBuild(ctx context.Context, b builds, via string, req releases.Reques
 }
 
 func printBuilds(w io.Writer, l client.LlamaServers) {
-	if p, _ := l.InUse["path"].(string); p != "" {
-		fmt.Fprintf(w, "in use: %s (%v, %v)\n", p, l.InUse["source"], l.InUse["version"])
+	if p := l.InUse.Path; p != "" {
+		fmt.Fprintf(w, "in use: %s (%s, %s)\n", p, l.InUse.Source, l.InUse.Version)
 	}
 	if len(l.Builds) == 0 {
 		fmt.Fprintln(w, "no llama-server builds installed by Llamatray (llamatray llama-server install)")

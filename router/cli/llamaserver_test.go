@@ -123,19 +123,19 @@ func TestLlamaServerThroughInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls := st["llama_server"].(map[string]any); ls["path"] != "" {
-		t.Fatalf("a llama-server was found before the install: %v", ls)
+	if ls := st.LlamaServer; ls.Path != "" {
+		t.Fatalf("a llama-server was found before the install: %+v", ls)
 	}
 	code, o := runCLI(t, "llama-server", "install")
 	if code != 0 || !strings.Contains(o.stdout.String(), "in the running Llamatray at http://"+addr) {
 		t.Fatalf("install: %d %s %s", code, o.stdout.String(), o.stderr.String())
 	}
 	st, _ = c.Status(context.Background())
-	ls := st["llama_server"].(map[string]any)
-	if ls["build"] != "b7100" || ls["source"] != "installed" || !strings.HasPrefix(ls["path"].(string), filepath.Join(home, "data")) {
-		t.Errorf("status after install: %v", ls)
+	ls := st.LlamaServer
+	if ls.Build != "b7100" || ls.Source != "installed" || !strings.HasPrefix(ls.Path, filepath.Join(home, "data")) {
+		t.Errorf("status after install: %+v", ls)
 	}
-	if code, o := runCLI(t, "llama-server", "list"); code != 0 || !strings.Contains(o.stdout.String(), "in use: "+ls["path"].(string)) {
+	if code, o := runCLI(t, "llama-server", "list"); code != 0 || !strings.Contains(o.stdout.String(), "in use: "+ls.Path) {
 		t.Errorf("list: %d %s %s", code, o.stdout.String(), o.stderr.String())
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGINT)

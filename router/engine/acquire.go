@@ -164,7 +164,7 @@ func (e *Engine) grant(m *model, now time.Time) *Lease {
 	m.lastUsed = now
 	u, _ := url.Parse(m.base)
 	var once sync.Once
-	l := &Lease{Model: m.id, URL: u}
+	l := &Lease{Model: m.id, URL: u, Socket: m.socket}
 	l.release = func() { once.Do(func() { e.release(m) }) }
 	e.publish(Event{Kind: "lease", Model: m.id, State: m.state, Active: m.leases})
 	return l

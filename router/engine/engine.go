@@ -66,7 +66,7 @@ type Options struct {
 type Engine struct {
 	o     Options
 	log   *slog.Logger
-	ports child.PortAllocator
+	addrs child.Addrs // where children listen: unix sockets in a private folder (Windows: ports)
 	fp    *footprints
 	kick  chan struct{}  // asks the monitor loop for a fresh memory sample
 	stop  chan struct{}  // closed by Close
@@ -120,7 +120,7 @@ func New(o Options) (*Engine, error) {
 	e := &Engine{
 		o:      o,
 		log:    o.Logger,
-		ports:  child.NewPortAllocator(),
+		addrs:  child.NewAddrs(),
 		fp:     fp,
 		kick:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
@@ -274,6 +274,9 @@ func (e *Engine) Close(ctx context.Context) error {
 		}
 	}
 	e.wg.Wait()
+	if cerr := child.CloseAddrs(e.addrs); cerr != nil {
+		e.log.Warn("socket folder not removed", "err", cerr)
+	}
 	e.mu.Lock()
 	for s := range e.subs {
 		delete(e.subs, s)

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/llamatray/llamatray/router/child"
@@ -42,7 +41,7 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 		Args:        m.args,
 		Env:         e.o.Env,
 		RouterPort:  e.o.RouterPort,
-		Ports:       e.ports,
+		Addrs:       e.addrs,
 		LoadTimeout: e.o.LoadTimeout,
 		StopTimeout: e.o.StopTimeout,
 		Logger:      e.log,
@@ -130,20 +129,20 @@ func (e *Engine) onChild(id string, gen uint64, ev child.Event) {
 	var acts []action
 	switch ev.Kind {
 	case child.Loading:
-		m.pid, m.port = ev.PID, ev.Port
+		m.pid, m.port, m.socket = ev.PID, ev.Port, ev.Socket
 		if ev.Progress > m.progress+0.05 || ev.Progress >= 1 {
 			m.progress = ev.Progress
 			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases, Message: fmt.Sprintf("loading %.0f%%", ev.Progress*100)})
 		}
 	case child.Ready:
-		m.pid, m.port = ev.PID, ev.Port
-		m.base = (&url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ev.Port)}).String()
+		m.pid, m.port, m.socket = ev.PID, ev.Port, ev.Socket
+		m.base = ev.Addr.URL().String()
 		switch m.state {
 		case StateLoading:
 			m.state = StateLoaded
 			m.readyAt = now
 			m.progress = 1
-			e.log.Info("model ready", "model", id, "pid", ev.PID, "port", ev.Port)
+			e.log.Info("model ready", "model", id, "pid", ev.PID, "addr", ev.Addr)
 			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases})
 			// Its waiters get their leases in this same critical section, before any eviction can
 			// see it idle.
@@ -181,7 +180,7 @@ func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
 	code := ev.ExitCode
 	m.exitCode = &code
 	m.logTail = append([]string(nil), ev.LogTail...)
-	m.child, m.pid, m.port, m.base = nil, 0, 0, ""
+	m.child, m.pid, m.port, m.socket, m.base = nil, 0, 0, "", ""
 	m.spawning = false
 	deliberate := ev.Deliberate || m.state == StateStopping
 	var acts []action

@@ -24,8 +24,9 @@ type model struct {
 	stopReq  bool // stop as soon as the child is registered
 	forceReq bool
 	pid      int
-	port     int
-	base     string // http://127.0.0.1:port once ready
+	port     int    // TCP port of the child (Windows); 0 on a socket
+	socket   string // unix socket path of the child
+	base     string // the child's base URL once ready (child.Addr.URL)
 	args     []string
 	binary   string // the llama-server the current child runs
 	progress float64
@@ -83,6 +84,7 @@ func (e *Engine) status(m *model) ModelStatus {
 		LastUsed:      m.lastUsed,
 		PID:           m.pid,
 		Port:          m.port,
+		Socket:        m.socket,
 		Error:         m.errMsg,
 		NextRetry:     m.nextRetry,
 		Progress:      m.progress,

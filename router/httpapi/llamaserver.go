@@ -47,8 +47,8 @@ func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 		builds = []releases.Build{}
 	}
 	out := map[string]any{"builds": builds}
-	if st, ok := rt.statusField("llama_server"); ok {
-		out["in_use"] = st
+	if rt.o.Setup != nil {
+		out["in_use"] = rt.o.Setup().LlamaServer
 	}
 	if q := r.URL.Query(); q.Has("build") || q.Has("available") {
 		rel, c, err := ls.PlanBuild(r.Context(), releases.Request{Build: q.Get("build"), Backend: q.Get("backend")})
@@ -67,15 +67,6 @@ func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// statusField returns one field of the service's /api/status extras.
-func (rt *Server) statusField(key string) (any, bool) {
-	if rt.o.Status == nil {
-		return nil, false
-	}
-	v, ok := rt.o.Status()[key]
-	return v, ok
 }
 
 // installLlamaServer serves POST /api/llama-server/install {"build": "latest"}. The answer is an
@@ -137,7 +128,7 @@ func (es *eventStream) send(event string, v any) {
 		es.w.WriteHeader(http.StatusOK)
 		es.begun = true
 	}
-	fmt.Fprintf(es.w, "event: %s\ndata: %s\n\n", event, b)
+	es.w.Write(sseEvent(event, b))
 	es.rc.Flush()
 }
 

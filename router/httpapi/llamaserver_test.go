@@ -14,6 +14,7 @@ import (
 	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ghreleases"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // installerBuilds serves the LlamaServers interface with the real installer, as the service does
@@ -29,16 +30,16 @@ func (b installerBuilds) InstallBuild(ctx context.Context, req releases.Request,
 }
 func (b installerBuilds) UseBuild(build string) (releases.Build, error) { return b.in.Use(build) }
 
-// sseEvent is one event of a stream.
-type sseEvent struct {
+// streamEvent is one event of a stream.
+type streamEvent struct {
 	name string
 	data string
 }
 
-func readEvents(t *testing.T, r io.Reader) []sseEvent {
+func readEvents(t *testing.T, r io.Reader) []streamEvent {
 	t.Helper()
-	var out []sseEvent
-	var cur sseEvent
+	var out []streamEvent
+	var cur streamEvent
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
@@ -49,7 +50,7 @@ func readEvents(t *testing.T, r io.Reader) []sseEvent {
 			cur.data = strings.TrimPrefix(line, "data: ")
 		case line == "" && cur.name != "":
 			out = append(out, cur)
-			cur = sseEvent{}
+			cur = streamEvent{}
 		}
 	}
 	return out
@@ -76,7 +77,7 @@ func TestLlamaServerInstallAPI(t *testing.T) {
 	}
 	srv, _, _ := testRouter(t, "", func(o *Options) {
 		o.LlamaServers = installerBuilds{in}
-		o.Status = func() map[string]any { return map[string]any{"llama_server": map[string]any{"build": "b7100"}} }
+		o.Setup = func() wire.Setup { return wire.Setup{LlamaServer: wire.LlamaServer{Build: "b7100"}} }
 	})
 
 	// What would be installed, and why.
