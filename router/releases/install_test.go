@@ -321,3 +321,26 @@ func TestUnpackRefusesEntriesOutside(t *testing.T) {
 		t.Errorf("target = %s, %v", p, err)
 	}
 }
+
+// An installer may ship a build in the same layout beside the executable; Store reads it like its own.
+func TestBundledLayout(t *testing.T) {
+	s := standIn(t)
+	app := t.TempDir()
+	exe := filepath.Join(app, "llamatray")
+	roots := BundledRoots(exe)
+	if len(roots) != 1 || roots[0] != filepath.Join(app, "llama-server") {
+		t.Fatalf("roots = %v", roots)
+	}
+	if got := BundledRoots("/Applications/Llamatray.app/Contents/MacOS/llamatray"); len(got) != 2 ||
+		got[1] != filepath.FromSlash("/Applications/Llamatray.app/Contents/Resources/llama-server") {
+		t.Errorf("macOS roots = %v", got)
+	}
+	// The release workflow would run the same install into the bundle's folder.
+	if _, err := newInstaller(s, roots[0]).Install(context.Background(), Request{Build: "b7100"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, ok := Store{Root: roots[0]}.Current()
+	if !ok || b.Build != "b7100" {
+		t.Fatalf("bundled current = %+v %v", b, ok)
+	}
+}

@@ -36,6 +36,18 @@ func DefaultRoot() (string, error) {
 	return filepath.Join(xdg.DataHome, "llamatray", "llama-server"), nil
 }
 
+// BundledRoots are the folders where an installer may ship builds in Store's layout, beside the
+// executable exe: <dir>/llama-server and, in a macOS app bundle, Contents/Resources/llama-server.
+// The builds Llamatray installs itself go to DefaultRoot and win over these, so an update works.
+func BundledRoots(exe string) []string {
+	dir := filepath.Dir(exe)
+	roots := []string{filepath.Join(dir, "llama-server")}
+	if filepath.Base(dir) == "MacOS" && filepath.Base(filepath.Dir(dir)) == "Contents" {
+		roots = append(roots, filepath.Join(filepath.Dir(dir), "Resources", "llama-server"))
+	}
+	return roots
+}
+
 // BinaryName is llama-server's file name on this system.
 func BinaryName() string {
 	if runtime.GOOS == "windows" {

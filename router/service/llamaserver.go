@@ -42,8 +42,28 @@ func (s *Service) buildInUse(dir string) bool {
 // locateEnv is the search environment, with the installed build in it.
 func (s *Service) locateEnv() locate.Env {
 	e := locate.OSEnv()
-	e.Installed = s.installer.Store.CurrentBinary()
+	if b, ok := s.currentBuild(e); ok {
+		e.Installed = b.Path
+	}
 	return e
+}
+
+// currentBuild is the build in use of Llamatray's own folder, else of a folder an installer
+// bundled beside the executable in the same layout.
+func (s *Service) currentBuild(e locate.Env) (releases.Build, bool) {
+	if b, ok := s.installer.Store.Current(); ok {
+		return b, true
+	}
+	exe, err := e.Executable()
+	if err != nil {
+		return releases.Build{}, false
+	}
+	for _, root := range releases.BundledRoots(exe) {
+		if b, ok := (releases.Store{Root: root}).Current(); ok {
+			return b, true
+		}
+	}
+	return releases.Build{}, false
 }
 
 // refreshLlamaServer searches llama-server again and gives the engine the result: the next load

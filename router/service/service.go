@@ -199,7 +199,7 @@ func (s *Service) findLlamaServer(configured string) LlamaServer {
 		ls.Path = ""
 		ls.Err = err.Error()
 	}
-	if b, ok := s.installer.Store.Current(); ok && r.Source == locate.SourceInstalled {
+	if b, ok := s.currentBuild(e); ok && r.Source == locate.SourceInstalled {
 		ls.Build = b.Build
 	} else if r.Build > 0 {
 		ls.Build = "b" + strconv.Itoa(r.Build)
