@@ -76,7 +76,7 @@ func TestLlamaServerDirect(t *testing.T) {
 	if code, o := runCLI(t, "llama-server", "update"); code != 0 || !strings.Contains(o.stdout.String(), "installed llama.cpp b7100") {
 		t.Fatalf("update: %d %s %s", code, o.stdout.String(), o.stderr.String())
 	}
-	if code, o := runCLI(t, "llama-server", "update"); code != 0 || !strings.Contains(o.stdout.String(), "already installed") {
+	if code, o := runCLI(t, "llama-server", "update"); code != 0 || !strings.Contains(o.stdout.String(), "llama.cpp b7100 (CPU) is up to date") {
 		t.Fatalf("second update: %d %s %s", code, o.stdout.String(), o.stderr.String())
 	}
 	code, o = runCLI(t, "llama-server", "list", "--available")

@@ -63,6 +63,7 @@ type Build struct {
 	Extras      []string  `json:"extras,omitempty"` // more archives unpacked beside it
 	SHA256      string    `json:"sha256"`           // the archive's verified digest
 	Backend     string    `json:"backend"`          // "CUDA 12.4", "Vulkan", "CPU", "Metal"
+	Asked       string    `json:"asked,omitempty"`  // the backend the user asked for; "" = chosen here
 	Reason      string    `json:"reason"`           // why that archive was chosen
 	Binary      string    `json:"binary"`           // llama-server's path relative to the build's folder
 	Version     string    `json:"version"`          // what `llama-server --version` said

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/releases"
@@ -107,4 +108,30 @@ func (s *Service) UseBuild(build string) (releases.Build, error) {
 	}
 	s.refreshLlamaServer()
 	return b, nil
+}
+
+// firstUpdateCheck is how long after the start the daily llama-server update check first runs.
+const firstUpdateCheck = 2 * time.Minute
+
+// updateDaily installs llama.cpp's newer release build once a day while the llama_server_update
+// setting is on and the llama-server in use is one Llamatray installed. It runs until ctx ends.
+func (s *Service) updateDaily(ctx context.Context) {
+	t := time.NewTimer(firstUpdateCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if ls := s.LlamaServer(); s.config().LlamaServerUpdate && ls.Source == locate.SourceInstalled {
+			b, err := s.InstallBuild(ctx, releases.Request{Build: releases.Latest, Update: true}, nil)
+			if err != nil {
+				s.log.Warn("daily llama-server update failed", "err", err)
+			} else if b.Build != ls.Build {
+				s.log.Info("llama-server updated", "build", b.Build, "was", ls.Build)
+			}
+		}
+		t.Reset(24 * time.Hour)
+	}
 }
