@@ -68,11 +68,8 @@ done
 # Debian builds Wine with its data in <datadir>/wine/wine and falls back to the absolute
 # /usr/share/wine, which does not exist here: point the first at the unpacked data.
 ln -sfn . "$UNPACK/usr/share/wine/wine"
-# Wine's user32.dll needs zlib1.dll, which Debian ships apart (libz-mingw-w64) and which a new
-# prefix lacks: it goes beside Wine's DLLs (for wineboot) and the wrapper copies it into each
-# prefix's system folders.
-cp "$UNPACK/usr/x86_64-w64-mingw32/lib/zlib1.dll" "$WINEDIR/x86_64-windows/"
-cp "$UNPACK/usr/i686-w64-mingw32/lib/zlib1.dll" "$WINEDIR/i386-windows/"
+# Wine's user32.dll needs zlib1.dll, which Debian ships apart (libz-mingw-w64) and finds under
+# /usr: the wrapper puts it in each prefix's system folders.
 
 # Patch the programs and Unix libraries with the paths they will have once moved into place (an
 # RPATH, not a RUNPATH, so that it also applies to the libraries they load), write the wrappers
@@ -97,11 +94,13 @@ cat >"$STAGE/bin/wine" <<WRAP
 # C library. Quiet unless WINEDEBUG is set.
 WINEDEBUG="\${WINEDEBUG:--all}"
 export WINEDEBUG
+# Wine's user32.dll needs zlib1.dll, which is no Wine DLL, so a new prefix lacks it: it is put
+# in place before the prefix is created.
 win="\${WINEPREFIX:-\$HOME/.wine}/drive_c/windows"
-if [ -d "\$win/system32" ] && [ ! -e "\$win/system32/zlib1.dll" ]; then
-	cp "$FINAL/usr/x86_64-w64-mingw32/lib/zlib1.dll" "\$win/system32/" &&
-		{ [ ! -d "\$win/syswow64" ] || cp "$FINAL/usr/i686-w64-mingw32/lib/zlib1.dll" "\$win/syswow64/"; } ||
-		exit 1
+if [ "\$1" != --version ] && [ ! -e "\$win/system32/zlib1.dll" ]; then
+	mkdir -p "\$win/system32" "\$win/syswow64" &&
+		cp "$FINAL/usr/x86_64-w64-mingw32/lib/zlib1.dll" "\$win/system32/" &&
+		cp "$FINAL/usr/i686-w64-mingw32/lib/zlib1.dll" "\$win/syswow64/" || exit 1
 fi
 exec "$FINAL_LIBDIR/wine/wine" "\$@"
 WRAP
