@@ -219,3 +219,25 @@ func TestSleepingWaiterWokenNotEvicted(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// issue 13 item 6: lowering max_loaded while the models are idle stops the least recently used of
+// them at once; the most recently used stays.
+func TestLoweredMaxLoadedStopsIdleModels(t *testing.T) {
+	in := start(t, []string{"alpha", "beta", "gamma"}, nil)
+	ctx := context.Background()
+	for _, id := range []string{"alpha", "beta", "gamma"} {
+		if code, body, err := in.chat(ctx, id, false, 2); err != nil || code != 200 {
+			t.Fatalf("%s: %d %v %s", id, code, err, body)
+		}
+	}
+	cfg := in.svc.Config()
+	cfg.MaxLoaded = 1
+	if err := in.svc.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	in.waitState("alpha", 10*time.Second, engine.StateUnloaded)
+	in.waitState("beta", 10*time.Second, engine.StateUnloaded)
+	if st := in.state("gamma"); st.State != engine.StateLoaded {
+		t.Fatalf("gamma, the most recently used, is %s", st.State)
+	}
+}
