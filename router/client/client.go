@@ -71,6 +71,13 @@ type ModelInfo struct {
 	Aliases []string    `json:"aliases"`
 	Status  ModelStatus `json:"status"`
 	Meta    *ModelMeta  `json:"meta"` // nil when the catalog no longer has the model
+	// As llama.cpp's router gives them:
+	Tags         []string `json:"tags"`
+	Architecture struct {
+		InputModalities  []string `json:"input_modalities"`
+		OutputModalities []string `json:"output_modalities"`
+	} `json:"architecture"`
+	ContextLength int `json:"context_length"`
 }
 
 // ModelStatus mirrors the "status" object of a model entry.

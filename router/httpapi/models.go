@@ -23,6 +23,16 @@ type modelEntry struct {
 	Aliases []string    `json:"aliases"`
 	Status  modelStatus `json:"status"`
 	Meta    *modelMeta  `json:"meta"` // null when the catalog no longer has the model
+	// As llama.cpp's router gives them:
+	Tags          []string        `json:"tags"`
+	Architecture  entryModalities `json:"architecture"`
+	ContextLength int             `json:"context_length"` // training context, 0 when unknown
+}
+
+// entryModalities are what a model takes and gives.
+type entryModalities struct {
+	Input  []string `json:"input_modalities"`
+	Output []string `json:"output_modalities"`
 }
 
 // modelStatus is the engine's view of one model.
@@ -101,12 +111,14 @@ func statusJSON(st engine.ModelStatus) modelStatus {
 // entry builds the list entry of one model from the engine snapshot and the catalog.
 func (rt *Server) entry(st engine.ModelStatus) modelEntry {
 	e := modelEntry{
-		ID:      st.ID,
-		Object:  "model",
-		OwnedBy: "llamatray",
-		Created: rt.o.StartTime.Unix(),
-		Aliases: orEmpty(st.Aliases),
-		Status:  statusJSON(st),
+		ID:           st.ID,
+		Object:       "model",
+		OwnedBy:      "llamatray",
+		Created:      rt.o.StartTime.Unix(),
+		Aliases:      orEmpty(st.Aliases),
+		Status:       statusJSON(st),
+		Tags:         []string{},
+		Architecture: entryModalities{Input: []string{"text"}, Output: []string{"text"}},
 	}
 	if rt.o.Catalog == nil {
 		return e
@@ -120,6 +132,10 @@ func (rt *Server) entry(st engine.ModelStatus) modelEntry {
 	}
 	if len(e.Aliases) == 0 {
 		e.Aliases = orEmpty(m.Aliases)
+	}
+	e.ContextLength = m.ContextLength
+	if m.Mmproj != "" {
+		e.Architecture.Input = append(e.Architecture.Input, "image")
 	}
 	e.Meta = &modelMeta{
 		Name:          m.Name,
@@ -136,8 +152,13 @@ func (rt *Server) entry(st engine.ModelStatus) modelEntry {
 	return e
 }
 
-// listModels serves GET /models and GET /v1/models: every catalog model with its state.
+// listModels serves GET /models and GET /v1/models: every catalog model with its state;
+// ?reload=1 scans the model folders first.
 func (rt *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	if err := rt.reload(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	ms := rt.o.Engine.Models()
 	list := modelList{Object: "list", Data: make([]modelEntry, 0, len(ms))}
 	for _, st := range ms {

@@ -44,6 +44,7 @@ func (rt *Server) routes() *mux.Router {
 	m.HandleFunc("/models/pin", rt.pinModel).Methods(http.MethodPost)
 	m.HandleFunc("/models/logs", rt.modelLogs).Methods(http.MethodGet)
 	m.HandleFunc("/models/events", rt.events).Methods(http.MethodGet)
+	m.HandleFunc("/models/sse", rt.modelsSSE).Methods(http.MethodGet) // llama.cpp's router events
 
 	// Model-routed endpoints, proxied to the model's child.
 	for _, p := range proxiedPOST {

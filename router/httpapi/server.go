@@ -74,6 +74,8 @@ type Options struct {
 	StartTime             time.Time
 	// Status supplies extra fields for /api/status (llama-server path and version, ...).
 	Status func() map[string]any
+	// Reload scans the model folders again (GET /models?reload=1); nil: the list is answered as is.
+	Reload func(ctx context.Context) error
 	Logger *slog.Logger
 }
 

@@ -233,7 +233,14 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Version:               s.o.Version,
 		StartTime:             s.started,
 		Status:                s.status,
-		Logger:                s.log,
+		Reload: func(ctx context.Context) error {
+			if err := s.cat.Scan(ctx); err != nil {
+				return err
+			}
+			s.eng.SyncCatalog()
+			return nil
+		},
+		Logger: s.log,
 	})
 }
 
