@@ -39,6 +39,8 @@ type Model struct {
 	Estimate      Estimate
 	ModTime       time.Time // newest of the files
 	Root          string    // the scanned folder it was found in
+	HubRepo       string    // ORG/REPO when found in a Hugging Face cache
+	HubName       string    // ORG/REPO:QUANT, llama.cpp's -hf spelling; it resolves like an alias
 }
 
 // Options configure a Catalog. The functions are called during scans, possibly from several

@@ -113,3 +113,19 @@ func (s *Size) UnmarshalText(b []byte) error {
 
 // Set implements flag.Value.
 func (s *Size) Set(v string) error { return s.UnmarshalText([]byte(v)) }
+
+// Human formats the size for people, rounded to one decimal in the largest binary unit: "512 B",
+// "1.5 GiB". It is the one size format of messages and tables.
+func (s Size) Human() string {
+	const unit = 1024
+	n := int64(s)
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

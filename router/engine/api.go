@@ -50,6 +50,7 @@ type ModelStatus struct {
 	UnloadAt      time.Time // idle unload due at, zero if none
 	Args          []string  // the child's command line
 	Path          string
+	Binary        string // the llama-server the running child was started from, "" when none runs
 }
 
 // Event is one change of a model's state or lease count.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // What llama.cpp's router (llama-server --models-dir) answers that its clients rely on, answered the
@@ -102,7 +103,7 @@ type sseProgress struct {
 type sseStatus struct {
 	Status   string       `json:"status"` // unloaded, loading, loaded, sleeping
 	Progress *sseProgress `json:"progress,omitempty"`
-	Info     *modelEntry  `json:"info,omitempty"`
+	Info     *wire.Model  `json:"info,omitempty"`
 	ExitCode *int         `json:"exit_code,omitempty"`
 	Failed   bool         `json:"failed,omitempty"`
 	Error    string       `json:"error,omitempty"`
@@ -133,8 +134,10 @@ func (t *sseTranslator) translate(ev engine.Event) []sseEventJSON {
 	case engine.StateLoading:
 		now.Progress = &sseProgress{Stages: []string{"text_model"}, Current: "text_model", Value: st.Progress}
 	case engine.StateLoaded:
-		e := t.rt.entry(st)
-		now.Info = &e
+		if v, err := t.rt.views.Model(ev.Model); err == nil {
+			e := v.Wire(t.rt.o.StartTime)
+			now.Info = &e
+		}
 	case engine.StateUnloaded, engine.StateFailed:
 		code := 0
 		if st.ExitCode != nil {

@@ -45,6 +45,12 @@ func (rt *Server) routes() *mux.Router {
 	m.HandleFunc("/models/logs", rt.modelLogs).Methods(http.MethodGet)
 	m.HandleFunc("/models/events", rt.events).Methods(http.MethodGet)
 	m.HandleFunc("/models/sse", rt.modelsSSE).Methods(http.MethodGet) // llama.cpp's router events
+	rt.hubRoutes(m)                                                   // POST and DELETE /models, /api/hub/...
+
+	// llama-server builds from llama.cpp's releases (llamaserver.go).
+	m.HandleFunc("/api/llama-server", rt.llamaServers).Methods(http.MethodGet)
+	m.HandleFunc("/api/llama-server/install", rt.installLlamaServer).Methods(http.MethodPost)
+	m.HandleFunc("/api/llama-server/use", rt.useLlamaServer).Methods(http.MethodPost)
 
 	// Model-routed endpoints, proxied to the model's child.
 	for _, p := range proxiedPOST {
