@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -160,11 +161,34 @@ func (t *sseTranslator) translate(ev engine.Event) []sseEventJSON {
 	return append(out, sseEventJSON{Model: ev.Model, Event: "status_change", Data: now})
 }
 
+// pullSSE translates a Hub download's change: "downloading" with the bytes done as progress,
+// "unloaded" with failed and the error when it failed. A finished download says nothing of its
+// own: the catalog's models_reload follows.
+func pullSSE(ev hub.Event) []sseEventJSON {
+	var st sseStatus
+	switch ev.State {
+	case hub.StateDownloading:
+		value := 0.0
+		if ev.Progress.Total > 0 {
+			value = float64(ev.Progress.Done) / float64(ev.Progress.Total)
+		}
+		st = sseStatus{Status: "downloading", Progress: &sseProgress{Stages: []string{"download"}, Current: "download", Value: value}}
+	case hub.StateFailed, hub.StateCancelled:
+		st = sseStatus{Status: "unloaded", Failed: ev.State == hub.StateFailed, Error: ev.Error}
+	default:
+		return nil
+	}
+	return []sseEventJSON{{Model: ev.Model, Event: "status_change", Data: st}}
+}
+
 // modelsSSE serves GET /models/sse: model state changes as llama.cpp's router sends them,
-// `data: {"model","event","data"}`, with a keep-alive comment when nothing happened for a while.
+// `data: {"model","event","data"}`, Hub downloads among them, with a keep-alive comment when
+// nothing happened for a while.
 func (rt *Server) modelsSSE(w http.ResponseWriter, r *http.Request) {
 	ch, cancel := rt.o.Engine.Subscribe()
 	defer cancel()
+	pulls, stopPulls := rt.pullEvents()
+	defer stopPulls()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -186,10 +210,13 @@ func (rt *Server) modelsSSE(w http.ResponseWriter, r *http.Request) {
 			if !open {
 				return
 			}
-			for _, out := range t.translate(ev) {
-				b, _ := json.Marshal(out)
-				buf = append(append(append(buf, "data: "...), b...), "\n\n"...)
+			buf = appendSSE(buf, t.translate(ev))
+		case ev, open := <-pulls:
+			if !open {
+				pulls = nil
+				continue
 			}
+			buf = appendSSE(buf, pullSSE(ev))
 		case <-keepAlive.C:
 			buf = []byte(": keep-alive\n\n")
 		}
@@ -200,4 +227,13 @@ func (rt *Server) modelsSSE(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// appendSSE appends events as SSE data blocks.
+func appendSSE(buf []byte, evs []sseEventJSON) []byte {
+	for _, ev := range evs {
+		b, _ := json.Marshal(ev)
+		buf = append(append(append(buf, "data: "...), b...), "\n\n"...)
+	}
+	return buf
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/hub"
 )
 
 // recorded are llama.cpp's own router answers, recorded from llama-server --models-dir (see the
@@ -345,5 +346,38 @@ func TestShapeDiffs(t *testing.T) {
 		if d := shapeDiffs("", w, g, map[string]bool{"skip": true}); len(d) != c.diffs {
 			t.Errorf("%s vs %s: %q", c.want, c.got, d)
 		}
+	}
+}
+
+// Hub downloads appear in /models/sse as "downloading" with the share of bytes done, in the shape
+// of llama.cpp's loading progress; a failed one as a failed "unloaded"; a finished one says nothing
+// (the catalog's models_reload follows).
+func TestPullSSE(t *testing.T) {
+	loading := []byte(nil)
+	for _, line := range strings.Split(string(readRecorded(t, "sse.txt")), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok && sseKey(t, []byte(data)) == "status_change/loading" {
+			loading = []byte(data)
+			break
+		}
+	}
+	ev := func(state string, done, total int64, errMsg string) hub.Event {
+		return hub.Event{PullStatus: hub.PullStatus{Model: "org/repo:Q4_K_M", State: state, Error: errMsg,
+			Progress: hub.Progress{Done: done, Total: total}}}
+	}
+	got := pullSSE(ev(hub.StateDownloading, 50, 200, ""))
+	b, _ := json.Marshal(got[0])
+	if len(got) != 1 || !strings.Contains(string(b), `"status":"downloading"`) || !strings.Contains(string(b), `"value":0.25`) {
+		t.Fatalf("%s", b)
+	}
+	checkShape(t, "downloading", loading, b, nil)
+	if got := pullSSE(ev(hub.StateDownloading, 0, 0, "")); got[0].Data.(sseStatus).Progress.Value != 0 {
+		t.Fatalf("unknown total: %+v", got)
+	}
+	b, _ = json.Marshal(pullSSE(ev(hub.StateFailed, 1, 2, "disk full"))[0])
+	if !strings.Contains(string(b), `"status":"unloaded"`) || !strings.Contains(string(b), `"failed":true`) || !strings.Contains(string(b), "disk full") {
+		t.Fatalf("%s", b)
+	}
+	if got := pullSSE(ev(hub.StateDownloaded, 2, 2, "")); got != nil {
+		t.Fatalf("downloaded: %+v", got)
 	}
 }
