@@ -304,14 +304,8 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Setup:                 s.setup,
 		LlamaServers:          s,
 		Logger:                s.log,
-		Reload: func(ctx context.Context) error {
-			if err := s.cat.Scan(ctx); err != nil {
-				return err
-			}
-			s.eng.SyncCatalog()
-			return nil
-		},
-		Hub: s.hubOptions(cfg.AutoPull),
+		Reload:                s.rescan,
+		Hub:                   s.hubOptions(cfg.AutoPull),
 	})
 }
 
