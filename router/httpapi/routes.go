@@ -35,6 +35,7 @@ func (rt *Server) routes() *mux.Router {
 
 	// Management API, shaped like llama.cpp's router.
 	m.HandleFunc("/health", rt.health).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/v1/health", rt.health).Methods(http.MethodGet, http.MethodHead) // llama.cpp's second name
 	m.HandleFunc("/api/status", rt.apiStatus).Methods(http.MethodGet)
 	m.HandleFunc("/models", rt.listModels).Methods(http.MethodGet)
 	m.HandleFunc("/v1/models", rt.listModels).Methods(http.MethodGet)
