@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 // recorded are llama.cpp's own router answers, recorded from llama-server --models-dir (see the
@@ -31,79 +31,15 @@ func readRecorded(t *testing.T, name string) []byte {
 	return b
 }
 
-// kindOf names a decoded JSON value's type.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case float64:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// shapeDiffs lists every field of want that got lacks or has with another JSON type, field by
-// field, recursively; array elements are compared with got's first element. Fields named in skip
-// (by path, e.g. "data[].preset") are differences the README's table explains. Extra fields of got
-// are allowed: Llamatray says more than llama.cpp's router.
-func shapeDiffs(path string, want, got any, skip map[string]bool) []string {
-	if skip[path] {
-		return nil
-	}
-	if want == nil {
-		return nil // llama.cpp has nothing to say there: any value fits
-	}
-	if kindOf(want) != kindOf(got) {
-		return []string{fmt.Sprintf("%s: %s, llama.cpp's router gives %s", path, kindOf(got), kindOf(want))}
-	}
-	var diffs []string
-	switch w := want.(type) {
-	case map[string]any:
-		g := got.(map[string]any)
-		keys := make([]string, 0, len(w))
-		for k := range w {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			p := strings.TrimPrefix(path+"."+k, ".")
-			if skip[p] {
-				continue
-			}
-			gv, ok := g[k]
-			if !ok {
-				diffs = append(diffs, p+": missing")
-				continue
-			}
-			diffs = append(diffs, shapeDiffs(p, w[k], gv, skip)...)
-		}
-	case []any:
-		g := got.([]any)
-		if len(w) > 0 && len(g) > 0 {
-			diffs = append(diffs, shapeDiffs(path+"[]", w[0], g[0], skip)...)
-		}
-	}
-	return diffs
-}
-
+// checkShape fails for every field of want that got lacks or has with another type (see
+// testbed.ShapeDiffs): want is llama.cpp's router, got Llamatray.
 func checkShape(t *testing.T, what string, want, got []byte, skip map[string]bool) {
 	t.Helper()
-	var w, g any
-	if err := json.Unmarshal(want, &w); err != nil {
-		t.Fatalf("%s: recorded: %v", what, err)
-	}
-	if err := json.Unmarshal(got, &g); err != nil {
+	diffs, err := testbed.ShapeDiffs(want, got, skip)
+	if err != nil {
 		t.Fatalf("%s: %v in %s", what, err, got)
 	}
-	for _, d := range shapeDiffs("", w, g, skip) {
+	for _, d := range diffs {
 		t.Errorf("%s: %s", what, d)
 	}
 }
@@ -323,30 +259,6 @@ func sseKey(t *testing.T, data []byte) string {
 		t.Fatalf("event %s: %v", data, err)
 	}
 	return ev.Event + "/" + ev.Data.Status
-}
-
-// The comparison itself: a missing field, a changed type and a nested difference are found;
-// extra fields and null-valued recorded fields are not differences.
-func TestShapeDiffs(t *testing.T) {
-	for _, c := range []struct {
-		want, got string
-		diffs     int
-	}{
-		{`{"a":1,"b":"x"}`, `{"a":2,"b":"y","extra":true}`, 0},
-		{`{"a":1,"b":"x"}`, `{"a":2}`, 1},
-		{`{"a":1}`, `{"a":"1"}`, 1},
-		{`{"a":{"b":[{"c":true}]}}`, `{"a":{"b":[{"c":1}]}}`, 1},
-		{`{"a":null}`, `{"a":{"x":1}}`, 0},
-		{`{"a":[]}`, `{"a":[1]}`, 0},
-		{`{"skip":{"x":1}}`, `{}`, 0},
-	} {
-		var w, g any
-		_ = json.Unmarshal([]byte(c.want), &w)
-		_ = json.Unmarshal([]byte(c.got), &g)
-		if d := shapeDiffs("", w, g, map[string]bool{"skip": true}); len(d) != c.diffs {
-			t.Errorf("%s vs %s: %q", c.want, c.got, d)
-		}
-	}
 }
 
 // Hub downloads appear in /models/sse as "downloading" with the share of bytes done, in the shape
