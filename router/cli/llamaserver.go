@@ -22,7 +22,7 @@ const llamaServerUsage = `Usage:
   llamatray llama-server list [--available]
                                    installed builds; with --available, what the latest release offers here
   llamatray llama-server use BUILD  switch to an installed build ("previous" rolls back)
-  llamatray llama-server update     install the latest build if it is newer
+  llamatray llama-server update     install the latest build if it is newer (same backend as the one in use)
 
 When Llamatray is running, these go through it (new loads use the new build at once; running models keep
 theirs); otherwise they change <data dir>/llama-server directly. --backend is one of cpu, cuda, vulkan,
@@ -129,7 +129,7 @@ func runLlamaServer(args []string, env Env) error {
 		if len(pos) > 0 {
 			return usageError{errors.New("usage: llamatray llama-server update")}
 		}
-		return installBuild(ctx, b, via, releases.Request{Build: releases.Latest}, env)
+		return installBuild(ctx, b, via, releases.Request{Build: releases.Latest, Update: true}, env)
 	case "use":
 		if len(pos) != 1 {
 			return usageError{errors.New("usage: llamatray llama-server use BUILD")}
@@ -167,6 +167,7 @@ func (f *clientFlags) builds(ctx context.Context) (builds, string, error) {
 
 func installBuild(ctx context.Context, b builds, via string, req releases.Request, env Env) error {
 	line := newProgressBar(env.Stdout)
+	done := ""
 	got, err := b.install(ctx, req, func(p releases.Progress) {
 		switch p.Phase {
 		case releases.PhaseChosen:
@@ -180,22 +181,24 @@ func installBuild(ctx context.Context, b builds, via string, req releases.Reques
 		case releases.PhaseUnpacking:
 			fmt.Fprintf(env.Stdout, "unpacking %s\n", p.Asset)
 		case releases.PhaseDone:
-			if p.Message != "" && strings.HasPrefix(p.Message, "already") {
-				fmt.Fprintf(env.Stdout, "llama.cpp %s is %s\n", p.Build, p.Message)
-			}
+			done = p.Message
 		}
 	})
 	line.done()
 	if err != nil {
 		return err
 	}
+	if strings.HasPrefix(done, "up to date") || strings.HasPrefix(done, "already") {
+		fmt.Fprintf(env.Stdout, "llama.cpp %s (%s) is %s%s\n", got.Build, got.Backend, done, via)
+		return nil
+	}
 	fmt.Fprintf(env.Stdout, "installed llama.cpp %s (%s), version %s\n  %s%s\n", got.Build, got.Backend, got.Version, got.Path, via)
 	return nil
 }
 
 func printBuilds(w io.Writer, l client.LlamaServers) {
-	if p, _ := l.InUse["path"].(string); p != "" {
-		fmt.Fprintf(w, "in use: %s (%v, %v)\n", p, l.InUse["source"], l.InUse["version"])
+	if p := l.InUse.Path; p != "" {
+		fmt.Fprintf(w, "in use: %s (%s, %s)\n", p, l.InUse.Source, l.InUse.Version)
 	}
 	if len(l.Builds) == 0 {
 		fmt.Fprintln(w, "no llama-server builds installed by Llamatray (llamatray llama-server install)")

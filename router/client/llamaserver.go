@@ -12,12 +12,13 @@ import (
 	"strings"
 
 	"github.com/llamatray/llamatray/router/releases"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // LlamaServers is the answer of GET /api/llama-server.
 type LlamaServers struct {
 	Builds         []releases.Build `json:"builds"`
-	InUse          map[string]any   `json:"in_use"` // path, source, version, build of the llama-server in use
+	InUse          wire.LlamaServer `json:"in_use"` // the llama-server in use
 	Available      *Available       `json:"available"`
 	AvailableError string           `json:"available_error"`
 }

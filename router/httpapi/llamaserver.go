@@ -69,7 +69,6 @@ func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-
 // installLlamaServer serves POST /api/llama-server/install {"build": "latest"}. The answer is an
 // event stream: "progress" events (releases.Progress: phase, build, asset, reason, bytes done and
 // total), then one "done" event with the installed build, or one "error" event. An error before the
@@ -129,7 +128,7 @@ func (es *eventStream) send(event string, v any) {
 		es.w.WriteHeader(http.StatusOK)
 		es.begun = true
 	}
-	fmt.Fprintf(es.w, "event: %s\ndata: %s\n\n", event, b)
+	es.w.Write(sseEvent(event, b))
 	es.rc.Flush()
 }
 

@@ -132,3 +132,16 @@ func (rt *Server) upstream(w http.ResponseWriter, r *http.Request) {
 	}
 	rt.serveModel(w, r, name, body, false, path, rawPath)
 }
+
+// muxVar returns an unescaped path variable (routes match on the escaped path).
+func muxVar(r *http.Request, name string) (string, bool) {
+	v, ok := mux.Vars(r)[name]
+	if !ok {
+		return "", false
+	}
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", false
+	}
+	return u, true
+}

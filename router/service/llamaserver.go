@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/releases"
@@ -42,8 +43,28 @@ func (s *Service) buildInUse(dir string) bool {
 // locateEnv is the search environment, with the installed build in it.
 func (s *Service) locateEnv() locate.Env {
 	e := locate.OSEnv()
-	e.Installed = s.installer.Store.CurrentBinary()
+	if b, ok := s.currentBuild(e); ok {
+		e.Installed = b.Path
+	}
 	return e
+}
+
+// currentBuild is the build in use of Llamatray's own folder, else of a folder an installer
+// bundled beside the executable in the same layout.
+func (s *Service) currentBuild(e locate.Env) (releases.Build, bool) {
+	if b, ok := s.installer.Store.Current(); ok {
+		return b, true
+	}
+	exe, err := e.Executable()
+	if err != nil {
+		return releases.Build{}, false
+	}
+	for _, root := range releases.BundledRoots(exe) {
+		if b, ok := (releases.Store{Root: root}).Current(); ok {
+			return b, true
+		}
+	}
+	return releases.Build{}, false
 }
 
 // refreshLlamaServer searches llama-server again and gives the engine the result: the next load
@@ -87,4 +108,30 @@ func (s *Service) UseBuild(build string) (releases.Build, error) {
 	}
 	s.refreshLlamaServer()
 	return b, nil
+}
+
+// firstUpdateCheck is how long after the start the daily llama-server update check first runs.
+const firstUpdateCheck = 2 * time.Minute
+
+// updateDaily installs llama.cpp's newer release build once a day while the llama_server_update
+// setting is on and the llama-server in use is one Llamatray installed. It runs until ctx ends.
+func (s *Service) updateDaily(ctx context.Context) {
+	t := time.NewTimer(firstUpdateCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if ls := s.LlamaServer(); s.config().LlamaServerUpdate && ls.Source == locate.SourceInstalled {
+			b, err := s.InstallBuild(ctx, releases.Request{Build: releases.Latest, Update: true}, nil)
+			if err != nil {
+				s.log.Warn("daily llama-server update failed", "err", err)
+			} else if b.Build != ls.Build {
+				s.log.Info("llama-server updated", "build", b.Build, "was", ls.Build)
+			}
+		}
+		t.Reset(24 * time.Hour)
+	}
 }

@@ -202,7 +202,7 @@ func (s *Service) findLlamaServer(configured string) LlamaServer {
 		ls.Path = ""
 		ls.Err = err.Error()
 	}
-	if b, ok := s.installer.Store.Current(); ok && r.Source == locate.SourceInstalled {
+	if b, ok := s.currentBuild(e); ok && r.Source == locate.SourceInstalled {
 		ls.Build = b.Build
 	} else if r.Build > 0 {
 		ls.Build = "b" + strconv.Itoa(r.Build)
@@ -339,6 +339,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.cancel = cancel
 	s.mu.Unlock()
 	go s.cat.Watch(wctx, 5*time.Second)
+	go s.updateDaily(wctx)
 	if err := s.eng.Start(ctx); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
