@@ -304,6 +304,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Setup:                 s.setup,
 		LlamaServers:          s,
 		Logger:                s.log,
+		Reload:                s.rescan,
 		Hub:                   s.hubOptions(cfg.AutoPull),
 	})
 }
