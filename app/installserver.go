@@ -100,6 +100,7 @@ func (si *serverInstall) finish(b releases.Build, err error) {
 	}
 	si.bar.SetValue(1)
 	si.setStatus(fmt.Sprintf("Installed llama.cpp %s (%s).", b.Build, b.Backend))
+	si.u.send(fyne.NewNotification("llama-server installed", fmt.Sprintf("llama.cpp %s (%s): models load with it now.", b.Build, b.Backend)))
 	si.u.refresh.Kick() // the banner goes once the snapshot finds llama-server
 }
 

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"image"
+	"image/png"
 	"io"
 	"log/slog"
 	"os"
@@ -79,6 +81,7 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	if !shows("llama-server not found") || !shows("[Install llama-server]") {
 		t.Fatalf("banner: %q", texts(u.models.win.Content()))
 	}
+	shot(t, l, u, "install-1-not-found.png")
 	var bar float64
 	var barShown bool
 	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Install llama-server")) })
@@ -94,6 +97,7 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	if bar != 1 || !barShown {
 		t.Errorf("progress bar at the end: %v shown %v", bar, barShown)
 	}
+	shot(t, l, u, "install-2-installed.png")
 	waitFor(t, "the banner to go", func() bool { return !shows("llama-server not found") })
 	if ls := svc.LlamaServer(); ls.Source != "installed" || ls.Build != "b7100" {
 		t.Fatalf("service uses %+v", ls)
@@ -102,6 +106,25 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	waitFor(t, "the model to load on the installed build", func() bool { return shows("[Unload]") })
 	if got := sb.Snapshot().Models[0].Binary; got != svc.LlamaServer().Path {
 		t.Errorf("the child runs %s", got)
+	}
+	shot(t, l, u, "install-3-loaded.png")
+}
+
+// shot writes the models window to $LLAMATRAY_SHOTS/name when that variable names a folder.
+func shot(t *testing.T, l *uiLoop, u *ui, name string) {
+	dir := os.Getenv("LLAMATRAY_SHOTS")
+	if dir == "" {
+		return
+	}
+	var img image.Image
+	l.wait(func() { img = u.models.win.Canvas().Capture() })
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := png.Encode(f, img); err != nil {
+		t.Fatal(err)
 	}
 }
 
