@@ -72,7 +72,11 @@ func (si *serverInstall) start() {
 		b, err := si.inst.InstallBuild(context.Background(), releases.Request{Build: releases.Latest}, func(p releases.Progress) {
 			si.u.onUI(func() { si.progress(p) })
 		})
-		si.u.onUI(func() { si.finish(b, err) })
+		note := ""
+		if s := si.u.b.Snapshot(); err == nil && (s.ServerFrom == "config" || s.ServerFrom == "env") {
+			note = " The llama-server set in Settings (or $LLAMA_SERVER) is still the one used: clear it to use this build."
+		}
+		si.u.onUI(func() { si.finish(b, note, err) })
 	}()
 }
 
@@ -90,7 +94,7 @@ func (si *serverInstall) progress(p releases.Progress) {
 	}
 }
 
-func (si *serverInstall) finish(b releases.Build, err error) {
+func (si *serverInstall) finish(b releases.Build, note string, err error) {
 	si.running = false
 	si.button.Enable()
 	if err != nil {
@@ -99,7 +103,7 @@ func (si *serverInstall) finish(b releases.Build, err error) {
 		return
 	}
 	si.bar.SetValue(1)
-	si.setStatus(fmt.Sprintf("Installed llama.cpp %s (%s).", b.Build, b.Backend))
+	si.setStatus(fmt.Sprintf("Installed llama.cpp %s (%s).%s", b.Build, b.Backend, note))
 	si.u.send(fyne.NewNotification("llama-server installed", fmt.Sprintf("llama.cpp %s (%s): models load with it now.", b.Build, b.Backend)))
 	si.u.refresh.Kick() // the banner goes once the snapshot finds llama-server
 }
