@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,26 @@ func (s *Service) buildInUse(dir string) bool {
 		}
 	}
 	return false
+}
+
+// findLlamaServer looks for llama-server: the configured path, $LLAMA_SERVER, the installed build,
+// then the usual places (router/locate).
+func (s *Service) findLlamaServer(configured string) LlamaServer {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	e := s.locateEnv()
+	r, err := locate.FindWith(ctx, e, configured)
+	ls := LlamaServer{Path: r.Path, Source: r.Source, Version: r.Version, Hint: locate.InstallHint()}
+	if err != nil {
+		ls.Path = ""
+		ls.Err = err.Error()
+	}
+	if b, ok := s.currentBuild(e); ok && r.Source == locate.SourceInstalled {
+		ls.Build = b.Build
+	} else if r.Build > 0 {
+		ls.Build = "b" + strconv.Itoa(r.Build)
+	}
+	return ls
 }
 
 // locateEnv is the search environment, with the installed build in it.

@@ -21,7 +21,6 @@ import (
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/httpapi"
-	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/mem"
 	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/view"
@@ -187,24 +186,6 @@ func portOf(listen string) int {
 	}
 	n, _ := strconv.Atoi(p)
 	return n
-}
-
-func (s *Service) findLlamaServer(configured string) LlamaServer {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	e := s.locateEnv()
-	r, err := locate.FindWith(ctx, e, configured)
-	ls := LlamaServer{Path: r.Path, Source: r.Source, Version: r.Version, Hint: locate.InstallHint()}
-	if err != nil {
-		ls.Path = ""
-		ls.Err = err.Error()
-	}
-	if b, ok := s.currentBuild(e); ok && r.Source == locate.SourceInstalled {
-		ls.Build = b.Build
-	} else if r.Build > 0 {
-		ls.Build = "b" + strconv.Itoa(r.Build)
-	}
-	return ls
 }
 
 // limits maps the configuration to the engine's live limits.
