@@ -8,6 +8,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/service"
@@ -55,38 +56,13 @@ func modelFrom(v view.Model) Model {
 	m := Model{ModelStatus: v.ModelStatus, CtxSize: v.CtxSize}
 	if cm := v.Meta; cm != nil {
 		m.Architecture = cm.Architecture
-		m.Parameters = formatParams(cm.Parameters)
+		m.Parameters = catalog.ParamsLabel(cm.Parameters)
 		m.Quantization = cm.Quantization
 		m.SizeBytes = cm.SizeBytes
 		m.ContextLength = cm.ContextLength
 		m.Files = append([]string(nil), cm.Files...)
 	}
 	return m
-}
-
-// formatParams writes a parameter count the way model cards do: "7B", "1.5B", "350M".
-func formatParams(n int64) string {
-	switch {
-	case n <= 0:
-		return ""
-	case n >= 1e9:
-		if n >= 10e9 {
-			return fmt.Sprintf("%.0fB", float64(n)/1e9)
-		}
-		return trimZero(fmt.Sprintf("%.1f", float64(n)/1e9)) + "B"
-	case n >= 1e6:
-		return fmt.Sprintf("%.0fM", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.0fK", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d", n)
-}
-
-func trimZero(s string) string {
-	if len(s) > 2 && s[len(s)-2:] == ".0" {
-		return s[:len(s)-2]
-	}
-	return s
 }
 
 // listenProblem explains a listener error in a few words.

@@ -48,3 +48,12 @@ func TestCheckGGUF(t *testing.T) {
 		}
 	}
 }
+
+func TestParamsLabel(t *testing.T) {
+	for n, want := range map[int64]string{0: "", 950: "950", 173_504: "174K", 362_000_000: "362M", 1_540_000_000: "1.5B",
+		7_000_000_000: "7B", 7_610_000_000: "7.6B", 70_550_000_000: "71B"} {
+		if got := ParamsLabel(n); got != want {
+			t.Errorf("ParamsLabel(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

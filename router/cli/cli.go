@@ -55,6 +55,9 @@ Usage:
   llamatray unload ID [--force] unload a model (drains in-flight requests unless --force)
   llamatray pin ID              keep a model loaded: never evicted (saved in the config, as the tray's pin)
   llamatray unpin ID            let a pinned model be evicted again
+  llamatray search TEXT         find GGUF models on the Hugging Face Hub (ORG/REPO: its quants)
+  llamatray pull ORG/REPO[:QUANT]  download a model from the Hub (verified, resumable)
+  llamatray rm ID               delete a model pulled from the Hub
   llamatray version             print version, commit and Go version
   llamatray llama-server install|list|use|update
                                 get and switch llama.cpp's own builds of llama-server
@@ -85,6 +88,12 @@ func run(args []string, b Build, desktop Desktop, env Env) int {
 		err = runPin(args, env, cmd == "pin")
 	case "llama-server":
 		err = runLlamaServer(args, env)
+	case "search":
+		err = runSearch(args, env)
+	case "pull":
+		err = runPull(args, env)
+	case "rm":
+		err = runRm(args, env)
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString(b))
 		return 0

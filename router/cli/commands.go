@@ -6,10 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/client"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/service"
@@ -240,7 +243,7 @@ func runModels(args []string, env Env) error {
 		if meta == nil {
 			meta = &wire.ModelMeta{}
 		}
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s", m.ID, orDash(meta.Architecture), params(meta.Parameters),
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s", m.ID, orDash(meta.Architecture), orDash(catalog.ParamsLabel(meta.Parameters)),
 			orDash(meta.Quantization), humanBytes(meta.SizeBytes), meta.ContextLength, humanBytes(m.Status.MemoryEstimateBytes))
 		if live {
 			line += "\t" + m.Status.Value
@@ -276,6 +279,16 @@ func instanceModels(ctx context.Context, f *serveFlags, cfg config.Config) (mode
 		dirs, warnings = st.Setup.ModelDirs, st.Setup.CatalogWarnings
 	}
 	return models, dirs, warnings, true
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func readFileOrEmpty(path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 func orDash(s string) string {

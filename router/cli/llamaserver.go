@@ -166,7 +166,7 @@ func (f *clientFlags) builds(ctx context.Context) (builds, string, error) {
 }
 
 func installBuild(ctx context.Context, b builds, via string, req releases.Request, env Env) error {
-	line := newProgressLine(env.Stdout)
+	line := newProgressBar(env.Stdout)
 	done := ""
 	got, err := b.install(ctx, req, func(p releases.Progress) {
 		switch p.Phase {
@@ -174,9 +174,9 @@ func installBuild(ctx context.Context, b builds, via string, req releases.Reques
 			fmt.Fprintf(env.Stdout, "llama.cpp %s: %s (%s, %s)\n  why: %s\n", p.Build, p.Asset, p.Backend, humanBytes(p.Total), p.Reason)
 			fmt.Fprintf(env.Stdout, "  (another build: --backend or --asset; see llamatray llama-server list --available)\n")
 		case releases.PhaseDownloading:
-			line.update(p.Done, p.Total)
+			line.show("downloading", p.Done, p.Total, 0, 0)
 		case releases.PhaseVerified:
-			line.end()
+			line.done()
 			fmt.Fprintf(env.Stdout, "verified %s\n", p.Message)
 		case releases.PhaseUnpacking:
 			fmt.Fprintf(env.Stdout, "unpacking %s\n", p.Asset)
@@ -184,7 +184,7 @@ func installBuild(ctx context.Context, b builds, via string, req releases.Reques
 			done = p.Message
 		}
 	})
-	line.end()
+	line.done()
 	if err != nil {
 		return err
 	}
@@ -224,49 +224,5 @@ func printBuilds(w io.Writer, l client.LlamaServers) {
 		}
 	} else if l.AvailableError != "" {
 		fmt.Fprintf(w, "latest release: %s\n", l.AvailableError)
-	}
-}
-
-// progressLine draws "downloading  12.3 MiB / 30.1 MiB  41%" on one terminal line, redrawn in place;
-// when the output is not a terminal it prints a line every 10%.
-type progressLine struct {
-	w        io.Writer
-	terminal bool
-	shown    bool
-	lastPct  int
-}
-
-func newProgressLine(w io.Writer) *progressLine {
-	p := &progressLine{w: w, lastPct: -1}
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			p.terminal = true
-		}
-	}
-	return p
-}
-
-func (p *progressLine) update(done, total int64) {
-	pct := 0
-	if total > 0 {
-		pct = int(done * 100 / total)
-	}
-	text := fmt.Sprintf("downloading  %s / %s  %3d%%", humanBytes(done), humanBytes(total), pct)
-	if p.terminal {
-		fmt.Fprintf(p.w, "\r%-60s", text)
-		p.shown = true
-		return
-	}
-	if pct/10 != p.lastPct/10 || pct == 100 && p.lastPct != 100 {
-		fmt.Fprintln(p.w, text)
-	}
-	p.lastPct = pct
-}
-
-// end finishes the redrawn line.
-func (p *progressLine) end() {
-	if p.terminal && p.shown {
-		fmt.Fprintln(p.w)
-		p.shown = false
 	}
 }

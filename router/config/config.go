@@ -51,6 +51,7 @@ type Config struct {
 	AllowedHosts          []string         `toml:"allowed_hosts"`           // extra Host header values
 	CORSOrigins           []string         `toml:"cors_origins"`            // browser origins allowed
 	LogLevel              string           `toml:"log_level"`               // debug|info|warn|error
+	AutoPull              bool             `toml:"auto_pull"`               // a request for a missing ORG/REPO:QUANT starts its download
 	Defaults              ChildDefaults    `toml:"defaults"`
 	Models                map[string]Model `toml:"models"`
 }

@@ -82,6 +82,7 @@ func (c Config) render() (string, error) {
 		{comment: "Host header values accepted besides localhost and the listen address (protects against\nDNS rebinding).", key: "allowed_hosts", value: r.list(c.AllowedHosts)},
 		{comment: "Browser origins allowed to call the API, like \"http://localhost:3000\", or \"*\".", key: "cors_origins", value: r.list(c.CORSOrigins)},
 		{comment: "Log detail: debug, info, warn or error.", key: "log_level", value: r.str(c.LogLevel)},
+		{comment: "A request for an ORG/REPO:QUANT model that is not on this machine starts its download from\nthe Hugging Face Hub (it is answered 503 until the download is done). Off: it gets 404.", key: "auto_pull", value: strconv.FormatBool(c.AutoPull)},
 	})
 
 	r.b.WriteString("\n# Settings every model starts with.\n[defaults]\n")

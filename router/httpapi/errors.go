@@ -51,6 +51,9 @@ type apiError struct {
 // Queue timeouts, load failures, a missing llama-server and shutdown are 503 (temporary or fixable
 // without changing the request); the first two carry Retry-After when the engine knows when to retry.
 func errorFor(err error) apiError {
+	if e, ok := hubAPIError(err); ok {
+		return e
+	}
 	var (
 		unknown  *engine.UnknownModelError
 		queue    *engine.QueueTimeoutError

@@ -109,6 +109,8 @@ func (c *coalescer) next() (time.Time, bool) {
 func (rt *Server) events(w http.ResponseWriter, r *http.Request) {
 	ch, cancel := rt.o.Engine.Subscribe()
 	defer cancel()
+	pulls, stopPulls := rt.pullEvents()
+	defer stopPulls()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -158,6 +160,9 @@ func (rt *Server) events(w http.ResponseWriter, r *http.Request) {
 			ok = send(c.flush(time.Now(), false), "")
 		case <-keepAlive.C:
 			ok = send(nil, "keep-alive")
+		case ev := <-pulls:
+			_, err := w.Write(pullEventLine(ev))
+			ok = err == nil && rc.Flush() == nil
 		}
 		if !ok {
 			return

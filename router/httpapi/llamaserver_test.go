@@ -30,16 +30,16 @@ func (b installerBuilds) InstallBuild(ctx context.Context, req releases.Request,
 }
 func (b installerBuilds) UseBuild(build string) (releases.Build, error) { return b.in.Use(build) }
 
-// streamEvent is one event of a stream.
-type streamEvent struct {
+// namedEvent is one event of a stream.
+type namedEvent struct {
 	name string
 	data string
 }
 
-func readEvents(t *testing.T, r io.Reader) []streamEvent {
+func readEvents(t *testing.T, r io.Reader) []namedEvent {
 	t.Helper()
-	var out []streamEvent
-	var cur streamEvent
+	var out []namedEvent
+	var cur namedEvent
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
@@ -50,7 +50,7 @@ func readEvents(t *testing.T, r io.Reader) []streamEvent {
 			cur.data = strings.TrimPrefix(line, "data: ")
 		case line == "" && cur.name != "":
 			out = append(out, cur)
-			cur = streamEvent{}
+			cur = namedEvent{}
 		}
 	}
 	return out

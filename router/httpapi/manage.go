@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
-
-	"github.com/gorilla/mux"
 
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/view"
@@ -19,19 +16,6 @@ type manageRequest struct {
 	Model  string `json:"model"`
 	Force  bool   `json:"force"`
 	Pinned *bool  `json:"pinned"`
-}
-
-// muxVar returns an unescaped path variable (routes match on the escaped path).
-func muxVar(r *http.Request, name string) (string, bool) {
-	v, ok := mux.Vars(r)[name]
-	if !ok {
-		return "", false
-	}
-	u, err := url.PathUnescape(v)
-	if err != nil {
-		return "", false
-	}
-	return u, true
 }
 
 // manageTarget reads a management request and resolves its model: body "model", else ?model=.

@@ -291,7 +291,7 @@ func (rt *Server) resolve(name string) (string, error) {
 	}
 	id, err := rt.o.Engine.Resolve(name)
 	if err != nil {
-		return "", err
+		return "", rt.resolveHub(name, err)
 	}
 	if rt.o.Catalog != nil {
 		if _, ok := rt.o.Catalog.Lookup(id); !ok {

@@ -85,6 +85,8 @@ type Options struct {
 	// LlamaServers installs llama-server builds (/api/llama-server/...); nil answers 404 there.
 	LlamaServers LlamaServers
 	Logger       *slog.Logger
+	// Hub, when set, enables models from the Hugging Face Hub (see HubOptions).
+	Hub *HubOptions
 }
 
 // Server is the HTTP handler of a Llamatray instance.

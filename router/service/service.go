@@ -21,6 +21,7 @@ import (
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/httpapi"
+	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/mem"
 	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/view"
@@ -54,6 +55,7 @@ type Service struct {
 	eng     *engine.Engine
 	handler atomic.Pointer[httpapi.Server]
 	views   view.Builder
+	hub     *hub.Manager
 	started time.Time
 	gpu     bool
 	// installer installs llama.cpp release builds (router/releases)
@@ -159,6 +161,7 @@ func (s *Service) newEngine() error {
 	}
 	s.eng = eng
 	s.views = view.Builder{Engine: eng, Catalog: s.cat, CtxSize: func(id string) int { return s.config().ModelSettings(id).CtxSize }}
+	s.hub = s.newHub()
 	s.handler.Store(s.newRouter(cfg))
 	return nil
 }
@@ -282,6 +285,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Setup:                 s.setup,
 		LlamaServers:          s,
 		Logger:                s.log,
+		Hub:                   s.hubOptions(cfg.AutoPull),
 	})
 }
 
