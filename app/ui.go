@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 
 	"github.com/llamatray/llamatray/app/platform"
@@ -59,6 +58,7 @@ type ui struct {
 
 	// UI thread
 	snap     Snapshot
+	tray     trayHost // nil when there is none (tests, no session bus)
 	lastMenu []MenuItem
 	trayIcon IconState
 	traySet  bool
@@ -119,13 +119,13 @@ func (u *ui) notify(n note) {
 // apply shows a new snapshot: tray menu and icon when they changed, and the open windows.
 func (u *ui) apply(s Snapshot) {
 	u.snap = s
-	if desk, ok := u.app.(desktop.App); ok {
+	if u.tray != nil {
 		if icon := TrayIcon(s); !u.traySet || icon != u.trayIcon {
-			desk.SetSystemTrayIcon(trayResource(icon))
+			u.tray.setIcon(icon)
 			u.trayIcon, u.traySet = icon, true
 		}
 		if menu := BuildMenu(s); !reflect.DeepEqual(menu, u.lastMenu) {
-			desk.SetSystemTrayMenu(fyne.NewMenu("Llamatray", u.fyneItems(menu)...))
+			u.tray.setMenu(menu)
 			u.lastMenu = menu
 		}
 	}
@@ -135,28 +135,6 @@ func (u *ui) apply(s Snapshot) {
 	if u.settings != nil {
 		u.settings.update(s)
 	}
-}
-
-// fyneItems turns menu data into Fyne menu items whose actions dispatch through do.
-func (u *ui) fyneItems(items []MenuItem) []*fyne.MenuItem {
-	out := make([]*fyne.MenuItem, 0, len(items))
-	for _, it := range items {
-		if it.Separator {
-			out = append(out, fyne.NewMenuItemSeparator())
-			continue
-		}
-		act := it.Action
-		fi := fyne.NewMenuItem(trayLabel(it.Label), func() { u.do(act) })
-		fi.Disabled = it.Disabled
-		fi.Checked = it.Checked
-		fi.IsQuit = act.Kind == ActQuit
-		if len(it.Children) > 0 {
-			fi.ChildMenu = fyne.NewMenu(trayLabel(it.Label), u.fyneItems(it.Children)...)
-			fi.Action = nil
-		}
-		out = append(out, fi)
-	}
-	return out
 }
 
 // do runs a menu or button action. It runs on the UI thread; anything that may block goes to a

@@ -184,7 +184,9 @@ func (p *fakeProc) stopped() bool {
 func (p *fakeProc) ready() {
 	p.on(child.Event{Kind: child.Ready, PID: p.pid, Addr: child.Addr{Port: p.pid}})
 }
-func (p *fakeProc) sleep() { p.on(child.Event{Kind: child.Sleeping, PID: p.pid, Addr: child.Addr{Port: p.pid}}) }
+func (p *fakeProc) sleep() {
+	p.on(child.Event{Kind: child.Sleeping, PID: p.pid, Addr: child.Addr{Port: p.pid}})
+}
 
 // exitStopped ends a child the engine stopped.
 func (p *fakeProc) exitStopped() {

@@ -30,16 +30,16 @@ func (b installerBuilds) InstallBuild(ctx context.Context, req releases.Request,
 }
 func (b installerBuilds) UseBuild(build string) (releases.Build, error) { return b.in.Use(build) }
 
-// namedEvent is one event of a stream.
-type namedEvent struct {
+// streamEvent is one event of a stream.
+type streamEvent struct {
 	name string
 	data string
 }
 
-func readEvents(t *testing.T, r io.Reader) []namedEvent {
+func readEvents(t *testing.T, r io.Reader) []streamEvent {
 	t.Helper()
-	var out []namedEvent
-	var cur namedEvent
+	var out []streamEvent
+	var cur streamEvent
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
@@ -50,7 +50,7 @@ func readEvents(t *testing.T, r io.Reader) []namedEvent {
 			cur.data = strings.TrimPrefix(line, "data: ")
 		case line == "" && cur.name != "":
 			out = append(out, cur)
-			cur = namedEvent{}
+			cur = streamEvent{}
 		}
 	}
 	return out

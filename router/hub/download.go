@@ -416,4 +416,3 @@ func (d *download) undo() {
 	}
 	pruneEmpty(filepath.Join(dir, "snapshots"))
 }
-

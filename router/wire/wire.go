@@ -126,7 +126,7 @@ type LlamaServer struct {
 	Path    string `json:"path"` // "" when none was found
 	Source  string `json:"source"`
 	Version string `json:"version"`
-	Build   string `json:"build"` // the llama.cpp build in use (e.g. "b6500"), "" when unknown
+	Build   string `json:"build"` // llama.cpp's build in use, "b7100"; Llamatray's own install when Source is "installed"
 	Error   string `json:"error"`
 	Hint    string `json:"hint"` // how to install one on this OS
 }
