@@ -319,7 +319,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.cancel = cancel
 	s.mu.Unlock()
 	go s.cat.Watch(wctx, 5*time.Second)
-	go s.updateDaily(wctx)
+	go s.updateDaily(wctx, firstUpdateCheck, updateEvery)
 	if err := s.eng.Start(ctx); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
