@@ -129,6 +129,7 @@ func (m *modelsWindow) hide() {
 	// Its texture is freed before the next frame drawn, so that the next show, whoever does it,
 	// calls drawn again.
 	m.shownSensor.Refresh()
+	m.u.settle()
 }
 
 // update shows a snapshot; parts that did not change are left alone.
