@@ -101,7 +101,7 @@ func header(s Snapshot) []MenuItem {
 	return out
 }
 
-// runningLabel is "● id — 2 active · 4.1 GB", "◐ id" for a sleeping model, "◌ id — loading 40%".
+// runningLabel is "● id — 2 active · 4.1 GiB", "◐ id" for a sleeping model, "◌ id — loading 40%".
 func runningLabel(m Model) string {
 	var parts []string
 	mark := "●"

@@ -47,6 +47,7 @@ type modelsWindow struct {
 	rows         []rowView // what list shows
 	listKey      string    // the empty state or filter the list shows when it has no rows
 	bannersKey   string
+	install      *serverInstall // the Install llama-server panel, nil until first shown
 }
 
 // newModelsWindow creates the window without its content, which build makes on the first show.
@@ -224,6 +225,9 @@ func (m *modelsWindow) updateBanners(s Snapshot) {
 		locate := widget.NewButtonWithIcon("Locate…", theme.SearchIcon(), m.locateServer)
 		out = append(out, notice("llama-server not found",
 			"Llamatray runs llama.cpp's llama-server for every model, and none was found. "+s.ServerHint, locate))
+		if p := m.serverInstallPanel(); p != nil {
+			out = append(out, p)
+		}
 	}
 	if s.ListenErr != "" {
 		settings := widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), m.u.showSettings)

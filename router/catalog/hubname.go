@@ -5,7 +5,6 @@ import (
 	"io"
 	"path"
 	"regexp"
-	"strconv"
 	"strings"
 )
 
@@ -22,8 +21,8 @@ func QuantOf(p string) string {
 	if isGGUF(base) {
 		base = stemOf(base)
 	}
-	if m := shardRe.FindStringSubmatch(path.Base(p)); m != nil {
-		base = m[1]
+	if sh, ok := ParseShard(path.Base(p)); ok {
+		base = sh.Prefix
 	}
 	if q := lastQuantToken(base); q != "" {
 		return q
@@ -133,17 +132,6 @@ func EstimateParts(parts, proj []HeaderPart, p EstimateParams) (Estimate, Header
 	return est, facts, err
 }
 
-// SplitName tells whether a file name is one shard of a split model as gguf-split names them
-// (NAME-00001-of-00003.gguf) and returns NAME, the shard number and the shard count.
-func SplitName(name string) (prefix string, no, total int, ok bool) {
-	m := shardRe.FindStringSubmatch(name)
-	if m == nil {
-		return "", 0, 0, false
-	}
-	no, _ = strconv.Atoi(m[2])
-	total, _ = strconv.Atoi(m[3])
-	return m[1], no, total, true
-}
 
 // IsProjector tells a multimodal projector (mmproj) file by its name.
 func IsProjector(name string) bool { return isProjectorName(path.Base(name)) }

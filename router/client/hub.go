@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/llamatray/llamatray/router/wire"
 	"net/http"
 	"net/url"
 	"strings"
@@ -62,7 +63,7 @@ func (c *Client) Remove(ctx context.Context, name string) (RemoveAnswer, error) 
 
 // Resolve asks whether a name is served, returning its catalog ID.
 func (c *Client) Resolve(ctx context.Context, name string) (string, error) {
-	var m ModelInfo
+	var m wire.Model
 	if err := c.do(ctx, http.MethodGet, "/v1/models/"+url.PathEscape(name), nil, &m); err != nil {
 		return "", err
 	}

@@ -228,7 +228,7 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 		rt.o.Hub.Rescan()
 	}
 	rt.log.Info("model removed", "model", id, "paths", len(removed))
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "model": cm.HubName, "removed": orEmpty(removed)})
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "model": cm.HubName, "removed": removedOrEmpty(removed)})
 }
 
 // hubSearch serves GET /api/hub/search?q=TEXT[&limit=N]: GGUF repos on the Hub.
@@ -333,4 +333,12 @@ func pullEventLine(ev hub.Event) []byte {
 	d := downloadEventJSON{Time: ev.Time.UTC(), Model: ev.Model, Kind: "download", State: ev.State, Message: ev.Error, pullJSONDoc: pullJSON(ev.PullStatus)}
 	b, _ := json.Marshal(d)
 	return append(append([]byte("data: "), b...), "\n\n"...)
+}
+
+// removedOrEmpty keeps "removed" a JSON list when nothing was removed.
+func removedOrEmpty(paths []string) []string {
+	if paths == nil {
+		return []string{}
+	}
+	return paths
 }

@@ -46,6 +46,11 @@ func (rt *Server) routes() *mux.Router {
 	m.HandleFunc("/models/events", rt.events).Methods(http.MethodGet)
 	rt.hubRoutes(m) // POST and DELETE /models, /api/hub/...
 
+	// llama-server builds from llama.cpp's releases (llamaserver.go).
+	m.HandleFunc("/api/llama-server", rt.llamaServers).Methods(http.MethodGet)
+	m.HandleFunc("/api/llama-server/install", rt.installLlamaServer).Methods(http.MethodPost)
+	m.HandleFunc("/api/llama-server/use", rt.useLlamaServer).Methods(http.MethodPost)
+
 	// Model-routed endpoints, proxied to the model's child.
 	for _, p := range proxiedPOST {
 		m.HandleFunc(p, rt.modelRoute).Methods(http.MethodPost)
@@ -124,4 +129,17 @@ func (rt *Server) upstream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt.serveModel(w, r, name, body, false, path, rawPath)
+}
+
+// muxVar returns an unescaped path variable (routes match on the escaped path).
+func muxVar(r *http.Request, name string) (string, bool) {
+	v, ok := mux.Vars(r)[name]
+	if !ok {
+		return "", false
+	}
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", false
+	}
+	return u, true
 }

@@ -246,11 +246,11 @@ func Group(files []File) []Quant {
 	projs := map[string][]File{} // by folder
 	for _, f := range files {
 		base := path.Base(f.Path)
-		switch prefix, _, total, ok := catalog.SplitName(base); {
+		switch sh, ok := catalog.ParseShard(base); {
 		case catalog.IsProjector(base):
 			projs[path.Dir(f.Path)] = append(projs[path.Dir(f.Path)], f)
 		case ok:
-			k := key{path.Dir(f.Path), prefix + "\x00" + strconv.Itoa(total)}
+			k := key{path.Dir(f.Path), sh.Prefix + "\x00" + strconv.Itoa(sh.Total)}
 			if _, seen := splits[k]; !seen {
 				splitKeys = append(splitKeys, k)
 			}
@@ -262,8 +262,8 @@ func Group(files []File) []Quant {
 	for _, k := range splitKeys {
 		shards := splits[k]
 		sort.Slice(shards, func(i, j int) bool { return shards[i].Path < shards[j].Path })
-		_, _, total, _ := catalog.SplitName(path.Base(shards[0].Path))
-		if len(shards) != total {
+		first, _ := catalog.ParseShard(path.Base(shards[0].Path))
+		if len(shards) != first.Total {
 			continue // incomplete upload: nothing llama.cpp could load
 		}
 		quants = append(quants, Quant{Files: shards})

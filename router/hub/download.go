@@ -37,7 +37,7 @@ type DiskSpaceError struct {
 }
 
 func (e *DiskSpaceError) Error() string {
-	return fmt.Sprintf("not enough disk space in %s: the download needs %s, %s is free", e.Dir, formatBytes(e.Need), formatBytes(e.Free))
+	return fmt.Sprintf("not enough disk space in %s: the download needs %s, %s is free", e.Dir, config.HumanSize(e.Need), config.HumanSize(e.Free))
 }
 
 // ErrCancelled is the error of a download stopped by its caller; it left nothing behind.
@@ -443,4 +443,3 @@ func (d *download) undo() {
 	pruneEmpty(filepath.Join(dir, "snapshots"))
 }
 
-func formatBytes(n int64) string { return config.Size(n).Human() }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/config"
 )
 
 // Fit says whether a model would fit the memory budget.
@@ -34,13 +35,13 @@ func FitFor(need int64, r Room) (Fit, string) {
 	case need <= 0:
 		return FitAfterUnload, "memory need unknown"
 	case need > r.Limit:
-		return FitTooLarge, fmt.Sprintf("needs %s, more than the %s budget of this machine", formatBytes(need), formatBytes(r.Limit))
+		return FitTooLarge, fmt.Sprintf("needs %s, more than the %s budget of this machine", config.HumanSize(need), config.HumanSize(r.Limit))
 	case need <= r.Free:
-		return FitNow, fmt.Sprintf("needs %s, %s free", formatBytes(need), formatBytes(r.Free))
+		return FitNow, fmt.Sprintf("needs %s, %s free", config.HumanSize(need), config.HumanSize(r.Free))
 	case need <= r.Free+r.Idle:
-		return FitAfterUnload, fmt.Sprintf("needs %s, fits after unloading idle models", formatBytes(need))
+		return FitAfterUnload, fmt.Sprintf("needs %s, fits after unloading idle models", config.HumanSize(need))
 	default:
-		return FitAfterUnload, fmt.Sprintf("needs %s, fits once busy models finish and unload", formatBytes(need))
+		return FitAfterUnload, fmt.Sprintf("needs %s, fits once busy models finish and unload", config.HumanSize(need))
 	}
 }
 
