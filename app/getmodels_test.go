@@ -101,7 +101,7 @@ func TestGetModelsWindow(t *testing.T) {
 	see("Fits now", func() fyne.CanvasObject { return g.quants })
 	l.wait(func() {
 		all := strings.Join(texts(g.quants), " | ")
-		for _, want := range []string{"Q4_K_M", "Q8_0", "[Download]", "MB"} {
+		for _, want := range []string{"Q4_K_M", "Q8_0", "[Download]", "MiB"} {
 			if !strings.Contains(all, want) {
 				t.Errorf("quant list lacks %q: %s", want, all)
 			}
