@@ -132,6 +132,5 @@ func EstimateParts(parts, proj []HeaderPart, p EstimateParams) (Estimate, Header
 	return est, facts, err
 }
 
-
 // IsProjector tells a multimodal projector (mmproj) file by its name.
 func IsProjector(name string) bool { return isProjectorName(path.Base(name)) }

@@ -442,4 +442,3 @@ func (d *download) undo() {
 	}
 	pruneEmpty(filepath.Join(dir, "snapshots"))
 }
-
