@@ -2,11 +2,9 @@ package hub
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"net/url"
@@ -246,7 +244,8 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		d.created = append(d.created, part)
 	}
 	defer out.Close()
-	h := sha256.New()
+	h := newAsyncHash()
+	defer func() { h.stop() }()
 	off, err := io.Copy(h, out) // a partial file from an earlier run: hash what it holds
 	if err != nil {
 		return err
@@ -255,7 +254,8 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		if err := out.Truncate(0); err != nil {
 			return err
 		}
-		off, h = 0, sha256.New()
+		h.stop()
+		off, h = 0, newAsyncHash()
 	}
 	d.advance(i, off)
 	stalls := 0
@@ -277,7 +277,8 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 				return err
 			}
 			d.advance(i, -off)
-			off, h = 0, sha256.New()
+			h.stop()
+			off, h = 0, newAsyncHash()
 			continue
 		}
 		if n > 0 {
@@ -293,7 +294,7 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		case <-t.C:
 		}
 	}
-	got := hex.EncodeToString(h.Sum(nil))
+	got := hex.EncodeToString(h.Sum())
 	if got != f.SHA256 {
 		out.Close()
 		os.Remove(part)
@@ -317,7 +318,7 @@ var errRestart = errors.New("server restarted the file")
 
 // fetch sends one request for f from byte off and appends what arrives to out and h. It returns
 // the bytes appended.
-func (d *download) fetch(ctx context.Context, f File, out io.Writer, h hash.Hash, off int64, i int) (int64, error) {
+func (d *download) fetch(ctx context.Context, f File, out io.Writer, h io.Writer, off int64, i int) (int64, error) {
 	stallAfter := d.c.StallTimeout
 	if stallAfter <= 0 {
 		stallAfter = DefaultStallTimeout
