@@ -251,7 +251,7 @@ func TestCutDownloadLeavesNothing(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "llama-server")
 	in := newInstaller(s, root)
 	_, err := in.Install(context.Background(), Request{}, nil)
-	if !errors.Is(err, ErrCut) || !strings.Contains(err.Error(), "stopped after 100.0 KiB of") {
+	if !errors.Is(err, ErrCut) || !strings.Contains(err.Error(), "stopped after 100 KiB of") {
 		t.Fatalf("err = %v, want a cut download", err)
 	}
 	if f := files(t, root); len(f) > 0 {
