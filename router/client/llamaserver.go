@@ -12,36 +12,12 @@ import (
 	"strings"
 
 	"github.com/llamatray/llamatray/router/releases"
-	"github.com/llamatray/llamatray/router/wire"
 )
-
-// LlamaServers is the answer of GET /api/llama-server.
-type LlamaServers struct {
-	Builds         []releases.Build `json:"builds"`
-	InUse          wire.LlamaServer `json:"in_use"` // the llama-server in use
-	Available      *Available       `json:"available"`
-	AvailableError string           `json:"available_error"`
-}
-
-// Available is what installing a release would pick here, and the other archives that run here.
-type Available struct {
-	Build  string       `json:"build"`
-	Chosen FlavorInfo   `json:"chosen"`
-	Others []FlavorInfo `json:"others"`
-}
-
-// FlavorInfo is one archive of a release.
-type FlavorInfo struct {
-	Asset   string `json:"asset"`
-	Backend string `json:"backend"`
-	Size    int64  `json:"size"`
-	Reason  string `json:"reason"`
-}
 
 // LlamaServers lists the installed llama-server builds; with available, also what installing build
 // (a tag, or "latest") would pick here.
-func (c *Client) LlamaServers(ctx context.Context, available bool, build string) (LlamaServers, error) {
-	var out LlamaServers
+func (c *Client) LlamaServers(ctx context.Context, available bool, build string) (releases.Listing, error) {
+	var out releases.Listing
 	path := "/api/llama-server"
 	if available {
 		path += "?available=1&build=" + build
