@@ -2,7 +2,6 @@ package client
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,19 +36,9 @@ func (c *Client) UseLlamaServer(ctx context.Context, build string) (releases.Bui
 // and returns the installed build. Cancelling ctx cancels the install.
 func (c *Client) InstallLlamaServer(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error) {
 	var b releases.Build
-	body, _ := json.Marshal(req)
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+"/api/llama-server/install", bytes.NewReader(body))
+	resp, err := c.send(ctx, http.MethodPost, "/api/llama-server/install", req, "text/event-stream")
 	if err != nil {
 		return b, err
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "text/event-stream")
-	if c.APIKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.APIKey)
-	}
-	resp, err := c.httpClient().Do(hr)
-	if err != nil {
-		return b, fmt.Errorf("llamatray at %s: %w", c.Base, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
