@@ -9,20 +9,126 @@ import (
 	"time"
 )
 
-// Mem is an amount of memory in two dimensions: host RAM and GPU VRAM.
+// MaxGPUs is how many GPU devices a Mem keeps apart. The engine numbers the machine's devices in the
+// order it discovered them; devices beyond the last are never used.
+const MaxGPUs = 8
+
+// Mem is an amount of memory: host RAM, and the memory of each GPU device on its own. Budgets are per
+// device, never summed: 10 GiB free on each of two GPUs does not fit one model that needs 16 GiB on
+// the first.
 type Mem struct {
-	RAM  int64
-	VRAM int64
+	RAM int64
+	GPU [MaxGPUs]int64 // per device, indexed as the engine numbers them
+}
+
+// On returns a Mem of ram bytes of RAM and gpu[i] bytes on device i.
+func On(ram int64, gpu ...int64) Mem {
+	m := Mem{RAM: ram}
+	copy(m.GPU[:], gpu)
+	return m
 }
 
 // Add returns m+o.
-func (m Mem) Add(o Mem) Mem { return Mem{m.RAM + o.RAM, m.VRAM + o.VRAM} }
+func (m Mem) Add(o Mem) Mem {
+	m.RAM += o.RAM
+	for i := range m.GPU {
+		m.GPU[i] += o.GPU[i]
+	}
+	return m
+}
 
 // Sub returns m-o.
-func (m Mem) Sub(o Mem) Mem { return Mem{m.RAM - o.RAM, m.VRAM - o.VRAM} }
+func (m Mem) Sub(o Mem) Mem {
+	m.RAM -= o.RAM
+	for i := range m.GPU {
+		m.GPU[i] -= o.GPU[i]
+	}
+	return m
+}
 
-// Within reports whether m fits in room in both dimensions.
-func (m Mem) Within(room Mem) bool { return m.RAM <= room.RAM && m.VRAM <= room.VRAM }
+// Max returns the larger of m and o in each dimension.
+func (m Mem) Max(o Mem) Mem {
+	m.RAM = max(m.RAM, o.RAM)
+	for i := range m.GPU {
+		m.GPU[i] = max(m.GPU[i], o.GPU[i])
+	}
+	return m
+}
+
+// VRAM is what m holds over all GPU devices together (for display only: budgets are per device).
+func (m Mem) VRAM() int64 {
+	var n int64
+	for _, v := range m.GPU {
+		n += v
+	}
+	return n
+}
+
+// Total is RAM and every device together (for display only).
+func (m Mem) Total() int64 { return m.RAM + m.VRAM() }
+
+// Within reports whether m fits in room in every dimension: RAM and each device on its own.
+func (m Mem) Within(room Mem) bool {
+	if m.RAM > room.RAM {
+		return false
+	}
+	for i, v := range m.GPU {
+		if v > room.GPU[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Split divides gpu bytes of GPU memory over the devices the way llama.cpp's default layer split
+// does: in proportion to each device's share (its memory), whole layers at a time. layers is how many
+// layers the child offloads (0 or less: split the bytes exactly). Devices with no share get nothing;
+// with no device at all the bytes are RAM.
+func Split(ram, gpu int64, layers int, shares []int64) Mem {
+	var sum int64
+	n := 0
+	for i, s := range shares {
+		if i < MaxGPUs && s > 0 {
+			sum += s
+			n = i + 1
+		}
+	}
+	if gpu <= 0 || sum == 0 {
+		return Mem{RAM: ram + max(gpu, 0)}
+	}
+	out := Mem{RAM: ram}
+	if layers <= 0 {
+		var given int64
+		for i := 0; i < n; i++ {
+			if shares[i] > 0 {
+				out.GPU[i] = int64(float64(gpu) * float64(shares[i]) / float64(sum))
+				given += out.GPU[i]
+			}
+		}
+		out.GPU[n-1] += gpu - given
+		return out
+	}
+	// Whole layers: device i takes the layers up to its cumulative share, as llama.cpp assigns them.
+	perLayer := float64(gpu) / float64(layers)
+	var cum int64
+	done := 0
+	var given int64
+	for i := 0; i < n; i++ {
+		if shares[i] <= 0 {
+			continue
+		}
+		cum += shares[i]
+		upto := int(float64(layers)*float64(cum)/float64(sum) + 0.5)
+		if i == n-1 {
+			upto = layers
+		}
+		out.GPU[i] = int64(perLayer * float64(upto-done))
+		given += out.GPU[i]
+		done = upto
+	}
+	out.GPU[n-1] += gpu - given
+	return out
+}
 
 // Phase is what a running model is doing, as far as scheduling is concerned.
 type Phase int
@@ -132,6 +238,9 @@ func Plan(views []View, need Mem, room Room, self string) Decision {
 		if need.Within(free.Add(freed)) && slotOK(n) {
 			break
 		}
+		if slotOK(n) && !helps(v.Held, need, free.Add(freed)) {
+			continue // holds nothing where self is short (another GPU): stopping it frees nothing useful
+		}
 		victims = append(victims, v.ID)
 		freed = freed.Add(v.Held)
 		n--
@@ -143,6 +252,20 @@ func Plan(views []View, need Mem, room Room, self string) Decision {
 		return Decision{Victims: victims}
 	}
 	return Decision{Blocked: true}
+}
+
+// helps is whether giving back held makes progress towards need in room: it frees memory in a
+// dimension (RAM or a device) where need is over what room has.
+func helps(held, need, room Mem) bool {
+	if need.RAM > room.RAM && held.RAM > 0 {
+		return true
+	}
+	for i := range need.GPU {
+		if need.GPU[i] > room.GPU[i] && held.GPU[i] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Idle lists the models that may be evicted, least recently used first (ties by ID): loaded or
@@ -198,6 +321,9 @@ func Drain(views []View, need Mem, room Room, self string) (drain []string, ok b
 	for _, v := range busy {
 		if need.Within(free.Add(gone)) && slotOK(left) {
 			break
+		}
+		if slotOK(left) && !helps(v.Held, need, free.Add(gone)) {
+			continue
 		}
 		drain = append(drain, v.ID)
 		gone = gone.Add(v.Held)

@@ -78,8 +78,22 @@ func TestPlan(t *testing.T) {
 			[]View{{ID: "a", Phase: Sleeping, Held: Mem{}}, {ID: "b", Phase: Loaded, Held: ram(6)}},
 			ram(4), room8, "a", Decision{Victims: []string{"b"}}},
 		{"VRAM is its own dimension",
-			[]View{{ID: "b", Phase: Loaded, Held: Mem{RAM: gib, VRAM: 6 * gib}, LastUsed: at(1)}},
-			Mem{RAM: gib, VRAM: 4 * gib}, Room{Budget: Mem{RAM: 32 * gib, VRAM: 8 * gib}}, "a", Decision{Victims: []string{"b"}}},
+			[]View{{ID: "b", Phase: Loaded, Held: On(gib, 6*gib), LastUsed: at(1)}},
+			On(gib, 4*gib), Room{Budget: On(32*gib, 8*gib)}, "a", Decision{Victims: []string{"b"}}},
+		{"each GPU is its own budget: free memory on two devices is not summed",
+			[]View{{ID: "b", Phase: Loaded, Held: On(gib, 6*gib, 6*gib), Leases: 1}},
+			On(gib, 12*gib), Room{Budget: On(64*gib, 16*gib, 16*gib)}, "a", Decision{Blocked: true}},
+		{"a model on the other GPU fits beside a busy one",
+			[]View{{ID: "b", Phase: Loaded, Held: On(gib, 14*gib), Leases: 1}},
+			On(gib, 0, 14*gib), Room{Budget: On(64*gib, 16*gib, 16*gib)}, "a", Decision{Start: true}},
+		{"evicts the model on the device that is short, not the least recent on another",
+			[]View{{ID: "b", Phase: Loaded, Held: On(gib, 0, 10*gib), LastUsed: at(1)}, {ID: "c", Phase: Loaded, Held: On(gib, 10*gib), LastUsed: at(2)}},
+			On(gib, 10*gib), Room{Budget: On(64*gib, 16*gib, 16*gib)}, "a", Decision{Victims: []string{"c"}}},
+		{"too large for one device even though two together would hold it",
+			nil, On(gib, 20*gib), Room{Budget: On(64*gib, 16*gib, 16*gib)}, "a", Decision{TooLarge: true, Blocked: true}},
+		{"unified memory: within RAM but over the GPU working set waits for it",
+			[]View{{ID: "b", Phase: Loaded, Held: On(20*gib, 20*gib), Leases: 1}},
+			On(8*gib, 8*gib), Room{Budget: On(32*gib, 24*gib), Ceiling: On(32*gib, 24*gib)}, "a", Decision{Blocked: true}},
 		{"never a model with queued requests (a sleeper waiting to wake)",
 			[]View{{ID: "s", Phase: Sleeping, Held: ram(1), LastUsed: at(1), Queued: 1}, {ID: "c", Phase: Loaded, Held: ram(6), Leases: 1}},
 			ram(2), room8, "a", Decision{Blocked: true}},
@@ -256,5 +270,34 @@ func TestExcess(t *testing.T) {
 		if got := Excess(views, tc.room); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: Excess = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestSplit(t *testing.T) {
+	tests := []struct {
+		name     string
+		ram, gpu int64
+		layers   int
+		shares   []int64
+		want     Mem
+	}{
+		{"no device: all RAM", gib, 4 * gib, 33, nil, On(5 * gib)},
+		{"one device takes it all", gib, 4 * gib, 33, []int64{24 * gib}, On(gib, 4*gib)},
+		{"two equal devices, even layers", gib, 4 * gib, 32, []int64{16 * gib, 16 * gib}, On(gib, 2*gib, 2*gib)},
+		{"two unequal devices, by share", 0, 30 * gib, 30, []int64{8 * gib, 16 * gib}, On(0, 10*gib, 20*gib)},
+		{"whole layers: an odd layer goes where the cumulative share lands", 0, 3 * gib, 3, []int64{16 * gib, 16 * gib}, On(0, 2*gib, 1*gib)},
+		{"a device with no share gets nothing", 0, 4 * gib, 0, []int64{0, 16 * gib}, On(0, 0, 4*gib)},
+		{"CPU only", gib, 0, 0, []int64{16 * gib}, On(gib)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Split(tc.ram, tc.gpu, tc.layers, tc.shares)
+			if got != tc.want {
+				t.Fatalf("Split = %v, want %v", got, tc.want)
+			}
+			if got.Total() != tc.ram+tc.gpu {
+				t.Fatalf("Split lost bytes: %d, want %d", got.Total(), tc.ram+tc.gpu)
+			}
+		})
 	}
 }
