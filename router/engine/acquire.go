@@ -215,13 +215,7 @@ func (e *Engine) tryLease(m *model, now time.Time) *Lease {
 
 // expectWake counts a sleeping model as holding its full footprint once a request wakes it.
 func (e *Engine) expectWake(m *model) {
-	n := e.need(m)
-	if m.held.RAM < n.RAM {
-		m.held.RAM = n.RAM
-	}
-	if m.held.VRAM < n.VRAM {
-		m.held.VRAM = n.VRAM
-	}
+	m.held = m.held.Max(e.need(m))
 }
 
 // grant takes a lease on m. Called with mu held.

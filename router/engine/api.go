@@ -77,6 +77,18 @@ type Budget struct {
 	SystemAvailable int64
 	MaxLoaded       int
 	Loaded          int
+	Devices         []DeviceBudget // each GPU's own budget, in the engine's device order
+}
+
+// DeviceBudget is one GPU device's budget: models on it never hold more than Limit together.
+type DeviceBudget struct {
+	Name        string // llama-server's name (CUDA0, Vulkan0, MTL0), else GPU<i>
+	Description string
+	Total       int64 // the device's memory (Apple silicon: the Metal working-set limit)
+	Limit       int64 // what models may hold on it now: free plus ours, at most its configured limit
+	Ceiling     int64 // the most Limit can be
+	Used        int64 // reserved by models on it
+	Measured    int64 // what models report they hold on it
 }
 
 // Lease is one in-flight request's hold on a running model. Release it exactly once; extra calls are no-ops.
@@ -148,9 +160,13 @@ type TooLargeError struct {
 	Model  string
 	Need   int64
 	Budget int64
+	Device string // the GPU device it does not fit on; "" for RAM
 }
 
 func (e *TooLargeError) Error() string {
+	if e.Device != "" {
+		return fmt.Sprintf("model %q needs %d MiB on %s but that device's budget is %d MiB even with every other model unloaded (offload fewer layers, or raise its device_memory_limit)", e.Model, e.Need>>20, e.Device, e.Budget>>20)
+	}
 	return fmt.Sprintf("model %q needs %d MiB but the memory budget is %d MiB even with every other model unloaded (raise memory_limit or lower memory_reserve to try anyway)", e.Model, e.Need>>20, e.Budget>>20)
 }
 

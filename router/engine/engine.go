@@ -51,6 +51,7 @@ type Options struct {
 	MemoryLimit   int64                    // 0 → derived from the machine's available RAM
 	Reserve       int64                    // RAM always left free for the rest of the system
 	MaxLoaded     int                      // 0 = no cap
+	DeviceLimits  map[string]int64         // GPU memory models may use per device, by llama-server's name (Vulkan0) or the driver's; absent = the device's memory
 	QueueTimeout  time.Duration            // default 2m
 	FairWait      time.Duration            // default 30s
 	LoadTimeout   time.Duration            // default 5m

@@ -184,6 +184,12 @@ func (p *fakeProc) stopped() bool {
 func (p *fakeProc) ready() {
 	p.on(child.Event{Kind: child.Ready, PID: p.pid, Addr: child.Addr{Port: p.pid}})
 }
+
+// readyWith makes the child ready with its own report of its buffers per device (as llama-server's
+// buffer lines give them).
+func (p *fakeProc) readyWith(buffers map[string]int64) {
+	p.on(child.Event{Kind: child.Ready, PID: p.pid, Addr: child.Addr{Port: p.pid}, Buffers: buffers})
+}
 func (p *fakeProc) sleep() {
 	p.on(child.Event{Kind: child.Sleeping, PID: p.pid, Addr: child.Addr{Port: p.pid}})
 }
@@ -255,6 +261,7 @@ type syncModel struct {
 	id       string
 	ramMiB   int64
 	vramMiB  int64
+	layers   int // layers offloaded, as the catalog's estimate says
 	settings Settings
 }
 
@@ -275,7 +282,7 @@ func newSync(t *testing.T, tune func(*Options), models ...syncModel) *syncEngine
 	for _, m := range models {
 		path := filepath.Join("/models", m.id+".gguf")
 		cat.models = append(cat.models, catalog.Model{ID: m.id, Path: path, Files: []string{path}, Architecture: "llama", SizeBytes: 9,
-			Estimate: catalog.Estimate{RAM: m.ramMiB * mib, VRAM: m.vramMiB * mib, ContextSize: 512}})
+			Estimate: catalog.Estimate{RAM: m.ramMiB * mib, VRAM: m.vramMiB * mib, GPULayers: m.layers, ContextSize: 512}})
 		set[m.id] = m.settings
 	}
 	o := Options{

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/llamatray/llamatray/router/catalog"
-	"github.com/llamatray/llamatray/router/sched"
 )
 
 // footprints are learned memory footprints, keyed by model file, size and arguments, persisted as JSON
@@ -24,11 +24,15 @@ type footprints struct {
 	m    map[string]footprint
 }
 
-// footprint is what one run of a model held at its peak, in RAM and in VRAM, each kept apart: VRAM
-// booked as RAM would let two models that each fill the GPU start side by side.
+// footprint is what one run of a model held at its peak: RAM, and memory on each GPU device by
+// llama-server's name for it (from the child's own buffer report), each kept apart: VRAM booked as
+// RAM would let two models that each fill the GPU start side by side. VRAM is the devices' sum, kept
+// for files written before devices were; a footprint with VRAM but no devices is split over the
+// machine's devices as an estimate is.
 type footprint struct {
-	RAM  int64 `json:"ram"`
-	VRAM int64 `json:"vram,omitempty"`
+	RAM     int64            `json:"ram"`
+	VRAM    int64            `json:"vram,omitempty"`
+	Devices map[string]int64 `json:"devices,omitempty"`
 }
 
 // UnmarshalJSON also reads the older form, one number of bytes, as RAM.
@@ -47,7 +51,7 @@ func (f *footprint) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (f footprint) mem() sched.Mem { return sched.Mem{RAM: f.RAM, VRAM: f.VRAM} }
+func (f footprint) zero() bool { return f.RAM == 0 && f.VRAM == 0 && len(f.Devices) == 0 }
 
 type footprintUpdate struct {
 	key string
@@ -79,25 +83,50 @@ func loadFootprints(dir string) (*footprints, error) {
 	return f, nil
 }
 
-func (f *footprints) get(key string) sched.Mem {
+func (f *footprints) get(key string) footprint {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.m[key].mem()
+	return f.m[key].clone()
 }
 
-// update records a measurement when it is new or, in RAM or in VRAM, at least 5% above what was
-// learned; it keeps the larger of the two in each. It returns what is learned now.
-func (f *footprints) update(key string, m sched.Mem) (footprintUpdate, bool) {
+func (f footprint) clone() footprint {
+	if f.Devices != nil {
+		f.Devices = maps.Clone(f.Devices)
+	}
+	return f
+}
+
+// update records a measurement when it is new or, in RAM or on any device, at least 5% above what
+// was learned; it keeps the larger of the two in each. It returns what is learned now.
+func (f *footprints) update(key string, m footprint) (footprintUpdate, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	old, ok := f.m[key]
 	above := func(n, was int64) bool { return n > was+was/20 }
-	if ok && !above(m.RAM, old.RAM) && !above(m.VRAM, old.VRAM) {
+	grew := !ok || above(m.RAM, old.RAM) || (len(m.Devices) == 0 && above(m.VRAM, old.VRAM))
+	for d, n := range m.Devices {
+		grew = grew || above(n, old.Devices[d])
+	}
+	if !grew {
 		return footprintUpdate{}, false
 	}
-	fp := footprint{RAM: max(m.RAM, old.RAM), VRAM: max(m.VRAM, old.VRAM)}
+	fp := footprint{RAM: max(m.RAM, old.RAM)}
+	if len(m.Devices) > 0 || len(old.Devices) > 0 {
+		fp.Devices = maps.Clone(old.Devices)
+		if fp.Devices == nil {
+			fp.Devices = map[string]int64{}
+		}
+		for d, n := range m.Devices {
+			fp.Devices[d] = max(n, fp.Devices[d])
+		}
+		for _, n := range fp.Devices {
+			fp.VRAM += n
+		}
+	} else {
+		fp.VRAM = max(m.VRAM, old.VRAM)
+	}
 	f.m[key] = fp
-	return footprintUpdate{key, fp}, true
+	return footprintUpdate{key, fp.clone()}, true
 }
 
 // save writes the footprints atomically.

@@ -25,6 +25,7 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 	m.plan = m.held
 	m.measured = sched.Mem{}
 	m.peak = sched.Mem{}
+	m.devices = sched.Mem{}
 	m.lastUsed = now
 	m.args = e.args(m)
 	m.binary = e.o.Binary
@@ -39,7 +40,7 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 		StopTimeout: e.o.StopTimeout,
 		Logger:      e.log,
 	}
-	e.log.Info("loading model", "model", m.id, "need_mib", (m.held.RAM+m.held.VRAM)>>20, "learned", m.learned != (sched.Mem{}))
+	e.log.Info("loading model", "model", m.id, "need_mib", e.shown(m.held)>>20, "need_devices_mib", mibPerDevice(e.deviceBytes(m.held)), "learned", !m.learned.zero())
 	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases})
 	return action{start: &spec, id: m.id, gen: m.gen}
 }
@@ -94,6 +95,12 @@ func (e *Engine) childEvent(m *model, ev child.Event, now time.Time) []action {
 			m.progress = 1
 			m.failures = 0 // a good load: the next crash's backoff starts from the beginning
 			if ev.Buffers != nil {
+				// The child's own report of what it holds on each device replaces the
+				// estimate at once; the next memory sample learns it.
+				d := e.onDevices(0, ev.Buffers)
+				d.RAM = 0
+				m.devices = d
+				m.held.GPU = d.GPU // what it allocated, KV cache included: its plan was an estimate
 				e.log.Info("model ready", "model", id, "pid", ev.PID, "addr", ev.Addr, "device_buffers_mib", mibPerDevice(ev.Buffers))
 			} else {
 				e.log.Info("model ready", "model", id, "pid", ev.PID, "addr", ev.Addr)
@@ -154,7 +161,7 @@ func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
 		e.log.Error("model failed", "model", m.id, "pid", ev.PID, "exit_code", code, "err", ev.Err)
 		acts = e.fail(m, reason, &code, ev.Err, now)
 	}
-	m.held, m.measured = sched.Mem{}, sched.Mem{}
+	m.held, m.measured, m.devices = sched.Mem{}, sched.Mem{}, sched.Mem{}
 	m.draining, m.drainWhy, m.drainFor = false, "", ""
 	for _, ch := range m.stopped {
 		close(ch)
@@ -176,7 +183,7 @@ func (e *Engine) fail(m *model, reason string, code *int, cause error, now time.
 	}
 	m.failures++
 	m.nextRetry = now.Add(backoff(m.failures))
-	m.held, m.measured = sched.Mem{}, sched.Mem{}
+	m.held, m.measured, m.devices = sched.Mem{}, sched.Mem{}, sched.Mem{}
 	le := e.loadError(m)
 	le.Err = cause
 	if le.Err == nil {

@@ -42,7 +42,8 @@ type model struct {
 	plan     sched.Mem // the need this run was started with
 	measured sched.Mem // last measurement, zero if none
 	peak     sched.Mem // largest measurement of this run while loaded, per dimension
-	learned  sched.Mem // footprint learned in an earlier run, zero if none
+	learned  footprint // learned in an earlier run (RAM, and each device by name), zero if none
+	devices  sched.Mem // GPU memory per device this run, from the child's own buffer report; zero if none
 
 	exitCode  *int
 	errMsg    string
@@ -54,14 +55,23 @@ type model struct {
 	stopped []chan struct{} // closed when the current child is gone
 }
 
-// need is what a load of m takes: the learned footprint when there is one, else the estimate.
+// need is what a load of m takes: the learned footprint when there is one (per device, as the
+// child reported its buffers), else the estimate, its GPU part split over the devices by the layers
+// the child offloads. Without a GPU it is all RAM; on unified memory the GPU's part is RAM too, and
+// also counts against the GPU's working-set limit. Called with mu held.
 func (e *Engine) need(m *model) sched.Mem {
-	est := sched.Mem{RAM: m.entry.Estimate.RAM, VRAM: m.entry.Estimate.VRAM}
-	if m.learned != (sched.Mem{}) {
-		est = m.learned
+	var est sched.Mem
+	layers := m.entry.Estimate.GPULayers
+	switch {
+	case len(m.learned.Devices) > 0:
+		est = e.onDevices(m.learned.RAM, m.learned.Devices)
+	case !m.learned.zero():
+		est = sched.Split(m.learned.RAM, m.learned.VRAM, layers, e.shares())
+	default:
+		est = sched.Split(m.entry.Estimate.RAM, m.entry.Estimate.VRAM, layers, e.shares())
 	}
-	if !e.sysOK || len(e.sys.GPUs) == 0 || e.sys.Unified {
-		est = sched.Mem{RAM: est.RAM + est.VRAM}
+	if e.sys.Unified {
+		est.RAM += est.VRAM()
 	}
 	if est.RAM <= 0 {
 		est.RAM = m.entry.SizeBytes
@@ -79,7 +89,7 @@ func (e *Engine) status(m *model) ModelStatus {
 		Queued:        e.queued(m.id),
 		Draining:      m.draining,
 		Pinned:        m.pinned,
-		EstimateBytes: e.need(m).RAM + e.need(m).VRAM,
+		EstimateBytes: e.shown(e.need(m)),
 		LearnedBytes:  m.learned.RAM + m.learned.VRAM,
 		LastUsed:      m.lastUsed,
 		PID:           m.pid,
@@ -95,7 +105,7 @@ func (e *Engine) status(m *model) ModelStatus {
 		s.Binary = m.binary
 	}
 	if m.state.Running() {
-		s.MemoryBytes = m.measured.RAM + m.measured.VRAM
+		s.MemoryBytes = e.shown(m.measured)
 	}
 	if m.exitCode != nil {
 		c := *m.exitCode
@@ -178,10 +188,18 @@ func (e *Engine) room() sched.Room {
 	r := sched.Room{MaxLoaded: e.o.MaxLoaded}
 	if e.sysOK {
 		r.Budget.RAM = e.sys.Available + ours.RAM - e.o.Reserve
-		if !e.sys.Unified {
-			_, free := e.sys.VRAM()
-			r.Budget.VRAM = free + ours.VRAM
+	}
+	for i, g := range e.gpus() {
+		// What the device has free, plus what our children hold on it. On unified memory the
+		// working-set limit is the device's whole budget: other programs' use shows in RAM.
+		b := max(g.Free+ours.GPU[i], 0)
+		if e.sys.Unified {
+			b = g.Total
 		}
+		if l := e.deviceLimit(g, i); l > 0 {
+			b = min(b, l)
+		}
+		r.Budget.GPU[i] = b
 	}
 	switch {
 	case e.o.MemoryLimit > 0 && (!e.sysOK || e.o.MemoryLimit < r.Budget.RAM):
@@ -197,25 +215,22 @@ func (e *Engine) room() sched.Room {
 	return r
 }
 
-// ceiling is the most the budget can ever be: the configured limit, else all RAM (and VRAM) minus the
-// reserve. A model over it gets TooLargeError at once; one that is only over the current budget waits.
+// ceiling is the most the budget can ever be: the configured limit, else all RAM minus the reserve,
+// and each device's memory (or its configured limit). A model over it gets TooLargeError at once; one that is only over the current budget waits.
 func (e *Engine) ceiling(budget sched.Mem) sched.Mem {
 	c := sched.Mem{RAM: e.o.MemoryLimit}
 	if e.sysOK {
 		if total := e.sys.Total - e.o.Reserve; c.RAM == 0 || total < c.RAM {
 			c.RAM = total
 		}
-		if !e.sys.Unified {
-			c.VRAM, _ = e.sys.VRAM()
+	}
+	for i, g := range e.gpus() {
+		c.GPU[i] = g.Total
+		if l := e.deviceLimit(g, i); l > 0 {
+			c.GPU[i] = min(c.GPU[i], l)
 		}
 	}
-	if c.RAM < budget.RAM {
-		c.RAM = budget.RAM
-	}
-	if c.VRAM < budget.VRAM {
-		c.VRAM = budget.VRAM
-	}
-	return c
+	return c.Max(budget)
 }
 
 // queued counts waiters for id.

@@ -94,17 +94,24 @@ func (e *Engine) applySample(sys mem.System, sysErr error, pids []pidSample, vra
 		if m == nil || m.gen != p.gen || !p.ok || !m.state.Running() {
 			continue
 		}
-		m.measured = sched.Mem{RAM: p.rss, VRAM: vram[p.pid]}
+		m.measured = e.measuredMem(m, p.rss, vram[p.pid])
 		switch m.state {
 		case StateLoaded:
 			// Within a run a model counts at least what it was planned with: RSS right after
 			// loading misses the KV cache pages it has not touched yet. The peak is learned for
 			// the next run.
-			m.held = maxMem(m.measured, m.plan)
-			if peak := maxMem(m.peak, m.measured); peak != m.peak {
+			m.held = m.measured.Max(m.plan)
+			if m.devices != (sched.Mem{}) {
+				m.held.GPU = m.measured.GPU // the child's own report: what it allocated, KV cache included
+			}
+			if peak := m.peak.Max(m.measured); peak != m.peak {
 				m.peak = peak
-				if u, ok := e.fp.update(footprintKey(m.entry, m.args), peak); ok {
-					m.learned = u.fp.mem()
+				fp := footprint{RAM: peak.RAM, Devices: e.deviceBytes(peak)}
+				if e.sys.Unified {
+					fp.RAM -= peak.VRAM() // need adds the GPU's part back
+				}
+				if u, ok := e.fp.update(footprintKey(m.entry, m.args), fp); ok {
+					m.learned = u.fp
 					*learn = append(*learn, u)
 				}
 			}
@@ -116,8 +123,25 @@ func (e *Engine) applySample(sys mem.System, sysErr error, pids []pidSample, vra
 	}
 }
 
-func maxMem(a, b sched.Mem) sched.Mem {
-	return sched.Mem{RAM: max(a.RAM, b.RAM), VRAM: max(a.VRAM, b.VRAM)}
+// measuredMem is what m holds now: its RSS as RAM, and on each device what the child reported it
+// allocated there (while it sleeps, nothing). Without a buffer report, the VRAM a GPU driver reports
+// for the process (nvidia-smi: one figure over all devices) is spread as m's plan spread it, or put
+// on the only device. Called with mu held.
+func (e *Engine) measuredMem(m *model, rss, vram int64) sched.Mem {
+	out := sched.Mem{RAM: rss}
+	switch {
+	case m.state == StateSleeping:
+	case m.devices != (sched.Mem{}):
+		out.GPU = m.devices.GPU
+	case vram > 0 && m.plan.VRAM() > 0:
+		out = out.Add(sched.Split(0, vram, 0, m.plan.GPU[:]))
+	case vram > 0 && len(e.gpus()) == 1:
+		out.GPU[0] = vram
+	}
+	if e.sys.Unified {
+		out.RAM = max(out.RAM, out.VRAM())
+	}
+	return out
 }
 
 // pressure unloads idle, unpinned models, least recently used first, when the system's available RAM

@@ -80,8 +80,7 @@ func (e *Engine) reconcile(now time.Time) []action {
 		d := sched.Plan(views, need, e.room(), m.id)
 		switch {
 		case d.TooLarge:
-			r := e.room()
-			e.failWaiters(m, &TooLargeError{Model: m.id, Need: need.RAM + need.VRAM, Budget: r.Ceiling.RAM + r.Ceiling.VRAM})
+			e.failWaiters(m, e.tooLarge(m.id, need, e.room().Ceiling))
 		case d.Start && m.state == StateSleeping:
 			e.expectWake(m)
 			e.grantWaiters(m, now)
@@ -90,7 +89,7 @@ func (e *Engine) reconcile(now time.Time) []action {
 		case len(d.Victims) > 0:
 			for _, id := range d.Victims {
 				v := e.models[id]
-				e.log.Info("evicting idle model", "model", id, "for", m.id, "held_mib", (v.held.RAM+v.held.VRAM)>>20, "need_mib", (need.RAM+need.VRAM)>>20)
+				e.log.Info("evicting idle model", "model", id, "for", m.id, "held_mib", e.shown(v.held)>>20, "need_mib", e.shown(need)>>20)
 				acts = append(acts, e.stopModel(v, false, "evicted for "+m.id)...)
 			}
 			reserved[m.id] = need
@@ -213,9 +212,17 @@ func backoff(n int) time.Duration {
 // stopExcess stops the idle models a lowered memory limit or max_loaded leaves no room for. Only the
 // configured limits count here; what other programs take is the pressure monitor's. Called with mu held.
 func (e *Engine) stopExcess() []action {
-	limit := sched.Room{Budget: sched.Mem{RAM: math.MaxInt64 / 4, VRAM: math.MaxInt64 / 4}, MaxLoaded: e.o.MaxLoaded}
+	limit := sched.Room{Budget: sched.Mem{RAM: math.MaxInt64 / 4}, MaxLoaded: e.o.MaxLoaded}
+	for i := range limit.Budget.GPU {
+		limit.Budget.GPU[i] = math.MaxInt64 / 4
+	}
 	if e.o.MemoryLimit > 0 {
 		limit.Budget.RAM = e.o.MemoryLimit
+	}
+	for i, g := range e.gpus() {
+		if l := e.deviceLimit(g, i); l > 0 {
+			limit.Budget.GPU[i] = l
+		}
 	}
 	var acts []action
 	for _, id := range sched.Excess(e.views(), limit) {

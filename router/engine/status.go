@@ -55,7 +55,7 @@ func (e *Engine) Budget() Budget {
 	defer e.mu.Unlock()
 	r := e.room()
 	b := Budget{
-		Limit:           r.Budget.RAM + r.Budget.VRAM,
+		Limit:           e.shown(r.Budget),
 		Configured:      e.o.MemoryLimit > 0,
 		ConfiguredLimit: e.o.MemoryLimit,
 		Reserve:         e.o.Reserve,
@@ -63,13 +63,22 @@ func (e *Engine) Budget() Budget {
 		SystemAvailable: e.sys.Available,
 		MaxLoaded:       e.o.MaxLoaded,
 	}
+	for i, g := range e.gpus() {
+		b.Devices = append(b.Devices, DeviceBudget{Name: deviceName(g, i), Description: g.Name, Total: g.Total, Limit: r.Budget.GPU[i], Ceiling: r.Ceiling.GPU[i]})
+	}
 	for _, v := range e.views() {
-		b.Used += v.Held.RAM + v.Held.VRAM
+		b.Used += e.shown(v.Held)
 		b.Loaded++
+		for i := range b.Devices {
+			b.Devices[i].Used += v.Held.GPU[i]
+		}
 	}
 	for _, m := range e.models {
 		if m.state.Running() {
-			b.Measured += m.measured.RAM + m.measured.VRAM
+			b.Measured += e.shown(m.measured)
+			for i := range b.Devices {
+				b.Devices[i].Measured += m.measured.GPU[i]
+			}
 		}
 	}
 	b.Free = b.Limit - b.Used

@@ -103,3 +103,16 @@ func readInt(path string) (int64, error) {
 	}
 	return n, nil
 }
+
+// MetalWorkingSet is what the GPU of an Apple-silicon Mac with ram bytes of memory may use
+// (Metal's recommendedMaxWorkingSetSize): iogpu.wired_limit_mb when it is set (wiredLimitMiB > 0),
+// else about two thirds of RAM up to 36 GiB and three quarters above, as macOS sets it.
+func MetalWorkingSet(ram int64, wiredLimitMiB int64) int64 {
+	if wiredLimitMiB > 0 {
+		return min(wiredLimitMiB<<20, ram)
+	}
+	if ram <= 36<<30 {
+		return ram / 3 * 2
+	}
+	return ram / 4 * 3
+}

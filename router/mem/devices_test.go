@@ -81,3 +81,20 @@ func TestAMDGPUs(t *testing.T) {
 		t.Fatalf("no sysfs: %+v", got)
 	}
 }
+
+func TestMetalWorkingSet(t *testing.T) {
+	const gib = int64(1) << 30
+	for _, tc := range []struct {
+		ram, wired, want int64
+	}{
+		{36 * gib, 0, 24 * gib},
+		{16 * gib, 0, 16 * gib / 3 * 2},
+		{64 * gib, 0, 48 * gib},
+		{64 * gib, 56 << 10, 56 * gib},
+		{32 * gib, 64 << 10, 32 * gib}, // never more than RAM
+	} {
+		if got := MetalWorkingSet(tc.ram, tc.wired); got != tc.want {
+			t.Errorf("MetalWorkingSet(%d GiB, %d MiB) = %d MiB, want %d MiB", tc.ram/gib, tc.wired, got>>20, tc.want>>20)
+		}
+	}
+}

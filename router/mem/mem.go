@@ -18,9 +18,10 @@ import (
 
 // GPU is one GPU's memory.
 type GPU struct {
-	Name  string
-	Total int64
-	Free  int64
+	Name   string // what the driver calls it, e.g. "NVIDIA GeForce RTX 4090"
+	Device string // llama-server's name for it (CUDA0, Vulkan0, MTL0), as its buffer report prints it; "" when unknown
+	Total  int64  // what the device may hold: its memory, or on Apple silicon the Metal working-set limit
+	Free   int64
 }
 
 // System is a sample of the machine's memory.
@@ -67,6 +68,7 @@ func (m machine) System(ctx context.Context) (System, error) {
 		return System{}, fmt.Errorf("reading system memory: %w", err)
 	}
 	s := System{Total: int64(vm.Total), Available: int64(vm.Available), Unified: unifiedMemory}
+	s.GPUs = unifiedGPUs(s.Total)
 	if m.smi != "" {
 		gpus, err := m.gpus(ctx)
 		if err == nil {
