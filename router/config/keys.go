@@ -111,7 +111,8 @@ func isDurationKey(key []string) bool {
 
 // isSizeKey reports whether a key path holds a Size.
 func isSizeKey(key []string) bool {
-	return len(key) == 1 && (key[0] == "memory_limit" || key[0] == "memory_reserve" || key[0] == "body_limit")
+	return len(key) == 1 && (key[0] == "memory_limit" || key[0] == "memory_reserve" || key[0] == "body_limit") ||
+		len(key) == 2 && key[0] == "device_memory_limit"
 }
 
 // valueKinds checks what go-toml cannot report well for sizes and durations: a duration written

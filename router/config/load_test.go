@@ -229,6 +229,7 @@ func fullConfig() Config {
 		AllowedHosts:          []string{"mybox.lan"},
 		CORSOrigins:           []string{"http://localhost:3000", "*"},
 		LogLevel:              "debug",
+		DeviceMemoryLimit:     map[string]Size{"Vulkan0": 1536 * MiB, "CUDA1": 12 * GiB},
 		Defaults: ChildDefaults{
 			CtxSize:   0,
 			GPULayers: &gl,

@@ -98,6 +98,21 @@ func (c Config) render() (string, error) {
 		{comment: "Extra llama-server arguments for every model, like [\"--cache-type-k\", \"q8_0\"].", key: "args", value: r.list(d.Args)},
 	})
 
+	r.b.WriteString(deviceComment)
+	if len(c.DeviceMemoryLimit) > 0 {
+		devs := make([]string, 0, len(c.DeviceMemoryLimit))
+		for d := range c.DeviceMemoryLimit {
+			devs = append(devs, d)
+		}
+		sort.Strings(devs)
+		r.b.WriteString("[device_memory_limit]\n")
+		for _, d := range devs {
+			fmt.Fprintf(&r.b, "%s = %s\n", r.str(d), r.str(c.DeviceMemoryLimit[d].String()))
+		}
+	} else {
+		r.b.WriteString("# [device_memory_limit]\n# Vulkan0 = \"1536MiB\"\n")
+	}
+
 	ids := make([]string, 0, len(c.Models))
 	for id := range c.Models {
 		ids = append(ids, id)
@@ -112,6 +127,12 @@ func (c Config) render() (string, error) {
 	}
 	return r.b.String(), nil
 }
+
+const deviceComment = `
+# GPU memory models may hold together on each device, by llama-server's name for the device (as
+# "llama-server --list-devices" prints it). Unset: the device's own memory (on Apple silicon, the
+# Metal working-set limit). Each device is budgeted on its own.
+`
 
 const modelExample = `
 # Per-model settings, by catalog ID (see "llamatray models"). Every key is optional.

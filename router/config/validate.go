@@ -54,6 +54,16 @@ func (c Config) Validate() error {
 	} else if c.MemoryLimit > 0 && c.MemoryReserve >= c.MemoryLimit {
 		bad(fmt.Sprintf("%s leaves nothing of memory_limit %s for models; the reserve must be smaller", c.MemoryReserve, c.MemoryLimit), "memory_reserve")
 	}
+	for dev, n := range c.DeviceMemoryLimit {
+		switch {
+		case strings.TrimSpace(dev) == "":
+			bad("empty device name (use llama-server's, as `llama-server --list-devices` prints it: Vulkan0, CUDA1)", "device_memory_limit")
+		case n < 0:
+			bad("must not be negative (leave the device out for its own memory)", "device_memory_limit", dev)
+		case n < MiB:
+			bad(fmt.Sprintf("%d bytes is too small; did you forget a unit, like \"%dGiB\"?", n, n), "device_memory_limit", dev)
+		}
+	}
 	if c.MaxLoaded < 0 {
 		bad("must not be negative (0 = no cap)", "max_loaded")
 	}

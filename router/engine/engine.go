@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -177,6 +178,7 @@ type Limits struct {
 	MemoryLimit  int64
 	Reserve      int64
 	MaxLoaded    int
+	DeviceLimits map[string]int64 // per GPU device, by name; nil = each device's own memory
 	QueueTimeout time.Duration
 	FairWait     time.Duration
 	LoadTimeout  time.Duration
@@ -189,6 +191,7 @@ func (e *Engine) SetLimits(l Limits) {
 	e.transact(func(time.Time) []action {
 		e.o.Binary, e.o.BinaryHint = l.Binary, l.BinaryHint
 		e.o.MemoryLimit, e.o.Reserve, e.o.MaxLoaded = max(l.MemoryLimit, 0), max(l.Reserve, 0), l.MaxLoaded
+		e.o.DeviceLimits = maps.Clone(l.DeviceLimits)
 		if l.QueueTimeout > 0 {
 			e.o.QueueTimeout = l.QueueTimeout
 		}

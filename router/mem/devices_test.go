@@ -98,3 +98,26 @@ func TestMetalWorkingSet(t *testing.T) {
 		}
 	}
 }
+
+func TestNameGPUs(t *testing.T) {
+	const mib = int64(1) << 20
+	list := ParseListDevices([]byte("Available devices:\n  CUDA0: NVIDIA GeForce RTX 4090 (24076 MiB, 23500 MiB free)\n  CUDA1: NVIDIA GeForce RTX 3060 (12000 MiB, 11000 MiB free)\n  Vulkan0: NVIDIA GeForce RTX 4090 (24076 MiB, 23500 MiB free)\n"))
+	smi := []GPU{{Name: "NVIDIA GeForce RTX 4090", Total: 24076 * mib, Free: 20000 * mib}, {Name: "NVIDIA GeForce RTX 3060", Total: 12000 * mib, Free: 12000 * mib}}
+	got := NameGPUs(smi, list)
+	if len(got) != 2 || got[0].Device != "CUDA0" || got[1].Device != "CUDA1" || got[0].Free != 20000*mib {
+		t.Fatalf("nvidia-smi GPUs named %+v", got)
+	}
+	vk := ParseListDevices([]byte("  Vulkan0: llvmpipe (LLVM 22.1.8, 256 bits) (24105 MiB, 23654 MiB free)\n"))
+	got = NameGPUs(nil, vk)
+	if len(got) != 1 || got[0].Device != "Vulkan0" || got[0].Total != 24105*mib || got[0].Free != 23654*mib || got[0].Name != "llvmpipe (LLVM 22.1.8, 256 bits)" {
+		t.Fatalf("a Vulkan device alone: %+v", got)
+	}
+	apple := []GPU{{Name: "Apple GPU", Device: "MTL0", Total: 24 << 30, Free: 24 << 30}}
+	if got := NameGPUs(apple, ParseListDevices([]byte("  MTL0: Apple M3 Pro (27648 MiB, 27648 MiB free)\n"))); len(got) != 1 || got[0].Total != 24<<30 {
+		t.Fatalf("Apple's working set must stay the device's size: %+v", got)
+	}
+	amd := []GPU{{Name: "AMD Radeon RX 7900 XTX", Total: 24 << 30}}
+	if got := NameGPUs(amd, ParseListDevices([]byte("  ROCm0: AMD Radeon RX 7900 XTX (24560 MiB, 24000 MiB free)\n"))); got[0].Device != "ROCm0" {
+		t.Fatalf("AMD named %+v", got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -74,6 +75,9 @@ func (m machine) System(ctx context.Context) (System, error) {
 		if err == nil {
 			s.GPUs = gpus
 		}
+	}
+	if len(s.GPUs) == 0 && runtime.GOOS == "linux" {
+		s.GPUs = AMDGPUs("/sys/class/drm")
 	}
 	return s, nil
 }

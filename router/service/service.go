@@ -84,6 +84,7 @@ func New(cfg config.Config, o Options) (*Service, error) {
 		return nil, err
 	}
 	s.llama = s.findLlamaServer(cfg.LlamaServer)
+	s.detectGPU() // now with llama-server's own devices (a Vulkan device no driver probe sees)
 	if err := s.newEngine(); err != nil {
 		return nil, err
 	}
@@ -121,9 +122,9 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 		o.Memory = mem.Machine()
 	}
 	s := &Service{o: o, log: o.Logger, cfg: cfg, started: time.Now()}
-	if sys, err := o.Memory.System(context.Background()); err == nil {
-		s.gpu = len(sys.GPUs) > 0 || sys.Unified
-	}
+	// GPUs are named after llama-server's devices, and devices only it sees are added.
+	s.o.Memory = mem.Named(o.Memory, func() string { return s.LlamaServer().Path })
+	s.detectGPU()
 	s.cat = catalog.New(catalog.Options{
 		Dirs:    cfg.ModelDirsResolved(),
 		Params:  s.estimateParams,
@@ -146,6 +147,7 @@ func (s *Service) newEngine() error {
 		MemoryLimit:  lim.MemoryLimit,
 		Reserve:      lim.Reserve,
 		MaxLoaded:    lim.MaxLoaded,
+		DeviceLimits: lim.DeviceLimits,
 		QueueTimeout: lim.QueueTimeout,
 		FairWait:     lim.FairWait,
 		LoadTimeout:  lim.LoadTimeout,
@@ -203,6 +205,7 @@ func limits(cfg config.Config, ls LlamaServer) engine.Limits {
 		MemoryLimit:  int64(cfg.MemoryLimit),
 		Reserve:      int64(cfg.MemoryReserve),
 		MaxLoaded:    cfg.MaxLoaded,
+		DeviceLimits: deviceLimits(cfg),
 		QueueTimeout: cfg.QueueTimeout.Std(),
 		FairWait:     cfg.FairWait.Std(),
 		LoadTimeout:  cfg.LoadTimeout.Std(),
@@ -507,4 +510,24 @@ func (s *Service) Apply(cfg config.Config) error {
 		return s.listen(cfg.Listen)
 	}
 	return nil
+}
+
+// deviceLimits is [device_memory_limit] in bytes, by device name; nil when none is set.
+func deviceLimits(cfg config.Config) map[string]int64 {
+	if len(cfg.DeviceMemoryLimit) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(cfg.DeviceMemoryLimit))
+	for d, n := range cfg.DeviceMemoryLimit {
+		out[d] = int64(n)
+	}
+	return out
+}
+
+// detectGPU notes whether models will run on a GPU, so that estimates count the layers offloaded.
+// Called before anything runs concurrently.
+func (s *Service) detectGPU() {
+	if sys, err := s.o.Memory.System(context.Background()); err == nil {
+		s.gpu = len(sys.GPUs) > 0 || sys.Unified
+	}
 }
