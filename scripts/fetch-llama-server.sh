@@ -7,6 +7,10 @@
 # Environment:
 #   LLAMATRAY_CACHE   cache root (default $HOME/.cache/llamatray-dev)
 #   FORCE=1           fetch again even if a working copy is cached
+#   VULKAN=1          also give it a Vulkan device: Debian's ggml Vulkan backend with Mesa's
+#                     lavapipe (a Vulkan driver that runs on the CPU), in a folder of its own,
+#                     <cache>/llama-server-vulkan; its wrapper is printed instead (see
+#                     scripts/fetch-vulkan.sh)
 #
 # The last line printed on stdout is the path of the wrapper script
 # <cache>/llama-server/bin/llama-server, which sets LD_LIBRARY_PATH and
@@ -25,6 +29,11 @@ die() {
 	log "error: $*"
 	exit 1
 }
+
+if [[ -n "${VULKAN:-}" ]]; then
+	CPU_WRAPPER="$(VULKAN= bash "${BASH_SOURCE[0]}" | tail -n1)"
+	exec bash "$(dirname "${BASH_SOURCE[0]}")/fetch-vulkan.sh" "$CPU_WRAPPER"
+fi
 
 # Fast path: a wrapper that already answers --version.
 if [[ -z "${FORCE:-}" && -x "$WRAPPER" ]] && "$WRAPPER" --version >/dev/null 2>&1; then
