@@ -16,7 +16,7 @@ DEB_BUILD := gcc pkg-config libgl1-mesa-dev xorg-dev
 DEB_TEST  := xvfb xauth dbus dbus-x11 imagemagick patchelf xdotool curl python3-gi gir1.2-dbusmenu-gtk3-0.4
 DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev
 
-.PHONY: all build run deps deps-test deps-package test test-short e2e llama-server bench chaos chaos-small soak fuzz screenshot \
+.PHONY: all build run deps deps-test deps-package test test-short e2e e2e-vulkan llama-server llama-server-vulkan bench chaos chaos-small soak fuzz screenshot \
         package-linux package-windows package-macos lint-packaging check-packages clean wine test-windows
 
 all: build
@@ -66,6 +66,14 @@ test-short:
 llama-server:
 	@bash scripts/fetch-llama-server.sh >/dev/null
 	@echo $(LLAMA_SERVER_BIN)
+
+llama-server-vulkan:
+	@VULKAN=1 bash scripts/fetch-llama-server.sh >/dev/null
+	@echo $(LLAMATRAY_CACHE)/llama-server-vulkan/bin/llama-server
+
+# The end-to-end test on a real device: llama-server's Vulkan backend on Mesa's lavapipe.
+e2e-vulkan: llama-server-vulkan
+	LLAMA_SERVER_VULKAN=$(LLAMATRAY_CACHE)/llama-server-vulkan/bin/llama-server $(GO) test -race -count=1 -timeout 15m -v -run TestVulkan ./router/e2e/
 
 e2e: llama-server
 	LLAMA_SERVER=$(LLAMA_SERVER_BIN) $(GO) test -race -count=1 -timeout 30m -v ./router/e2e/

@@ -32,14 +32,16 @@ type ModelStatus struct {
 	ID            string
 	Aliases       []string
 	State         State
-	Active        int       // leases held by in-flight requests
-	Queued        int       // requests waiting for this model
-	Draining      bool      // refuses new leases; stops when Active reaches 0
-	Pinned        bool      // never evicted by pressure or timers
-	MemoryBytes   int64     // what the child holds now (measured RSS), 0 when not running
-	EstimateBytes int64     // what a load needs: learned footprint if known, else the estimate
-	LearnedBytes  int64     // measured footprint of an earlier load, 0 if never measured
-	LastUsed      time.Time // last lease taken or released
+	Active        int              // leases held by in-flight requests
+	Queued        int              // requests waiting for this model
+	Draining      bool             // refuses new leases; stops when Active reaches 0
+	Pinned        bool             // never evicted by pressure or timers
+	MemoryBytes   int64            // what the child holds now (measured RSS), 0 when not running
+	EstimateBytes int64            // what a load needs: learned footprint if known, else the estimate
+	LearnedBytes  int64            // measured footprint of an earlier load, 0 if never measured
+	LearnedGPU    map[string]int64 // of LearnedBytes, what it held on each GPU device (from the child's buffer report), by device name
+	HeldGPU       map[string]int64 // running: what it holds, or is reserved to hold, on each GPU device now
+	LastUsed      time.Time        // last lease taken or released
 	PID           int
 	Port          int       // TCP port of the child (Windows); 0 on a unix socket
 	Socket        string    // unix socket path of the child (Linux, macOS)

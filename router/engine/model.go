@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"math"
 	"strconv"
 	"time"
@@ -91,6 +92,7 @@ func (e *Engine) status(m *model) ModelStatus {
 		Pinned:        m.pinned,
 		EstimateBytes: e.shown(e.need(m)),
 		LearnedBytes:  m.learned.RAM + m.learned.VRAM,
+		LearnedGPU:    maps.Clone(m.learned.Devices),
 		LastUsed:      m.lastUsed,
 		PID:           m.pid,
 		Port:          m.port,
@@ -106,6 +108,7 @@ func (e *Engine) status(m *model) ModelStatus {
 	}
 	if m.state.Running() {
 		s.MemoryBytes = e.shown(m.measured)
+		s.HeldGPU = e.deviceBytes(m.held)
 	}
 	if m.exitCode != nil {
 		c := *m.exitCode
