@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -50,8 +51,14 @@ type Probe interface {
 	ProcessVRAM(ctx context.Context) (map[int]int64, error)
 }
 
-// Machine is the real machine's probe.
-func Machine() Probe { return machine{smi: findSMI()} }
+// Machine is the real machine's probe; with LLAMATRAY_SIM_MACHINE set (SimEnv), the simulated
+// machine it describes.
+func Machine() Probe {
+	if path := os.Getenv(SimEnv); path != "" {
+		return Sim(path)
+	}
+	return machine{smi: findSMI()}
+}
 
 type machine struct{ smi string }
 

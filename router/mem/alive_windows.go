@@ -1,0 +1,13 @@
+package mem
+
+import "os"
+
+// alive reports whether process pid exists.
+func alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	p.Release()
+	return true
+}
