@@ -23,6 +23,7 @@ type options struct {
 	logPrefix bool          // --[no-]log-prefix: level letter on log lines (default on)
 	logTimes  bool          // --[no-]log-timestamps: time on log lines (default on)
 	help      bool          // -h/--help
+	listDevs  bool          // --list-devices
 	ignored   []string      // unknown flags (and their values), tolerated
 }
 
@@ -55,9 +56,10 @@ var optionalValueFlags = map[string]string{
 
 // boolFlags never take a value.
 var boolFlags = map[string]string{
-	"--version": "version",
-	"-h":        "help",
-	"--help":    "help",
+	"--version":      "version",
+	"--list-devices": "list-devices",
+	"-h":             "help",
+	"--help":         "help",
 	// log format switches
 	"--log-prefix":        "log-prefix",
 	"--no-log-prefix":     "no-log-prefix",
@@ -85,6 +87,8 @@ func parseArgs(args []string) (options, error) {
 				o.version = true
 			case "help":
 				o.help = true
+			case "list-devices":
+				o.listDevs = true
 			case "log-prefix", "no-log-prefix":
 				o.logPrefix = canon == "log-prefix"
 			case "log-timestamps", "no-log-timestamps":
@@ -127,7 +131,7 @@ func parseArgs(args []string) (options, error) {
 			return o, fmt.Errorf("error while handling argument %q: %w", name, err)
 		}
 	}
-	if o.help || o.version {
+	if o.help || o.version || o.listDevs {
 		return o, nil
 	}
 	if o.model == "" {

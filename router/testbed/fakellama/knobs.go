@@ -25,11 +25,14 @@ type knobs struct {
 	IgnoreSigterm      bool          // SIGTERM is recorded and otherwise ignored
 	WakeTime           time.Duration // time a sleeping server takes to wake for a task
 	Record             string        // file to append one JSON line per event to
+	SimModelMiB        int           // on a simulated machine: the weights, split over its devices by -ngl
+	SimKVMiB           int           // on a simulated machine: the KV cache, split as the layers are
+	SimLayers          int           // on a simulated machine: the model's layers (default 32)
 	DropOpening        bool          // streams leave out their opening (Anthropic message_start, the OpenAI role chunk), as llama-server 0.7.0 does when the first token is an incomplete UTF-8 sequence
 }
 
 func defaultKnobs() knobs {
-	return knobs{LoadTime: 100 * time.Millisecond, TokenDelay: 2 * time.Millisecond, Tokens: 8}
+	return knobs{LoadTime: 100 * time.Millisecond, TokenDelay: 2 * time.Millisecond, Tokens: 8, SimLayers: 32}
 }
 
 // sidecar is the JSON form of knobs; absent fields keep the environment's value.
@@ -44,6 +47,9 @@ type sidecar struct {
 	WakeTime           *duration `json:"wake_time"`
 	Record             *string   `json:"record"`
 	DropOpening        *bool     `json:"drop_opening"`
+	SimModelMiB        *int      `json:"sim_model_mib"`
+	SimKVMiB           *int      `json:"sim_kv_mib"`
+	SimLayers          *int      `json:"sim_layers"`
 }
 
 // duration reads a JSON string such as "250ms" or a number of milliseconds.
@@ -132,6 +138,9 @@ func (k *knobs) fromEnv(getenv func(string) string) error {
 	flag("FAKE_LLAMA_IGNORE_SIGTERM", &k.IgnoreSigterm)
 	dur("FAKE_LLAMA_WAKE_TIME", &k.WakeTime)
 	flag("FAKE_LLAMA_DROP_OPENING", &k.DropOpening)
+	num("FAKE_LLAMA_SIM_MODEL_MIB", &k.SimModelMiB)
+	num("FAKE_LLAMA_SIM_KV_MIB", &k.SimKVMiB)
+	num("FAKE_LLAMA_SIM_LAYERS", &k.SimLayers)
 	if v := getenv("FAKE_LLAMA_RECORD"); v != "" {
 		k.Record = v
 	}
@@ -160,6 +169,15 @@ func (k *knobs) apply(sc sidecar) {
 	if sc.CrashAfterRequests != nil {
 		k.CrashAfterRequests = *sc.CrashAfterRequests
 	}
+	if sc.SimModelMiB != nil {
+		k.SimModelMiB = *sc.SimModelMiB
+	}
+	if sc.SimKVMiB != nil {
+		k.SimKVMiB = *sc.SimKVMiB
+	}
+	if sc.SimLayers != nil {
+		k.SimLayers = *sc.SimLayers
+	}
 	if sc.DropOpening != nil {
 		k.DropOpening = *sc.DropOpening
 	}
@@ -182,6 +200,8 @@ func (k knobs) validate() error {
 		return fmt.Errorf("tokens must not be negative")
 	case k.HoldMB < 0:
 		return fmt.Errorf("hold_mb must not be negative")
+	case k.SimModelMiB < 0, k.SimKVMiB < 0, k.SimLayers < 1:
+		return fmt.Errorf("sim_model_mib and sim_kv_mib must not be negative, sim_layers must be positive")
 	case k.CrashAfterRequests < 0:
 		return fmt.Errorf("crash_after_requests must not be negative")
 	}

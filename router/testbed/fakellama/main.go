@@ -21,6 +21,14 @@
 //	record                ""     file to append JSON event lines to
 //	drop_opening          false  streams lack Anthropic message_start and the OpenAI role chunk
 //	                             (llama-server 0.7.0 when the first token is incomplete UTF-8)
+//	sim_model_mib         0      on a simulated machine (LLAMATRAY_SIM_MACHINE): the weights
+//	sim_kv_mib            0      ... the KV cache
+//	sim_layers            32     ... the model's layers; -ngl N puts N of them (and the output layer)
+//	                             on the GPUs, split by their memory as llama.cpp does
+//
+// On a simulated machine the fake prints llama.cpp's buffer lines per device, books what it holds per
+// device in the machine's held folder (released while it sleeps and when it exits), and lists the
+// machine's GPUs for --list-devices.
 //
 // Record events: start (args), ready, request (path, model, stream), cancel,
 // sleep, wake, signal (signal), exit (code). Test hooks: POST /fake/crash
@@ -63,6 +71,10 @@ func main() {
 			"       [--sleep-idle-seconds N] [-np N] [-ngl N] [-fa on|off|auto] [--[no-]log-prefix]\n" +
 			"       [--[no-]log-timestamps] [--version]\n" +
 			"This is Llamatray's fake llama-server; knobs come from FAKE_LLAMA_* and <model>.fake.json.")
+		os.Exit(0)
+	}
+	if opts.listDevs {
+		listDevices()
 		os.Exit(0)
 	}
 	if opts.version {
@@ -162,12 +174,24 @@ func (s *server) load() {
 			s.notifyRouter("loading", s.loadingPayload(float64(i)/steps))
 		}
 	}
-	logf(lvlInfo, "load_tensors:   CPU_Mapped model buffer size = %8.2f MiB", float64(fi.Size())/(1<<20))
+	sim := s.simBuffers()
+	if sim == nil {
+		logf(lvlInfo, "load_tensors:   CPU_Mapped model buffer size = %8.2f MiB", float64(fi.Size())/(1<<20))
+	} else {
+		sim.print("model")
+	}
 	mem := allocate(s.kn.HoldMB)
 	s.notifyRouter("loading", s.loadingPayload(1))
 	compLog(lvlInfo, "cmn", "init", "llama threadpool init, n_threads = %d", runtime.NumCPU())
 	logf(lvlInfo, "llama_context: n_ctx         = %d", s.nCtx())
-	logf(lvlInfo, "llama_kv_cache:        CPU KV buffer size = %8.2f MiB", float64(s.kn.HoldMB))
+	if sim == nil {
+		logf(lvlInfo, "llama_kv_cache:        CPU KV buffer size = %8.2f MiB", float64(s.kn.HoldMB))
+	} else {
+		sim.print("KV")
+		sim.print("compute")
+		sim.hold(true)
+		s.sim.Store(sim)
+	}
 	srvLog(lvlInfo, "load_model", "initializing, n_slots = %d, n_ctx_slot = %d, kv_unified = '%t'", s.nSlots(), s.nCtx()/s.nSlots(), s.opts.parallel < 0)
 	// Signals are handled from here on, and "ready" is on record before
 	// /health turns 200: a test that sees either can rely on both.

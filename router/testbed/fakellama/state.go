@@ -29,18 +29,19 @@ type server struct {
 	addr    string   // listening address, http://host:port
 	exiting atomic.Bool
 
-	mu         sync.Mutex    // guards every field below
-	phase      phase         // loading, ready or sleeping
-	transition chan struct{} // non-nil while entering or leaving sleep; closed when done
-	lastTask   time.Time     // when the last task began or ended (idle timer)
-	inFlight   int           // task requests being served
-	begun      int           // task requests begun, ever
-	completed  int           // task requests finished, cancelled or not
-	cancels    int           // task requests whose client went away
-	holdMB     int           // memory the model should hold while awake
-	held       [][]byte      // the memory held now
-	promptN    int64         // prompt tokens processed, ever (metrics)
-	predictedN int64         // tokens generated, ever (metrics)
+	mu         sync.Mutex                 // guards every field below
+	phase      phase                      // loading, ready or sleeping
+	transition chan struct{}              // non-nil while entering or leaving sleep; closed when done
+	lastTask   time.Time                  // when the last task began or ended (idle timer)
+	inFlight   int                        // task requests being served
+	begun      int                        // task requests begun, ever
+	completed  int                        // task requests finished, cancelled or not
+	cancels    int                        // task requests whose client went away
+	holdMB     int                        // memory the model should hold while awake
+	sim        atomic.Pointer[simBuffers] // on a simulated machine: what it holds per device; set once loaded
+	held       [][]byte                   // the memory held now
+	promptN    int64                      // prompt tokens processed, ever (metrics)
+	predictedN int64                      // tokens generated, ever (metrics)
 }
 
 // task is one task-creating request in flight.
@@ -152,6 +153,9 @@ func (s *server) wake(holdMB int) {
 	s.mu.Lock()
 	s.held = mem
 	s.mu.Unlock()
+	if sim := s.sim.Load(); sim != nil {
+		sim.hold(true)
+	}
 	s.notifyRouter("loading", s.loadingPayload(1))
 	s.notifyRouter("ready", nil)
 }
@@ -173,6 +177,9 @@ func (s *server) idleLoop() {
 		s.transition = done
 		s.held = nil // the model, contexts and KV cache are freed
 		s.mu.Unlock()
+		if sim := s.sim.Load(); sim != nil {
+			sim.hold(false)
+		}
 
 		s.notifyRouter("sleeping", nil)
 		compLog(lvlInfo, "que", "start_loop", "entering sleeping state")
@@ -239,6 +246,9 @@ func (s *server) exit(code int) {
 	}
 	c := code
 	s.rec.write(recordEvent{Event: "exit", Code: &c})
+	if sim := s.sim.Load(); sim != nil {
+		sim.release()
+	}
 	os.Exit(code)
 }
 

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/llamatray/llamatray/router/mem"
+	"github.com/llamatray/llamatray/router/sched"
+)
+
+// simBuffers is what the fake holds on a simulated machine (mem.SimEnv): its weights and KV cache
+// split over the machine's GPUs by the layers -ngl offloads, in proportion to each GPU's memory
+// (llama.cpp's default layer split), the rest in RAM, plus a compute buffer on each device used.
+type simBuffers struct {
+	path    string
+	devices []string                    // device names in the machine's order
+	bufs    map[string]map[string]int64 // kind (model, KV, compute) → device (or "CPU") → bytes
+	unified bool
+}
+
+// simComputeMiB is the compute buffer on each device a model uses, about what llama.cpp reserves
+// for a 4096-token context.
+const simComputeMiB = 300
+
+// simBuffers reads the simulated machine; nil when there is none.
+func (s *server) simBuffers() *simBuffers {
+	path := os.Getenv(mem.SimEnv)
+	if path == "" {
+		return nil
+	}
+	m, err := mem.LoadSimMachine(path)
+	if err != nil {
+		logf(lvlError, "fakellama: %v", err)
+		s.failLoad(err.Error())
+	}
+	gpus := m.Devices()
+	shares := make([]int64, len(gpus))
+	sb := &simBuffers{path: path, bufs: map[string]map[string]int64{}, unified: m.Unified}
+	for i, g := range gpus {
+		shares[i] = g.Total
+		sb.devices = append(sb.devices, g.Device)
+	}
+	layers := s.kn.SimLayers
+	off := offloaded(s.opts.gpuLayers, layers)
+	if len(gpus) == 0 {
+		off = 0
+	}
+	split := func(kind string, total int64, parts int) {
+		onGPU := total * int64(off) / int64(parts)
+		m := sched.Split(total-onGPU, onGPU, off, shares)
+		out := map[string]int64{"CPU": m.RAM}
+		for i, d := range sb.devices {
+			if m.GPU[i] > 0 {
+				out[d] = m.GPU[i]
+			}
+		}
+		sb.bufs[kind] = out
+	}
+	split("model", int64(s.kn.SimModelMiB)<<20, layers+1) // the output layer counts as one
+	split("KV", int64(s.kn.SimKVMiB)<<20, layers+1)
+	comp := map[string]int64{"CPU": 16 << 20}
+	for d := range sb.bufs["model"] {
+		if d != "CPU" {
+			comp[d] = simComputeMiB << 20
+		}
+	}
+	sb.bufs["compute"] = comp
+	return sb
+}
+
+// offloaded is how many of layers+1 (the output layer) -ngl puts on the GPUs.
+func offloaded(ngl string, layers int) int {
+	switch ngl {
+	case "auto", "all", "":
+		return layers + 1
+	}
+	n, err := strconv.Atoi(ngl)
+	if err != nil || n < 0 || n > layers {
+		return layers + 1
+	}
+	return n
+}
+
+// print writes llama.cpp's buffer lines of one kind, host first, then the devices in order.
+func (b *simBuffers) print(kind string) {
+	prefix := map[string]string{"model": "load_tensors", "KV": "llama_kv_cache", "compute": "sched_reserve"}[kind]
+	host := "CPU"
+	if kind == "model" {
+		host = "CPU_Mapped"
+	}
+	if n := b.bufs[kind]["CPU"]; n > 0 || kind == "model" {
+		logf(lvlInfo, "%s: %12s %s buffer size = %8.2f MiB", prefix, host, kind, float64(n)/(1<<20))
+	}
+	for _, d := range b.devices {
+		if n, ok := b.bufs[kind][d]; ok {
+			logf(lvlInfo, "%s: %12s %s buffer size = %8.2f MiB", prefix, d, kind, float64(n)/(1<<20))
+		}
+	}
+}
+
+// hold books what the fake holds on the machine: everything while awake, a little RAM asleep.
+func (b *simBuffers) hold(awake bool) {
+	h := mem.SimHolding{RAM: 64 << 20, Devices: map[string]int64{}}
+	if awake {
+		h.RAM = 0
+		for _, bufs := range b.bufs {
+			for d, n := range bufs {
+				if d == "CPU" {
+					h.RAM += n
+				} else {
+					h.Devices[d] += n
+				}
+			}
+		}
+	}
+	if err := mem.SimHold(b.path, os.Getpid(), h); err != nil {
+		logf(lvlWarn, "fakellama: %v", err)
+	}
+}
+
+func (b *simBuffers) release() { mem.SimRelease(b.path, os.Getpid()) }
+
+// listDevices prints the simulated machine's GPUs as llama-server --list-devices does.
+func listDevices() {
+	fmt.Println("Available devices:")
+	path := os.Getenv(mem.SimEnv)
+	if path == "" {
+		fmt.Println("  (none)")
+		return
+	}
+	m, err := mem.LoadSimMachine(path)
+	if err != nil {
+		rawLog("fakellama: %v", err)
+		os.Exit(1)
+	}
+	gpus := m.Devices()
+	if len(gpus) == 0 {
+		fmt.Println("  (none)")
+	}
+	for _, g := range gpus {
+		fmt.Printf("  %s: %s (%d MiB, %d MiB free)\n", g.Device, g.Name, g.Total>>20, g.Free>>20)
+	}
+}
