@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,7 @@ type stderrPump struct {
 	w      *os.File      // write end, handed to the process; closed after Start
 	done   chan struct{} // closed when run returned (EOF, or r closed)
 	exited chan struct{} // closed when the process was reaped: stop pacing, drain
+	ready  *atomic.Bool  // the process is loaded: pace from then on; nil = always
 }
 
 func newStderrPump() (*stderrPump, error) {
@@ -50,8 +52,8 @@ func (s *stderrPump) run(sink io.Writer) {
 		if err != nil {
 			return // io.EOF once the process and anything it started closed the pipe
 		}
-		if !paced {
-			continue
+		if !paced || (s.ready != nil && !s.ready.Load()) {
+			continue // while it loads, read eagerly: its buffer report must be in before it is ready
 		}
 		pace.Reset(stderrPace)
 		select {

@@ -129,6 +129,7 @@ func (c *Child) spawn(addr Addr) (*proc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
+	errPump.ready = &p.loaded
 	cmd.Stdout, cmd.Stderr = p.stdout, errPump.w
 	// The pipe stays open for the child's whole life: llama-server exits on stdin EOF.
 	stdin, err := cmd.StdinPipe()
