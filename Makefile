@@ -16,7 +16,7 @@ DEB_BUILD := gcc pkg-config libgl1-mesa-dev xorg-dev
 DEB_TEST  := xvfb xauth dbus dbus-x11 imagemagick patchelf xdotool curl python3-gi gir1.2-dbusmenu-gtk3-0.4
 DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev
 
-.PHONY: all build run deps deps-test deps-package test test-short e2e e2e-vulkan llama-server llama-server-vulkan bench chaos chaos-small soak fuzz screenshot \
+.PHONY: all build run deps deps-test deps-package test test-short e2e e2e-vulkan llama-server llama-server-vulkan bench chaos chaos-small sim sim-small soak fuzz screenshot \
         package-linux package-windows package-macos lint-packaging check-packages clean wine test-windows
 
 all: build
@@ -82,6 +82,14 @@ e2e: llama-server
 # The router is measured as users run it: the llamatray binary of `make build`, as its own process.
 bench: llama-server deps build
 	$(GO) run ./router/testbed/bench -llama-server $(LLAMA_SERVER_BIN) -llamatray ./llamatray -duration 10s -out docs/benchmarks.md
+
+# The chaos mix on three simulated machines (24 GB NVIDIA + 64 GB RAM, two 16 GB GPUs, a 36 GB
+# Apple-silicon Mac) with the fake llama-server: figures into docs/benchmarks.md; sim-small is CI's.
+sim:
+	$(GO) run ./router/testbed/chaos -sim -out docs/benchmarks.md
+
+sim-small:
+	$(GO) run ./router/testbed/chaos -sim-small
 
 chaos: llama-server
 	$(GO) run ./router/testbed/chaos -llama-server $(LLAMA_SERVER_BIN) -requests 2000 -clients 32

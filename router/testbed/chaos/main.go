@@ -29,6 +29,9 @@ func main() {
 }
 
 func mainErr(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-sim" || args[0] == "-sim-small") {
+		return simMain(args, stdout, stderr)
+	}
 	p, soak, err := parseFlags(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -1,0 +1,399 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/mem"
+	"github.com/llamatray/llamatray/router/testbed/bench/harness"
+	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
+)
+
+// The simulated machines (-sim): the chaos mix on machines this one is not, with the fake
+// llama-server booking what it holds per device on a simulated machine (mem.SimEnv). Twenty
+// header-only models of 2–40 GB (sizes declared, not written), loads that take time in proportion
+// to their size, sleepers and pressure from other programs. Every sample checks: per-device memory
+// held ≤ that device's memory, no model with a lease stopping; every answer: no 503 for a request
+// that waited less than queue_timeout; at the end every lease 0 and no child left.
+
+var simMachines = []mem.SimMachine{
+	{Name: "24 GB NVIDIA + 64 GB RAM", RAMMiB: 64 << 10, GPUs: []mem.SimGPU{{Device: "CUDA0", Name: "NVIDIA GeForce RTX 4090", MiB: 24 << 10}}},
+	{Name: "two 16 GB GPUs + 64 GB RAM", RAMMiB: 64 << 10, GPUs: []mem.SimGPU{{Device: "CUDA0", Name: "NVIDIA RTX A4000", MiB: 16 << 10}, {Device: "CUDA1", Name: "NVIDIA RTX A4000", MiB: 16 << 10}}},
+	{Name: "36 GB Apple-silicon Mac", RAMMiB: 36 << 10, Unified: true, GPUs: []mem.SimGPU{{Device: "MTL0", Name: "Apple M3 Pro"}}},
+}
+
+// simParams size a simulated run.
+type simParams struct {
+	requests     int
+	clients      int
+	loadPerGB    time.Duration // load time per GB of model
+	queueTimeout time.Duration
+	out          string // benchmarks file to write the figures into ("" = none)
+}
+
+// simResult is one machine's figures.
+type simResult struct {
+	machine    mem.SimMachine
+	requests   int
+	ok, s503   int
+	s507       int // too large even alone: refused at once
+	loads      int
+	evictions  int
+	p50, p99   time.Duration
+	mostHeld   map[string]int64 // device (and "RAM") → most held at a sample
+	budget     map[string]int64
+	violations []string
+	took       time.Duration
+}
+
+func runSim(ctx context.Context, sp simParams, stdout, stderr io.Writer) int {
+	tmp, err := os.MkdirTemp("", "llamatray-sim-")
+	if err != nil {
+		fmt.Fprintln(stderr, "sim:", err)
+		return 1
+	}
+	if os.Getenv("SIM_KEEP") == "" {
+		defer os.RemoveAll(tmp)
+	} else {
+		fmt.Fprintln(stderr, "sim: keeping", tmp)
+	}
+	fake := filepath.Join(tmp, "fakellama")
+	if out, err := exec.Command("go", "build", "-o", fake, "./router/testbed/fakellama").CombinedOutput(); err != nil {
+		fmt.Fprintf(stderr, "sim: building the fake llama-server (run from the repository root): %v\n%s", err, out)
+		return 1
+	}
+	var results []simResult
+	bad := false
+	for i, m := range simMachines {
+		r, err := simOne(ctx, sp, m, filepath.Join(tmp, fmt.Sprint(i)), fake, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "sim: %s: %v\n", m.Name, err)
+			return 1
+		}
+		results = append(results, r)
+		bad = bad || len(r.violations) > 0
+	}
+	text := simReport(sp, results)
+	fmt.Fprint(stdout, text)
+	if sp.out != "" && !bad {
+		if err := replaceSection(sp.out, "## Simulated machines", text); err != nil {
+			fmt.Fprintln(stderr, "sim:", err)
+			return 1
+		}
+	}
+	if bad {
+		return 1
+	}
+	return 0
+}
+
+func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake string, progress io.Writer) (simResult, error) {
+	res := simResult{machine: m, mostHeld: map[string]int64{}, budget: map[string]int64{}}
+	t0 := time.Now()
+	models := filepath.Join(dir, "models")
+	if err := os.MkdirAll(models, 0o755); err != nil {
+		return res, err
+	}
+	if err := harness.IsolateXDG(dir); err != nil {
+		return res, err
+	}
+	machine := filepath.Join(dir, "machine.json")
+	b, _ := json.Marshal(m)
+	if err := os.WriteFile(machine, b, 0o644); err != nil {
+		return res, err
+	}
+	os.Setenv(mem.SimEnv, machine) // the children inherit it
+	defer os.Unsetenv(mem.SimEnv)
+	for _, g := range m.Devices() {
+		res.budget[g.Device] = g.Total
+	}
+	res.budget["RAM"] = m.RAMMiB << 20
+	// Twenty models of 2 to 40 GB: f16 llama blocks of about 0.4 GB each.
+	sizes := map[int]int{} // GB → blocks
+	for i := 0; i < 20; i++ {
+		gb := 2 + 2*i
+		blocks := max((gb*1000-524)/404, 1)
+		sizes[gb] = blocks
+		path := filepath.Join(models, fmt.Sprintf("sim-%02dgb.gguf", gb))
+		if err := ggufwrite.WriteFile(path, ggufwrite.Header(ggufwrite.HeaderOptions{Blocks: blocks, FileType: 1, Name: fmt.Sprintf("sim %d GB", gb)})); err != nil {
+			return res, err
+		}
+	}
+	cfg, err := harness.Config(models, fake)
+	if err != nil {
+		return res, err
+	}
+	cfg.Defaults.CtxSize = 4096
+	cfg.QueueTimeout = config.Duration(sp.queueTimeout)
+	cfg.FairWait = config.Duration(sp.queueTimeout / 4)
+	cfg.LoadTimeout = config.Duration(5 * time.Minute)
+	cfg.IdleSleep = config.Duration(2 * time.Second) // sleepers
+	cfg.MemoryReserve = config.GiB
+	// As llama.cpp's --fit would: a model larger than the GPUs offloads the layers that fit in
+	// about 80% of them (0.4 GB a layer), the rest runs from RAM.
+	var gpuMiB int64
+	for _, g := range m.Devices() {
+		gpuMiB += g.Total >> 20
+	}
+	cfg.Models = map[string]config.Model{}
+	for gb, blocks := range sizes {
+		if int64(gb)*1024 > gpuMiB*8/10 {
+			n := min(int(gpuMiB*8/10/410), blocks)
+			cfg.Models[fmt.Sprintf("sim-%02dgb", gb)] = config.Model{GPULayers: &n}
+		}
+	}
+	logf, err := os.Create(filepath.Join(dir, "llamatray.log"))
+	if err != nil {
+		return res, err
+	}
+	defer logf.Close()
+	svc, err := harness.StartService(ctx, cfg, slog.New(slog.NewTextHandler(logf, nil)), mem.Sim(machine))
+	if err != nil {
+		return res, err
+	}
+	// Each fake holds what the catalog estimates for it, split as the engine splits it, and takes
+	// its time to load.
+	var ids []string
+	for _, v := range svc.Models() {
+		if v.Meta == nil {
+			continue
+		}
+		est := v.Meta.Estimate
+		gpuMiB := est.VRAM >> 20
+		ndev := int64(len(m.GPUs))
+		sc := map[string]any{
+			"sim_model_mib": max(gpuMiB-300*ndev, 0), "sim_kv_mib": 0, "sim_layers": max(est.GPULayers-1, 1),
+			"load_time": (sp.loadPerGB * time.Duration(v.Meta.SizeBytes>>30)).String(), "tokens": 4,
+		}
+		b, _ := json.Marshal(sc)
+		if err := os.WriteFile(v.Meta.Path+".fake.json", b, 0o644); err != nil {
+			return res, err
+		}
+		ids = append(ids, v.ID)
+	}
+	sort.Strings(ids)
+	for id := range cfg.Models {
+		if _, err := svc.Model(id); err != nil {
+			return res, fmt.Errorf("the catalog has no %s: %w", id, err)
+		}
+	}
+	events, stopEvents := watchEvents(svc.Engine())
+
+	// Sampler: ground truth from the machine's held files, and the engine's leases.
+	stop := make(chan struct{})
+	var mu sync.Mutex // guards res.violations and res.mostHeld
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			held, _ := mem.SimHoldings(machine)
+			sum := map[string]int64{}
+			for pid, h := range held {
+				if pid == 0 {
+					continue
+				}
+				sum["RAM"] += h.RAM
+				for d, n := range h.Devices {
+					sum[d] += n
+					if m.Unified {
+						sum["RAM"] += n
+					}
+				}
+			}
+			var v []string
+			for d, n := range sum {
+				if d != "RAM" && n > res.budget[d] {
+					v = append(v, fmt.Sprintf("%s holds %d MiB, over its %d MiB", d, n>>20, res.budget[d]>>20))
+				}
+			}
+			for _, st := range svc.Engine().Models() {
+				if st.Active > 0 && (st.State == engine.StateStopping || st.State == engine.StateUnloaded) {
+					v = append(v, fmt.Sprintf("%s is %s with %d leases", st.ID, st.State, st.Active))
+				}
+			}
+			mu.Lock()
+			for d, n := range sum {
+				res.mostHeld[d] = max(res.mostHeld[d], n)
+			}
+			res.violations = append(res.violations, v...)
+			mu.Unlock()
+		}
+	}()
+
+	// Pressure: other programs take RAM for a while, half-way through.
+	var sent sync.WaitGroup
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		for i := 0; i < sp.requests; i++ {
+			if i == sp.requests/2 {
+				mem.SimOther(machine, mem.SimHolding{RAM: (m.RAMMiB << 20) * 7 / 10})
+				time.AfterFunc(5*time.Second, func() { mem.SimOther(machine, mem.SimHolding{}) })
+			}
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var lat []time.Duration
+	client := harness.NewClient(sp.clients)
+	for c := 0; c < sp.clients; c++ {
+		sent.Add(1)
+		go func(c int) {
+			defer sent.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), 7))
+			for i := range next {
+				// A skewed mix: small models more often, every model now and then.
+				id := ids[min(int(rng.ExpFloat64()*5), len(ids)-1)]
+				r := harness.Do(ctx, client, harness.Request{URL: svc.ChatURL(), Body: harness.ChatBody(id, i%3 == 0, 4, i), Stream: i%3 == 0})
+				mu.Lock()
+				res.requests++
+				lat = append(lat, r.Latency)
+				switch {
+				case r.OK():
+					res.ok++
+				case r.Status == 507:
+					res.s507++
+				case r.Status == 503:
+					res.s503++
+					if r.Code == "queue_timeout" && r.Latency < sp.queueTimeout-100*time.Millisecond {
+						res.violations = append(res.violations, fmt.Sprintf("503 queue_timeout for %s after %s, under queue_timeout", id, r.Latency.Round(time.Millisecond)))
+					}
+				default:
+					res.violations = append(res.violations, fmt.Sprintf("%s: status %d %s %v %s", id, r.Status, r.Code, r.Err, r.Snippet))
+				}
+				mu.Unlock()
+			}
+		}(c)
+	}
+	sent.Wait()
+	close(stop)
+	wg.Wait()
+	for _, st := range svc.Engine().Models() {
+		if st.Active != 0 {
+			res.violations = append(res.violations, fmt.Sprintf("%s: %d leases left at the end", st.ID, st.Active))
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := svc.Stop(sctx); err != nil {
+		res.violations = append(res.violations, "stop: "+err.Error())
+	}
+	stopEvents()
+	if kids := harness.ChildrenOf(os.Getpid()); len(kids) > 0 {
+		res.violations = append(res.violations, fmt.Sprintf("children left: %v", kids))
+	}
+	if held, _ := mem.SimHoldings(machine); len(held) > 0 {
+		for pid := range held {
+			if pid != 0 {
+				res.violations = append(res.violations, fmt.Sprintf("memory still booked at the end by pid %d", pid))
+			}
+		}
+	}
+	for _, ev := range events.snapshot() {
+		if ev.Kind == "state" && ev.State == engine.StateLoading && ev.Message == "" {
+			res.loads++
+		}
+		if ev.Kind == "state" && strings.HasPrefix(ev.Message, "evicted for") {
+			res.evictions++
+		}
+	}
+	res.p50, res.p99 = harness.Percentile(lat, 50), harness.Percentile(lat, 99)
+	res.took = time.Since(t0)
+	fmt.Fprintf(progress, "sim: %s: %d requests, %d loads, %d evictions, %d violations in %s\n", m.Name, res.requests, res.loads, res.evictions, len(res.violations), res.took.Round(time.Second))
+	return res, nil
+}
+
+func simReport(sp simParams, rs []simResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Simulated machines\n\n`make sim`: the fake llama-server on three described machines (LLAMATRAY_SIM_MACHINE), twenty header-only models of 2–40 GB, %d requests from %d clients each, loads of %s per GB, idle_sleep 2s (sleepers), queue_timeout %s, other programs taking 70%% of RAM for 5 s half-way. Latency is the whole request (queue wait, load and answer).\n\n", sp.requests, sp.clients, sp.loadPerGB, sp.queueTimeout)
+	b.WriteString("| machine | requests | ok | 503 | 507 | loads | evictions | latency p50 | p99 | most held per device / budget | violations | took |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range rs {
+		var devs []string
+		for _, g := range r.machine.Devices() {
+			devs = append(devs, fmt.Sprintf("%s %.1f / %.1f GiB", g.Device, float64(r.mostHeld[g.Device])/(1<<30), float64(r.budget[g.Device])/(1<<30)))
+		}
+		devs = append(devs, fmt.Sprintf("RAM %.1f / %.1f GiB", float64(r.mostHeld["RAM"])/(1<<30), float64(r.budget["RAM"])/(1<<30)))
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %s | %s | %s | %d | %s |\n", r.machine.Name, r.requests, r.ok, r.s503, r.s507, r.loads, r.evictions,
+			r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), strings.Join(devs, ", "), len(r.violations), r.took.Round(time.Second))
+	}
+	for _, r := range rs {
+		for i, v := range r.violations {
+			if i == 5 {
+				fmt.Fprintf(&b, "- %s: … %d more\n", r.machine.Name, len(r.violations)-5)
+				break
+			}
+			fmt.Fprintf(&b, "- %s: %s\n", r.machine.Name, v)
+		}
+	}
+	return b.String()
+}
+
+// replaceSection puts text in place of the section starting with heading in the file (up to the
+// next "## "), or at its end; the other sections are left as they are.
+func replaceSection(path, heading, text string) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("benchmarks: %w", err)
+	}
+	s := string(old)
+	i := strings.Index(s, heading+"\n")
+	if i < 0 {
+		return os.WriteFile(path, []byte(strings.TrimRight(s, "\n")+"\n\n"+text), 0o644)
+	}
+	rest := s[i+len(heading):]
+	j := strings.Index(rest, "\n## ")
+	end := ""
+	if j >= 0 {
+		end = rest[j+1:]
+	}
+	return os.WriteFile(path, []byte(s[:i]+text+"\n"+end), 0o644)
+}
+
+// simMain runs `chaos -sim` (the full run, figures into -out) or `chaos -sim-small` (the short one
+// of CI).
+func simMain(args []string, stdout, stderr io.Writer) int {
+	sp := simParams{requests: 400, clients: 16, loadPerGB: 250 * time.Millisecond, queueTimeout: 30 * time.Second}
+	if args[0] == "-sim-small" {
+		sp = simParams{requests: 40, clients: 8, loadPerGB: 25 * time.Millisecond, queueTimeout: 10 * time.Second}
+	}
+	fs := flag.NewFlagSet("chaos "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&sp.requests, "requests", sp.requests, "requests per machine")
+	fs.IntVar(&sp.clients, "clients", sp.clients, "concurrent clients")
+	fs.DurationVar(&sp.loadPerGB, "load-per-gb", sp.loadPerGB, "load time per GB of model")
+	fs.DurationVar(&sp.queueTimeout, "queue-timeout", sp.queueTimeout, "queue_timeout")
+	fs.StringVar(&sp.out, "out", "", "benchmarks file whose \"## Simulated machines\" section gets the figures")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runSim(ctx, sp, stdout, stderr)
+}
