@@ -23,6 +23,8 @@ var badFiles = []struct {
 		[]string{`c.toml:2: key "defaults.ctx": unknown key`, `c.toml:5: key "models.a.idle_slep": unknown key; did you mean "models.a.idle_sleep"?`}},
 	{"unknown table", "\n[model.\"x\"]\npinned = true\n",
 		[]string{`c.toml:2: key "model.x": unknown key; did you mean "models.x"?`}},
+	{"bad device size", "[device_memory_limit]\nVulkan0 = \"2XB\"\n",
+		[]string{`c.toml:2: key "device_memory_limit.Vulkan0": invalid size "2XB": unknown unit "XB"`}},
 	{"bad size", "# c\n\nmemory_limit = \"6XB\"\n",
 		[]string{`c.toml:3: key "memory_limit": invalid size "6XB": unknown unit "XB"`}},
 	{"negative size string", "body_limit = \"-5MiB\"\n",
