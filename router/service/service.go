@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
@@ -60,6 +61,8 @@ type Service struct {
 	gpu     bool
 	// installer installs llama.cpp release builds (router/releases)
 	installer *releases.Installer
+	// activity is every model's last hour of requests; it outlives the routers Apply replaces
+	activity *activity.Recorder
 
 	// saveMu serializes the writes of the configuration file, so that a later change is never
 	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
@@ -120,7 +123,7 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	if o.Memory == nil {
 		o.Memory = mem.Machine()
 	}
-	s := &Service{o: o, log: o.Logger, cfg: cfg, started: time.Now()}
+	s := &Service{o: o, log: o.Logger, cfg: cfg, started: time.Now(), activity: activity.New(0, 0)}
 	if sys, err := o.Memory.System(context.Background()); err == nil {
 		s.gpu = len(sys.GPUs) > 0 || sys.Unified
 	}
@@ -287,6 +290,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Logger:                s.log,
 		Reload:                s.rescan,
 		Hub:                   s.hubOptions(cfg.AutoPull),
+		Activity:              s.activity,
 	})
 }
 
@@ -434,6 +438,9 @@ func (s *Service) Catalog() *catalog.Catalog { return s.cat }
 
 // Config returns the configuration in force.
 func (s *Service) Config() config.Config { return s.config() }
+
+// Activity returns every model's last hour of requests (as GET /api/activity).
+func (s *Service) Activity() wire.Activity { return s.activity.Snapshot() }
 
 // ConfigPath is the configuration file's path.
 func (s *Service) ConfigPath() string { return s.o.ConfigPath }
