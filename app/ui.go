@@ -73,6 +73,8 @@ type ui struct {
 	logs     map[string]*logWindow
 
 	getModels *getModelsWindow // open Get-models window, nil when closed
+	activity  *activityWindow  // open Activity window, nil when closed
+	tryIt     *tryItWindow     // open Try-it window, nil when closed
 }
 
 func newUI(a fyne.App, b Backend, log *slog.Logger, auto autostarter) *ui {
@@ -158,6 +160,7 @@ func (u *ui) apply(s Snapshot) {
 	if u.settings != nil {
 		u.settings.update(s)
 	}
+	u.applyWindows(s)
 	u.setPolling(u.windowShown() || anyRunning(s))
 }
 
@@ -176,7 +179,7 @@ func (u *ui) setPolling(on bool) {
 
 // windowShown reports whether any window is open.
 func (u *ui) windowShown() bool {
-	return (u.models != nil && u.models.visible) || u.settings != nil || len(u.logs) > 0
+	return (u.models != nil && u.models.visible) || u.settings != nil || len(u.logs) > 0 || u.extraWindowShown()
 }
 
 func anyRunning(s Snapshot) bool {
