@@ -238,7 +238,7 @@ func fullConfig() Config {
 		},
 		Models: map[string]Model{
 			"qwen2.5-7b-instruct-q4_k_m": {Aliases: []string{"qwen", "q"}, CtxSize: 32768, GPULayers: &ml, Pinned: true, LoadOnStart: true, IdleSleep: &sleep, IdleUnload: &unload},
-			"org/name/model":             {Args: []string{"--jinja"}, Hidden: true},
+			"org/name/model":             {Args: []string{"--jinja"}, Hidden: true, FlashAttn: "off", Parallel: 3, CacheType: "q4_0"},
 			"weird \"id\" \\ \x01":       {},
 		},
 	}

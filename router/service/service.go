@@ -237,12 +237,15 @@ func (s *Service) settings(id string) engine.Settings {
 	if ms.GPULayers != nil {
 		args = append(args, "-ngl", strconv.Itoa(*ms.GPULayers))
 	}
-	switch cfg.Defaults.FlashAttn {
+	switch ms.FlashAttn {
 	case "on", "off":
-		args = append(args, "-fa", cfg.Defaults.FlashAttn)
+		args = append(args, "-fa", ms.FlashAttn)
 	}
-	if cfg.Defaults.Parallel > 0 {
-		args = append(args, "-np", strconv.Itoa(cfg.Defaults.Parallel))
+	if ms.Parallel > 0 {
+		args = append(args, "-np", strconv.Itoa(ms.Parallel))
+	}
+	if ms.CacheType != "" {
+		args = append(args, "-ctk", ms.CacheType, "-ctv", ms.CacheType)
 	}
 	args = append(args, ms.Args...)
 	st := engine.Settings{Args: args, CtxSize: ms.CtxSize, Pinned: ms.Pinned, LoadOnStart: ms.LoadOnStart}
@@ -257,10 +260,13 @@ func (s *Service) settings(id string) engine.Settings {
 
 // estimateParams tells the catalog how each model will be run, so its estimate matches.
 func (s *Service) estimateParams(id string) catalog.EstimateParams {
-	cfg := s.config()
-	ms := cfg.ModelSettings(id)
+	return s.paramsFor(s.config().ModelSettings(id))
+}
+
+// paramsFor is how a model with settings ms is run, for the estimate.
+func (s *Service) paramsFor(ms config.Model) catalog.EstimateParams {
 	// ContextSize 0 is the model's trained context, for the estimate as for llama-server's -c.
-	p := catalog.EstimateParams{ContextSize: ms.CtxSize, Parallel: cfg.Defaults.Parallel, FlashAttention: cfg.Defaults.FlashAttn == "on"}
+	p := catalog.EstimateParams{ContextSize: ms.CtxSize, Parallel: ms.Parallel, FlashAttention: ms.FlashAttn == "on", CacheType: ms.CacheType}
 	if s.gpu {
 		p.GPULayers = -1
 		if ms.GPULayers != nil {
