@@ -75,6 +75,8 @@ type ui struct {
 	getModels *getModelsWindow // open Get-models window, nil when closed
 	activity  *activityWindow  // open Activity window, nil when closed
 	tryIt     *tryItWindow     // open Try-it window, nil when closed
+
+	modelSettings map[string]*modelSettingsWindow // open per-model settings windows, by model ID
 }
 
 func newUI(a fyne.App, b Backend, log *slog.Logger, auto autostarter) *ui {

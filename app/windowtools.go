@@ -23,4 +23,4 @@ func (u *ui) applyWindows(s Snapshot) {
 }
 
 // extraWindowShown reports whether a Try-it window is open, which follows the models' state.
-func (u *ui) extraWindowShown() bool { return u.tryIt != nil }
+func (u *ui) extraWindowShown() bool { return u.tryIt != nil || len(u.modelSettings) > 0 }
