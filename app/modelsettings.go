@@ -15,13 +15,14 @@ import (
 // estimateSource is a backend that estimates a model's memory need for settings not applied yet
 // (the service: the engine's estimate, the learned footprint when the settings are the current ones).
 type estimateSource interface {
-	EstimateWith(id string, cfg config.Config) (need int64, room hub.Room, err error)
+	// EstimateWith returns the need, whether it was measured in an earlier load, and the room now.
+	EstimateWith(id string, cfg config.Config) (need int64, learned bool, room hub.Room, err error)
 }
 
 // EstimateWith asks the service, and judges against the engine's budget now.
-func (sb *serviceBackend) EstimateWith(id string, cfg config.Config) (int64, hub.Room, error) {
-	need, err := sb.svc.EstimateWith(id, cfg)
-	return need, hub.RoomFrom(sb.svc.Engine().Budget(), sb.svc.Engine().Models()), err
+func (sb *serviceBackend) EstimateWith(id string, cfg config.Config) (int64, bool, hub.Room, error) {
+	need, learned, err := sb.svc.EstimateWith(id, cfg)
+	return need, learned, hub.RoomFrom(sb.svc.Engine().Budget(), sb.svc.Engine().Models()), err
 }
 
 // modelForm is the text of the per-model settings form, as typed. Empty means "the default".
@@ -183,14 +184,18 @@ func applyPlan(m Model) (restart bool, note string) {
 
 // fitLine says what the settings need and whether that fits, in the engine's words. own is what the
 // model holds now, freed by the restart.
-func fitLine(need int64, room hub.Room, own int64) (string, hub.Fit) {
+func fitLine(need int64, learned bool, room hub.Room, own int64) (string, hub.Fit) {
 	room.Free += own
 	fit, why := hub.FitFor(need, room)
+	src := " (the engine's estimate for these settings)"
+	if learned {
+		src = " (measured when it last ran with these settings)"
+	}
 	switch fit {
 	case hub.FitNow:
-		return "Fits: " + why, fit
+		return "Fits: " + why + src, fit
 	case hub.FitTooLarge:
-		return "Too large: " + why, fit
+		return "Too large: " + why + src, fit
 	}
-	return "Fits later: " + why, fit
+	return "Fits later: " + why + src, fit
 }

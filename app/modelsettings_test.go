@@ -95,7 +95,7 @@ func TestModelSettingsValidation(t *testing.T) {
 	if r, _ := applyPlan(Model{ModelStatus: engine.ModelStatus{State: engine.StateUnloaded}}); r {
 		t.Error("an unloaded model restarts")
 	}
-	if line, fit := fitLine(3<<30, hub.Room{Limit: 4 << 30, Free: 1 << 30}, 2<<30); fit != hub.FitNow || !strings.HasPrefix(line, "Fits: needs 3") {
+	if line, fit := fitLine(3<<30, false, hub.Room{Limit: 4 << 30, Free: 1 << 30}, 2<<30); fit != hub.FitNow || !strings.HasPrefix(line, "Fits: needs 3") {
 		t.Errorf("the model's own memory is not counted as freed: %q", line)
 	}
 }
@@ -139,6 +139,7 @@ func TestModelSettingsWindowRestartsIdleModel(t *testing.T) {
 	if p := text(func() string { return w.problems.Text }); !strings.Contains(p, "512 tokens tiny-chat was trained on") {
 		t.Fatalf("problems %q", p)
 	}
+	shoot(t, l, w.win, "model-settings-invalid")
 	l.wait(func() {
 		if !w.apply.Disabled() {
 			t.Error("Apply enabled with a problem")

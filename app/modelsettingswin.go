@@ -101,6 +101,7 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	w.problems.Wrapping = fyne.TextWrapWord
 	w.result = widget.NewLabel("")
 	w.result.Wrapping = fyne.TextWrapWord
+	w.result.Hide() // shown with the outcome of Apply
 	w.apply = widget.NewButton("Apply", w.save)
 	w.apply.Importance = widget.HighImportance
 	closeBtn := widget.NewButton("Close", w.win.Close)
@@ -166,14 +167,20 @@ func (w *modelSettingsWindow) changed() {
 	cfg, probs := w.form().apply(w.u.b.Config(), w.id, m)
 	w.showProblems(probs)
 	src, ok := w.u.b.(estimateSource)
-	if len(probs) > 0 || !ok {
+	if !ok {
+		return
+	}
+	if len(probs) > 0 {
+		w.seq++ // an estimate on its way is for other settings
+		w.memory.Importance = widget.MediumImportance
+		w.memory.SetText("Memory need: correct the settings first.")
 		return
 	}
 	w.seq++
 	seq, own := w.seq, m.MemoryBytes
 	w.memory.SetText("Estimating the memory these settings need…")
 	go func() {
-		need, room, err := src.EstimateWith(w.id, cfg)
+		need, learned, room, err := src.EstimateWith(w.id, cfg)
 		w.u.onUI(func() {
 			if seq != w.seq {
 				return
@@ -184,7 +191,7 @@ func (w *modelSettingsWindow) changed() {
 				w.memory.Refresh()
 				return
 			}
-			line, fit := fitLine(need, room, own)
+			line, fit := fitLine(need, learned, room, own)
 			w.memory.Importance = fitImportance(fit)
 			w.memory.SetText(line)
 		})
@@ -222,7 +229,9 @@ func (w *modelSettingsWindow) save() {
 	}
 	pinChanged := old.Models[w.id].Pinned != cfg.Models[w.id].Pinned
 	w.apply.Disable()
+	w.result.Importance = widget.MediumImportance
 	w.result.SetText("Saving…")
+	w.result.Show()
 	b, id := w.u.b, w.id
 	go func() {
 		err := b.ApplyConfig(cfg)

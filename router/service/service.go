@@ -497,6 +497,7 @@ func (s *Service) Apply(cfg config.Config) error {
 	s.llama = ls
 	s.mu.Unlock()
 	s.eng.SetLimits(limits(cfg, ls))
+	s.eng.SyncCatalog() // the per-model settings count from the next load on, not from the next scan
 	s.handler.Store(s.newRouter(cfg))
 	if !slices.Equal(cfg.ModelDirsResolved(), old.ModelDirsResolved()) || cfg.ScanDefaultDirs != old.ScanDefaultDirs {
 		s.cat.SetDirs(cfg.ModelDirsResolved())
