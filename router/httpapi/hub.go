@@ -14,6 +14,7 @@ import (
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // HubOptions enable models from the Hugging Face Hub: POST /models (pull), DELETE /models
@@ -148,7 +149,7 @@ func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 	}
 	if ref.Quant != "" && rt.o.Catalog != nil {
 		if m, ok := rt.o.Catalog.Lookup(ref.String()); ok && m.HubName != "" {
-			writeJSON(w, http.StatusOK, map[string]any{"success": true, "model": m.HubName, "id": m.ID, "status": hub.StateDownloaded})
+			writeJSON(w, http.StatusOK, wire.PullAnswer{Success: true, Model: m.HubName, ID: m.ID, Status: hub.StateDownloaded})
 			return
 		}
 	}
@@ -157,7 +158,8 @@ func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"success": true, "model": st.Model, "status": st.State, "download": pullJSON(st)})
+	d := pullJSON(st)
+	writeJSON(w, http.StatusAccepted, wire.PullAnswer{Success: true, Model: st.Model, Status: st.State, Download: &d})
 }
 
 // doc is the error document as a value, for writeJSON.
@@ -197,7 +199,7 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"success": true, "model": end.Model, "status": end.State})
+		writeJSON(w, http.StatusOK, wire.RemoveAnswer{Success: true, Model: end.Model, Status: end.State, Removed: []string{}})
 		return
 	}
 	id, err := rt.resolve(name)
@@ -228,7 +230,7 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 		rt.o.Hub.Rescan()
 	}
 	rt.log.Info("model removed", "model", id, "paths", len(removed))
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "model": cm.HubName, "removed": removedOrEmpty(removed)})
+	writeJSON(w, http.StatusOK, wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: removedOrEmpty(removed)})
 }
 
 // hubSearch serves GET /api/hub/search?q=TEXT[&limit=N]: GGUF repos on the Hub.
@@ -275,49 +277,25 @@ func (rt *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": quants})
 }
 
-// pullJSON is one pull, in /api/hub/pulls, POST /models answers and /models/events.
-type pullJSONDoc struct {
-	Model      string             `json:"model"`
-	Status     string             `json:"status"` // downloading, downloaded, failed, cancelled
-	BytesDone  int64              `json:"bytes_done"`
-	BytesTotal int64              `json:"bytes_total"`
-	Rate       float64            `json:"bytes_per_second"`
-	ETASeconds float64            `json:"eta_seconds"`
-	File       string             `json:"file,omitempty"` // the file being downloaded
-	Files      []hub.FileProgress `json:"files"`
-	Error      string             `json:"error,omitempty"`
-	Started    time.Time          `json:"started"`
-}
-
-func pullJSON(st hub.PullStatus) pullJSONDoc {
-	files := st.Progress.Files
-	if files == nil {
-		files = []hub.FileProgress{}
+// pullJSON is a pull as the API sends it.
+func pullJSON(st hub.PullStatus) wire.Pull {
+	files := make([]wire.PullFile, len(st.Progress.Files))
+	for i, f := range st.Progress.Files {
+		files[i] = wire.PullFile{Path: f.Path, Done: f.Done, Total: f.Total}
 	}
-	return pullJSONDoc{Model: st.Model, Status: st.State, BytesDone: st.Progress.Done, BytesTotal: st.Progress.Total,
-		Rate: st.Progress.Rate, ETASeconds: st.Progress.Left.Seconds(), File: st.Progress.File, Files: files,
+	return wire.Pull{Model: st.Model, Status: st.State, BytesDone: st.Progress.Done, BytesTotal: st.Progress.Total,
+		BytesPerSecond: st.Progress.Rate, ETASeconds: st.Progress.Left.Seconds(), File: st.Progress.File, Files: files,
 		Error: st.Error, Started: st.Started.UTC()}
 }
 
 // hubPulls serves GET /api/hub/pulls: this instance's pulls, newest first.
 func (rt *Server) hubPulls(w http.ResponseWriter, r *http.Request) {
 	list := rt.o.Hub.Manager.List()
-	out := make([]pullJSONDoc, len(list))
+	out := wire.PullList{Object: "list", Data: make([]wire.Pull, len(list))}
 	for i, st := range list {
-		out[i] = pullJSON(st)
+		out.Data[i] = pullJSON(st)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
-}
-
-// downloadEventJSON is a /models/events line about a pull: kind "download", state and status
-// "downloading" (then downloaded, failed or cancelled), with bytes per file.
-type downloadEventJSON struct {
-	Time    time.Time `json:"time"`
-	Model   string    `json:"model"`
-	Kind    string    `json:"kind"`
-	State   string    `json:"state"`
-	Message string    `json:"message"`
-	pullJSONDoc
+	writeJSON(w, http.StatusOK, out)
 }
 
 // pullEvents subscribes to pull events; nil channel and a no-op when the Hub is off.
@@ -330,7 +308,7 @@ func (rt *Server) pullEvents() (<-chan hub.Event, func()) {
 
 // pullEventLine renders one pull event as an SSE data block.
 func pullEventLine(ev hub.Event) []byte {
-	d := downloadEventJSON{Time: ev.Time.UTC(), Model: ev.Model, Kind: "download", State: ev.State, Message: ev.Error, pullJSONDoc: pullJSON(ev.PullStatus)}
+	d := wire.DownloadEvent{Time: ev.Time.UTC(), Kind: "download", State: ev.State, Message: ev.Error, Pull: pullJSON(ev.PullStatus)}
 	b, _ := json.Marshal(d)
 	return append(append([]byte("data: "), b...), "\n\n"...)
 }

@@ -36,7 +36,7 @@ func (s *Service) hubOptions(autoPull bool) *httpapi.HubOptions {
 	return &httpapi.HubOptions{
 		Manager:  s.hub,
 		AutoPull: autoPull,
-		Params:   func() catalog.EstimateParams { return s.estimateParams("") },
+		Params:   s.NewModelParams,
 		Rescan: func() {
 			if err := s.rescan(context.Background()); err != nil {
 				s.log.Warn("rescan failed", "err", err)
@@ -57,3 +57,6 @@ func (s *Service) rescan(ctx context.Context) error {
 
 // Hub returns the Hugging Face Hub manager (pulls, search, removal).
 func (s *Service) Hub() *hub.Manager { return s.hub }
+
+// NewModelParams are the load parameters a model not yet on disk would get, for fit badges.
+func (s *Service) NewModelParams() catalog.EstimateParams { return s.estimateParams("") }
