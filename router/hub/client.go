@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/llamatray/llamatray/router/config"
 )
 
 // DefaultEndpoint is the Hub; the env var HF_ENDPOINT replaces it, as in the Hub's own clients.
@@ -53,33 +55,19 @@ func tokenFromEnv(getenv func(string) string) string {
 	if t := strings.TrimSpace(getenv("HF_TOKEN")); t != "" {
 		return t
 	}
-	var path string
-	switch {
-	case getenv("HF_TOKEN_PATH") != "":
-		path = getenv("HF_TOKEN_PATH")
-	case getenv("HF_HOME") != "":
-		path = filepath.Join(expandHome(getenv("HF_HOME")), "token")
-	default:
-		home, err := os.UserHomeDir()
-		if err != nil {
+	path := getenv("HF_TOKEN_PATH")
+	if path == "" {
+		home := config.HubHome(getenv)
+		if home == "" {
 			return ""
 		}
-		path = filepath.Join(home, ".cache", "huggingface", "token")
+		path = filepath.Join(home, "token")
 	}
-	b, err := os.ReadFile(expandHome(path))
+	b, err := os.ReadFile(config.ExpandHome(path))
 	if err != nil || len(b) > 4096 {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-func expandHome(p string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(home, p[1:])
-		}
-	}
-	return p
 }
 
 // defaultHTTP has no overall timeout (downloads are long; contexts bound them) but bounds the
