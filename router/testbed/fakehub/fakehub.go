@@ -365,4 +365,3 @@ func (h *Hub) resolve(w http.ResponseWriter, req *http.Request) {
 	hd.Set("Location", h.cdn.URL+"/blobs/"+strings.ToLower(before)+"/"+commit+"/"+path)
 	w.WriteHeader(http.StatusFound)
 }
-
