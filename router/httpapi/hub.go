@@ -76,7 +76,7 @@ func hubAPIError(err error) (apiError, bool) {
 		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "model_downloading", Message: pe.Error(), RetryAfter: 10 * time.Second}, true
 	case errors.As(err, &he) && he.Gated():
 		return apiError{Status: he.Status, Type: "authentication_error", Code: "hub_gated_repo", Message: he.Error()}, true
-	case errors.As(err, &he) && he.Status == http.StatusNotFound:
+	case errors.As(err, &he) && he.NotFound():
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "hub_not_found", Message: he.Error()}, true
 	case errors.As(err, &he):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "hub_error", Message: he.Error()}, true

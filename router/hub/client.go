@@ -143,6 +143,12 @@ func (e *Error) Error() string {
 		what = e.Repo
 	}
 	switch {
+	case e.NotFound() && e.Status != http.StatusNotFound:
+		msg := fmt.Sprintf("%s: not found on the Hugging Face Hub (HTTP %d)", what, e.Status)
+		if !e.Token {
+			msg += "; if it is a private repo, set HF_TOKEN"
+		}
+		return msg
 	case (e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden) && !e.Token:
 		msg := fmt.Sprintf("%s: HTTP %d: this repo is gated or private and no Hugging Face token is set: accept its terms on the Hub, then set HF_TOKEN or log in with `hf auth login`", what, e.Status)
 		if e.Message != "" {
@@ -167,7 +173,18 @@ func (e *Error) Error() string {
 
 // Gated reports whether the Hub refused for want of access.
 func (e *Error) Gated() bool {
-	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
+	return (e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden) && !e.NotFound()
+}
+
+// NotFound reports a missing repo, revision or file. The Hub answers 404, or 401 with
+// X-Error-Code RepoNotFound to a client without a token (it does not tell missing repos from
+// private ones then).
+func (e *Error) NotFound() bool {
+	switch e.Code {
+	case "RepoNotFound", "RevisionNotFound", "EntryNotFound":
+		return true
+	}
+	return e.Status == http.StatusNotFound
 }
 
 // hubError reads an error answer (and closes its body).
