@@ -17,7 +17,7 @@ import (
 // modelsWindow is the main window: memory, problems, and the models grouped Loaded, Sleeping,
 // Available. Its fields are used on the UI thread only.
 //
-// The window object exists from the start, as Fyne's tray (SetSystemTrayWindow) needs it, but its
+// The window object exists from the start, as Fyne's tray (SetSystemTrayWindow, macOS and Windows) needs it, but its
 // content is built when it is first shown: the widgets measure text, which loads Fyne's fonts
 // (about 20 MB of heap, 25 MB of RSS) that an app started at login and left in the tray never needs. Fyne creates
 // no OpenGL context for a window before its first Show either. Until then the widget fields are nil
@@ -133,6 +133,7 @@ func (m *modelsWindow) hide() {
 	// Its texture is freed before the next frame drawn, so that the next show, whoever does it,
 	// calls drawn again.
 	m.shownSensor.Refresh()
+	m.u.settle()
 }
 
 // update shows a snapshot; parts that did not change are left alone.

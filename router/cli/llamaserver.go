@@ -22,7 +22,7 @@ const llamaServerUsage = `Usage:
   llamatray llama-server list [--available]
                                    installed builds; with --available, what the latest release offers here
   llamatray llama-server use BUILD  switch to an installed build ("previous" rolls back)
-  llamatray llama-server update     install the latest build if it is newer
+  llamatray llama-server update     install the latest build if it is newer (same backend as the one in use)
 
 When Llamatray is running, these go through it (new loads use the new build at once; running models keep
 theirs); otherwise they change <data dir>/llama-server directly. --backend is one of cpu, cuda, vulkan,
@@ -31,7 +31,7 @@ rocm, hip, metal. LLAMATRAY_RELEASES_URL replaces GitHub's releases API (mirrors
 
 // builds is what the llama-server commands act on: the running instance, or the folder directly.
 type builds interface {
-	list(ctx context.Context, available bool) (client.LlamaServers, error)
+	list(ctx context.Context, available bool) (releases.Listing, error)
 	install(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error)
 	use(ctx context.Context, build string) (releases.Build, error)
 }
@@ -39,7 +39,7 @@ type builds interface {
 // viaInstance goes through a running Llamatray.
 type viaInstance struct{ c *client.Client }
 
-func (v viaInstance) list(ctx context.Context, available bool) (client.LlamaServers, error) {
+func (v viaInstance) list(ctx context.Context, available bool) (releases.Listing, error) {
 	return v.c.LlamaServers(ctx, available, releases.Latest)
 }
 func (v viaInstance) install(ctx context.Context, req releases.Request, p func(releases.Progress)) (releases.Build, error) {
@@ -60,8 +60,8 @@ func newDirect() (direct, error) {
 	return direct{in: &releases.Installer{Client: &releases.Client{}, Store: releases.Store{Root: root}, Verify: locate.Version}}, nil
 }
 
-func (d direct) list(ctx context.Context, available bool) (client.LlamaServers, error) {
-	var out client.LlamaServers
+func (d direct) list(ctx context.Context, available bool) (releases.Listing, error) {
+	var out releases.Listing
 	var err error
 	if out.Builds, err = d.in.Store.Builds(); err != nil || !available {
 		return out, err
@@ -71,11 +71,7 @@ func (d direct) list(ctx context.Context, available bool) (client.LlamaServers, 
 		out.AvailableError = err.Error()
 		return out, nil
 	}
-	out.Available = &client.Available{Build: rel.TagName,
-		Chosen: client.FlavorInfo{Asset: c.Asset.Name, Backend: c.Label(), Size: c.Asset.Size, Reason: c.Reason}}
-	for _, o := range c.Others {
-		out.Available.Others = append(out.Available.Others, client.FlavorInfo{Asset: o.Asset.Name, Backend: o.Label(), Size: o.Asset.Size})
-	}
+	out.Available = releases.AvailableOf(rel, c)
 	return out, nil
 }
 func (d direct) install(ctx context.Context, req releases.Request, p func(releases.Progress)) (releases.Build, error) {
@@ -129,7 +125,7 @@ func runLlamaServer(args []string, env Env) error {
 		if len(pos) > 0 {
 			return usageError{errors.New("usage: llamatray llama-server update")}
 		}
-		return installBuild(ctx, b, via, releases.Request{Build: releases.Latest}, env)
+		return installBuild(ctx, b, via, releases.Request{Build: releases.Latest, Update: true}, env)
 	case "use":
 		if len(pos) != 1 {
 			return usageError{errors.New("usage: llamatray llama-server use BUILD")}
@@ -167,6 +163,7 @@ func (f *clientFlags) builds(ctx context.Context) (builds, string, error) {
 
 func installBuild(ctx context.Context, b builds, via string, req releases.Request, env Env) error {
 	line := newProgressBar(env.Stdout)
+	done := ""
 	got, err := b.install(ctx, req, func(p releases.Progress) {
 		switch p.Phase {
 		case releases.PhaseChosen:
@@ -180,22 +177,27 @@ func installBuild(ctx context.Context, b builds, via string, req releases.Reques
 		case releases.PhaseUnpacking:
 			fmt.Fprintf(env.Stdout, "unpacking %s\n", p.Asset)
 		case releases.PhaseDone:
-			if p.Message != "" && strings.HasPrefix(p.Message, "already") {
-				fmt.Fprintf(env.Stdout, "llama.cpp %s is %s\n", p.Build, p.Message)
-			}
+			done = p.Message
 		}
 	})
 	line.done()
 	if err != nil {
 		return err
 	}
+	if strings.HasPrefix(done, "up to date") || strings.HasPrefix(done, "already") {
+		fmt.Fprintf(env.Stdout, "llama.cpp %s (%s) is %s%s\n", got.Build, got.Backend, done, via)
+		return nil
+	}
 	fmt.Fprintf(env.Stdout, "installed llama.cpp %s (%s), version %s\n  %s%s\n", got.Build, got.Backend, got.Version, got.Path, via)
+	if l, err := b.list(ctx, false); err == nil && (l.InUse.Source == locate.SourceConfig || l.InUse.Source == locate.SourceEnv) {
+		fmt.Fprintf(env.Stdout, "note: the configured llama-server %s is still used (llama_server or $LLAMA_SERVER wins); clear it to use this build\n", l.InUse.Path)
+	}
 	return nil
 }
 
-func printBuilds(w io.Writer, l client.LlamaServers) {
-	if p, _ := l.InUse["path"].(string); p != "" {
-		fmt.Fprintf(w, "in use: %s (%v, %v)\n", p, l.InUse["source"], l.InUse["version"])
+func printBuilds(w io.Writer, l releases.Listing) {
+	if p := l.InUse.Path; p != "" {
+		fmt.Fprintf(w, "in use: %s (%s, %s)\n", p, l.InUse.Source, l.InUse.Version)
 	}
 	if len(l.Builds) == 0 {
 		fmt.Fprintln(w, "no llama-server builds installed by Llamatray (llamatray llama-server install)")

@@ -76,7 +76,7 @@ func TestLlamaServerDirect(t *testing.T) {
 	if code, o := runCLI(t, "llama-server", "update"); code != 0 || !strings.Contains(o.stdout.String(), "installed llama.cpp b7100") {
 		t.Fatalf("update: %d %s %s", code, o.stdout.String(), o.stderr.String())
 	}
-	if code, o := runCLI(t, "llama-server", "update"); code != 0 || !strings.Contains(o.stdout.String(), "already installed") {
+	if code, o := runCLI(t, "llama-server", "update"); code != 0 || !strings.Contains(o.stdout.String(), "llama.cpp b7100 (CPU) is up to date") {
 		t.Fatalf("second update: %d %s %s", code, o.stdout.String(), o.stderr.String())
 	}
 	code, o = runCLI(t, "llama-server", "list", "--available")
@@ -124,7 +124,7 @@ func TestLlamaServerThroughInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ls := st.LlamaServer; ls.Path != "" {
-		t.Fatalf("a llama-server was found before the install: %v", ls)
+		t.Fatalf("a llama-server was found before the install: %+v", ls)
 	}
 	code, o := runCLI(t, "llama-server", "install")
 	if code != 0 || !strings.Contains(o.stdout.String(), "in the running Llamatray at http://"+addr) {
@@ -133,7 +133,7 @@ func TestLlamaServerThroughInstance(t *testing.T) {
 	st, _ = c.Status(context.Background())
 	ls := st.LlamaServer
 	if ls.Build != "b7100" || ls.Source != "installed" || !strings.HasPrefix(ls.Path, filepath.Join(home, "data")) {
-		t.Errorf("status after install: %v", ls)
+		t.Errorf("status after install: %+v", ls)
 	}
 	if code, o := runCLI(t, "llama-server", "list"); code != 0 || !strings.Contains(o.stdout.String(), "in use: "+ls.Path) {
 		t.Errorf("list: %d %s %s", code, o.stdout.String(), o.stderr.String())

@@ -65,6 +65,7 @@ func (c Config) render() (string, error) {
 		{comment: "Extra folders to scan (recursively) for .gguf models. \"~\" is your home folder.", key: "model_dirs", value: r.list(c.ModelDirs)},
 		{comment: "Also scan the usual folders: Llamatray's own models folder, LM Studio's (~/.lmstudio/models),\nllama.cpp's download cache ($LLAMA_CACHE) and the Hugging Face cache (~/.cache/huggingface/hub).", key: "scan_default_dirs", value: strconv.FormatBool(c.ScanDefaultDirs)},
 		{comment: "Path of llama-server. Empty: found automatically.", key: "llama_server", value: r.str(c.LlamaServer)},
+		{comment: "Once a day, install llama.cpp's newest release build when it is newer than the one\nLlamatray installed (running models keep theirs; new loads use it).", key: "llama_server_update", value: strconv.FormatBool(c.LlamaServerUpdate)},
 		{comment: "Memory models may use together. \"0\": derived from this machine's memory.", key: "memory_limit", value: r.str(c.MemoryLimit.String())},
 		{comment: "Memory always left free for everything else.", key: "memory_reserve", value: r.str(c.MemoryReserve.String())},
 		{comment: "Most models loaded at once. 0: no cap, memory decides.", key: "max_loaded", value: strconv.Itoa(c.MaxLoaded)},

@@ -119,8 +119,8 @@ func TestFirstRunInstallsLlamaServer(t *testing.T) {
 		t.Fatalf("after the install the service uses %+v", ls)
 	}
 	st, err := c.Status(ctx)
-	if err != nil || st.LlamaServer.Build != "b7100" {
-		t.Errorf("/api/status: %+v %v", st.LlamaServer, err)
+	if err != nil || st.Setup == nil || st.LlamaServer.Build != "b7100" {
+		t.Errorf("/api/status: %+v %v", st.Setup, err)
 	}
 	t0 = time.Now()
 	if code, body, err := in.chat(ctx, "tiny", false, 4); code != http.StatusOK || err != nil {

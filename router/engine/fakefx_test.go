@@ -184,7 +184,9 @@ func (p *fakeProc) stopped() bool {
 func (p *fakeProc) ready() {
 	p.on(child.Event{Kind: child.Ready, PID: p.pid, Addr: child.Addr{Port: p.pid}})
 }
-func (p *fakeProc) sleep() { p.on(child.Event{Kind: child.Sleeping, PID: p.pid, Addr: child.Addr{Port: p.pid}}) }
+func (p *fakeProc) sleep() {
+	p.on(child.Event{Kind: child.Sleeping, PID: p.pid, Addr: child.Addr{Port: p.pid}})
+}
 
 // exitStopped ends a child the engine stopped.
 func (p *fakeProc) exitStopped() {
@@ -256,7 +258,7 @@ type syncModel struct {
 	settings Settings
 }
 
-// sched is one synchronous scheduler test: an engine over fake effects and a fake probe, never
+// syncEngine is one synchronous scheduler test: an engine over fake effects and a fake probe, never
 // Started (no background loops), closed in cleanup.
 type syncEngine struct {
 	t     *testing.T

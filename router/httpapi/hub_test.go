@@ -122,7 +122,7 @@ wait:
 		t.Errorf("second pull: %d %v", resp.StatusCode, doc)
 	}
 	resp, doc = do(t, "DELETE", srv.URL+"/models?model=Org/Tiny-GGUF:Q4_K_M", "")
-	if resp.StatusCode != 200 {
+	if removed, _ := doc["removed"].([]any); resp.StatusCode != 200 || doc["id"] != m.ID || len(removed) == 0 {
 		t.Fatalf("DELETE: %d %v", resp.StatusCode, doc)
 	}
 	if _, ok := cat.Lookup(hubRepo + ":Q4_K_M"); ok {

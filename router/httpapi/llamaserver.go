@@ -22,14 +22,6 @@ type LlamaServers interface {
 	UseBuild(build string) (releases.Build, error)
 }
 
-// flavorJSON is one archive the user can pick.
-type flavorJSON struct {
-	Asset   string `json:"asset"`
-	Backend string `json:"backend"`
-	Size    int64  `json:"size"`
-	Reason  string `json:"reason,omitempty"`
-}
-
 // llamaServers serves GET /api/llama-server: the builds installed, and what a fresh install of the
 // latest release (or ?build=) would pick, with the other archives that run here.
 func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
@@ -46,29 +38,20 @@ func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 	if builds == nil {
 		builds = []releases.Build{}
 	}
-	out := map[string]any{"builds": builds}
+	out := releases.Listing{Builds: builds}
 	if rt.o.Setup != nil {
-		out["in_use"] = rt.o.Setup().LlamaServer
+		out.InUse = rt.o.Setup().LlamaServer
 	}
 	if q := r.URL.Query(); q.Has("build") || q.Has("available") {
 		rel, c, err := ls.PlanBuild(r.Context(), releases.Request{Build: q.Get("build"), Backend: q.Get("backend")})
 		if err != nil {
-			out["available_error"] = err.Error()
+			out.AvailableError = err.Error()
 		} else {
-			others := []flavorJSON{}
-			for _, o := range c.Others {
-				others = append(others, flavorJSON{Asset: o.Asset.Name, Backend: o.Label(), Size: o.Asset.Size})
-			}
-			out["available"] = map[string]any{
-				"build":  rel.TagName,
-				"chosen": flavorJSON{Asset: c.Asset.Name, Backend: c.Label(), Size: c.Asset.Size, Reason: c.Reason},
-				"others": others,
-			}
+			out.Available = releases.AvailableOf(rel, c)
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
-
 
 // installLlamaServer serves POST /api/llama-server/install {"build": "latest"}. The answer is an
 // event stream: "progress" events (releases.Progress: phase, build, asset, reason, bytes done and
@@ -129,7 +112,7 @@ func (es *eventStream) send(event string, v any) {
 		es.w.WriteHeader(http.StatusOK)
 		es.begun = true
 	}
-	fmt.Fprintf(es.w, "event: %s\ndata: %s\n\n", event, b)
+	es.w.Write(sseEvent(event, b))
 	es.rc.Flush()
 }
 

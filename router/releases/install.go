@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,9 @@ type Request struct {
 	Build   string `json:"build"`             // a tag such as "b7100", or "latest" ("" = latest)
 	Backend string `json:"backend,omitempty"` // cpu, cuda, vulkan, rocm, hip, metal ("" = choose)
 	Asset   string `json:"asset,omitempty"`   // an exact asset name
+	// Update installs only a build newer than the one in use, with the backend that one was asked
+	// with; otherwise it reports the build in use as up to date.
+	Update bool `json:"update,omitempty"`
 }
 
 // Progress phases.
@@ -105,11 +109,19 @@ func (in *Installer) Install(ctx context.Context, req Request, progress func(Pro
 	if progress == nil {
 		progress = func(Progress) {}
 	}
+	cur, hasCur := in.Store.Current()
+	if req.Update && hasCur && req.Backend == "" && req.Asset == "" {
+		req.Backend = cur.Asked
+	}
 	rel, c, err := in.Plan(ctx, req)
 	if err != nil {
 		return Build{}, err
 	}
 	tag := rel.TagName
+	if req.Update && hasCur && !Newer(tag, cur.Build) {
+		progress(Progress{Phase: PhaseDone, Build: cur.Build, Asset: cur.Asset, Backend: cur.Backend, Message: "up to date: " + tag + " is the latest release"})
+		return cur, nil
+	}
 	if tag == "" || strings.HasPrefix(tag, ".") || strings.ContainsAny(tag, `/\:`) {
 		return Build{}, fmt.Errorf("llama.cpp release tag %q cannot name a folder", tag)
 	}
@@ -147,7 +159,7 @@ func (in *Installer) Install(ctx context.Context, req Request, progress func(Pro
 	}
 	defer os.RemoveAll(staging) // empty after the rename when all went well
 
-	b, err := in.fetch(ctx, tag, c, assets, total, staging, progress)
+	b, err := in.fetch(ctx, tag, c, assets, total, staging, req.Backend, progress)
 	if err != nil {
 		return Build{}, err
 	}
@@ -168,13 +180,13 @@ func (in *Installer) Install(ctx context.Context, req Request, progress func(Pro
 }
 
 // fetch downloads and unpacks every archive into staging and writes the manifest there.
-func (in *Installer) fetch(ctx context.Context, tag string, c Choice, assets []Asset, total int64, staging string, progress func(Progress)) (Build, error) {
+func (in *Installer) fetch(ctx context.Context, tag string, c Choice, assets []Asset, total int64, staging, asked string, progress func(Progress)) (Build, error) {
 	hc := in.HTTP
 	if hc == nil {
 		hc = &http.Client{}
 	}
 	var before int64
-	b := Build{Build: tag, Asset: c.Asset.Name, SHA256: c.Asset.SHA256(), Backend: c.Label(), Reason: c.Reason, InstalledAt: time.Now().UTC()}
+	b := Build{Build: tag, Asset: c.Asset.Name, SHA256: c.Asset.SHA256(), Backend: c.Label(), Asked: asked, Reason: c.Reason, InstalledAt: time.Now().UTC()}
 	for _, a := range assets {
 		file, err := download(ctx, hc, a, in.Store.Root, func(done, _ int64) {
 			progress(Progress{Phase: PhaseDownloading, Build: tag, Asset: a.Name, Done: before + done, Total: total})
@@ -296,4 +308,15 @@ func (in *Installer) Use(build string) (Build, error) {
 	}
 	b.Current = true
 	return b, nil
+}
+
+// Newer reports whether tag is a later llama.cpp build than cur: "b7200" is newer than "b7100".
+// Tags that are not build numbers are newer when they differ.
+func Newer(tag, cur string) bool {
+	t, err1 := strconv.Atoi(strings.TrimPrefix(tag, "b"))
+	c, err2 := strconv.Atoi(strings.TrimPrefix(cur, "b"))
+	if err1 != nil || err2 != nil {
+		return tag != cur
+	}
+	return t > c
 }

@@ -251,7 +251,7 @@ func TestCutDownloadLeavesNothing(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "llama-server")
 	in := newInstaller(s, root)
 	_, err := in.Install(context.Background(), Request{}, nil)
-	if !errors.Is(err, ErrCut) || !strings.Contains(err.Error(), "stopped after 100.0 KiB of") {
+	if !errors.Is(err, ErrCut) || !strings.Contains(err.Error(), "stopped after 100 KiB of") {
 		t.Fatalf("err = %v, want a cut download", err)
 	}
 	if f := files(t, root); len(f) > 0 {
@@ -319,5 +319,81 @@ func TestUnpackRefusesEntriesOutside(t *testing.T) {
 	}
 	if p, err := target(out, "./llama-b1/llama-server"); err != nil || p != filepath.Join(out, "llama-b1", "llama-server") {
 		t.Errorf("target = %s, %v", p, err)
+	}
+}
+
+// An installer may ship a build in the same layout beside the executable; Store reads it like its own.
+func TestBundledLayout(t *testing.T) {
+	s := standIn(t)
+	app := t.TempDir()
+	exe := filepath.Join(app, "llamatray")
+	roots := BundledRoots(exe)
+	if len(roots) != 1 || roots[0] != filepath.Join(app, "llama-server") {
+		t.Fatalf("roots = %v", roots)
+	}
+	if got := BundledRoots("/Applications/Llamatray.app/Contents/MacOS/llamatray"); len(got) != 2 ||
+		got[1] != filepath.FromSlash("/Applications/Llamatray.app/Contents/Resources/llama-server") {
+		t.Errorf("macOS roots = %v", got)
+	}
+	// The release workflow would run the same install into the bundle's folder.
+	if _, err := newInstaller(s, roots[0]).Install(context.Background(), Request{Build: "b7100"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, ok := Store{Root: roots[0]}.Current()
+	if !ok || b.Build != "b7100" {
+		t.Fatalf("bundled current = %+v %v", b, ok)
+	}
+}
+
+func TestUpdate(t *testing.T) {
+	s := standIn(t)
+	in := newInstaller(s, t.TempDir())
+	ctx := context.Background()
+	// With nothing installed, an update installs the latest.
+	b, err := in.Install(ctx, Request{Build: Latest, Update: true}, nil)
+	if err != nil || b.Build != "b7100" {
+		t.Fatalf("first update: %+v %v", b, err)
+	}
+	var msg string
+	n := s.Downloads()
+	if b, err := in.Install(ctx, Request{Build: Latest, Update: true}, func(p Progress) { msg = p.Message }); err != nil || b.Build != "b7100" ||
+		!strings.Contains(msg, "up to date") || s.Downloads() != n {
+		t.Fatalf("update at the latest: %+v %v %q", b, err, msg)
+	}
+	// An older build in use with the CPU backend asked for: the update keeps asking for it.
+	if _, err := in.Install(ctx, Request{Build: "b6000", Backend: "cpu"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := in.Store.Current(); cur.Build != "b6000" || cur.Asked != "cpu" {
+		t.Fatalf("current = %+v", cur)
+	}
+	_, tgz := fakeArchives(t)
+	s.Add("b7200", map[string][]byte{ghreleases.AssetName("b7200", ".tar.gz"): tgz})
+	b, err = in.Install(ctx, Request{Build: Latest, Update: true}, nil)
+	if err != nil || b.Build != "b7200" || b.Asked != "cpu" {
+		t.Fatalf("update: %+v %v", b, err)
+	}
+	for _, c := range []struct {
+		tag, cur string
+		want     bool
+	}{{"b7200", "b7100", true}, {"b7100", "b7100", false}, {"b900", "b7100", false}, {"nightly", "b7100", true}} {
+		if Newer(c.tag, c.cur) != c.want {
+			t.Errorf("Newer(%s, %s) != %v", c.tag, c.cur, c.want)
+		}
+	}
+}
+
+func TestOneChangeAtATime(t *testing.T) {
+	s := standIn(t)
+	in := newInstaller(s, t.TempDir())
+	in.busy.Store(true) // an install is running
+	if _, err := in.Install(context.Background(), Request{}, nil); !errors.Is(err, ErrBusy) {
+		t.Errorf("install during an install: %v", err)
+	}
+	if _, err := in.Use("b7100"); !errors.Is(err, ErrBusy) {
+		t.Errorf("use during an install: %v", err)
+	}
+	if s.Downloads() != 0 {
+		t.Errorf("%d downloads", s.Downloads())
 	}
 }

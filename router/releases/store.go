@@ -36,6 +36,18 @@ func DefaultRoot() (string, error) {
 	return filepath.Join(xdg.DataHome, "llamatray", "llama-server"), nil
 }
 
+// BundledRoots are the folders where an installer may ship builds in Store's layout, beside the
+// executable exe: <dir>/llama-server and, in a macOS app bundle, Contents/Resources/llama-server.
+// The builds Llamatray installs itself go to DefaultRoot and win over these, so an update works.
+func BundledRoots(exe string) []string {
+	dir := filepath.Dir(exe)
+	roots := []string{filepath.Join(dir, "llama-server")}
+	if filepath.Base(dir) == "MacOS" && filepath.Base(filepath.Dir(dir)) == "Contents" {
+		roots = append(roots, filepath.Join(filepath.Dir(dir), "Resources", "llama-server"))
+	}
+	return roots
+}
+
 // BinaryName is llama-server's file name on this system.
 func BinaryName() string {
 	if runtime.GOOS == "windows" {
@@ -51,6 +63,7 @@ type Build struct {
 	Extras      []string  `json:"extras,omitempty"` // more archives unpacked beside it
 	SHA256      string    `json:"sha256"`           // the archive's verified digest
 	Backend     string    `json:"backend"`          // "CUDA 12.4", "Vulkan", "CPU", "Metal"
+	Asked       string    `json:"asked,omitempty"`  // the backend the user asked for; "" = chosen here
 	Reason      string    `json:"reason"`           // why that archive was chosen
 	Binary      string    `json:"binary"`           // llama-server's path relative to the build's folder
 	Version     string    `json:"version"`          // what `llama-server --version` said

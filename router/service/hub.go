@@ -37,11 +37,21 @@ func (s *Service) hubOptions(autoPull bool) *httpapi.HubOptions {
 		AutoPull: autoPull,
 		Params:   s.NewModelParams,
 		Rescan: func() {
-			if err := s.cat.Scan(context.Background()); err != nil {
+			if err := s.rescan(context.Background()); err != nil {
 				s.log.Warn("rescan failed", "err", err)
 			}
 		},
 	}
+}
+
+// rescan scans the model folders and has the engine take the result in before it returns, so an
+// answer sent next already lists (or no longer lists) what changed.
+func (s *Service) rescan(ctx context.Context) error {
+	if err := s.cat.Scan(ctx); err != nil {
+		return err
+	}
+	s.eng.SyncCatalog()
+	return nil
 }
 
 // Hub returns the Hugging Face Hub manager (pulls, search, removal).

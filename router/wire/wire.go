@@ -22,6 +22,16 @@ type Model struct {
 	Aliases []string    `json:"aliases"`
 	Status  ModelStatus `json:"status"`
 	Meta    *ModelMeta  `json:"meta"` // null when the catalog no longer has the model
+	// As llama.cpp's router gives them:
+	Tags          []string   `json:"tags"`
+	Architecture  Modalities `json:"architecture"`
+	ContextLength int        `json:"context_length"` // training context, 0 when unknown
+}
+
+// Modalities are what a model takes and gives (llama.cpp's "architecture" of a model entry).
+type Modalities struct {
+	Input  []string `json:"input_modalities"`  // "text", and "image" with a projector
+	Output []string `json:"output_modalities"` // "text"
 }
 
 // ModelStatus is the engine's view of one model.
@@ -127,7 +137,7 @@ type LlamaServer struct {
 	Path    string `json:"path"` // "" when none was found
 	Source  string `json:"source"`
 	Version string `json:"version"`
-	Build   string `json:"build"` // the llama.cpp build in use (e.g. "b6500"), "" when unknown
+	Build   string `json:"build"` // llama.cpp's build in use, "b7100"; Llamatray's own install when Source is "installed"
 	Error   string `json:"error"`
 	Hint    string `json:"hint"` // how to install one on this OS
 }
