@@ -13,7 +13,7 @@ WINE_BIN := $(LLAMATRAY_CACHE)/wine/bin/wine
 
 # Debian packages: Fyne's cgo build, plus the headless desktop test tools.
 DEB_BUILD := gcc pkg-config libgl1-mesa-dev xorg-dev
-DEB_TEST  := xvfb xauth dbus dbus-x11 imagemagick patchelf xdotool curl
+DEB_TEST  := xvfb xauth dbus dbus-x11 imagemagick patchelf xdotool curl python3-gi gir1.2-dbusmenu-gtk3-0.4
 DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev
 
 .PHONY: all build run deps deps-test deps-package test test-short e2e llama-server bench chaos chaos-small soak fuzz screenshot \

@@ -3,30 +3,12 @@ package app
 import (
 	"fmt"
 	"time"
+
+	"github.com/llamatray/llamatray/router/config"
 )
 
-// humanBytes formats a byte count in decimal units: "812 MB", "4.1 GB".
-func humanBytes(n int64) string {
-	const (
-		kb = 1000
-		mb = kb * 1000
-		gb = mb * 1000
-		tb = gb * 1000
-	)
-	switch {
-	case n >= tb:
-		return fmt.Sprintf("%.1f TB", float64(n)/tb)
-	case n >= 10*gb:
-		return fmt.Sprintf("%.0f GB", float64(n)/gb)
-	case n >= gb:
-		return fmt.Sprintf("%.1f GB", float64(n)/gb)
-	case n >= mb:
-		return fmt.Sprintf("%.0f MB", float64(n)/mb)
-	case n >= kb:
-		return fmt.Sprintf("%.0f kB", float64(n)/kb)
-	}
-	return fmt.Sprintf("%d B", n)
-}
+// humanBytes is the one size format: config.HumanSize ("812 MiB", "4.1 GiB").
+var humanBytes = config.HumanSize
 
 // ago formats how long ago t was: "just now", "5 min ago", "3 h ago", "2 days ago"; "never" for zero.
 func ago(t, at time.Time) string {

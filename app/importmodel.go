@@ -8,8 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/llamatray/llamatray/router/catalog"
 )
 
 // ImportMode says how a model file is brought into the models folder.
@@ -21,47 +22,25 @@ const (
 	ImportCopy                   // a full copy, with progress
 )
 
-// splitPart matches the first-or-any part of a split GGUF: "name-00001-of-00003.gguf".
-var splitPart = regexp.MustCompile(`^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
-
 // modelFiles returns the files that make up the model at path: the file itself, or every part of a
 // split GGUF (all must be present).
 func modelFiles(path string) ([]string, error) {
 	if !strings.EqualFold(filepath.Ext(path), ".gguf") {
 		return nil, fmt.Errorf("%s is not a .gguf file", filepath.Base(path))
 	}
-	if err := checkGGUF(path); err != nil {
+	if err := catalog.CheckGGUF(path); err != nil {
 		return nil, err
 	}
-	m := splitPart.FindStringSubmatch(filepath.Base(path))
-	if m == nil {
-		return []string{path}, nil
+	parts := catalog.ShardPaths(path)
+	if len(parts) == 1 {
+		return parts, nil
 	}
-	var total int
-	fmt.Sscanf(m[3], "%d", &total)
-	var out []string
-	for i := 1; i <= total; i++ {
-		p := filepath.Join(filepath.Dir(path), fmt.Sprintf("%s-%05d-of-%s.gguf", m[1], i, m[3]))
+	for i, p := range parts {
 		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("%s is part of a split model but part %d of %d is missing: %w", filepath.Base(path), i, total, err)
+			return nil, fmt.Errorf("%s is part of a split model but part %d of %d is missing: %w", filepath.Base(path), i+1, len(parts), err)
 		}
-		out = append(out, p)
 	}
-	return out, nil
-}
-
-// checkGGUF refuses files that do not start with the GGUF magic.
-func checkGGUF(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	magic := make([]byte, 4)
-	if _, err := io.ReadFull(f, magic); err != nil || string(magic) != "GGUF" {
-		return fmt.Errorf("%s is not a GGUF model (it does not start with \"GGUF\")", filepath.Base(path))
-	}
-	return nil
+	return parts, nil
 }
 
 // ImportModel brings the model at src (every part, for a split model) into dstDir by link or copy,
@@ -195,15 +174,12 @@ func copyFile(ctx context.Context, src, dst string, progress func(int64)) (err e
 // modelFilesToDelete returns the files of the model at path (all parts of a split model), for
 // Delete; unlike modelFiles it does not insist that every part is present.
 func modelFilesToDelete(path string) []string {
-	m := splitPart.FindStringSubmatch(filepath.Base(path))
-	if m == nil {
-		return []string{path}
+	parts := catalog.ShardPaths(path)
+	if len(parts) == 1 {
+		return parts
 	}
-	var total int
-	fmt.Sscanf(m[3], "%d", &total)
 	var out []string
-	for i := 1; i <= total; i++ {
-		p := filepath.Join(filepath.Dir(path), fmt.Sprintf("%s-%05d-of-%s.gguf", m[1], i, m[3]))
+	for _, p := range parts {
 		if _, err := os.Lstat(p); err == nil {
 			out = append(out, p)
 		}

@@ -36,6 +36,7 @@ type Action struct {
 
 // MenuItem is one tray menu entry, independent of any UI toolkit.
 type MenuItem struct {
+	Key       string // identity among its siblings where the label changes (a model's entry); "" when the action or label is the identity
 	Label     string
 	Action    Action
 	Disabled  bool
@@ -69,7 +70,7 @@ func BuildMenu(s Snapshot) []MenuItem {
 		out = append(out, MenuItem{Label: "No models loaded", Disabled: true})
 	}
 	for _, m := range running {
-		out = append(out, MenuItem{Label: runningLabel(m), Children: modelSubmenu(m)})
+		out = append(out, MenuItem{Key: "model " + m.ID, Label: runningLabel(m), Children: modelSubmenu(m)})
 	}
 	out = append(out, availableMenu(s, available))
 
@@ -101,7 +102,7 @@ func header(s Snapshot) []MenuItem {
 	return out
 }
 
-// runningLabel is "● id — 2 active · 4.1 GB", "◐ id" for a sleeping model, "◌ id — loading 40%".
+// runningLabel is "● id — 2 active · 4.1 GiB", "◐ id" for a sleeping model, "◌ id — loading 40%".
 func runningLabel(m Model) string {
 	var parts []string
 	mark := "●"
@@ -161,6 +162,7 @@ func modelSubmenu(m Model) []MenuItem {
 	if m.Pinned {
 		pin = item("Unpin", ActUnpin, m.ID)
 	}
+	unload.Key, force.Key, pin.Key = "unload", "force", "pin"
 	return []MenuItem{
 		unload,
 		force,
@@ -174,7 +176,7 @@ func modelSubmenu(m Model) []MenuItem {
 // availableMenu lists unloaded models; a click loads one. Models too large for the budget are marked
 // and disabled; models that would push others out say so.
 func availableMenu(s Snapshot, ms []Model) MenuItem {
-	top := MenuItem{Label: fmt.Sprintf("Available (%d)", len(ms))}
+	top := MenuItem{Key: "available", Label: fmt.Sprintf("Available (%d)", len(ms))}
 	if len(ms) == 0 {
 		top.Label = "Available"
 		msg := "No other models"

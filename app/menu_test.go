@@ -63,7 +63,7 @@ func TestBuildMenuSections(t *testing.T) {
 		"Serving on 127.0.0.1:8080",
 		"---",
 		"◐ llama-3b",
-		"● qwen-7b — 2 active · 4.1 GB",
+		"● qwen-7b — 2 active · 3.8 GiB",
 		"Available (2)",
 		"---",
 		"Open Llamatray…",
@@ -84,7 +84,7 @@ func TestBuildMenuSections(t *testing.T) {
 		t.Errorf("start at login = %+v, want checked toggle", it)
 	}
 	avail := find(t, menu, "Available")
-	if got := labels(avail.Children); strings.Join(got, "|") != "gemma-2b — ~4.0 GB|phi-mini — ~4.0 GB" {
+	if got := labels(avail.Children); strings.Join(got, "|") != "gemma-2b — ~3.7 GiB|phi-mini — ~3.7 GiB" {
 		t.Errorf("available = %q", got)
 	}
 	if a := avail.Children[0].Action; a != (Action{Kind: ActLoad, Model: "gemma-2b"}) {
@@ -107,20 +107,20 @@ func TestBuildMenuModelSubmenu(t *testing.T) {
 		{
 			name:     "idle loaded",
 			m:        model("a", engine.StateLoaded, func(m *Model) { m.MemoryBytes = 812_000_000 }),
-			label:    "● a — 812 MB",
+			label:    "● a — 774 MiB",
 			want:     []string{"Unload", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
 			disabled: []string{"Force unload"},
 		},
 		{
 			name:  "busy",
 			m:     model("a", engine.StateLoaded, func(m *Model) { m.Active = 2; m.Queued = 1; m.MemoryBytes = 4_100_000_000 }),
-			label: "● a — 2 active · 1 queued · 4.1 GB",
+			label: "● a — 2 active · 1 queued · 3.8 GiB",
 			want:  []string{"Unload — busy, 2 active", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
 		},
 		{
 			name:     "draining",
 			m:        model("a", engine.StateLoaded, func(m *Model) { m.Active = 1; m.Draining = true; m.MemoryBytes = gb }),
-			label:    "● a — 1 active · unloading · 1.0 GB",
+			label:    "● a — 1 active · unloading · 954 MiB",
 			want:     []string{"Unloading — draining, 1 active", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
 			disabled: []string{"Unloading — draining, 1 active"},
 		},
@@ -141,7 +141,7 @@ func TestBuildMenuModelSubmenu(t *testing.T) {
 		{
 			name:     "stopping",
 			m:        model("a", engine.StateStopping, func(m *Model) { m.MemoryBytes = 2 * gb }),
-			label:    "○ a — stopping · 2.0 GB",
+			label:    "○ a — stopping · 1.9 GiB",
 			want:     []string{"Stopping…", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
 			disabled: []string{"Stopping…", "Force unload"},
 		},
@@ -203,10 +203,10 @@ func TestBuildMenuAvailableMarks(t *testing.T) {
 		disabled bool
 		action   Action
 	}{
-		{"✕ broken — ~4.0 GB · failed, click to retry", false, Action{Kind: ActLoad, Model: "broken"}},
-		{"⚠ huge — ~70 GB · won't fit in 16 GB", true, Action{Kind: ActLoad, Model: "huge"}},
-		{"medium — ~12 GB · unloads others", false, Action{Kind: ActLoad, Model: "medium"}},
-		{"small — ~2.0 GB", false, Action{Kind: ActLoad, Model: "small"}},
+		{"✕ broken — ~3.7 GiB · failed, click to retry", false, Action{Kind: ActLoad, Model: "broken"}},
+		{"⚠ huge — ~65 GiB · won't fit in 15 GiB", true, Action{Kind: ActLoad, Model: "huge"}},
+		{"medium — ~11 GiB · unloads others", false, Action{Kind: ActLoad, Model: "medium"}},
+		{"small — ~1.9 GiB", false, Action{Kind: ActLoad, Model: "small"}},
 		{"unknown", false, Action{Kind: ActLoad, Model: "unknown"}},
 	}
 	if len(avail.Children) != len(tests) {

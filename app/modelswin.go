@@ -17,7 +17,7 @@ import (
 // modelsWindow is the main window: memory, problems, and the models grouped Loaded, Sleeping,
 // Available. Its fields are used on the UI thread only.
 //
-// The window object exists from the start, as Fyne's tray (SetSystemTrayWindow) needs it, but its
+// The window object exists from the start, as Fyne's tray (SetSystemTrayWindow, macOS and Windows) needs it, but its
 // content is built when it is first shown: the widgets measure text, which loads Fyne's fonts
 // (about 20 MB of heap, 25 MB of RSS) that an app started at login and left in the tray never needs. Fyne creates
 // no OpenGL context for a window before its first Show either. Until then the widget fields are nil
@@ -47,6 +47,7 @@ type modelsWindow struct {
 	rows         []rowView // what list shows
 	listKey      string    // the empty state or filter the list shows when it has no rows
 	bannersKey   string
+	install      *serverInstall // the Install llama-server panel, nil until first shown
 }
 
 // newModelsWindow creates the window without its content, which build makes on the first show.
@@ -71,7 +72,11 @@ func (m *modelsWindow) build() {
 	m.filter.OnChanged = func(string) { m.update(m.snap) }
 	add := widget.NewButtonWithIcon("Add model…", theme.ContentAddIcon(), m.addModel)
 	settings := widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), m.u.showSettings)
-	toolbar := container.NewBorder(nil, nil, nil, container.NewHBox(add, settings), m.filter)
+	tools := container.NewHBox(add, settings)
+	if get := m.u.getModelsButton(); get != nil {
+		tools.Objects = append([]fyne.CanvasObject{get}, tools.Objects...)
+	}
+	toolbar := container.NewBorder(nil, nil, nil, tools, m.filter)
 
 	m.bar = newMemoryBar()
 	m.banners = container.NewVBox()
@@ -128,6 +133,7 @@ func (m *modelsWindow) hide() {
 	// Its texture is freed before the next frame drawn, so that the next show, whoever does it,
 	// calls drawn again.
 	m.shownSensor.Refresh()
+	m.u.settle()
 }
 
 // update shows a snapshot; parts that did not change are left alone.
@@ -186,6 +192,9 @@ func (m *modelsWindow) noModels(s Snapshot) fyne.CanvasObject {
 		widget.NewButtonWithIcon("Add folder…", theme.FolderNewIcon(), m.addFolder),
 		widget.NewButtonWithIcon("Add model…", theme.ContentAddIcon(), m.addModel),
 	)
+	if get := m.u.getModelsButton(); get != nil {
+		buttons.Add(get)
+	}
 	where := "No model folders are set up yet."
 	if len(s.ModelDirs) > 0 {
 		where = "Folders searched:\n    " + strings.Join(s.ModelDirs, "\n    ")
@@ -217,6 +226,9 @@ func (m *modelsWindow) updateBanners(s Snapshot) {
 		locate := widget.NewButtonWithIcon("Locate…", theme.SearchIcon(), m.locateServer)
 		out = append(out, notice("llama-server not found",
 			"Llamatray runs llama.cpp's llama-server for every model, and none was found. "+s.ServerHint, locate))
+		if p := m.serverInstallPanel(); p != nil {
+			out = append(out, p)
+		}
 	}
 	if s.ListenErr != "" {
 		settings := widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), m.u.showSettings)

@@ -14,7 +14,7 @@ type rowView struct {
 	Group    Group
 	Title    string    // "qwen-7b"
 	State    string    // "loaded · pinned", "loading 42%", "failed"
-	Detail   string    // "2 active · 4.1 GB measured · ctx 4096 · Q4_K_M · 7B llama · used 5 min ago"
+	Detail   string    // "2 active · 4.1 GiB measured · ctx 4096 · Q4_K_M · 7B llama · used 5 min ago"
 	Error    string    // why it failed, or why it cannot load
 	Progress float64   // loading: 0..1, or -1 for a load without progress reports; else unused
 	Loading  bool      // show a progress bar

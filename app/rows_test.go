@@ -74,7 +74,7 @@ func TestMemorySegments(t *testing.T) {
 	b := engine.Budget{Limit: 24 * gb, Used: 8 * gb, Measured: 8 * gb, Free: 16 * gb, Reserve: 2 * gb, SystemTotal: 32 * gb, SystemAvailable: 20 * gb}
 	held, others, free, reserve, limit := memorySegments(b)
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
-	// 32 GB: 8 held by models, 32-20-8 = 4 by other programs, 20 available of which 2 reserved.
+	// 32e9 bytes (30 GiB): 8e9 held by models, 32-20-8 = 4 by other programs, 20 available of which 2 reserved.
 	if !near(held, 0.25) || !near(others, 0.125) || !near(free, 18.0/32) || !near(reserve, 2.0/32) || !near(limit, 0.75) {
 		t.Errorf("segments = %v %v %v %v limit %v", held, others, free, reserve, limit)
 	}
@@ -91,7 +91,7 @@ func TestMemorySegments(t *testing.T) {
 	}
 	got := memoryLegend(engine.Budget{Limit: 24 * gb, Configured: true, Used: 8 * gb, Measured: 5 * gb, Free: 16 * gb, Reserve: gb,
 		SystemTotal: 32 * gb, SystemAvailable: 20 * gb, MaxLoaded: 3, Loaded: 2})
-	want := "Models reserve 8.0 GB (5.0 GB in use) of the budget 24 GB · 16 GB free for models · system: 20 GB available of 32 GB · reserve 1.0 GB · 2 of 3 models loaded"
+	want := "Models reserve 7.5 GiB (4.7 GiB in use) of the budget 22 GiB · 15 GiB free for models · system: 19 GiB available of 30 GiB · reserve 954 MiB · 2 of 3 models loaded"
 	if got != want {
 		t.Errorf("legend = %q\nwant     %q", got, want)
 	}
@@ -126,15 +126,6 @@ func TestDeleteModel(t *testing.T) {
 		t.Errorf("after delete: %d files left, %d in the trash; want 0 and 2", len(left), len(trashed))
 	}
 	fb.waitCall(t, "rescan")
-}
-
-func TestFormatParams(t *testing.T) {
-	for n, want := range map[int64]string{0: "", 950: "950", 173_504: "174K", 362_000_000: "362M", 1_540_000_000: "1.5B",
-		7_000_000_000: "7B", 7_610_000_000: "7.6B", 70_550_000_000: "71B"} {
-		if got := formatParams(n); got != want {
-			t.Errorf("formatParams(%d) = %q, want %q", n, got, want)
-		}
-	}
 }
 
 func TestTooBigNamesWhatBoundsTheBudget(t *testing.T) {

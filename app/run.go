@@ -11,7 +11,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
-	"fyne.io/fyne/v2/driver/desktop"
 
 	_ "github.com/llamatray/llamatray/app/internal/clocale" // before Fyne reads the locale
 
@@ -80,13 +79,29 @@ func Run(ctx context.Context, o Options) error {
 	u.snap.Autostart = u.auto.enabled()
 	u.models = newModelsWindow(u) // its content is built on the first show
 
-	// The tray icon and menu are set before Run, as the system tray needs them at start. A click on
-	// the icon shows the models window through Fyne's driver; the window notices (modelsWindow.drawn).
-	u.apply(u.snap)
-	if desk, ok := fa.(desktop.App); ok {
-		desk.SetSystemTrayWindow(u.models.win)
-		u.models.win.SetCloseIntercept(u.models.hide) // SetSystemTrayWindow installed a plain Hide
+	// After Run returns the UI thread is gone: later UI calls (a background action finishing) are dropped.
+	// Work for the UI thread wakes Fyne's loop when it is parked (idle.go), and may let it park after.
+	var uiGone atomic.Bool
+	u.loopDo = func(f func()) {
+		if !uiGone.Load() {
+			fyne.Do(f)
+		}
 	}
+	u.onUI = func(f func()) {
+		if u.park != nil {
+			u.park.kick()
+		}
+		u.loopDo(func() { f(); u.settle() })
+	}
+
+	// The tray icon and menu are set before Run, as the system tray needs them at start. A click on
+	// the icon shows the models window (with Fyne's tray, through its driver; the window notices:
+	// modelsWindow.drawn).
+	u.tray = startTray(u)
+	if u.tray != nil {
+		defer u.tray.close()
+	}
+	u.apply(u.snap)
 	fa.Lifecycle().SetOnStarted(func() {
 		for _, n := range startupNotes(u.snap) {
 			u.send(fyne.NewNotification(n.Title, n.Body))
@@ -95,15 +110,9 @@ func Run(ctx context.Context, o Options) error {
 		if os.Getenv(platform.AutostartEnv) != "1" || len(startupNotes(u.snap)) > 0 || len(u.snap.Models) == 0 {
 			u.showModels()
 		}
+		u.settle()
 	})
 
-	// After Run returns the UI thread is gone: later UI calls (a background action finishing) are dropped.
-	var uiGone atomic.Bool
-	u.onUI = func(f func()) {
-		if !uiGone.Load() {
-			fyne.Do(f)
-		}
-	}
 	watched := make(chan struct{})
 	go func() { u.watch(runCtx); close(watched) }()
 	if inst != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"syscall"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // serviceBackend drives a running service for the UI.
@@ -24,7 +24,6 @@ type serviceBackend struct {
 var _ Backend = (*serviceBackend)(nil)
 
 func (sb *serviceBackend) Snapshot() Snapshot {
-	eng, cat := sb.svc.Engine(), sb.svc.Catalog()
 	cfg := sb.svc.Config()
 	ls := sb.svc.LlamaServer()
 	s := Snapshot{
@@ -35,7 +34,7 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 		ServerVer:  ls.Version,
 		ModelDirs:  cfg.ModelDirsResolved(),
 		LogDir:     sb.svc.LogDir(),
-		Budget:     eng.Budget(),
+		Budget:     sb.svc.Engine().Budget(),
 	}
 	if s.ListenAddr == "" {
 		s.ListenAddr = cfg.Listen
@@ -43,71 +42,27 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 	if err := sb.svc.ListenErr(); err != nil {
 		s.ListenErr = listenProblem(cfg.Listen, err)
 	}
-	meta := map[string]catalog.Model{}
-	for _, m := range cat.Models() {
-		meta[m.ID] = m
-	}
-	seen := map[string]bool{}
-	for _, st := range eng.Models() {
-		if cm, ok := meta[st.ID]; ok || st.State.Running() || st.State == engine.StateFailed {
-			s.Models = append(s.Models, modelFrom(st, cm, cfg))
-			seen[st.ID] = true
+	for _, v := range sb.svc.Models() {
+		// A model that left the catalog is listed while it still runs or has failed.
+		if v.Meta != nil || v.State.Running() || v.State == engine.StateFailed {
+			s.Models = append(s.Models, modelFrom(v))
 		}
 	}
-	// Catalog entries the engine has not picked up yet.
-	for id, cm := range meta {
-		if !seen[id] {
-			st := engine.ModelStatus{ID: id, State: engine.StateUnloaded, Path: cm.Path, EstimateBytes: cm.Estimate.RAM + cm.Estimate.VRAM}
-			s.Models = append(s.Models, modelFrom(st, cm, cfg))
-		}
-	}
-	sortModels(s.Models)
 	return s
 }
 
-func modelFrom(st engine.ModelStatus, cm catalog.Model, cfg config.Config) Model {
-	m := Model{
-		ModelStatus:   st,
-		Architecture:  cm.Architecture,
-		Parameters:    formatParams(cm.Parameters),
-		Quantization:  cm.Quantization,
-		SizeBytes:     cm.SizeBytes,
-		ContextLength: cm.ContextLength,
-		CtxSize:       cfg.ModelSettings(st.ID).CtxSize,
-		Files:         append([]string(nil), cm.Files...),
-	}
-	if m.Path == "" {
-		m.Path = cm.Path
-	}
-	if m.CtxSize == 0 {
-		m.CtxSize = cm.ContextLength
+// modelFrom adapts the service's view of a model for display.
+func modelFrom(v view.Model) Model {
+	m := Model{ModelStatus: v.ModelStatus, CtxSize: v.CtxSize}
+	if cm := v.Meta; cm != nil {
+		m.Architecture = cm.Architecture
+		m.Parameters = catalog.ParamsLabel(cm.Parameters)
+		m.Quantization = cm.Quantization
+		m.SizeBytes = cm.SizeBytes
+		m.ContextLength = cm.ContextLength
+		m.Files = append([]string(nil), cm.Files...)
 	}
 	return m
-}
-
-// formatParams writes a parameter count the way model cards do: "7B", "1.5B", "350M".
-func formatParams(n int64) string {
-	switch {
-	case n <= 0:
-		return ""
-	case n >= 1e9:
-		if n >= 10e9 {
-			return fmt.Sprintf("%.0fB", float64(n)/1e9)
-		}
-		return trimZero(fmt.Sprintf("%.1f", float64(n)/1e9)) + "B"
-	case n >= 1e6:
-		return fmt.Sprintf("%.0fM", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.0fK", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d", n)
-}
-
-func trimZero(s string) string {
-	if len(s) > 2 && s[len(s)-2:] == ".0" {
-		return s[:len(s)-2]
-	}
-	return s
 }
 
 // listenProblem explains a listener error in a few words.
@@ -131,24 +86,9 @@ func (sb *serviceBackend) Unload(ctx context.Context, name string, force bool) e
 	return sb.svc.Engine().Unload(ctx, name, force)
 }
 
-// SetPinned pins in the engine at once, then keeps the choice in the config file.
+// SetPinned pins through the service: at once, and saved in the config file (as POST /models/pin).
 func (sb *serviceBackend) SetPinned(name string, pinned bool) error {
-	if err := sb.svc.Engine().SetPinned(name, pinned); err != nil {
-		return err
-	}
-	cfg := sb.svc.Config()
-	models := maps.Clone(cfg.Models)
-	if models == nil {
-		models = map[string]config.Model{}
-	}
-	m := models[name]
-	if m.Pinned == pinned {
-		return nil
-	}
-	m.Pinned = pinned
-	models[name] = m
-	cfg.Models = models
-	return sb.ApplyConfig(cfg)
+	return sb.svc.SetPinned(name, pinned)
 }
 
 func (sb *serviceBackend) Logs(name string) []string { return sb.svc.Engine().Logs(name) }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 
 	"github.com/llamatray/llamatray/app/platform"
@@ -21,7 +20,9 @@ import (
 // refreshEvery bounds how often the menu and windows are rebuilt from engine events (4 per second).
 const refreshEvery = 250 * time.Millisecond
 
-// pollEvery refreshes measured memory and "last used" labels, which change without events.
+// pollEvery refreshes measured memory and "last used" labels, which change without events. It runs
+// only while something shows them: a window, or a running model's entry in the tray menu. An idle
+// app in the tray is woken by nothing.
 const pollEvery = 2 * time.Second
 
 // autostarter turns start at login on and off; tests replace the real one.
@@ -52,26 +53,34 @@ type ui struct {
 	auto    autostarter
 	quit    func()
 	refresh *throttle
+	pollOn  chan bool                // capacity 1: whether watch should poll (pollEvery), latest first
+	park    *loopPark                // nil where Fyne's loop must keep running (the tray lives in it)
 	notes   *notifier                // used by the event goroutine only
 	trash   func(path string) error  // platform.MoveToTrash; tests use a trash in a temporary folder
-	onUI    func(func())             // runs a function on the UI thread without waiting: fyne.Do
+	onUI    func(func())             // runs a function on the UI thread without waiting: fyne.Do, waking a parked loop
+	loopDo  func(func())             // fyne.Do, or nothing once the UI thread is gone (parks use it)
 	send    func(*fyne.Notification) // shows a notification (on the UI thread): App.SendNotification
 
 	// UI thread
 	snap     Snapshot
+	polling  bool     // what was last sent on pollOn
+	tray     trayHost // nil when there is none (tests, no session bus)
 	lastMenu []MenuItem
 	trayIcon IconState
 	traySet  bool
 	models   *modelsWindow
 	settings *settingsWindow
 	logs     map[string]*logWindow
+
+	getModels *getModelsWindow // open Get-models window, nil when closed
 }
 
 func newUI(a fyne.App, b Backend, log *slog.Logger, auto autostarter) *ui {
-	u := &ui{app: a, b: b, log: log, auto: auto, notes: newNotifier(), logs: map[string]*logWindow{}}
+	u := &ui{app: a, b: b, log: log, auto: auto, notes: newNotifier(), logs: map[string]*logWindow{}, pollOn: make(chan bool, 1)}
 	u.quit = a.Quit
 	u.trash = platform.MoveToTrash
 	u.onUI = fyne.Do
+	u.loopDo = fyne.Do
 	u.send = a.SendNotification
 	u.refresh = newThrottle(refreshEvery, u.pull)
 	return u
@@ -91,13 +100,27 @@ func (u *ui) watch(ctx context.Context) {
 	refreshed := make(chan struct{})
 	go func() { u.refresh.run(ctx); close(refreshed) }()
 	defer func() { <-refreshed }() // returns only when no refresh can start any more
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
+	var tick *time.Ticker
+	var ticks <-chan time.Time // nil while not polling
+	defer func() {
+		if tick != nil {
+			tick.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case on := <-u.pollOn:
+			switch {
+			case on && tick == nil:
+				tick = time.NewTicker(pollEvery)
+				ticks = tick.C
+			case !on && tick != nil:
+				tick.Stop()
+				tick, ticks = nil, nil
+			}
+		case <-ticks:
 			u.refresh.Kick()
 		case ev, ok := <-events:
 			if !ok {
@@ -119,13 +142,13 @@ func (u *ui) notify(n note) {
 // apply shows a new snapshot: tray menu and icon when they changed, and the open windows.
 func (u *ui) apply(s Snapshot) {
 	u.snap = s
-	if desk, ok := u.app.(desktop.App); ok {
+	if u.tray != nil {
 		if icon := TrayIcon(s); !u.traySet || icon != u.trayIcon {
-			desk.SetSystemTrayIcon(trayResource(icon))
+			u.tray.setIcon(icon)
 			u.trayIcon, u.traySet = icon, true
 		}
 		if menu := BuildMenu(s); !reflect.DeepEqual(menu, u.lastMenu) {
-			desk.SetSystemTrayMenu(fyne.NewMenu("Llamatray", u.fyneItems(menu)...))
+			u.tray.setMenu(menu)
 			u.lastMenu = menu
 		}
 	}
@@ -135,28 +158,34 @@ func (u *ui) apply(s Snapshot) {
 	if u.settings != nil {
 		u.settings.update(s)
 	}
+	u.setPolling(u.windowShown() || anyRunning(s))
 }
 
-// fyneItems turns menu data into Fyne menu items whose actions dispatch through do.
-func (u *ui) fyneItems(items []MenuItem) []*fyne.MenuItem {
-	out := make([]*fyne.MenuItem, 0, len(items))
-	for _, it := range items {
-		if it.Separator {
-			out = append(out, fyne.NewMenuItemSeparator())
-			continue
-		}
-		act := it.Action
-		fi := fyne.NewMenuItem(trayLabel(it.Label), func() { u.do(act) })
-		fi.Disabled = it.Disabled
-		fi.Checked = it.Checked
-		fi.IsQuit = act.Kind == ActQuit
-		if len(it.Children) > 0 {
-			fi.ChildMenu = fyne.NewMenu(trayLabel(it.Label), u.fyneItems(it.Children)...)
-			fi.Action = nil
-		}
-		out = append(out, fi)
+// setPolling tells watch whether to poll, when that changed.
+func (u *ui) setPolling(on bool) {
+	if on == u.polling {
+		return
 	}
-	return out
+	u.polling = on
+	select {
+	case <-u.pollOn: // an older wish, not yet seen
+	default:
+	}
+	u.pollOn <- on
+}
+
+// windowShown reports whether any window is open.
+func (u *ui) windowShown() bool {
+	return (u.models != nil && u.models.visible) || u.settings != nil || len(u.logs) > 0
+}
+
+func anyRunning(s Snapshot) bool {
+	for _, m := range s.Models {
+		if m.Running() {
+			return true
+		}
+	}
+	return false
 }
 
 // do runs a menu or button action. It runs on the UI thread; anything that may block goes to a

@@ -49,11 +49,11 @@ func TestModelsWindowGroupsRowsAndFilter(t *testing.T) {
 
 	got := strings.Join(read(u.models.list), "\n")
 	for _, want := range []string{
-		"Loaded (1)", "qwen-7b", "loaded", "2 active · 4.1 GB measured · ctx 4096 · Q4_K_M · 7B qwen2", "[Unload (busy, 2 active)]",
+		"Loaded (1)", "qwen-7b", "loaded", "2 active · 3.8 GiB measured · ctx 4096 · Q4_K_M · 7B qwen2", "[Unload (busy, 2 active)]",
 		"Sleeping (1)", "llama-3b", "sleeping · pinned", "[Unpin]",
-		"Available (3)", "gemma-2b", "needs ~4.0 GB · 1.6 GB file", "[Load]",
+		"Available (3)", "gemma-2b", "needs ~3.7 GiB · 1.5 GiB file", "[Load]",
 		"broken", "failed", "llama-server exited with code 1: unknown model architecture", "[Retry]",
-		"huge", "Needs ~90 GB but the memory budget is 16 GB",
+		"huge", "Needs ~84 GiB but the memory budget is 15 GiB",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("window lacks %q; it shows:\n%s", want, got)
@@ -68,7 +68,7 @@ func TestModelsWindowGroupsRowsAndFilter(t *testing.T) {
 		}
 		last = i
 	}
-	if !has(c, "Models reserve 6.0 GB (4.0 GB in use) of the budget 16 GB") {
+	if !has(c, "Models reserve 5.6 GiB (3.7 GiB in use) of the budget 15 GiB") {
 		t.Errorf("memory legend missing: %q", read(c))
 	}
 	// A model that cannot fit cannot be loaded from its row.

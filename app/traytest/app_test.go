@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
 
 // buildLlamatray builds the module's main package into a temporary directory.
@@ -195,4 +198,33 @@ func unmapWindow(display, title string) error {
 		return fmt.Errorf("xdotool windowunmap %q: %w: %s", title, err, out)
 	}
 	return nil
+}
+
+// writeTinyModel writes a tiny GGUF file, enough for the catalog and the fake llama-server.
+func writeTinyModel(path string) error {
+	return ggufwrite.WriteFile(path, ggufwrite.Header(ggufwrite.HeaderOptions{Blocks: 2, Embedding: 64}))
+}
+
+// appArgs are the arguments of a llamatray under test: a free port, modelsDir, the fake
+// llama-server, a config file of its own, then extra. It also returns the address.
+func appArgs(t *testing.T, modelsDir string, extra ...string) ([]string, string) {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
+	args := []string{"--addr", addr, "--models-dir", modelsDir, "--llama-server", testbed.FakeLlamaServer(t),
+		"--config", filepath.Join(t.TempDir(), "config.toml")}
+	return append(args, extra...), addr
+}
+
+// waitRegistered waits for the app to register its tray icon with w.
+func waitRegistered(t *testing.T, w *watcher, app *process) trayItem {
+	t.Helper()
+	select {
+	case item := <-w.registered:
+		return item
+	case <-app.exited:
+		t.Fatalf("llamatray exited before registering its tray icon: %v", app.err)
+	case <-time.After(waitTimeout):
+		t.Fatalf("llamatray did not register a tray icon with the StatusNotifierWatcher within %s", waitTimeout)
+	}
+	return trayItem{}
 }

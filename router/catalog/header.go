@@ -131,12 +131,8 @@ func (h *hdr) file(size int64) (*fileHeader, error) {
 	if h.err != nil {
 		return nil, h.err
 	}
-	switch string(magic[:]) {
-	case "GGUF":
-	case "lmgg", "fmgg", "tjgg", "GGML", "GGMF", "GGJT":
-		return nil, errors.New("old GGML format (convert it to GGUF)")
-	default:
-		return nil, fmt.Errorf("not a GGUF file (magic %q)", magic[:])
+	if err := checkMagic(magic); err != nil {
+		return nil, err
 	}
 	version := h.u32()
 	switch {

@@ -3,14 +3,10 @@ package catalog
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 )
-
-// shardRe matches the name of one file of a split model, as gguf-split writes it.
-var shardRe = regexp.MustCompile(`(?i)^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
 
 // entry is one model or projector candidate: a file, or the shards of a split model.
 type entry struct {
@@ -52,11 +48,11 @@ func group(files []found) (models, projectors []*entry, problems []problem) {
 	var keys []splitKey
 	for _, f := range files {
 		name := filepath.Base(f.path)
-		switch m := shardRe.FindStringSubmatch(name); {
+		switch sh, ok := ParseShard(name); {
 		case isProjectorName(name):
 			projectors = append(projectors, &entry{stem: stemOf(name), files: []found{f}})
-		case m != nil:
-			k := splitKey{f.dir, m[1] + "\x00" + m[3]}
+		case ok:
+			k := splitKey{f.dir, sh.Prefix + "\x00" + strconv.Itoa(sh.Total)}
 			if _, ok := splits[k]; !ok {
 				keys = append(keys, k)
 			}
@@ -67,12 +63,13 @@ func group(files []found) (models, projectors []*entry, problems []problem) {
 	}
 	for _, k := range keys {
 		shards := splits[k]
-		first := shardRe.FindStringSubmatch(filepath.Base(shards[0].path))
-		total, _ := strconv.Atoi(first[3])
+		first, _ := ParseShard(filepath.Base(shards[0].path))
+		total := first.Total
 		byNo := make([]*found, total+1)
 		var why string
 		for i := range shards {
-			n, _ := strconv.Atoi(shardRe.FindStringSubmatch(filepath.Base(shards[i].path))[2])
+			sh, _ := ParseShard(filepath.Base(shards[i].path))
+			n := sh.N
 			switch {
 			case n < 1 || n > total:
 				why = fmt.Sprintf("shard number %d is outside 1..%d", n, total)
@@ -91,12 +88,12 @@ func group(files []found) (models, projectors []*entry, problems []problem) {
 		if why == "" && len(missing) > 0 {
 			why = fmt.Sprintf("split model is missing shard %s of %d", strings.Join(missing, ", "), total)
 		}
-		name := fmt.Sprintf("%s-%05d-of-%05d.gguf", first[1], 1, total)
+		name := fmt.Sprintf("%s-%05d-of-%05d.gguf", first.Prefix, 1, total)
 		if why != "" {
 			problems = append(problems, problem{filepath.Join(filepath.Dir(shards[0].path), name), why})
 			continue
 		}
-		e := &entry{stem: first[1]}
+		e := &entry{stem: first.Prefix}
 		for n := 1; n <= total; n++ {
 			e.files = append(e.files, *byNo[n])
 		}

@@ -1,7 +1,9 @@
 package catalog
 
 import (
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -39,6 +41,8 @@ type Model struct {
 	Estimate      Estimate
 	ModTime       time.Time // newest of the files
 	Root          string    // the scanned folder it was found in
+	HubRepo       string    // ORG/REPO when found in a Hugging Face cache
+	HubName       string    // ORG/REPO:QUANT, llama.cpp's -hf spelling; it resolves like an alias
 }
 
 // Options configure a Catalog. The functions are called during scans, possibly from several
@@ -50,4 +54,21 @@ type Options struct {
 	Aliases func(id string) []string       // configured aliases
 	Hidden  func(id string) bool           // left out of Models and Suggest; Lookup still finds it
 	Logger  *slog.Logger
+}
+
+// ParamsLabel writes a parameter count the way model cards do: "7B", "1.5B", "350M"; "" when unknown.
+func ParamsLabel(n int64) string {
+	switch {
+	case n <= 0:
+		return ""
+	case n >= 10e9:
+		return fmt.Sprintf("%.0fB", float64(n)/1e9)
+	case n >= 1e9:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e9), ".0") + "B"
+	case n >= 1e6:
+		return fmt.Sprintf("%.0fM", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.0fK", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d", n)
 }

@@ -250,6 +250,7 @@ func (c *Catalog) model(e *entry, r *cached, proj *entry, results map[*entry]*ca
 		Splits:        len(e.files),
 		Root:          e.first().root,
 	}
+	m.HubRepo, m.HubName = hubNameOf(e, h.quant)
 	for _, f := range e.files {
 		m.SizeBytes += f.size
 		if f.mtime.After(m.ModTime) {
@@ -330,6 +331,15 @@ func buildSnapshot(models []Model, hidden []bool, warnings []string, print uint6
 				s.warnings = append(s.warnings, fmt.Sprintf("%s: alias %q is already the name of %s", m.ID, a, s.all[j].ID))
 			}
 		}
+	}
+	for i, m := range s.all { // ORG/REPO:QUANT names, after IDs and aliases
+		if m.HubName == "" {
+			continue
+		}
+		if _, taken := s.exact[m.HubName]; !taken {
+			s.exact[m.HubName] = i
+		}
+		foldAdd(s.fold, m.HubName, i)
 	}
 	idFold := make(map[string]bool, len(s.all))
 	for _, m := range s.all {

@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -45,8 +44,8 @@ const (
 	DefaultLogLines       = 200
 	// LogTailLines is how many output lines an Exited event carries.
 	LogTailLines = 50
-	// MaxBindRetries is how many times a child that could not bind its port is
-	// restarted on a new port before Exited reports the failure.
+	// MaxBindRetries is how many times a child that could not bind its address is
+	// restarted on a new one before Exited reports the failure.
 	MaxBindRetries = 3
 	// PropsInterval is how often /props is polled for is_sleeping while a child
 	// that never printed state lines is ready or sleeping.
@@ -79,7 +78,7 @@ type Spec struct {
 	Args           []string      // llama-server args without --host/--port (Start adds them)
 	Env            []string      // extra env appended to os.Environ(); Start adds LLAMA_SERVER_ROUTER_PORT
 	RouterPort     int           // value for LLAMA_SERVER_ROUTER_PORT (0 → 1)
-	Ports          PortAllocator // nil → a package-wide allocator
+	Addrs          Addrs         // where children listen; nil → a package-wide one (sockets; Windows: ports)
 	LoadTimeout    time.Duration // default 5m; measured from the last output, so progress extends it
 	StopTimeout    time.Duration // default 10s: graceful stop, then SIGKILL of the process group
 	HealthInterval time.Duration // default 50ms: /health polling while loading
@@ -104,8 +103,8 @@ func (s Spec) withDefaults() (Spec, error) {
 	if s.RouterPort < 0 || s.RouterPort > 65535 {
 		return s, fmt.Errorf("child %q: %w: router port %d out of range", s.Model, ErrStart, s.RouterPort)
 	}
-	if s.Ports == nil {
-		s.Ports = defaultPorts
+	if s.Addrs == nil {
+		s.Addrs = defaultAddrs
 	}
 	if s.LoadTimeout <= 0 {
 		s.LoadTimeout = DefaultLoadTimeout
@@ -132,7 +131,7 @@ type EventKind int
 
 // The event kinds, in the order a child normally goes through them.
 const (
-	Loading  EventKind = iota + 1 // the process started (again, with a new PID and Port, after a port conflict) or reported load progress
+	Loading  EventKind = iota + 1 // the process started (again, with a new PID and Addr, after a bind failure) or reported load progress
 	Ready                         // the model is loaded and serving
 	Sleeping                      // the child freed its weights after being idle
 	Woke                          // a sleeping child reloaded its weights
@@ -159,12 +158,17 @@ func (k EventKind) String() string {
 // Event is one change of a child process.
 type Event struct {
 	Kind       EventKind
-	PID, Port  int
+	PID        int
+	Addr                // where the process listens
 	Progress   float64  // Loading: 0..1 when known
 	ExitCode   int      // Exited: process exit code, -1 if killed by a signal
 	Deliberate bool     // Exited after Stop()
 	Err        error    // Exited: why, nil after Stop (see the Err* values)
 	LogTail    []string // Exited: last LogTailLines output lines
+	// Ready: bytes per device (HostDevice: RAM) from the child's own report of the buffers it
+	// allocated (model, KV, compute, ...), as far as it printed one before it was ready; nil
+	// when it printed none (llama-server prints them at the verbosity of informational lines).
+	Buffers map[string]int64
 }
 
 // Child is a running llama-server process and its supervisor.
@@ -175,9 +179,9 @@ type Child struct {
 	ring    *ring
 	client  *probeClient
 
-	mu   sync.Mutex // guards pid, port and args, which change when a port conflict forces a restart
+	mu   sync.Mutex // guards pid, addr and args, which change when a bind failure forces a restart
 	pid  int
-	port int
+	addr Addr
 	args []string
 
 	stopLevel atomic.Int32  // stopNone, stopGraceful or stopForce; only ever raised
@@ -194,7 +198,7 @@ const (
 // Start spawns the child and returns once the process has started; it is not
 // ready yet. onEvent is called from the child's single supervisor goroutine,
 // serially and in order; it may be called before Start returns (every event
-// carries PID and Port). Exited is delivered exactly once and last. After Stop
+// carries PID and Addr). Exited is delivered exactly once and last. After Stop
 // returns no event other than Exited begins. If Start returns an error,
 // onEvent is never called.
 func Start(spec Spec, onEvent func(Event)) (*Child, error) {
@@ -229,12 +233,15 @@ func (c *Child) PID() int {
 	return c.pid
 }
 
-// Port returns the port the child listens on, on 127.0.0.1.
-func (c *Child) Port() int {
+// Addr returns where the current process listens.
+func (c *Child) Addr() Addr {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.port
+	return c.addr
 }
+
+// Port returns the port the child listens on, on 127.0.0.1; 0 when it is on a unix socket.
+func (c *Child) Port() int { return c.Addr().Port }
 
 // Args returns the full argv of the current process, binary first.
 func (c *Child) Args() []string {
@@ -243,10 +250,8 @@ func (c *Child) Args() []string {
 	return append([]string(nil), c.args...)
 }
 
-// URL returns http://127.0.0.1:PORT of the child.
-func (c *Child) URL() *url.URL {
-	return &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port()))}
-}
+// URL returns the child's base URL (see Addr.URL: a socket is dialed with Addr.Dial).
+func (c *Child) URL() *url.URL { return c.Addr().URL() }
 
 // Stop asks the child to exit. It does not block and may be called any number
 // of times. Graceful: the exit command is written to the child's stdin; a
@@ -284,10 +289,10 @@ func (c *Child) Done() <-chan struct{} { return c.done }
 func (c *Child) Logs() []string { return c.ring.snapshot() }
 
 // setProcess records the identity of a newly started process.
-func (c *Child) setProcess(pid, port int, args []string) {
+func (c *Child) setProcess(pid int, addr Addr, args []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pid, c.port, c.args = pid, port, args
+	c.pid, c.addr, c.args = pid, addr, args
 }
 
 // emit delivers a non-final event unless a Stop has been requested.

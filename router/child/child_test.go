@@ -23,8 +23,8 @@ func TestStartLoadingReadyStop(t *testing.T) {
 	c, ev := start(t, spec)
 
 	first := ev.next(within)
-	if first.Kind != Loading || first.PID != c.PID() || first.Port != c.Port() || first.Progress != 0 {
-		t.Fatalf("first event %+v; want Loading with pid %d port %d progress 0", first, c.PID(), c.Port())
+	if first.Kind != Loading || first.PID != c.PID() || first.Addr != c.Addr() || first.Progress != 0 {
+		t.Fatalf("first event %+v; want Loading with pid %d at %s progress 0", first, c.PID(), c.Addr())
 	}
 	sawProgress := false
 	for ready := false; !ready; {
@@ -37,8 +37,8 @@ func TestStartLoadingReadyStop(t *testing.T) {
 			sawProgress = sawProgress || e.Progress < 1
 		case Ready:
 			ready = true
-			if e.PID != c.PID() || e.Port != c.Port() {
-				t.Fatalf("Ready %+v; want pid %d port %d", e, c.PID(), c.Port())
+			if e.PID != c.PID() || e.Addr != c.Addr() {
+				t.Fatalf("Ready %+v; want pid %d at %s", e, c.PID(), c.Addr())
 			}
 		default:
 			t.Fatalf("unexpected %v (err %v, tail %q)", e.Kind, e.Err, e.LogTail)
@@ -50,11 +50,17 @@ func TestStartLoadingReadyStop(t *testing.T) {
 	if code := get(t, c, "/health"); code != http.StatusOK {
 		t.Fatalf("/health after Ready = %d", code)
 	}
-	if want := fmt.Sprintf("http://127.0.0.1:%d", c.Port()); c.URL().String() != want {
-		t.Fatalf("URL = %s, want %s", c.URL(), want)
+	want := []string{"--host", c.Addr().Socket}
+	if runtime.GOOS == "windows" {
+		want = []string{"--host", "127.0.0.1", "--port", itoa(c.Port())}
+		if u := fmt.Sprintf("http://127.0.0.1:%d", c.Port()); c.URL().String() != u {
+			t.Fatalf("URL = %s, want %s", c.URL(), u)
+		}
+	} else if c.Port() != 0 || !strings.HasSuffix(c.Addr().Socket, ".sock") {
+		t.Fatalf("child at %+v; want a unix socket and no port", c.Addr())
 	}
 	args := c.Args()
-	if args[0] != spec.Binary || !slices.Equal(args[len(args)-4:], []string{"--host", "127.0.0.1", "--port", itoa(c.Port())}) {
+	if args[0] != spec.Binary || !slices.Equal(args[len(args)-len(want):], want) {
 		t.Fatalf("Args = %q", args)
 	}
 	started := testbed.ReadRecord(t, rec)
@@ -216,7 +222,7 @@ func TestLoadTimeoutExtendedByOutput(t *testing.T) {
 func TestCrashAfterReady(t *testing.T) {
 	c, ev := start(t, fakeSpec(t, "FAKE_LLAMA_LOAD_TIME=10ms"))
 	ev.waitFor(Ready, within)
-	if resp, err := http.Post(c.URL().String()+"/fake/crash", "application/json", nil); err == nil {
+	if resp, err := clientFor(c).Post(c.URL().String()+"/fake/crash", "application/json", nil); err == nil {
 		resp.Body.Close() // the crash may or may not let a response out
 	}
 	exit := ev.waitFor(Exited, within)
@@ -228,25 +234,25 @@ func TestCrashAfterReady(t *testing.T) {
 
 func TestBindFailureRetry(t *testing.T) {
 	busy := occupy(t)
-	ports := &fixedFirst{first: []int{busy}, rest: NewPortAllocator()}
 	spec := fakeSpec(t, "FAKE_LLAMA_LOAD_TIME=10ms")
-	spec.Ports = ports
+	ports := &fixedFirst{first: []Addr{busy}, rest: spec.Addrs}
+	spec.Addrs = ports
 	c, ev := start(t, spec)
 
-	if e := ev.next(within); e.Kind != Loading || e.Port != busy {
-		t.Fatalf("first event %+v; want Loading on the busy port %d", e, busy)
+	if e := ev.next(within); e.Kind != Loading || e.Addr != busy {
+		t.Fatalf("first event %+v; want Loading on the busy address %s", e, busy)
 	}
 	var second Event
 	for second.Kind == 0 {
-		if e := ev.next(within); e.Kind == Loading && e.Port != busy {
+		if e := ev.next(within); e.Kind == Loading && e.Addr != busy {
 			second = e
 		} else if e.Kind != Loading {
 			t.Fatalf("got %v (err %v) before the restart on a new port", e.Kind, e.Err)
 		}
 	}
 	ready := ev.waitFor(Ready, within)
-	if ready.Port != second.Port || ready.PID != second.PID || c.Port() != ready.Port || c.PID() != ready.PID {
-		t.Fatalf("Ready %+v after restart %+v; child says pid %d port %d", ready, second, c.PID(), c.Port())
+	if ready.Addr != second.Addr || ready.PID != second.PID || c.Addr() != ready.Addr || c.PID() != ready.PID {
+		t.Fatalf("Ready %+v after restart %+v; child says pid %d at %s", ready, second, c.PID(), c.Addr())
 	}
 	if code := get(t, c, "/health"); code != http.StatusOK {
 		t.Fatalf("/health on the new port = %d", code)
@@ -259,21 +265,21 @@ func TestBindFailureRetry(t *testing.T) {
 	waitDone(t, c, ev, within)
 	ports.mu.Lock()
 	defer ports.mu.Unlock()
-	if !slices.Equal(ports.puts, []int{busy, ready.Port}) {
-		t.Fatalf("ports given back %v; want [%d %d]", ports.puts, busy, ready.Port)
+	if !slices.Equal(ports.puts, []Addr{busy, ready.Addr}) {
+		t.Fatalf("addresses given back %v; want [%s %s]", ports.puts, busy, ready.Addr)
 	}
 }
 
 func TestBindFailureGivesUp(t *testing.T) {
 	busy := occupy(t)
-	first := slices.Repeat([]int{busy}, MaxBindRetries+1)
+	first := slices.Repeat([]Addr{busy}, MaxBindRetries+1)
 	spec := fakeSpec(t, "FAKE_LLAMA_LOAD_TIME=10ms")
-	spec.Ports = &fixedFirst{first: first, rest: NewPortAllocator()}
+	spec.Addrs = &fixedFirst{first: first, rest: spec.Addrs}
 	c, ev := start(t, spec)
 	exit := ev.waitFor(Exited, within)
 	waitDone(t, c, ev, within)
-	if exit.Deliberate || !errors.Is(exit.Err, ErrBind) || exit.ExitCode != 1 || exit.Port != busy {
-		t.Fatalf("Exited %+v; want a bind failure on port %d", exit, busy)
+	if exit.Deliberate || !errors.Is(exit.Err, ErrBind) || exit.ExitCode != 1 || exit.Addr != busy {
+		t.Fatalf("Exited %+v; want a bind failure on %s", exit, busy)
 	}
 	if n := strings.Count(strings.Join(exit.LogTail, "\n"), "couldn't bind"); n != MaxBindRetries+1 {
 		t.Fatalf("%d bind failures in the log tail; want %d", n, MaxBindRetries+1)
@@ -284,8 +290,8 @@ func TestBindFailureGivesUp(t *testing.T) {
 }
 
 func TestStartFailure(t *testing.T) {
-	ports := &fixedFirst{rest: NewPortAllocator()}
-	spec := Spec{Binary: filepath.Join(t.TempDir(), "no-such-llama-server"), Ports: ports, Logger: discardLogger()}
+	ports := &fixedFirst{rest: testAddrs(t)}
+	spec := Spec{Binary: filepath.Join(t.TempDir(), "no-such-llama-server"), Addrs: ports, Logger: discardLogger()}
 	c, err := Start(spec, func(e Event) { t.Errorf("event %v after a failed start", e.Kind) })
 	if err == nil || c != nil || !errors.Is(err, ErrStart) {
 		t.Fatalf("Start = %v, %v; want ErrStart", c, err)
@@ -327,7 +333,7 @@ func testSleepWake(t *testing.T, spec Spec, rec string) {
 	// so the child stays awake long enough for /props polling to see it.
 	status := make(chan int, 1)
 	go func() {
-		resp, err := http.Post(c.URL().String()+"/completion", "application/json",
+		resp, err := clientFor(c).Post(c.URL().String()+"/completion", "application/json",
 			strings.NewReader(`{"prompt":"hello","n_predict":8}`))
 		if err != nil {
 			status <- -1
@@ -375,4 +381,24 @@ func waitRecord(t *testing.T, rec, event string) {
 	testbed.WaitFor(t, within, "the fake to record "+event, func() bool {
 		return slices.ContainsFunc(testbed.ReadRecord(t, rec), func(r testbed.RecordEvent) bool { return r.Event == event })
 	})
+}
+
+// Children on TCP (as on Windows) listen on a 127.0.0.1 port given by the allocator.
+func TestChildOnTCP(t *testing.T) {
+	spec := fakeSpec(t, "FAKE_LLAMA_LOAD_TIME=10ms")
+	spec.Addrs = NewTCPAddrs(NewPortAllocator())
+	c, ev := start(t, spec)
+	ready := ev.waitFor(Ready, within)
+	if ready.Port == 0 || ready.Socket != "" || c.URL().String() != fmt.Sprintf("http://127.0.0.1:%d", ready.Port) {
+		t.Fatalf("Ready %+v, URL %s", ready, c.URL())
+	}
+	if args := c.Args(); !slices.Equal(args[len(args)-4:], []string{"--host", "127.0.0.1", "--port", itoa(ready.Port)}) {
+		t.Fatalf("Args = %q", args)
+	}
+	if code := get(t, c, "/health"); code != http.StatusOK {
+		t.Fatalf("/health = %d", code)
+	}
+	c.Stop(false)
+	ev.waitFor(Exited, within)
+	waitDone(t, c, ev, within)
 }

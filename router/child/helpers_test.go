@@ -1,6 +1,7 @@
 package child
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,6 +51,7 @@ func fakeSpec(t *testing.T, env ...string) Spec {
 		LoadTimeout:    30 * time.Second,
 		StopTimeout:    10 * time.Second,
 		HealthInterval: 20 * time.Millisecond,
+		Addrs:          testAddrs(t),
 		Logger:         testLogger(t),
 	}
 }
@@ -185,7 +187,7 @@ func waitDone(t *testing.T, c *Child, ev *events, within time.Duration) {
 // get does a GET on the child and returns the status code.
 func get(t *testing.T, c *Child, path string) int {
 	t.Helper()
-	resp, err := http.Get(c.URL().String() + path)
+	resp, err := clientFor(c).Get(c.URL().String() + path)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
@@ -194,42 +196,73 @@ func get(t *testing.T, c *Child, path string) int {
 	return resp.StatusCode
 }
 
-// fixedFirst hands out given ports first, then delegates; it records Puts.
-type fixedFirst struct {
-	mu    sync.Mutex // guards first and puts
-	first []int
-	puts  []int
-	rest  PortAllocator
+// clientFor returns an HTTP client that reaches c wherever it listens now.
+func clientFor(c *Child) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return c.Addr().Dial(ctx, &net.Dialer{})
+		},
+		DisableKeepAlives: true,
+	}}
 }
 
-func (f *fixedFirst) Get() (int, error) {
+// testAddrs returns the platform's addresses for children, released when the test ends.
+func testAddrs(t *testing.T) Addrs {
+	a := NewAddrs()
+	t.Cleanup(func() {
+		if err := CloseAddrs(a); err != nil {
+			t.Error(err)
+		}
+	})
+	return a
+}
+
+// fixedFirst hands out given addresses first, then delegates; it records Puts.
+type fixedFirst struct {
+	mu    sync.Mutex // guards first and puts
+	first []Addr
+	puts  []Addr
+	rest  Addrs
+}
+
+func (f *fixedFirst) Get() (Addr, error) {
 	f.mu.Lock()
 	if len(f.first) > 0 {
-		p := f.first[0]
+		a := f.first[0]
 		f.first = f.first[1:]
 		f.mu.Unlock()
-		return p, nil
+		return a, nil
 	}
 	f.mu.Unlock()
 	return f.rest.Get()
 }
 
-func (f *fixedFirst) Put(p int) {
+func (f *fixedFirst) Put(a Addr) {
 	f.mu.Lock()
-	f.puts = append(f.puts, p)
+	f.puts = append(f.puts, a)
 	f.mu.Unlock()
-	f.rest.Put(p)
+	f.rest.Put(a)
 }
 
-// occupy listens on a free port without ever answering HTTP.
-func occupy(t *testing.T) int {
+// occupy listens on an address of the platform's kind (a unix socket, or a port on Windows)
+// without ever answering HTTP.
+func occupy(t *testing.T) Addr {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if runtime.GOOS == "windows" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return Addr{Port: l.Addr().(*net.TCPAddr).Port}
+	}
+	path := filepath.Join(t.TempDir(), "busy.sock")
+	l, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return l.Addr().(*net.TCPAddr).Port
+	return Addr{Socket: path}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -31,8 +31,15 @@ func TestChildDiesWithKilledParent(t *testing.T) {
 			if when == "loading" {
 				load = "10m"
 			}
+			// The killed parent cannot remove its socket folder: keep it in one of the test's own.
+			runtimeDir, err := os.MkdirTemp("", "rt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(runtimeDir)
 			helper := exec.Command(os.Args[0], "-test.run=^$")
 			helper.Env = append(os.Environ(),
+				"XDG_RUNTIME_DIR="+runtimeDir,
 				helperEnv+"="+when,
 				helperBinEnv+"="+testbed.FakeLlamaServer(t),
 				helperModelEnv+"="+model,

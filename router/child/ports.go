@@ -6,7 +6,8 @@ import (
 	"sync"
 )
 
-// PortAllocator hands out TCP ports on 127.0.0.1 for children. A port handed
+// PortAllocator hands out TCP ports on 127.0.0.1 for children on Windows (elsewhere they
+// listen on unix sockets, see Sockets; NewTCPAddrs makes Addrs of it). A port handed
 // out by Get is not handed out again until it is given back with Put, so no
 // two children race for one port.
 type PortAllocator interface {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -39,10 +38,17 @@ type probeClient struct {
 	http      *http.Client
 }
 
+// addrKey carries the Addr a probe dials in its request's context.
+type addrKey struct{}
+
 func newProbeClient() *probeClient {
+	d := &net.Dialer{Timeout: probeTimeout}
 	t := &http.Transport{
-		Proxy:               nil, // children are on 127.0.0.1; never use a proxy
-		DialContext:         (&net.Dialer{Timeout: probeTimeout}).DialContext,
+		Proxy: nil, // children are on this machine; never use a proxy
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			a, _ := ctx.Value(addrKey{}).(Addr)
+			return a.Dial(ctx, d)
+		},
 		MaxIdleConnsPerHost: 1,
 		IdleConnTimeout:     10 * time.Second,
 		DisableCompression:  true,
@@ -53,16 +59,16 @@ func newProbeClient() *probeClient {
 // close drops idle connections to a process that has ended.
 func (pc *probeClient) close() { pc.transport.CloseIdleConnections() }
 
-// probe asks the child's port once and returns the result. It never blocks
+// probe asks the child at addr once and returns the result. It never blocks
 // longer than probeTimeout.
-func (pc *probeClient) probe(ctx context.Context, port int, kind probeKind) probeResult {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+func (pc *probeClient) probe(ctx context.Context, addr Addr, kind probeKind) probeResult {
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, addrKey{}, addr), probeTimeout)
 	defer cancel()
 	path := "/health"
 	if kind == probeProps {
 		path = "/props"
 	}
-	u := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + path
+	u := addr.URL().String() + path
 	res := probeResult{kind: kind}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {

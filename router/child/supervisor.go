@@ -17,13 +17,13 @@ import (
 // exited, in case a grandchild still holds them.
 const waitDelay = 2 * time.Second
 
-// proc is one process of a Child; a port conflict starts a new one.
+// proc is one process of a Child; a bind failure starts a new one.
 type proc struct {
 	cmd    *exec.Cmd
 	os     *osProc // platform handle: process group or job object
 	stdin  io.WriteCloser
 	pid    int
-	port   int
+	addr   Addr
 	log    *slog.Logger // with model and pid; set before started is closed
 	ring   *ring
 	stdout *lineSink
@@ -35,7 +35,8 @@ type proc struct {
 	waitCh  chan error       // the result of cmd.Wait, exactly once
 	probes  chan probeResult // capacity 1: at most one probe is in flight
 
-	bindFailed atomic.Bool  // an output line said the port could not be bound
+	buffers    bufferReport // the child's report of its device buffers, read until it is ready
+	bindFailed atomic.Bool  // an output line said the address could not be bound
 	loaded     atomic.Bool  // it became ready: output lines are no longer checked for a bind failure
 	lastOutput atomic.Int64 // unix nanoseconds of the last output bytes
 }
@@ -50,12 +51,12 @@ func (c *Child) supervise(started chan<- error) {
 	runtime.LockOSThread()
 	var last Event // identity and exit code of the previous process, for a failed restart
 	for attempt := 0; ; attempt++ {
-		port, err := c.spec.Ports.Get()
+		addr, err := c.spec.Addrs.Get()
 		var p *proc
 		if err != nil {
 			err = fmt.Errorf("%w: %w", ErrStart, err)
-		} else if p, err = c.spawn(port); err != nil {
-			c.spec.Ports.Put(port)
+		} else if p, err = c.spawn(addr); err != nil {
+			c.spec.Addrs.Put(addr)
 		}
 		if err != nil {
 			runtime.UnlockOSThread()
@@ -64,7 +65,7 @@ func (c *Child) supervise(started chan<- error) {
 				started <- fmt.Errorf("child %q: %w", c.spec.Model, err)
 				return
 			}
-			last.Err = fmt.Errorf("restart on a new port after a port conflict: %w", err)
+			last.Err = fmt.Errorf("restart on a new address after a bind failure: %w", err)
 			c.finish(last)
 			return
 		}
@@ -72,14 +73,14 @@ func (c *Child) supervise(started chan<- error) {
 			started <- nil
 		}
 		out := c.run(p)
-		c.spec.Ports.Put(port)
+		c.spec.Addrs.Put(addr)
 		if c.stopLevel.Load() != stopNone {
 			out.deliberate = true // a Stop between the exit and now: no restart either
 		}
 		ev := c.exitEvent(p, out, attempt)
 		if out.bindFailed && !out.deliberate && attempt < MaxBindRetries {
-			p.log.Warn("llama-server could not bind its port; restarting it on another port",
-				"port", port, "retry", attempt+1, "of", MaxBindRetries)
+			p.log.Warn("llama-server could not bind its address; restarting it on another",
+				"addr", addr, "retry", attempt+1, "of", MaxBindRetries)
 			last = ev
 			continue
 		}
@@ -96,24 +97,24 @@ func (c *Child) finish(ev Event) {
 		ev.LogTail = c.ring.tail(LogTailLines)
 	}
 	if ev.Err != nil {
-		c.log.Warn("llama-server exited", "pid", ev.PID, "port", ev.Port, "code", ev.ExitCode, "err", ev.Err)
+		c.log.Warn("llama-server exited", "pid", ev.PID, "addr", ev.Addr, "code", ev.ExitCode, "err", ev.Err)
 	} else {
-		c.log.Info("llama-server exited", "pid", ev.PID, "port", ev.Port, "code", ev.ExitCode, "deliberate", ev.Deliberate)
+		c.log.Info("llama-server exited", "pid", ev.PID, "addr", ev.Addr, "code", ev.ExitCode, "deliberate", ev.Deliberate)
 	}
 	c.onEvent(ev)
 	close(c.done)
 }
 
-// spawn starts one process listening on port.
-func (c *Child) spawn(port int) (*proc, error) {
-	args := append(append([]string(nil), c.spec.Args...), "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+// spawn starts one process listening at addr.
+func (c *Child) spawn(addr Addr) (*proc, error) {
+	args := append(append([]string(nil), c.spec.Args...), addr.hostArgs()...)
 	cmd := exec.Command(c.spec.Binary, args...)
 	cmd.Env = append(append(os.Environ(), c.spec.Env...), RouterPortEnv+"="+strconv.Itoa(c.spec.RouterPort))
 	cmd.WaitDelay = waitDelay
 	configure(cmd)
 	p := &proc{
 		cmd:     cmd,
-		port:    port,
+		addr:    addr,
 		ring:    c.ring,
 		started: make(chan struct{}),
 		quit:    make(chan struct{}),
@@ -152,15 +153,15 @@ func (c *Child) spawn(port int) (*proc, error) {
 		p.log.Warn("llama-server may outlive Llamatray if it is killed", "err", err)
 	}
 	close(p.started)
-	c.setProcess(p.pid, port, append([]string(nil), cmd.Args...))
-	p.log.Info("llama-server started", "port", port, "args", cmd.Args)
+	c.setProcess(p.pid, addr, append([]string(nil), cmd.Args...))
+	p.log.Info("llama-server started", "addr", addr, "args", cmd.Args)
 	go func() { p.waitCh <- errPump.wait(cmd) }()
 	return p, nil
 }
 
 // exitEvent describes how process p ended.
 func (c *Child) exitEvent(p *proc, out outcome, attempt int) Event {
-	ev := Event{Kind: Exited, PID: p.pid, Port: p.port, ExitCode: -1, Deliberate: out.deliberate,
+	ev := Event{Kind: Exited, PID: p.pid, Addr: p.addr, ExitCode: -1, Deliberate: out.deliberate,
 		LogTail: c.ring.tail(LogTailLines)}
 	how := "no exit status"
 	if st := p.cmd.ProcessState; st != nil {
@@ -175,7 +176,7 @@ func (c *Child) exitEvent(p *proc, out outcome, attempt int) Event {
 	case out.timedOut:
 		ev.Err = fmt.Errorf("%w (%s without output)", ErrLoadTimeout, c.spec.LoadTimeout)
 	case out.bindFailed:
-		ev.Err = fmt.Errorf("%w: port %d in use, %d ports tried", ErrBind, p.port, attempt+1)
+		ev.Err = fmt.Errorf("%w: %s in use, %d addresses tried", ErrBind, p.addr, attempt+1)
 	case !out.ready:
 		ev.Err = fmt.Errorf("%w: %s", ErrLoadFailed, how)
 	default:

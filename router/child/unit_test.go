@@ -181,7 +181,7 @@ func TestSpecValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.RouterPort != 1 || s.LoadTimeout != DefaultLoadTimeout || s.StopTimeout != DefaultStopTimeout ||
-		s.HealthInterval != DefaultHealthInterval || s.LogLines != DefaultLogLines || s.Ports == nil || s.Logger == nil {
+		s.HealthInterval != DefaultHealthInterval || s.LogLines != DefaultLogLines || s.Addrs == nil || s.Logger == nil {
 		t.Fatalf("defaults not applied: %+v", s)
 	}
 }

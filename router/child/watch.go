@@ -57,7 +57,7 @@ func (c *Child) run(p *proc) outcome {
 	w.probeTimer.Stop()
 	defer w.close()
 
-	c.emit(Event{Kind: Loading, PID: p.pid, Port: p.port})
+	c.emit(Event{Kind: Loading, PID: p.pid, Addr: p.addr})
 	w.onStop()
 	for {
 		w.schedule()
@@ -204,7 +204,7 @@ func (w *watch) onState(m stateMsg) {
 	if w.timedOut || w.acted != stopNone {
 		return
 	}
-	ev := Event{PID: w.p.pid, Port: w.p.port}
+	ev := Event{PID: w.p.pid, Addr: w.p.addr}
 	switch m.State {
 	case "loading":
 		if w.phase == phaseLoading && m.HasProgress && m.Progress != w.progress {
@@ -239,7 +239,7 @@ func (w *watch) becomeReady(how string) {
 	w.loadC = nil
 	w.loadTimer.Stop()
 	w.p.log.Info("llama-server ready", "by", how, "load_time", time.Since(w.loadStart).Round(time.Millisecond))
-	w.c.emit(Event{Kind: Ready, PID: w.p.pid, Port: w.p.port, Progress: 1})
+	w.c.emit(Event{Kind: Ready, PID: w.p.pid, Addr: w.p.addr, Progress: 1, Buffers: w.p.buffers.perDevice()})
 }
 
 // wantProbe says which probe the current phase needs.
@@ -283,8 +283,8 @@ func (w *watch) startProbe() {
 		return
 	}
 	w.probing = true
-	ctx, client, port, results := w.ctx, w.c.client, w.p.port, w.p.probes
-	go func() { results <- client.probe(ctx, port, kind) }()
+	ctx, client, addr, results := w.ctx, w.c.client, w.p.addr, w.p.probes
+	go func() { results <- client.probe(ctx, addr, kind) }()
 }
 
 // onProbe applies a probe result. State lines, when the child prints them,
@@ -302,7 +302,7 @@ func (w *watch) onProbe(r probeResult) {
 		if w.sawState || !r.known {
 			return
 		}
-		ev := Event{PID: w.p.pid, Port: w.p.port}
+		ev := Event{PID: w.p.pid, Addr: w.p.addr}
 		switch {
 		case r.sleeping && w.phase == phaseReady:
 			w.phase, ev.Kind = phaseSleeping, Sleeping

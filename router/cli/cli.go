@@ -49,11 +49,18 @@ starting llama.cpp's llama-server for each model on demand.
 Usage:
   llamatray [flags]             start the tray app (same flags as serve)
   llamatray serve [flags]       run the router headless (servers, CI, scripts)
-  llamatray models [flags]      list the models found (with their state when an instance runs)
-  llamatray ps [--addr A]       models of the running instance: state, active requests, memory
+  llamatray models [--json]     list the models found, with memory estimates (and state when an instance runs)
+  llamatray ps [--json]         models of the running instance: state, active requests, memory
   llamatray load ID             load a model in the running instance
   llamatray unload ID [--force] unload a model (drains in-flight requests unless --force)
+  llamatray pin ID              keep a model loaded: never evicted (saved in the config, as the tray's pin)
+  llamatray unpin ID            let a pinned model be evicted again
+  llamatray search TEXT         find GGUF models on the Hugging Face Hub (ORG/REPO: its quants)
+  llamatray pull ORG/REPO[:QUANT]  download a model from the Hub (verified, resumable)
+  llamatray rm ID               delete a model pulled from the Hub
   llamatray version             print version, commit and Go version
+  llamatray llama-server install|list|use|update
+                                get and switch llama.cpp's own builds of llama-server
 
 Run 'llamatray serve -h' for the flags.
 `
@@ -77,6 +84,16 @@ func run(args []string, b Build, desktop Desktop, env Env) int {
 		err = runLoad(args, env)
 	case "unload":
 		err = runUnload(args, env)
+	case "pin", "unpin":
+		err = runPin(args, env, cmd == "pin")
+	case "llama-server":
+		err = runLlamaServer(args, env)
+	case "search":
+		err = runSearch(args, env)
+	case "pull":
+		err = runPull(args, env)
+	case "rm":
+		err = runRm(args, env)
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString(b))
 		return 0

@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +15,8 @@ import (
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/client"
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // clientFlags are the flags of commands that talk to a running instance.
@@ -77,6 +83,7 @@ func (f *clientFlags) client() *client.Client {
 
 func runPS(args []string, env Env) error {
 	f := newClientFlags("ps", env, false)
+	asJSON := f.fs.Bool("json", false, "print the models as JSON: the objects of GET /models \"data\"")
 	pos, err := f.parse(args)
 	if err != nil {
 		return err
@@ -90,14 +97,24 @@ func runPS(args []string, env Env) error {
 	if err != nil {
 		return fmt.Errorf("is Llamatray running? %w", err)
 	}
+	running := []wire.Model{}
+	for _, m := range models {
+		if m.Status.Value != "unloaded" || m.Status.Queued > 0 {
+			running = append(running, m)
+		}
+	}
+	if *asJSON {
+		return printJSON(env.Stdout, running)
+	}
+	if len(running) == 0 {
+		fmt.Fprintln(env.Stdout, "No model is loaded.")
+		return nil
+	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODEL\tSTATE\tACTIVE\tQUEUED\tMEMORY\tLAST USED\tUNTIL")
 	now := time.Now()
-	for _, m := range models {
+	for _, m := range running {
 		st := m.Status
-		if st.Value == "unloaded" && st.Queued == 0 {
-			continue
-		}
 		state := st.Value
 		if st.Draining {
 			state += " (draining)"
@@ -109,6 +126,13 @@ func runPS(args []string, env Env) error {
 			bytesOr(st.MemoryBytes, st.MemoryEstimateBytes), ago(now, st.LastUsed), until(now, st.UnloadAt))
 	}
 	return tw.Flush()
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func runLoad(args []string, env Env) error {
@@ -147,71 +171,129 @@ func runUnload(args []string, env Env) error {
 	return nil
 }
 
-// runModels prints the catalog. When an instance is running at the configured address it shows each
-// model's state too; otherwise it scans the folders itself.
+// runPin pins (or with unpin, unpins) a model in the running instance, which saves the choice in
+// its configuration file: the same pin as the tray's and POST /models/pin.
+func runPin(args []string, env Env, pinned bool) error {
+	name := "pin"
+	if !pinned {
+		name = "unpin"
+	}
+	f := newClientFlags(name, env, false)
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{fmt.Errorf("usage: llamatray %s MODEL", name)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f.client().Pin(ctx, pos[0], pinned); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "%s %sned (saved in the configuration)\n", pos[0], name)
+	return nil
+}
+
+// runModels prints the models with their memory estimates. When an instance is running at the
+// configured address (and no flag changes what it would show), they are the instance's own, as
+// GET /models gives them, with their state. Otherwise the service's view is built here by the
+// same code (service.Inspect), so the estimates are the ones the instance would give.
 func runModels(args []string, env Env) error {
 	f := newServeFlags("models", env.Stderr)
+	asJSON := f.fs.Bool("json", false, "print the models as JSON: the objects of GET /models \"data\"")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	cfg, _, err := loadConfig(f)
+	cfg, path, err := loadConfig(f)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	states := map[string]string{}
-	if !f.set["models-dir"] {
-		c := client.New(cfg.Listen)
-		if len(cfg.APIKeys) > 0 {
-			c.APIKey = cfg.APIKeys[0]
+	models, dirs, warnings, live := instanceModels(ctx, f, cfg)
+	if !live {
+		views, w, err := service.Inspect(ctx, cfg, service.Options{ConfigPath: path, Logger: discardLogger()})
+		if err != nil {
+			return err
 		}
-		pctx, pc := context.WithTimeout(ctx, 500*time.Millisecond)
-		if c.Ping(pctx) == nil {
-			if ms, err := c.Models(ctx); err == nil {
-				for _, m := range ms {
-					states[m.ID] = m.Status.Value
-				}
-			}
+		now := time.Now()
+		models, dirs, warnings = make([]wire.Model, 0, len(views)), cfg.ModelDirsResolved(), w
+		for _, v := range views {
+			models = append(models, v.Wire(now))
 		}
-		pc()
 	}
-	cat := catalog.New(catalog.Options{
-		Dirs: cfg.ModelDirsResolved(),
-		Params: func(id string) catalog.EstimateParams {
-			ms := cfg.ModelSettings(id)
-			return catalog.EstimateParams{ContextSize: max(ms.CtxSize, 512), Parallel: cfg.Defaults.Parallel}
-		},
-		Aliases: func(id string) []string { return cfg.ModelSettings(id).Aliases },
-		Hidden:  func(id string) bool { return cfg.ModelSettings(id).Hidden },
-		Logger:  discardLogger(),
-	})
-	if err := cat.Scan(ctx); err != nil {
-		return err
-	}
-	for _, w := range cat.Warnings() {
+	for _, w := range warnings {
 		fmt.Fprintf(env.Stderr, "skipped: %s\n", w)
+	}
+	if len(models) == 0 {
+		fmt.Fprintf(env.Stderr, "no GGUF models found in: %s\n", strings.Join(dirs, ", "))
+	}
+	if *asJSON {
+		return printJSON(env.Stdout, models)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	header := "ID\tARCH\tPARAMS\tQUANT\tSIZE\tCONTEXT\tEST. MEMORY"
-	if len(states) > 0 {
+	if live {
 		header += "\tSTATE"
 	}
 	fmt.Fprintln(tw, header)
-	for _, m := range cat.Models() {
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s", m.ID, m.Architecture, params(m.Parameters), m.Quantization,
-			humanBytes(m.SizeBytes), m.ContextLength, humanBytes(m.Estimate.RAM+m.Estimate.VRAM))
-		if len(states) > 0 {
-			st := states[m.ID]
-			if st == "" {
-				st = "-"
-			}
-			line += "\t" + st
+	for _, m := range models {
+		meta := m.Meta
+		if meta == nil {
+			meta = &wire.ModelMeta{}
+		}
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s", m.ID, orDash(meta.Architecture), orDash(catalog.ParamsLabel(meta.Parameters)),
+			orDash(meta.Quantization), humanBytes(meta.SizeBytes), meta.ContextLength, humanBytes(m.Status.MemoryEstimateBytes))
+		if live {
+			line += "\t" + m.Status.Value
 		}
 		fmt.Fprintln(tw, line)
 	}
-	if len(cat.Models()) == 0 {
-		fmt.Fprintf(env.Stderr, "no GGUF models found in: %s\n", strings.Join(cfg.ModelDirsResolved(), ", "))
-	}
 	return tw.Flush()
+}
+
+// instanceModels asks the instance at the configured address for its models, its model folders
+// and the files it skipped. live is false when none answers, or when a flag other than --config,
+// --addr or --json was given: then the caller shows what an instance with those flags would.
+func instanceModels(ctx context.Context, f *serveFlags, cfg config.Config) (models []wire.Model, dirs, warnings []string, live bool) {
+	for name := range f.set {
+		if name != "config" && name != "addr" && name != "json" {
+			return nil, nil, nil, false
+		}
+	}
+	c := client.New(cfg.Listen)
+	if len(cfg.APIKeys) > 0 {
+		c.APIKey = cfg.APIKeys[0]
+	}
+	pctx, pc := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer pc()
+	if c.Ping(pctx) != nil {
+		return nil, nil, nil, false
+	}
+	models, err := c.Models(ctx)
+	if err != nil {
+		return nil, nil, nil, false
+	}
+	if st, err := c.Status(ctx); err == nil && st.Setup != nil {
+		dirs, warnings = st.Setup.ModelDirs, st.Setup.CatalogWarnings
+	}
+	return models, dirs, warnings, true
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func readFileOrEmpty(path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -1,53 +1,17 @@
 package cli
 
 import (
-	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"time"
+
+	"github.com/llamatray/llamatray/router/config"
 )
 
-func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func readFileOrEmpty(path string) []byte {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	return b
-}
-
-// humanBytes prints a size with binary units: 512 B, 1.5 KiB, 4.1 GiB.
+// humanBytes prints a size in the one size format (config.HumanSize), "-" when there is none.
 func humanBytes(n int64) string {
 	if n <= 0 {
 		return "-"
 	}
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// params prints a parameter count: 135M, 7.2B.
-func params(n int64) string {
-	switch {
-	case n <= 0:
-		return "-"
-	case n >= 1e9:
-		return fmt.Sprintf("%.1fB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.0fM", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.0fK", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
+	return config.HumanSize(n)
 }
 
 func bytesOr(measured, estimate int64) string {

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // PingTimeout bounds Ping when the context has no earlier deadline.
@@ -60,51 +62,6 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("llamatray: HTTP %d", e.Status)
 	}
 	return e.Message
-}
-
-// ModelInfo mirrors one entry of GET /models.
-type ModelInfo struct {
-	ID      string      `json:"id"`
-	Object  string      `json:"object"`
-	OwnedBy string      `json:"owned_by"`
-	Created int64       `json:"created"`
-	Aliases []string    `json:"aliases"`
-	Status  ModelStatus `json:"status"`
-	Meta    *ModelMeta  `json:"meta"` // nil when the catalog no longer has the model
-}
-
-// ModelStatus mirrors the "status" object of a model entry.
-type ModelStatus struct {
-	Value               string     `json:"value"` // unloaded, loading, loaded, sleeping, stopping, failed
-	ActiveRequests      int        `json:"active_requests"`
-	Queued              int        `json:"queued"`
-	MemoryBytes         int64      `json:"memory_bytes"`
-	MemoryEstimateBytes int64      `json:"memory_estimate_bytes"`
-	LastUsed            *time.Time `json:"last_used"`
-	PID                 int        `json:"pid"`
-	Port                int        `json:"port"`
-	ExitCode            *int       `json:"exit_code"`
-	Pinned              bool       `json:"pinned"`
-	Draining            bool       `json:"draining"`
-	Error               string     `json:"error"`
-	NextRetry           *time.Time `json:"next_retry"`
-	UnloadAt            *time.Time `json:"unload_at"`
-	Progress            float64    `json:"progress"`
-	Args                []string   `json:"args"`
-}
-
-// ModelMeta mirrors the "meta" object of a model entry.
-type ModelMeta struct {
-	Name          string `json:"name"`
-	Architecture  string `json:"architecture"`
-	Parameters    int64  `json:"parameters"`
-	Quantization  string `json:"quantization"`
-	SizeBytes     int64  `json:"size_bytes"`
-	ContextLength int    `json:"context_length"`
-	ChatTemplate  bool   `json:"chat_template"`
-	Path          string `json:"path"`
-	Splits        int    `json:"splits"`
-	Mmproj        string `json:"mmproj"`
 }
 
 func (c *Client) httpClient() *http.Client {
@@ -185,10 +142,8 @@ func decodeError(status int, raw []byte) error {
 }
 
 // Models lists every model of the instance with its state.
-func (c *Client) Models(ctx context.Context) ([]ModelInfo, error) {
-	var list struct {
-		Data []ModelInfo `json:"data"`
-	}
+func (c *Client) Models(ctx context.Context) ([]wire.Model, error) {
+	var list wire.ModelList
 	if err := c.do(ctx, http.MethodGet, "/models", nil, &list); err != nil {
 		return nil, err
 	}
@@ -205,13 +160,17 @@ func (c *Client) Unload(ctx context.Context, id string, force bool) error {
 	return c.do(ctx, http.MethodPost, "/models/unload", map[string]any{"model": id, "force": force}, nil)
 }
 
+// Pin pins or unpins a model: never evicted by memory pressure or idle timers. The instance saves
+// the choice in its configuration file, so it holds after a restart.
+func (c *Client) Pin(ctx context.Context, id string, pinned bool) error {
+	return c.do(ctx, http.MethodPost, "/models/pin", map[string]any{"model": id, "pinned": pinned}, nil)
+}
+
 // Status returns the instance's /api/status document.
-func (c *Client) Status(ctx context.Context) (map[string]any, error) {
-	var st map[string]any
-	if err := c.do(ctx, http.MethodGet, "/api/status", nil, &st); err != nil {
-		return nil, err
-	}
-	return st, nil
+func (c *Client) Status(ctx context.Context) (wire.Status, error) {
+	var st wire.Status
+	err := c.do(ctx, http.MethodGet, "/api/status", nil, &st)
+	return st, err
 }
 
 // Ping reports whether a Llamatray instance answers at Base, within PingTimeout. It returns

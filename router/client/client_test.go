@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/httpapi"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // engineStub is a small engine with two models; it records management calls.
@@ -55,7 +57,10 @@ func (e *engineStub) Unload(ctx context.Context, name string, force bool) error 
 	e.record("unload " + name)
 	return nil
 }
-func (e *engineStub) SetPinned(name string, pinned bool) error { return nil }
+func (e *engineStub) SetPinned(name string, pinned bool) error {
+	e.record(fmt.Sprintf("pin %s %v", name, pinned))
+	return nil
+}
 func (e *engineStub) Models() []engine.ModelStatus {
 	code := 1
 	return []engine.ModelStatus{
@@ -123,7 +128,7 @@ func TestModelsMirrorsServer(t *testing.T) {
 		ms[1].Status.ExitCode == nil || *ms[1].Status.ExitCode != 1 || ms[1].Status.Error != "crashed" {
 		t.Fatalf("%+v", ms)
 	}
-	// Every field the server sends has a home in ModelInfo.
+	// Every field the server sends has a home in wire.Model.
 	resp, err := http.Get(srv.URL + "/models")
 	if err != nil {
 		t.Fatal(err)
@@ -132,12 +137,21 @@ func TestModelsMirrorsServer(t *testing.T) {
 	raw, _ := io.ReadAll(resp.Body)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	var list struct {
-		Object string      `json:"object"`
-		Data   []ModelInfo `json:"data"`
-	}
+	var list wire.ModelList
 	if err := dec.Decode(&list); err != nil {
-		t.Fatalf("ModelInfo does not mirror /models: %v", err)
+		t.Fatalf("wire.ModelList does not mirror /models: %v", err)
+	}
+	// And every field of /api/status has a home in wire.Status.
+	resp, err = http.Get(srv.URL + "/api/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	dec = json.NewDecoder(resp.Body)
+	dec.DisallowUnknownFields()
+	var st wire.Status
+	if err := dec.Decode(&st); err != nil || st.Version != "1.2.3" {
+		t.Fatalf("wire.Status does not mirror /api/status: %v %+v", err, st)
 	}
 }
 
@@ -151,10 +165,16 @@ func TestManage(t *testing.T) {
 	if err := c.Unload(ctx, "m2", true); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Pin(ctx, "fast", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Pin(ctx, "m2", false); err != nil {
+		t.Fatal(err)
+	}
 	es.mu.Lock()
 	calls := strings.Join(es.calls, ",")
 	es.mu.Unlock()
-	if calls != "load m1,unload m2 force" {
+	if calls != "load m1,unload m2 force,pin m1 true,pin m2 false" {
 		t.Fatal(calls)
 	}
 	err := c.Load(ctx, "nope")
@@ -163,7 +183,7 @@ func TestManage(t *testing.T) {
 		t.Fatalf("%#v", err)
 	}
 	st, err := c.Status(ctx)
-	if err != nil || st["version"] != "1.2.3" {
+	if err != nil || st.Version != "1.2.3" || st.Service != "llamatray" || st.Memory.MaxLoaded != 2 || st.Models.Total != 2 || st.Models.Loaded != 1 {
 		t.Fatalf("%v %v", st, err)
 	}
 }

@@ -34,6 +34,7 @@ type Config struct {
 	ModelDirs             []string         `toml:"model_dirs"`              // extra model folders; "~" expanded
 	ScanDefaultDirs       bool             `toml:"scan_default_dirs"`       // also scan the usual model folders
 	LlamaServer           string           `toml:"llama_server"`            // llama-server path; "" = find it
+	LlamaServerUpdate     bool             `toml:"llama_server_update"`     // daily: install llama.cpp's newer build
 	MemoryLimit           Size             `toml:"memory_limit"`            // 0 = derived from the machine
 	MemoryReserve         Size             `toml:"memory_reserve"`          // kept free for everything else
 	MaxLoaded             int              `toml:"max_loaded"`              // 0 = no cap
@@ -50,6 +51,7 @@ type Config struct {
 	AllowedHosts          []string         `toml:"allowed_hosts"`           // extra Host header values
 	CORSOrigins           []string         `toml:"cors_origins"`            // browser origins allowed
 	LogLevel              string           `toml:"log_level"`               // debug|info|warn|error
+	AutoPull              bool             `toml:"auto_pull"`               // a request for a missing ORG/REPO:QUANT starts its download
 	Defaults              ChildDefaults    `toml:"defaults"`
 	Models                map[string]Model `toml:"models"`
 }

@@ -65,6 +65,7 @@ func (c Config) render() (string, error) {
 		{comment: "Extra folders to scan (recursively) for .gguf models. \"~\" is your home folder.", key: "model_dirs", value: r.list(c.ModelDirs)},
 		{comment: "Also scan the usual folders: Llamatray's own models folder, LM Studio's (~/.lmstudio/models),\nllama.cpp's download cache ($LLAMA_CACHE) and the Hugging Face cache (~/.cache/huggingface/hub).", key: "scan_default_dirs", value: strconv.FormatBool(c.ScanDefaultDirs)},
 		{comment: "Path of llama-server. Empty: found automatically.", key: "llama_server", value: r.str(c.LlamaServer)},
+		{comment: "Once a day, install llama.cpp's newest release build when it is newer than the one\nLlamatray installed (running models keep theirs; new loads use it).", key: "llama_server_update", value: strconv.FormatBool(c.LlamaServerUpdate)},
 		{comment: "Memory models may use together. \"0\": derived from this machine's memory.", key: "memory_limit", value: r.str(c.MemoryLimit.String())},
 		{comment: "Memory always left free for everything else.", key: "memory_reserve", value: r.str(c.MemoryReserve.String())},
 		{comment: "Most models loaded at once. 0: no cap, memory decides.", key: "max_loaded", value: strconv.Itoa(c.MaxLoaded)},
@@ -81,6 +82,7 @@ func (c Config) render() (string, error) {
 		{comment: "Host header values accepted besides localhost and the listen address (protects against\nDNS rebinding).", key: "allowed_hosts", value: r.list(c.AllowedHosts)},
 		{comment: "Browser origins allowed to call the API, like \"http://localhost:3000\", or \"*\".", key: "cors_origins", value: r.list(c.CORSOrigins)},
 		{comment: "Log detail: debug, info, warn or error.", key: "log_level", value: r.str(c.LogLevel)},
+		{comment: "A request for an ORG/REPO:QUANT model that is not on this machine starts its download from\nthe Hugging Face Hub (it is answered 503 until the download is done). Off: it gets 404.", key: "auto_pull", value: strconv.FormatBool(c.AutoPull)},
 	})
 
 	r.b.WriteString("\n# Settings every model starts with.\n[defaults]\n")

@@ -113,3 +113,25 @@ func (s *Size) UnmarshalText(b []byte) error {
 
 // Set implements flag.Value.
 func (s *Size) Set(v string) error { return s.UnmarshalText([]byte(v)) }
+
+// HumanSize writes a byte count for people in the binary units the configuration takes: "512 B",
+// "812 MiB", "4.1 GiB", "16 GiB" — one decimal below 10, none from 10 up. It is the one size
+// format of Llamatray's output (the CLI, the tray and the windows).
+func HumanSize(n int64) string {
+	if n < 0 {
+		return "-" + HumanSize(-n)
+	}
+	if n < int64(KiB) {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v, i := float64(n)/1024, 0
+	for i < len(units)-1 && v >= 1023.5 { // 1023.5 MiB would print as "1024 MiB": say 1.0 GiB
+		v /= 1024
+		i++
+	}
+	if v < 9.95 { // 9.96 would print as "10.0"
+		return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i]
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + " " + units[i]
+}

@@ -201,3 +201,15 @@ func TestDurationString(t *testing.T) {
 		t.Error("Std does not convert")
 	}
 }
+
+func TestHumanSize(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0 B", 512: "512 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB",
+		812 << 20: "812 MiB", 1023<<20 + 600<<10: "1.0 GiB", 4402341478: "4.1 GiB",
+		10694468485: "10 GiB", 16 << 30: "16 GiB", 70 << 30: "70 GiB", 3 << 40: "3.0 TiB", -2048: "-2.0 KiB",
+	} {
+		if got := HumanSize(n); got != want {
+			t.Errorf("HumanSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

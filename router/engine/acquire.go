@@ -4,19 +4,21 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/llamatray/llamatray/router/sched"
 )
 
-// waiter is one request queued for a model. Guarded by Engine.mu, except ch, which is buffered (1)
-// and receives exactly one result.
+// waiter is one request for a model. Guarded by Engine.mu, except ch, which is buffered (1) and
+// receives exactly one result, from answer, under mu.
 type waiter struct {
 	model string
 	enq   time.Time
 	ch    chan result
+	timer Timer // the queue deadline; nil once answered
+	done  bool  // answered, or left the queue
+	late  bool  // the deadline passed while its model was loading: the load answers it
 }
 
 type result struct {
@@ -39,89 +41,153 @@ func (e *Engine) Acquire(ctx context.Context, name string) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
 	e.mu.Lock()
-	if e.models[id] == nil && !e.closed {
-		// The catalog knows a model the engine has not synced yet.
-		e.mu.Unlock()
-		e.syncCatalog()
-		e.mu.Lock()
-	}
-	if e.closed {
-		e.mu.Unlock()
-		return nil, ErrClosed
-	}
-	if e.o.Binary == "" {
-		hint := e.o.BinaryHint
-		e.mu.Unlock()
-		return nil, &NoServerError{Hint: hint}
-	}
-	m := e.models[id]
-	if m == nil {
-		e.mu.Unlock()
-		return nil, &UnknownModelError{Name: name}
-	}
-	if l := e.tryLease(m, start); l != nil {
-		e.mu.Unlock()
-		return l, nil
-	}
-	if m.state == StateFailed && start.Before(m.nextRetry) {
-		err := e.loadError(m)
-		e.mu.Unlock()
-		return nil, err
-	}
-	w := &waiter{model: id, enq: start, ch: make(chan result, 1)}
-	e.queue = append(e.queue, w)
-	e.publish(Event{Kind: "queue", Model: id, State: m.state, Active: m.leases, Message: fmt.Sprintf("%d queued", e.queued(id))})
-	acts := e.reconcile()
-	timeout := e.o.QueueTimeout
+	known := e.models[id] != nil || e.closed
 	e.mu.Unlock()
-	e.act(acts)
+	if !known {
+		e.syncCatalog() // the catalog knows a model the engine has not synced yet
+	}
+	return e.await(ctx, e.request(id, name))
+}
 
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+// request decides what a request for id gets: a lease or an error at once, or a place in the queue
+// with its deadline armed. Either way the answer arrives on the waiter's ch.
+func (e *Engine) request(id, name string) *waiter {
+	w := &waiter{model: id, ch: make(chan result, 1)}
+	e.transact(func(now time.Time) []action {
+		w.enq = now
+		if e.closed {
+			e.answer(w, result{err: ErrClosed})
+			return nil
+		}
+		if e.o.Binary == "" {
+			e.answer(w, result{err: &NoServerError{Hint: e.o.BinaryHint}})
+			return nil
+		}
+		m := e.models[id]
+		if m == nil {
+			e.answer(w, result{err: &UnknownModelError{Name: name}})
+			return nil
+		}
+		if l := e.tryLease(m, now); l != nil {
+			e.answer(w, result{lease: l})
+			return nil
+		}
+		if m.state == StateFailed && now.Before(m.nextRetry) {
+			e.answer(w, result{err: e.loadError(m)})
+			return nil
+		}
+		e.queue = append(e.queue, w)
+		w.timer = e.fx.AfterFunc(e.o.QueueTimeout, func() { e.expire(w) })
+		e.publish(Event{Kind: "queue", Model: id, State: m.state, Active: m.leases, Message: fmt.Sprintf("%d queued", e.queued(id))})
+		return nil
+	})
+	return w
+}
+
+// await waits for w's answer, or takes w out of the queue when ctx ends.
+func (e *Engine) await(ctx context.Context, w *waiter) (*Lease, error) {
 	select {
 	case r := <-w.ch:
-		return r.finish(start)
+		return e.finish(w, r)
 	case <-ctx.Done():
-		if r, ok := e.leave(w); ok {
+		if r, ok := e.leave(w); ok && r.lease != nil {
 			r.lease.Release()
 		}
-		return nil, fmt.Errorf("waiting for model %q: %w", id, ctx.Err())
-	case <-timer.C:
-		if r, ok := e.leave(w); ok {
-			return r.finish(start) // granted just as the deadline passed
-		}
-		return nil, &QueueTimeoutError{Model: id, Waited: time.Since(start), RetryAfter: e.retryAfter()}
+		return nil, fmt.Errorf("waiting for model %q: %w", w.model, ctx.Err())
 	}
 }
 
-func (r result) finish(start time.Time) (*Lease, error) {
+// finish stamps a granted lease with how long its request waited.
+func (e *Engine) finish(w *waiter, r result) (*Lease, error) {
 	if r.lease != nil {
-		r.lease.Waited = time.Since(start)
+		r.lease.Waited = e.fx.Now().Sub(w.enq)
 	}
 	return r.lease, r.err
 }
 
-// leave takes w out of the queue. If a result was already delivered it returns it (ok) instead.
-func (e *Engine) leave(w *waiter) (result, bool) {
-	e.mu.Lock()
-	select {
-	case r := <-w.ch:
-		e.mu.Unlock()
-		return r, r.lease != nil
-	default:
+// answer gives w its one result and disarms its deadline. Called with mu held; w is out of the queue.
+func (e *Engine) answer(w *waiter, r result) {
+	if w.done {
+		return
 	}
+	w.done = true
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	w.ch <- r
+}
+
+// unqueue takes w out of the queue, if it is there. Called with mu held.
+func (e *Engine) unqueue(w *waiter) {
 	for i, q := range e.queue {
 		if q == w {
 			e.queue = append(e.queue[:i:i], e.queue[i+1:]...)
-			break
+			return
 		}
 	}
-	acts := e.reconcile()
-	e.mu.Unlock()
-	e.act(acts)
-	return result{}, false
+}
+
+// expire is w's queue deadline. The deadline is for waiting on memory or a slot: a request whose
+// model is loading is answered by the load (which has its own timeout), and times out only if its
+// model stops loading without serving it (see timeOutLate). An answer already given stands.
+func (e *Engine) expire(w *waiter) {
+	e.transact(func(now time.Time) []action {
+		if w.done {
+			return nil
+		}
+		w.timer = nil
+		if m := e.models[w.model]; m != nil && m.state == StateLoading {
+			w.late = true
+			return nil
+		}
+		e.timeOut(w, now)
+		return nil
+	})
+}
+
+// timeOut ends queued w with QueueTimeoutError. Called with mu held.
+func (e *Engine) timeOut(w *waiter, now time.Time) {
+	e.unqueue(w)
+	e.answer(w, result{err: &QueueTimeoutError{Model: w.model, Waited: now.Sub(w.enq), RetryAfter: e.retryAfter()}})
+}
+
+// timeOutLate ends the requests whose deadline passed during a load of their model, once that model
+// is no longer loading and they were not served. Called with mu held.
+func (e *Engine) timeOutLate(now time.Time) {
+	var late []*waiter
+	for _, w := range e.queue {
+		if m := e.models[w.model]; w.late && (m == nil || m.state != StateLoading) {
+			late = append(late, w)
+		}
+	}
+	for _, w := range late {
+		e.timeOut(w, now)
+	}
+}
+
+// leave takes w out of the queue for a request that gave up. If w was answered already it returns
+// that answer (ok) instead.
+func (e *Engine) leave(w *waiter) (r result, ok bool) {
+	e.transact(func(time.Time) []action {
+		if w.done {
+			select {
+			case r = <-w.ch:
+				ok = true
+			default: // await took it
+			}
+			return nil
+		}
+		e.unqueue(w)
+		w.done = true
+		if w.timer != nil {
+			w.timer.Stop()
+			w.timer = nil
+		}
+		return nil
+	})
+	return r, ok
 }
 
 // retryAfter guesses when a slot may free up: the load timeout is too long; a few seconds is honest.
@@ -164,7 +230,7 @@ func (e *Engine) grant(m *model, now time.Time) *Lease {
 	m.lastUsed = now
 	u, _ := url.Parse(m.base)
 	var once sync.Once
-	l := &Lease{Model: m.id, URL: u}
+	l := &Lease{Model: m.id, URL: u, Socket: m.socket}
 	l.release = func() { once.Do(func() { e.release(m) }) }
 	e.publish(Event{Kind: "lease", Model: m.id, State: m.state, Active: m.leases})
 	return l
@@ -172,179 +238,14 @@ func (e *Engine) grant(m *model, now time.Time) *Lease {
 
 // release gives a lease back; the count can never go below zero.
 func (e *Engine) release(m *model) {
-	e.mu.Lock()
-	if m.leases <= 0 {
-		e.mu.Unlock()
-		e.log.Error("lease released twice", "model", m.id)
-		return
-	}
-	m.leases--
-	m.lastUsed = time.Now()
-	e.publish(Event{Kind: "lease", Model: m.id, State: m.state, Active: m.leases})
-	var acts []action
-	if m.leases == 0 {
-		acts = e.reconcile()
-	}
-	e.mu.Unlock()
-	e.act(acts)
-}
-
-// Load loads the named model and waits until it is ready or failed. It clears a crash backoff.
-func (e *Engine) Load(ctx context.Context, name string) error {
-	id, err := e.Resolve(name)
-	if err != nil {
-		return err
-	}
-	e.mu.Lock()
-	if m := e.models[id]; m != nil && m.state == StateFailed {
-		m.nextRetry = time.Time{}
-	}
-	e.mu.Unlock()
-	l, err := e.Acquire(ctx, id)
-	if err != nil {
-		return err
-	}
-	l.Release()
-	return nil
-}
-
-// StartLoad starts loading the named model in the background and returns at once.
-func (e *Engine) StartLoad(name string) error {
-	id, err := e.Resolve(name)
-	if err != nil {
-		return err
-	}
-	go func() {
-		if err := e.Load(context.Background(), id); err != nil {
-			e.log.Warn("background load failed", "model", id, "err", err)
+	e.transact(func(now time.Time) []action {
+		if m.leases <= 0 {
+			e.log.Error("lease released twice", "model", m.id)
+			return nil
 		}
-	}()
-	return nil
-}
-
-// Unload stops the named model. Without force it drains: new requests wait, in-flight ones finish,
-// then the child stops. With force the child is stopped at once. It waits until the child is gone or
-// ctx ends.
-func (e *Engine) Unload(ctx context.Context, name string, force bool) error {
-	id, err := e.Resolve(name)
-	if err != nil {
-		return err
-	}
-	e.mu.Lock()
-	m := e.models[id]
-	if m == nil || !m.state.Running() {
-		e.mu.Unlock()
+		m.leases--
+		m.lastUsed = now
+		e.publish(Event{Kind: "lease", Model: m.id, State: m.state, Active: m.leases})
 		return nil
-	}
-	done := make(chan struct{})
-	m.stopped = append(m.stopped, done)
-	var acts []action
-	if force {
-		acts = e.stopModel(m, true, "forced unload")
-	} else {
-		e.setDraining(m, "unload requested")
-	}
-	acts = append(acts, e.reconcile()...)
-	e.mu.Unlock()
-	e.act(acts)
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("unloading %q: %w", id, ctx.Err())
-	}
-}
-
-// SetPinned pins or unpins a model for this run (the configuration file is the caller's).
-func (e *Engine) SetPinned(name string, pinned bool) error {
-	id, err := e.Resolve(name)
-	if err != nil {
-		return err
-	}
-	e.mu.Lock()
-	if m := e.models[id]; m != nil {
-		m.pinned, m.pinSet = pinned, true
-		e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases, Message: fmt.Sprintf("pinned=%v", pinned)})
-	}
-	acts := e.reconcile()
-	e.mu.Unlock()
-	e.act(acts)
-	return nil
-}
-
-// Models snapshots every model of the catalog, sorted by ID.
-func (e *Engine) Models() []ModelStatus {
-	e.mu.Lock()
-	out := make([]ModelStatus, 0, len(e.models))
-	for _, m := range e.models {
-		out = append(out, e.status(m))
-	}
-	e.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
-
-// Model snapshots one model.
-func (e *Engine) Model(name string) (ModelStatus, error) {
-	id, err := e.Resolve(name)
-	if err != nil {
-		return ModelStatus{}, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	m := e.models[id]
-	if m == nil {
-		return ModelStatus{}, &UnknownModelError{Name: name}
-	}
-	return e.status(m), nil
-}
-
-// Logs returns the tail of the model's child output (the last child's, once it exited).
-func (e *Engine) Logs(name string) []string {
-	id, err := e.Resolve(name)
-	if err != nil {
-		return nil
-	}
-	e.mu.Lock()
-	m := e.models[id]
-	if m == nil {
-		e.mu.Unlock()
-		return nil
-	}
-	ch, tail := m.child, append([]string(nil), m.logTail...)
-	e.mu.Unlock()
-	if ch != nil {
-		return ch.Logs()
-	}
-	return tail
-}
-
-// Budget reports the memory budget and how much of it models hold.
-func (e *Engine) Budget() Budget {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	r := e.room()
-	b := Budget{
-		Limit:           r.Budget.RAM + r.Budget.VRAM,
-		Configured:      e.o.MemoryLimit > 0,
-		ConfiguredLimit: e.o.MemoryLimit,
-		Reserve:         e.o.Reserve,
-		SystemTotal:     e.sys.Total,
-		SystemAvailable: e.sys.Available,
-		MaxLoaded:       e.o.MaxLoaded,
-	}
-	for _, v := range e.views() {
-		b.Used += v.Held.RAM + v.Held.VRAM
-		b.Loaded++
-	}
-	for _, m := range e.models {
-		if m.state.Running() {
-			b.Measured += m.measured.RAM + m.measured.VRAM
-		}
-	}
-	b.Free = b.Limit - b.Used
-	if b.Free < 0 {
-		b.Free = 0
-	}
-	return b
+	})
 }

@@ -41,7 +41,8 @@ type ModelStatus struct {
 	LearnedBytes  int64     // measured footprint of an earlier load, 0 if never measured
 	LastUsed      time.Time // last lease taken or released
 	PID           int
-	Port          int
+	Port          int       // TCP port of the child (Windows); 0 on a unix socket
+	Socket        string    // unix socket path of the child (Linux, macOS)
 	ExitCode      *int      // exit code of the last child, when it ended
 	Error         string    // why the model is failed
 	NextRetry     time.Time // failed: when the next load may start
@@ -49,6 +50,7 @@ type ModelStatus struct {
 	UnloadAt      time.Time // idle unload due at, zero if none
 	Args          []string  // the child's command line
 	Path          string
+	Binary        string // the llama-server the running child was started from, "" when none runs
 }
 
 // Event is one change of a model's state or lease count.
@@ -80,7 +82,8 @@ type Budget struct {
 // Lease is one in-flight request's hold on a running model. Release it exactly once; extra calls are no-ops.
 type Lease struct {
 	Model   string
-	URL     *url.URL      // http://127.0.0.1:PORT of the child
+	URL     *url.URL      // base URL of the child (child.Addr.URL)
+	Socket  string        // the child's unix socket, which the URL's connections must dial; "" on TCP
 	Waited  time.Duration // time spent queued or loading
 	release func()
 }

@@ -1,10 +1,11 @@
 // Package engine runs llama-server children for Llamatray and hands out per-model request leases.
 //
-// One mutex (Engine.mu) guards the model table and the load queue. Decisions are made under it by the
-// pure functions of package sched over a snapshot; what they decide (spawn, stop) is returned as
-// actions and carried out after the lock is released, by package child, whose supervisor goroutine is
-// the only owner of each process. Child events come back through onChild, which takes the lock, updates
-// the state machine and reconciles again.
+// One mutex (Engine.mu) guards the model table and the load queue. Every change is one transaction
+// (transact): decide under the lock, reconcile (the pure functions of package sched over a snapshot),
+// and carry out what was decided (spawn, stop) through the Effects once the lock is released. In
+// production the effects are package child, whose supervisor goroutine is the only owner of each
+// process, and the real clock; tests give a fake and drive the scheduler synchronously. Child events
+// come back through onChild, which is a transaction too.
 package engine
 
 import (
@@ -59,6 +60,7 @@ type Options struct {
 	StateDir      string                   // learned footprints are persisted here ("" = not persisted)
 	Memory        Probe                    // nil → the machine
 	PressureEvery time.Duration            // memory sampling period, default 2s
+	Effects       Effects                  // nil → ChildEffects: real children, clock and timers
 	Logger        *slog.Logger
 }
 
@@ -66,12 +68,13 @@ type Options struct {
 type Engine struct {
 	o     Options
 	log   *slog.Logger
-	ports child.PortAllocator
+	addrs child.Addrs // where children listen: unix sockets in a private folder (Windows: ports)
+	fx    Effects
 	fp    *footprints
 	kick  chan struct{}  // asks the monitor loop for a fresh memory sample
 	stop  chan struct{}  // closed by Close
 	wg    sync.WaitGroup // background loops
-	spawn sync.WaitGroup // child.Start calls in progress
+	spawn sync.WaitGroup // Effects.Spawn calls whose started callback has not returned
 
 	mu        sync.Mutex // guards the live fields of o (see SetLimits), every field below, and every *model reachable from models
 	models    map[string]*model
@@ -81,8 +84,9 @@ type Engine struct {
 	closed    bool
 	sys       mem.System // last memory sample
 	sysOK     bool
-	timer     *time.Timer // next idle-unload or fair-wait deadline
+	timer     Timer // next idle-unload or fair-wait deadline
 	timerAt   time.Time
+	timerSeq  uint64 // bumped by each arm, so a replaced timer's late call changes nothing
 	gen       uint64 // child generations, so events of an old child are ignored
 	pressured time.Time
 }
@@ -110,6 +114,9 @@ func New(o Options) (*Engine, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Effects == nil {
+		o.Effects = ChildEffects{}
+	}
 	if o.MemoryLimit < 0 || o.Reserve < 0 {
 		return nil, fmt.Errorf("engine: negative memory limit or reserve")
 	}
@@ -120,7 +127,8 @@ func New(o Options) (*Engine, error) {
 	e := &Engine{
 		o:      o,
 		log:    o.Logger,
-		ports:  child.NewPortAllocator(),
+		addrs:  child.NewAddrs(),
+		fx:     o.Effects,
 		fp:     fp,
 		kick:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
@@ -177,20 +185,22 @@ type Limits struct {
 // SetLimits applies new limits; models are re-planned at once (a smaller budget does not evict busy
 // models, it only stops idle ones and queues new loads).
 func (e *Engine) SetLimits(l Limits) {
-	e.mu.Lock()
-	e.o.Binary, e.o.BinaryHint = l.Binary, l.BinaryHint
-	e.o.MemoryLimit, e.o.Reserve, e.o.MaxLoaded = max(l.MemoryLimit, 0), max(l.Reserve, 0), l.MaxLoaded
-	if l.QueueTimeout > 0 {
-		e.o.QueueTimeout = l.QueueTimeout
-	}
-	if l.FairWait > 0 {
-		e.o.FairWait = l.FairWait
-	}
-	e.o.LoadTimeout, e.o.StopTimeout = l.LoadTimeout, l.StopTimeout
-	acts := e.reconcile()
-	e.mu.Unlock()
-	e.act(acts)
+	e.transact(func(time.Time) []action {
+		e.o.Binary, e.o.BinaryHint = l.Binary, l.BinaryHint
+		e.o.MemoryLimit, e.o.Reserve, e.o.MaxLoaded = max(l.MemoryLimit, 0), max(l.Reserve, 0), l.MaxLoaded
+		if l.QueueTimeout > 0 {
+			e.o.QueueTimeout = l.QueueTimeout
+		}
+		if l.FairWait > 0 {
+			e.o.FairWait = l.FairWait
+		}
+		e.o.LoadTimeout, e.o.StopTimeout = l.LoadTimeout, l.StopTimeout
+		return nil
+	})
 }
+
+// SyncCatalog takes in the catalog now, after a scan, rather than when its change notice arrives.
+func (e *Engine) SyncCatalog() { e.syncCatalog() }
 
 // syncCatalog adds catalog models the engine does not know and forgets vanished ones that are idle.
 func (e *Engine) syncCatalog() {
@@ -199,70 +209,74 @@ func (e *Engine) syncCatalog() {
 	for i, cm := range list {
 		settings[i] = e.o.Settings(cm.ID)
 	}
-	e.mu.Lock()
-	seen := make(map[string]bool, len(list))
-	for i, cm := range list {
-		seen[cm.ID] = true
-		m := e.models[cm.ID]
-		if m == nil {
-			m = &model{id: cm.ID, state: StateUnloaded, pinned: settings[i].Pinned}
-			e.models[cm.ID] = m
-		} else if !m.pinSet {
-			m.pinned = settings[i].Pinned
+	e.transact(func(time.Time) []action {
+		seen := make(map[string]bool, len(list))
+		for i, cm := range list {
+			seen[cm.ID] = true
+			m := e.models[cm.ID]
+			if m == nil {
+				m = &model{id: cm.ID, state: StateUnloaded, pinned: settings[i].Pinned}
+				e.models[cm.ID] = m
+			} else if !m.pinSet {
+				m.pinned = settings[i].Pinned
+			}
+			m.entry = cm
+			m.set = settings[i]
+			m.removed = false
+			m.learned = e.fp.get(footprintKey(cm, e.args(m)))
 		}
-		m.entry = cm
-		m.set = settings[i]
-		m.removed = false
-		m.learned = e.fp.get(footprintKey(cm, e.args(m)))
-	}
-	for id, m := range e.models {
-		if seen[id] {
-			continue
+		for id, m := range e.models {
+			if seen[id] {
+				continue
+			}
+			if m.state.Running() || m.leases > 0 || e.queued(id) > 0 {
+				m.removed = true
+				continue
+			}
+			delete(e.models, id)
 		}
-		if m.state.Running() || m.leases > 0 || e.queued(id) > 0 {
-			m.removed = true
-			continue
-		}
-		delete(e.models, id)
-	}
-	e.publish(Event{Kind: "catalog", Message: fmt.Sprintf("%d models", len(list))})
-	acts := e.reconcile()
-	e.mu.Unlock()
-	e.act(acts)
+		e.publish(Event{Kind: "catalog", Message: fmt.Sprintf("%d models", len(list))})
+		return nil
+	})
 }
 
 // Close refuses new work, fails queued requests and stops every child, waiting for them to exit until
 // ctx ends; then it kills what is left.
 func (e *Engine) Close(ctx context.Context) error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	already := false
+	e.transact(func(time.Time) []action {
+		if e.closed {
+			already = true
+			return nil
+		}
+		e.closed = true
+		close(e.stop)
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+		for _, w := range e.queue {
+			e.answer(w, result{err: ErrClosed})
+		}
+		e.queue = nil
+		return nil
+	})
+	if already {
 		return nil
 	}
-	e.closed = true
-	close(e.stop)
-	if e.timer != nil {
-		e.timer.Stop()
-	}
-	for _, w := range e.queue {
-		w.ch <- result{err: ErrClosed}
-	}
-	e.queue = nil
-	e.mu.Unlock()
 	e.spawn.Wait() // every child that is being started is registered after this
-	e.mu.Lock()
-	var acts []action
-	var children []*child.Child
-	for _, m := range e.models {
-		if m.state.Running() {
-			acts = append(acts, e.stopModel(m, false, "shutting down")...)
+	var children []Proc
+	e.transact(func(time.Time) []action {
+		var acts []action
+		for _, m := range e.models {
+			if m.state.Running() {
+				acts = append(acts, e.stopModel(m, false, "shutting down")...)
+			}
+			if m.child != nil {
+				children = append(children, m.child)
+			}
 		}
-		if m.child != nil {
-			children = append(children, m.child)
-		}
-	}
-	e.mu.Unlock()
-	e.act(acts)
+		return acts
+	})
 	var err error
 	for _, c := range children {
 		select {
@@ -274,6 +288,9 @@ func (e *Engine) Close(ctx context.Context) error {
 		}
 	}
 	e.wg.Wait()
+	if cerr := child.CloseAddrs(e.addrs); cerr != nil {
+		e.log.Warn("socket folder not removed", "err", cerr)
+	}
 	e.mu.Lock()
 	for s := range e.subs {
 		delete(e.subs, s)

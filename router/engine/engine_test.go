@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,13 +17,25 @@ import (
 
 func get(t *testing.T, l *Lease, path string) int {
 	t.Helper()
-	resp, err := http.Get(l.URL.String() + path)
+	resp, err := leaseClient(l).Get(l.URL.String() + path)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// leaseClient reaches the child of l, on its unix socket when it has one.
+func leaseClient(l *Lease) *http.Client {
+	if l.Socket == "" {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", l.Socket)
+		},
+	}}
 }
 
 func TestLoadServeUnload(t *testing.T) {
@@ -35,7 +48,7 @@ func TestLoadServeUnload(t *testing.T) {
 		t.Fatalf("health %d", code)
 	}
 	st, _ := h.e.Model("a")
-	if st.State != StateLoaded || st.Active != 1 || st.PID == 0 || st.Port == 0 {
+	if st.State != StateLoaded || st.Active != 1 || st.PID == 0 || st.Port == 0 && st.Socket == "" {
 		t.Fatalf("status %+v", st)
 	}
 	l.Release()

@@ -1,7 +1,5 @@
 package engine
 
-import "time"
-
 // subscriber receives events on a buffered channel. lost (guarded by Engine.mu) is set when its buffer
 // was full; the next event it gets is preceded by a "resync" event so it re-reads the snapshot.
 type subscriber struct {
@@ -36,7 +34,7 @@ func (e *Engine) Subscribe() (<-chan Event, func()) {
 func (e *Engine) publish(ev Event) {
 	e.seq++
 	ev.Seq = e.seq
-	ev.Time = time.Now()
+	ev.Time = e.fx.Now()
 	for s := range e.subs {
 		if s.lost {
 			select {

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/sched"
 )
 
 // footprints are learned memory footprints, keyed by model file, size and arguments, persisted as JSON
@@ -20,12 +21,37 @@ import (
 type footprints struct {
 	path string
 	mu   sync.Mutex // guards m; save does its file I/O after copying m, outside mu
-	m    map[string]int64
+	m    map[string]footprint
 }
 
+// footprint is what one run of a model held at its peak, in RAM and in VRAM, each kept apart: VRAM
+// booked as RAM would let two models that each fill the GPU start side by side.
+type footprint struct {
+	RAM  int64 `json:"ram"`
+	VRAM int64 `json:"vram,omitempty"`
+}
+
+// UnmarshalJSON also reads the older form, one number of bytes, as RAM.
+func (f *footprint) UnmarshalJSON(b []byte) error {
+	var n int64
+	if err := json.Unmarshal(b, &n); err == nil {
+		*f = footprint{RAM: n}
+		return nil
+	}
+	type plain footprint
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("footprint %s: %w", b, err)
+	}
+	*f = footprint(p)
+	return nil
+}
+
+func (f footprint) mem() sched.Mem { return sched.Mem{RAM: f.RAM, VRAM: f.VRAM} }
+
 type footprintUpdate struct {
-	key   string
-	bytes int64
+	key string
+	fp  footprint
 }
 
 func footprintKey(cm catalog.Model, args []string) string {
@@ -34,7 +60,7 @@ func footprintKey(cm catalog.Model, args []string) string {
 }
 
 func loadFootprints(dir string) (*footprints, error) {
-	f := &footprints{m: map[string]int64{}}
+	f := &footprints{m: map[string]footprint{}}
 	if dir == "" {
 		return f, nil
 	}
@@ -47,28 +73,31 @@ func loadFootprints(dir string) (*footprints, error) {
 		return f, fmt.Errorf("reading %s: %w", f.path, err)
 	}
 	if err := json.Unmarshal(b, &f.m); err != nil {
-		f.m = map[string]int64{}
+		f.m = map[string]footprint{}
 		return f, fmt.Errorf("parsing %s: %w", f.path, err)
 	}
 	return f, nil
 }
 
-func (f *footprints) get(key string) int64 {
+func (f *footprints) get(key string) sched.Mem {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.m[key]
+	return f.m[key].mem()
 }
 
-// update records a measurement when it is new or at least 5% above what was learned.
-func (f *footprints) update(key string, bytes int64) (footprintUpdate, bool) {
+// update records a measurement when it is new or, in RAM or in VRAM, at least 5% above what was
+// learned; it keeps the larger of the two in each. It returns what is learned now.
+func (f *footprints) update(key string, m sched.Mem) (footprintUpdate, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	old := f.m[key]
-	if old > 0 && bytes <= old+old/20 {
+	old, ok := f.m[key]
+	above := func(n, was int64) bool { return n > was+was/20 }
+	if ok && !above(m.RAM, old.RAM) && !above(m.VRAM, old.VRAM) {
 		return footprintUpdate{}, false
 	}
-	f.m[key] = bytes
-	return footprintUpdate{key, bytes}, true
+	fp := footprint{RAM: max(m.RAM, old.RAM), VRAM: max(m.VRAM, old.VRAM)}
+	f.m[key] = fp
+	return footprintUpdate{key, fp}, true
 }
 
 // save writes the footprints atomically.

@@ -3,21 +3,13 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"net/url"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/llamatray/llamatray/router/child"
 	"github.com/llamatray/llamatray/router/sched"
 )
-
-// action is work decided under the lock and carried out after it is released.
-type action struct {
-	start *child.Spec // spawn this child for model id, generation gen
-	stop  *child.Child
-	force bool
-	id    string
-	gen   uint64
-}
 
 // startModel moves m to loading and returns the spawn action. Called with mu held.
 func (e *Engine) startModel(m *model, now time.Time) action {
@@ -32,21 +24,22 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 	m.held = e.need(m)
 	m.plan = m.held
 	m.measured = sched.Mem{}
-	m.peak = 0
+	m.peak = sched.Mem{}
 	m.lastUsed = now
 	m.args = e.args(m)
+	m.binary = e.o.Binary
 	spec := child.Spec{
 		Model:       m.id,
 		Binary:      e.o.Binary,
 		Args:        m.args,
 		Env:         e.o.Env,
 		RouterPort:  e.o.RouterPort,
-		Ports:       e.ports,
+		Addrs:       e.addrs,
 		LoadTimeout: e.o.LoadTimeout,
 		StopTimeout: e.o.StopTimeout,
 		Logger:      e.log,
 	}
-	e.log.Info("loading model", "model", m.id, "need_mib", (m.held.RAM+m.held.VRAM)>>20, "learned", m.learned > 0)
+	e.log.Info("loading model", "model", m.id, "need_mib", (m.held.RAM+m.held.VRAM)>>20, "learned", m.learned != (sched.Mem{}))
 	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases})
 	return action{start: &spec, id: m.id, gen: m.gen}
 }
@@ -70,79 +63,41 @@ func (e *Engine) stopModel(m *model, force bool, why string) []action {
 	return []action{{stop: m.child, force: force, id: m.id, gen: m.gen}}
 }
 
-// act carries out actions. Called without the lock.
-func (e *Engine) act(acts []action) {
-	for _, a := range acts {
-		switch {
-		case a.stop != nil:
-			a.stop.Stop(a.force)
-		case a.start != nil:
-			e.spawn.Add(1)
-			go e.spawnChild(a)
-		}
-	}
-}
-
-// spawnChild starts the child outside the lock, then registers it.
-func (e *Engine) spawnChild(a action) {
-	defer e.spawn.Done()
-	id, gen := a.id, a.gen
-	c, err := child.Start(*a.start, func(ev child.Event) { e.onChild(id, gen, ev) })
-	e.mu.Lock()
-	m := e.models[id]
-	if m == nil || m.gen != gen {
-		e.mu.Unlock()
-		if c != nil {
-			c.Stop(true)
-		}
-		return
-	}
-	m.spawning = false
-	if err != nil {
-		e.log.Error("starting llama-server failed", "model", id, "err", err)
-		acts := e.fail(m, fmt.Sprintf("could not start llama-server: %v", err), nil, nil)
-		e.mu.Unlock()
-		e.act(acts)
-		return
-	}
-	var acts []action
-	if m.child == nil && m.state.Running() {
-		m.child = c
-		m.pid = c.PID()
-		if m.stopReq || e.closed {
-			acts = append(acts, action{stop: c, force: m.forceReq, id: id, gen: gen})
-		}
-	}
-	e.mu.Unlock()
-	e.act(acts)
-}
-
 // onChild applies one child event. Events of an older child of the same model are ignored.
 func (e *Engine) onChild(id string, gen uint64, ev child.Event) {
-	e.mu.Lock()
-	m := e.models[id]
-	if m == nil || m.gen != gen {
-		e.mu.Unlock()
-		return
-	}
-	now := time.Now()
-	var acts []action
+	e.transact(func(now time.Time) []action {
+		m := e.models[id]
+		if m == nil || m.gen != gen {
+			return nil
+		}
+		return e.childEvent(m, ev, now)
+	})
+}
+
+// childEvent moves m's state machine for one event of its current child. Called with mu held.
+func (e *Engine) childEvent(m *model, ev child.Event, now time.Time) []action {
+	id := m.id
 	switch ev.Kind {
 	case child.Loading:
-		m.pid, m.port = ev.PID, ev.Port
+		m.pid, m.port, m.socket = ev.PID, ev.Port, ev.Socket
 		if ev.Progress > m.progress+0.05 || ev.Progress >= 1 {
 			m.progress = ev.Progress
 			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases, Message: fmt.Sprintf("loading %.0f%%", ev.Progress*100)})
 		}
 	case child.Ready:
-		m.pid, m.port = ev.PID, ev.Port
-		m.base = (&url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ev.Port)}).String()
+		m.pid, m.port, m.socket = ev.PID, ev.Port, ev.Socket
+		m.base = ev.Addr.URL().String()
 		switch m.state {
 		case StateLoading:
 			m.state = StateLoaded
 			m.readyAt = now
 			m.progress = 1
-			e.log.Info("model ready", "model", id, "pid", ev.PID, "port", ev.Port)
+			m.failures = 0 // a good load: the next crash's backoff starts from the beginning
+			if ev.Buffers != nil {
+				e.log.Info("model ready", "model", id, "pid", ev.PID, "addr", ev.Addr, "device_buffers_mib", mibPerDevice(ev.Buffers))
+			} else {
+				e.log.Info("model ready", "model", id, "pid", ev.PID, "addr", ev.Addr)
+			}
 			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases})
 			// Its waiters get their leases in this same critical section, before any eviction can
 			// see it idle.
@@ -168,11 +123,9 @@ func (e *Engine) onChild(id string, gen uint64, ev child.Event) {
 			e.measureSoon()
 		}
 	case child.Exited:
-		acts = e.exited(m, ev, now)
+		return e.exited(m, ev, now)
 	}
-	acts = append(acts, e.reconcile()...)
-	e.mu.Unlock()
-	e.act(acts)
+	return nil
 }
 
 // exited handles the end of m's child. Called with mu held.
@@ -180,7 +133,7 @@ func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
 	code := ev.ExitCode
 	m.exitCode = &code
 	m.logTail = append([]string(nil), ev.LogTail...)
-	m.child, m.pid, m.port, m.base = nil, 0, 0, ""
+	m.child, m.pid, m.port, m.socket, m.base = nil, 0, 0, "", ""
 	m.spawning = false
 	deliberate := ev.Deliberate || m.state == StateStopping
 	var acts []action
@@ -199,10 +152,10 @@ func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
 			reason = "load failed: " + reason
 		}
 		e.log.Error("model failed", "model", m.id, "pid", ev.PID, "exit_code", code, "err", ev.Err)
-		acts = e.fail(m, reason, &code, ev.Err)
+		acts = e.fail(m, reason, &code, ev.Err, now)
 	}
 	m.held, m.measured = sched.Mem{}, sched.Mem{}
-	m.draining, m.drainWhy = false, ""
+	m.draining, m.drainWhy, m.drainFor = false, "", ""
 	for _, ch := range m.stopped {
 		close(ch)
 	}
@@ -214,7 +167,7 @@ func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
 }
 
 // fail marks m failed with a backoff before the next automatic retry and fails its waiters.
-func (e *Engine) fail(m *model, reason string, code *int, cause error) []action {
+func (e *Engine) fail(m *model, reason string, code *int, cause error, now time.Time) []action {
 	m.state = StateFailed
 	m.errMsg = reason
 	if code != nil {
@@ -222,7 +175,7 @@ func (e *Engine) fail(m *model, reason string, code *int, cause error) []action 
 		m.exitCode = &c
 	}
 	m.failures++
-	m.nextRetry = time.Now().Add(backoff(m.failures))
+	m.nextRetry = now.Add(backoff(m.failures))
 	m.held, m.measured = sched.Mem{}, sched.Mem{}
 	le := e.loadError(m)
 	le.Err = cause
@@ -236,4 +189,17 @@ func (e *Engine) fail(m *model, reason string, code *int, cause error) []action 
 	}
 	m.stopped = nil
 	return nil
+}
+
+// mibPerDevice formats a child's per-device buffer report for the log, in MiB, devices in order.
+func mibPerDevice(b map[string]int64) string {
+	devs := make([]string, 0, len(b))
+	for d := range b {
+		devs = append(devs, d)
+	}
+	sort.Strings(devs)
+	for i, d := range devs {
+		devs[i] = fmt.Sprintf("%s=%d", d, b[d]>>20)
+	}
+	return strings.Join(devs, " ")
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/catalog"
-	"github.com/llamatray/llamatray/router/child"
 	"github.com/llamatray/llamatray/router/sched"
 )
 
@@ -19,28 +18,31 @@ type model struct {
 
 	state    State
 	gen      uint64 // generation of the current child
-	child    *child.Child
+	child    Proc
 	spawning bool // child.Start is running outside the lock
 	stopReq  bool // stop as soon as the child is registered
 	forceReq bool
 	pid      int
-	port     int
-	base     string // http://127.0.0.1:port once ready
+	port     int    // TCP port of the child (Windows); 0 on a socket
+	socket   string // unix socket path of the child
+	base     string // the child's base URL once ready (child.Addr.URL)
 	args     []string
+	binary   string // the llama-server the current child runs
 	progress float64
 
 	leases   int
 	lastUsed time.Time
 	draining bool
 	drainWhy string
+	drainFor string // the model whose queued requests a fair-wait drain is for; "" when asked for
 	pinned   bool
 	pinSet   bool // pinned was set at run time and overrides the configuration
 
 	held     sched.Mem // what it holds now: measured while running, expected while loading or waking
 	plan     sched.Mem // the need this run was started with
 	measured sched.Mem // last measurement, zero if none
-	peak     int64     // largest measurement of this run while loaded
-	learned  int64     // footprint learned in an earlier run
+	peak     sched.Mem // largest measurement of this run while loaded, per dimension
+	learned  sched.Mem // footprint learned in an earlier run, zero if none
 
 	exitCode  *int
 	errMsg    string
@@ -54,10 +56,10 @@ type model struct {
 
 // need is what a load of m takes: the learned footprint when there is one, else the estimate.
 func (e *Engine) need(m *model) sched.Mem {
-	if m.learned > 0 {
-		return sched.Mem{RAM: m.learned}
-	}
 	est := sched.Mem{RAM: m.entry.Estimate.RAM, VRAM: m.entry.Estimate.VRAM}
+	if m.learned != (sched.Mem{}) {
+		est = m.learned
+	}
 	if !e.sysOK || len(e.sys.GPUs) == 0 || e.sys.Unified {
 		est = sched.Mem{RAM: est.RAM + est.VRAM}
 	}
@@ -78,15 +80,19 @@ func (e *Engine) status(m *model) ModelStatus {
 		Draining:      m.draining,
 		Pinned:        m.pinned,
 		EstimateBytes: e.need(m).RAM + e.need(m).VRAM,
-		LearnedBytes:  m.learned,
+		LearnedBytes:  m.learned.RAM + m.learned.VRAM,
 		LastUsed:      m.lastUsed,
 		PID:           m.pid,
 		Port:          m.port,
+		Socket:        m.socket,
 		Error:         m.errMsg,
 		NextRetry:     m.nextRetry,
 		Progress:      m.progress,
 		Args:          append([]string(nil), m.args...),
 		Path:          m.entry.Path,
+	}
+	if m.state.Running() {
+		s.Binary = m.binary
 	}
 	if m.state.Running() {
 		s.MemoryBytes = m.measured.RAM + m.measured.VRAM
@@ -101,15 +107,13 @@ func (e *Engine) status(m *model) ModelStatus {
 	return s
 }
 
-// unloadDue says when the idle timer will stop m.
+// unloadDue says when the idle timer will stop m (never while a request is queued for it).
 func (e *Engine) unloadDue(m *model) (time.Time, bool) {
-	if m.set.IdleUnload <= 0 || m.pinned || m.leases > 0 || m.draining {
+	v, ok := e.view(m, e.queued(m.id))
+	if !ok {
 		return time.Time{}, false
 	}
-	if m.state != StateLoaded && m.state != StateSleeping {
-		return time.Time{}, false
-	}
-	return m.lastUsed.Add(m.set.IdleUnload), true
+	return sched.UnloadDue(v, m.set.IdleUnload)
 }
 
 // args is the llama-server command line for m, without --host and --port.
@@ -132,24 +136,35 @@ func (e *Engine) args(m *model) []string {
 
 // views is the scheduling snapshot: every model holding or about to hold a process.
 func (e *Engine) views() []sched.View {
+	queued := map[string]int{}
+	for _, w := range e.queue {
+		queued[w.model]++
+	}
 	out := make([]sched.View, 0, len(e.models))
 	for _, m := range e.models {
-		v := sched.View{ID: m.id, Leases: m.leases, Pinned: m.pinned, Draining: m.draining, LastUsed: m.lastUsed, Held: m.held}
-		switch m.state {
-		case StateLoading:
-			v.Phase = sched.Loading
-		case StateLoaded:
-			v.Phase = sched.Loaded
-		case StateSleeping:
-			v.Phase = sched.Sleeping
-		case StateStopping:
-			v.Phase = sched.Stopping
-		default:
-			continue
+		if v, ok := e.view(m, queued[m.id]); ok {
+			out = append(out, v)
 		}
-		out = append(out, v)
 	}
 	return out
+}
+
+// view is m as the scheduler sees it, if it holds or is about to hold a process.
+func (e *Engine) view(m *model, queued int) (sched.View, bool) {
+	v := sched.View{ID: m.id, Leases: m.leases, Pinned: m.pinned, Draining: m.draining, LastUsed: m.lastUsed, Held: m.held, Queued: queued}
+	switch m.state {
+	case StateLoading:
+		v.Phase = sched.Loading
+	case StateLoaded:
+		v.Phase = sched.Loaded
+	case StateSleeping:
+		v.Phase = sched.Sleeping
+	case StateStopping:
+		v.Phase = sched.Stopping
+	default:
+		return v, false
+	}
+	return v, true
 }
 
 // room is the memory budget for all models together, and the slot cap.

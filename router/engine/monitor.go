@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llamatray/llamatray/router/mem"
 	"github.com/llamatray/llamatray/router/sched"
 )
 
@@ -20,8 +21,8 @@ func (e *Engine) measureSoon() {
 // child really holds. It learns footprints and unloads idle models under memory pressure.
 func (e *Engine) monitor() {
 	defer e.wg.Done()
-	t := time.NewTicker(e.o.PressureEvery)
-	defer t.Stop()
+	tick, stopTick := e.fx.Every(e.o.PressureEvery)
+	defer stopTick()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -32,7 +33,7 @@ func (e *Engine) monitor() {
 		select {
 		case <-e.stop:
 			return
-		case <-t.C:
+		case <-tick:
 		case <-e.kick:
 		}
 		e.sample(ctx)
@@ -69,13 +70,25 @@ func (e *Engine) sample(ctx context.Context) {
 		}
 	}
 
-	e.mu.Lock()
+	var learn []footprintUpdate
+	e.transact(func(now time.Time) []action {
+		e.applySample(sys, sysErr, pids, vram, &learn)
+		return e.pressure(now)
+	})
+	if len(learn) > 0 {
+		if err := e.fp.save(); err != nil {
+			e.log.Warn("saving learned footprints failed", "err", err)
+		}
+	}
+}
+
+// applySample records one round of measurements and learns footprints. Called with mu held.
+func (e *Engine) applySample(sys mem.System, sysErr error, pids []pidSample, vram map[int]int64, learn *[]footprintUpdate) {
 	if sysErr == nil {
 		e.sys, e.sysOK = sys, true
 	} else {
 		e.log.Warn("memory probe failed", "err", sysErr)
 	}
-	var learn []footprintUpdate
 	for _, p := range pids {
 		m := e.models[p.id]
 		if m == nil || m.gen != p.gen || !p.ok || !m.state.Running() {
@@ -88,26 +101,17 @@ func (e *Engine) sample(ctx context.Context) {
 			// loading misses the KV cache pages it has not touched yet. The peak is learned for
 			// the next run.
 			m.held = maxMem(m.measured, m.plan)
-			if total := p.rss + vram[p.pid]; total > m.peak {
-				m.peak = total
-				if u, ok := e.fp.update(footprintKey(m.entry, m.args), total); ok {
-					m.learned = total
-					learn = append(learn, u)
+			if peak := maxMem(m.peak, m.measured); peak != m.peak {
+				m.peak = peak
+				if u, ok := e.fp.update(footprintKey(m.entry, m.args), peak); ok {
+					m.learned = u.fp.mem()
+					*learn = append(*learn, u)
 				}
 			}
 		case StateSleeping:
 			if m.leases == 0 {
 				m.held = m.measured
 			}
-		}
-	}
-	acts := e.pressure()
-	acts = append(acts, e.reconcile()...)
-	e.mu.Unlock()
-	e.act(acts)
-	if len(learn) > 0 {
-		if err := e.fp.save(); err != nil {
-			e.log.Warn("saving learned footprints failed", "err", err)
 		}
 	}
 }
@@ -119,7 +123,7 @@ func maxMem(a, b sched.Mem) sched.Mem {
 // pressure unloads idle, unpinned models, least recently used first, when the system's available RAM
 // is below the reserve because other programs grew. Models already stopping count as freed. Called
 // with mu held.
-func (e *Engine) pressure() []action {
+func (e *Engine) pressure(now time.Time) []action {
 	if !e.sysOK || e.o.Reserve <= 0 || e.sys.Available >= e.o.Reserve {
 		return nil
 	}
@@ -145,6 +149,6 @@ func (e *Engine) pressure() []action {
 		e.publish(Event{Kind: "pressure", Model: id, State: m.state, Active: m.leases,
 			Message: fmt.Sprintf("unloaded under memory pressure: %d MiB available, reserve %d MiB", e.sys.Available>>20, e.o.Reserve>>20)})
 	}
-	e.pressured = time.Now()
+	e.pressured = now
 	return acts
 }

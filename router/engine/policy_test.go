@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -95,7 +94,7 @@ func TestCrashBackoffRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(l.URL.String()+"/fake/crash", "application/json", nil)
+	resp, err := leaseClient(l).Post(l.URL.String()+"/fake/crash", "application/json", nil)
 	if err == nil {
 		resp.Body.Close()
 	}
@@ -154,7 +153,7 @@ func TestSleepWakeAndIdleUnload(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := `{"model":"a","messages":[{"role":"user","content":"hi"}]}`
-	resp, err := http.Post(l.URL.String()+"/v1/chat/completions", "application/json", stringsReader(body))
+	resp, err := leaseClient(l).Post(l.URL.String()+"/v1/chat/completions", "application/json", stringsReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

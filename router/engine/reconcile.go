@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"time"
 
 	"github.com/llamatray/llamatray/router/sched"
@@ -9,23 +10,28 @@ import (
 // reconcile makes every decision the current state calls for and returns the actions to carry out
 // once the lock is released. Called with mu held.
 //
-//  1. Draining models with no lease left start stopping.
-//  2. The queue is served in the order of each model's first waiter: a ready model hands its waiters
+//  1. Requests whose deadline passed during a load that ended without them time out; fair-wait
+//     drains whose requests are gone are called off; draining models with no lease left start
+//     stopping.
+//  2. Idle models over the configured memory limit or max_loaded stop (stopExcess).
+//  3. The queue is served in the order of each model's first waiter: a ready model hands its waiters
 //     leases; a model that needs memory is planned by sched.Plan (start, evict idle victims, wait for
 //     stopping ones, or blocked). A blocked model blocks every later load (strict FIFO); once its head
 //     waiter has waited FairWait, sched.Drain picks busy models to drain for it.
-//  3. Idle timers stop models unused for their idle-unload time.
-func (e *Engine) reconcile() []action {
+//  4. Idle timers stop models unused for their idle-unload time.
+func (e *Engine) reconcile(now time.Time) []action {
 	if e.closed {
 		return nil
 	}
-	now := time.Now()
+	e.timeOutLate(now)
+	e.undrain()
 	var acts []action
 	for _, m := range e.models {
 		if m.draining && m.leases == 0 && (m.state == StateLoaded || m.state == StateSleeping) {
 			acts = append(acts, e.stopModel(m, false, m.drainWhy)...)
 		}
 	}
+	acts = append(acts, e.stopExcess()...)
 	next := time.Time{}
 	wake := func(t time.Time) {
 		if next.IsZero() || t.Before(next) {
@@ -44,9 +50,9 @@ func (e *Engine) reconcile() []action {
 			}
 		}
 	}
-	var reserved []sched.View // loads decided but not started: they hold their need already
+	reserved := map[string]sched.Mem{} // loads and wakes decided but not started: they hold their need already
 	blocked := false
-	for _, m := range order {
+	for i, m := range order {
 		switch {
 		case m.removed:
 			e.failWaiters(m, &UnknownModelError{Name: m.id})
@@ -63,7 +69,10 @@ func (e *Engine) reconcile() []action {
 		if blocked {
 			continue
 		}
-		views := append(e.views(), reserved...)
+		views := shieldAhead(e.views(), order[:i])
+		for id, need := range reserved {
+			views = sched.Reserve(views, id, need)
+		}
 		need := e.need(m)
 		if m.state == StateSleeping {
 			need = need.Sub(m.held)
@@ -84,9 +93,9 @@ func (e *Engine) reconcile() []action {
 				e.log.Info("evicting idle model", "model", id, "for", m.id, "held_mib", (v.held.RAM+v.held.VRAM)>>20, "need_mib", (need.RAM+need.VRAM)>>20)
 				acts = append(acts, e.stopModel(v, false, "evicted for "+m.id)...)
 			}
-			reserved = append(reserved, sched.View{ID: m.id, Phase: sched.Loading, Held: need})
+			reserved[m.id] = need
 		case d.Wait:
-			reserved = append(reserved, sched.View{ID: m.id, Phase: sched.Loading, Held: need})
+			reserved[m.id] = need
 		default: // blocked behind busy models
 			blocked = true
 			due := firstEnq[m.id].Add(e.o.FairWait)
@@ -102,7 +111,7 @@ func (e *Engine) reconcile() []action {
 				v := e.models[id]
 				if !v.draining {
 					e.log.Info("draining busy model so a queued load gets its turn", "model", id, "for", m.id, "waited", now.Sub(firstEnq[m.id]).Round(time.Millisecond), "active", v.leases)
-					e.setDraining(v, "draining for "+m.id+" (fair wait)")
+					e.setDraining(v, "draining for "+m.id+" (fair wait)", m.id)
 				}
 			}
 		}
@@ -120,30 +129,8 @@ func (e *Engine) reconcile() []action {
 		}
 		wake(due)
 	}
-	e.arm(next)
+	e.arm(next, now)
 	return acts
-}
-
-// arm sets the single engine timer to call reconcile again at t (zero: no timer).
-func (e *Engine) arm(t time.Time) {
-	if t.Equal(e.timerAt) {
-		return
-	}
-	if e.timer != nil {
-		e.timer.Stop()
-		e.timer = nil
-	}
-	e.timerAt = t
-	if t.IsZero() {
-		return
-	}
-	e.timer = time.AfterFunc(time.Until(t), func() {
-		e.mu.Lock()
-		e.timerAt = time.Time{}
-		acts := e.reconcile()
-		e.mu.Unlock()
-		e.act(acts)
-	})
 }
 
 // grantWaiters hands every waiter of m a lease, in FIFO order. Called with mu held.
@@ -151,7 +138,7 @@ func (e *Engine) grantWaiters(m *model, now time.Time) {
 	kept := e.queue[:0]
 	for _, w := range e.queue {
 		if w.model == m.id {
-			w.ch <- result{lease: e.grant(m, now)}
+			e.answer(w, result{lease: e.grant(m, now)})
 			continue
 		}
 		kept = append(kept, w)
@@ -165,7 +152,7 @@ func (e *Engine) failWaiters(m *model, err error) {
 	kept := e.queue[:0]
 	for _, w := range e.queue {
 		if w.model == m.id {
-			w.ch <- result{err: err}
+			e.answer(w, result{err: err})
 			continue
 		}
 		kept = append(kept, w)
@@ -175,12 +162,30 @@ func (e *Engine) failWaiters(m *model, err error) {
 }
 
 // setDraining stops m from taking new leases; reconcile stops it once its last lease is released.
-func (e *Engine) setDraining(m *model, why string) {
+// forModel is the model whose queued requests the drain is for ("": asked for, as by Unload); such a
+// drain is called off when they are all gone (see undrain). Called with mu held.
+func (e *Engine) setDraining(m *model, why, forModel string) {
 	if m.draining {
+		if forModel == "" { // an asked-for drain outlasts the one it joins
+			m.drainFor, m.drainWhy = "", why
+		}
 		return
 	}
-	m.draining, m.drainWhy = true, why
+	m.draining, m.drainWhy, m.drainFor = true, why, forModel
 	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases, Message: why})
+}
+
+// undrain calls off the fair-wait drains whose requests left the queue (served, timed out or gone),
+// so the drained model takes requests again. Called with mu held.
+func (e *Engine) undrain() {
+	for _, m := range e.models {
+		if !m.draining || m.drainFor == "" || e.queued(m.drainFor) > 0 || m.state == StateStopping {
+			continue
+		}
+		e.log.Info("drain called off: the request it was for is gone", "model", m.id, "for", m.drainFor)
+		m.draining, m.drainWhy, m.drainFor = false, "", ""
+		e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases, Message: "drain called off"})
+	}
 }
 
 // loadError describes why m is failed.
@@ -203,4 +208,42 @@ func backoff(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, time.Minute)
+}
+
+// stopExcess stops the idle models a lowered memory limit or max_loaded leaves no room for. Only the
+// configured limits count here; what other programs take is the pressure monitor's. Called with mu held.
+func (e *Engine) stopExcess() []action {
+	limit := sched.Room{Budget: sched.Mem{RAM: math.MaxInt64 / 4, VRAM: math.MaxInt64 / 4}, MaxLoaded: e.o.MaxLoaded}
+	if e.o.MemoryLimit > 0 {
+		limit.Budget.RAM = e.o.MemoryLimit
+	}
+	var acts []action
+	for _, id := range sched.Excess(e.views(), limit) {
+		m := e.models[id]
+		e.log.Info("stopping idle model over the limits", "model", id, "memory_limit_mib", e.o.MemoryLimit>>20, "max_loaded", e.o.MaxLoaded)
+		acts = append(acts, e.stopModel(m, false, "over the memory limit or max_loaded")...)
+	}
+	return acts
+}
+
+// shieldAhead keeps the queued mark (never a victim) only on the models whose requests are queued
+// ahead of the one being planned: first come, first served, so a load queued first may evict a
+// sleeping model whose wake was asked for after it rather than wait behind it.
+func shieldAhead(views []sched.View, ahead []*model) []sched.View {
+	for i := range views {
+		if views[i].Queued == 0 {
+			continue
+		}
+		first := false
+		for _, m := range ahead {
+			if m.id == views[i].ID {
+				first = true
+				break
+			}
+		}
+		if !first {
+			views[i].Queued = 0
+		}
+	}
+	return views
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/releases"
 )
 
 // Errors the HTTP layer raises itself. errorFor maps them, and the engine's errors, to responses.
@@ -19,12 +20,14 @@ var (
 	errBodyTooLarge    = errors.New("request body too large")
 	errBodyRead        = errors.New("reading the request body failed")
 	errModelRequired   = errors.New("model name is missing from the request")
+	errModelNotLoaded  = errors.New("model is not loaded") // ?autoload=false, as llama.cpp's router says it
 	errUnauthorized    = errors.New("invalid or missing API key")
 	errHostNotAllowed  = errors.New("host not allowed")
 	errOriginForbidden = errors.New("origin not allowed")
 	errNotFound        = errors.New("no such endpoint")
 	errMethod          = errors.New("method not allowed")
 	errUpstream        = errors.New("upstream llama-server failed")
+	errBuildRequired   = errors.New(`build is missing from the request (a llama.cpp build such as "b7100", or "previous")`)
 )
 
 // statusClientClosed is logged (never sent) when the client went away first, as nginx and Caddy do.
@@ -49,6 +52,9 @@ type apiError struct {
 // Queue timeouts, load failures, a missing llama-server and shutdown are 503 (temporary or fixable
 // without changing the request); the first two carry Retry-After when the engine knows when to retry.
 func errorFor(err error) apiError {
+	if e, ok := hubAPIError(err); ok {
+		return e
+	}
 	var (
 		unknown  *engine.UnknownModelError
 		queue    *engine.QueueTimeoutError
@@ -92,6 +98,8 @@ func errorFor(err error) apiError {
 		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "body_read_failed", Message: err.Error()}
 	case errors.Is(err, errInvalidJSON):
 		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_json", Message: err.Error()}
+	case errors.Is(err, errModelNotLoaded):
+		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "model_not_loaded", Message: err.Error()}
 	case errors.Is(err, errModelRequired):
 		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "model_required", Message: err.Error()}
 	case errors.Is(err, errUnauthorized):
@@ -106,6 +114,16 @@ func errorFor(err error) apiError {
 		return apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed", Message: err.Error()}
 	case errors.Is(err, errUpstream):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error", Message: err.Error()}
+	case errors.Is(err, errBuildRequired):
+		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "build_required", Message: err.Error()}
+	case errors.Is(err, releases.ErrBusy), errors.Is(err, releases.ErrInUse):
+		return apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "llama_server_busy", Message: err.Error()}
+	case errors.Is(err, releases.ErrNoRelease), errors.Is(err, releases.ErrNoBuild), errors.Is(err, releases.ErrNotInstalled):
+		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "build_not_found", Message: err.Error()}
+	case errors.Is(err, releases.ErrDiskFull):
+		return apiError{Status: http.StatusInsufficientStorage, Type: "server_error", Code: "disk_full", Message: err.Error()}
+	case errors.Is(err, releases.ErrDigest), errors.Is(err, releases.ErrNoDigest), errors.Is(err, releases.ErrCut):
+		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "download_failed", Message: err.Error()}
 	case errors.Is(err, context.Canceled):
 		return apiError{Status: statusClientClosed, Type: "server_error", Code: "client_closed", Message: "request cancelled by the client"}
 	case errors.Is(err, context.DeadlineExceeded):

@@ -8,18 +8,8 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/wire"
 )
-
-// eventJSON is one /models/events data line.
-type eventJSON struct {
-	Seq     uint64    `json:"seq"`
-	Time    time.Time `json:"time"`
-	Model   string    `json:"model"`
-	Kind    string    `json:"kind"`
-	State   string    `json:"state"`
-	Active  int       `json:"active"`
-	Message string    `json:"message"`
-}
 
 // coalescer throttles engine events to at most one per model per window. The first event of a model
 // after a quiet window goes out at once; later ones are merged into one pending event — latest state,
@@ -119,6 +109,8 @@ func (c *coalescer) next() (time.Time, bool) {
 func (rt *Server) events(w http.ResponseWriter, r *http.Request) {
 	ch, cancel := rt.o.Engine.Subscribe()
 	defer cancel()
+	pulls, stopPulls := rt.pullEvents()
+	defer stopPulls()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -131,7 +123,7 @@ func (rt *Server) events(w http.ResponseWriter, r *http.Request) {
 			buf = append(buf, ": "+comment+"\n\n"...)
 		}
 		for _, ev := range evs {
-			b, _ := json.Marshal(eventJSON{Seq: ev.Seq, Time: ev.Time.UTC(), Model: ev.Model, Kind: ev.Kind,
+			b, _ := json.Marshal(wire.Event{Seq: ev.Seq, Time: ev.Time.UTC(), Model: ev.Model, Kind: ev.Kind,
 				State: string(ev.State), Active: ev.Active, Message: ev.Message})
 			buf = append(buf, "id: "+strconv.FormatUint(ev.Seq, 10)+"\ndata: "...)
 			buf = append(append(buf, b...), "\n\n"...)
@@ -168,6 +160,9 @@ func (rt *Server) events(w http.ResponseWriter, r *http.Request) {
 			ok = send(c.flush(time.Now(), false), "")
 		case <-keepAlive.C:
 			ok = send(nil, "keep-alive")
+		case ev := <-pulls:
+			_, err := w.Write(pullEventLine(ev))
+			ok = err == nil && rc.Flush() == nil
 		}
 		if !ok {
 			return

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 func TestCoalescerMergesWithinWindow(t *testing.T) {
@@ -155,7 +156,7 @@ func TestEventsSSE(t *testing.T) {
 	}
 	fe.publish(engine.Event{Seq: 51, Time: now, Model: "m1", Kind: "state", State: engine.StateLoaded, Active: 0})
 
-	var got []eventJSON
+	var got []wire.Event
 	for len(got) == 0 || got[len(got)-1].Seq != 51 {
 		ev := readEvent(t, br)
 		if strings.HasPrefix(ev, ": keep-alive") {
@@ -165,7 +166,7 @@ func TestEventsSSE(t *testing.T) {
 		if !ok {
 			t.Fatalf("%q", ev)
 		}
-		var e eventJSON
+		var e wire.Event
 		if err := json.Unmarshal([]byte(data), &e); err != nil {
 			t.Fatal(err)
 		}

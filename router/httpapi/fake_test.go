@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +23,13 @@ import (
 // when not empty, is its per-model knob file. It returns the base URL and the record file.
 func startFakeLlama(t *testing.T, sidecar string, env ...string) (string, string) {
 	t.Helper()
+	return startFakeLlamaAt(t, "", sidecar, env...)
+}
+
+// startFakeLlamaAt runs the fake llama-server on socket (a free port when empty). The URL of one
+// on a socket is "unix://PATH".
+func startFakeLlamaAt(t *testing.T, socket, sidecar string, env ...string) (string, string) {
+	t.Helper()
 	bin := testbed.FakeLlamaServer(t)
 	dir := t.TempDir()
 	model := filepath.Join(dir, "m1.gguf")
@@ -34,8 +42,18 @@ func startFakeLlama(t *testing.T, sidecar string, env ...string) (string, string
 			t.Fatal(err)
 		}
 	}
-	port := strconv.Itoa(testbed.FreePort(t))
-	cmd := exec.Command(bin, "-m", model, "--host", "127.0.0.1", "--port", port)
+	args := []string{"-m", model, "--host", socket}
+	url, client := "unix://"+socket, &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+		},
+	}}
+	if socket == "" {
+		port := strconv.Itoa(testbed.FreePort(t))
+		args = []string{"-m", model, "--host", "127.0.0.1", "--port", port}
+		url, client = "http://127.0.0.1:"+port, http.DefaultClient
+	}
+	cmd := exec.Command(bin, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "FAKE_LLAMA_") && !strings.HasPrefix(kv, "LLAMA_SERVER_ROUTER_PORT=") {
 			cmd.Env = append(cmd.Env, kv)
@@ -54,9 +72,12 @@ func startFakeLlama(t *testing.T, sidecar string, env ...string) (string, string
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	url := "http://127.0.0.1:" + port
+	base := url
+	if socket != "" {
+		base = "http://fake"
+	}
 	testbed.WaitFor(t, 30*time.Second, "the fake llama-server to be ready", func() bool {
-		resp, err := http.Get(url + "/health")
+		resp, err := client.Get(base + "/health")
 		if err != nil {
 			return false
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ type fakeEngine struct {
 	models   map[string]*engine.ModelStatus
 	aliases  map[string]string // alias → id
 	upstream map[string]*url.URL
+	sockets  map[string]string // id → unix socket of its upstream
 	logs     map[string][]string
 	calls    []string // management calls, e.g. "load m1", "unload m1 force"
 	resolved []string // every name given to Resolve
@@ -49,6 +51,7 @@ func newFakeEngine() *fakeEngine {
 		models:     map[string]*engine.ModelStatus{},
 		aliases:    map[string]string{},
 		upstream:   map[string]*url.URL{},
+		sockets:    map[string]string{},
 		logs:       map[string][]string{},
 		released:   make(chan string, 4096),
 		subscribed: make(chan struct{}, 16),
@@ -56,13 +59,18 @@ func newFakeEngine() *fakeEngine {
 	}
 }
 
-// add registers a model served by upstream (nil → unreachable) with aliases.
+// add registers a model served by upstream (nil → unreachable; "unix://PATH" → the socket PATH)
+// with aliases.
 func (f *fakeEngine) add(id string, upstream string, aliases ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.models[id] = &engine.ModelStatus{ID: id, Aliases: aliases, State: engine.StateLoaded}
 	for _, a := range aliases {
 		f.aliases[a] = id
+	}
+	if path, ok := strings.CutPrefix(upstream, "unix://"); ok {
+		f.sockets[id] = path
+		upstream = "http://" + filepath.Base(path)
 	}
 	if upstream != "" {
 		u, err := url.Parse(upstream)
@@ -112,12 +120,14 @@ func (f *fakeEngine) lease(id string, waited time.Duration) *engine.Lease {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.models[id].Active++
-	return newLease(id, f.upstream[id], waited, func() {
+	l := newLease(id, f.upstream[id], waited, func() {
 		f.mu.Lock()
 		f.models[id].Active--
 		f.mu.Unlock()
 		f.released <- id
 	})
+	l.Socket = f.sockets[id]
+	return l
 }
 
 func (f *fakeEngine) active(id string) int {

@@ -3,14 +3,12 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
-	"net/url"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/view"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // manageRequest is the body of POST /models/load, /models/unload and /models/pin.
@@ -18,19 +16,6 @@ type manageRequest struct {
 	Model  string `json:"model"`
 	Force  bool   `json:"force"`
 	Pinned *bool  `json:"pinned"`
-}
-
-// muxVar returns an unescaped path variable (routes match on the escaped path).
-func muxVar(r *http.Request, name string) (string, bool) {
-	v, ok := mux.Vars(r)[name]
-	if !ok {
-		return "", false
-	}
-	u, err := url.PathUnescape(v)
-	if err != nil {
-		return "", false
-	}
-	return u, true
 }
 
 // manageTarget reads a management request and resolves its model: body "model", else ?model=.
@@ -101,7 +86,8 @@ func (rt *Server) unloadModel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "status": rt.statusOf(id)})
 }
 
-// pinModel serves POST /models/pin; "pinned" defaults to true.
+// pinModel serves POST /models/pin; "pinned" defaults to true. Through the service the pin is saved
+// in the configuration, as the tray's is (see Options.Pin).
 func (rt *Server) pinModel(w http.ResponseWriter, r *http.Request) {
 	req, id, err := rt.manageTarget(w, r)
 	if err != nil {
@@ -109,7 +95,11 @@ func (rt *Server) pinModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pinned := req.Pinned == nil || *req.Pinned
-	if err := rt.o.Engine.SetPinned(id, pinned); err != nil {
+	pin := rt.o.Pin
+	if pin == nil {
+		pin = rt.o.Engine.SetPinned
+	}
+	if err := pin(id, pinned); err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -122,7 +112,7 @@ func (rt *Server) statusOf(id string) any {
 	if err != nil {
 		return nil
 	}
-	return statusJSON(st)
+	return view.Status(st)
 }
 
 // modelLogs serves GET /models/logs?model=: the tail of the child's output.
@@ -138,7 +128,7 @@ func (rt *Server) modelLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	infoFrom(r.Context()).model = id
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "lines": orEmpty(rt.o.Engine.Logs(id))})
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "lines": append([]string{}, rt.o.Engine.Logs(id)...)})
 }
 
 // health serves GET /health. "service" tells a Llamatray instance from a bare llama-server.
@@ -146,57 +136,56 @@ func (rt *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "service": "llamatray", "version": rt.o.Version})
 }
 
-// budgetJSON is the memory budget of /api/status.
-func budgetJSON(b engine.Budget) map[string]any {
-	return map[string]any{
-		"limit": b.Limit, "configured": b.Configured, "used": b.Used, "free": b.Free, "reserve": b.Reserve,
-		"system_total": b.SystemTotal, "system_available": b.SystemAvailable,
-		"max_loaded": b.MaxLoaded, "loaded": b.Loaded,
+// memoryJSON is the memory budget of /api/status.
+func memoryJSON(b engine.Budget) wire.Memory {
+	return wire.Memory{Limit: b.Limit, Configured: b.Configured, Used: b.Used, Free: b.Free, Reserve: b.Reserve,
+		SystemTotal: b.SystemTotal, SystemAvailable: b.SystemAvailable, MaxLoaded: b.MaxLoaded, Loaded: b.Loaded}
+}
+
+// countsJSON counts the models of /api/status by state, with their requests.
+func countsJSON(ms []engine.ModelStatus) wire.Counts {
+	var c wire.Counts
+	for _, st := range ms {
+		c.Total++
+		switch st.State {
+		case engine.StateUnloaded:
+			c.Unloaded++
+		case engine.StateLoading:
+			c.Loading++
+		case engine.StateLoaded:
+			c.Loaded++
+		case engine.StateSleeping:
+			c.Sleeping++
+		case engine.StateStopping:
+			c.Stopping++
+		case engine.StateFailed:
+			c.Failed++
+		}
+		c.ActiveRequests += st.Active
+		c.Queued += st.Queued
+		if st.Pinned {
+			c.Pinned++
+		}
 	}
+	return c
 }
 
 // apiStatus serves GET /api/status: version, uptime, memory budget, model counts, plus the
-// service's extra fields (which never replace these).
+// service's setup (llama-server, config file, model folders).
 func (rt *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
-	counts := map[string]int{"total": 0, "unloaded": 0, "loading": 0, "loaded": 0, "sleeping": 0,
-		"stopping": 0, "failed": 0, "active_requests": 0, "queued": 0, "pinned": 0}
-	for _, st := range rt.o.Engine.Models() {
-		counts["total"]++
-		counts[string(st.State)]++
-		counts["active_requests"] += st.Active
-		counts["queued"] += st.Queued
-		if st.Pinned {
-			counts["pinned"]++
-		}
+	st := wire.Status{
+		Service:       "llamatray",
+		Version:       rt.o.Version,
+		StartTime:     rt.o.StartTime.UTC().Format(time.RFC3339),
+		UptimeSeconds: int64(time.Since(rt.o.StartTime).Seconds()),
+		Listen:        rt.o.Listen,
+		DefaultModel:  rt.o.DefaultModel,
+		Memory:        memoryJSON(rt.o.Engine.Budget()),
+		Models:        countsJSON(rt.o.Engine.Models()),
 	}
-	out := map[string]any{}
-	if rt.o.Status != nil {
-		maps.Copy(out, rt.o.Status())
+	if rt.o.Setup != nil {
+		setup := rt.o.Setup()
+		st.Setup = &setup
 	}
-	maps.Copy(out, map[string]any{
-		"service":        "llamatray",
-		"version":        rt.o.Version,
-		"start_time":     rt.o.StartTime.UTC().Format(time.RFC3339),
-		"uptime_seconds": int64(time.Since(rt.o.StartTime).Seconds()),
-		"listen":         rt.o.Listen,
-		"default_model":  rt.o.DefaultModel,
-		"memory":         budgetJSON(rt.o.Engine.Budget()),
-		"models":         counts,
-	})
-	writeJSON(w, http.StatusOK, out)
-}
-
-// props serves GET/POST /props: with a model it is the child's, without one the router's own.
-func (rt *Server) props(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("model") != "" || r.Method != http.MethodGet {
-		rt.modelRoute(w, r)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"role":            "router",
-		"max_instances":   rt.o.Engine.Budget().MaxLoaded,
-		"models_autoload": true,
-		"default_model":   rt.o.DefaultModel,
-		"build_info":      "llamatray " + rt.o.Version,
-	})
+	writeJSON(w, http.StatusOK, st)
 }

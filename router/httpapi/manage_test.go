@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 func getJSON(t testing.TB, url string, v any) *http.Response {
@@ -76,7 +77,7 @@ func TestListModels(t *testing.T) {
 			t.Fatalf("uncatalogued model: %s %s", raw.Data[0]["meta"], raw.Data[0]["status"])
 		}
 	}
-	var one modelEntry
+	var one wire.Model
 	if resp := getJSON(t, srv.URL+"/v1/models/fast", &one); resp.StatusCode != 200 || one.ID != "m1" {
 		t.Fatalf("%d %+v", resp.StatusCode, one)
 	}
@@ -128,8 +129,8 @@ func TestLogsHealthStatus(t *testing.T) {
 	srv, fe, _ := testRouter(t, "", func(o *Options) {
 		o.Listen = "127.0.0.1:8080"
 		o.StartTime = start
-		o.Status = func() map[string]any {
-			return map[string]any{"llama_server": map[string]any{"path": "/usr/bin/llama-server"}, "version": "spoofed"}
+		o.Setup = func() wire.Setup {
+			return wire.Setup{LlamaServer: wire.LlamaServer{Path: "/usr/bin/llama-server"}, ConfigPath: "/etc/llamatray.toml"}
 		}
 	})
 	fe.mu.Lock()
@@ -155,11 +156,13 @@ func TestLogsHealthStatus(t *testing.T) {
 		Memory        map[string]any
 		Models        map[string]int
 		LlamaServer   map[string]string `json:"llama_server"`
+		ConfigPath    string            `json:"config_path"`
 	}
 	getJSON(t, srv.URL+"/api/status", &st)
 	if st.Version != "test" || st.UptimeSeconds < 90 || st.Listen != "127.0.0.1:8080" || st.Memory["limit"] != float64(8<<30) ||
 		st.Memory["free"] != float64(7<<30) || st.Memory["max_loaded"] != 2.0 || st.Models["total"] != 1 || st.Models["loaded"] != 1 ||
-		st.Models["queued"] != 3 || st.LlamaServer["path"] != "/usr/bin/llama-server" {
+		st.Models["queued"] != 3 || st.LlamaServer["path"] != "/usr/bin/llama-server" ||
+		st.ConfigPath != "/etc/llamatray.toml" {
 		t.Fatalf("%+v", st)
 	}
 	for _, k := range []string{"system_total", "system_available", "reserve", "used", "loaded"} {

@@ -27,12 +27,20 @@ const upstreamIdleTimeout = 3 * time.Second
 
 // newTransport is the one transport shared by every proxied request.
 func newTransport() *http.Transport {
+	// No TCP keep-alive probes: a child on loopback that goes away is seen by its supervisor,
+	// and llama-server closes the connection after every stream, so a dial per streamed request
+	// is common; the probes' four setsockopt calls were a visible part of each.
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: -1}
 	return &http.Transport{
-		Proxy: nil, // children are on 127.0.0.1; never through an environment proxy
-		// No TCP keep-alive probes: a child on loopback that goes away is seen by its supervisor,
-		// and llama-server closes the connection after every stream, so a dial per streamed request
-		// is common; the probes' four setsockopt calls were a visible part of each.
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: -1}).DialContext,
+		Proxy: nil, // children are on this machine; never through an environment proxy
+		// A child on a unix socket is dialed at the socket of the request's lease; its URL's host
+		// only names the socket, so that each child has its own connections in the pool.
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if t, _ := ctx.Value(targetKey{}).(*proxyTarget); t != nil && t.socket != "" {
+				return d.DialContext(ctx, "unix", t.socket)
+			}
+			return d.DialContext(ctx, network, addr)
+		},
 		MaxIdleConns:          64,
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       upstreamIdleTimeout,
@@ -81,8 +89,10 @@ type targetKey struct{}
 // proxyTarget is where and how one request is proxied; the Rewrite and error hooks read it from the
 // request context.
 type proxyTarget struct {
-	model   string
+	model   string // canonical ID
+	name    string // the model as the client named it
 	url     *url.URL
+	socket  string // the child's unix socket, when it is on one
 	path    string // when set, replaces the path (the /upstream prefix stripped)
 	rawPath string
 	early   bool // headers were already sent to the client (loading progress)
@@ -137,11 +147,22 @@ func (rt *Server) rewrite(pr *httputil.ProxyRequest) {
 	}
 }
 
-// modifyResponse drops the child's X-Request-Id (ours is already set). When the client already got
-// an SSE response (loading progress), an error status from the child becomes an SSE error event.
+// modifyResponse drops the child's X-Request-Id (ours is already set) and every CORS header it
+// sent (llama-server echoes any Origin, and answers none with an empty Allow-Origin): the cors
+// middleware alone decides what a browser may read. A stream gets the opening the child left out
+// (repair.go). When the client already got an SSE response (loading progress), an error status
+// from the child becomes an SSE error event.
 func (rt *Server) modifyResponse(resp *http.Response) error {
 	resp.Header.Del(requestIDHeader)
+	dropCORS(resp.Header)
 	t := targetFrom(resp.Request)
+	if t != nil {
+		id := ""
+		if info := infoFrom(resp.Request.Context()); info != nil {
+			id = info.id
+		}
+		repairStream(resp, t.name, id)
+	}
 	if t == nil || !t.early || resp.StatusCode < 300 {
 		return nil
 	}
@@ -152,6 +173,15 @@ func (rt *Server) modifyResponse(resp *http.Response) error {
 	resp.ContentLength = int64(len(ev))
 	resp.Header.Del("Content-Length")
 	return nil
+}
+
+// dropCORS deletes every Access-Control-* header of h.
+func dropCORS(h http.Header) {
+	for k := range h {
+		if len(k) > len("Access-Control-") && strings.EqualFold(k[:len("Access-Control-")], "Access-Control-") {
+			delete(h, k)
+		}
+	}
 }
 
 // upstreamErrorBody keeps a child's JSON error document as it is, else wraps its text in one.
@@ -261,7 +291,7 @@ func (rt *Server) resolve(name string) (string, error) {
 	}
 	id, err := rt.o.Engine.Resolve(name)
 	if err != nil {
-		return "", err
+		return "", rt.resolveHub(name, err)
 	}
 	if rt.o.Catalog != nil {
 		if _, ok := rt.o.Catalog.Lookup(id); !ok {
@@ -289,6 +319,10 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 	}
 	if info != nil {
 		info.model = id
+	}
+	if err := rt.checkAutoload(r, id); err != nil {
+		writeError(w, r, err)
+		return
 	}
 	lease, early, err := rt.acquire(w, r, id, stream)
 	if lease != nil {
@@ -318,7 +352,7 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 	if len(body) == 0 {
 		r.Body, r.GetBody = http.NoBody, nil
 	}
-	t := &proxyTarget{model: id, url: lease.URL, path: path, rawPath: rawPath, early: early, stream: stream}
+	t := &proxyTarget{model: id, name: name, url: lease.URL, socket: lease.Socket, path: path, rawPath: rawPath, early: early, stream: stream}
 	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
 	if early {
 		w = &sentWriter{ResponseWriter: w, h: make(http.Header)}

@@ -35,6 +35,7 @@ func (rt *Server) routes() *mux.Router {
 
 	// Management API, shaped like llama.cpp's router.
 	m.HandleFunc("/health", rt.health).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/v1/health", rt.health).Methods(http.MethodGet, http.MethodHead) // llama.cpp's second name
 	m.HandleFunc("/api/status", rt.apiStatus).Methods(http.MethodGet)
 	m.HandleFunc("/models", rt.listModels).Methods(http.MethodGet)
 	m.HandleFunc("/v1/models", rt.listModels).Methods(http.MethodGet)
@@ -44,6 +45,13 @@ func (rt *Server) routes() *mux.Router {
 	m.HandleFunc("/models/pin", rt.pinModel).Methods(http.MethodPost)
 	m.HandleFunc("/models/logs", rt.modelLogs).Methods(http.MethodGet)
 	m.HandleFunc("/models/events", rt.events).Methods(http.MethodGet)
+	m.HandleFunc("/models/sse", rt.modelsSSE).Methods(http.MethodGet) // llama.cpp's router events
+	rt.hubRoutes(m)                                                   // POST and DELETE /models, /api/hub/...
+
+	// llama-server builds from llama.cpp's releases (llamaserver.go).
+	m.HandleFunc("/api/llama-server", rt.llamaServers).Methods(http.MethodGet)
+	m.HandleFunc("/api/llama-server/install", rt.installLlamaServer).Methods(http.MethodPost)
+	m.HandleFunc("/api/llama-server/use", rt.useLlamaServer).Methods(http.MethodPost)
 
 	// Model-routed endpoints, proxied to the model's child.
 	for _, p := range proxiedPOST {
@@ -123,4 +131,17 @@ func (rt *Server) upstream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt.serveModel(w, r, name, body, false, path, rawPath)
+}
+
+// muxVar returns an unescaped path variable (routes match on the escaped path).
+func muxVar(r *http.Request, name string) (string, bool) {
+	v, ok := mux.Vars(r)[name]
+	if !ok {
+		return "", false
+	}
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", false
+	}
+	return u, true
 }

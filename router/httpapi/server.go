@@ -19,6 +19,8 @@ import (
 
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/view"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // DefaultBodyLimit is the largest request body accepted when Options.BodyLimit is 0.
@@ -55,6 +57,12 @@ type Catalog interface {
 type Options struct {
 	Engine  Engine
 	Catalog Catalog
+	// Views is the one view of the models (the service's, see router/view) that /models shows;
+	// nil → joined from Engine and Catalog by view.Builder.
+	Views view.Source
+	// Pin pins or unpins a model by ID for POST /models/pin: the service's, which also saves the
+	// choice in the configuration file; nil → Engine.SetPinned, which lasts the run.
+	Pin func(id string, pinned bool) error
 	// Listen is the bound address, for Host checks and /api/status.
 	Listen string
 	// DefaultModel is used when a request names no model.
@@ -72,9 +80,15 @@ type Options struct {
 	StreamLoadingProgress bool
 	Version               string
 	StartTime             time.Time
-	// Status supplies extra fields for /api/status (llama-server path and version, ...).
-	Status func() map[string]any
-	Logger *slog.Logger
+	// Setup supplies the service's part of /api/status (llama-server, config file, model folders).
+	Setup func() wire.Setup
+	// LlamaServers installs llama-server builds (/api/llama-server/...); nil answers 404 there.
+	LlamaServers LlamaServers
+	Logger       *slog.Logger
+	// Reload scans the model folders again (GET /models?reload=1); nil: the list is answered as is.
+	Reload func(ctx context.Context) error
+	// Hub, when set, enables models from the Hugging Face Hub (see HubOptions).
+	Hub *HubOptions
 }
 
 // Server is the HTTP handler of a Llamatray instance.
@@ -88,6 +102,7 @@ type Server struct {
 	proxy     *httputil.ReverseProxy
 	mux       *mux.Router
 	handler   http.Handler
+	views     view.Source
 
 	loadingAfter time.Duration // how long a streaming request waits before loading comments start
 	loadingEvery time.Duration // interval of loading comments
@@ -120,6 +135,10 @@ func New(o Options) *Server {
 		if k != "" {
 			rt.keys = append(rt.keys, []byte(k))
 		}
+	}
+	rt.views = o.Views
+	if rt.views == nil {
+		rt.views = view.Builder{Engine: o.Engine, Catalog: o.Catalog}
 	}
 	rt.transport = newTransport()
 	rt.fresh = newTransport()

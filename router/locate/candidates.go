@@ -7,14 +7,15 @@ import (
 
 // Sources: where a llama-server was found (Result.Source).
 const (
-	SourceConfig   = "config"   // the llama_server setting
-	SourceEnv      = "env"      // the LLAMA_SERVER environment variable
-	SourceBundled  = "bundled"  // shipped beside Llamatray (installer folder or app bundle)
-	SourcePath     = "PATH"     // found through PATH
-	SourceHomebrew = "homebrew" // a Homebrew prefix
-	SourceUser     = "user"     // ~/.local/bin
-	SourceWinGet   = "winget"   // WinGet's command links
-	SourceSystem   = "system"   // /usr/local/bin or /usr/bin
+	SourceConfig    = "config"    // the llama_server setting
+	SourceEnv       = "env"       // the LLAMA_SERVER environment variable
+	SourceInstalled = "installed" // a build Llamatray installed from llama.cpp's releases
+	SourceBundled   = "bundled"   // shipped beside Llamatray (installer folder or app bundle)
+	SourcePath      = "PATH"      // found through PATH
+	SourceHomebrew  = "homebrew"  // a Homebrew prefix
+	SourceUser      = "user"      // ~/.local/bin
+	SourceWinGet    = "winget"    // WinGet's command links
+	SourceSystem    = "system"    // /usr/local/bin or /usr/bin
 )
 
 // place is one spot the automatic search looks at.
@@ -31,6 +32,9 @@ func places(e Env) []place {
 	var out []place
 	add := func(source string, elem ...string) {
 		out = append(out, place{path: e.join(append(elem, name)...), source: source})
+	}
+	if e.Installed != "" {
+		out = append(out, place{path: e.Installed, source: SourceInstalled})
 	}
 
 	if exe, err := e.Executable(); err == nil && exe != "" {

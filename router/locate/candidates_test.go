@@ -356,7 +356,7 @@ func TestInstallHint(t *testing.T) {
 		"freebsd": {},
 	} {
 		h := installHint(goos)
-		for _, w := range append(want, ReleasesURL) {
+		for _, w := range append(want, ReleasesURL, "llamatray llama-server install") {
 			if !strings.Contains(h, w) {
 				t.Errorf("%s hint lacks %q:\n%s", goos, w, h)
 			}

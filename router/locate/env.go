@@ -23,6 +23,9 @@ type Env struct {
 	LookPath   func(string) (string, error)      // PATH search, as exec.LookPath
 	Stat       func(string) (fs.FileInfo, error) // file information, following symlinks
 	HomeDir    string                            // the user's home folder, "" when unknown
+	// Installed is the llama-server of the build Llamatray installed (router/releases), "" when none;
+	// it is searched first after the configured path and $LLAMA_SERVER.
+	Installed string
 
 	// VersionTimeout bounds each `llama-server --version` run; 0 means DefaultVersionTimeout.
 	VersionTimeout time.Duration

@@ -12,27 +12,25 @@ const ReleasesURL = "https://github.com/ggml-org/llama.cpp/releases"
 func InstallHint() string { return installHint(runtime.GOOS) }
 
 func installHint(goos string) string {
-	var lines []string
+	lines := []string{"Let Llamatray install llama.cpp's own build: llamatray llama-server install (or Install llama-server in the window),"}
 	switch goos {
 	case "darwin":
-		lines = []string{
-			"Install llama.cpp with Homebrew: brew install llama.cpp",
+		lines = append(lines,
+			"or install llama.cpp with Homebrew: brew install llama.cpp",
 			"or MacPorts: sudo port install llama.cpp",
-		}
+		)
 	case "windows":
-		lines = []string{
-			"Install llama.cpp with WinGet: winget install llama.cpp",
-		}
+		lines = append(lines, "or install llama.cpp with WinGet: winget install llama.cpp")
 	case "linux":
-		lines = []string{
-			"Install llama.cpp's llama-server:",
+		lines = append(lines,
+			"or install llama.cpp's llama-server:",
 			"  Debian/Ubuntu: sudo apt install llama.cpp-tools (Debian unstable and newer releases only)",
 			"  Fedora: sudo dnf install llama-cpp",
 			"  Arch Linux: the llama.cpp package from the AUR (for example yay -S llama.cpp)",
 			"  Homebrew: brew install llama.cpp",
-		}
+		)
 	default:
-		lines = []string{"Install llama.cpp's llama-server from your system's packages,"}
+		lines = append(lines, "or install llama.cpp's llama-server from your system's packages,")
 	}
 	lines = append(lines,
 		"or download a build from "+ReleasesURL+".",

@@ -1,6 +1,7 @@
 // Package locate finds the llama.cpp llama-server binary and reads its version.
 //
-// The search order is: the configured path, $LLAMA_SERVER, beside the running executable (also
+// The search order is: the configured path, $LLAMA_SERVER, the build Llamatray installed (Env.Installed,
+// from router/releases), beside the running executable (also
 // its bundled llama-server folder and, on macOS, the app bundle's Contents/MacOS and
 // Contents/Resources/llama-server), PATH, Homebrew (/opt/homebrew/bin, /usr/local/bin),
 // ~/.local/bin, %LOCALAPPDATA%\Microsoft\WinGet\Links, /usr/bin. A desktop app started from a

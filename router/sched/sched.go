@@ -44,6 +44,37 @@ type View struct {
 	Draining bool
 	LastUsed time.Time
 	Held     Mem // what it really holds now (measured), or what it is expected to hold (loading)
+	Queued   int // requests waiting for it (for Plan and Drain: ahead of self): never a victim, nor unloaded while idle
+}
+
+// Reserve returns views with need booked for model id, once: added to what id holds when it is in
+// views (a sleeping model about to wake), else as a model about to load. The input is not changed.
+func Reserve(views []View, id string, need Mem) []View {
+	out := append([]View(nil), views...)
+	for i := range out {
+		if out[i].ID == id {
+			out[i].Held = out[i].Held.Add(need)
+			out[i].Queued = max(out[i].Queued, 1)
+			return out
+		}
+	}
+	return append(out, View{ID: id, Phase: Loading, Held: need, Queued: 1})
+}
+
+// UnloadDue says when a model's idle-unload timer (after: its idle time, <=0 off) stops it: only a
+// loaded or sleeping model with no lease, no queued request, not pinned and not draining, counting
+// from its last use.
+func UnloadDue(v View, after time.Duration) (time.Time, bool) {
+	if after <= 0 || !evictable(v) {
+		return time.Time{}, false
+	}
+	return v.LastUsed.Add(after), true
+}
+
+// evictable is whether v may be stopped to make room, or by a timer or memory pressure: loaded or
+// sleeping, no lease, no queued request, not pinned, not draining.
+func evictable(v View) bool {
+	return v.Leases == 0 && v.Queued == 0 && !v.Pinned && !v.Draining && (v.Phase == Loaded || v.Phase == Sleeping)
 }
 
 // Room is the budget: the memory all models together may hold now, the most it can ever be, and the
@@ -64,8 +95,9 @@ type Decision struct {
 }
 
 // Plan decides what to do for model self, which needs `need` more memory than it holds now. Models in
-// views other than self are the competition. Victims are idle (no lease), unpinned, not draining,
-// loaded or sleeping models, least recently used first, counting what each really holds.
+// views other than self are the competition. Victims are idle (no lease, no queued request),
+// unpinned, not draining, loaded or sleeping models, least recently used first, counting what each
+// really holds. Loads already decided are in views through Reserve.
 func Plan(views []View, need Mem, room Room, self string) Decision {
 	ceiling := room.Ceiling
 	if ceiling == (Mem{}) {
@@ -114,14 +146,11 @@ func Plan(views []View, need Mem, room Room, self string) Decision {
 }
 
 // Idle lists the models that may be evicted, least recently used first (ties by ID): loaded or
-// sleeping, no lease, not pinned, not draining, and not self.
+// sleeping, no lease, no queued request, not pinned, not draining, and not self.
 func Idle(views []View, self string) []View {
 	var out []View
 	for _, v := range views {
-		if v.ID == self || v.Leases > 0 || v.Pinned || v.Draining {
-			continue
-		}
-		if v.Phase == Loaded || v.Phase == Sleeping {
+		if v.ID != self && evictable(v) {
 			out = append(out, v)
 		}
 	}
@@ -154,9 +183,8 @@ func Drain(views []View, need Mem, room Room, self string) (drain []string, ok b
 			continue
 		}
 		count++
-		idle := v.Leases == 0 && !v.Pinned && !v.Draining && (v.Phase == Loaded || v.Phase == Sleeping)
 		switch {
-		case v.Phase == Stopping || v.Draining || idle:
+		case v.Phase == Stopping || v.Draining || evictable(v):
 			gone = gone.Add(v.Held)
 			n++
 		case v.Leases > 0 && !v.Pinned && (v.Phase == Loaded || v.Phase == Sleeping):
@@ -181,7 +209,7 @@ func Drain(views []View, need Mem, room Room, self string) (drain []string, ok b
 	return nil, false
 }
 
-// Pressure picks idle, unpinned models to unload, least recently used first, until what they hold
+// Pressure picks idle (no lease, no queued request), unpinned models to unload, least recently used first, until what they hold
 // covers deficit (RAM the system is short of its reserve). It returns what it picked and what they
 // hold together; when every idle model is not enough, it returns them all.
 func Pressure(views []View, deficit int64) ([]string, int64) {
@@ -198,4 +226,29 @@ func Pressure(views []View, deficit int64) ([]string, int64) {
 		freed += v.Held.RAM
 	}
 	return ids, freed
+}
+
+// Excess picks idle models to stop, least recently used first, until the models that stay (all but
+// those stopping) fit room's budget and slot cap: what a lowered memory limit or max_loaded calls
+// for. Busy, pinned, draining, loading and queued models stay, even when they alone exceed it.
+func Excess(views []View, room Room) []string {
+	var used Mem
+	n := 0
+	for _, v := range views {
+		if v.Phase != Stopping {
+			used = used.Add(v.Held)
+			n++
+		}
+	}
+	over := func() bool { return !used.Within(room.Budget) || (room.MaxLoaded > 0 && n > room.MaxLoaded) }
+	var out []string
+	for _, v := range Idle(views, "") {
+		if !over() {
+			break
+		}
+		out = append(out, v.ID)
+		used = used.Sub(v.Held)
+		n--
+	}
+	return out
 }

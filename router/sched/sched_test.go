@@ -80,6 +80,9 @@ func TestPlan(t *testing.T) {
 		{"VRAM is its own dimension",
 			[]View{{ID: "b", Phase: Loaded, Held: Mem{RAM: gib, VRAM: 6 * gib}, LastUsed: at(1)}},
 			Mem{RAM: gib, VRAM: 4 * gib}, Room{Budget: Mem{RAM: 32 * gib, VRAM: 8 * gib}}, "a", Decision{Victims: []string{"b"}}},
+		{"never a model with queued requests (a sleeper waiting to wake)",
+			[]View{{ID: "s", Phase: Sleeping, Held: ram(1), LastUsed: at(1), Queued: 1}, {ID: "c", Phase: Loaded, Held: ram(6), Leases: 1}},
+			ram(2), room8, "a", Decision{Blocked: true}},
 		{"a draining model is not a victim but is awaited only via drain",
 			[]View{{ID: "b", Phase: Loaded, Held: ram(8), Leases: 1, Draining: true}},
 			ram(4), room8, "a", Decision{Blocked: true}},
@@ -116,6 +119,9 @@ func TestDrain(t *testing.T) {
 		{"already draining counts as gone",
 			[]View{{ID: "b", Phase: Loaded, Held: ram(8), Leases: 1, Draining: true}},
 			ram(4), room8, nil, true},
+		{"an idle model with queued requests does not count as gone",
+			[]View{{ID: "s", Phase: Sleeping, Held: ram(6), Queued: 1}, {ID: "c", Phase: Loaded, Held: ram(2), Leases: 1, LastUsed: at(1)}},
+			ram(4), room8, nil, false},
 		{"slot cap",
 			[]View{{ID: "b", Phase: Loaded, Held: ram(1), Leases: 1, LastUsed: at(5)}},
 			ram(1), Room{Budget: ram(8), MaxLoaded: 1}, []string{"b"}, true},
@@ -156,6 +162,99 @@ func TestPressure(t *testing.T) {
 		}
 		if tc.deficit > 0 && tc.deficit <= 4*gib && freed < tc.deficit {
 			t.Errorf("Pressure(%d) freed only %d", tc.deficit, freed)
+		}
+	}
+}
+
+// A reservation is counted once: a sleeping model about to wake holds one slot and its whole need,
+// and is no victim; a model about to load is a new view.
+func TestReserve(t *testing.T) {
+	sleeping := []View{{ID: "s", Phase: Sleeping, Held: ram(1), LastUsed: at(1)}, {ID: "y", Phase: Loaded, Held: ram(4), Leases: 1}}
+	got := Reserve(sleeping, "s", ram(3))
+	want := []View{{ID: "s", Phase: Sleeping, Held: ram(4), LastUsed: at(1), Queued: 1}, {ID: "y", Phase: Loaded, Held: ram(4), Leases: 1}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Reserve = %+v, want %+v", got, want)
+	}
+	if sleeping[0].Held != ram(1) {
+		t.Fatal("Reserve changed its input")
+	}
+	if got := Reserve(nil, "b", ram(2)); !reflect.DeepEqual(got, []View{{ID: "b", Phase: Loading, Held: ram(2), Queued: 1}}) {
+		t.Fatalf("Reserve of a new load = %+v", got)
+	}
+	// Room for three: s (waking), y and one more. Counted twice, s would fill the last slot and be
+	// the victim of the next load.
+	room := Room{Budget: ram(10), MaxLoaded: 3}
+	if d := Plan(Reserve(sleeping, "s", ram(3)), ram(1), room, "b"); !reflect.DeepEqual(d, Decision{Start: true}) {
+		t.Fatalf("Plan after the wake's reservation = %+v, want Start", d)
+	}
+	if d := Plan(Reserve(sleeping, "s", ram(3)), ram(3), room, "b"); !reflect.DeepEqual(d, Decision{Blocked: true}) {
+		t.Fatalf("Plan short of memory = %+v, want Blocked (s is no victim)", d)
+	}
+}
+
+func TestUnloadDue(t *testing.T) {
+	base := View{ID: "a", Phase: Loaded, LastUsed: at(10)}
+	tests := []struct {
+		name  string
+		edit  func(*View)
+		after time.Duration
+		due   time.Time
+		ok    bool
+	}{
+		{"idle loaded", func(*View) {}, 5 * time.Second, at(15), true},
+		{"idle sleeping", func(v *View) { v.Phase = Sleeping }, 5 * time.Second, at(15), true},
+		{"timer off", func(*View) {}, 0, time.Time{}, false},
+		{"leased", func(v *View) { v.Leases = 1 }, 5 * time.Second, time.Time{}, false},
+		{"queued request", func(v *View) { v.Queued = 1 }, 5 * time.Second, time.Time{}, false},
+		{"pinned", func(v *View) { v.Pinned = true }, 5 * time.Second, time.Time{}, false},
+		{"draining", func(v *View) { v.Draining = true }, 5 * time.Second, time.Time{}, false},
+		{"loading", func(v *View) { v.Phase = Loading }, 5 * time.Second, time.Time{}, false},
+		{"stopping", func(v *View) { v.Phase = Stopping }, 5 * time.Second, time.Time{}, false},
+	}
+	for _, tc := range tests {
+		v := base
+		tc.edit(&v)
+		due, ok := UnloadDue(v, tc.after)
+		if !due.Equal(tc.due) || ok != tc.ok {
+			t.Errorf("%s: UnloadDue = %v, %v; want %v, %v", tc.name, due, ok, tc.due, tc.ok)
+		}
+	}
+}
+
+func TestPressureSparesQueued(t *testing.T) {
+	views := []View{
+		{ID: "waking", Phase: Sleeping, Held: ram(1), LastUsed: at(0), Queued: 2},
+		{ID: "idle", Phase: Loaded, Held: ram(2), LastUsed: at(1)},
+	}
+	if got, _ := Pressure(views, 10*gib); !reflect.DeepEqual(got, []string{"idle"}) {
+		t.Fatalf("Pressure = %v, want only idle", got)
+	}
+}
+
+func TestExcess(t *testing.T) {
+	views := []View{
+		{ID: "old", Phase: Loaded, Held: ram(2), LastUsed: at(1)},
+		{ID: "busy", Phase: Loaded, Held: ram(2), Leases: 1, LastUsed: at(0)},
+		{ID: "pinned", Phase: Loaded, Held: ram(2), Pinned: true, LastUsed: at(0)},
+		{ID: "waking", Phase: Sleeping, Held: ram(2), Queued: 1, LastUsed: at(0)},
+		{ID: "loading", Phase: Loading, Held: ram(2), LastUsed: at(0)},
+		{ID: "new", Phase: Loaded, Held: ram(2), LastUsed: at(2)},
+		{ID: "going", Phase: Stopping, Held: ram(2), LastUsed: at(0)},
+	}
+	tests := []struct {
+		name string
+		room Room
+		want []string
+	}{
+		{"within the budget and the cap", Room{Budget: ram(12), MaxLoaded: 6}, nil},
+		{"memory limit lowered", Room{Budget: ram(10)}, []string{"old"}},
+		{"memory limit far below: every idle model, no other", Room{Budget: ram(1)}, []string{"old", "new"}},
+		{"max_loaded lowered", Room{Budget: ram(100), MaxLoaded: 5}, []string{"old"}},
+		{"max_loaded below the busy ones", Room{Budget: ram(100), MaxLoaded: 1}, []string{"old", "new"}},
+	}
+	for _, tc := range tests {
+		if got := Excess(views, tc.room); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: Excess = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

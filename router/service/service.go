@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -20,8 +21,11 @@ import (
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/httpapi"
-	"github.com/llamatray/llamatray/router/locate"
+	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/mem"
+	"github.com/llamatray/llamatray/router/releases"
+	"github.com/llamatray/llamatray/router/view"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // Options are what the caller knows beyond the configuration.
@@ -40,6 +44,7 @@ type LlamaServer struct {
 	Version string
 	Hint    string // how to install one on this OS
 	Err     string // why none is used
+	Build   string // the installed llama.cpp build ("b7100") when Source is "installed"
 }
 
 // Service is a running Llamatray: catalog, engine and HTTP listener.
@@ -49,9 +54,17 @@ type Service struct {
 	cat     *catalog.Catalog
 	eng     *engine.Engine
 	handler atomic.Pointer[httpapi.Server]
+	views   view.Builder
+	hub     *hub.Manager
 	started time.Time
 	gpu     bool
+	// installer installs llama.cpp release builds (router/releases)
+	installer *releases.Installer
 
+	// saveMu serializes the writes of the configuration file, so that a later change is never
+	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
+	// across I/O; only mu is taken under it, briefly.
+	saveMu    sync.Mutex
 	mu        sync.Mutex // guards cfg, llama, srv, addr, listenErr, cancel
 	cfg       config.Config
 	llama     LlamaServer
@@ -66,6 +79,38 @@ var ErrNeedsKey = errors.New("listening beyond this machine requires api_keys in
 
 // New builds the service from a validated configuration. Nothing listens until Start.
 func New(cfg config.Config, o Options) (*Service, error) {
+	s, err := newService(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	s.llama = s.findLlamaServer(cfg.LlamaServer)
+	if err := s.newEngine(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Inspect returns the models as a service started with cfg would show them — built by the same
+// code, with the same estimates and learned footprints — without starting anything: the folders
+// are scanned once, no llama-server is looked for or started, and nothing listens. It also returns
+// the catalog's warnings (files skipped). `llamatray models` uses it when no instance runs.
+func Inspect(ctx context.Context, cfg config.Config, o Options) ([]view.Model, []string, error) {
+	s, err := newService(cfg, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.cat.Scan(ctx); err != nil {
+		return nil, nil, fmt.Errorf("scanning models: %w", err)
+	}
+	if err := s.newEngine(); err != nil { // the engine takes the scanned catalog as it starts
+		return nil, nil, err
+	}
+	defer s.eng.Close(ctx)
+	return s.Models(), s.cat.Warnings(), nil
+}
+
+// newService builds the catalog; newEngine adds the engine and the HTTP handler.
+func newService(cfg config.Config, o Options) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
@@ -86,8 +131,13 @@ func New(cfg config.Config, o Options) (*Service, error) {
 		Hidden:  func(id string) bool { return s.config().ModelSettings(id).Hidden },
 		Logger:  o.Logger,
 	})
-	s.llama = findLlamaServer(cfg.LlamaServer)
-	lim := limits(cfg, s.llama)
+	s.installer = s.newInstaller()
+	return s, nil
+}
+
+func (s *Service) newEngine() error {
+	cfg := s.config()
+	lim := limits(cfg, s.LlamaServer())
 	eng, err := engine.New(engine.Options{
 		Catalog:      s.cat,
 		Settings:     s.settings,
@@ -101,18 +151,28 @@ func New(cfg config.Config, o Options) (*Service, error) {
 		LoadTimeout:  lim.LoadTimeout,
 		StopTimeout:  lim.StopTimeout,
 		RouterPort:   portOf(cfg.Listen),
-		Env:          o.Env,
+		Env:          s.o.Env,
 		StateDir:     stateDir(),
-		Memory:       o.Memory,
-		Logger:       o.Logger,
+		Memory:       s.o.Memory,
+		Logger:       s.o.Logger,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("engine: %w", err)
 	}
 	s.eng = eng
+	s.views = view.Builder{Engine: eng, Catalog: s.cat, CtxSize: func(id string) int { return s.config().ModelSettings(id).CtxSize }}
+	s.hub = s.newHub()
 	s.handler.Store(s.newRouter(cfg))
-	return s, nil
+	return nil
 }
+
+// Models is the one view of every model (engine state, catalog entry, the estimate for the
+// configured context), sorted by ID: what GET /models, the tray, the models window and
+// `llamatray models` show.
+func (s *Service) Models() []view.Model { return s.views.Models() }
+
+// Model is the view of one model, by ID or alias.
+func (s *Service) Model(name string) (view.Model, error) { return s.views.Model(name) }
 
 func stateDir() string {
 	d, err := config.StateDir()
@@ -129,18 +189,6 @@ func portOf(listen string) int {
 	}
 	n, _ := strconv.Atoi(p)
 	return n
-}
-
-func findLlamaServer(configured string) LlamaServer {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	r, err := locate.Find(ctx, configured)
-	ls := LlamaServer{Path: r.Path, Source: r.Source, Version: r.Version, Hint: locate.InstallHint()}
-	if err != nil {
-		ls.Path = ""
-		ls.Err = err.Error()
-	}
-	return ls
 }
 
 // limits maps the configuration to the engine's live limits.
@@ -223,6 +271,8 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 	return httpapi.New(httpapi.Options{
 		Engine:                s.eng,
 		Catalog:               s.cat,
+		Views:                 s,
+		Pin:                   s.SetPinned,
 		Listen:                cfg.Listen,
 		DefaultModel:          cfg.DefaultModel,
 		BodyLimit:             int64(cfg.BodyLimit),
@@ -232,18 +282,22 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		StreamLoadingProgress: cfg.StreamLoadingProgress,
 		Version:               s.o.Version,
 		StartTime:             s.started,
-		Status:                s.status,
+		Setup:                 s.setup,
+		LlamaServers:          s,
 		Logger:                s.log,
+		Reload:                s.rescan,
+		Hub:                   s.hubOptions(cfg.AutoPull),
 	})
 }
 
-func (s *Service) status() map[string]any {
+// setup is the service's part of /api/status.
+func (s *Service) setup() wire.Setup {
 	ls := s.LlamaServer()
-	return map[string]any{
-		"llama_server":     map[string]any{"path": ls.Path, "source": ls.Source, "version": ls.Version, "error": ls.Err, "hint": ls.Hint},
-		"config_path":      s.o.ConfigPath,
-		"model_dirs":       s.config().ModelDirsResolved(),
-		"catalog_warnings": s.cat.Warnings(),
+	return wire.Setup{
+		LlamaServer:     wire.LlamaServer{Path: ls.Path, Source: ls.Source, Version: ls.Version, Build: ls.Build, Error: ls.Err, Hint: ls.Hint},
+		ConfigPath:      s.o.ConfigPath,
+		ModelDirs:       append([]string{}, s.config().ModelDirsResolved()...),
+		CatalogWarnings: append([]string{}, s.cat.Warnings()...),
 	}
 }
 
@@ -266,6 +320,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.cancel = cancel
 	s.mu.Unlock()
 	go s.cat.Watch(wctx, 5*time.Second)
+	go s.updateDaily(wctx, firstUpdateCheck, updateEvery)
 	if err := s.eng.Start(ctx); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -327,6 +382,50 @@ func (s *Service) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// SetPinned pins or unpins a model (a pinned model is never evicted by memory pressure or idle
+// timers) at once and for good: the choice is saved in the configuration file as the model's
+// `pinned`, so it still holds after a restart. POST /models/pin, `llamatray pin` and the tray all
+// pin through here. When the engine took the pin but the file could not be written, the error
+// says so (the pin then lasts this run).
+func (s *Service) SetPinned(name string, pinned bool) error {
+	id, err := s.eng.Resolve(name)
+	if err != nil {
+		return err
+	}
+	if err := s.eng.SetPinned(id, pinned); err != nil {
+		return err
+	}
+	return s.savePinned(id, pinned)
+}
+
+// savePinned records a pin in the configuration in force and in its file.
+func (s *Service) savePinned(id string, pinned bool) error {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	s.mu.Lock()
+	cfg := s.cfg
+	m := cfg.Models[id]
+	if m.Pinned == pinned {
+		s.mu.Unlock()
+		return nil
+	}
+	m.Pinned = pinned
+	cfg.Models = maps.Clone(cfg.Models)
+	if cfg.Models == nil {
+		cfg.Models = map[string]config.Model{}
+	}
+	cfg.Models[id] = m
+	s.cfg = cfg
+	s.mu.Unlock()
+	if s.o.ConfigPath == "" {
+		return nil
+	}
+	if err := cfg.Save(s.o.ConfigPath); err != nil {
+		return fmt.Errorf("%s is pinned for this run, but saving the configuration failed: %w", id, err)
+	}
+	return nil
+}
+
 // Engine returns the engine.
 func (s *Service) Engine() *engine.Engine { return s.eng }
 
@@ -378,7 +477,7 @@ func (s *Service) Apply(cfg config.Config) error {
 	old := s.config()
 	ls := s.LlamaServer()
 	if cfg.LlamaServer != old.LlamaServer || ls.Path == "" {
-		ls = findLlamaServer(cfg.LlamaServer)
+		ls = s.findLlamaServer(cfg.LlamaServer)
 	}
 	s.mu.Lock()
 	s.cfg = cfg

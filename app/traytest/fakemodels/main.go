@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
 
@@ -55,7 +56,7 @@ func run(dir string, in io.Reader) error {
 			return fmt.Errorf("line %d: %w", n, err)
 		}
 		size, _ := f.Size()
-		fmt.Printf("%s  %.1f GB\n", path, float64(size)/1e9)
+		fmt.Printf("%s  %s\n", path, config.HumanSize(size))
 	}
 	return sc.Err()
 }

@@ -61,12 +61,24 @@ func notFound(mux *http.ServeMux) http.Handler {
 	})
 }
 
-// middleware echoes X-Request-Id, answers 503 while loading (except the
-// model list, as llama-server does) and logs each request.
+// middleware echoes X-Request-Id, sends llama-server's CORS headers (any
+// Origin echoed, an empty one when the request has none; preflights answered
+// for every path), answers 503 while loading (except the model list, as
+// llama-server does) and logs each request.
 func (s *server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := r.Header.Get("X-Request-Id"); id != "" {
 			w.Header().Set("X-Request-Id", id)
+		}
+		w.Header()["Access-Control-Allow-Origin"] = []string{r.Header.Get("Origin")}
+		if r.Method == http.MethodOptions {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Credentials", "true")
+			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "*")
+			h.Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusOK)
+			return
 		}
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		path := r.URL.Path

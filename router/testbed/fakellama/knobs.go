@@ -25,6 +25,7 @@ type knobs struct {
 	IgnoreSigterm      bool          // SIGTERM is recorded and otherwise ignored
 	WakeTime           time.Duration // time a sleeping server takes to wake for a task
 	Record             string        // file to append one JSON line per event to
+	DropOpening        bool          // streams leave out their opening (Anthropic message_start, the OpenAI role chunk), as llama-server 0.7.0 does when the first token is an incomplete UTF-8 sequence
 }
 
 func defaultKnobs() knobs {
@@ -42,6 +43,7 @@ type sidecar struct {
 	IgnoreSigterm      *bool     `json:"ignore_sigterm"`
 	WakeTime           *duration `json:"wake_time"`
 	Record             *string   `json:"record"`
+	DropOpening        *bool     `json:"drop_opening"`
 }
 
 // duration reads a JSON string such as "250ms" or a number of milliseconds.
@@ -129,6 +131,7 @@ func (k *knobs) fromEnv(getenv func(string) string) error {
 	num("FAKE_LLAMA_CRASH_AFTER_REQUESTS", &k.CrashAfterRequests)
 	flag("FAKE_LLAMA_IGNORE_SIGTERM", &k.IgnoreSigterm)
 	dur("FAKE_LLAMA_WAKE_TIME", &k.WakeTime)
+	flag("FAKE_LLAMA_DROP_OPENING", &k.DropOpening)
 	if v := getenv("FAKE_LLAMA_RECORD"); v != "" {
 		k.Record = v
 	}
@@ -156,6 +159,9 @@ func (k *knobs) apply(sc sidecar) {
 	}
 	if sc.CrashAfterRequests != nil {
 		k.CrashAfterRequests = *sc.CrashAfterRequests
+	}
+	if sc.DropOpening != nil {
+		k.DropOpening = *sc.DropOpening
 	}
 	if sc.IgnoreSigterm != nil {
 		k.IgnoreSigterm = *sc.IgnoreSigterm

@@ -19,6 +19,8 @@
 //	ignore_sigterm        false  record SIGTERM and carry on
 //	wake_time             0      time a sleeping server takes to wake for a task
 //	record                ""     file to append JSON event lines to
+//	drop_opening          false  streams lack Anthropic message_start and the OpenAI role chunk
+//	                             (llama-server 0.7.0 when the first token is incomplete UTF-8)
 //
 // Record events: start (args), ready, request (path, model, stream), cancel,
 // sleep, wake, signal (signal), exit (code). Test hooks: POST /fake/crash
@@ -94,15 +96,28 @@ func main() {
 func (s *server) run() {
 	logf(lvlInfo, "build_info: build = %d (%s), built with %s (fakellama) for %s/%s", buildNumber, buildCommit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	logf(lvlInfo, "system_info: n_threads = %d (n_threads_batch = %d) / %d", runtime.NumCPU(), runtime.NumCPU(), runtime.NumCPU())
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.opts.host, strconv.Itoa(s.opts.port)))
+	// Like llama-server, a --host ending in ".sock" is a unix socket path, and then there is no port.
+	network, address := "tcp", net.JoinHostPort(s.opts.host, strconv.Itoa(s.opts.port))
+	if strings.HasSuffix(s.opts.host, ".sock") {
+		network, address = "unix", s.opts.host
+	}
+	ln, err := net.Listen(network, address)
 	if err != nil {
 		srvLog(lvlError, "start", "couldn't bind HTTP server socket, hostname: %s, port: %d", s.opts.host, s.opts.port)
 		srvLog(lvlInfo, "operator()", "operator(): cleaning up before exit...")
 		srvLog(lvlError, "llama_server", "exiting due to HTTP server error")
 		s.exit(1)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	s.addr = "http://" + net.JoinHostPort(s.opts.host, strconv.Itoa(port))
+	port := 0
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+		port = tcp.Port
+		s.addr = "http://" + net.JoinHostPort(s.opts.host, strconv.Itoa(port))
+	} else {
+		if ul, ok := ln.(*net.UnixListener); ok {
+			ul.SetUnlinkOnClose(false) // llama-server leaves its socket file behind; so does the fake
+		}
+		s.addr = "unix://" + s.opts.host
+	}
 	srvLog(lvlInfo, "init", "initializing HTTP server, hostname: %s, port: %d, http threads: %d", s.opts.host, port, s.nSlots()+2)
 	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {

@@ -237,7 +237,10 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	err := ev.event("message_start", map[string]any{"type": "message_start", "message": message([]any{}, nil, t.prompt, 0)})
+	var err error
+	if !s.kn.DropOpening {
+		err = ev.event("message_start", map[string]any{"type": "message_start", "message": message([]any{}, nil, t.prompt, 0)})
+	}
 	if err == nil {
 		err = ev.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 			"content_block": map[string]any{"type": "text", "text": ""}})

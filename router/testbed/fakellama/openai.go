@@ -59,7 +59,7 @@ func (s *server) handleChat(w http.ResponseWriter, r *http.Request) {
 		c["choices"] = []any{map[string]any{"index": 0, "finish_reason": finish, "delta": delta}}
 		return c
 	}
-	if ev.data(chunk(map[string]any{"role": "assistant", "content": nil}, nil)) != nil {
+	if !s.kn.DropOpening && ev.data(chunk(map[string]any{"role": "assistant", "content": nil}, nil)) != nil {
 		s.endTask(t, 0, true)
 		return
 	}

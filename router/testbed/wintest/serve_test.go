@@ -18,6 +18,7 @@ import (
 	"github.com/llamatray/llamatray/router/client"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // httpClient opens a connection per request: llama-server closes one after a stream.
@@ -151,7 +152,7 @@ func chat(t *testing.T, addr, model string, stream bool) (*http.Response, string
 }
 
 // status is the model's status as the running instance reports it.
-func status(t *testing.T, addr, id string) client.ModelStatus {
+func status(t *testing.T, addr, id string) wire.ModelStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -165,7 +166,7 @@ func status(t *testing.T, addr, id string) client.ModelStatus {
 		}
 	}
 	t.Fatalf("GET /models has no %s", id)
-	return client.ModelStatus{}
+	return wire.ModelStatus{}
 }
 
 // starts are the record's start events: one per fake started.

@@ -1,0 +1,182 @@
+package app
+
+import (
+	"context"
+	"image"
+	"image/png"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/releases"
+	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
+	"github.com/llamatray/llamatray/router/testbed/ghreleases"
+)
+
+// From a home without llama-server, the banner's Install llama-server button installs the stand-in's
+// release (the fake llama-server) through the real service, shows its progress, and the banner goes;
+// the model then loads with the installed build.
+func TestInstallLlamaServerButton(t *testing.T) {
+	b, err := ghreleases.FromBinary(testbed.FakeLlamaServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgz, err := b.TarGz("b7100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh := ghreleases.New()
+	t.Cleanup(gh.Close)
+	cpu := ghreleases.AssetName("b7100", ".tar.gz")
+	vulkan := strings.Replace(cpu, "-bin-ubuntu-", "-bin-ubuntu-vulkan-", 1) // another build the user may pick
+	gh.Add("b7100", map[string][]byte{cpu: tgz, vulkan: tgz})
+	home := isolateXDG(t)
+	t.Setenv(releases.URLEnv, gh.Base)
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("LLAMA_SERVER", "")
+
+	models := filepath.Join(home, "models")
+	os.MkdirAll(models, 0o755)
+	f := ggufwrite.Header(ggufwrite.HeaderOptions{Blocks: 2, Embedding: 64, FFN: 128, Heads: 4, ContextLength: 512})
+	if err := ggufwrite.WriteFile(filepath.Join(models, "tiny-chat.gguf"), f); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:" + strconv.Itoa(testbed.FreePort(t))
+	cfg.ModelDirs = []string{models}
+	cfg.ScanDefaultDirs = false
+	cfg.MemoryLimit = 4 * config.GiB
+	cfg.MemoryReserve = 0
+	svc, err := service.New(cfg, service.Options{Version: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Stop(context.Background()) })
+	sb := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if s := sb.Snapshot(); s.ServerPath != "" {
+		t.Fatalf("llama-server found before the install: %s", s.ServerPath)
+	}
+
+	u, l := newTestUIWith(t, sb)
+	ctx, cancel := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() { u.watch(ctx); close(watched) }()
+	defer func() { cancel(); <-watched }()
+	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
+	shows := func(what string) bool {
+		var ok bool
+		l.wait(func() { ok = hasText(u.models.win.Content(), what) })
+		return ok
+	}
+	if !shows("llama-server not found") || !shows("[Install llama-server]") {
+		t.Fatalf("banner: %q", texts(u.models.win.Content()))
+	}
+	// The panel says which build suits this machine and why, and offers the others.
+	var picked string
+	var options []string
+	waitFor(t, "the build choice", func() bool {
+		l.wait(func() { picked, options = u.models.install.pick.Selected, u.models.install.pick.Options })
+		return picked != ""
+	})
+	if !strings.Contains(picked, "for this machine") || (runtime.GOOS == "linux" && len(options) != 2) {
+		t.Errorf("choice %q of %q", picked, options)
+	}
+	if !shows("llama.cpp b7100") || !shows("for this machine: ") {
+		t.Errorf("no reason shown: %q", texts(u.models.win.Content()))
+	}
+	want := ""
+	if runtime.GOOS == "linux" {
+		// Pick the other one.
+		l.wait(func() { u.models.install.pick.SetSelectedIndex(1); want = u.models.install.assets[1] })
+	}
+	shot(t, l, u, "install-1-not-found.png")
+	var bar float64
+	var barShown bool
+	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Install llama-server")) })
+	waitFor(t, "the install to finish", func() bool {
+		var done bool
+		l.wait(func() {
+			si := u.models.install
+			bar, barShown = si.bar.Value, si.bar.Visible()
+			done = !si.running && strings.HasPrefix(si.status.Text, "Installed llama.cpp b7100")
+		})
+		return done
+	})
+	if bar != 1 || !barShown {
+		t.Errorf("progress bar at the end: %v shown %v", bar, barShown)
+	}
+	shot(t, l, u, "install-2-installed.png")
+	waitFor(t, "the banner to go", func() bool { return !shows("llama-server not found") })
+	if ls := svc.LlamaServer(); ls.Source != "installed" || ls.Build != "b7100" {
+		t.Fatalf("service uses %+v", ls)
+	}
+	if builds, _ := svc.InstalledBuilds(); want != "" && (len(builds) != 1 || builds[0].Asset != want) {
+		t.Errorf("installed %+v, want the picked %s", builds, want)
+	}
+	l.wait(func() { test.Tap(findButton(t, u.models.list, "Load")) })
+	waitFor(t, "the model to load on the installed build", func() bool { return shows("[Unload]") })
+	if got := sb.Snapshot().Models[0].Binary; got != svc.LlamaServer().Path {
+		t.Errorf("the child runs %s", got)
+	}
+	shot(t, l, u, "install-3-loaded.png")
+}
+
+// shot writes the models window to $LLAMATRAY_SHOTS/name when that variable names a folder.
+func shot(t *testing.T, l *uiLoop, u *ui, name string) {
+	dir := os.Getenv("LLAMATRAY_SHOTS")
+	if dir == "" {
+		return
+	}
+	var img image.Image
+	l.wait(func() { img = u.models.win.Canvas().Capture() })
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := png.Encode(f, img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A failed install says why on the banner and lets the user try again.
+func TestInstallLlamaServerButtonFailure(t *testing.T) {
+	gh := ghreleases.New()
+	t.Cleanup(gh.Close)
+	gh.Add("b7100", map[string][]byte{"llama-b7100-bin-plan9-x64.zip": []byte("nothing here runs")})
+	isolateXDG(t)
+	t.Setenv(releases.URLEnv, gh.Base)
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("LLAMA_SERVER", "")
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:" + strconv.Itoa(testbed.FreePort(t))
+	cfg.ModelDirs = []string{t.TempDir()}
+	cfg.ScanDefaultDirs = false
+	svc, err := service.New(cfg, service.Options{Version: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	u, l := newTestUIWith(t, sb)
+	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
+	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Install llama-server")) })
+	waitFor(t, "the failure", func() bool {
+		var text string
+		var enabled bool
+		l.wait(func() { text, enabled = u.models.install.status.Text, !u.models.install.button.Disabled() })
+		return enabled && strings.Contains(text, "Install failed") && strings.Contains(text, "no llama.cpp build for this system")
+	})
+}

@@ -1,0 +1,136 @@
+package catalog
+
+import (
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// quantRe matches one name token that is a quantization tag as GGUF file names on the Hugging
+// Face Hub spell it: Q4_K_M, IQ2_XXS, Q8_0, F16, BF16, MXFP4_MOE, TQ1_0, ...
+var quantRe = regexp.MustCompile(`(?i)^(I?Q[1-8](_[0-9A-Z]+)+|BF16|F16|F32|F64|MXFP4(_MOE)?|TQ[12]_0)$`)
+
+// QuantOf returns the quantization tag in a GGUF file's path (upper-cased), "" when the name
+// has none: the last "-" or "."-separated token of the file name that is a tag, else such a
+// token of its folder. It is the quant of an ORG/REPO:QUANT name, as llama.cpp's -hf reads it.
+func QuantOf(p string) string {
+	p = strings.ReplaceAll(p, "\\", "/")
+	base := path.Base(p)
+	if isGGUF(base) {
+		base = stemOf(base)
+	}
+	if sh, ok := ParseShard(path.Base(p)); ok {
+		base = sh.Prefix
+	}
+	if q := lastQuantToken(base); q != "" {
+		return q
+	}
+	if dir := path.Dir(p); dir != "." && dir != "/" {
+		return lastQuantToken(path.Base(dir))
+	}
+	return ""
+}
+
+func lastQuantToken(s string) string {
+	toks := strings.FieldsFunc(s, func(r rune) bool { return r == '-' || r == '.' })
+	for i := len(toks) - 1; i >= 0; i-- {
+		if quantRe.MatchString(toks[i]) {
+			return strings.ToUpper(toks[i])
+		}
+	}
+	return ""
+}
+
+// HubName is the ORG/REPO:QUANT name of a model pulled from the Hugging Face Hub, "" when repo
+// or quant is unknown.
+func HubName(repo, quant string) string {
+	if repo == "" || quant == "" {
+		return ""
+	}
+	return repo + ":" + quant
+}
+
+// hubNameOf names a model found in a Hugging Face cache: its repo and the quant of its file
+// name, else of its header.
+func hubNameOf(e *entry, headerQuant string) (repo, name string) {
+	f := e.first()
+	if f.hf == nil {
+		return "", ""
+	}
+	repo = f.hf.name
+	if f.hf.org != "" {
+		repo = f.hf.org + "/" + repo
+	}
+	rel := path.Base(f.path)
+	if f.hfSub != "" {
+		rel = f.hfSub + "/" + rel
+	}
+	q := QuantOf(rel)
+	if q == "" {
+		q = strings.ToUpper(headerQuant)
+	}
+	return repo, HubName(repo, q)
+}
+
+// HeaderPart is the start of one GGUF file read from elsewhere (an HTTP range request): R yields
+// the file's first bytes, Size is the whole file's size.
+type HeaderPart struct {
+	R    io.Reader
+	Size int64
+}
+
+// HeaderFacts is what a remote header tells before a download.
+type HeaderFacts struct {
+	Architecture  string
+	Parameters    int64
+	Quantization  string
+	ContextLength int
+}
+
+// EstimateParts estimates, with the catalog's own estimate, the memory a model needs from the
+// headers of its files (shards in order) and, when proj is not empty, of its projector. A header
+// longer than what an R yields fails as a truncated file: the caller, seeing its reader ran dry,
+// reads more and retries.
+func EstimateParts(parts, proj []HeaderPart, p EstimateParams) (Estimate, HeaderFacts, error) {
+	read := func(ps []HeaderPart) (*header, error) {
+		fhs := make([]*fileHeader, len(ps))
+		for i, hp := range ps {
+			fh, err := decodeHeader(hp.R, hp.Size)
+			if err != nil {
+				return nil, fmt.Errorf("file %d: %w", i+1, err)
+			}
+			fhs[i] = fh
+		}
+		var h *header
+		err := guard(func() error {
+			gf, err := assemble(fhs)
+			if err != nil {
+				return err
+			}
+			h = describe(gf)
+			return nil
+		})
+		return h, err
+	}
+	if len(parts) == 0 {
+		return Estimate{}, HeaderFacts{}, fmt.Errorf("no model files")
+	}
+	m, err := read(parts)
+	if err != nil {
+		return Estimate{}, HeaderFacts{}, err
+	}
+	var ph *header
+	if len(proj) > 0 {
+		if ph, err = read(proj); err != nil {
+			return Estimate{}, HeaderFacts{}, fmt.Errorf("projector: %w", err)
+		}
+	}
+	facts := HeaderFacts{Architecture: m.arch, Parameters: m.params, Quantization: m.quant, ContextLength: m.ctxLen}
+	est, err := estimate(m, ph, p)
+	return est, facts, err
+}
+
+// IsProjector tells a multimodal projector (mmproj) file by its name.
+func IsProjector(name string) bool { return isProjectorName(path.Base(name)) }

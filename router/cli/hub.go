@@ -1,0 +1,290 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/client"
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/hub"
+)
+
+// config reads the configuration file the flags name (the default one otherwise); a missing or
+// broken file gives the defaults.
+func (f *clientFlags) config() config.Config {
+	path := f.configPath
+	if path == "" {
+		path, _ = config.Path()
+	}
+	if path != "" {
+		if c, err := config.Parse(path, readFileOrEmpty(path)); err == nil {
+			return c
+		}
+	}
+	return config.Default()
+}
+
+// instance returns a client of the running instance, or nil when none answers.
+func (f *clientFlags) instance(ctx context.Context) *client.Client {
+	c := f.client()
+	pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if c.Ping(pctx) != nil {
+		return nil
+	}
+	return c
+}
+
+// runSearch: `llamatray search TEXT` lists GGUF repos on the Hugging Face Hub; `llamatray search
+// ORG/REPO` lists that repo's quants with their sizes.
+func runSearch(args []string, env Env) error {
+	f := newClientFlags("search", env, false)
+	limit := f.fs.Int("limit", 20, "most results shown")
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageError{errors.New("usage: llamatray search TEXT  (or ORG/REPO for its files)")}
+	}
+	text := strings.Join(pos, " ")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := hub.FromEnv(env.Getenv)
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	if ref, err := hub.ParseRef(text); err == nil && ref.Quant == "" {
+		if l, err := c.Files(ctx, ref.Repo); err == nil {
+			fmt.Fprintln(tw, "MODEL\tSIZE\tFILES")
+			for _, q := range l.Quants {
+				files := strconv.Itoa(len(q.Files))
+				if q.Mmproj != nil {
+					files += " + mmproj"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", hub.Ref{Repo: l.Repo, Quant: q.Name}, humanBytes(q.Size), files)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stderr, "get one with: llamatray pull %s:QUANT\n", l.Repo)
+			return nil
+		}
+	}
+	repos, err := c.Search(ctx, text, *limit)
+	if err != nil {
+		return err
+	}
+	if len(repos) == 0 {
+		fmt.Fprintf(env.Stderr, "no GGUF models on %s match %q\n", c.Endpoint, text)
+		return nil
+	}
+	fmt.Fprintln(tw, "REPO\tDOWNLOADS\tLIKES\tACCESS")
+	for _, r := range repos {
+		access := "open"
+		if r.Gated {
+			access = "gated (needs HF_TOKEN)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", r.ID, r.Downloads, r.Likes, access)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stderr, "see a repo's files with: llamatray search ORG/REPO; get one with: llamatray pull ORG/REPO:QUANT")
+	return nil
+}
+
+// runPull: `llamatray pull ORG/REPO[:QUANT]` downloads through the running instance, or
+// directly when none runs, with a progress bar. It succeeds only once every file is verified and
+// the model is listed under its name. Ctrl-C cancels and leaves nothing behind.
+func runPull(args []string, env Env) error {
+	f := newClientFlags("pull", env, false)
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{errors.New("usage: llamatray pull ORG/REPO[:QUANT]")}
+	}
+	ref, err := hub.ParseRef(pos[0])
+	if err != nil {
+		return usageError{err}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	bar := newProgressBar(env.Stderr)
+	if c := f.instance(ctx); c != nil {
+		return pullVia(ctx, c, ref, bar, env)
+	}
+	return pullDirect(ctx, f.config(), ref, bar, env)
+}
+
+func pullVia(ctx context.Context, c *client.Client, ref hub.Ref, bar *progressBar, env Env) error {
+	ectx, cancelEvents := context.WithCancel(ctx)
+	defer cancelEvents()
+	events, err := c.PullEvents(ectx) // subscribed before the pull starts: no event is missed
+	if err != nil {
+		return err
+	}
+	a, err := c.Pull(ctx, ref.String())
+	if err != nil {
+		return err
+	}
+	if a.Status == hub.StateDownloaded {
+		fmt.Fprintf(env.Stdout, "%s is already downloaded (model %s)\n", a.Model, a.ID)
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			rctx, rc := context.WithTimeout(context.Background(), time.Minute)
+			_, err := c.Remove(rctx, a.Model)
+			rc()
+			bar.done()
+			if err != nil {
+				return fmt.Errorf("%s: cancelling the download: %w", a.Model, err)
+			}
+			return fmt.Errorf("%s: %w", a.Model, hub.ErrCancelled)
+		case ev, open := <-events:
+			if !open {
+				bar.done()
+				return fmt.Errorf("%s: the instance stopped reporting the download", a.Model)
+			}
+			if !strings.EqualFold(ev.Model, a.Model) {
+				continue
+			}
+			bar.show(a.Model, ev.BytesDone, ev.BytesTotal, ev.BytesPerSecond, time.Duration(ev.ETASeconds*float64(time.Second)))
+			switch ev.Status {
+			case hub.StateDownloaded:
+				bar.done()
+				id, err := c.Resolve(ctx, a.Model)
+				if err != nil {
+					return fmt.Errorf("%s downloaded but not listed: %w", a.Model, err)
+				}
+				fmt.Fprintf(env.Stdout, "%s: downloaded, verified (sha256) and listed as %s\n", a.Model, id)
+				return nil
+			case hub.StateFailed, hub.StateCancelled:
+				bar.done()
+				return errors.New(ev.Error)
+			}
+		}
+	}
+}
+
+// pullDirect downloads without an instance and checks the catalog lists the model.
+func pullDirect(ctx context.Context, cfg config.Config, ref hub.Ref, bar *progressBar, env Env) error {
+	cache := hub.Cache{Dir: hub.CacheDir(env.Getenv)}
+	listedAs := ""
+	m := hub.NewManager(hub.FromEnv(env.Getenv), cache, func(name string, _ []string) error {
+		cat := newCatalog(cfg)
+		if err := cat.Scan(ctx); err != nil {
+			return err
+		}
+		if cm, ok := cat.Lookup(name); ok {
+			listedAs = cm.ID
+			return nil
+		}
+		if !slices.Contains(cat.Dirs(), filepath.Clean(cache.Dir)) {
+			return fmt.Errorf("%s was downloaded to %s, which Llamatray does not scan: turn scan_default_dirs on or add that folder to model_dirs", name, cache.Dir)
+		}
+		return fmt.Errorf("%s was downloaded to %s but is not listed: %v", name, cache.Dir, cat.Warnings())
+	}, discardLogger())
+	events, unsub := m.Subscribe()
+	defer unsub()
+	st, err := m.Start(ctx, ref)
+	if err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			m.Cancel(st.Model)
+			end, _ := m.Wait(context.Background(), st.Model)
+			bar.done()
+			if end.Error != "" {
+				return errors.New(end.Error)
+			}
+			return fmt.Errorf("%s: %w", st.Model, hub.ErrCancelled)
+		case ev := <-events:
+			p := ev.Progress
+			bar.show(ev.Model, p.Done, p.Total, p.Rate, p.Left)
+			switch ev.State {
+			case hub.StateDownloaded:
+				bar.done()
+				fmt.Fprintf(env.Stdout, "%s: downloaded, verified (sha256) and listed as %s\n", ev.Model, listedAs)
+				return nil
+			case hub.StateFailed, hub.StateCancelled:
+				bar.done()
+				return errors.New(ev.Error)
+			}
+		}
+	}
+}
+
+// newCatalog is the catalog of the configured folders, as `llamatray models` scans them.
+func newCatalog(cfg config.Config) *catalog.Catalog {
+	return catalog.New(catalog.Options{
+		Dirs: cfg.ModelDirsResolved(),
+		Params: func(id string) catalog.EstimateParams {
+			ms := cfg.ModelSettings(id)
+			return catalog.EstimateParams{ContextSize: max(ms.CtxSize, 512), Parallel: cfg.Defaults.Parallel}
+		},
+		Aliases: func(id string) []string { return cfg.ModelSettings(id).Aliases },
+		Hidden:  func(id string) bool { return cfg.ModelSettings(id).Hidden },
+		Logger:  discardLogger(),
+	})
+}
+
+// runRm: `llamatray rm MODEL` deletes a model pulled from the Hub (through the running instance,
+// which unloads it first, or directly), or cancels its download.
+func runRm(args []string, env Env) error {
+	f := newClientFlags("rm", env, false)
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{errors.New("usage: llamatray rm MODEL")}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if c := f.instance(ctx); c != nil {
+		a, err := c.Remove(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		if a.Status == hub.StateCancelled {
+			fmt.Fprintf(env.Stdout, "%s: download cancelled\n", a.Model)
+			return nil
+		}
+		fmt.Fprintf(env.Stdout, "%s removed (%d paths)\n", a.ID, len(a.Removed))
+		return nil
+	}
+	cat := newCatalog(f.config())
+	if err := cat.Scan(ctx); err != nil {
+		return err
+	}
+	m, ok := cat.Lookup(pos[0])
+	if !ok {
+		return fmt.Errorf("model %q not found", pos[0])
+	}
+	cache, files, ok := hub.LocalFiles(m)
+	if !ok {
+		return fmt.Errorf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", m.ID, m.Path)
+	}
+	removed, err := cache.Remove(m.HubRepo, files)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "%s removed (%d paths)\n", m.ID, len(removed))
+	return nil
+}

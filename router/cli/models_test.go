@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llamatray/llamatray/router/client"
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// modelsConfig writes two models and a config serving them on a free port; model "big" has its
+// own context size, so the estimates depend on the configuration.
+func modelsConfig(t *testing.T) (string, config.Config) {
+	dir := isolate(t)
+	models := filepath.Join(dir, "models")
+	os.MkdirAll(models, 0o755)
+	for name, ctx := range map[string]int{"small": 2048, "big": 32768} {
+		h := ggufwrite.Header(ggufwrite.HeaderOptions{Name: name, Blocks: 8, Embedding: 512, ContextLength: ctx, FileType: 15})
+		if err := ggufwrite.WriteFile(filepath.Join(models, name+".gguf"), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := config.Default()
+	cfg.Listen = fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
+	cfg.ModelDirs = []string{models}
+	cfg.ScanDefaultDirs = false
+	cfg.LlamaServer = testbed.FakeLlamaServer(t)
+	cfg.Models = map[string]config.Model{"big": {CtxSize: 16384}}
+	path := filepath.Join(dir, "config.toml")
+	if err := cfg.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	return path, cfg
+}
+
+// startService runs the service of cfg until the test ends.
+func startService(t *testing.T, cfg config.Config, path string) *service.Service {
+	svc, err := service.New(cfg, service.Options{ConfigPath: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		svc.Stop(ctx)
+	})
+	return svc
+}
+
+// decodeModels reads `--json` output strictly: every field must be one of GET /models.
+func decodeModels(t *testing.T, b []byte) []wire.Model {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var ms []wire.Model
+	if err := dec.Decode(&ms); err != nil {
+		t.Fatalf("--json output %q: %v", b, err)
+	}
+	return ms
+}
+
+// estimates maps each model's ID to the raw JSON of its status.memory_estimate_bytes.
+func estimates(t *testing.T, raw []byte) map[string]string {
+	t.Helper()
+	var ms []struct {
+		ID     string                     `json:"id"`
+		Status map[string]json.RawMessage `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &ms); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, m := range ms {
+		est, ok := m.Status["memory_estimate_bytes"]
+		if !ok || m.ID == "" {
+			t.Fatalf("entry without id or status.memory_estimate_bytes: %s", raw)
+		}
+		out[m.ID] = string(est)
+	}
+	return out
+}
+
+// `llamatray models --json` and GET /models agree to the byte on every model's estimate, both when
+// the CLI reads the running instance and when it builds the view itself; `ps` says when nothing
+// is loaded, and `ps --json` gives the same objects.
+func TestModelsJSONMatchesAPI(t *testing.T) {
+	path, cfg := modelsConfig(t)
+
+	// No instance yet: the CLI builds the service's view itself.
+	code, o := runCLI(t, "models", "--json", "--config", path)
+	if code != 0 {
+		t.Fatalf("models --json offline: %d %s", code, o.stderr.String())
+	}
+	offline := o.stdout.Bytes()
+	if ms := decodeModels(t, offline); len(ms) != 2 || ms[0].ID != "big" || ms[0].Meta == nil || ms[0].Meta.ContextLength != 32768 {
+		t.Fatalf("offline %s", offline)
+	}
+
+	startService(t, cfg, path)
+	resp, err := http.Get("http://" + cfg.Listen + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Data json.RawMessage }
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := estimates(t, list.Data)
+	if len(api) != 2 || api["big"] == api["small"] || api["big"] == "0" || api["small"] == "0" {
+		t.Fatalf("API estimates %v", api)
+	}
+	code, o = runCLI(t, "models", "--json", "--config", path)
+	if code != 0 {
+		t.Fatalf("models --json: %d %s", code, o.stderr.String())
+	}
+	online := o.stdout.Bytes()
+	decodeModels(t, online)
+	for name, out := range map[string][]byte{"offline": offline, "with the instance": online} {
+		got := estimates(t, out)
+		if len(got) != len(api) {
+			t.Fatalf("%s: %v, API %v", name, got, api)
+		}
+		for id, want := range api {
+			if got[id] != want {
+				t.Errorf("%s: %s estimate %s, API says %s", name, id, got[id], want)
+			}
+		}
+	}
+	// With the instance, the objects are GET /models "data" itself.
+	var a, b bytes.Buffer
+	json.Compact(&a, list.Data)
+	json.Compact(&b, online)
+	if a.String() != b.String() {
+		t.Errorf("models --json:\n%s\nGET /models data:\n%s", b.String(), a.String())
+	}
+	// The table prints the same estimate.
+	code, o = runCLI(t, "models", "--config", path)
+	var est int64
+	fmt.Sscan(api["big"], &est)
+	if code != 0 || !strings.Contains(o.stdout.String(), humanBytes(est)) || !strings.Contains(o.stdout.String(), "STATE") {
+		t.Fatalf("models: %d %q, want %s", code, o.stdout.String(), humanBytes(est))
+	}
+
+	// ps: nothing loaded, then one.
+	if code, o := runCLI(t, "ps", "--config", path); code != 0 || strings.TrimSpace(o.stdout.String()) != "No model is loaded." {
+		t.Fatalf("ps, nothing loaded: %d %q %q", code, o.stdout.String(), o.stderr.String())
+	}
+	if code, o := runCLI(t, "ps", "--json", "--config", path); code != 0 || strings.TrimSpace(o.stdout.String()) != "[]" {
+		t.Fatalf("ps --json, nothing loaded: %d %q %q", code, o.stdout.String(), o.stderr.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := client.New(cfg.Listen).Load(ctx, "small"); err != nil {
+		t.Fatal(err)
+	}
+	code, o = runCLI(t, "ps", "--json", "--config", path)
+	if code != 0 {
+		t.Fatalf("ps --json: %d %s", code, o.stderr.String())
+	}
+	// (Once loaded, the estimate is the footprint measured, so it is not compared with the one before.)
+	ps := decodeModels(t, o.stdout.Bytes())
+	if len(ps) != 1 || ps[0].ID != "small" || ps[0].Status.Value != "loaded" || ps[0].Status.PID == 0 ||
+		ps[0].Status.MemoryEstimateBytes <= 0 || estimates(t, o.stdout.Bytes())["small"] == "" {
+		t.Fatalf("ps --json: %s", o.stdout.String())
+	}
+}
+
+// A pin means one thing: from the API, the CLI and the tray (which calls Service.SetPinned) it takes
+// effect at once and is saved in the configuration file.
+func TestPinIsSaved(t *testing.T) {
+	path, cfg := modelsConfig(t)
+	svc := startService(t, cfg, path)
+	saved := func(id string) bool {
+		t.Helper()
+		c, err := config.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Models[id].Pinned
+	}
+	if code, o := runCLI(t, "pin", "big", "--config", path); code != 0 || !strings.Contains(o.stdout.String(), "big pinned") {
+		t.Fatalf("pin: %d %q %q", code, o.stdout.String(), o.stderr.String())
+	}
+	if m, err := svc.Model("big"); err != nil || !m.Pinned || !saved("big") || saved("small") {
+		t.Fatalf("after llamatray pin: %+v %v, saved %v", m.ModelStatus, err, saved("big"))
+	}
+	if c, _ := config.Load(path); c.Models["big"].CtxSize != 16384 {
+		t.Fatalf("the pin lost the model's other settings: %+v", c.Models["big"])
+	}
+	resp, err := http.Post("http://"+cfg.Listen+"/models/pin", "application/json", strings.NewReader(`{"model":"small"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if m, _ := svc.Model("small"); resp.StatusCode != 200 || !m.Pinned || !saved("small") {
+		t.Fatalf("after POST /models/pin: %d %+v, saved %v", resp.StatusCode, m.ModelStatus, saved("small"))
+	}
+	if code, o := runCLI(t, "unpin", "big", "--config", path); code != 0 || !strings.Contains(o.stdout.String(), "big unpinned") {
+		t.Fatalf("unpin: %d %q %q", code, o.stdout.String(), o.stderr.String())
+	}
+	if m, _ := svc.Model("big"); m.Pinned || saved("big") || !saved("small") || !svc.Config().Models["small"].Pinned {
+		t.Fatalf("after llamatray unpin: %+v, saved %v", m.ModelStatus, saved("big"))
+	}
+	if code, o := runCLI(t, "pin", "nope", "--config", path); code != 1 || !strings.Contains(o.stderr.String(), "nope") {
+		t.Fatalf("pin unknown: %d %q", code, o.stderr.String())
+	}
+}

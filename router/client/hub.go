@@ -1,0 +1,79 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// Pull starts downloading ORG/REPO[:QUANT] from the Hugging Face Hub.
+func (c *Client) Pull(ctx context.Context, name string) (wire.PullAnswer, error) {
+	var a wire.PullAnswer
+	err := c.do(ctx, http.MethodPost, "/models", map[string]any{"model": name}, &a)
+	return a, err
+}
+
+// Remove deletes a model pulled from the Hub, or cancels its pull.
+func (c *Client) Remove(ctx context.Context, name string) (wire.RemoveAnswer, error) {
+	var a wire.RemoveAnswer
+	err := c.do(ctx, http.MethodDelete, "/models", map[string]any{"model": name}, &a)
+	return a, err
+}
+
+// Resolve asks whether a name is served, returning its catalog ID.
+func (c *Client) Resolve(ctx context.Context, name string) (string, error) {
+	var m wire.Model
+	if err := c.do(ctx, http.MethodGet, "/v1/models/"+url.PathEscape(name), nil, &m); err != nil {
+		return "", err
+	}
+	return m.ID, nil
+}
+
+// PullEvents follows /models/events and sends its "download" lines until ctx ends or the stream
+// does; the channel is closed then.
+func (c *Client) PullEvents(ctx context.Context) (<-chan wire.Pull, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+"/models/events", nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("llamatray at %s: %w", c.Base, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, decodeError(resp.StatusCode, nil)
+	}
+	out := make(chan wire.Pull, 64)
+	go func() {
+		defer close(out)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			line, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var ev wire.DownloadEvent
+			if json.Unmarshal([]byte(line), &ev) != nil || ev.Kind != "download" {
+				continue
+			}
+			select {
+			case out <- ev.Pull:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}

@@ -1,0 +1,113 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/llamatray/llamatray/router/releases"
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// LlamaServers is the answer of GET /api/llama-server.
+type LlamaServers struct {
+	Builds         []releases.Build `json:"builds"`
+	InUse          wire.LlamaServer `json:"in_use"` // the llama-server in use
+	Available      *Available       `json:"available"`
+	AvailableError string           `json:"available_error"`
+}
+
+// Available is what installing a release would pick here, and the other archives that run here.
+type Available struct {
+	Build  string       `json:"build"`
+	Chosen FlavorInfo   `json:"chosen"`
+	Others []FlavorInfo `json:"others"`
+}
+
+// FlavorInfo is one archive of a release.
+type FlavorInfo struct {
+	Asset   string `json:"asset"`
+	Backend string `json:"backend"`
+	Size    int64  `json:"size"`
+	Reason  string `json:"reason"`
+}
+
+// LlamaServers lists the installed llama-server builds; with available, also what installing build
+// (a tag, or "latest") would pick here.
+func (c *Client) LlamaServers(ctx context.Context, available bool, build string) (LlamaServers, error) {
+	var out LlamaServers
+	path := "/api/llama-server"
+	if available {
+		path += "?available=1&build=" + build
+	}
+	err := c.do(ctx, http.MethodGet, path, nil, &out)
+	return out, err
+}
+
+// UseLlamaServer switches the instance to an installed build ("previous" rolls back).
+func (c *Client) UseLlamaServer(ctx context.Context, build string) (releases.Build, error) {
+	var b releases.Build
+	err := c.do(ctx, http.MethodPost, "/api/llama-server/use", releases.Request{Build: build}, &b)
+	return b, err
+}
+
+// InstallLlamaServer asks the instance to install a build, calling progress for each progress event,
+// and returns the installed build. Cancelling ctx cancels the install.
+func (c *Client) InstallLlamaServer(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error) {
+	var b releases.Build
+	body, _ := json.Marshal(req)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+"/api/llama-server/install", bytes.NewReader(body))
+	if err != nil {
+		return b, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "text/event-stream")
+	if c.APIKey != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	resp, err := c.httpClient().Do(hr)
+	if err != nil {
+		return b, fmt.Errorf("llamatray at %s: %w", c.Base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return b, decodeError(resp.StatusCode, raw)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data := []byte(strings.TrimPrefix(line, "data: "))
+			switch event {
+			case "progress":
+				var p releases.Progress
+				if json.Unmarshal(data, &p) == nil && progress != nil {
+					progress(p)
+				}
+			case "done":
+				if err := json.Unmarshal(data, &b); err != nil {
+					return b, fmt.Errorf("llamatray at %s: unexpected install result: %w", c.Base, err)
+				}
+				return b, nil
+			case "error":
+				return b, decodeError(http.StatusInternalServerError, data)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return b, fmt.Errorf("llamatray at %s: the install's progress stream broke: %w", c.Base, err)
+	}
+	return b, errors.New("llamatray: the install's progress stream ended without a result")
+}

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Load loads the named model and waits until it is ready or failed. It clears a crash backoff.
+func (e *Engine) Load(ctx context.Context, name string) error {
+	id, err := e.Resolve(name)
+	if err != nil {
+		return err
+	}
+	e.transact(func(time.Time) []action {
+		if m := e.models[id]; m != nil && m.state == StateFailed {
+			m.nextRetry = time.Time{}
+		}
+		return nil
+	})
+	l, err := e.Acquire(ctx, id)
+	if err != nil {
+		return err
+	}
+	l.Release()
+	return nil
+}
+
+// StartLoad starts loading the named model in the background and returns at once.
+func (e *Engine) StartLoad(name string) error {
+	id, err := e.Resolve(name)
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := e.Load(context.Background(), id); err != nil {
+			e.log.Warn("background load failed", "model", id, "err", err)
+		}
+	}()
+	return nil
+}
+
+// Unload stops the named model. Without force it drains: new requests wait, in-flight ones finish,
+// then the child stops. With force the child is stopped at once. It waits until the child is gone or
+// ctx ends.
+func (e *Engine) Unload(ctx context.Context, name string, force bool) error {
+	id, err := e.Resolve(name)
+	if err != nil {
+		return err
+	}
+	var done chan struct{}
+	e.transact(func(time.Time) []action {
+		m := e.models[id]
+		if m == nil || !m.state.Running() {
+			return nil
+		}
+		done = make(chan struct{})
+		m.stopped = append(m.stopped, done)
+		if force {
+			return e.stopModel(m, true, "forced unload")
+		}
+		e.setDraining(m, "unload requested", "")
+		return nil
+	})
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("unloading %q: %w", id, ctx.Err())
+	}
+}
+
+// SetPinned pins or unpins a model for this run (the configuration file is the caller's).
+func (e *Engine) SetPinned(name string, pinned bool) error {
+	id, err := e.Resolve(name)
+	if err != nil {
+		return err
+	}
+	e.transact(func(time.Time) []action {
+		if m := e.models[id]; m != nil {
+			m.pinned, m.pinSet = pinned, true
+			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases, Message: fmt.Sprintf("pinned=%v", pinned)})
+		}
+		return nil
+	})
+	return nil
+}

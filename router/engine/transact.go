@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/llamatray/llamatray/router/child"
+)
+
+// action is work decided under the lock and carried out after it is released.
+type action struct {
+	start *child.Spec // spawn this child for model id, generation gen
+	stop  Proc
+	force bool
+	id    string
+	gen   uint64
+}
+
+// transact is the engine's one way to change state: decide runs under mu (with the engine clock's
+// now) and returns the actions it decided; reconcile then makes every further decision the new state
+// calls for, in the same critical section; the actions of both are carried out through the effects
+// once mu is released. decide may be nil (reconcile only).
+func (e *Engine) transact(decide func(now time.Time) []action) {
+	e.mu.Lock()
+	now := e.fx.Now()
+	var acts []action
+	if decide != nil {
+		acts = decide(now)
+	}
+	acts = append(acts, e.reconcile(now)...)
+	e.mu.Unlock()
+	e.act(acts)
+}
+
+// act carries out actions. Called without the lock.
+func (e *Engine) act(acts []action) {
+	for _, a := range acts {
+		switch {
+		case a.stop != nil:
+			a.stop.Stop(a.force)
+		case a.start != nil:
+			id, gen := a.id, a.gen
+			e.spawn.Add(1)
+			e.fx.Spawn(*a.start,
+				func(ev child.Event) { e.onChild(id, gen, ev) },
+				func(p Proc, err error) {
+					defer e.spawn.Done()
+					e.spawned(id, gen, p, err)
+				})
+		}
+	}
+}
+
+// spawned registers a started child with its model, or fails the model when it could not start. A
+// child whose model moved on (a newer generation, or forgotten) is killed.
+func (e *Engine) spawned(id string, gen uint64, p Proc, err error) {
+	e.transact(func(now time.Time) []action {
+		m := e.models[id]
+		if m == nil || m.gen != gen {
+			if p != nil {
+				return []action{{stop: p, force: true, id: id, gen: gen}}
+			}
+			return nil
+		}
+		m.spawning = false
+		if err != nil {
+			e.log.Error("starting llama-server failed", "model", id, "err", err)
+			return e.fail(m, fmt.Sprintf("could not start llama-server: %v", err), nil, err, now)
+		}
+		if m.child == nil && m.state.Running() {
+			m.child = p
+			m.pid = p.PID()
+			if m.stopReq || e.closed {
+				return []action{{stop: p, force: m.forceReq, id: id, gen: gen}}
+			}
+		}
+		return nil
+	})
+}
+
+// arm sets the single engine timer to reconcile again at t (zero: no timer). Called with mu held.
+func (e *Engine) arm(t, now time.Time) {
+	if t.Equal(e.timerAt) {
+		return
+	}
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+	e.timerAt = t
+	e.timerSeq++
+	if t.IsZero() {
+		return
+	}
+	seq := e.timerSeq
+	e.timer = e.fx.AfterFunc(t.Sub(now), func() {
+		e.transact(func(time.Time) []action {
+			if e.timerSeq == seq { // not replaced while this call waited for the lock
+				e.timerAt, e.timer = time.Time{}, nil
+			}
+			return nil
+		})
+	})
+}

@@ -1,0 +1,322 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// HubOptions enable models from the Hugging Face Hub: POST /models (pull), DELETE /models
+// (remove), /api/hub/search, /api/hub/files and /api/hub/pulls, and ORG/REPO:QUANT names that
+// are not on disk yet.
+type HubOptions struct {
+	Manager *hub.Manager
+	// AutoPull starts a pull when a request names an ORG/REPO:QUANT that is not on disk.
+	AutoPull bool
+	// Params are the load parameters a new model would get, for the fit badges.
+	Params func() catalog.EstimateParams
+	// Rescan rescans the model folders (after a removal), before the answer is sent.
+	Rescan func()
+}
+
+// hubRoutes declares the Hub routes when the Hub is enabled.
+func (rt *Server) hubRoutes(m *mux.Router) {
+	if rt.o.Hub == nil || rt.o.Hub.Manager == nil {
+		return
+	}
+	m.HandleFunc("/models", rt.pullModel).Methods(http.MethodPost)
+	m.HandleFunc("/models", rt.removeModel).Methods(http.MethodDelete)
+	m.HandleFunc("/api/hub/search", rt.hubSearch).Methods(http.MethodGet)
+	m.HandleFunc("/api/hub/files", rt.hubFiles).Methods(http.MethodGet)
+	m.HandleFunc("/api/hub/pulls", rt.hubPulls).Methods(http.MethodGet)
+}
+
+// notPulledError says a request named an ORG/REPO:QUANT that is not on this machine.
+type notPulledError struct{ name string }
+
+func (e *notPulledError) Error() string {
+	return fmt.Sprintf("model %q is not on this machine: download it with `llamatray pull %s`, or POST /models {\"model\": %q}, or set auto_pull = true", e.name, e.name, e.name)
+}
+
+// pullingError says the model a request named is being downloaded.
+type pullingError struct{ st hub.PullStatus }
+
+func (e *pullingError) Error() string {
+	pct := 0.0
+	if e.st.Progress.Total > 0 {
+		pct = 100 * float64(e.st.Progress.Done) / float64(e.st.Progress.Total)
+	}
+	return fmt.Sprintf("model %q is downloading (%.0f%%); retry when it is done", e.st.Model, pct)
+}
+
+// hubAPIError maps the Hub's errors to responses; errorFor asks it first.
+func hubAPIError(err error) (apiError, bool) {
+	var (
+		np   *notPulledError
+		pe   *pullingError
+		he   *hub.Error
+		disk *hub.DiskSpaceError
+		sum  *hub.ChecksumError
+	)
+	switch {
+	case errors.As(err, &np):
+		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: np.Error()}, true
+	case errors.As(err, &pe):
+		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "model_downloading", Message: pe.Error(), RetryAfter: 10 * time.Second}, true
+	case errors.As(err, &he) && he.Gated():
+		return apiError{Status: he.Status, Type: "authentication_error", Code: "hub_gated_repo", Message: he.Error()}, true
+	case errors.As(err, &he) && he.Status == http.StatusNotFound:
+		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "hub_not_found", Message: he.Error()}, true
+	case errors.As(err, &he):
+		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "hub_error", Message: he.Error()}, true
+	case errors.Is(err, hub.ErrNoSuchQuant):
+		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "quant_not_found", Message: err.Error()}, true
+	case errors.As(err, &disk):
+		return apiError{Status: http.StatusInsufficientStorage, Type: "server_error", Code: "insufficient_disk_space", Message: disk.Error()}, true
+	case errors.As(err, &sum):
+		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "checksum_mismatch", Message: sum.Error()}, true
+	}
+	return apiError{}, false
+}
+
+// resolveHub explains an unknown name that is an ORG/REPO:QUANT: downloading, not pulled, or
+// (auto_pull) now downloading. Other errors pass through.
+func (rt *Server) resolveHub(name string, err error) error {
+	var unknown *engine.UnknownModelError
+	if rt.o.Hub == nil || rt.o.Hub.Manager == nil || !errors.As(err, &unknown) || !hub.LooksLikeRef(name) {
+		return err
+	}
+	m := rt.o.Hub.Manager
+	if st, ok := m.Status(name); ok && st.State == hub.StateDownloading {
+		return &pullingError{st}
+	}
+	if !rt.o.Hub.AutoPull {
+		return &notPulledError{name}
+	}
+	ref, perr := hub.ParseRef(name)
+	if perr != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, serr := m.Start(ctx, ref)
+	if serr != nil {
+		return serr
+	}
+	rt.log.Info("auto_pull started a download", "model", st.Model)
+	return &pullingError{st}
+}
+
+// pullModel serves POST /models {"model": "ORG/REPO[:QUANT]"}: 202 once the download started
+// (progress on /models/events), 200 when the model is already on disk.
+func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
+	body, err := rt.readBody(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var req struct {
+		Model string `json:"model"`
+	}
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
+			return
+		}
+	}
+	if req.Model == "" {
+		req.Model = r.URL.Query().Get("model")
+	}
+	if req.Model == "" {
+		writeError(w, r, errModelRequired)
+		return
+	}
+	ref, err := hub.ParseRef(req.Model)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "invalid_model_name", Message: err.Error()}.doc())
+		return
+	}
+	if ref.Quant != "" && rt.o.Catalog != nil {
+		if m, ok := rt.o.Catalog.Lookup(ref.String()); ok && m.HubName != "" {
+			writeJSON(w, http.StatusOK, wire.PullAnswer{Success: true, Model: m.HubName, ID: m.ID, Status: hub.StateDownloaded})
+			return
+		}
+	}
+	st, err := rt.o.Hub.Manager.Start(r.Context(), ref)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	d := pullJSON(st)
+	writeJSON(w, http.StatusAccepted, wire.PullAnswer{Success: true, Model: st.Model, Status: st.State, Download: &d})
+}
+
+// doc is the error document as a value, for writeJSON.
+func (e apiError) doc() map[string]any {
+	return map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}}
+}
+
+// removeModel serves DELETE /models {"model"} (or ?model=): it cancels a running pull of that
+// name, or unloads a pulled model and deletes its files from the Hub cache (blobs that nothing
+// else uses). Models that are plain files elsewhere are not deleted.
+func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("model")
+	if body, err := rt.readBody(w, r); err != nil {
+		writeError(w, r, err)
+		return
+	} else if len(body) > 0 {
+		var req struct {
+			Model string `json:"model"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
+			return
+		}
+		if req.Model != "" {
+			name = req.Model
+		}
+	}
+	if name == "" {
+		writeError(w, r, errModelRequired)
+		return
+	}
+	m := rt.o.Hub.Manager
+	if st, ok := m.Status(name); ok && st.State == hub.StateDownloading {
+		m.Cancel(name)
+		end, err := m.Wait(r.Context(), name)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, wire.RemoveAnswer{Success: true, Model: end.Model, Status: end.State, Removed: []string{}})
+		return
+	}
+	id, err := rt.resolve(name)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	cm, _ := rt.o.Catalog.Lookup(id)
+	cache, repoFiles, ok := hub.LocalFiles(cm)
+	if !ok {
+		writeJSON(w, http.StatusConflict, apiError{Type: "invalid_request_error", Code: "not_a_hub_model",
+			Message: fmt.Sprintf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", id, cm.Path)}.doc())
+		return
+	}
+	if err := rt.o.Engine.Unload(r.Context(), id, true); err != nil {
+		var unknown *engine.UnknownModelError
+		if !errors.As(err, &unknown) {
+			writeError(w, r, err)
+			return
+		}
+	}
+	removed, err := cache.Remove(cm.HubRepo, repoFiles)
+	if err != nil {
+		writeError(w, r, fmt.Errorf("removing %s: %w", id, err))
+		return
+	}
+	if rt.o.Hub.Rescan != nil {
+		rt.o.Hub.Rescan()
+	}
+	rt.log.Info("model removed", "model", id, "paths", len(removed))
+	writeJSON(w, http.StatusOK, wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: removedOrEmpty(removed)})
+}
+
+// hubSearch serves GET /api/hub/search?q=TEXT[&limit=N]: GGUF repos on the Hub.
+func (rt *Server) hubSearch(w http.ResponseWriter, r *http.Request) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if q == "" {
+		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "query_required", Message: "q (the text to search for) is missing"}.doc())
+		return
+	}
+	limit := 30
+	fmt.Sscan(r.URL.Query().Get("limit"), &limit)
+	repos, err := rt.o.Hub.Manager.Client().Search(r.Context(), q, min(max(limit, 1), 100))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": repos})
+}
+
+// hubFiles serves GET /api/hub/files?repo=ORG/REPO[&fit=false]: the repo's quants with sizes
+// and, unless fit=false, fit badges from the GGUF headers read with range requests.
+func (rt *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
+	repo := strings.TrimSpace(r.URL.Query().Get("repo"))
+	if repo == "" {
+		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "repo_required", Message: "repo (ORG/REPO) is missing"}.doc())
+		return
+	}
+	c := rt.o.Hub.Manager.Client()
+	l, err := c.Files(r.Context(), repo)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var params catalog.EstimateParams
+	if rt.o.Hub.Params != nil {
+		params = rt.o.Hub.Params()
+	}
+	var downloaded func(string) bool
+	if rt.o.Catalog != nil {
+		downloaded = func(name string) bool { _, ok := rt.o.Catalog.Lookup(name); return ok }
+	}
+	room := hub.RoomFrom(rt.o.Engine.Budget(), rt.o.Engine.Models())
+	quants := c.Badges(r.Context(), l, params, room, downloaded, r.URL.Query().Get("fit") != "false")
+	writeJSON(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": quants})
+}
+
+// pullJSON is a pull as the API sends it.
+func pullJSON(st hub.PullStatus) wire.Pull {
+	files := make([]wire.PullFile, len(st.Progress.Files))
+	for i, f := range st.Progress.Files {
+		files[i] = wire.PullFile{Path: f.Path, Done: f.Done, Total: f.Total}
+	}
+	return wire.Pull{Model: st.Model, Status: st.State, BytesDone: st.Progress.Done, BytesTotal: st.Progress.Total,
+		BytesPerSecond: st.Progress.Rate, ETASeconds: st.Progress.Left.Seconds(), File: st.Progress.File, Files: files,
+		Error: st.Error, Started: st.Started.UTC()}
+}
+
+// hubPulls serves GET /api/hub/pulls: this instance's pulls, newest first.
+func (rt *Server) hubPulls(w http.ResponseWriter, r *http.Request) {
+	list := rt.o.Hub.Manager.List()
+	out := wire.PullList{Object: "list", Data: make([]wire.Pull, len(list))}
+	for i, st := range list {
+		out.Data[i] = pullJSON(st)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// pullEvents subscribes to pull events; nil channel and a no-op when the Hub is off.
+func (rt *Server) pullEvents() (<-chan hub.Event, func()) {
+	if rt.o.Hub == nil || rt.o.Hub.Manager == nil {
+		return nil, func() {}
+	}
+	return rt.o.Hub.Manager.Subscribe()
+}
+
+// pullEventLine renders one pull event as an SSE data block.
+func pullEventLine(ev hub.Event) []byte {
+	d := wire.DownloadEvent{Time: ev.Time.UTC(), Kind: "download", State: ev.State, Message: ev.Error, Pull: pullJSON(ev.PullStatus)}
+	b, _ := json.Marshal(d)
+	return append(append([]byte("data: "), b...), "\n\n"...)
+}
+
+// removedOrEmpty keeps "removed" a JSON list when nothing was removed.
+func removedOrEmpty(paths []string) []string {
+	if paths == nil {
+		return []string{}
+	}
+	return paths
+}

@@ -1,0 +1,162 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/llamatray/llamatray/router/releases"
+)
+
+// LlamaServers installs and switches llama.cpp release builds of llama-server (router/releases);
+// the service implements it, and re-finds llama-server after every change so new loads use it.
+type LlamaServers interface {
+	// InstalledBuilds lists the builds in Llamatray's folder, newest first.
+	InstalledBuilds() ([]releases.Build, error)
+	// PlanBuild says which archive of a release would be installed, and why, without downloading.
+	PlanBuild(ctx context.Context, req releases.Request) (releases.Release, releases.Choice, error)
+	// InstallBuild downloads, verifies and unpacks a build and makes it the one in use.
+	InstallBuild(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error)
+	// UseBuild makes an installed build (or "previous") the one in use.
+	UseBuild(build string) (releases.Build, error)
+}
+
+// flavorJSON is one archive the user can pick.
+type flavorJSON struct {
+	Asset   string `json:"asset"`
+	Backend string `json:"backend"`
+	Size    int64  `json:"size"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// llamaServers serves GET /api/llama-server: the builds installed, and what a fresh install of the
+// latest release (or ?build=) would pick, with the other archives that run here.
+func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
+	ls := rt.o.LlamaServers
+	if ls == nil {
+		writeError(w, r, errNotFound)
+		return
+	}
+	builds, err := ls.InstalledBuilds()
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if builds == nil {
+		builds = []releases.Build{}
+	}
+	out := map[string]any{"builds": builds}
+	if rt.o.Setup != nil {
+		out["in_use"] = rt.o.Setup().LlamaServer
+	}
+	if q := r.URL.Query(); q.Has("build") || q.Has("available") {
+		rel, c, err := ls.PlanBuild(r.Context(), releases.Request{Build: q.Get("build"), Backend: q.Get("backend")})
+		if err != nil {
+			out["available_error"] = err.Error()
+		} else {
+			others := []flavorJSON{}
+			for _, o := range c.Others {
+				others = append(others, flavorJSON{Asset: o.Asset.Name, Backend: o.Label(), Size: o.Asset.Size})
+			}
+			out["available"] = map[string]any{
+				"build":  rel.TagName,
+				"chosen": flavorJSON{Asset: c.Asset.Name, Backend: c.Label(), Size: c.Asset.Size, Reason: c.Reason},
+				"others": others,
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// installLlamaServer serves POST /api/llama-server/install {"build": "latest"}. The answer is an
+// event stream: "progress" events (releases.Progress: phase, build, asset, reason, bytes done and
+// total), then one "done" event with the installed build, or one "error" event. An error before the
+// first event (a bad body, another install running, no such release) is a plain JSON error instead.
+// Closing the connection cancels the install, which leaves nothing behind.
+func (rt *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
+	ls := rt.o.LlamaServers
+	if ls == nil {
+		writeError(w, r, errNotFound)
+		return
+	}
+	var req releases.Request
+	body, err := rt.readBody(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
+			return
+		}
+	}
+	es := &eventStream{w: w, rc: http.NewResponseController(w)}
+	b, err := ls.InstallBuild(r.Context(), req, func(p releases.Progress) { es.send("progress", p) })
+	switch {
+	case err != nil && !es.started():
+		writeError(w, r, err)
+	case err != nil:
+		if info := infoFrom(r.Context()); info != nil {
+			info.err = err
+		}
+		e := errorFor(err)
+		es.send("error", map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}})
+	default:
+		es.send("done", b)
+	}
+}
+
+// eventStream writes server-sent events, starting the response on the first one. It is used by the
+// handler's goroutine only (the installer reports progress on its caller's goroutine).
+type eventStream struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	begun bool
+}
+
+func (es *eventStream) started() bool { return es.begun }
+
+func (es *eventStream) send(event string, v any) {
+	b, _ := json.Marshal(v)
+	if !es.begun {
+		h := es.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		es.w.WriteHeader(http.StatusOK)
+		es.begun = true
+	}
+	es.w.Write(sseEvent(event, b))
+	es.rc.Flush()
+}
+
+// useLlamaServer serves POST /api/llama-server/use {"build": "b7100"} ("previous" rolls back).
+func (rt *Server) useLlamaServer(w http.ResponseWriter, r *http.Request) {
+	ls := rt.o.LlamaServers
+	if ls == nil {
+		writeError(w, r, errNotFound)
+		return
+	}
+	var req releases.Request
+	body, err := rt.readBody(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
+		return
+	}
+	if req.Build == "" {
+		writeError(w, r, errBuildRequired)
+		return
+	}
+	b, err := ls.UseBuild(req.Build)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
+}

@@ -1,0 +1,302 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/llamatray/llamatray/router/catalog"
+)
+
+// Repo is one search result.
+type Repo struct {
+	ID        string   `json:"id"`
+	Downloads int64    `json:"downloads"`
+	Likes     int64    `json:"likes"`
+	Gated     bool     `json:"gated"`
+	Private   bool     `json:"private"`
+	Tags      []string `json:"tags,omitempty"`
+	Modified  string   `json:"last_modified,omitempty"`
+}
+
+// repoJSON is the Hub's model document, in /api/models lists and /api/models/{repo}: "id",
+// "sha" (the commit of the revision asked for), "gated" (false, "auto" or "manual"),
+// "private", "downloads", "likes", "tags", "lastModified", "siblings[].rfilename".
+type repoJSON struct {
+	ID           string          `json:"id"`
+	SHA          string          `json:"sha"`
+	Gated        json.RawMessage `json:"gated"`
+	Private      bool            `json:"private"`
+	Downloads    int64           `json:"downloads"`
+	Likes        int64           `json:"likes"`
+	Tags         []string        `json:"tags"`
+	LastModified string          `json:"lastModified"`
+}
+
+func (r repoJSON) repo() Repo {
+	g := strings.TrimSpace(string(r.Gated))
+	return Repo{ID: r.ID, Downloads: r.Downloads, Likes: r.Likes, Private: r.Private, Tags: r.Tags, Modified: r.LastModified,
+		Gated: g != "" && g != "false" && g != "null"}
+}
+
+// Search finds GGUF repos whose name matches text, most downloaded first.
+func (c *Client) Search(ctx context.Context, text string, limit int) ([]Repo, error) {
+	if limit <= 0 {
+		limit = 30
+	}
+	q := url.Values{"search": {text}, "filter": {"gguf"}, "sort": {"downloads"}, "direction": {"-1"}, "limit": {strconv.Itoa(limit)}}
+	var list []repoJSON
+	if err := c.getJSON(ctx, "/api/models?"+q.Encode(), "", &list); err != nil {
+		return nil, err
+	}
+	out := make([]Repo, 0, len(list))
+	for _, r := range list {
+		out = append(out, r.repo())
+	}
+	return out, nil
+}
+
+// repoRe is a valid ORG/REPO.
+var repoRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// Ref is a model named the llama.cpp -hf way: ORG/REPO[:QUANT].
+type Ref struct {
+	Repo  string
+	Quant string // "" = the default pick
+}
+
+func (r Ref) String() string {
+	if r.Quant == "" {
+		return r.Repo
+	}
+	return r.Repo + ":" + r.Quant
+}
+
+// ParseRef reads ORG/REPO[:QUANT]. Anything else is an error.
+func ParseRef(s string) (Ref, error) {
+	repo, quant, _ := strings.Cut(strings.TrimSpace(s), ":")
+	if !repoRe.MatchString(repo) || strings.Contains(repo, "..") || strings.Contains(quant, "/") {
+		return Ref{}, fmt.Errorf("%q is not a Hugging Face model name: want ORG/REPO or ORG/REPO:QUANT (like ggml-org/gemma-3-1b-it-GGUF:Q4_K_M)", s)
+	}
+	return Ref{Repo: repo, Quant: strings.ToUpper(quant)}, nil
+}
+
+// LooksLikeRef tells names that are meant as ORG/REPO:QUANT (and that the catalog did not know).
+func LooksLikeRef(s string) bool {
+	if !strings.Contains(s, ":") {
+		return false
+	}
+	_, err := ParseRef(s)
+	return err == nil
+}
+
+// File is one file of a repo at a commit.
+type File struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"` // lfs.oid; "" for a file not in LFS (then not verifiable, refused)
+}
+
+// Quant is one quantization of a repo: its files (split shards in order) and the projector
+// paired with it.
+type Quant struct {
+	Name   string `json:"name"`
+	Files  []File `json:"files"`
+	Mmproj *File  `json:"mmproj,omitempty"`
+	Size   int64  `json:"size"` // every file, the projector included
+}
+
+// All returns the files to download: shards, then the projector.
+func (q Quant) All() []File {
+	out := slices.Clone(q.Files)
+	if q.Mmproj != nil {
+		out = append(out, *q.Mmproj)
+	}
+	return out
+}
+
+// Listing is a repo's GGUF files at one commit.
+type Listing struct {
+	Repo   string  `json:"repo"`
+	Commit string  `json:"commit"`
+	Gated  bool    `json:"gated"`
+	Quants []Quant `json:"quants"`
+}
+
+// Pick returns the quant named q (case-insensitive), or for "" llama.cpp's default pick: Q4_K_M,
+// else the first listed.
+func (l *Listing) Pick(q string) (Quant, error) {
+	if len(l.Quants) == 0 {
+		return Quant{}, fmt.Errorf("%s has no GGUF model files", l.Repo)
+	}
+	want := strings.ToUpper(q)
+	if want == "" {
+		want = "Q4_K_M"
+	}
+	for _, x := range l.Quants {
+		if strings.EqualFold(x.Name, want) {
+			return x, nil
+		}
+	}
+	if q == "" {
+		return l.Quants[0], nil
+	}
+	names := make([]string, len(l.Quants))
+	for i, x := range l.Quants {
+		names[i] = x.Name
+	}
+	return Quant{}, fmt.Errorf("%w: %s has no quant %s; it has %s", ErrNoSuchQuant, l.Repo, q, strings.Join(names, ", "))
+}
+
+// ErrNoSuchQuant says a repo has no files of the quant asked for.
+var ErrNoSuchQuant = errors.New("no such quant")
+
+// treeEntry is one entry of /api/models/{repo}/tree/{rev}: "type" (file|directory), "path",
+// "size", "oid" (git blob id), and for LFS files "lfs": {"oid" (sha256), "size", "pointerSize"}.
+type treeEntry struct {
+	Type string `json:"type"`
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	OID  string `json:"oid"`
+	LFS  *struct {
+		OID  string `json:"oid"`
+		Size int64  `json:"size"`
+	} `json:"lfs"`
+}
+
+// Files lists a repo's GGUF files grouped by quant, at the commit main points to now.
+func (c *Client) Files(ctx context.Context, repo string) (*Listing, error) {
+	if !repoRe.MatchString(repo) {
+		return nil, fmt.Errorf("%q is not ORG/REPO", repo)
+	}
+	var info repoJSON
+	if err := c.getJSON(ctx, "/api/models/"+repo+"/revision/main", repo, &info); err != nil {
+		return nil, err
+	}
+	if info.SHA == "" {
+		return nil, fmt.Errorf("%s: the Hub gave no commit for main", repo)
+	}
+	var files []File
+	next := "/api/models/" + repo + "/tree/" + info.SHA + "?recursive=true"
+	for page := 0; next != "" && page < 100; page++ {
+		req, err := c.newRequest(ctx, http.MethodGet, next)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.httpClient().Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("the Hugging Face Hub at %s: %w", c.Endpoint, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, hubError(resp, repo)
+		}
+		var entries []treeEntry
+		err = json.NewDecoder(resp.Body).Decode(&entries)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: unreadable file list: %w", repo, err)
+		}
+		for _, e := range entries {
+			if e.Type != "file" || !strings.HasSuffix(strings.ToLower(e.Path), ".gguf") {
+				continue
+			}
+			f := File{Path: e.Path, Size: e.Size}
+			if e.LFS != nil {
+				f.SHA256, f.Size = strings.ToLower(e.LFS.OID), e.LFS.Size
+			}
+			files = append(files, f)
+		}
+		next = nextLink(resp.Header.Get("Link"))
+	}
+	if strings.EqualFold(info.ID, repo) {
+		repo = info.ID // the Hub's spelling names the cache folder, as in the Hub's clients
+	}
+	return &Listing{Repo: repo, Commit: info.SHA, Gated: info.repo().Gated, Quants: Group(files)}, nil
+}
+
+// nextLink reads the rel="next" URL of a Link header (the tree listing is paginated).
+func nextLink(h string) string {
+	for _, part := range strings.Split(h, ",") {
+		if strings.Contains(part, `rel="next"`) {
+			if i, j := strings.Index(part, "<"), strings.Index(part, ">"); i >= 0 && j > i {
+				return part[i+1 : j]
+			}
+		}
+	}
+	return ""
+}
+
+// Group turns a repo's GGUF files into quants: the shards of a split model as one entry, every
+// model paired with a projector from its folder (F16 preferred), sorted by size.
+func Group(files []File) []Quant {
+	type key struct{ dir, prefix string }
+	var quants []Quant
+	byName := map[string]int{}
+	splits := map[key][]File{}
+	var splitKeys []key
+	projs := map[string][]File{} // by folder
+	for _, f := range files {
+		base := path.Base(f.Path)
+		switch sh, ok := catalog.ParseShard(base); {
+		case catalog.IsProjector(base):
+			projs[path.Dir(f.Path)] = append(projs[path.Dir(f.Path)], f)
+		case ok:
+			k := key{path.Dir(f.Path), sh.Prefix + "\x00" + strconv.Itoa(sh.Total)}
+			if _, seen := splits[k]; !seen {
+				splitKeys = append(splitKeys, k)
+			}
+			splits[k] = append(splits[k], f)
+		default:
+			quants = append(quants, Quant{Files: []File{f}})
+		}
+	}
+	for _, k := range splitKeys {
+		shards := splits[k]
+		sort.Slice(shards, func(i, j int) bool { return shards[i].Path < shards[j].Path })
+		first, _ := catalog.ParseShard(path.Base(shards[0].Path))
+		if len(shards) != first.Total {
+			continue // incomplete upload: nothing llama.cpp could load
+		}
+		quants = append(quants, Quant{Files: shards})
+	}
+	var out []Quant
+	for _, q := range quants {
+		q.Name = catalog.QuantOf(q.Files[0].Path)
+		if q.Name == "" {
+			q.Name = strings.TrimSuffix(path.Base(q.Files[0].Path), path.Ext(q.Files[0].Path))
+		}
+		if ps := projs[path.Dir(q.Files[0].Path)]; len(ps) > 0 {
+			p := ps[0]
+			for _, x := range ps {
+				if catalog.QuantOf(x.Path) == "F16" {
+					p = x
+					break
+				}
+			}
+			q.Mmproj = &p
+		}
+		for _, f := range q.All() {
+			q.Size += f.Size
+		}
+		if i, dup := byName[strings.ToUpper(q.Name)]; dup {
+			if len(q.Files[0].Path) >= len(out[i].Files[0].Path) {
+				continue // the same quant twice (another folder): the shorter path wins
+			}
+			out[i] = q
+			continue
+		}
+		byName[strings.ToUpper(q.Name)] = len(out)
+		out = append(out, q)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Size < out[j].Size })
+	return out
+}

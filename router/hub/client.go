@@ -1,0 +1,221 @@
+// Package hub talks to the Hugging Face Hub: it searches GGUF repos, lists a repo's GGUF files by
+// quantization, reads a file's GGUF header with range requests to tell whether it fits, and
+// downloads into the Hub's own cache layout (shared with llama.cpp and the Hub's tools) with
+// resume, sha256 verification and cancellation.
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DefaultEndpoint is the Hub; the env var HF_ENDPOINT replaces it, as in the Hub's own clients.
+const DefaultEndpoint = "https://huggingface.co"
+
+// Client is a Hub client. Its methods are safe for concurrent use.
+type Client struct {
+	Endpoint  string       // base URL without a trailing slash
+	Token     string       // sent as a bearer token to the Endpoint's host only; "" = anonymous
+	HTTP      *http.Client // nil → a client that never forwards the token after a redirect to another host
+	UserAgent string
+	// StallTimeout ends a download request that brought no byte for this long (it is retried
+	// from where it stopped); 0 means DefaultStallTimeout.
+	StallTimeout time.Duration
+}
+
+// DefaultStallTimeout is how long a download may bring no byte before it is retried.
+const DefaultStallTimeout = 60 * time.Second
+
+// FromEnv returns a client configured like the Hub's own clients: HF_ENDPOINT, HF_TOKEN, else the
+// token file ($HF_HOME/token, ~/.cache/huggingface/token). getenv nil means os.Getenv.
+func FromEnv(getenv func(string) string) *Client {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	c := &Client{Endpoint: DefaultEndpoint, UserAgent: "llamatray"}
+	if e := strings.TrimRight(strings.TrimSpace(getenv("HF_ENDPOINT")), "/"); e != "" {
+		c.Endpoint = e
+	}
+	c.Token = tokenFromEnv(getenv)
+	return c
+}
+
+func tokenFromEnv(getenv func(string) string) string {
+	if t := strings.TrimSpace(getenv("HF_TOKEN")); t != "" {
+		return t
+	}
+	var path string
+	switch {
+	case getenv("HF_TOKEN_PATH") != "":
+		path = getenv("HF_TOKEN_PATH")
+	case getenv("HF_HOME") != "":
+		path = filepath.Join(expandHome(getenv("HF_HOME")), "token")
+	default:
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		path = filepath.Join(home, ".cache", "huggingface", "token")
+	}
+	b, err := os.ReadFile(expandHome(path))
+	if err != nil || len(b) > 4096 {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, p[1:])
+		}
+	}
+	return p
+}
+
+// defaultHTTP has no overall timeout (downloads are long; contexts bound them) but bounds the
+// wait for response headers. Redirects to another host drop Authorization (Go does so for hosts
+// that are not the original's subdomains; authorize also never adds it there).
+var defaultHTTP = &http.Client{
+	Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		ResponseHeaderTimeout: 60 * time.Second,
+		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConnsPerHost:   4,
+	},
+	CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("too many redirects")
+		}
+		if req.URL.Host != via[0].URL.Host {
+			req.Header.Del("Authorization")
+		}
+		return nil
+	},
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return defaultHTTP
+}
+
+// host is the Endpoint's host, the only one the token goes to.
+func (c *Client) host() string {
+	u, err := url.Parse(c.Endpoint)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// newRequest builds a request for an Endpoint path (or an absolute URL), with the token when the
+// URL's host is the Hub's.
+func (c *Client) newRequest(ctx context.Context, method, pathOrURL string) (*http.Request, error) {
+	u := pathOrURL
+	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		u = c.Endpoint + pathOrURL
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.UserAgent != "" {
+		req.Header.Set("User-Agent", c.UserAgent)
+	}
+	if c.Token != "" && req.URL.Host == c.host() {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	return req, nil
+}
+
+// Error is an error answer of the Hub. Gated and private repos answer 401 or 403 with an
+// X-Error-Code header (GatedRepo, RepoNotFound, ...) and a message.
+type Error struct {
+	Status  int
+	Code    string // X-Error-Code
+	Message string // X-Error-Message, or the JSON body's "error"
+	Repo    string
+	Token   bool // a token was sent
+}
+
+func (e *Error) Error() string {
+	what := "the Hugging Face Hub"
+	if e.Repo != "" {
+		what = e.Repo
+	}
+	switch {
+	case (e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden) && !e.Token:
+		msg := fmt.Sprintf("%s: HTTP %d: this repo is gated or private and no Hugging Face token is set: accept its terms on the Hub, then set HF_TOKEN or log in with `hf auth login`", what, e.Status)
+		if e.Message != "" {
+			msg += " (Hub: " + e.Message + ")"
+		}
+		return msg
+	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
+		msg := fmt.Sprintf("%s: HTTP %d: the Hugging Face token has no access to this repo (accept its terms on the Hub, or check the token)", what, e.Status)
+		if e.Message != "" {
+			msg += " (Hub: " + e.Message + ")"
+		}
+		return msg
+	case e.Status == http.StatusNotFound:
+		return fmt.Sprintf("%s: not found on the Hugging Face Hub", what)
+	}
+	msg := fmt.Sprintf("%s: HTTP %d", what, e.Status)
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// Gated reports whether the Hub refused for want of access.
+func (e *Error) Gated() bool {
+	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
+}
+
+// hubError reads an error answer (and closes its body).
+func hubError(resp *http.Response, repo string) error {
+	defer resp.Body.Close()
+	e := &Error{Status: resp.StatusCode, Code: resp.Header.Get("X-Error-Code"), Message: resp.Header.Get("X-Error-Message"), Repo: repo,
+		Token: resp.Request != nil && resp.Request.Header.Get("Authorization") != ""}
+	if e.Message == "" {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		var doc struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(b, &doc) == nil {
+			e.Message = doc.Error
+		}
+	}
+	return e
+}
+
+// getJSON GETs an Endpoint path into out.
+func (c *Client) getJSON(ctx context.Context, path, repo string, out any) error {
+	req, err := c.newRequest(ctx, http.MethodGet, path)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return fmt.Errorf("the Hugging Face Hub at %s: %w", c.Endpoint, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return hubError(resp, repo)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(out); err != nil {
+		return fmt.Errorf("the Hugging Face Hub at %s: unreadable answer to %s: %w", c.Endpoint, path, err)
+	}
+	return nil
+}

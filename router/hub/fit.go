@@ -1,0 +1,184 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/config"
+)
+
+// Fit says whether a model would fit the memory budget.
+type Fit string
+
+// The fit badges.
+const (
+	FitNow         Fit = "fits"              // fits in the free budget now
+	FitAfterUnload Fit = "fits_after_unload" // fits once idle (or, later, busy) models are unloaded
+	FitTooLarge    Fit = "too_large"         // more than the whole budget of this machine
+)
+
+// Room is the memory budget a fit is judged against, as the engine reports it.
+type Room struct {
+	Limit int64 // the whole budget
+	Free  int64 // not held by any model
+	Idle  int64 // held by loaded models that serve nothing and are not pinned
+}
+
+// FitFor judges a model that needs need bytes, and says why in words.
+func FitFor(need int64, r Room) (Fit, string) {
+	switch {
+	case need <= 0:
+		return FitAfterUnload, "memory need unknown"
+	case need > r.Limit:
+		return FitTooLarge, fmt.Sprintf("needs %s, more than the %s budget of this machine", config.HumanSize(need), config.HumanSize(r.Limit))
+	case need <= r.Free:
+		return FitNow, fmt.Sprintf("needs %s, %s free", config.HumanSize(need), config.HumanSize(r.Free))
+	case need <= r.Free+r.Idle:
+		return FitAfterUnload, fmt.Sprintf("needs %s, fits after unloading idle models", config.HumanSize(need))
+	default:
+		return FitAfterUnload, fmt.Sprintf("needs %s, fits once busy models finish and unload", config.HumanSize(need))
+	}
+}
+
+// Header reading bounds: the first request asks for headerStart bytes, each retry for as much
+// again, up to headerMax (the catalog's own bound).
+const (
+	headerStart = 1 << 20
+	headerMax   = 64 << 20
+)
+
+// headerReader yields bytes fetched so far and remembers whether a decode wanted more.
+type headerReader struct {
+	r   *bytes.Reader
+	dry bool
+}
+
+func (h *headerReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if err == io.EOF {
+		h.dry = true
+	}
+	return n, err
+}
+
+// remoteFile is the start of one remote file, grown on demand.
+type remoteFile struct {
+	f   File
+	buf []byte
+}
+
+// Estimate reads only the GGUF headers of q's files (and its projector) with HTTP range
+// requests and estimates the memory a load needs, with the catalog's own estimate.
+func (c *Client) Estimate(ctx context.Context, l *Listing, q Quant, p catalog.EstimateParams) (catalog.Estimate, catalog.HeaderFacts, error) {
+	model := make([]*remoteFile, len(q.Files))
+	for i, f := range q.Files {
+		model[i] = &remoteFile{f: f}
+	}
+	var proj []*remoteFile
+	if q.Mmproj != nil {
+		proj = []*remoteFile{{f: *q.Mmproj}}
+	}
+	for {
+		var readers []*headerReader
+		parts := func(rs []*remoteFile) ([]catalog.HeaderPart, error) {
+			out := make([]catalog.HeaderPart, len(rs))
+			for i, rf := range rs {
+				if rf.buf == nil {
+					if err := c.grow(ctx, l, rf); err != nil {
+						return nil, err
+					}
+				}
+				hr := &headerReader{r: bytes.NewReader(rf.buf)}
+				readers = append(readers, hr)
+				out[i] = catalog.HeaderPart{R: hr, Size: rf.f.Size}
+			}
+			return out, nil
+		}
+		mp, err := parts(model)
+		if err != nil {
+			return catalog.Estimate{}, catalog.HeaderFacts{}, err
+		}
+		pp, err := parts(proj)
+		if err != nil {
+			return catalog.Estimate{}, catalog.HeaderFacts{}, err
+		}
+		est, facts, err := catalog.EstimateParts(mp, pp, p)
+		if err == nil {
+			return est, facts, nil
+		}
+		grew := false
+		all := append(append([]*remoteFile(nil), model...), proj...)
+		for i, hr := range readers {
+			rf := all[i]
+			if hr.dry && int64(len(rf.buf)) < min(rf.f.Size, headerMax) {
+				if gerr := c.grow(ctx, l, rf); gerr != nil {
+					return catalog.Estimate{}, catalog.HeaderFacts{}, gerr
+				}
+				grew = true
+			}
+		}
+		if !grew {
+			return catalog.Estimate{}, catalog.HeaderFacts{}, fmt.Errorf("%s: reading the GGUF header: %w", l.Repo, err)
+		}
+	}
+}
+
+// grow fetches the next stretch of a remote file's start with a range request.
+func (c *Client) grow(ctx context.Context, l *Listing, rf *remoteFile) error {
+	from := int64(len(rf.buf))
+	n := max(int64(headerStart), from)
+	to := min(from+n, rf.f.Size, headerMax) - 1
+	if to < from {
+		return fmt.Errorf("%s: %s: header larger than %d MiB", l.Repo, rf.f.Path, headerMax>>20)
+	}
+	req, err := c.newRequest(ctx, http.MethodGet, c.ResolveURL(l.Repo, l.Commit, rf.f.Path))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Range", "bytes="+strconv.FormatInt(from, 10)+"-"+strconv.FormatInt(to, 10))
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", l.Repo, rf.f.Path, err)
+	}
+	if resp.StatusCode != http.StatusPartialContent {
+		if resp.StatusCode == http.StatusOK {
+			resp.Body.Close()
+			return fmt.Errorf("%s: %s: the server does not honour range requests", l.Repo, rf.f.Path)
+		}
+		return hubError(resp, l.Repo)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, to-from+1))
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", l.Repo, rf.f.Path, err)
+	}
+	rf.buf = append(rf.buf, b...)
+	return nil
+}
+
+// CheckAccess asks the Hub for the first byte of q's first file, so that a gated repo (or a
+// token without access) is refused before a pull starts rather than midway.
+func (c *Client) CheckAccess(ctx context.Context, l *Listing, q Quant) error {
+	if len(q.Files) == 0 {
+		return fmt.Errorf("%s: quant %s has no files", l.Repo, q.Name)
+	}
+	req, err := c.newRequest(ctx, http.MethodGet, c.ResolveURL(l.Repo, l.Commit, q.Files[0].Path))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Range", "bytes=0-0")
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.Repo, err)
+	}
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
+		return hubError(resp, l.Repo)
+	}
+	resp.Body.Close()
+	return nil
+}

@@ -1,0 +1,246 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Pull states.
+const (
+	StateDownloading = "downloading"
+	StateDownloaded  = "downloaded" // verified and listed by the catalog
+	StateFailed      = "failed"
+	StateCancelled   = "cancelled"
+)
+
+// PullStatus is a snapshot of one pull.
+type PullStatus struct {
+	Model    string // ORG/REPO:QUANT
+	State    string
+	Progress Progress
+	Error    string
+	Paths    []string // snapshot paths, once downloaded
+	Started  time.Time
+}
+
+// Event is one change of a pull, for /models/events.
+type Event struct {
+	Time time.Time
+	PullStatus
+}
+
+// Manager runs pulls in the background, one per ORG/REPO:QUANT, and tells subscribers how they
+// go. Its methods are safe for concurrent use.
+type Manager struct {
+	client *Client
+	cache  Cache
+	// listed is called after a download verified; it rescans the catalog and says whether the
+	// model is now listed under its name. nil: always listed.
+	listed func(name string, paths []string) error
+	log    *slog.Logger
+
+	mu    sync.Mutex // guards pulls and subs
+	pulls map[string]*pull
+	subs  map[chan Event]struct{}
+}
+
+type pull struct {
+	st     PullStatus
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the pull ended
+}
+
+// NewManager returns a manager downloading with c into cache. listed may be nil.
+func NewManager(c *Client, cache Cache, listed func(name string, paths []string) error, log *slog.Logger) *Manager {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Manager{client: c, cache: cache, listed: listed, log: log, pulls: map[string]*pull{}, subs: map[chan Event]struct{}{}}
+}
+
+// Client returns the Hub client.
+func (m *Manager) Client() *Client { return m.client }
+
+// Cache returns the cache pulls go to.
+func (m *Manager) Cache() Cache { return m.cache }
+
+func key(name string) string { return strings.ToLower(name) }
+
+// Start looks the model up on the Hub, checks the disk space and starts the download in the
+// background. It returns the pull's status; a pull of the same model already running is returned
+// as is. Errors (no such repo or quant, a gated repo, no disk space) come before anything is written.
+func (m *Manager) Start(ctx context.Context, ref Ref) (PullStatus, error) {
+	if st, ok := m.Status(ref.String()); ok && st.State == StateDownloading {
+		return st, nil
+	}
+	l, err := m.client.Files(ctx, ref.Repo)
+	if err != nil {
+		return PullStatus{}, err
+	}
+	q, err := l.Pick(ref.Quant)
+	if err != nil {
+		return PullStatus{}, err
+	}
+	if err := CheckSpace(m.cache, l, q); err != nil {
+		return PullStatus{}, err
+	}
+	if err := m.client.CheckAccess(ctx, l, q); err != nil {
+		return PullStatus{}, err
+	}
+	name := Ref{Repo: l.Repo, Quant: q.Name}.String()
+	m.mu.Lock()
+	if p, ok := m.pulls[key(name)]; ok && p.st.State == StateDownloading {
+		st := p.st
+		m.mu.Unlock()
+		return st, nil
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	p := &pull{cancel: cancel, done: make(chan struct{}),
+		st: PullStatus{Model: name, State: StateDownloading, Started: time.Now(), Progress: Progress{Total: q.Size}}}
+	for _, f := range q.All() {
+		p.st.Progress.Files = append(p.st.Progress.Files, FileProgress{Path: f.Path, Total: f.Size})
+	}
+	m.pulls[key(name)] = p
+	st := p.st
+	m.mu.Unlock()
+	m.publish(st)
+	m.log.Info("pull started", "model", name, "bytes", q.Size)
+	go m.run(pctx, p, l, q)
+	return st, nil
+}
+
+func (m *Manager) run(ctx context.Context, p *pull, l *Listing, q Quant) {
+	defer close(p.done)
+	defer p.cancel()
+	paths, err := m.client.Download(ctx, m.cache, l, q, func(pr Progress) {
+		m.mu.Lock()
+		p.st.Progress = pr
+		st := p.st
+		m.mu.Unlock()
+		m.publish(st)
+	})
+	if err == nil && m.listed != nil {
+		err = m.listed(p.st.Model, paths)
+	}
+	m.mu.Lock()
+	switch {
+	case err == nil:
+		p.st.State, p.st.Paths = StateDownloaded, paths
+	case errors.Is(err, ErrCancelled):
+		p.st.State, p.st.Error = StateCancelled, err.Error()
+	default:
+		p.st.State, p.st.Error = StateFailed, err.Error()
+	}
+	st := p.st
+	m.mu.Unlock()
+	if err != nil {
+		m.log.Warn("pull ended", "model", st.Model, "state", st.State, "err", err)
+	} else {
+		m.log.Info("pull done", "model", st.Model, "bytes", st.Progress.Total, "took", time.Since(st.Started).Round(time.Millisecond))
+	}
+	m.publish(st)
+}
+
+// Cancel stops a running pull; it removes what the pull wrote before Wait returns.
+func (m *Manager) Cancel(name string) bool {
+	m.mu.Lock()
+	p, ok := m.pulls[key(name)]
+	m.mu.Unlock()
+	if !ok {
+		return false
+	}
+	p.cancel()
+	return true
+}
+
+// Wait blocks until the named pull ended (or ctx did) and returns its last status.
+func (m *Manager) Wait(ctx context.Context, name string) (PullStatus, error) {
+	m.mu.Lock()
+	p, ok := m.pulls[key(name)]
+	m.mu.Unlock()
+	if !ok {
+		return PullStatus{}, fmt.Errorf("no pull of %s", name)
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return PullStatus{}, ctx.Err()
+	}
+	st, _ := m.Status(name)
+	return st, nil
+}
+
+// Status returns the named pull's status (the last one, for a pull that ended).
+func (m *Manager) Status(name string) (PullStatus, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.pulls[key(name)]
+	if !ok {
+		return PullStatus{}, false
+	}
+	return clonePull(p.st), true
+}
+
+// List returns every pull this manager ran or runs, newest first.
+func (m *Manager) List() []PullStatus {
+	m.mu.Lock()
+	out := make([]PullStatus, 0, len(m.pulls))
+	for _, p := range m.pulls {
+		out = append(out, clonePull(p.st))
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b PullStatus) int { return b.Started.Compare(a.Started) })
+	return out
+}
+
+func clonePull(st PullStatus) PullStatus {
+	st.Progress.Files = slices.Clone(st.Progress.Files)
+	st.Paths = slices.Clone(st.Paths)
+	return st
+}
+
+// Subscribe returns a channel of pull events and a function that ends the subscription. Progress
+// events are dropped for a subscriber that is behind; the final event of a pull is dropped only
+// when 64 events wait unread.
+func (m *Manager) Subscribe() (<-chan Event, func()) {
+	ch := make(chan Event, 64)
+	m.mu.Lock()
+	m.subs[ch] = struct{}{}
+	m.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			m.mu.Lock()
+			delete(m.subs, ch)
+			m.mu.Unlock()
+		})
+	}
+}
+
+func (m *Manager) publish(st PullStatus) {
+	ev := Event{Time: time.Now(), PullStatus: clonePull(st)}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for ch := range m.subs {
+		if st.State == StateDownloading && len(ch) > cap(ch)/2 {
+			continue // behind: skip progress, keep room for state changes
+		}
+		select {
+		case ch <- ev:
+		default:
+		}
+	}
+}
+
+// Remove deletes a pulled model's files from the cache: the snapshot entries of its quant and
+// the blobs nothing else uses. files are its repo paths (a catalog model's snapshot paths are
+// turned into repo paths by the caller).
+func (m *Manager) Remove(repo string, files []string) ([]string, error) {
+	return m.cache.Remove(repo, files)
+}

@@ -1,0 +1,322 @@
+package releases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Request is what to install: the JSON body of POST /api/llama-server/install.
+type Request struct {
+	Build   string `json:"build"`             // a tag such as "b7100", or "latest" ("" = latest)
+	Backend string `json:"backend,omitempty"` // cpu, cuda, vulkan, rocm, hip, metal ("" = choose)
+	Asset   string `json:"asset,omitempty"`   // an exact asset name
+	// Update installs only a build newer than the one in use, with the backend that one was asked
+	// with; otherwise it reports the build in use as up to date.
+	Update bool `json:"update,omitempty"`
+}
+
+// Progress phases.
+const (
+	PhaseChosen      = "chosen"      // the build and archive are known (Reason says why)
+	PhaseDownloading = "downloading" // Done of Total bytes
+	PhaseVerified    = "verified"    // the sha256 matched
+	PhaseUnpacking   = "unpacking"
+	PhaseDone        = "done" // installed and in use
+)
+
+// Progress is one step of an install, the data of each progress event of the API.
+type Progress struct {
+	Phase   string `json:"phase"`
+	Build   string `json:"build,omitempty"`
+	Asset   string `json:"asset,omitempty"`
+	Backend string `json:"backend,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Done    int64  `json:"done,omitempty"`
+	Total   int64  `json:"total,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// ErrBusy is matched when another install or switch is running.
+var ErrBusy = errors.New("another llama-server install is running")
+
+// ErrInUse is matched when a build cannot be replaced because a model runs on it.
+var ErrInUse = errors.New("the build is in use by a running model")
+
+// Installer installs builds into a Store. One change (Install, Use) runs at a time.
+type Installer struct {
+	Client *Client
+	Store  Store
+	// HTTP downloads the archives; nil → a client without an overall timeout (cancel with the context).
+	HTTP *http.Client
+	// System describes this machine; nil → Detect.
+	System func(context.Context) System
+	// InUse reports whether a running llama-server was started from a file under dir; nil → never.
+	InUse func(dir string) bool
+	// Verify runs the unpacked llama-server (`--version`) and returns its version; nil → no check.
+	Verify func(ctx context.Context, path string) (string, error)
+	Logger *slog.Logger
+
+	busy atomic.Bool // one Install or Use at a time
+}
+
+func (in *Installer) log() *slog.Logger {
+	if in.Logger != nil {
+		return in.Logger
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func (in *Installer) inUse(dir string) bool { return in.InUse != nil && in.InUse(dir) }
+
+// Plan fetches the release and picks its archive, downloading nothing.
+func (in *Installer) Plan(ctx context.Context, req Request) (Release, Choice, error) {
+	rel, err := in.Client.Get(ctx, req.Build)
+	if err != nil {
+		return rel, Choice{}, err
+	}
+	sys := System{}
+	if in.System != nil {
+		sys = in.System(ctx)
+	} else {
+		sys = Detect(ctx)
+	}
+	c, err := Pick(rel.Assets, sys, Want{Backend: req.Backend, Asset: req.Asset})
+	if err != nil {
+		return rel, c, fmt.Errorf("llama.cpp %s: %w", rel.TagName, err)
+	}
+	return rel, c, nil
+}
+
+// Install downloads, verifies and unpacks the requested build and makes it the one in use (the
+// one before it stays for a rollback; older ones are removed unless a model runs on them). A running
+// child keeps the file it was started from: only new loads use the new build. On failure nothing of
+// the attempt is left on disk. progress is called on the caller's goroutine.
+func (in *Installer) Install(ctx context.Context, req Request, progress func(Progress)) (Build, error) {
+	if !in.busy.CompareAndSwap(false, true) {
+		return Build{}, ErrBusy
+	}
+	defer in.busy.Store(false)
+	if progress == nil {
+		progress = func(Progress) {}
+	}
+	cur, hasCur := in.Store.Current()
+	if req.Update && hasCur && req.Backend == "" && req.Asset == "" {
+		req.Backend = cur.Asked
+	}
+	rel, c, err := in.Plan(ctx, req)
+	if err != nil {
+		return Build{}, err
+	}
+	tag := rel.TagName
+	if req.Update && hasCur && !Newer(tag, cur.Build) {
+		progress(Progress{Phase: PhaseDone, Build: cur.Build, Asset: cur.Asset, Backend: cur.Backend, Message: "up to date: " + tag + " is the latest release"})
+		return cur, nil
+	}
+	if tag == "" || strings.HasPrefix(tag, ".") || strings.ContainsAny(tag, `/\:`) {
+		return Build{}, fmt.Errorf("llama.cpp release tag %q cannot name a folder", tag)
+	}
+	assets := append([]Asset{c.Asset}, c.Extras...)
+	var total int64
+	for _, a := range assets {
+		total += a.Size
+	}
+	progress(Progress{Phase: PhaseChosen, Build: tag, Asset: c.Asset.Name, Backend: c.Label(), Reason: c.Reason, Total: total})
+	in.log().Info("llama-server build chosen", "build", tag, "asset", c.Asset.Name, "reason", c.Reason)
+
+	if b, err := in.Store.Get(tag); err == nil && b.Asset == c.Asset.Name && b.SHA256 == c.Asset.SHA256() {
+		if _, err := in.Store.use(tag); err != nil {
+			return Build{}, err
+		}
+		b.Current = true
+		progress(Progress{Phase: PhaseDone, Build: tag, Asset: b.Asset, Backend: b.Backend, Message: "already installed; now in use"})
+		return b, nil
+	}
+	dst := in.Store.Dir(tag)
+	if _, err := os.Stat(dst); err == nil && in.inUse(dst) {
+		return Build{}, fmt.Errorf("cannot replace llama.cpp %s: %w; unload its models first, or install another build", tag, ErrInUse)
+	}
+
+	if err := os.MkdirAll(in.Store.Root, 0o755); err != nil {
+		return Build{}, diskFull(err, in.Store.Root)
+	}
+	in.sweep()
+	if err := checkSpace(in.Store.Root, total*unpackFactor); err != nil {
+		return Build{}, err
+	}
+	staging, err := os.MkdirTemp(in.Store.Root, ".staging-"+tag+"-")
+	if err != nil {
+		return Build{}, diskFull(err, in.Store.Root)
+	}
+	defer os.RemoveAll(staging) // empty after the rename when all went well
+
+	b, err := in.fetch(ctx, tag, c, assets, total, staging, req.Backend, progress)
+	if err != nil {
+		return Build{}, err
+	}
+	if err := in.swap(staging, dst); err != nil {
+		return Build{}, err
+	}
+	if _, err := in.Store.use(tag); err != nil {
+		return Build{}, err
+	}
+	in.prune()
+	b, err = in.Store.Get(tag)
+	if err != nil {
+		return Build{}, err
+	}
+	in.log().Info("llama-server installed", "build", tag, "path", b.Path, "version", b.Version)
+	progress(Progress{Phase: PhaseDone, Build: tag, Asset: b.Asset, Backend: b.Backend, Message: "installed; now in use"})
+	return b, nil
+}
+
+// fetch downloads and unpacks every archive into staging and writes the manifest there.
+func (in *Installer) fetch(ctx context.Context, tag string, c Choice, assets []Asset, total int64, staging, asked string, progress func(Progress)) (Build, error) {
+	hc := in.HTTP
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	var before int64
+	b := Build{Build: tag, Asset: c.Asset.Name, SHA256: c.Asset.SHA256(), Backend: c.Label(), Asked: asked, Reason: c.Reason, InstalledAt: time.Now().UTC()}
+	for _, a := range assets {
+		file, err := download(ctx, hc, a, in.Store.Root, func(done, _ int64) {
+			progress(Progress{Phase: PhaseDownloading, Build: tag, Asset: a.Name, Done: before + done, Total: total})
+		})
+		if err != nil {
+			return b, err
+		}
+		before += a.Size
+		progress(Progress{Phase: PhaseVerified, Build: tag, Asset: a.Name, Message: "sha256 " + a.SHA256()})
+		progress(Progress{Phase: PhaseUnpacking, Build: tag, Asset: a.Name})
+		err = unpack(file, a.Name, staging)
+		os.Remove(file)
+		if err != nil {
+			return b, fmt.Errorf("unpacking %s: %w", a.Name, err)
+		}
+		if a.Name != c.Asset.Name {
+			b.Extras = append(b.Extras, a.Name)
+		}
+	}
+	rel, err := findBinary(staging, BinaryName())
+	if err != nil {
+		return b, fmt.Errorf("llama.cpp %s (%s): %w", tag, c.Asset.Name, err)
+	}
+	bin := filepath.Join(staging, rel)
+	if err := os.Chmod(bin, 0o755); err != nil {
+		return b, fmt.Errorf("marking %s executable: %w", bin, err)
+	}
+	clearQuarantine(ctx, staging, in.log())
+	if in.Verify != nil {
+		v, err := in.Verify(ctx, bin)
+		if err != nil {
+			return b, fmt.Errorf("the llama-server of llama.cpp %s (%s) does not run on this machine: %w", tag, c.Asset.Name, err)
+		}
+		b.Version = v
+	}
+	b.Binary = filepath.ToSlash(rel)
+	if err := writeJSON(filepath.Join(staging, manifestFile), b); err != nil {
+		return b, err
+	}
+	return b, nil
+}
+
+// swap puts the unpacked staging folder in place of dst, removing an older copy of the same build.
+func (in *Installer) swap(staging, dst string) error {
+	old := ""
+	if _, err := os.Stat(dst); err == nil {
+		o, err := os.MkdirTemp(in.Store.Root, "."+filepath.Base(dst)+"-old-")
+		if err != nil {
+			return diskFull(err, in.Store.Root)
+		}
+		os.Remove(o)
+		old = o
+		if err := os.Rename(dst, old); err != nil {
+			return fmt.Errorf("moving the old %s aside: %w", dst, err)
+		}
+	}
+	if err := os.Rename(staging, dst); err != nil {
+		if old != "" {
+			os.Rename(old, dst)
+		}
+		return fmt.Errorf("installing %s: %w", dst, err)
+	}
+	if old != "" {
+		os.RemoveAll(old)
+	}
+	return nil
+}
+
+// sweep removes what an interrupted earlier install left (files and folders starting with ".").
+func (in *Installer) sweep() {
+	ents, _ := os.ReadDir(in.Store.Root)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			os.RemoveAll(filepath.Join(in.Store.Root, e.Name()))
+		}
+	}
+}
+
+// prune removes the builds other than the current and the previous one, except those in use.
+func (in *Installer) prune() {
+	st, err := in.Store.State()
+	if err != nil {
+		return
+	}
+	builds, _ := in.Store.Builds()
+	for _, b := range builds {
+		dir := in.Store.Dir(b.Build)
+		if b.Build == st.Current || b.Build == st.Previous || in.inUse(dir) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			in.log().Warn("could not remove an old llama-server build", "build", b.Build, "err", err)
+		}
+	}
+}
+
+// Use makes an installed build the one new loads use ("previous" rolls back to the one before).
+func (in *Installer) Use(build string) (Build, error) {
+	if !in.busy.CompareAndSwap(false, true) {
+		return Build{}, ErrBusy
+	}
+	defer in.busy.Store(false)
+	if build == "previous" {
+		st, err := in.Store.State()
+		if err != nil {
+			return Build{}, err
+		}
+		if st.Previous == "" {
+			return Build{}, errors.New("there is no previous llama-server build to go back to")
+		}
+		build = st.Previous
+	}
+	b, err := in.Store.Get(build)
+	if err != nil {
+		return Build{}, err
+	}
+	if _, err := in.Store.use(build); err != nil {
+		return Build{}, err
+	}
+	b.Current = true
+	return b, nil
+}
+
+// Newer reports whether tag is a later llama.cpp build than cur: "b7200" is newer than "b7100".
+// Tags that are not build numbers are newer when they differ.
+func Newer(tag, cur string) bool {
+	t, err1 := strconv.Atoi(strings.TrimPrefix(tag, "b"))
+	c, err2 := strconv.Atoi(strings.TrimPrefix(cur, "b"))
+	if err1 != nil || err2 != nil {
+		return tag != cur
+	}
+	return t > c
+}

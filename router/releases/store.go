@@ -1,0 +1,214 @@
+package releases
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/adrg/xdg"
+)
+
+// Folder layout under Store.Root (<data dir>/llama-server, also the layout an installer may bundle):
+//
+//	state.json                 {"current": "b7100", "previous": "b7000"}
+//	b7100/llamatray-build.json what was installed (Build)
+//	b7100/...                  the archive's files as it holds them (llama-b7100/llama-server, libraries beside it)
+//
+// Files whose names start with "." are an install in progress (download, staging) and never a build.
+const (
+	stateFile    = "state.json"
+	manifestFile = "llamatray-build.json"
+)
+
+// DefaultRoot returns <XDG data home>/llamatray/llama-server (~/.local/share on Linux, ~/Library/
+// Application Support on macOS, %LOCALAPPDATA% on Windows). It creates nothing.
+func DefaultRoot() (string, error) {
+	if xdg.DataHome == "" {
+		return "", errors.New("no data folder for this user")
+	}
+	return filepath.Join(xdg.DataHome, "llamatray", "llama-server"), nil
+}
+
+// BundledRoots are the folders where an installer may ship builds in Store's layout, beside the
+// executable exe: <dir>/llama-server and, in a macOS app bundle, Contents/Resources/llama-server.
+// The builds Llamatray installs itself go to DefaultRoot and win over these, so an update works.
+func BundledRoots(exe string) []string {
+	dir := filepath.Dir(exe)
+	roots := []string{filepath.Join(dir, "llama-server")}
+	if filepath.Base(dir) == "MacOS" && filepath.Base(filepath.Dir(dir)) == "Contents" {
+		roots = append(roots, filepath.Join(filepath.Dir(dir), "Resources", "llama-server"))
+	}
+	return roots
+}
+
+// BinaryName is llama-server's file name on this system.
+func BinaryName() string {
+	if runtime.GOOS == "windows" {
+		return "llama-server.exe"
+	}
+	return "llama-server"
+}
+
+// Build is one installed build: its manifest plus where it is.
+type Build struct {
+	Build       string    `json:"build"`            // llama.cpp's tag, also the folder name
+	Asset       string    `json:"asset"`            // the archive installed
+	Extras      []string  `json:"extras,omitempty"` // more archives unpacked beside it
+	SHA256      string    `json:"sha256"`           // the archive's verified digest
+	Backend     string    `json:"backend"`          // "CUDA 12.4", "Vulkan", "CPU", "Metal"
+	Asked       string    `json:"asked,omitempty"`  // the backend the user asked for; "" = chosen here
+	Reason      string    `json:"reason"`           // why that archive was chosen
+	Binary      string    `json:"binary"`           // llama-server's path relative to the build's folder
+	Version     string    `json:"version"`          // what `llama-server --version` said
+	InstalledAt time.Time `json:"installed_at"`
+
+	Path    string `json:"path"`    // llama-server's absolute path (not stored)
+	Current bool   `json:"current"` // the build in use (not stored)
+}
+
+// State names the build in use and the one before it.
+type State struct {
+	Current  string `json:"current"`
+	Previous string `json:"previous,omitempty"`
+}
+
+// Store is a folder of installed builds. It holds no lock: writes go through a temporary file and a
+// rename, and the Installer runs one change at a time.
+type Store struct {
+	Root string
+}
+
+// Dir is the folder of build b.
+func (s Store) Dir(b string) string { return filepath.Join(s.Root, b) }
+
+// State reads state.json; a missing file is the zero State.
+func (s Store) State() (State, error) {
+	var st State
+	b, err := os.ReadFile(filepath.Join(s.Root, stateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("llama-server builds: %w", err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("llama-server builds: %s: %w", filepath.Join(s.Root, stateFile), err)
+	}
+	return st, nil
+}
+
+func (s Store) writeState(st State) error {
+	return writeJSON(filepath.Join(s.Root, stateFile), st)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return diskFull(err, filepath.Dir(path))
+	}
+	_, err = tmp.Write(append(b, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return diskFull(err, path)
+	}
+	return nil
+}
+
+// ErrNotInstalled is matched when a build named by the user is not in the store.
+var ErrNotInstalled = errors.New("build not installed")
+
+// Get reads build b's manifest and checks that its llama-server is there.
+func (s Store) Get(b string) (Build, error) {
+	if b == "" || strings.HasPrefix(b, ".") || strings.ContainsAny(b, `/\`) {
+		return Build{}, fmt.Errorf("%w: %q is not a build name", ErrNotInstalled, b)
+	}
+	raw, err := os.ReadFile(filepath.Join(s.Dir(b), manifestFile))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Build{}, fmt.Errorf("%w: %s (see `llamatray llama-server list`)", ErrNotInstalled, b)
+		}
+		return Build{}, fmt.Errorf("build %s: %w", b, err)
+	}
+	var m Build
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Build{}, fmt.Errorf("build %s: %s: %w", b, manifestFile, err)
+	}
+	m.Build = b
+	m.Path = filepath.Join(s.Dir(b), filepath.FromSlash(m.Binary))
+	if _, err := os.Stat(m.Path); err != nil {
+		return Build{}, fmt.Errorf("build %s is damaged (reinstall it): %w", b, err)
+	}
+	st, _ := s.State()
+	m.Current = st.Current == b
+	return m, nil
+}
+
+// Builds lists the installed builds, newest install first. Damaged folders are left out.
+func (s Store) Builds() ([]Build, error) {
+	ents, err := os.ReadDir(s.Root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("llama-server builds: %w", err)
+	}
+	var out []Build
+	for _, e := range ents {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if b, err := s.Get(e.Name()); err == nil {
+			out = append(out, b)
+		}
+	}
+	slices.SortFunc(out, func(a, b Build) int { return b.InstalledAt.Compare(a.InstalledAt) })
+	return out, nil
+}
+
+// Current returns the build in use, false when none is installed (or it was removed by hand).
+func (s Store) Current() (Build, bool) {
+	st, err := s.State()
+	if err != nil || st.Current == "" {
+		return Build{}, false
+	}
+	b, err := s.Get(st.Current)
+	return b, err == nil
+}
+
+// CurrentBinary is the llama-server of the build in use, "" when there is none.
+func (s Store) CurrentBinary() string {
+	b, ok := s.Current()
+	if !ok {
+		return ""
+	}
+	return b.Path
+}
+
+// use makes build b current, the current one previous.
+func (s Store) use(b string) (State, error) {
+	st, err := s.State()
+	if err != nil {
+		return st, err
+	}
+	if st.Current != b {
+		st.Previous, st.Current = st.Current, b
+	}
+	return st, s.writeState(st)
+}

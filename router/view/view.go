@@ -1,0 +1,200 @@
+// Package view is the one view of a model that every surface shows — the HTTP API, the tray, the
+// models window and the CLI: the engine's state of the model, its catalog entry, the memory a load
+// needs (for the context it is configured with) and that context size. The service builds it
+// (service.Service.Models) and the surfaces read it; Wire encodes it as the API's JSON.
+package view
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// Model is one model as every surface shows it.
+type Model struct {
+	// ModelStatus is the engine's state. Its EstimateBytes is what a load needs for the configured
+	// context: the footprint learned in an earlier run, else the catalog's estimate.
+	engine.ModelStatus
+	Meta    *catalog.Model // the catalog entry; nil when the catalog no longer has the model
+	CtxSize int            // the context size it runs with: the configured one, else the trained one; 0 = unknown
+}
+
+// Source gives the views; the service is one.
+type Source interface {
+	// Models is every model, sorted by ID.
+	Models() []Model
+	// Model is one model by ID or alias.
+	Model(name string) (Model, error)
+}
+
+// Engine is what a Builder reads from the engine; *engine.Engine is one.
+type Engine interface {
+	Models() []engine.ModelStatus
+	Model(name string) (engine.ModelStatus, error)
+}
+
+// Catalog is what a Builder reads from the catalog; *catalog.Catalog is one. When it also lists its
+// models (Models() []catalog.Model), the entries the engine has not picked up yet are shown too.
+type Catalog interface {
+	Lookup(name string) (catalog.Model, bool)
+}
+
+// Builder joins the engine's state with the catalog. It is the only place where that is done.
+type Builder struct {
+	Engine  Engine
+	Catalog Catalog             // nil → no catalog data
+	CtxSize func(id string) int // the configured context size; nil or 0 → the trained one
+}
+
+var _ Source = Builder{}
+
+// Models is every model the engine knows, then the catalog entries it has not picked up yet (the
+// engine follows the catalog a moment later), sorted by ID.
+func (b Builder) Models() []Model {
+	sts := b.Engine.Models()
+	out := make([]Model, 0, len(sts))
+	seen := make(map[string]bool, len(sts))
+	for _, st := range sts {
+		out = append(out, b.join(st))
+		seen[st.ID] = true
+	}
+	if l, ok := b.Catalog.(interface{ Models() []catalog.Model }); ok {
+		for _, cm := range l.Models() {
+			if !seen[cm.ID] {
+				out = append(out, b.join(pending(cm)))
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y Model) int { return strings.Compare(x.ID, y.ID) })
+	return out
+}
+
+// Model is one model by ID or alias, as the engine resolves it.
+func (b Builder) Model(name string) (Model, error) {
+	st, err := b.Engine.Model(name)
+	if err != nil {
+		return Model{}, err
+	}
+	return b.join(st), nil
+}
+
+// pending is the engine state of a catalog entry the engine has not picked up yet: unloaded, needing
+// what the catalog estimates (the file size when it could not estimate).
+func pending(cm catalog.Model) engine.ModelStatus {
+	need := cm.Estimate.RAM + cm.Estimate.VRAM
+	if need <= 0 {
+		need = cm.SizeBytes
+	}
+	return engine.ModelStatus{ID: cm.ID, Aliases: cm.Aliases, State: engine.StateUnloaded, Path: cm.Path, EstimateBytes: need}
+}
+
+func (b Builder) join(st engine.ModelStatus) Model {
+	m := Model{ModelStatus: st}
+	if b.Catalog != nil {
+		if cm, ok := b.Catalog.Lookup(st.ID); ok {
+			m.Meta = &cm
+			if len(m.Aliases) == 0 {
+				m.Aliases = cm.Aliases
+			}
+			if m.Path == "" {
+				m.Path = cm.Path
+			}
+		}
+	}
+	if b.CtxSize != nil {
+		m.CtxSize = b.CtxSize(st.ID)
+	}
+	if m.CtxSize <= 0 && m.Meta != nil {
+		m.CtxSize = m.Meta.ContextLength
+	}
+	return m
+}
+
+// Wire encodes the model as an entry of GET /models. started is the instance's start, the
+// "created" time of a model whose file time is unknown.
+func (m Model) Wire(started time.Time) wire.Model {
+	e := wire.Model{
+		ID:           m.ID,
+		Object:       "model",
+		OwnedBy:      "llamatray",
+		Created:      started.Unix(),
+		Aliases:      orEmpty(m.Aliases),
+		Status:       Status(m.ModelStatus),
+		Tags:         []string{},
+		Architecture: wire.Modalities{Input: []string{"text"}, Output: []string{"text"}},
+	}
+	if m.Meta == nil {
+		return e
+	}
+	e.ContextLength = m.Meta.ContextLength
+	if m.Meta.Mmproj != "" {
+		e.Architecture.Input = append(e.Architecture.Input, "image")
+	}
+	if !m.Meta.ModTime.IsZero() {
+		e.Created = m.Meta.ModTime.Unix()
+	}
+	e.Meta = &wire.ModelMeta{
+		Name:          m.Meta.Name,
+		Architecture:  m.Meta.Architecture,
+		Parameters:    m.Meta.Parameters,
+		Quantization:  m.Meta.Quantization,
+		SizeBytes:     m.Meta.SizeBytes,
+		ContextLength: m.Meta.ContextLength,
+		ChatTemplate:  m.Meta.ChatTemplate,
+		Path:          m.Meta.Path,
+		Splits:        m.Meta.Splits,
+		Mmproj:        m.Meta.Mmproj,
+	}
+	return e
+}
+
+// Status encodes an engine state as the "status" object of the API.
+func Status(st engine.ModelStatus) wire.ModelStatus {
+	return wire.ModelStatus{
+		Value:               string(st.State),
+		ActiveRequests:      st.Active,
+		Queued:              st.Queued,
+		MemoryBytes:         st.MemoryBytes,
+		MemoryEstimateBytes: st.EstimateBytes,
+		LastUsed:            timePtr(st.LastUsed),
+		PID:                 st.PID,
+		Port:                st.Port,
+		Socket:              st.Socket,
+		ExitCode:            st.ExitCode,
+		Pinned:              st.Pinned,
+		Draining:            st.Draining,
+		Error:               st.Error,
+		NextRetry:           timePtr(st.NextRetry),
+		UnloadAt:            timePtr(st.UnloadAt),
+		Progress:            st.Progress,
+		Args:                orEmpty(st.Args),
+	}
+}
+
+// List encodes views as the GET /models document.
+func List(ms []Model, started time.Time) wire.ModelList {
+	l := wire.ModelList{Object: "list", Data: make([]wire.Model, 0, len(ms))}
+	for _, m := range ms {
+		l.Data = append(l.Data, m.Wire(started))
+	}
+	return l
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,142 @@
+// Package wire holds the JSON documents of Llamatray's management API — GET /models (and
+// /v1/models), GET /api/status and the /models/events stream — defined once, for the server
+// (router/httpapi encodes them) and for router/client (which decodes them). It imports nothing of
+// the router, so a client of the API needs no part of the engine.
+package wire
+
+import "time"
+
+// ModelList is the GET /models and GET /v1/models document. Its "data" entries keep the OpenAI
+// fields (id, object, created, owned_by) typed as the SDKs expect, plus llama.cpp router-style status.
+type ModelList struct {
+	Object string  `json:"object"` // "list"
+	Data   []Model `json:"data"`
+}
+
+// Model is one model of the list, and the GET /v1/models/{model} document.
+type Model struct {
+	ID      string      `json:"id"`
+	Object  string      `json:"object"` // "model"
+	OwnedBy string      `json:"owned_by"`
+	Created int64       `json:"created"` // the file's modification time, else the start of the instance
+	Aliases []string    `json:"aliases"`
+	Status  ModelStatus `json:"status"`
+	Meta    *ModelMeta  `json:"meta"` // null when the catalog no longer has the model
+	// As llama.cpp's router gives them:
+	Tags          []string   `json:"tags"`
+	Architecture  Modalities `json:"architecture"`
+	ContextLength int        `json:"context_length"` // training context, 0 when unknown
+}
+
+// Modalities are what a model takes and gives (llama.cpp's "architecture" of a model entry).
+type Modalities struct {
+	Input  []string `json:"input_modalities"`  // "text", and "image" with a projector
+	Output []string `json:"output_modalities"` // "text"
+}
+
+// ModelStatus is the engine's view of one model.
+type ModelStatus struct {
+	Value               string     `json:"value"` // unloaded, loading, loaded, sleeping, stopping, failed
+	ActiveRequests      int        `json:"active_requests"`
+	Queued              int        `json:"queued"`
+	MemoryBytes         int64      `json:"memory_bytes"`          // held now (measured), 0 when not running
+	MemoryEstimateBytes int64      `json:"memory_estimate_bytes"` // what a load needs, for the configured context
+	LastUsed            *time.Time `json:"last_used"`
+	PID                 int        `json:"pid"`
+	Port                int        `json:"port"`   // 0 when the child is on a unix socket
+	Socket              string     `json:"socket"` // the child's unix socket, "" on TCP
+	ExitCode            *int       `json:"exit_code"`
+	Pinned              bool       `json:"pinned"`
+	Draining            bool       `json:"draining"`
+	Error               string     `json:"error"`
+	NextRetry           *time.Time `json:"next_retry"`
+	UnloadAt            *time.Time `json:"unload_at"`
+	Progress            float64    `json:"progress"`
+	Args                []string   `json:"args"`
+}
+
+// ModelMeta is the catalog's view of one model file.
+type ModelMeta struct {
+	Name          string `json:"name"`
+	Architecture  string `json:"architecture"`
+	Parameters    int64  `json:"parameters"`
+	Quantization  string `json:"quantization"`
+	SizeBytes     int64  `json:"size_bytes"`
+	ContextLength int    `json:"context_length"`
+	ChatTemplate  bool   `json:"chat_template"`
+	Path          string `json:"path"`
+	Splits        int    `json:"splits"`
+	Mmproj        string `json:"mmproj"`
+}
+
+// Event is the data line of one /models/events server-sent event.
+type Event struct {
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Model   string    `json:"model"`
+	Kind    string    `json:"kind"`  // state, lease, catalog, pressure, resync
+	State   string    `json:"state"` // as ModelStatus.Value
+	Active  int       `json:"active"`
+	Message string    `json:"message"`
+}
+
+// Status is the GET /api/status document.
+type Status struct {
+	Service       string `json:"service"` // "llamatray"
+	Version       string `json:"version"`
+	StartTime     string `json:"start_time"` // RFC 3339
+	UptimeSeconds int64  `json:"uptime_seconds"`
+	Listen        string `json:"listen"`
+	DefaultModel  string `json:"default_model"`
+	Memory        Memory `json:"memory"`
+	Models        Counts `json:"models"`
+	// Setup is what the service adds (llama-server, config file, model folders); its fields appear
+	// at the top level of the document, and not at all when it is nil.
+	*Setup
+}
+
+// Memory is the memory budget of /api/status.
+type Memory struct {
+	Limit           int64 `json:"limit"`
+	Configured      bool  `json:"configured"` // Limit came from the configuration
+	Used            int64 `json:"used"`
+	Free            int64 `json:"free"`
+	Reserve         int64 `json:"reserve"`
+	SystemTotal     int64 `json:"system_total"`
+	SystemAvailable int64 `json:"system_available"`
+	MaxLoaded       int   `json:"max_loaded"`
+	Loaded          int   `json:"loaded"`
+}
+
+// Counts are the model counts of /api/status: how many models are in each state, and the
+// requests they serve and queue.
+type Counts struct {
+	Total          int `json:"total"`
+	Unloaded       int `json:"unloaded"`
+	Loading        int `json:"loading"`
+	Loaded         int `json:"loaded"`
+	Sleeping       int `json:"sleeping"`
+	Stopping       int `json:"stopping"`
+	Failed         int `json:"failed"`
+	ActiveRequests int `json:"active_requests"`
+	Queued         int `json:"queued"`
+	Pinned         int `json:"pinned"`
+}
+
+// Setup is the service's part of /api/status.
+type Setup struct {
+	LlamaServer     LlamaServer `json:"llama_server"`
+	ConfigPath      string      `json:"config_path"`
+	ModelDirs       []string    `json:"model_dirs"`
+	CatalogWarnings []string    `json:"catalog_warnings"`
+}
+
+// LlamaServer says which llama-server binary the instance uses, or why none.
+type LlamaServer struct {
+	Path    string `json:"path"` // "" when none was found
+	Source  string `json:"source"`
+	Version string `json:"version"`
+	Build   string `json:"build"` // llama.cpp's build in use, "b7100"; Llamatray's own install when Source is "installed"
+	Error   string `json:"error"`
+	Hint    string `json:"hint"` // how to install one on this OS
+}
