@@ -9,6 +9,7 @@ GO      ?= go
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LLAMATRAY_CACHE ?= $(HOME)/.cache/llamatray-dev
 LLAMA_SERVER_BIN := $(LLAMATRAY_CACHE)/llama-server/bin/llama-server
+WINE_BIN := $(LLAMATRAY_CACHE)/wine/bin/wine
 
 # Debian packages: Fyne's cgo build, plus the headless desktop test tools.
 DEB_BUILD := gcc pkg-config libgl1-mesa-dev xorg-dev
@@ -16,7 +17,7 @@ DEB_TEST  := xvfb xauth dbus dbus-x11 imagemagick patchelf xdotool curl python3-
 DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev
 
 .PHONY: all build run deps deps-test deps-package test test-short e2e llama-server bench chaos chaos-small soak fuzz screenshot \
-        package-linux package-windows package-macos lint-packaging check-packages clean
+        package-linux package-windows package-macos lint-packaging check-packages clean wine test-windows
 
 all: build
 
@@ -123,6 +124,18 @@ check-packages: package-linux package-windows
 	@test ! -e /usr/bin/llamatray || { echo "dpkg -r left /usr/bin/llamatray"; exit 1; }
 	file $(DIST)/Llamatray-Setup-$(PKG_VERSION).exe | grep -q 'PE32' || { echo "not a PE executable"; exit 1; }
 	@ls -l $(DIST)
+
+# The Windows build under Wine 10, unpacked from Debian unstable by scripts/fetch-wine.sh (Debian 12's
+# Wine 8 cannot start Go programs): llamatray.exe serving the fake llama-server built for Windows, its
+# command line, Job Object and crash restarts, then the setup installing and uninstalling it.
+wine:
+	@bash scripts/fetch-wine.sh >/dev/null
+	@echo $(WINE_BIN)
+
+test-windows: package-windows wine
+	LLAMATRAY_WINE=$(WINE_BIN) LLAMATRAY_WINDOWS_EXE=$(CURDIR)/build/windows/llamatray.exe \
+	  LLAMATRAY_WINDOWS_SETUP=$(abspath $(DIST))/Llamatray-Setup-$(PKG_VERSION).exe \
+	  $(GO) test -race -count=1 -timeout 15m -v ./router/testbed/wintest/
 
 clean:
 	rm -rf llamatray dist build

@@ -43,6 +43,7 @@ func (u *ui) showLogs(id string) {
 	lw.win.SetOnClosed(func() {
 		close(lw.stop)
 		delete(u.logs, id)
+		u.settle()
 	})
 	u.logs[id] = lw
 	lw.win.Show() // first, so that following scrolls a laid-out view

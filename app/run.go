@@ -80,11 +80,18 @@ func Run(ctx context.Context, o Options) error {
 	u.models = newModelsWindow(u) // its content is built on the first show
 
 	// After Run returns the UI thread is gone: later UI calls (a background action finishing) are dropped.
+	// Work for the UI thread wakes Fyne's loop when it is parked (idle.go), and may let it park after.
 	var uiGone atomic.Bool
-	u.onUI = func(f func()) {
+	u.loopDo = func(f func()) {
 		if !uiGone.Load() {
 			fyne.Do(f)
 		}
+	}
+	u.onUI = func(f func()) {
+		if u.park != nil {
+			u.park.kick()
+		}
+		u.loopDo(func() { f(); u.settle() })
 	}
 
 	// The tray icon and menu are set before Run, as the system tray needs them at start. A click on
@@ -103,6 +110,7 @@ func Run(ctx context.Context, o Options) error {
 		if os.Getenv(platform.AutostartEnv) != "1" || len(startupNotes(u.snap)) > 0 || len(u.snap.Models) == 0 {
 			u.showModels()
 		}
+		u.settle()
 	})
 
 	watched := make(chan struct{})

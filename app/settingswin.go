@@ -38,7 +38,7 @@ func (u *ui) showSettings() {
 	}
 	s := newSettingsWindow(u)
 	u.settings = s
-	s.win.SetOnClosed(func() { u.settings = nil })
+	s.win.SetOnClosed(func() { u.settings = nil; u.settle() })
 	s.win.Show()
 }
 

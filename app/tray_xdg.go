@@ -16,8 +16,10 @@ type sniTray struct {
 }
 
 // startTray shows the tray icon; a click on it shows the models window. Without a session bus
-// there is no tray: the app goes on with its window.
+// there is no tray: the app goes on with its window. With the tray, Fyne's loop may park while no
+// window is shown (idle.go): nothing the tray does needs it.
 func startTray(u *ui) trayHost {
+	u.park = newLoopPark() // before the tray's goroutines may call onUI
 	t, err := sni.Start(sni.Options{
 		ID:         platform.AppID,
 		Title:      "Llamatray",
@@ -27,6 +29,7 @@ func startTray(u *ui) trayHost {
 	})
 	if err != nil {
 		u.log.Warn("no tray icon", "err", err)
+		u.park = nil // nothing but the window reaches the app: keep Fyne's loop going
 		return nil
 	}
 	return &sniTray{u: u, t: t}

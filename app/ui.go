@@ -20,7 +20,9 @@ import (
 // refreshEvery bounds how often the menu and windows are rebuilt from engine events (4 per second).
 const refreshEvery = 250 * time.Millisecond
 
-// pollEvery refreshes measured memory and "last used" labels, which change without events.
+// pollEvery refreshes measured memory and "last used" labels, which change without events. It runs
+// only while something shows them: a window, or a running model's entry in the tray menu. An idle
+// app in the tray is woken by nothing.
 const pollEvery = 2 * time.Second
 
 // autostarter turns start at login on and off; tests replace the real one.
@@ -51,13 +53,17 @@ type ui struct {
 	auto    autostarter
 	quit    func()
 	refresh *throttle
+	pollOn  chan bool                // capacity 1: whether watch should poll (pollEvery), latest first
+	park    *loopPark                // nil where Fyne's loop must keep running (the tray lives in it)
 	notes   *notifier                // used by the event goroutine only
 	trash   func(path string) error  // platform.MoveToTrash; tests use a trash in a temporary folder
-	onUI    func(func())             // runs a function on the UI thread without waiting: fyne.Do
+	onUI    func(func())             // runs a function on the UI thread without waiting: fyne.Do, waking a parked loop
+	loopDo  func(func())             // fyne.Do, or nothing once the UI thread is gone (parks use it)
 	send    func(*fyne.Notification) // shows a notification (on the UI thread): App.SendNotification
 
 	// UI thread
 	snap     Snapshot
+	polling  bool     // what was last sent on pollOn
 	tray     trayHost // nil when there is none (tests, no session bus)
 	lastMenu []MenuItem
 	trayIcon IconState
@@ -65,13 +71,16 @@ type ui struct {
 	models   *modelsWindow
 	settings *settingsWindow
 	logs     map[string]*logWindow
+
+	getModels *getModelsWindow // open Get-models window, nil when closed
 }
 
 func newUI(a fyne.App, b Backend, log *slog.Logger, auto autostarter) *ui {
-	u := &ui{app: a, b: b, log: log, auto: auto, notes: newNotifier(), logs: map[string]*logWindow{}}
+	u := &ui{app: a, b: b, log: log, auto: auto, notes: newNotifier(), logs: map[string]*logWindow{}, pollOn: make(chan bool, 1)}
 	u.quit = a.Quit
 	u.trash = platform.MoveToTrash
 	u.onUI = fyne.Do
+	u.loopDo = fyne.Do
 	u.send = a.SendNotification
 	u.refresh = newThrottle(refreshEvery, u.pull)
 	return u
@@ -91,13 +100,27 @@ func (u *ui) watch(ctx context.Context) {
 	refreshed := make(chan struct{})
 	go func() { u.refresh.run(ctx); close(refreshed) }()
 	defer func() { <-refreshed }() // returns only when no refresh can start any more
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
+	var tick *time.Ticker
+	var ticks <-chan time.Time // nil while not polling
+	defer func() {
+		if tick != nil {
+			tick.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case on := <-u.pollOn:
+			switch {
+			case on && tick == nil:
+				tick = time.NewTicker(pollEvery)
+				ticks = tick.C
+			case !on && tick != nil:
+				tick.Stop()
+				tick, ticks = nil, nil
+			}
+		case <-ticks:
 			u.refresh.Kick()
 		case ev, ok := <-events:
 			if !ok {
@@ -135,6 +158,34 @@ func (u *ui) apply(s Snapshot) {
 	if u.settings != nil {
 		u.settings.update(s)
 	}
+	u.setPolling(u.windowShown() || anyRunning(s))
+}
+
+// setPolling tells watch whether to poll, when that changed.
+func (u *ui) setPolling(on bool) {
+	if on == u.polling {
+		return
+	}
+	u.polling = on
+	select {
+	case <-u.pollOn: // an older wish, not yet seen
+	default:
+	}
+	u.pollOn <- on
+}
+
+// windowShown reports whether any window is open.
+func (u *ui) windowShown() bool {
+	return (u.models != nil && u.models.visible) || u.settings != nil || len(u.logs) > 0
+}
+
+func anyRunning(s Snapshot) bool {
+	for _, m := range s.Models {
+		if m.Running() {
+			return true
+		}
+	}
+	return false
 }
 
 // do runs a menu or button action. It runs on the UI thread; anything that may block goes to a

@@ -17,8 +17,6 @@ CACHE_ROOT="${LLAMATRAY_CACHE:-$HOME/.cache/llamatray-dev}"
 DEST="$CACHE_ROOT/llama-server"
 WRAPPER="$DEST/bin/llama-server"
 SUITE="sid"
-MIRROR="http://deb.debian.org/debian"
-KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
 PACKAGES=(llama.cpp-tools libllama0 libggml0 libc6 libstdc++6 libgcc-s1 libgomp1
 	libssl3t64 libzstd1 zlib1g)
 
@@ -34,76 +32,20 @@ if [[ -z "${FORCE:-}" && -x "$WRAPPER" ]] && "$WRAPPER" --version >/dev/null 2>&
 	exit 0
 fi
 
+# shellcheck source=private-apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/private-apt.sh"
 [[ "$(uname -m)" == "x86_64" ]] || die "only Linux x86-64 is supported (this is $(uname -m))"
-[[ -r "$KEYRING" ]] || die "missing $KEYRING (apt-get install debian-archive-keyring)"
-
-if ! command -v patchelf >/dev/null 2>&1; then
-	log "installing patchelf"
-	if [[ "$(id -u)" -eq 0 ]]; then
-		apt-get install -y patchelf >&2 || { apt-get update >&2 && apt-get install -y patchelf >&2; }
-	else
-		die "patchelf is missing and we are not root: install it with apt-get install patchelf"
-	fi
-fi
 
 mkdir -p "$CACHE_ROOT"
 WORK="$(mktemp -d "$CACHE_ROOT/fetch.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
-# A private apt configuration: own sources list, lists, cache and status, so the
-# system's apt state is never touched.
-APTDIR="$WORK/apt"
-mkdir -p "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial" "$APTDIR/etc/preferences.d" \
-	"$APTDIR/etc/apt.conf.d" "$APTDIR/debs"
-: >"$APTDIR/status"
-echo "deb [signed-by=$KEYRING] $MIRROR $SUITE main" >"$APTDIR/sources.list"
-cat >"$APTDIR/apt.conf" <<CONF
-Dir::State "$APTDIR";
-Dir::State::Lists "$APTDIR/lists";
-Dir::State::status "$APTDIR/status";
-Dir::Cache "$APTDIR/cache";
-Dir::Etc::SourceList "$APTDIR/sources.list";
-Dir::Etc::SourceParts "$APTDIR/none";
-Dir::Etc::Parts "$APTDIR/etc/apt.conf.d";
-Dir::Etc::Preferences "$APTDIR/etc/preferences";
-Dir::Etc::PreferencesParts "$APTDIR/etc/preferences.d";
-Dir::Etc::Trusted "$KEYRING";
-Dir::Etc::TrustedParts "$APTDIR/none";
-APT::Architecture "amd64";
-APT::Architectures "amd64";
-Acquire::Languages "none";
-// The mirror reachable here may serve a frozen copy of the suite; the
-// signature is still checked against the Debian archive keyring.
-Acquire::Check-Valid-Until "false";
-APT::Sandbox::User "root";
-CONF
-APT=(env APT_CONFIG="$APTDIR/apt.conf" apt-get -q -o "Debug::NoLocking=1")
-
-log "updating the private package lists for $SUITE"
-"${APT[@]}" update >&2 || die "apt-get update for $SUITE failed"
+need_patchelf
+private_apt_init "$WORK/apt" "$SUITE"
 
 UNPACK="$WORK/root"
 mkdir -p "$UNPACK"
-declare -A FETCHED=()
-
-# download_unpack NAME...: downloads each package and unpacks it into $UNPACK.
-download_unpack() {
-	local p
-	for p in "$@"; do
-		[[ -n "${FETCHED[$p]:-}" ]] && continue
-		log "downloading $p"
-		(cd "$APTDIR/debs" && "${APT[@]}" download "$p" >&2) || die "apt-get download $p failed"
-		FETCHED[$p]=1
-	done
-	local deb
-	for deb in "$APTDIR"/debs/*.deb; do
-		[[ -e "$deb.unpacked" ]] && continue
-		dpkg -x "$deb" "$UNPACK"
-		: >"$deb.unpacked"
-	done
-}
-
-download_unpack "${PACKAGES[@]}"
+download_unpack "$UNPACK" "${PACKAGES[@]}"
 
 BIN="$UNPACK/usr/bin/llama-server"
 [[ -x "$BIN" ]] || BIN="$(find "$UNPACK" -type f -name llama-server -perm -u+x | head -n1)"
@@ -148,7 +90,7 @@ for round in 1 2 3; do
 		done
 	done
 	[[ ${#extra[@]} -gt 0 ]] || die "cannot find packages for: ${missing[*]}"
-	download_unpack "${extra[@]}"
+	download_unpack "$UNPACK" "${extra[@]}"
 done
 mapfile -t missing < <(missing_libs)
 [[ ${#missing[@]} -eq 0 ]] || die "still missing after resolution: ${missing[*]}"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # idle-cost.sh BINARY [SECONDS] measures what an idle desktop app costs: it starts BINARY (a
-# llamatray build) as at login (window closed, no models, private X server and session bus through
-# with-desktop.sh), lets it settle, then reads /proc/PID/stat (utime+stime) and VmRSS over SECONDS
-# (default 60) and prints the CPU share of one core and the resident memory.
+# llamatray build) as at login (window closed, one model found and none loaded, the fake
+# llama-server; a private X server and session bus through with-desktop.sh), lets it settle, then
+# reads /proc/PID/stat (utime+stime) and VmRSS over SECONDS (default 60) and prints the CPU share
+# of one core and the resident memory. Needs go (it builds the fake llama-server and the model).
 #
 #   go build -o /tmp/llamatray . && scripts/idle-cost.sh /tmp/llamatray 60
 #
@@ -34,10 +35,12 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-mkdir -p "$tmp/models" "$tmp/config" "$tmp/data" "$tmp/cache" "$tmp/state" "$tmp/run"
+mkdir -p "$tmp/models" "$tmp/config" "$tmp/data" "$tmp/cache" "$tmp/state" "$tmp/run" "$tmp/bin"
 chmod 700 "$tmp/run"
+(cd "$here/.." && go build -o "$tmp/bin/llama-server" ./router/testbed/fakellama &&
+	echo "tiny llama 2 64 256 4 4 1000 1 4096" | go run ./app/traytest/fakemodels "$tmp/models" >/dev/null)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-args=(--addr "127.0.0.1:$port" --models-dir "$tmp/models" --llama-server /bin/true --config "$tmp/config/config.toml")
+args=(--addr "127.0.0.1:$port" --models-dir "$tmp/models" --llama-server "$tmp/bin/llama-server" --config "$tmp/config/config.toml")
 export XDG_CONFIG_HOME="$tmp/config" XDG_DATA_HOME="$tmp/data" XDG_CACHE_HOME="$tmp/cache" \
 	XDG_STATE_HOME="$tmp/state" XDG_RUNTIME_DIR="$tmp/run" LLAMATRAY_AUTOSTART=1
 "$bin" "${args[@]}" >"$tmp/app.log" 2>&1 &

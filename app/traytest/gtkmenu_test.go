@@ -257,6 +257,23 @@ func TestTrayMenuGtk(t *testing.T) {
 			return true
 		})
 	}
+	// Each model's entry and its submenu keep their item IDs while their labels change (loaded, then
+	// asleep, other models coming): a host keeps its widgets, and an open submenu stays open.
+	entryIDs := func(l menuNode) map[string][]int32 {
+		out := map[string][]int32{}
+		for _, id := range ids {
+			for _, mark := range []string{"●", "◐"} {
+				if e, ok := l.child(func(m menuNode) bool { return running(menuNode{Children: []menuNode{m}}, id, mark) }); ok {
+					out[id] = append(out[id], e.ID)
+					for _, c := range e.Children {
+						out[id] = append(out[id], c.ID)
+					}
+				}
+			}
+		}
+		return out
+	}
+	loadedIDs := entryIDs(layout)
 	layout = settle("all three asleep", func(l menuNode) bool {
 		for _, id := range ids {
 			if !running(l, id, "◐") {
@@ -265,6 +282,11 @@ func TestTrayMenuGtk(t *testing.T) {
 		}
 		return true
 	})
+	for id, was := range loadedIDs {
+		if now := entryIDs(layout)[id]; fmt.Sprint(now) != fmt.Sprint(was) {
+			t.Errorf("%s: item IDs %v once loaded, %v asleep; want them kept", id, was, now)
+		}
+	}
 	for _, id := range ids {
 		entry, ok := layout.child(func(m menuNode) bool { return running(menuNode{Children: []menuNode{m}}, id, "◐") })
 		if !ok {

@@ -25,17 +25,17 @@ const (
 	// idlePeriod is how long idle CPU and memory are measured, window never opened then open.
 	idlePeriod = 30 * time.Second
 	// The idle app's resident memory, all of it and without the GL driver's mappings (whatever the
-	// machine's OpenGL driver maps: here Mesa's llvmpipe with LLVM). Fyne's tray creates a hidden
-	// window with an OpenGL context at start, so the driver is mapped even before the models window
-	// is first opened. The limits are a little above the figures measured on Debian under Xvfb
-	// (given beside each), so that a regression shows: building the models window's content at
-	// start, and so loading Fyne's fonts, made it 139 MB, 84 MB without the GL driver.
+	// machine's OpenGL driver maps: here Mesa's llvmpipe with LLVM). No OpenGL context exists
+	// before a window is first shown (the tray is the app's own, not Fyne's, whose hidden window
+	// mapped 55 MB of driver at start). The limits are a little above the figures measured on
+	// Debian under Xvfb (given beside each), so that a regression shows: building the models
+	// window's content at start, and so loading Fyne's fonts, made it 139 MB, 84 MB without the GL
+	// driver; Fyne's tray made it 113 MB.
 	//
-	// rssTrayLimit: in the tray, the window never opened (measured 113 MB, 55 MB of it the GL
-	// driver's, 6 MB Go heap).
-	rssTrayLimit = 122_000_000
-	// rssTrayAppLimit: in the tray, the window never opened, without the GL driver (measured 58 MB).
-	rssTrayAppLimit = 66_000_000
+	// rssTrayLimit: in the tray, the window never opened (measured 34 MB, Go heap 4 MB).
+	rssTrayLimit = 45_000_000
+	// rssTrayAppLimit: in the tray, the window never opened, without the GL driver (the same 34 MB).
+	rssTrayAppLimit = 45_000_000
 	// rssOpenAppLimit: the window open, without the GL driver (measured 102-105 MB, Go heap 28 MB;
 	// the driver maps 70 MB more once the window draws).
 	rssOpenAppLimit = 115_000_000
@@ -164,6 +164,10 @@ func TestTrayMenu(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("idle, window never opened, one model loaded: %s", closed)
+	if closed.driverEnd > 0 {
+		t.Errorf("idle in the tray with the window never opened, the GL driver is mapped (%.1f MB): "+
+			"something created an OpenGL context before a window was shown", mb(closed.driverEnd))
+	}
 	if closed.rssPeak >= rssTrayLimit {
 		t.Errorf("idle in the tray with the window never opened, RSS peaked at %.1f MB; want under %.0f MB",
 			mb(closed.rssPeak), mb(rssTrayLimit))

@@ -43,6 +43,7 @@ SetCompressor /SOLID lzma
 !include "LogicLib.nsh"
 !include "FileFunc.nsh"
 !include "WordFunc.nsh"
+!include "Sections.nsh"
 
 Name "${APP_NAME}"
 OutFile "${OUTFILE}"
@@ -123,6 +124,7 @@ FunctionEnd
 !macroend
 
 Function .onInit
+  Call ReadOptions
   ; A running copy holds its files open: ask before closing it (a silent install just closes it).
   nsExec::Exec `${POWERSHELL} "if (Get-Process -Name llamatray -ErrorAction SilentlyContinue) { exit 3 }"`
   Pop $0
@@ -175,6 +177,17 @@ Section "-Uninstall entry"
   IntFmt $0 "0x%08X" $0
   WriteRegDWORD HKCU "${UNINST_KEY}" "EstimatedSize" "$0"
 SectionEnd
+
+; ReadOptions applies the command-line options, for silent installs: /NOAUTOSTART leaves out
+; "Start at login".
+Function ReadOptions
+  ${GetParameters} $R0
+  ClearErrors
+  ${GetOptions} $R0 "/NOAUTOSTART" $R1
+  ${IfNot} ${Errors}
+    !insertmacro UnselectSection ${SecAutostart}
+  ${EndIf}
+FunctionEnd
 
 !insertmacro MUI_FUNCTION_DESCRIPTION_BEGIN
   !insertmacro MUI_DESCRIPTION_TEXT ${SecApp} "The ${APP_NAME} tray app and command line."

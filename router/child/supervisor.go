@@ -35,6 +35,7 @@ type proc struct {
 	waitCh  chan error       // the result of cmd.Wait, exactly once
 	probes  chan probeResult // capacity 1: at most one probe is in flight
 
+	buffers    bufferReport // the child's report of its device buffers, read until it is ready
 	bindFailed atomic.Bool  // an output line said the address could not be bound
 	loaded     atomic.Bool  // it became ready: output lines are no longer checked for a bind failure
 	lastOutput atomic.Int64 // unix nanoseconds of the last output bytes

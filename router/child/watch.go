@@ -239,7 +239,7 @@ func (w *watch) becomeReady(how string) {
 	w.loadC = nil
 	w.loadTimer.Stop()
 	w.p.log.Info("llama-server ready", "by", how, "load_time", time.Since(w.loadStart).Round(time.Millisecond))
-	w.c.emit(Event{Kind: Ready, PID: w.p.pid, Addr: w.p.addr, Progress: 1})
+	w.c.emit(Event{Kind: Ready, PID: w.p.pid, Addr: w.p.addr, Progress: 1, Buffers: w.p.buffers.perDevice()})
 }
 
 // wantProbe says which probe the current phase needs.

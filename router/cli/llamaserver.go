@@ -189,6 +189,9 @@ func installBuild(ctx context.Context, b builds, via string, req releases.Reques
 		return nil
 	}
 	fmt.Fprintf(env.Stdout, "installed llama.cpp %s (%s), version %s\n  %s%s\n", got.Build, got.Backend, got.Version, got.Path, via)
+	if l, err := b.list(ctx, false); err == nil && (l.InUse.Source == locate.SourceConfig || l.InUse.Source == locate.SourceEnv) {
+		fmt.Fprintf(env.Stdout, "note: the configured llama-server %s is still used (llama_server or $LLAMA_SERVER wins); clear it to use this build\n", l.InUse.Path)
+	}
 	return nil
 }
 

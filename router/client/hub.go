@@ -60,7 +60,6 @@ func (c *Client) PullEvents(ctx context.Context) (<-chan wire.Pull, error) {
 			if json.Unmarshal([]byte(line), &ev) != nil || ev.Kind != "download" {
 				continue
 			}
-			ev.Pull.Model = ev.Model // the line has one "model", the event's
 			select {
 			case out <- ev.Pull:
 			case <-ctx.Done():

@@ -230,7 +230,7 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 		rt.o.Hub.Rescan()
 	}
 	rt.log.Info("model removed", "model", id, "paths", len(removed))
-	writeJSON(w, http.StatusOK, wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: append([]string{}, removed...)})
+	writeJSON(w, http.StatusOK, wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: removedOrEmpty(removed)})
 }
 
 // hubSearch serves GET /api/hub/search?q=TEXT[&limit=N]: GGUF repos on the Hub.
@@ -277,25 +277,25 @@ func (rt *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": quants})
 }
 
-// pullJSON encodes one pull.
+// pullJSON is a pull as the API sends it.
 func pullJSON(st hub.PullStatus) wire.Pull {
-	files := make([]wire.FileProgress, len(st.Progress.Files))
+	files := make([]wire.PullFile, len(st.Progress.Files))
 	for i, f := range st.Progress.Files {
-		files[i] = wire.FileProgress{Path: f.Path, Done: f.Done, Total: f.Total}
+		files[i] = wire.PullFile{Path: f.Path, Done: f.Done, Total: f.Total}
 	}
 	return wire.Pull{Model: st.Model, Status: st.State, BytesDone: st.Progress.Done, BytesTotal: st.Progress.Total,
-		Rate: st.Progress.Rate, ETASeconds: st.Progress.Left.Seconds(), File: st.Progress.File, Files: files,
+		BytesPerSecond: st.Progress.Rate, ETASeconds: st.Progress.Left.Seconds(), File: st.Progress.File, Files: files,
 		Error: st.Error, Started: st.Started.UTC()}
 }
 
 // hubPulls serves GET /api/hub/pulls: this instance's pulls, newest first.
 func (rt *Server) hubPulls(w http.ResponseWriter, r *http.Request) {
 	list := rt.o.Hub.Manager.List()
-	out := make([]wire.Pull, len(list))
+	out := wire.PullList{Object: "list", Data: make([]wire.Pull, len(list))}
 	for i, st := range list {
-		out[i] = pullJSON(st)
+		out.Data[i] = pullJSON(st)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 // pullEvents subscribes to pull events; nil channel and a no-op when the Hub is off.
@@ -308,7 +308,15 @@ func (rt *Server) pullEvents() (<-chan hub.Event, func()) {
 
 // pullEventLine renders one pull event as an SSE data block.
 func pullEventLine(ev hub.Event) []byte {
-	d := wire.DownloadEvent{Time: ev.Time.UTC(), Model: ev.Model, Kind: "download", State: ev.State, Message: ev.Error, Pull: pullJSON(ev.PullStatus)}
+	d := wire.DownloadEvent{Time: ev.Time.UTC(), Kind: "download", State: ev.State, Message: ev.Error, Pull: pullJSON(ev.PullStatus)}
 	b, _ := json.Marshal(d)
 	return append(append([]byte("data: "), b...), "\n\n"...)
+}
+
+// removedOrEmpty keeps "removed" a JSON list when nothing was removed.
+func removedOrEmpty(paths []string) []string {
+	if paths == nil {
+		return []string{}
+	}
+	return paths
 }

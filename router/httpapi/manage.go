@@ -183,18 +183,3 @@ func (rt *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, st)
 }
-
-// props serves GET/POST /props: with a model it is the child's, without one the router's own.
-func (rt *Server) props(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("model") != "" || r.Method != http.MethodGet {
-		rt.modelRoute(w, r)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"role":            "router",
-		"max_instances":   rt.o.Engine.Budget().MaxLoaded,
-		"models_autoload": true,
-		"default_model":   rt.o.DefaultModel,
-		"build_info":      "llamatray " + rt.o.Version,
-	})
-}

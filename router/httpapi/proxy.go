@@ -320,6 +320,10 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 	if info != nil {
 		info.model = id
 	}
+	if err := rt.checkAutoload(r, id); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	lease, early, err := rt.acquire(w, r, id, stream)
 	if lease != nil {
 		// Released when the response is fully written, the client is gone, or the proxy aborts the

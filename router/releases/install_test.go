@@ -382,3 +382,18 @@ func TestUpdate(t *testing.T) {
 		}
 	}
 }
+
+func TestOneChangeAtATime(t *testing.T) {
+	s := standIn(t)
+	in := newInstaller(s, t.TempDir())
+	in.busy.Store(true) // an install is running
+	if _, err := in.Install(context.Background(), Request{}, nil); !errors.Is(err, ErrBusy) {
+		t.Errorf("install during an install: %v", err)
+	}
+	if _, err := in.Use("b7100"); !errors.Is(err, ErrBusy) {
+		t.Errorf("use during an install: %v", err)
+	}
+	if s.Downloads() != 0 {
+		t.Errorf("%d downloads", s.Downloads())
+	}
+}

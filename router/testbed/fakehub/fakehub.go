@@ -95,16 +95,6 @@ func (h *Hub) URL() string { return h.api.URL }
 
 // Close stops both listeners.
 func (h *Hub) Close() {
-	h.mu.Lock()
-	for _, r := range h.repos {
-		for _, f := range r.files {
-			if f.stalls != nil {
-				close(f.stalls)
-				f.stalls = nil
-			}
-		}
-	}
-	h.mu.Unlock()
 	h.api.CloseClientConnections()
 	h.cdn.CloseClientConnections()
 	h.api.Close()
@@ -184,8 +174,9 @@ func (h *Hub) WrongSHA(id, path string) {
 	f.shown = hex.EncodeToString(b)
 }
 
-// Stall makes content downloads of a file stop after at bytes, the connection held open, until
-// the client goes away. Started is signalled each time a download reaches the stall.
+// Stall makes content downloads of a file (requests without a Range, or with an open-ended one)
+// stop after at bytes, the connection held open, until the client goes away; header reads
+// (bytes=A-B) are served. Started is signalled each time a download reaches the stall.
 func (h *Hub) Stall(id, path string, at int64) (started <-chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -421,7 +412,7 @@ func (h *Hub) serveCDN(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case cut > 0 && req.Header.Get("Range") == "":
 		out = &cutter{w: w, left: cut, hijack: func() { hijackClose(w) }}
-	case stall > 0:
+	case stall > 0 && !boundedRange(req.Header.Get("Range")):
 		out = &staller{w: w, left: stall, ctx: req.Context().Done(), reached: stalls}
 	}
 	http.ServeContent(&writerOverride{ResponseWriter: w, out: out}, req, "", time.Time{}, in)
@@ -490,4 +481,14 @@ func (s *staller) Write(b []byte) (int, error) {
 	}
 	<-s.ctx
 	return n, io.ErrClosedPipe
+}
+
+// boundedRange tells a "bytes=A-B" range (a header read) from an open-ended one (a resume).
+func boundedRange(h string) bool {
+	r, ok := strings.CutPrefix(h, "bytes=")
+	if !ok {
+		return false
+	}
+	_, end, _ := strings.Cut(r, "-")
+	return end != ""
 }
