@@ -105,11 +105,7 @@ func (es *eventStream) started() bool { return es.begun }
 func (es *eventStream) send(event string, v any) {
 	b, _ := json.Marshal(v)
 	if !es.begun {
-		h := es.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		es.w.WriteHeader(http.StatusOK)
+		startSSE(es.w)
 		es.begun = true
 	}
 	es.w.Write(sseEvent(event, b))
