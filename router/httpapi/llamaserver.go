@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 
 	"github.com/llamatray/llamatray/router/releases"
@@ -65,16 +64,9 @@ func (rt *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req releases.Request
-	body, err := rt.readBody(w, r)
-	if err != nil {
+	if err := rt.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
 		return
-	}
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
-			return
-		}
 	}
 	es := &eventStream{w: w, rc: http.NewResponseController(w)}
 	b, err := ls.InstallBuild(r.Context(), req, func(p releases.Progress) { es.send("progress", p) })
@@ -120,13 +112,8 @@ func (rt *Server) useLlamaServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req releases.Request
-	body, err := rt.readBody(w, r)
-	if err != nil {
+	if err := rt.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
-		return
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
 		return
 	}
 	if req.Build == "" {
