@@ -129,19 +129,12 @@ func (rt *Server) resolveRequest(r *http.Request, name string) (string, error) {
 // pullModel serves POST /models {"model": "ORG/REPO[:QUANT]"}: 202 once the download started
 // (progress on /models/events), 200 when the model is already on disk.
 func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
-	body, err := rt.readBody(w, r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
 	var req struct {
 		Model string `json:"model"`
 	}
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
-			return
-		}
+	if err := rt.readJSON(w, r, &req); err != nil {
+		writeError(w, r, err)
+		return
 	}
 	if req.Model == "" {
 		req.Model = r.URL.Query().Get("model")
@@ -180,20 +173,15 @@ func (e apiError) doc() map[string]any {
 // else uses). Models that are plain files elsewhere are not deleted.
 func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("model")
-	if body, err := rt.readBody(w, r); err != nil {
+	var req struct {
+		Model string `json:"model"`
+	}
+	if err := rt.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
 		return
-	} else if len(body) > 0 {
-		var req struct {
-			Model string `json:"model"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
-			return
-		}
-		if req.Model != "" {
-			name = req.Model
-		}
+	}
+	if req.Model != "" {
+		name = req.Model
 	}
 	if name == "" {
 		writeError(w, r, errModelRequired)
