@@ -176,8 +176,9 @@ func (e apiError) doc() map[string]any {
 }
 
 // removeModel serves DELETE /models {"model"} (or ?model=): it cancels a running pull of that
-// name, or unloads a pulled model (in-flight requests finish first) and deletes its files from the Hub cache (blobs that nothing
-// else uses). Models that are plain files elsewhere are not deleted.
+// name, or unloads a pulled model (its in-flight requests finish first) and deletes its files
+// from the Hub cache (blobs that nothing else uses). Models that are plain files elsewhere are
+// not deleted.
 func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("model")
 	if body, err := rt.readBody(w, r); err != nil {
