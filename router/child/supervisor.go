@@ -165,7 +165,7 @@ func (c *Child) exitEvent(p *proc, out outcome, attempt int) Event {
 		LogTail: c.ring.tail(LogTailLines)}
 	how := "no exit status"
 	if st := p.cmd.ProcessState; st != nil {
-		ev.ExitCode = st.ExitCode()
+		ev.ExitCode = exitCode(st)
 		how = st.String()
 	}
 	if l := lastLine(ev.LogTail); l != "" {

@@ -325,7 +325,7 @@ func TestTokenFromEnv(t *testing.T) {
 		t.Errorf("cache dir %s", d)
 	}
 	env["HF_HUB_CACHE"] = "/x/y"
-	if d := CacheDir(get); d != "/x/y" {
+	if d := CacheDir(get); d != filepath.FromSlash("/x/y") {
 		t.Errorf("cache dir %s", d)
 	}
 }
