@@ -169,8 +169,9 @@ func (e apiError) doc() map[string]any {
 }
 
 // removeModel serves DELETE /models {"model"} (or ?model=): it cancels a running pull of that
-// name, or unloads a pulled model and deletes its files from the Hub cache (blobs that nothing
-// else uses). Models that are plain files elsewhere are not deleted.
+// name, or unloads a pulled model (its in-flight requests finish first) and deletes its files
+// from the Hub cache (blobs that nothing else uses). Models that are plain files elsewhere are
+// not deleted.
 func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("model")
 	var req struct {
@@ -210,7 +211,7 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", id, cm.Path)}.doc())
 		return
 	}
-	if err := rt.o.Engine.Unload(r.Context(), id, true); err != nil {
+	if err := rt.o.Engine.Unload(r.Context(), id, false); err != nil {
 		var unknown *engine.UnknownModelError
 		if !errors.As(err, &unknown) {
 			writeError(w, r, err)
