@@ -18,11 +18,18 @@ type llamaServerInstaller interface {
 	// InstallBuild downloads, verifies and unpacks llama.cpp's build for this machine and makes the
 	// service use it; progress is called off the UI thread.
 	InstallBuild(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error)
+	// PlanBuild says which archive of a release would be installed here, and why, and the others.
+	PlanBuild(ctx context.Context, req releases.Request) (releases.Release, releases.Choice, error)
 }
 
 // InstallBuild installs a llama.cpp release build through the service.
 func (sb *serviceBackend) InstallBuild(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error) {
 	return sb.svc.InstallBuild(ctx, req, progress)
+}
+
+// PlanBuild asks the service which archive it would install.
+func (sb *serviceBackend) PlanBuild(ctx context.Context, req releases.Request) (releases.Release, releases.Choice, error) {
+	return sb.svc.PlanBuild(ctx, req)
 }
 
 // serverInstall is the "Install llama-server" button of the llama-server-not-found banner, with its
@@ -34,6 +41,8 @@ type serverInstall struct {
 	button  *widget.Button
 	bar     *widget.ProgressBar
 	status  *widget.Label
+	pick    *widget.Select // the build to install: the one chosen here first, then the others
+	assets  []string       // pick's options' asset names, in order
 	box     *fyne.Container
 	running bool
 }
@@ -50,12 +59,48 @@ func (m *modelsWindow) serverInstallPanel() fyne.CanvasObject {
 		si.button = widget.NewButtonWithIcon("Install llama-server", theme.DownloadIcon(), si.start)
 		si.button.Importance = widget.HighImportance
 		si.status.Wrapping = fyne.TextWrapWord
+		si.pick = widget.NewSelect(nil, nil)
 		si.bar.Hide()
 		si.status.Hide()
-		si.box = container.NewBorder(nil, nil, si.button, nil, container.NewVBox(si.status, si.bar))
+		si.pick.Hide()
+		si.box = container.NewBorder(nil, nil, container.NewVBox(si.button), nil, container.NewVBox(si.pick, si.status, si.bar))
 		m.install = si
+		go si.plan()
 	}
 	return m.install.box
+}
+
+// plan asks which archive of the latest release fits this machine, and offers the others.
+func (si *serverInstall) plan() {
+	rel, c, err := si.inst.PlanBuild(context.Background(), releases.Request{Build: releases.Latest})
+	if err != nil {
+		return // the install says why, if it fails the same way
+	}
+	opts := []string{fmt.Sprintf("%s for this machine: %s", c.Label(), c.Asset.Name)}
+	assets := []string{c.Asset.Name}
+	for _, o := range c.Others {
+		opts = append(opts, fmt.Sprintf("%s: %s", o.Label(), o.Asset.Name))
+		assets = append(assets, o.Asset.Name)
+	}
+	why := fmt.Sprintf("llama.cpp %s, %s for this machine: %s. Another build can be picked above.", rel.TagName, humanBytes(c.Asset.Size), c.Reason)
+	si.u.onUI(func() {
+		if si.running {
+			return
+		}
+		si.assets = assets
+		si.pick.Options = opts
+		si.pick.SetSelectedIndex(0)
+		si.pick.Show()
+		si.setStatus(why)
+	})
+}
+
+// asset is the archive picked, "" for the one chosen here.
+func (si *serverInstall) asset() string {
+	if i := si.pick.SelectedIndex(); i > 0 && i < len(si.assets) {
+		return si.assets[i]
+	}
+	return ""
 }
 
 // start installs the latest build for this machine, off the UI thread.
@@ -67,12 +112,18 @@ func (si *serverInstall) start() {
 	si.button.Disable()
 	si.bar.SetValue(0)
 	si.bar.Show()
+	si.pick.Disable()
 	si.setStatus("Looking for llama.cpp's latest build…")
+	req := releases.Request{Build: releases.Latest, Asset: si.asset()}
 	go func() {
-		b, err := si.inst.InstallBuild(context.Background(), releases.Request{Build: releases.Latest}, func(p releases.Progress) {
+		b, err := si.inst.InstallBuild(context.Background(), req, func(p releases.Progress) {
 			si.u.onUI(func() { si.progress(p) })
 		})
-		si.u.onUI(func() { si.finish(b, err) })
+		note := ""
+		if s := si.u.b.Snapshot(); err == nil && (s.ServerFrom == "config" || s.ServerFrom == "env") {
+			note = " The llama-server set in Settings (or $LLAMA_SERVER) is still the one used: clear it to use this build."
+		}
+		si.u.onUI(func() { si.finish(b, note, err) })
 	}()
 }
 
@@ -90,16 +141,18 @@ func (si *serverInstall) progress(p releases.Progress) {
 	}
 }
 
-func (si *serverInstall) finish(b releases.Build, err error) {
+func (si *serverInstall) finish(b releases.Build, note string, err error) {
 	si.running = false
 	si.button.Enable()
+	si.pick.Enable()
 	if err != nil {
 		si.bar.Hide()
 		si.setStatus("Install failed: " + err.Error())
 		return
 	}
 	si.bar.SetValue(1)
-	si.setStatus(fmt.Sprintf("Installed llama.cpp %s (%s).", b.Build, b.Backend))
+	si.setStatus(fmt.Sprintf("Installed llama.cpp %s (%s).%s", b.Build, b.Backend, note))
+	si.u.send(fyne.NewNotification("llama-server installed", fmt.Sprintf("llama.cpp %s (%s): models load with it now.", b.Build, b.Backend)))
 	si.u.refresh.Kick() // the banner goes once the snapshot finds llama-server
 }
 

@@ -2,10 +2,13 @@ package app
 
 import (
 	"context"
+	"image"
+	"image/png"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,7 +37,9 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	}
 	gh := ghreleases.New()
 	t.Cleanup(gh.Close)
-	gh.Add("b7100", map[string][]byte{ghreleases.AssetName("b7100", ".tar.gz"): tgz})
+	cpu := ghreleases.AssetName("b7100", ".tar.gz")
+	vulkan := strings.Replace(cpu, "-bin-ubuntu-", "-bin-ubuntu-vulkan-", 1) // another build the user may pick
+	gh.Add("b7100", map[string][]byte{cpu: tgz, vulkan: tgz})
 	home := isolateXDG(t)
 	t.Setenv(releases.URLEnv, gh.Base)
 	t.Setenv("PATH", t.TempDir())
@@ -79,6 +84,25 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	if !shows("llama-server not found") || !shows("[Install llama-server]") {
 		t.Fatalf("banner: %q", texts(u.models.win.Content()))
 	}
+	// The panel says which build suits this machine and why, and offers the others.
+	var picked string
+	var options []string
+	waitFor(t, "the build choice", func() bool {
+		l.wait(func() { picked, options = u.models.install.pick.Selected, u.models.install.pick.Options })
+		return picked != ""
+	})
+	if !strings.Contains(picked, "for this machine") || (runtime.GOOS == "linux" && len(options) != 2) {
+		t.Errorf("choice %q of %q", picked, options)
+	}
+	if !shows("llama.cpp b7100") || !shows("for this machine: ") {
+		t.Errorf("no reason shown: %q", texts(u.models.win.Content()))
+	}
+	want := ""
+	if runtime.GOOS == "linux" {
+		// Pick the other one.
+		l.wait(func() { u.models.install.pick.SetSelectedIndex(1); want = u.models.install.assets[1] })
+	}
+	shot(t, l, u, "install-1-not-found.png")
 	var bar float64
 	var barShown bool
 	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Install llama-server")) })
@@ -94,14 +118,37 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	if bar != 1 || !barShown {
 		t.Errorf("progress bar at the end: %v shown %v", bar, barShown)
 	}
+	shot(t, l, u, "install-2-installed.png")
 	waitFor(t, "the banner to go", func() bool { return !shows("llama-server not found") })
 	if ls := svc.LlamaServer(); ls.Source != "installed" || ls.Build != "b7100" {
 		t.Fatalf("service uses %+v", ls)
+	}
+	if builds, _ := svc.InstalledBuilds(); want != "" && (len(builds) != 1 || builds[0].Asset != want) {
+		t.Errorf("installed %+v, want the picked %s", builds, want)
 	}
 	l.wait(func() { test.Tap(findButton(t, u.models.list, "Load")) })
 	waitFor(t, "the model to load on the installed build", func() bool { return shows("[Unload]") })
 	if got := sb.Snapshot().Models[0].Binary; got != svc.LlamaServer().Path {
 		t.Errorf("the child runs %s", got)
+	}
+	shot(t, l, u, "install-3-loaded.png")
+}
+
+// shot writes the models window to $LLAMATRAY_SHOTS/name when that variable names a folder.
+func shot(t *testing.T, l *uiLoop, u *ui, name string) {
+	dir := os.Getenv("LLAMATRAY_SHOTS")
+	if dir == "" {
+		return
+	}
+	var img image.Image
+	l.wait(func() { img = u.models.win.Canvas().Capture() })
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := png.Encode(f, img); err != nil {
+		t.Fatal(err)
 	}
 }
 

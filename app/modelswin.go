@@ -72,7 +72,11 @@ func (m *modelsWindow) build() {
 	m.filter.OnChanged = func(string) { m.update(m.snap) }
 	add := widget.NewButtonWithIcon("Add model…", theme.ContentAddIcon(), m.addModel)
 	settings := widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), m.u.showSettings)
-	toolbar := container.NewBorder(nil, nil, nil, container.NewHBox(add, settings), m.filter)
+	tools := container.NewHBox(add, settings)
+	if get := m.u.getModelsButton(); get != nil {
+		tools.Objects = append([]fyne.CanvasObject{get}, tools.Objects...)
+	}
+	toolbar := container.NewBorder(nil, nil, nil, tools, m.filter)
 
 	m.bar = newMemoryBar()
 	m.banners = container.NewVBox()
@@ -188,6 +192,9 @@ func (m *modelsWindow) noModels(s Snapshot) fyne.CanvasObject {
 		widget.NewButtonWithIcon("Add folder…", theme.FolderNewIcon(), m.addFolder),
 		widget.NewButtonWithIcon("Add model…", theme.ContentAddIcon(), m.addModel),
 	)
+	if get := m.u.getModelsButton(); get != nil {
+		buttons.Add(get)
+	}
 	where := "No model folders are set up yet."
 	if len(s.ModelDirs) > 0 {
 		where = "Folders searched:\n    " + strings.Join(s.ModelDirs, "\n    ")

@@ -71,6 +71,8 @@ type ui struct {
 	models   *modelsWindow
 	settings *settingsWindow
 	logs     map[string]*logWindow
+
+	getModels *getModelsWindow // open Get-models window, nil when closed
 }
 
 func newUI(a fyne.App, b Backend, log *slog.Logger, auto autostarter) *ui {

@@ -165,6 +165,10 @@ type Event struct {
 	Deliberate bool     // Exited after Stop()
 	Err        error    // Exited: why, nil after Stop (see the Err* values)
 	LogTail    []string // Exited: last LogTailLines output lines
+	// Ready: bytes per device (HostDevice: RAM) from the child's own report of the buffers it
+	// allocated (model, KV, compute, ...), as far as it printed one before it was ready; nil
+	// when it printed none (llama-server prints them at the verbosity of informational lines).
+	Buffers map[string]int64
 }
 
 // Child is a running llama-server process and its supervisor.

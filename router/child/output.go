@@ -174,10 +174,13 @@ func (p *proc) line(l string) {
 	p.logLine(l)
 }
 
-// logLine keeps an ordinary output line and notes a bind failure.
+// logLine keeps an ordinary output line and notes a bind failure and the device buffers.
 func (p *proc) logLine(l string) {
-	if !p.loaded.Load() && isBindFailure(l) { // a port is bound before the model loads, never after
-		p.bindFailed.Store(true)
+	if !p.loaded.Load() { // a port is bound, and buffers allocated, before the model is ready
+		if isBindFailure(l) {
+			p.bindFailed.Store(true)
+		}
+		p.buffers.add(l)
 	}
 	if p.log.Enabled(context.Background(), slog.LevelDebug) {
 		p.log.Debug("llama-server output", "line", l)

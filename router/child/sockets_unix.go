@@ -44,28 +44,36 @@ const dirPrefix = "llamatray-sock-"
 // user reaches the children. Close removes the folder. Folders left by a process that was killed
 // are removed when the next one is created.
 type Sockets struct {
-	mu  sync.Mutex // guards dir and err, set once on the first Get
-	dir string
-	err error
+	once   sync.Once              // creates the folder on the first Get (or marks it never made, on Close)
+	err    error                  // why the folder could not be made; written inside once
+	dir    atomic.Pointer[string] // the folder, once made
+	closed atomic.Bool
 }
+
+// errSocketsClosed is Get's error after Close.
+var errSocketsClosed = errors.New("socket folder closed")
 
 // NewSockets returns a socket folder; nothing is created until the first Get.
 func NewSockets() *Sockets { return &Sockets{} }
 
 // Dir returns the folder, or "" before the first Get.
 func (s *Sockets) Dir() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.dir
+	if d := s.dir.Load(); d != nil {
+		return *d
+	}
+	return ""
 }
 
 // Get returns a new socket path.
 func (s *Sockets) Get() (Addr, error) {
-	dir, err := s.folder()
-	if err != nil {
-		return Addr{}, err
+	s.once.Do(s.makeFolder)
+	if s.closed.Load() {
+		return Addr{}, errSocketsClosed
 	}
-	path := filepath.Join(dir, "c"+strconv.FormatInt(socketSeq.Add(1), 10)+".sock")
+	if s.err != nil {
+		return Addr{}, s.err
+	}
+	path := filepath.Join(s.Dir(), "c"+strconv.FormatInt(socketSeq.Add(1), 10)+".sock")
 	if len(path) > maxSocketPath {
 		return Addr{}, fmt.Errorf("socket path %s is longer than a unix socket address allows", path)
 	}
@@ -80,28 +88,24 @@ func (s *Sockets) Put(a Addr) {
 	_ = os.Remove(a.Socket)
 }
 
-// Close removes the folder and every socket in it.
+// Close removes the folder and every socket in it; Get fails from then on.
 func (s *Sockets) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dir == "" {
+	if s.closed.Swap(true) {
 		return nil
 	}
-	err := os.RemoveAll(s.dir)
-	s.dir, s.err = "", errors.New("socket folder closed")
-	if err != nil {
+	s.once.Do(func() {}) // a folder being made is finished first; none is made later
+	dir := s.Dir()
+	if dir == "" {
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove socket folder: %w", err)
 	}
 	return nil
 }
 
-// folder creates the folder on first use.
-func (s *Sockets) folder() (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dir != "" || s.err != nil {
-		return s.dir, s.err
-	}
+// makeFolder creates the folder, once.
+func (s *Sockets) makeFolder() {
 	base := runtimeDir()
 	if len(base) > maxSocketPath-40 {
 		base = "/tmp" // a long $TMPDIR would leave no room for socket names
@@ -113,10 +117,9 @@ func (s *Sockets) folder() (string, error) {
 	}
 	if err != nil {
 		s.err = fmt.Errorf("create the folder for llama-server sockets in %s: %w", base, err)
-		return "", s.err
+		return
 	}
-	s.dir = dir
-	return dir, nil
+	s.dir.Store(&dir)
 }
 
 // runtimeDir is $XDG_RUNTIME_DIR when it is an absolute path to a folder, else the temporary

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -93,5 +94,44 @@ func TestSocketsWithoutRuntimeDir(t *testing.T) {
 	defer s.Close()
 	if filepath.Dir(s.Dir()) != tmp {
 		t.Fatalf("folder %s, want one in %s", s.Dir(), tmp)
+	}
+}
+
+// Concurrent Gets share one folder and never hand out a path twice; Close before any Get makes no
+// folder.
+func TestSocketsConcurrent(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	s := NewSockets()
+	const n = 64
+	paths := make(chan string, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			a, err := s.Get()
+			if err != nil {
+				t.Error(err)
+			}
+			paths <- a.Socket
+		})
+	}
+	wg.Wait()
+	close(paths)
+	seen := map[string]bool{}
+	for p := range paths {
+		if seen[p] || filepath.Dir(p) != s.Dir() {
+			t.Fatalf("path %s (folder %s) handed out twice or outside the folder", p, s.Dir())
+		}
+		seen[p] = true
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	empty := NewSockets()
+	if err := empty.Close(); err != nil || empty.Dir() != "" {
+		t.Fatalf("Close before Get: %v, folder %q", err, empty.Dir())
+	}
+	if _, err := empty.Get(); err == nil {
+		t.Fatal("Get after Close succeeded")
 	}
 }

@@ -28,6 +28,7 @@ type proc struct {
 	ring   *ring
 	stdout *lineSink
 	stderr *lineSink
+	pump   *stderrPump // reads stderr into the stderr sink
 
 	started chan struct{}    // closed once pid and log are set (or the start failed)
 	quit    chan struct{}    // closed when the supervisor stops watching this process
@@ -35,6 +36,7 @@ type proc struct {
 	waitCh  chan error       // the result of cmd.Wait, exactly once
 	probes  chan probeResult // capacity 1: at most one probe is in flight
 
+	buffers    bufferReport // the child's report of its device buffers, read until it is ready
 	bindFailed atomic.Bool  // an output line said the address could not be bound
 	loaded     atomic.Bool  // it became ready: output lines are no longer checked for a bind failure
 	lastOutput atomic.Int64 // unix nanoseconds of the last output bytes
@@ -144,6 +146,7 @@ func (c *Child) spawn(addr Addr) (*proc, error) {
 		return nil, fmt.Errorf("%w %s: %w", ErrStart, c.spec.Binary, err)
 	}
 	_ = errPump.w.Close() // the child has its copy; EOF comes when it (and its own children) exit
+	p.pump = errPump
 	go errPump.run(p.stderr)
 	p.pid = cmd.Process.Pid
 	p.log = c.log.With("pid", p.pid)
@@ -164,7 +167,7 @@ func (c *Child) exitEvent(p *proc, out outcome, attempt int) Event {
 		LogTail: c.ring.tail(LogTailLines)}
 	how := "no exit status"
 	if st := p.cmd.ProcessState; st != nil {
-		ev.ExitCode = st.ExitCode()
+		ev.ExitCode = exitCode(st)
 		how = st.String()
 	}
 	if l := lastLine(ev.LogTail); l != "" {

@@ -162,7 +162,7 @@ func pullVia(ctx context.Context, c *client.Client, ref hub.Ref, bar *progressBa
 			if !strings.EqualFold(ev.Model, a.Model) {
 				continue
 			}
-			bar.show(a.Model, ev.BytesDone, ev.BytesTotal, ev.Rate, time.Duration(ev.ETASeconds*float64(time.Second)))
+			bar.show(a.Model, ev.BytesDone, ev.BytesTotal, ev.BytesPerSecond, time.Duration(ev.ETASeconds*float64(time.Second)))
 			switch ev.Status {
 			case hub.StateDownloaded:
 				bar.done()

@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llamatray/llamatray/router/config"
-	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/fakehub"
 )
@@ -91,18 +88,7 @@ func TestPullThroughInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.LlamaServer = "/nonexistent/llama-server"
-	svc, err := service.New(cfg, service.Options{ConfigPath: cfgPath, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		svc.Stop(ctx)
-	})
+	svc := startService(t, cfg, cfgPath)
 	code, o := runCLIEnv(t, "pull", cliRepo+":Q4_K_M", "--config", cfgPath)
 	if code != 0 || !strings.Contains(o.stdout.String(), "listed as Tiny-GGUF-Q4_K_M") {
 		t.Fatalf("pull: %d %q %q", code, o.stdout.String(), o.stderr.String())

@@ -31,7 +31,7 @@ rocm, hip, metal. LLAMATRAY_RELEASES_URL replaces GitHub's releases API (mirrors
 
 // builds is what the llama-server commands act on: the running instance, or the folder directly.
 type builds interface {
-	list(ctx context.Context, available bool) (client.LlamaServers, error)
+	list(ctx context.Context, available bool) (releases.Listing, error)
 	install(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error)
 	use(ctx context.Context, build string) (releases.Build, error)
 }
@@ -39,7 +39,7 @@ type builds interface {
 // viaInstance goes through a running Llamatray.
 type viaInstance struct{ c *client.Client }
 
-func (v viaInstance) list(ctx context.Context, available bool) (client.LlamaServers, error) {
+func (v viaInstance) list(ctx context.Context, available bool) (releases.Listing, error) {
 	return v.c.LlamaServers(ctx, available, releases.Latest)
 }
 func (v viaInstance) install(ctx context.Context, req releases.Request, p func(releases.Progress)) (releases.Build, error) {
@@ -60,8 +60,8 @@ func newDirect() (direct, error) {
 	return direct{in: &releases.Installer{Client: &releases.Client{}, Store: releases.Store{Root: root}, Verify: locate.Version}}, nil
 }
 
-func (d direct) list(ctx context.Context, available bool) (client.LlamaServers, error) {
-	var out client.LlamaServers
+func (d direct) list(ctx context.Context, available bool) (releases.Listing, error) {
+	var out releases.Listing
 	var err error
 	if out.Builds, err = d.in.Store.Builds(); err != nil || !available {
 		return out, err
@@ -71,11 +71,7 @@ func (d direct) list(ctx context.Context, available bool) (client.LlamaServers, 
 		out.AvailableError = err.Error()
 		return out, nil
 	}
-	out.Available = &client.Available{Build: rel.TagName,
-		Chosen: client.FlavorInfo{Asset: c.Asset.Name, Backend: c.Label(), Size: c.Asset.Size, Reason: c.Reason}}
-	for _, o := range c.Others {
-		out.Available.Others = append(out.Available.Others, client.FlavorInfo{Asset: o.Asset.Name, Backend: o.Label(), Size: o.Asset.Size})
-	}
+	out.Available = releases.AvailableOf(rel, c)
 	return out, nil
 }
 func (d direct) install(ctx context.Context, req releases.Request, p func(releases.Progress)) (releases.Build, error) {
@@ -193,10 +189,13 @@ func installBuild(ctx context.Context, b builds, via string, req releases.Reques
 		return nil
 	}
 	fmt.Fprintf(env.Stdout, "installed llama.cpp %s (%s), version %s\n  %s%s\n", got.Build, got.Backend, got.Version, got.Path, via)
+	if l, err := b.list(ctx, false); err == nil && (l.InUse.Source == locate.SourceConfig || l.InUse.Source == locate.SourceEnv) {
+		fmt.Fprintf(env.Stdout, "note: the configured llama-server %s is still used (llama_server or $LLAMA_SERVER wins); clear it to use this build\n", l.InUse.Path)
+	}
 	return nil
 }
 
-func printBuilds(w io.Writer, l client.LlamaServers) {
+func printBuilds(w io.Writer, l releases.Listing) {
 	if p := l.InUse.Path; p != "" {
 		fmt.Fprintf(w, "in use: %s (%s, %s)\n", p, l.InUse.Source, l.InUse.Version)
 	}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -49,7 +47,7 @@ func modelsConfig(t *testing.T) (string, config.Config) {
 
 // startService runs the service of cfg until the test ends.
 func startService(t *testing.T, cfg config.Config, path string) *service.Service {
-	svc, err := service.New(cfg, service.Options{ConfigPath: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc, err := service.New(cfg, service.Options{ConfigPath: path, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/llamatray/llamatray/router/config"
 )
 
 // progressBar draws a download's progress on a terminal (one line redrawn in place) or, on
@@ -37,9 +39,9 @@ func progressLine(name string, done, total int64, rate float64, left time.Durati
 	}
 	n := int(frac * width)
 	bar := strings.Repeat("=", n) + strings.Repeat(" ", width-n)
-	line := fmt.Sprintf("%s [%s] %3.0f%% %s / %s", name, bar, frac*100, humanBytes(max(done, 1)), humanBytes(total))
+	line := fmt.Sprintf("%s [%s] %3.0f%% %s / %s", name, bar, frac*100, config.HumanSize(done), config.HumanSize(total))
 	if rate > 0 {
-		line += fmt.Sprintf("  %s/s", humanBytes(int64(rate)))
+		line += fmt.Sprintf("  %s/s", config.HumanSize(int64(rate)))
 	}
 	if left > 0 {
 		line += fmt.Sprintf("  %s left", left.Round(time.Second))

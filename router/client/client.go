@@ -71,30 +71,40 @@ func (c *Client) httpClient() *http.Client {
 	return http.DefaultClient
 }
 
-// do sends one request and decodes a 2xx JSON answer into out (when not nil).
-func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+// send sends one request with in (when not nil) as its JSON body, asking for accept, with the API
+// key. The caller closes the answer's body.
+func (c *Client) send(ctx context.Context, method, path string, in any, accept string) (*http.Response, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	if c.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
-		return fmt.Errorf("llamatray at %s: %w", c.Base, err)
+		return nil, fmt.Errorf("llamatray at %s: %w", c.Base, err)
+	}
+	return resp, nil
+}
+
+// do sends one request and decodes a 2xx JSON answer into out (when not nil).
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	resp, err := c.send(ctx, method, path, in, "application/json")
+	if err != nil {
+		return err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -152,18 +162,18 @@ func (c *Client) Models(ctx context.Context) ([]wire.Model, error) {
 
 // Load loads a model (ID or alias) and waits until it is ready or failed.
 func (c *Client) Load(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodPost, "/models/load", map[string]any{"model": id}, nil)
+	return c.do(ctx, http.MethodPost, "/models/load", wire.ManageRequest{Model: id}, nil)
 }
 
 // Unload stops a model: after its in-flight requests finish, or at once with force.
 func (c *Client) Unload(ctx context.Context, id string, force bool) error {
-	return c.do(ctx, http.MethodPost, "/models/unload", map[string]any{"model": id, "force": force}, nil)
+	return c.do(ctx, http.MethodPost, "/models/unload", wire.ManageRequest{Model: id, Force: force}, nil)
 }
 
 // Pin pins or unpins a model: never evicted by memory pressure or idle timers. The instance saves
 // the choice in its configuration file, so it holds after a restart.
 func (c *Client) Pin(ctx context.Context, id string, pinned bool) error {
-	return c.do(ctx, http.MethodPost, "/models/pin", map[string]any{"model": id, "pinned": pinned}, nil)
+	return c.do(ctx, http.MethodPost, "/models/pin", wire.ManageRequest{Model: id, Pinned: &pinned}, nil)
 }
 
 // Status returns the instance's /api/status document.
@@ -187,10 +197,7 @@ func (c *Client) Ping(ctx context.Context) error {
 		return fmt.Errorf("llamatray at %s: %w", c.Base, err)
 	}
 	defer resp.Body.Close()
-	var h struct {
-		Status  string `json:"status"`
-		Service string `json:"service"`
-	}
+	var h wire.Health
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &h) != nil || h.Service != "llamatray" {
 		return fmt.Errorf("%w (%s answered HTTP %d)", ErrNotLlamatray, c.Base, resp.StatusCode)

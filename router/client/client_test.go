@@ -155,6 +155,43 @@ func TestModelsMirrorsServer(t *testing.T) {
 	}
 }
 
+// strictly decodes the answer to one request, refusing fields the wire type lacks.
+func strictly(t *testing.T, method, url, body string, v any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil || resp.StatusCode/100 != 2 {
+		t.Fatalf("%s %s: %d, %T does not mirror it: %v", method, url, resp.StatusCode, v, err)
+	}
+}
+
+// The management answers decode into their wire types, field for field.
+func TestManageAnswersMirrorServer(t *testing.T) {
+	srv, _ := startInstance(t)
+	var load wire.ManageAnswer
+	if strictly(t, "POST", srv.URL+"/models/load", `{"model":"fast"}`, &load); !load.Success || load.ID != "m1" || load.Status == nil || load.Status.PID != 7 {
+		t.Errorf("load %+v", load)
+	}
+	var pin wire.PinAnswer
+	if strictly(t, "POST", srv.URL+"/models/pin", `{"model":"m2","pinned":false}`, &pin); !pin.Success || pin.ID != "m2" || pin.Pinned {
+		t.Errorf("pin %+v", pin)
+	}
+	var logs wire.Logs
+	if strictly(t, "GET", srv.URL+"/models/logs?model=m1", "", &logs); logs.ID != "m1" || logs.Lines == nil {
+		t.Errorf("logs %+v", logs)
+	}
+	var h wire.Health
+	if strictly(t, "GET", srv.URL+"/health", "", &h); h.Status != "ok" || h.Service != "llamatray" || h.Version != "1.2.3" {
+		t.Errorf("health %+v", h)
+	}
+}
+
 func TestManage(t *testing.T) {
 	srv, es := startInstance(t)
 	c := New(srv.URL)

@@ -2,7 +2,6 @@ package client
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,36 +11,12 @@ import (
 	"strings"
 
 	"github.com/llamatray/llamatray/router/releases"
-	"github.com/llamatray/llamatray/router/wire"
 )
-
-// LlamaServers is the answer of GET /api/llama-server.
-type LlamaServers struct {
-	Builds         []releases.Build `json:"builds"`
-	InUse          wire.LlamaServer `json:"in_use"` // the llama-server in use
-	Available      *Available       `json:"available"`
-	AvailableError string           `json:"available_error"`
-}
-
-// Available is what installing a release would pick here, and the other archives that run here.
-type Available struct {
-	Build  string       `json:"build"`
-	Chosen FlavorInfo   `json:"chosen"`
-	Others []FlavorInfo `json:"others"`
-}
-
-// FlavorInfo is one archive of a release.
-type FlavorInfo struct {
-	Asset   string `json:"asset"`
-	Backend string `json:"backend"`
-	Size    int64  `json:"size"`
-	Reason  string `json:"reason"`
-}
 
 // LlamaServers lists the installed llama-server builds; with available, also what installing build
 // (a tag, or "latest") would pick here.
-func (c *Client) LlamaServers(ctx context.Context, available bool, build string) (LlamaServers, error) {
-	var out LlamaServers
+func (c *Client) LlamaServers(ctx context.Context, available bool, build string) (releases.Listing, error) {
+	var out releases.Listing
 	path := "/api/llama-server"
 	if available {
 		path += "?available=1&build=" + build
@@ -61,19 +36,9 @@ func (c *Client) UseLlamaServer(ctx context.Context, build string) (releases.Bui
 // and returns the installed build. Cancelling ctx cancels the install.
 func (c *Client) InstallLlamaServer(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error) {
 	var b releases.Build
-	body, _ := json.Marshal(req)
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+"/api/llama-server/install", bytes.NewReader(body))
+	resp, err := c.send(ctx, http.MethodPost, "/api/llama-server/install", req, "text/event-stream")
 	if err != nil {
 		return b, err
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "text/event-stream")
-	if c.APIKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.APIKey)
-	}
-	resp, err := c.httpClient().Do(hr)
-	if err != nil {
-		return b, fmt.Errorf("llamatray at %s: %w", c.Base, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -43,11 +43,16 @@ func start(t *testing.T, models []string, tune func(*config.Config)) *instance {
 const slowWidth = 256
 
 func startWidth(t *testing.T, width int, models []string, tune func(*config.Config)) *instance {
+	return startShapes(t, func(string) int { return width }, models, tune)
+}
+
+// startShapes is start with each model's width (n_embd) chosen by widthOf.
+func startShapes(t *testing.T, widthOf func(id string) int, models []string, tune func(*config.Config)) *instance {
 	t.Helper()
 	bin := testbed.RealLlamaServer(t)
 	dir := t.TempDir()
 	for i, id := range models {
-		if err := ggufwrite.WriteLlama(filepath.Join(dir, id+".gguf"), ggufwrite.LlamaOptions{Width: width, Blocks: 2, Seed: int64(i + 1), Name: id}); err != nil {
+		if err := ggufwrite.WriteLlama(filepath.Join(dir, id+".gguf"), ggufwrite.LlamaOptions{Width: widthOf(id), Blocks: 2, Seed: int64(i + 1), Name: id}); err != nil {
 			t.Fatal(err)
 		}
 	}

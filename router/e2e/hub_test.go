@@ -20,6 +20,7 @@ import (
 
 	"github.com/adrg/xdg"
 
+	"github.com/llamatray/llamatray/router/cli"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
@@ -211,7 +212,7 @@ func TestFirstRunPullAndChat(t *testing.T) {
 	if !strings.Contains(string(rest), "[DONE]") {
 		t.Fatalf("stream did not end: %s", rest)
 	}
-	if code, doc := in.call("GET", "/v1/models/"+url.PathEscape(e2eRepo+":Q4_K_M"), ""); code != 200 {
+	if code, doc := in.call("GET", "/v1/models/"+url.PathEscape(e2eRepo+":Q4_K_M"), ""); code != 200 || doc["meta"].(map[string]any)["hub_name"] != e2eRepo+":Q4_K_M" {
 		t.Errorf("GET /v1/models by hub name: %d %v", code, doc)
 	}
 	if code, doc := in.call("DELETE", "/models", `{"model":"`+e2eRepo+`:Q4_K_M"}`); code != 200 {
@@ -282,4 +283,25 @@ func TestPullFullDisk(t *testing.T) {
 		t.Errorf("the refused pull wrote %v", entries)
 	}
 	t.Logf("full disk answer: %s", errMessage(doc))
+}
+
+// `llamatray pull` (the real command line, through the running instance) then a chat under the
+// pulled name, then `llamatray rm`.
+func TestCLIPullThenChat(t *testing.T) {
+	bin := testbed.RealLlamaServer(t)
+	in := startFresh(t, bin, nil)
+	addr := strings.TrimPrefix(in.base, "http://")
+	if code := cli.Main([]string{"pull", "org/tiny-gguf:q8_0", "--addr", addr}, cli.Build{Version: "e2e"}, nil); code != 0 {
+		t.Fatalf("llamatray pull: exit %d", code)
+	}
+	code, doc := in.call("POST", "/v1/chat/completions", string(chatBody("Org/Tiny-GGUF:Q8_0", false, 4)))
+	if code != 200 {
+		t.Fatalf("chat with the pulled model: %d %v", code, doc)
+	}
+	if code := cli.Main([]string{"rm", "Org/Tiny-GGUF:Q8_0", "--addr", addr}, cli.Build{Version: "e2e"}, nil); code != 0 {
+		t.Fatalf("llamatray rm: exit %d", code)
+	}
+	if files := in.hubFiles(); len(files) != 0 {
+		t.Errorf("left after rm: %v", files)
+	}
 }

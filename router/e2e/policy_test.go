@@ -122,3 +122,122 @@ func TestFairWaitDrainEndsWithItsRequest(t *testing.T) {
 	}
 	<-streamDone
 }
+
+// issue 13 item 3: a sleeping model whose request is queued first is woken, not evicted for a model
+// queued after it. A large model s sleeps (its weights freed); y streams; x is idle. The memory limit
+// is set so that waking s needs x evicted, and b, queued after s, would fit only if s were evicted
+// too: s must be woken (no stop, no cold load) and b must wait.
+func TestSleepingWaiterWokenNotEvicted(t *testing.T) {
+	width := func(id string) int {
+		if id == "s" {
+			return 1024
+		}
+		return slowWidth
+	}
+	sleep := config.Duration(time.Second)
+	in := startShapes(t, width, []string{"s", "x", "y", "b"}, func(c *config.Config) {
+		c.Defaults.CtxSize = 2048
+		c.MemoryReserve = 0
+		c.Models = map[string]config.Model{"s": {IdleSleep: &sleep}}
+	})
+	ctx := context.Background()
+	eng := in.svc.Engine()
+	code, body, err := in.chat(ctx, "s", false, 4)
+	if err != nil || code != 200 {
+		t.Fatalf("s: %d %v %s", code, err, body)
+	}
+	for _, id := range []string{"x", "y"} {
+		if err := eng.Load(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testbed.WaitFor(t, 30*time.Second, "s asleep and measured asleep", func() bool {
+		st := in.state("s")
+		return st.State == engine.StateSleeping && st.MemoryBytes > 0 && st.MemoryBytes < st.EstimateBytes/2
+	})
+	testbed.WaitFor(t, 10*time.Second, "x and y measured", func() bool { return in.state("x").MemoryBytes > 0 && in.state("y").MemoryBytes > 0 })
+
+	// y streams for the rest of the test's decisions.
+	req, _ := http.NewRequestWithContext(ctx, "POST", in.base+"/v1/chat/completions", bytes.NewReader(chatBody("y", true, 1500)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", err, resp)
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	if _, err := rd.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+
+	s, x, b := in.state("s"), in.state("x"), in.state("b")
+	xHeld := max(x.MemoryBytes, b.EstimateBytes) // x counts what it was loaded with: the estimate of its shape, b's
+	wake := s.EstimateBytes - s.MemoryBytes
+	short := xHeld - b.EstimateBytes/2 // waking s fits once x is gone, with half of b's need to spare
+	cfg := in.svc.Config()
+	cfg.MemoryLimit = config.Size(eng.Budget().Used + wake - short)
+	if err := in.svc.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("s asleep %d MiB, wakes to %d MiB; x %d MiB; b needs %d MiB; limit %d MiB",
+		s.MemoryBytes>>20, s.EstimateBytes>>20, xHeld>>20, b.EstimateBytes>>20, int64(cfg.MemoryLimit)>>20)
+
+	events, cancel := eng.Subscribe()
+	defer cancel()
+	sDone := make(chan error, 1)
+	go func() {
+		code, body, err := in.chat(ctx, "s", false, 4)
+		if err == nil && code != 200 {
+			err = fmt.Errorf("s: %d %s", code, body)
+		}
+		sDone <- err
+	}()
+	testbed.WaitFor(t, 10*time.Second, "s queued", func() bool { st := in.state("s"); return st.Queued == 1 || st.Active == 1 })
+	bDone := make(chan error, 1)
+	go func() {
+		code, body, err := in.chat(ctx, "b", false, 4)
+		if err == nil && code != 200 {
+			err = fmt.Errorf("b: %d %s", code, body)
+		}
+		bDone <- err
+	}()
+	if err := <-sDone; err != nil {
+		t.Fatal(err)
+	}
+	// Up to the lease that served s (after it, s is idle and may go), s was neither stopped nor loaded.
+	for served := false; !served; {
+		ev := <-events
+		switch {
+		case ev.Model != "s":
+		case ev.Kind == "lease" && ev.Active > 0:
+			served = true
+		case ev.Kind == "state" && (ev.State == engine.StateStopping || ev.State == engine.StateLoading):
+			t.Fatalf("s went %s (%s) before its queued request was served: evicted and cold loaded instead of woken", ev.State, ev.Message)
+		}
+	}
+	io.Copy(io.Discard, rd)
+	if err := <-bDone; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// issue 13 item 6: lowering max_loaded while the models are idle stops the least recently used of
+// them at once; the most recently used stays.
+func TestLoweredMaxLoadedStopsIdleModels(t *testing.T) {
+	in := start(t, []string{"alpha", "beta", "gamma"}, nil)
+	ctx := context.Background()
+	for _, id := range []string{"alpha", "beta", "gamma"} {
+		if code, body, err := in.chat(ctx, id, false, 2); err != nil || code != 200 {
+			t.Fatalf("%s: %d %v %s", id, code, err, body)
+		}
+	}
+	cfg := in.svc.Config()
+	cfg.MaxLoaded = 1
+	if err := in.svc.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	in.waitState("alpha", 10*time.Second, engine.StateUnloaded)
+	in.waitState("beta", 10*time.Second, engine.StateUnloaded)
+	if st := in.state("gamma"); st.State != engine.StateLoaded {
+		t.Fatalf("gamma, the most recently used, is %s", st.State)
+	}
+}

@@ -270,3 +270,35 @@ func (s *syncEngine) setLimits(f func(*Limits)) {
 	f(&l)
 	s.e.SetLimits(l)
 }
+
+// Queued requests protect a model from the loads queued after them only: a load queued first may
+// still evict a sleeping model whose wake was asked for later (first come, first served), instead of
+// both waiting until the first one's deadline.
+func TestSchedQueuedLaterIsNoShield(t *testing.T) {
+	s := newSync(t, func(o *Options) { o.MemoryLimit = 200 * mib },
+		syncModel{id: "s", ramMiB: 110}, syncModel{id: "y", ramMiB: 100}, syncModel{id: "b", ramMiB: 195})
+	ps := s.load("s")
+	ps.sleep()
+	s.holds(ps, 10)
+	py := s.load("y")
+	ly := s.lease(s.request("y"))
+	s.holds(py, 100)
+	wb := s.request("b") // needs all but 5 MiB: y, busy, and s must go
+	ws := s.request("s") // waking needs 100 MiB more, 90 are free: queued after b
+	s.pending(wb)
+	s.pending(ws)
+	ly.Release()
+	if !py.stopped() || !ps.stopped() {
+		t.Fatalf("y stopped %v, s stopped %v: b, first in the queue, waits behind a model queued after it", py.stopped(), ps.stopped())
+	}
+	py.exitStopped()
+	ps.exitStopped()
+	pb := s.fx.proc(t, "b")
+	pb.ready()
+	lb := s.lease(wb)
+	s.pending(ws)
+	lb.Release()
+	pb.exitStopped()
+	s.fx.proc(t, "s").ready()
+	s.lease(ws).Release()
+}

@@ -199,6 +199,9 @@ func (e *Engine) SetLimits(l Limits) {
 	})
 }
 
+// SyncCatalog takes in the catalog now, after a scan, rather than when its change notice arrives.
+func (e *Engine) SyncCatalog() { e.syncCatalog() }
+
 // syncCatalog adds catalog models the engine does not know and forgets vanished ones that are idle.
 func (e *Engine) syncCatalog() {
 	list := e.o.Catalog.Models()

@@ -258,7 +258,7 @@ type syncModel struct {
 	settings Settings
 }
 
-// sched is one synchronous scheduler test: an engine over fake effects and a fake probe, never
+// syncEngine is one synchronous scheduler test: an engine over fake effects and a fake probe, never
 // Started (no background loops), closed in cleanup.
 type syncEngine struct {
 	t     *testing.T

@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/llamatray/llamatray/router/child"
@@ -91,7 +93,11 @@ func (e *Engine) childEvent(m *model, ev child.Event, now time.Time) []action {
 			m.readyAt = now
 			m.progress = 1
 			m.failures = 0 // a good load: the next crash's backoff starts from the beginning
-			e.log.Info("model ready", "model", id, "pid", ev.PID, "addr", ev.Addr)
+			if ev.Buffers != nil {
+				e.log.Info("model ready", "model", id, "pid", ev.PID, "addr", ev.Addr, "device_buffers_mib", mibPerDevice(ev.Buffers))
+			} else {
+				e.log.Info("model ready", "model", id, "pid", ev.PID, "addr", ev.Addr)
+			}
 			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases})
 			// Its waiters get their leases in this same critical section, before any eviction can
 			// see it idle.
@@ -183,4 +189,17 @@ func (e *Engine) fail(m *model, reason string, code *int, cause error, now time.
 	}
 	m.stopped = nil
 	return nil
+}
+
+// mibPerDevice formats a child's per-device buffer report for the log, in MiB, devices in order.
+func mibPerDevice(b map[string]int64) string {
+	devs := make([]string, 0, len(b))
+	for d := range b {
+		devs = append(devs, d)
+	}
+	sort.Strings(devs)
+	for i, d := range devs {
+		devs[i] = fmt.Sprintf("%s=%d", d, b[d]>>20)
+	}
+	return strings.Join(devs, " ")
 }

@@ -52,7 +52,7 @@ func (e *Engine) reconcile(now time.Time) []action {
 	}
 	reserved := map[string]sched.Mem{} // loads and wakes decided but not started: they hold their need already
 	blocked := false
-	for _, m := range order {
+	for i, m := range order {
 		switch {
 		case m.removed:
 			e.failWaiters(m, &UnknownModelError{Name: m.id})
@@ -69,7 +69,7 @@ func (e *Engine) reconcile(now time.Time) []action {
 		if blocked {
 			continue
 		}
-		views := e.views()
+		views := shieldAhead(e.views(), order[:i])
 		for id, need := range reserved {
 			views = sched.Reserve(views, id, need)
 		}
@@ -224,4 +224,26 @@ func (e *Engine) stopExcess() []action {
 		acts = append(acts, e.stopModel(m, false, "over the memory limit or max_loaded")...)
 	}
 	return acts
+}
+
+// shieldAhead keeps the queued mark (never a victim) only on the models whose requests are queued
+// ahead of the one being planned: first come, first served, so a load queued first may evict a
+// sleeping model whose wake was asked for after it rather than wait behind it.
+func shieldAhead(views []sched.View, ahead []*model) []sched.View {
+	for i := range views {
+		if views[i].Queued == 0 {
+			continue
+		}
+		first := false
+		for _, m := range ahead {
+			if m.id == views[i].ID {
+				first = true
+				break
+			}
+		}
+		if !first {
+			views[i].Queued = 0
+		}
+	}
+	return views
 }

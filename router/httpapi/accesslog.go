@@ -89,7 +89,7 @@ func (rt *Server) accessLog(next http.Handler) http.Handler {
 				attrs = append(attrs, slog.String("error", info.err.Error()))
 			}
 			level := slog.LevelInfo
-			if r.URL.Path == "/health" {
+			if isHealth(r.URL.Path) {
 				level = slog.LevelDebug // polled by clients and the tray
 			}
 			rt.log.LogAttrs(context.Background(), level, "request", attrs...)

@@ -20,6 +20,7 @@ var (
 	errBodyTooLarge    = errors.New("request body too large")
 	errBodyRead        = errors.New("reading the request body failed")
 	errModelRequired   = errors.New("model name is missing from the request")
+	errModelNotLoaded  = errors.New("model is not loaded") // ?autoload=false, as llama.cpp's router says it
 	errUnauthorized    = errors.New("invalid or missing API key")
 	errHostNotAllowed  = errors.New("host not allowed")
 	errOriginForbidden = errors.New("origin not allowed")
@@ -97,6 +98,8 @@ func errorFor(err error) apiError {
 		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "body_read_failed", Message: err.Error()}
 	case errors.Is(err, errInvalidJSON):
 		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_json", Message: err.Error()}
+	case errors.Is(err, errModelNotLoaded):
+		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "model_not_loaded", Message: err.Error()}
 	case errors.Is(err, errModelRequired):
 		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "model_required", Message: err.Error()}
 	case errors.Is(err, errUnauthorized):

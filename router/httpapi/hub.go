@@ -14,6 +14,7 @@ import (
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // HubOptions enable models from the Hugging Face Hub: POST /models (pull), DELETE /models
@@ -75,7 +76,7 @@ func hubAPIError(err error) (apiError, bool) {
 		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "model_downloading", Message: pe.Error(), RetryAfter: 10 * time.Second}, true
 	case errors.As(err, &he) && he.Gated():
 		return apiError{Status: he.Status, Type: "authentication_error", Code: "hub_gated_repo", Message: he.Error()}, true
-	case errors.As(err, &he) && he.Status == http.StatusNotFound:
+	case errors.As(err, &he) && he.NotFound():
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "hub_not_found", Message: he.Error()}, true
 	case errors.As(err, &he):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "hub_error", Message: he.Error()}, true
@@ -89,50 +90,51 @@ func hubAPIError(err error) (apiError, bool) {
 	return apiError{}, false
 }
 
-// resolveHub explains an unknown name that is an ORG/REPO:QUANT: downloading, not pulled, or
-// (auto_pull) now downloading. Other errors pass through.
+// resolveHub explains an unknown name that is an ORG/REPO:QUANT: downloading, or not pulled.
+// Other errors pass through.
 func (rt *Server) resolveHub(name string, err error) error {
 	var unknown *engine.UnknownModelError
 	if rt.o.Hub == nil || rt.o.Hub.Manager == nil || !errors.As(err, &unknown) || !hub.LooksLikeRef(name) {
 		return err
 	}
-	m := rt.o.Hub.Manager
-	if st, ok := m.Status(name); ok && st.State == hub.StateDownloading {
+	if st, ok := rt.o.Hub.Manager.Status(name); ok && st.State == hub.StateDownloading {
 		return &pullingError{st}
 	}
-	if !rt.o.Hub.AutoPull {
-		return &notPulledError{name}
+	return &notPulledError{name}
+}
+
+// resolveRequest resolves the model of a model-routed request. With auto_pull on, a POST naming an
+// ORG/REPO:QUANT that is not on disk starts its download (GETs never do: a page could make a
+// browser send them cross-site).
+func (rt *Server) resolveRequest(r *http.Request, name string) (string, error) {
+	id, err := rt.resolve(name)
+	var np *notPulledError
+	if err == nil || !errors.As(err, &np) || !rt.o.Hub.AutoPull || r.Method != http.MethodPost {
+		return id, err
 	}
 	ref, perr := hub.ParseRef(name)
 	if perr != nil {
-		return err
+		return "", err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	st, serr := m.Start(ctx, ref)
+	st, serr := rt.o.Hub.Manager.Start(ctx, ref)
 	if serr != nil {
-		return serr
+		return "", serr
 	}
 	rt.log.Info("auto_pull started a download", "model", st.Model)
-	return &pullingError{st}
+	return "", &pullingError{st}
 }
 
 // pullModel serves POST /models {"model": "ORG/REPO[:QUANT]"}: 202 once the download started
 // (progress on /models/events), 200 when the model is already on disk.
 func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
-	body, err := rt.readBody(w, r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
 	var req struct {
 		Model string `json:"model"`
 	}
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
-			return
-		}
+	if err := rt.readJSON(w, r, &req); err != nil {
+		writeError(w, r, err)
+		return
 	}
 	if req.Model == "" {
 		req.Model = r.URL.Query().Get("model")
@@ -148,7 +150,7 @@ func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 	}
 	if ref.Quant != "" && rt.o.Catalog != nil {
 		if m, ok := rt.o.Catalog.Lookup(ref.String()); ok && m.HubName != "" {
-			writeJSON(w, http.StatusOK, map[string]any{"success": true, "model": m.HubName, "id": m.ID, "status": hub.StateDownloaded})
+			writeJSON(w, http.StatusOK, wire.PullAnswer{Success: true, Model: m.HubName, ID: m.ID, Status: hub.StateDownloaded})
 			return
 		}
 	}
@@ -157,7 +159,8 @@ func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"success": true, "model": st.Model, "status": st.State, "download": pullJSON(st)})
+	d := pullJSON(st)
+	writeJSON(w, http.StatusAccepted, wire.PullAnswer{Success: true, Model: st.Model, Status: st.State, Download: &d})
 }
 
 // doc is the error document as a value, for writeJSON.
@@ -166,24 +169,20 @@ func (e apiError) doc() map[string]any {
 }
 
 // removeModel serves DELETE /models {"model"} (or ?model=): it cancels a running pull of that
-// name, or unloads a pulled model and deletes its files from the Hub cache (blobs that nothing
-// else uses). Models that are plain files elsewhere are not deleted.
+// name, or unloads a pulled model (its in-flight requests finish first) and deletes its files
+// from the Hub cache (blobs that nothing else uses). Models that are plain files elsewhere are
+// not deleted.
 func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("model")
-	if body, err := rt.readBody(w, r); err != nil {
+	var req struct {
+		Model string `json:"model"`
+	}
+	if err := rt.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
 		return
-	} else if len(body) > 0 {
-		var req struct {
-			Model string `json:"model"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
-			return
-		}
-		if req.Model != "" {
-			name = req.Model
-		}
+	}
+	if req.Model != "" {
+		name = req.Model
 	}
 	if name == "" {
 		writeError(w, r, errModelRequired)
@@ -197,7 +196,7 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"success": true, "model": end.Model, "status": end.State})
+		writeJSON(w, http.StatusOK, wire.RemoveAnswer{Success: true, Model: end.Model, Status: end.State, Removed: []string{}})
 		return
 	}
 	id, err := rt.resolve(name)
@@ -212,7 +211,7 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", id, cm.Path)}.doc())
 		return
 	}
-	if err := rt.o.Engine.Unload(r.Context(), id, true); err != nil {
+	if err := rt.o.Engine.Unload(r.Context(), id, false); err != nil {
 		var unknown *engine.UnknownModelError
 		if !errors.As(err, &unknown) {
 			writeError(w, r, err)
@@ -228,7 +227,7 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 		rt.o.Hub.Rescan()
 	}
 	rt.log.Info("model removed", "model", id, "paths", len(removed))
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "model": cm.HubName, "removed": removedOrEmpty(removed)})
+	writeJSON(w, http.StatusOK, wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: removedOrEmpty(removed)})
 }
 
 // hubSearch serves GET /api/hub/search?q=TEXT[&limit=N]: GGUF repos on the Hub.
@@ -275,49 +274,25 @@ func (rt *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": quants})
 }
 
-// pullJSON is one pull, in /api/hub/pulls, POST /models answers and /models/events.
-type pullJSONDoc struct {
-	Model      string             `json:"model"`
-	Status     string             `json:"status"` // downloading, downloaded, failed, cancelled
-	BytesDone  int64              `json:"bytes_done"`
-	BytesTotal int64              `json:"bytes_total"`
-	Rate       float64            `json:"bytes_per_second"`
-	ETASeconds float64            `json:"eta_seconds"`
-	File       string             `json:"file,omitempty"` // the file being downloaded
-	Files      []hub.FileProgress `json:"files"`
-	Error      string             `json:"error,omitempty"`
-	Started    time.Time          `json:"started"`
-}
-
-func pullJSON(st hub.PullStatus) pullJSONDoc {
-	files := st.Progress.Files
-	if files == nil {
-		files = []hub.FileProgress{}
+// pullJSON is a pull as the API sends it.
+func pullJSON(st hub.PullStatus) wire.Pull {
+	files := make([]wire.PullFile, len(st.Progress.Files))
+	for i, f := range st.Progress.Files {
+		files[i] = wire.PullFile{Path: f.Path, Done: f.Done, Total: f.Total}
 	}
-	return pullJSONDoc{Model: st.Model, Status: st.State, BytesDone: st.Progress.Done, BytesTotal: st.Progress.Total,
-		Rate: st.Progress.Rate, ETASeconds: st.Progress.Left.Seconds(), File: st.Progress.File, Files: files,
+	return wire.Pull{Model: st.Model, Status: st.State, BytesDone: st.Progress.Done, BytesTotal: st.Progress.Total,
+		BytesPerSecond: st.Progress.Rate, ETASeconds: st.Progress.Left.Seconds(), File: st.Progress.File, Files: files,
 		Error: st.Error, Started: st.Started.UTC()}
 }
 
 // hubPulls serves GET /api/hub/pulls: this instance's pulls, newest first.
 func (rt *Server) hubPulls(w http.ResponseWriter, r *http.Request) {
 	list := rt.o.Hub.Manager.List()
-	out := make([]pullJSONDoc, len(list))
+	out := wire.PullList{Object: "list", Data: make([]wire.Pull, len(list))}
 	for i, st := range list {
-		out[i] = pullJSON(st)
+		out.Data[i] = pullJSON(st)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
-}
-
-// downloadEventJSON is a /models/events line about a pull: kind "download", state and status
-// "downloading" (then downloaded, failed or cancelled), with bytes per file.
-type downloadEventJSON struct {
-	Time    time.Time `json:"time"`
-	Model   string    `json:"model"`
-	Kind    string    `json:"kind"`
-	State   string    `json:"state"`
-	Message string    `json:"message"`
-	pullJSONDoc
+	writeJSON(w, http.StatusOK, out)
 }
 
 // pullEvents subscribes to pull events; nil channel and a no-op when the Hub is off.
@@ -330,7 +305,7 @@ func (rt *Server) pullEvents() (<-chan hub.Event, func()) {
 
 // pullEventLine renders one pull event as an SSE data block.
 func pullEventLine(ev hub.Event) []byte {
-	d := downloadEventJSON{Time: ev.Time.UTC(), Model: ev.Model, Kind: "download", State: ev.State, Message: ev.Error, pullJSONDoc: pullJSON(ev.PullStatus)}
+	d := wire.DownloadEvent{Time: ev.Time.UTC(), Kind: "download", State: ev.State, Message: ev.Error, Pull: pullJSON(ev.PullStatus)}
 	b, _ := json.Marshal(d)
 	return append(append([]byte("data: "), b...), "\n\n"...)
 }

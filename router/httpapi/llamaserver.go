@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 
 	"github.com/llamatray/llamatray/router/releases"
@@ -22,14 +21,6 @@ type LlamaServers interface {
 	UseBuild(build string) (releases.Build, error)
 }
 
-// flavorJSON is one archive the user can pick.
-type flavorJSON struct {
-	Asset   string `json:"asset"`
-	Backend string `json:"backend"`
-	Size    int64  `json:"size"`
-	Reason  string `json:"reason,omitempty"`
-}
-
 // llamaServers serves GET /api/llama-server: the builds installed, and what a fresh install of the
 // latest release (or ?build=) would pick, with the other archives that run here.
 func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
@@ -46,24 +37,16 @@ func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 	if builds == nil {
 		builds = []releases.Build{}
 	}
-	out := map[string]any{"builds": builds}
+	out := releases.Listing{Builds: builds}
 	if rt.o.Setup != nil {
-		out["in_use"] = rt.o.Setup().LlamaServer
+		out.InUse = rt.o.Setup().LlamaServer
 	}
 	if q := r.URL.Query(); q.Has("build") || q.Has("available") {
 		rel, c, err := ls.PlanBuild(r.Context(), releases.Request{Build: q.Get("build"), Backend: q.Get("backend")})
 		if err != nil {
-			out["available_error"] = err.Error()
+			out.AvailableError = err.Error()
 		} else {
-			others := []flavorJSON{}
-			for _, o := range c.Others {
-				others = append(others, flavorJSON{Asset: o.Asset.Name, Backend: o.Label(), Size: o.Asset.Size})
-			}
-			out["available"] = map[string]any{
-				"build":  rel.TagName,
-				"chosen": flavorJSON{Asset: c.Asset.Name, Backend: c.Label(), Size: c.Asset.Size, Reason: c.Reason},
-				"others": others,
-			}
+			out.Available = releases.AvailableOf(rel, c)
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -81,16 +64,9 @@ func (rt *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req releases.Request
-	body, err := rt.readBody(w, r)
-	if err != nil {
+	if err := rt.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
 		return
-	}
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
-			return
-		}
 	}
 	es := &eventStream{w: w, rc: http.NewResponseController(w)}
 	b, err := ls.InstallBuild(r.Context(), req, func(p releases.Progress) { es.send("progress", p) })
@@ -121,11 +97,7 @@ func (es *eventStream) started() bool { return es.begun }
 func (es *eventStream) send(event string, v any) {
 	b, _ := json.Marshal(v)
 	if !es.begun {
-		h := es.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		es.w.WriteHeader(http.StatusOK)
+		startSSE(es.w)
 		es.begun = true
 	}
 	es.w.Write(sseEvent(event, b))
@@ -140,13 +112,8 @@ func (rt *Server) useLlamaServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req releases.Request
-	body, err := rt.readBody(w, r)
-	if err != nil {
+	if err := rt.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
-		return
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
 		return
 	}
 	if req.Build == "" {

@@ -85,19 +85,15 @@ func TestLlamaServerInstallAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list struct {
-		Builds    []releases.Build `json:"builds"`
-		InUse     map[string]any   `json:"in_use"`
-		Available struct {
-			Build  string `json:"build"`
-			Chosen struct{ Asset, Backend, Reason string }
-		} `json:"available"`
-	}
-	json.NewDecoder(resp.Body).Decode(&list)
+	// The document is releases.Listing, which the client decodes: every field has its home there.
+	var list releases.Listing
+	dec := json.NewDecoder(resp.Body)
+	dec.DisallowUnknownFields()
+	err = dec.Decode(&list)
 	resp.Body.Close()
-	if list.Available.Build != "b7100" || list.Available.Chosen.Asset != ghreleases.AssetName("b7100", ".tar.gz") ||
-		list.Available.Chosen.Reason == "" || len(list.Builds) != 0 || list.InUse["build"] != "b7100" {
-		t.Errorf("GET /api/llama-server = %+v", list)
+	if err != nil || list.Available == nil || list.Available.Build != "b7100" || list.Available.Chosen.Asset != ghreleases.AssetName("b7100", ".tar.gz") ||
+		list.Available.Chosen.Reason == "" || len(list.Builds) != 0 || list.InUse.Build != "b7100" {
+		t.Errorf("GET /api/llama-server = %+v %v", list, err)
 	}
 
 	install := func(body string) *http.Response {

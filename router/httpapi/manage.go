@@ -11,16 +11,22 @@ import (
 	"github.com/llamatray/llamatray/router/wire"
 )
 
-// manageRequest is the body of POST /models/load, /models/unload and /models/pin.
-type manageRequest struct {
-	Model  string `json:"model"`
-	Force  bool   `json:"force"`
-	Pinned *bool  `json:"pinned"`
+// readJSON reads a management request's body (bounded) into v; an empty body leaves v as it is.
+// A body that is not JSON of v's shape is errInvalidJSON.
+func (rt *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := rt.readBody(w, r)
+	if err != nil || len(body) == 0 {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%w: %w", errInvalidJSON, err)
+	}
+	return nil
 }
 
 // manageTarget reads a management request and resolves its model: body "model", else ?model=.
-func (rt *Server) manageTarget(w http.ResponseWriter, r *http.Request) (manageRequest, string, error) {
-	var req manageRequest
+func (rt *Server) manageTarget(w http.ResponseWriter, r *http.Request) (wire.ManageRequest, string, error) {
+	var req wire.ManageRequest
 	body, err := rt.readBody(w, r)
 	if err != nil {
 		return req, "", err
@@ -61,14 +67,14 @@ func (rt *Server) loadModel(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusAccepted, map[string]any{"success": true, "id": id, "status": rt.statusOf(id)})
+		writeJSON(w, http.StatusAccepted, wire.ManageAnswer{Success: true, ID: id, Status: rt.statusOf(id)})
 		return
 	}
 	if err := rt.o.Engine.Load(r.Context(), id); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "status": rt.statusOf(id)})
+	writeJSON(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: rt.statusOf(id)})
 }
 
 // unloadModel serves POST /models/unload: drains (no new leases, in-flight requests finish) and
@@ -83,7 +89,7 @@ func (rt *Server) unloadModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "status": rt.statusOf(id)})
+	writeJSON(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: rt.statusOf(id)})
 }
 
 // pinModel serves POST /models/pin; "pinned" defaults to true. Through the service the pin is saved
@@ -103,16 +109,17 @@ func (rt *Server) pinModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "pinned": pinned})
+	writeJSON(w, http.StatusOK, wire.PinAnswer{Success: true, ID: id, Pinned: pinned})
 }
 
 // statusOf is the model's status value, or null when the engine cannot say.
-func (rt *Server) statusOf(id string) any {
+func (rt *Server) statusOf(id string) *wire.ModelStatus {
 	st, err := rt.o.Engine.Model(id)
 	if err != nil {
 		return nil
 	}
-	return view.Status(st)
+	ws := view.Status(st)
+	return &ws
 }
 
 // modelLogs serves GET /models/logs?model=: the tail of the child's output.
@@ -128,12 +135,12 @@ func (rt *Server) modelLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	infoFrom(r.Context()).model = id
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "lines": append([]string{}, rt.o.Engine.Logs(id)...)})
+	writeJSON(w, http.StatusOK, wire.Logs{ID: id, Lines: append([]string{}, rt.o.Engine.Logs(id)...)})
 }
 
 // health serves GET /health. "service" tells a Llamatray instance from a bare llama-server.
 func (rt *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "service": "llamatray", "version": rt.o.Version})
+	writeJSON(w, http.StatusOK, wire.Health{Status: "ok", Service: "llamatray", Version: rt.o.Version})
 }
 
 // memoryJSON is the memory budget of /api/status.
@@ -188,19 +195,4 @@ func (rt *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
 		st.Setup = &setup
 	}
 	writeJSON(w, http.StatusOK, st)
-}
-
-// props serves GET/POST /props: with a model it is the child's, without one the router's own.
-func (rt *Server) props(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("model") != "" || r.Method != http.MethodGet {
-		rt.modelRoute(w, r)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"role":            "router",
-		"max_instances":   rt.o.Engine.Budget().MaxLoaded,
-		"models_autoload": true,
-		"default_model":   rt.o.DefaultModel,
-		"build_info":      "llamatray " + rt.o.Version,
-	})
 }

@@ -8,7 +8,12 @@ import (
 
 // listModels serves GET /models and GET /v1/models: every model with its state, as the service
 // views it (router/view).
+// ?reload=1 scans the model folders first, as llama.cpp's router does.
 func (rt *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	if err := rt.reload(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, view.List(rt.views.Models(), rt.o.StartTime))
 }
 

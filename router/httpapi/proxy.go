@@ -312,13 +312,17 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 		writeError(w, r, errModelRequired)
 		return
 	}
-	id, err := rt.resolve(name)
+	id, err := rt.resolveRequest(r, name)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	if info != nil {
 		info.model = id
+	}
+	if err := rt.checkAutoload(r, id); err != nil {
+		writeError(w, r, err)
+		return
 	}
 	lease, early, err := rt.acquire(w, r, id, stream)
 	if lease != nil {

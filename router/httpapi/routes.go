@@ -35,6 +35,7 @@ func (rt *Server) routes() *mux.Router {
 
 	// Management API, shaped like llama.cpp's router.
 	m.HandleFunc("/health", rt.health).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/v1/health", rt.health).Methods(http.MethodGet, http.MethodHead) // llama.cpp's second name
 	m.HandleFunc("/api/status", rt.apiStatus).Methods(http.MethodGet)
 	m.HandleFunc("/models", rt.listModels).Methods(http.MethodGet)
 	m.HandleFunc("/v1/models", rt.listModels).Methods(http.MethodGet)
@@ -44,7 +45,8 @@ func (rt *Server) routes() *mux.Router {
 	m.HandleFunc("/models/pin", rt.pinModel).Methods(http.MethodPost)
 	m.HandleFunc("/models/logs", rt.modelLogs).Methods(http.MethodGet)
 	m.HandleFunc("/models/events", rt.events).Methods(http.MethodGet)
-	rt.hubRoutes(m) // POST and DELETE /models, /api/hub/...
+	m.HandleFunc("/models/sse", rt.modelsSSE).Methods(http.MethodGet) // llama.cpp's router events
+	rt.hubRoutes(m)                                                   // POST and DELETE /models, /api/hub/...
 
 	// llama-server builds from llama.cpp's releases (llamaserver.go).
 	m.HandleFunc("/api/llama-server", rt.llamaServers).Methods(http.MethodGet)

@@ -151,7 +151,7 @@ func validHeaderList(s string) bool {
 // the router's own: the proxy never forwards them to a child.
 func (rt *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(rt.keys) == 0 || r.URL.Path == "/health" || rt.keyOK(r) {
+		if len(rt.keys) == 0 || isHealth(r.URL.Path) || rt.keyOK(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -159,6 +159,9 @@ func (rt *Server) auth(next http.Handler) http.Handler {
 		writeError(w, r, errUnauthorized)
 	})
 }
+
+// isHealth reports the liveness paths, which stay open and are logged at debug level.
+func isHealth(path string) bool { return path == "/health" || path == "/v1/health" }
 
 func (rt *Server) keyOK(r *http.Request) bool {
 	var given []string

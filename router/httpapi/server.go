@@ -85,6 +85,8 @@ type Options struct {
 	// LlamaServers installs llama-server builds (/api/llama-server/...); nil answers 404 there.
 	LlamaServers LlamaServers
 	Logger       *slog.Logger
+	// Reload scans the model folders again (GET /models?reload=1); nil: the list is answered as is.
+	Reload func(ctx context.Context) error
 	// Hub, when set, enables models from the Hugging Face Hub (see HubOptions).
 	Hub *HubOptions
 }

@@ -2,11 +2,9 @@ package hub
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
@@ -65,7 +64,8 @@ type Progress struct {
 // run (blobs/<sha256>.incomplete) is resumed too. Space for what is still missing is checked
 // before anything is written. When ctx ends (cancel) or a file fails verification, everything
 // this call created is removed; when the network fails for good, the partial files stay for the
-// next try. progress, if not nil, is called from this goroutine a few times a second.
+// next try. progress, if not nil, is called four times a second, from another goroutine, and
+// once more when the download is complete.
 func (c *Client) Download(ctx context.Context, cache Cache, l *Listing, q Quant, progress func(Progress)) ([]string, error) {
 	files := q.All()
 	d := &download{c: c, cache: cache, repo: l.Repo, commit: l.Commit, progress: progress, start: time.Now()}
@@ -79,7 +79,12 @@ func (c *Client) Download(ctx context.Context, cache Cache, l *Listing, q Quant,
 	if err := d.checkSpace(files); err != nil {
 		return nil, err
 	}
+	stopTicker := d.startTicker()
 	paths, err := d.run(ctx, files)
+	stopTicker()
+	if err == nil && progress != nil {
+		d.report() // the last call: the ticker has stopped
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%s: %w", Ref{l.Repo, q.Name}, ErrCancelled)
@@ -110,9 +115,9 @@ type download struct {
 	cache        Cache
 	repo, commit string
 	progress     func(Progress)
-	p            Progress
 	start        time.Time
-	lastReport   time.Time
+	mu           sync.Mutex // guards p and samples: the download and the progress ticker share them
+	p            Progress
 	samples      []sample
 	created      []string // paths this download created, removed by undo
 	repoExisted  bool
@@ -170,7 +175,9 @@ func (d *download) run(ctx context.Context, files []File) ([]string, error) {
 	d.repoExisted = err == nil
 	var paths []string
 	for i, f := range files {
+		d.mu.Lock()
 		d.p.File = f.Path
+		d.mu.Unlock()
 		if err := d.file(ctx, i, f); err != nil {
 			return nil, err
 		}
@@ -184,7 +191,6 @@ func (d *download) run(ctx context.Context, files []File) ([]string, error) {
 		}
 		paths = append(paths, snap)
 	}
-	d.report(true)
 	return paths, nil
 }
 
@@ -203,7 +209,10 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 	}
 	defer unlock()
 	if st, err := os.Stat(blob); err == nil && st.Size() == f.Size {
-		d.advance(i, f.Size-d.p.Files[i].Done)
+		d.mu.Lock()
+		have := d.p.Files[i].Done
+		d.mu.Unlock()
+		d.advance(i, f.Size-have)
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
@@ -219,7 +228,8 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		d.created = append(d.created, part)
 	}
 	defer out.Close()
-	h := sha256.New()
+	h := newAsyncHash()
+	defer func() { h.stop() }()
 	off, err := io.Copy(h, out) // a partial file from an earlier run: hash what it holds
 	if err != nil {
 		return err
@@ -228,7 +238,8 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		if err := out.Truncate(0); err != nil {
 			return err
 		}
-		off, h = 0, sha256.New()
+		h.stop()
+		off, h = 0, newAsyncHash()
 	}
 	d.advance(i, off)
 	stalls := 0
@@ -250,7 +261,8 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 				return err
 			}
 			d.advance(i, -off)
-			off, h = 0, sha256.New()
+			h.stop()
+			off, h = 0, newAsyncHash()
 			continue
 		}
 		if n > 0 {
@@ -266,7 +278,7 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		case <-t.C:
 		}
 	}
-	got := hex.EncodeToString(h.Sum(nil))
+	got := hex.EncodeToString(h.Sum())
 	if got != f.SHA256 {
 		out.Close()
 		os.Remove(part)
@@ -290,7 +302,7 @@ var errRestart = errors.New("server restarted the file")
 
 // fetch sends one request for f from byte off and appends what arrives to out and h. It returns
 // the bytes appended.
-func (d *download) fetch(ctx context.Context, f File, out io.Writer, h hash.Hash, off int64, i int) (int64, error) {
+func (d *download) fetch(ctx context.Context, f File, out io.Writer, h io.Writer, off int64, i int) (int64, error) {
 	stallAfter := d.c.StallTimeout
 	if stallAfter <= 0 {
 		stallAfter = DefaultStallTimeout
@@ -368,26 +380,49 @@ func (c *Client) ResolveURL(repo, rev, file string) string {
 	return c.Endpoint + "/" + repo + "/resolve/" + url.PathEscape(rev) + "/" + strings.Join(parts, "/")
 }
 
-// advance counts n more bytes of file i (negative: bytes dropped) and reports now and then.
+// advance counts n more bytes of file i (negative: bytes dropped).
 func (d *download) advance(i int, n int64) {
+	d.mu.Lock()
 	d.p.Files[i].Done += n
 	d.p.Done += n
-	d.report(false)
+	d.mu.Unlock()
 }
 
-// report computes rate and time left over the last five seconds and calls progress at most five
-// times a second (always when final).
-func (d *download) report(final bool) {
+// startTicker reports progress four times a second until the returned function is called; that
+// function returns once no report runs any more.
+func (d *download) startTicker() func() {
+	if d.progress == nil {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				d.report()
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return func() { close(stop); <-ticked }
+}
+
+// report computes rate and time left over the last five seconds and calls progress. Only the
+// ticker calls it, and Download once after the ticker stopped, so calls never overlap.
+func (d *download) report() {
 	now := time.Now()
+	d.mu.Lock()
 	d.samples = append(d.samples, sample{now, d.p.Done})
 	for len(d.samples) > 2 && now.Sub(d.samples[0].at) > 5*time.Second {
 		d.samples = d.samples[1:]
 	}
-	if d.progress == nil || (!final && now.Sub(d.lastReport) < 200*time.Millisecond) {
-		return
-	}
-	d.lastReport = now
 	first := d.samples[0]
+	d.p.Rate = 0
 	if dt := now.Sub(first.at).Seconds(); dt > 0.05 {
 		d.p.Rate = float64(d.p.Done-first.bytes) / dt
 	}
@@ -397,6 +432,7 @@ func (d *download) report(final bool) {
 	}
 	p := d.p
 	p.Files = append([]FileProgress(nil), d.p.Files...)
+	d.mu.Unlock()
 	d.progress(p)
 }
 

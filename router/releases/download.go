@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/shirou/gopsutil/v4/disk"
+
+	"github.com/llamatray/llamatray/router/config"
 )
 
 // ErrDigest is matched by the error of an install whose download does not match the published sha256.
@@ -40,7 +42,7 @@ func checkSpace(dir string, need int64) error {
 		return nil // unknown: the writes will tell
 	}
 	if int64(u.Free) < need {
-		return fmt.Errorf("%w in %s: %s free, about %s needed", ErrDiskFull, dir, sizeText(int64(u.Free)), sizeText(need))
+		return fmt.Errorf("%w in %s: %s free, about %s needed", ErrDiskFull, dir, config.HumanSize(int64(u.Free)), config.HumanSize(need))
 	}
 	return nil
 }
@@ -123,11 +125,11 @@ func download(ctx context.Context, hc *http.Client, a Asset, dir string, progres
 			if ctx.Err() != nil {
 				return fail(fmt.Errorf("downloading %s: %w", a.Name, ctx.Err()))
 			}
-			return fail(fmt.Errorf("%w: %s stopped after %s of %s: %w", ErrCut, a.Name, sizeText(done), sizeText(total), rerr))
+			return fail(fmt.Errorf("%w: %s stopped after %s of %s: %w", ErrCut, a.Name, config.HumanSize(done), config.HumanSize(total), rerr))
 		}
 	}
 	if total > 0 && done != total {
-		return fail(fmt.Errorf("%w: %s stopped after %s of %s", ErrCut, a.Name, sizeText(done), sizeText(total)))
+		return fail(fmt.Errorf("%w: %s stopped after %s of %s", ErrCut, a.Name, config.HumanSize(done), config.HumanSize(total)))
 	}
 	if progress != nil {
 		progress(done, total)
@@ -141,18 +143,4 @@ func download(ctx context.Context, hc *http.Client, a Asset, dir string, progres
 		return "", fmt.Errorf("%w: %s has sha256 %s, the release publishes %s; the download was deleted", ErrDigest, a.Name, got, want)
 	}
 	return path, nil
-}
-
-// sizeText formats a size for messages, like "12.5 MiB".
-func sizeText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

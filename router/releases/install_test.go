@@ -251,7 +251,7 @@ func TestCutDownloadLeavesNothing(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "llama-server")
 	in := newInstaller(s, root)
 	_, err := in.Install(context.Background(), Request{}, nil)
-	if !errors.Is(err, ErrCut) || !strings.Contains(err.Error(), "stopped after 100.0 KiB of") {
+	if !errors.Is(err, ErrCut) || !strings.Contains(err.Error(), "stopped after 100 KiB of") {
 		t.Fatalf("err = %v, want a cut download", err)
 	}
 	if f := files(t, root); len(f) > 0 {
@@ -380,5 +380,20 @@ func TestUpdate(t *testing.T) {
 		if Newer(c.tag, c.cur) != c.want {
 			t.Errorf("Newer(%s, %s) != %v", c.tag, c.cur, c.want)
 		}
+	}
+}
+
+func TestOneChangeAtATime(t *testing.T) {
+	s := standIn(t)
+	in := newInstaller(s, t.TempDir())
+	in.busy.Store(true) // an install is running
+	if _, err := in.Install(context.Background(), Request{}, nil); !errors.Is(err, ErrBusy) {
+		t.Errorf("install during an install: %v", err)
+	}
+	if _, err := in.Use("b7100"); !errors.Is(err, ErrBusy) {
+		t.Errorf("use during an install: %v", err)
+	}
+	if s.Downloads() != 0 {
+		t.Errorf("%d downloads", s.Downloads())
 	}
 }

@@ -44,7 +44,7 @@ type View struct {
 	Draining bool
 	LastUsed time.Time
 	Held     Mem // what it really holds now (measured), or what it is expected to hold (loading)
-	Queued   int // requests waiting for it: such a model is never a victim, nor unloaded while idle
+	Queued   int // requests waiting for it (for Plan and Drain: ahead of self): never a victim, nor unloaded while idle
 }
 
 // Reserve returns views with need booked for model id, once: added to what id holds when it is in

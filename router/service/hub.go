@@ -21,6 +21,7 @@ func (s *Service) newHub() *hub.Manager {
 func (s *Service) pulled(name string, paths []string) error {
 	s.cat.SetDirs(s.config().ModelDirsResolved())
 	if _, ok := s.cat.Lookup(name); ok {
+		s.eng.SyncCatalog() // a client told "downloaded" resolves the name at once
 		return nil
 	}
 	dir := s.hub.Cache().Dir
@@ -35,14 +36,27 @@ func (s *Service) hubOptions(autoPull bool) *httpapi.HubOptions {
 	return &httpapi.HubOptions{
 		Manager:  s.hub,
 		AutoPull: autoPull,
-		Params:   func() catalog.EstimateParams { return s.estimateParams("") },
+		Params:   s.NewModelParams,
 		Rescan: func() {
-			if err := s.cat.Scan(context.Background()); err != nil {
+			if err := s.rescan(context.Background()); err != nil {
 				s.log.Warn("rescan failed", "err", err)
 			}
 		},
 	}
 }
 
+// rescan scans the model folders and has the engine take the result in before it returns, so an
+// answer sent next already lists (or no longer lists) what changed.
+func (s *Service) rescan(ctx context.Context) error {
+	if err := s.cat.Scan(ctx); err != nil {
+		return err
+	}
+	s.eng.SyncCatalog()
+	return nil
+}
+
 // Hub returns the Hugging Face Hub manager (pulls, search, removal).
 func (s *Service) Hub() *hub.Manager { return s.hub }
+
+// NewModelParams are the load parameters a model not yet on disk would get, for fit badges.
+func (s *Service) NewModelParams() catalog.EstimateParams { return s.estimateParams("") }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,26 @@ func (s *Service) buildInUse(dir string) bool {
 		}
 	}
 	return false
+}
+
+// findLlamaServer looks for llama-server: the configured path, $LLAMA_SERVER, the installed build,
+// then the usual places (router/locate).
+func (s *Service) findLlamaServer(configured string) LlamaServer {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	e := s.locateEnv()
+	r, err := locate.FindWith(ctx, e, configured)
+	ls := LlamaServer{Path: r.Path, Source: r.Source, Version: r.Version, Hint: locate.InstallHint()}
+	if err != nil {
+		ls.Path = ""
+		ls.Err = err.Error()
+	}
+	if b, ok := s.currentBuild(e); ok && r.Source == locate.SourceInstalled {
+		ls.Build = b.Build
+	} else if r.Build > 0 {
+		ls.Build = "b" + strconv.Itoa(r.Build)
+	}
+	return ls
 }
 
 // locateEnv is the search environment, with the installed build in it.
@@ -110,13 +131,17 @@ func (s *Service) UseBuild(build string) (releases.Build, error) {
 	return b, nil
 }
 
-// firstUpdateCheck is how long after the start the daily llama-server update check first runs.
-const firstUpdateCheck = 2 * time.Minute
+// Daily update check timing: the first check a while after the start, then once a day.
+const (
+	firstUpdateCheck = 2 * time.Minute
+	updateEvery      = 24 * time.Hour
+)
 
-// updateDaily installs llama.cpp's newer release build once a day while the llama_server_update
-// setting is on and the llama-server in use is one Llamatray installed. It runs until ctx ends.
-func (s *Service) updateDaily(ctx context.Context) {
-	t := time.NewTimer(firstUpdateCheck)
+// updateDaily installs llama.cpp's newer release build after first, then every every, while the
+// llama_server_update setting is on and the llama-server in use is one Llamatray installed. It runs
+// until ctx ends.
+func (s *Service) updateDaily(ctx context.Context, first, every time.Duration) {
+	t := time.NewTimer(first)
 	defer t.Stop()
 	for {
 		select {
@@ -124,14 +149,24 @@ func (s *Service) updateDaily(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if ls := s.LlamaServer(); s.config().LlamaServerUpdate && ls.Source == locate.SourceInstalled {
-			b, err := s.InstallBuild(ctx, releases.Request{Build: releases.Latest, Update: true}, nil)
-			if err != nil {
-				s.log.Warn("daily llama-server update failed", "err", err)
-			} else if b.Build != ls.Build {
-				s.log.Info("llama-server updated", "build", b.Build, "was", ls.Build)
-			}
-		}
-		t.Reset(24 * time.Hour)
+		s.checkUpdate(ctx)
+		t.Reset(every)
 	}
+}
+
+// checkUpdate is one daily check: when the setting is on and the llama-server in use is one
+// Llamatray installed, it installs the latest release if that is newer. It reports whether it
+// looked.
+func (s *Service) checkUpdate(ctx context.Context) bool {
+	ls := s.LlamaServer()
+	if !s.config().LlamaServerUpdate || ls.Source != locate.SourceInstalled {
+		return false
+	}
+	b, err := s.InstallBuild(ctx, releases.Request{Build: releases.Latest, Update: true}, nil)
+	if err != nil {
+		s.log.Warn("daily llama-server update failed", "err", err)
+	} else if b.Build != ls.Build {
+		s.log.Info("llama-server updated", "build", b.Build, "was", ls.Build)
+	}
+	return true
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/hub"
-	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/mem"
 	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/view"
@@ -192,24 +191,6 @@ func portOf(listen string) int {
 	return n
 }
 
-func (s *Service) findLlamaServer(configured string) LlamaServer {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	e := s.locateEnv()
-	r, err := locate.FindWith(ctx, e, configured)
-	ls := LlamaServer{Path: r.Path, Source: r.Source, Version: r.Version, Hint: locate.InstallHint()}
-	if err != nil {
-		ls.Path = ""
-		ls.Err = err.Error()
-	}
-	if b, ok := s.currentBuild(e); ok && r.Source == locate.SourceInstalled {
-		ls.Build = b.Build
-	} else if r.Build > 0 {
-		ls.Build = "b" + strconv.Itoa(r.Build)
-	}
-	return ls
-}
-
 // limits maps the configuration to the engine's live limits.
 func limits(cfg config.Config, ls LlamaServer) engine.Limits {
 	hint := ls.Hint
@@ -304,6 +285,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Setup:                 s.setup,
 		LlamaServers:          s,
 		Logger:                s.log,
+		Reload:                s.rescan,
 		Hub:                   s.hubOptions(cfg.AutoPull),
 	})
 }
@@ -338,7 +320,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.cancel = cancel
 	s.mu.Unlock()
 	go s.cat.Watch(wctx, 5*time.Second)
-	go s.updateDaily(wctx)
+	go s.updateDaily(wctx, firstUpdateCheck, updateEvery)
 	if err := s.eng.Start(ctx); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}

@@ -118,15 +118,21 @@ func (b Builder) join(st engine.ModelStatus) Model {
 // "created" time of a model whose file time is unknown.
 func (m Model) Wire(started time.Time) wire.Model {
 	e := wire.Model{
-		ID:      m.ID,
-		Object:  "model",
-		OwnedBy: "llamatray",
-		Created: started.Unix(),
-		Aliases: orEmpty(m.Aliases),
-		Status:  Status(m.ModelStatus),
+		ID:           m.ID,
+		Object:       "model",
+		OwnedBy:      "llamatray",
+		Created:      started.Unix(),
+		Aliases:      orEmpty(m.Aliases),
+		Status:       Status(m.ModelStatus),
+		Tags:         []string{},
+		Architecture: wire.Modalities{Input: []string{"text"}, Output: []string{"text"}},
 	}
 	if m.Meta == nil {
 		return e
+	}
+	e.ContextLength = m.Meta.ContextLength
+	if m.Meta.Mmproj != "" {
+		e.Architecture.Input = append(e.Architecture.Input, "image")
 	}
 	if !m.Meta.ModTime.IsZero() {
 		e.Created = m.Meta.ModTime.Unix()
@@ -142,6 +148,7 @@ func (m Model) Wire(started time.Time) wire.Model {
 		Path:          m.Meta.Path,
 		Splits:        m.Meta.Splits,
 		Mmproj:        m.Meta.Mmproj,
+		HubName:       m.Meta.HubName,
 	}
 	return e
 }

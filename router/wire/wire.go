@@ -22,6 +22,16 @@ type Model struct {
 	Aliases []string    `json:"aliases"`
 	Status  ModelStatus `json:"status"`
 	Meta    *ModelMeta  `json:"meta"` // null when the catalog no longer has the model
+	// As llama.cpp's router gives them:
+	Tags          []string   `json:"tags"`
+	Architecture  Modalities `json:"architecture"`
+	ContextLength int        `json:"context_length"` // training context, 0 when unknown
+}
+
+// Modalities are what a model takes and gives (llama.cpp's "architecture" of a model entry).
+type Modalities struct {
+	Input  []string `json:"input_modalities"`  // "text", and "image" with a projector
+	Output []string `json:"output_modalities"` // "text"
 }
 
 // ModelStatus is the engine's view of one model.
@@ -57,6 +67,7 @@ type ModelMeta struct {
 	Path          string `json:"path"`
 	Splits        int    `json:"splits"`
 	Mmproj        string `json:"mmproj"`
+	HubName       string `json:"hub_name"` // ORG/REPO:QUANT for a model from the Hugging Face Hub cache, else ""
 }
 
 // Event is the data line of one /models/events server-sent event.

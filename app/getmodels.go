@@ -1,0 +1,330 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/llamatray/llamatray/router/hub"
+)
+
+// getModelsWindow is "Get models…": search the Hugging Face Hub, pick a repo, see its quants
+// with sizes and fit badges, download one with progress, cancel. Its fields are used on the UI
+// thread only; Hub calls run on their own goroutines and report back through onUI.
+type getModelsWindow struct {
+	u   *ui
+	h   HubBackend
+	win fyne.Window
+
+	search   *widget.Entry
+	status   *widget.Label
+	results  *fyne.Container // one button per repo
+	repoHead *widget.Label
+	quants   *fyne.Container // one row per quant
+	pullLine *widget.Label
+	progress *widget.ProgressBar
+	cancel   *widget.Button
+
+	pulling    string // the model being downloaded, "" when none
+	stopEvents func()
+}
+
+// showGetModels opens the Get-models window, or brings it forward.
+func (u *ui) showGetModels() {
+	src, ok := u.b.(hubSource)
+	if !ok {
+		return
+	}
+	if u.getModels != nil {
+		u.getModels.win.Show()
+		u.getModels.win.RequestFocus()
+		return
+	}
+	g := newGetModelsWindow(u, src.Hub())
+	u.getModels = g
+	g.win.SetOnClosed(func() {
+		g.stopEvents()
+		u.getModels = nil
+	})
+	g.win.Show()
+}
+
+// getModelsButton is the "Get models…" button, or nil when the backend has no Hub.
+func (u *ui) getModelsButton() fyne.CanvasObject {
+	if _, ok := u.b.(hubSource); !ok {
+		return nil
+	}
+	return widget.NewButtonWithIcon("Get models…", theme.DownloadIcon(), u.showGetModels)
+}
+
+func newGetModelsWindow(u *ui, h HubBackend) *getModelsWindow {
+	g := &getModelsWindow{u: u, h: h, win: u.app.NewWindow("Get models")}
+	g.win.SetIcon(appIcon)
+	g.win.Resize(fyne.NewSize(860, 600))
+	g.search = widget.NewEntry()
+	g.search.SetPlaceHolder("Search the Hugging Face Hub for GGUF models, e.g. “qwen2.5 instruct”")
+	g.search.OnSubmitted = func(string) { g.runSearch() }
+	find := widget.NewButtonWithIcon("Search", theme.SearchIcon(), g.runSearch)
+	g.status = widget.NewLabel("")
+	g.status.Wrapping = fyne.TextWrapWord
+	g.results = container.NewVBox()
+	g.repoHead = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	g.quants = container.NewVBox()
+	g.pullLine = widget.NewLabel("")
+	g.progress = widget.NewProgressBar()
+	g.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), g.cancelPull)
+	g.setPulling("", "")
+
+	events, stop := h.Events()
+	done := make(chan struct{})
+	g.stopEvents = func() { stop(); close(done) }
+	go func() { // ends when the window closes
+		for {
+			select {
+			case ev := <-events:
+				u.onUI(func() { g.event(ev) })
+			case <-done:
+				return
+			}
+		}
+	}()
+
+	top := container.NewVBox(container.NewBorder(nil, nil, nil, find, g.search), g.status)
+	bottom := container.NewVBox(widget.NewSeparator(), g.pullLine, container.NewBorder(nil, nil, nil, g.cancel, g.progress))
+	split := container.NewHSplit(container.NewVScroll(g.results), container.NewBorder(g.repoHead, nil, nil, nil, container.NewVScroll(g.quants)))
+	split.Offset = 0.4
+	g.win.SetContent(container.NewBorder(top, bottom, nil, nil, split))
+	return g
+}
+
+// runSearch searches the Hub for the entry's text.
+func (g *getModelsWindow) runSearch() {
+	text := strings.TrimSpace(g.search.Text)
+	if text == "" {
+		return
+	}
+	g.status.SetText("Searching…")
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		repos, err := g.h.Search(ctx, text)
+		g.u.onUI(func() { g.showResults(text, repos, err) })
+	}()
+}
+
+func (g *getModelsWindow) showResults(text string, repos []hub.Repo, err error) {
+	g.results.Objects = nil
+	switch {
+	case err != nil:
+		g.status.SetText("Search failed: " + err.Error())
+	case len(repos) == 0:
+		g.status.SetText(fmt.Sprintf("No GGUF models match “%s”.", text))
+	default:
+		g.status.SetText(fmt.Sprintf("%s for “%s”. Pick one to see its files.", plural(len(repos), "repo"), text))
+	}
+	for _, r := range repos {
+		label := r.ID
+		if r.Gated {
+			label += " (gated)"
+		}
+		b := widget.NewButton(label, func() { g.openRepo(r.ID) })
+		b.Alignment = widget.ButtonAlignLeading
+		g.results.Objects = append(g.results.Objects, b)
+	}
+	g.results.Refresh()
+}
+
+// openRepo lists a repo's quants with their fit badges (headers read, nothing downloaded).
+func (g *getModelsWindow) openRepo(repo string) {
+	g.repoHead.SetText(repo)
+	g.quants.Objects = []fyne.CanvasObject{widget.NewLabel("Reading the files and their headers…")}
+	g.quants.Refresh()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		qs, err := g.h.Quants(ctx, repo)
+		g.u.onUI(func() { g.showQuants(repo, qs, err) })
+	}()
+}
+
+// fitText is a fit badge in words.
+func fitText(q hub.QuantFit) string {
+	switch q.Fit {
+	case hub.FitNow:
+		return "Fits now"
+	case hub.FitAfterUnload:
+		return "Fits after unloading other models"
+	case hub.FitTooLarge:
+		return "Too large for this machine"
+	}
+	return "Fit unknown"
+}
+
+// fitReason says what the badge is based on, in the window's units.
+func fitReason(q hub.QuantFit) string {
+	if q.Fit == "" || q.MemoryBytes <= 0 {
+		return q.FitReason // why the fit is unknown
+	}
+	return "Needs about " + humanBytes(q.MemoryBytes) + " of memory to run (estimated from its header)."
+}
+
+func fitImportance(f hub.Fit) widget.Importance {
+	switch f {
+	case hub.FitNow:
+		return widget.SuccessImportance
+	case hub.FitTooLarge:
+		return widget.DangerImportance
+	}
+	return widget.WarningImportance
+}
+
+func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) {
+	if g.repoHead.Text != repo {
+		return // another repo was opened meanwhile
+	}
+	g.quants.Objects = nil
+	if err != nil {
+		l := widget.NewLabel(err.Error())
+		l.Wrapping = fyne.TextWrapWord
+		g.quants.Objects = append(g.quants.Objects, l)
+	}
+	if err == nil && len(qs) == 0 {
+		g.quants.Objects = append(g.quants.Objects, widget.NewLabel("This repo has no GGUF model files."))
+	}
+	for _, q := range qs {
+		name := widget.NewLabelWithStyle(q.Name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		detail := humanBytes(q.Size)
+		if len(q.Files) > 1 {
+			detail += fmt.Sprintf(" in %d files", len(q.Files))
+		}
+		if q.Mmproj != nil {
+			detail += " + vision projector"
+		}
+		badge := widget.NewLabel(fitText(q))
+		badge.Importance = fitImportance(q.Fit)
+		var action fyne.CanvasObject
+		if q.Downloaded {
+			action = widget.NewLabel("Downloaded")
+		} else {
+			model := q.Model
+			b := widget.NewButtonWithIcon("Download", theme.DownloadIcon(), nil)
+			b.OnTapped = func() {
+				b.Disable()
+				g.startPull(model)
+			}
+			if g.pulling != "" {
+				b.Disable() // one download at a time from this window
+			}
+			if q.Fit == hub.FitTooLarge {
+				b.Importance = widget.LowImportance
+			}
+			action = b
+		}
+		row := container.NewBorder(nil, nil, nil, action, container.NewHBox(name, widget.NewLabel(detail), badge))
+		g.quants.Objects = append(g.quants.Objects, row)
+		if reason := fitReason(q); reason != "" {
+			why := widget.NewLabel(reason)
+			why.Wrapping = fyne.TextWrapWord
+			why.Importance = widget.LowImportance
+			g.quants.Objects = append(g.quants.Objects, why)
+		}
+		g.quants.Objects = append(g.quants.Objects, widget.NewSeparator())
+	}
+	g.quants.Refresh()
+}
+
+// startPull starts a download; its progress arrives as events.
+func (g *getModelsWindow) startPull(model string) {
+	g.setPulling(model, "Starting the download of "+model+"…")
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		st, err := g.h.Pull(ctx, model)
+		g.u.onUI(func() {
+			if err != nil {
+				g.setPulling("", "Download of "+model+" refused: "+err.Error())
+				g.reopen()
+				return
+			}
+			g.pulling = st.Model
+		})
+	}()
+}
+
+func (g *getModelsWindow) cancelPull() {
+	if g.pulling == "" {
+		return
+	}
+	name := g.pulling
+	g.pullLine.SetText("Cancelling " + name + "…")
+	go g.h.Cancel(name)
+}
+
+// setPulling shows the download area for model ("" hides the bar and Cancel) with a line of text.
+func (g *getModelsWindow) setPulling(model, text string) {
+	g.pulling = model
+	g.pullLine.SetText(text)
+	if text == "" {
+		g.pullLine.Hide()
+	} else {
+		g.pullLine.Show()
+	}
+	if model == "" {
+		g.progress.Hide()
+		g.cancel.Hide()
+		return
+	}
+	g.progress.SetValue(0)
+	g.progress.Show()
+	g.cancel.Show()
+}
+
+// pullText is one line of a download's progress: bytes, rate and time left.
+func pullText(ev hub.Event) string {
+	p := ev.Progress
+	s := fmt.Sprintf("Downloading %s: %s of %s", ev.Model, humanBytes(p.Done), humanBytes(p.Total))
+	if p.Rate > 0 {
+		s += fmt.Sprintf(", %s/s", humanBytes(int64(p.Rate)))
+	}
+	if p.Left > 0 {
+		s += fmt.Sprintf(", %s left", p.Left.Round(time.Second))
+	}
+	return s
+}
+
+// event shows a pull's progress or end.
+func (g *getModelsWindow) event(ev hub.Event) {
+	if g.pulling == "" || !strings.EqualFold(ev.Model, g.pulling) {
+		return
+	}
+	switch ev.State {
+	case hub.StateDownloading:
+		g.pullLine.SetText(pullText(ev))
+		if ev.Progress.Total > 0 {
+			g.progress.SetValue(float64(ev.Progress.Done) / float64(ev.Progress.Total))
+		}
+	case hub.StateDownloaded:
+		g.setPulling("", ev.Model+" is downloaded, verified and ready: use it under that name.")
+		g.u.refresh.Kick()
+		g.reopen()
+	case hub.StateCancelled:
+		g.setPulling("", "Download of "+ev.Model+" cancelled; nothing was kept.")
+		g.reopen()
+	case hub.StateFailed:
+		g.setPulling("", "Download of "+ev.Model+" failed: "+ev.Error)
+		g.reopen()
+	}
+}
+
+// reopen lists the open repo's quants again (their Download buttons enabled again).
+func (g *getModelsWindow) reopen() {
+	if repo := g.repoHead.Text; repo != "" {
+		g.openRepo(repo)
+	}
+}

@@ -1,0 +1,235 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// What llama.cpp's router (llama-server --models-dir) answers that its clients rely on, answered the
+// same way: GET /models/sse, GET /models?reload=1, ?autoload= on model-routed requests and the
+// router's own GET /props. The README's table lists every router endpoint.
+
+// routerPropsJSON is GET /props without a model: llama.cpp's router fields, then Llamatray's own.
+type routerPropsJSON struct {
+	Role             string           `json:"role"`
+	MaxInstances     int              `json:"max_instances"` // 0: no cap on loaded models
+	ModelsAutoload   bool             `json:"models_autoload"`
+	ModelAlias       string           `json:"model_alias"`
+	ModelPath        string           `json:"model_path"`
+	DefaultGenSet    routerGenSetJSON `json:"default_generation_settings"`
+	UISettings       struct{}         `json:"ui_settings"`
+	BuildInfo        string           `json:"build_info"`
+	CORSProxyEnabled bool             `json:"cors_proxy_enabled"`
+	DefaultModel     string           `json:"default_model"`
+}
+
+// routerGenSetJSON: a router has no generation settings of its own.
+type routerGenSetJSON struct {
+	Params *struct{} `json:"params"`
+	NCtx   int       `json:"n_ctx"`
+}
+
+// props serves GET/POST /props: with a model it is the child's, without one the router's own.
+func (rt *Server) props(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("model") != "" || r.Method != http.MethodGet {
+		rt.modelRoute(w, r)
+		return
+	}
+	writeJSON(w, http.StatusOK, routerPropsJSON{
+		Role:           "router",
+		MaxInstances:   rt.o.Engine.Budget().MaxLoaded,
+		ModelsAutoload: true,
+		ModelAlias:     "llamatray",
+		ModelPath:      "none",
+		BuildInfo:      "llamatray " + rt.o.Version,
+		DefaultModel:   rt.o.DefaultModel,
+	})
+}
+
+// reloadTimeout bounds the folder scan of GET /models?reload=1.
+const reloadTimeout = time.Minute
+
+// reload scans the model folders again when the request asks for it (?reload=1 or true), before
+// the list is answered, as llama.cpp's router does.
+func (rt *Server) reload(r *http.Request) error {
+	if v := r.URL.Query().Get("reload"); v != "1" && v != "true" || rt.o.Reload == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), reloadTimeout)
+	defer cancel()
+	if err := rt.o.Reload(ctx); err != nil {
+		return fmt.Errorf("reload the model list: %w", err)
+	}
+	return nil
+}
+
+// checkAutoload refuses a request with ?autoload=false (or 0) whose model is not running: it must
+// not start a load. A sleeping model is running (waking it is not a load).
+func (rt *Server) checkAutoload(r *http.Request, id string) error {
+	if v := r.URL.Query().Get("autoload"); v != "false" && v != "0" {
+		return nil
+	}
+	st, err := rt.o.Engine.Model(id)
+	if err != nil {
+		return err
+	}
+	if st.State != engine.StateLoaded && st.State != engine.StateSleeping {
+		return errModelNotLoaded
+	}
+	return nil
+}
+
+// sseEventJSON is one GET /models/sse data line, in llama.cpp's router shape.
+type sseEventJSON struct {
+	Model string `json:"model"` // "*" for events about the whole list
+	Event string `json:"event"` // model_status, status_change, models_reload
+	Data  any    `json:"data,omitempty"`
+}
+
+// sseProgress is the loading progress of a status_change.
+type sseProgress struct {
+	Stages  []string `json:"stages"`
+	Current string   `json:"current"`
+	Value   float64  `json:"value"`
+}
+
+// sseStatus is the data of model_status and status_change events.
+type sseStatus struct {
+	Status   string       `json:"status"` // unloaded, loading, loaded, sleeping
+	Progress *sseProgress `json:"progress,omitempty"`
+	Info     *wire.Model  `json:"info,omitempty"`
+	ExitCode *int         `json:"exit_code,omitempty"`
+	Failed   bool         `json:"failed,omitempty"`
+	Error    string       `json:"error,omitempty"`
+}
+
+// sseTranslator turns engine events into llama.cpp router events. It remembers what it last said of
+// each model, so that an engine event that changes nothing a router client sees (a lease, a pin)
+// sends nothing. It is used by one goroutine and needs no lock.
+type sseTranslator struct {
+	rt   *Server
+	last map[string]sseStatus
+}
+
+// translate returns the events to send for ev.
+func (t *sseTranslator) translate(ev engine.Event) []sseEventJSON {
+	if ev.Kind == "catalog" || ev.Kind == "resync" {
+		return []sseEventJSON{{Model: "*", Event: "models_reload"}}
+	}
+	if ev.Kind != "state" || ev.Model == "" {
+		return nil
+	}
+	st, err := t.rt.o.Engine.Model(ev.Model)
+	if err != nil {
+		return nil
+	}
+	now := sseStatus{Status: string(ev.State)}
+	switch ev.State {
+	case engine.StateLoading:
+		now.Progress = &sseProgress{Stages: []string{"text_model"}, Current: "text_model", Value: st.Progress}
+	case engine.StateLoaded:
+		if v, err := t.rt.views.Model(ev.Model); err == nil {
+			e := v.Wire(t.rt.o.StartTime)
+			now.Info = &e
+		}
+	case engine.StateUnloaded, engine.StateFailed:
+		code := 0
+		if st.ExitCode != nil {
+			code = *st.ExitCode
+		}
+		now = sseStatus{Status: "unloaded", ExitCode: &code, Failed: ev.State == engine.StateFailed, Error: st.Error}
+	case engine.StateSleeping:
+	default: // stopping: llama.cpp's router says nothing until the model is unloaded
+		return nil
+	}
+	prev, seen := t.last[ev.Model]
+	if seen && prev.Status == now.Status && (now.Progress == nil || prev.Progress.Value == now.Progress.Value) {
+		return nil
+	}
+	t.last[ev.Model] = now
+	var out []sseEventJSON
+	if now.Status == "loading" && prev.Status != "loading" {
+		out = append(out, sseEventJSON{Model: ev.Model, Event: "model_status", Data: sseStatus{Status: "loading"}})
+	}
+	return append(out, sseEventJSON{Model: ev.Model, Event: "status_change", Data: now})
+}
+
+// pullSSE translates a Hub download's change: "downloading" with the bytes done as progress,
+// "unloaded" with failed and the error when it failed. A finished download says nothing of its
+// own: the catalog's models_reload follows.
+func pullSSE(ev hub.Event) []sseEventJSON {
+	var st sseStatus
+	switch ev.State {
+	case hub.StateDownloading:
+		value := 0.0
+		if ev.Progress.Total > 0 {
+			value = float64(ev.Progress.Done) / float64(ev.Progress.Total)
+		}
+		st = sseStatus{Status: "downloading", Progress: &sseProgress{Stages: []string{"download"}, Current: "download", Value: value}}
+	case hub.StateFailed, hub.StateCancelled:
+		st = sseStatus{Status: "unloaded", Failed: ev.State == hub.StateFailed, Error: ev.Error}
+	default:
+		return nil
+	}
+	return []sseEventJSON{{Model: ev.Model, Event: "status_change", Data: st}}
+}
+
+// modelsSSE serves GET /models/sse: model state changes as llama.cpp's router sends them,
+// `data: {"model","event","data"}`, Hub downloads among them, with a keep-alive comment when
+// nothing happened for a while.
+func (rt *Server) modelsSSE(w http.ResponseWriter, r *http.Request) {
+	ch, cancel := rt.o.Engine.Subscribe()
+	defer cancel()
+	pulls, stopPulls := rt.pullEvents()
+	defer stopPulls()
+	startSSE(w)
+	rc := http.NewResponseController(w)
+	if rc.Flush() != nil {
+		return
+	}
+	t := &sseTranslator{rt: rt, last: map[string]sseStatus{}}
+	keepAlive := time.NewTicker(rt.keepAlive)
+	defer keepAlive.Stop()
+	for {
+		var buf []byte
+		select {
+		case <-r.Context().Done():
+			return
+		case ev, open := <-ch:
+			if !open {
+				return
+			}
+			buf = appendSSE(buf, t.translate(ev))
+		case ev, open := <-pulls:
+			if !open {
+				pulls = nil
+				continue
+			}
+			buf = appendSSE(buf, pullSSE(ev))
+		case <-keepAlive.C:
+			buf = []byte(": keep-alive\n\n")
+		}
+		if len(buf) == 0 {
+			continue
+		}
+		if _, err := w.Write(buf); err != nil || rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// appendSSE appends events as SSE data blocks.
+func appendSSE(buf []byte, evs []sseEventJSON) []byte {
+	for _, ev := range evs {
+		b, _ := json.Marshal(ev)
+		buf = append(append(append(buf, "data: "...), b...), "\n\n"...)
+	}
+	return buf
+}
