@@ -317,7 +317,7 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 		writeError(w, r, errModelRequired)
 		return
 	}
-	id, err := rt.resolve(name)
+	id, err := rt.resolveRequest(r, name)
 	if err != nil {
 		writeError(w, r, err)
 		return
