@@ -148,6 +148,16 @@ func TestModelSettingsWindowRestartsIdleModel(t *testing.T) {
 		w.cache.SetSelected("q8_0")
 		w.parallel.SetText("2")
 	})
+	// tiny-chat's heads are 16 values wide: no whole q8_0 block, which llama-server refuses.
+	waitFor(t, "the cache type refused", func() bool {
+		return strings.Contains(text(func() string { return w.problems.Text }), "cache_type: a q8_0 cache stores blocks of 32")
+	})
+	l.wait(func() {
+		if !w.apply.Disabled() {
+			t.Error("Apply enabled for a cache type the model cannot take")
+		}
+		w.cache.SetSelected("f32")
+	})
 	waitFor(t, "the new estimate", func() bool { m := memory(); return strings.HasPrefix(m, "Fits: needs ") && m != before })
 	shoot(t, l, w.win, "model-settings")
 	l.wait(func() { test.Tap(w.apply) })
@@ -157,13 +167,13 @@ func TestModelSettingsWindowRestartsIdleModel(t *testing.T) {
 	waitFor(t, "the model with its new flags", func() bool {
 		st, err := svc.Engine().Model(id)
 		return err == nil && st.State == engine.StateLoaded && st.PID != firstPID &&
-			strings.Contains(strings.Join(st.Args, " "), "-ctk q8_0 -ctv q8_0") && strings.Contains(strings.Join(st.Args, " "), "-np 2")
+			strings.Contains(strings.Join(st.Args, " "), "-ctk f32 -ctv f32") && strings.Contains(strings.Join(st.Args, " "), "-np 2")
 	})
 	c, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sec := c.Models[id]; sec.CtxSize != 256 || sec.CacheType != "q8_0" || sec.Parallel != 2 {
+	if sec := c.Models[id]; sec.CtxSize != 256 || sec.CacheType != "f32" || sec.Parallel != 2 {
 		t.Fatalf("saved section %+v", sec)
 	}
 	shoot(t, l, w.win, "model-settings-applied")

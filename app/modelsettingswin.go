@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
 )
@@ -183,6 +185,14 @@ func (w *modelSettingsWindow) changed() {
 		need, learned, room, err := src.EstimateWith(w.id, cfg)
 		w.u.onUI(func() {
 			if seq != w.seq {
+				return
+			}
+			var se *catalog.SettingsError
+			if errors.As(err, &se) {
+				// The model cannot run with these settings: a problem like the form's own.
+				w.memory.Importance = widget.MediumImportance
+				w.memory.SetText("Memory need: correct the settings first.")
+				w.showProblems([]formProblem{{Field: se.Key, Reason: se.Reason}})
 				return
 			}
 			if err != nil {

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 
@@ -32,6 +33,21 @@ func TestEstimateWith(t *testing.T) {
 	q8 := need(EstimateParams{ContextSize: 32768, CacheType: "q8_0", FlashAttention: true})
 	if !(small < big) || !(q8 < big) {
 		t.Fatalf("4k %d, 32k %d, 32k q8_0 %d", small, big, q8)
+	}
+	// Heads of 16 values (64 wide, 4 heads) are not a whole number of q8_0 blocks.
+	f = ggufwrite.Header(ggufwrite.HeaderOptions{Blocks: 2, Embedding: 64, FFN: 128, Heads: 4, ContextLength: 512})
+	if err := ggufwrite.WriteFile(filepath.Join(dir, "narrow.gguf"), f); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var se *SettingsError
+	if _, err := c.EstimateWith("narrow", EstimateParams{CacheType: "q8_0"}); !errors.As(err, &se) || se.Key != "cache_type" {
+		t.Fatalf("q8_0 cache on 16-value heads: %v", err)
+	}
+	if _, err := c.EstimateWith("narrow", EstimateParams{CacheType: "f16"}); err != nil {
+		t.Fatalf("f16 cache: %v", err)
 	}
 	if _, err := c.EstimateWith("nope", EstimateParams{}); err == nil {
 		t.Fatal("no error for an unknown model")

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -44,5 +46,25 @@ func TestActivityFromRealTimings(t *testing.T) {
 	}
 	if tot.TTFTMs <= 0 || tot.TokensPerSecond <= 0 || tot.QueueWaitMs <= 0 {
 		t.Fatalf("timings %+v", tot)
+	}
+}
+
+// TestPerModelCacheTypeAndSlots runs the real llama-server with a model's own flash_attn, parallel
+// and cache_type: it takes the flags, answers, and the engine shows them. The model's heads are
+// 32 values wide, a whole q8_0 block (llama-server refuses narrower ones, as the catalog does).
+func TestPerModelCacheTypeAndSlots(t *testing.T) {
+	in := startWidth(t, 128, []string{"alpha"}, func(c *config.Config) {
+		c.Models = map[string]config.Model{"alpha": {FlashAttn: "on", Parallel: 2, CacheType: "q8_0"}}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if code, body, err := in.chat(ctx, "alpha", true, 4); err != nil || code != 200 {
+		t.Fatalf("chat: %d %v %.300s", code, err, body)
+	}
+	args := strings.Join(in.state("alpha").Args, " ")
+	for _, want := range []string{"-fa on", "-np 2", "-ctk q8_0 -ctv q8_0"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
 	}
 }
