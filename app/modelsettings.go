@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -54,6 +55,30 @@ func formFrom(m config.Model) modelForm {
 		f.IdleUnload = m.IdleUnload.String()
 	}
 	return f
+}
+
+// flagSource is a backend that knows the flags of the llama-server in use (from its --help).
+type flagSource interface {
+	LlamaServerFlags(ctx context.Context) ([]string, error)
+}
+
+// LlamaServerFlags asks the service, which reads them once per llama-server binary.
+func (sb *serviceBackend) LlamaServerFlags(ctx context.Context) ([]string, error) {
+	return sb.svc.LlamaServerFlags(ctx)
+}
+
+// unknownFlags finds the arguments that look like flags and that llama-server does not list. A
+// value such as "-1" is not a flag.
+func unknownFlags(args string, known map[string]bool) []formProblem {
+	var probs []formProblem
+	for _, a := range strings.Fields(args) {
+		name, _, _ := strings.Cut(a, "=")
+		if len(name) < 2 || name[0] != '-' || (name[1] >= '0' && name[1] <= '9') || name[1] == '.' || known[name] {
+			continue
+		}
+		probs = append(probs, formProblem{Field: "args", Reason: fmt.Sprintf("llama-server has no flag %s (see llama-server --help)", name)})
+	}
+	return probs
 }
 
 // formProblem is one field the form cannot take, and why.

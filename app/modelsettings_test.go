@@ -74,6 +74,12 @@ func TestModelSettingsValidation(t *testing.T) {
 		t.Fatalf("defaults: %v %+v", probs, out.Models["new"])
 	}
 
+	// Extra arguments are checked against the flags llama-server lists; values are not flags.
+	known := map[string]bool{"--jinja": true, "--temp": true, "-t": true}
+	if p := unknownFlags("--jinja --temp 0.7 -t 4 --override-kv x=-1 --rope-scale -0.5", known); len(p) != 2 || !strings.Contains(p[0].Reason, "no flag --override-kv") || !strings.Contains(p[1].Reason, "no flag --rope-scale") {
+		t.Errorf("unknown flags %v", p)
+	}
+
 	// What applying does.
 	if !needsRestart(cfg, out, "new") || needsRestart(cfg, cfg, "qwen") {
 		t.Error("needsRestart")
@@ -135,6 +141,12 @@ func TestModelSettingsWindowRestartsIdleModel(t *testing.T) {
 	waitFor(t, "the estimate", func() bool { return strings.HasPrefix(memory(), "Fits: needs ") })
 	before := memory()
 
+	// The fake llama-server's --help lists its flags, as the real one's does.
+	l.wait(func() { w.args.SetText("--jinja --no-such-flag") })
+	waitFor(t, "the unknown flag", func() bool {
+		return strings.Contains(text(func() string { return w.problems.Text }), "llama-server has no flag --no-such-flag")
+	})
+	l.wait(func() { w.args.SetText("--jinja") })
 	l.wait(func() { w.ctx.SetText("4096") }) // trained on 512
 	if p := text(func() string { return w.problems.Text }); !strings.Contains(p, "512 tokens tiny-chat was trained on") {
 		t.Fatalf("problems %q", p)
@@ -173,7 +185,7 @@ func TestModelSettingsWindowRestartsIdleModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sec := c.Models[id]; sec.CtxSize != 256 || sec.CacheType != "f32" || sec.Parallel != 2 {
+	if sec := c.Models[id]; sec.CtxSize != 256 || sec.CacheType != "f32" || sec.Parallel != 2 || !slices.Equal(sec.Args, []string{"--jinja"}) {
 		t.Fatalf("saved section %+v", sec)
 	}
 	shoot(t, l, w.win, "model-settings-applied")

@@ -37,7 +37,8 @@ type modelSettingsWindow struct {
 	memory, problems, result                         *widget.Label
 	apply                                            *widget.Button
 
-	seq uint64 // the latest estimate asked for; older answers are dropped
+	seq   uint64          // the latest estimate asked for; older answers are dropped
+	known map[string]bool // llama-server's flags, nil until read (or when they cannot be)
 }
 
 // showModelSettings opens the settings of model id, or brings them forward.
@@ -126,6 +127,21 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 		container.NewHBox(w.apply, closeBtn))
 	w.win.SetContent(container.NewVScroll(body))
 	w.changed()
+	if src, ok := u.b.(flagSource); ok {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			flags, err := src.LlamaServerFlags(ctx)
+			if err != nil {
+				return // extra arguments are then left for llama-server to judge
+			}
+			known := make(map[string]bool, len(flags))
+			for _, f := range flags {
+				known[f] = true
+			}
+			u.onUI(func() { w.known = known; w.changed() })
+		}()
+	}
 	return w
 }
 
@@ -166,7 +182,11 @@ func (w *modelSettingsWindow) changed() {
 		return // still being built
 	}
 	m, _ := w.model()
-	cfg, probs := w.form().apply(w.u.b.Config(), w.id, m)
+	f := w.form()
+	cfg, probs := f.apply(w.u.b.Config(), w.id, m)
+	if w.known != nil {
+		probs = append(probs, unknownFlags(f.Args, w.known)...)
+	}
 	w.showProblems(probs)
 	src, ok := w.u.b.(estimateSource)
 	if !ok {
@@ -228,7 +248,11 @@ func (w *modelSettingsWindow) showProblems(probs []formProblem) {
 func (w *modelSettingsWindow) save() {
 	m, _ := w.model()
 	old := w.u.b.Config()
-	cfg, probs := w.form().apply(old, w.id, m)
+	f := w.form()
+	cfg, probs := f.apply(old, w.id, m)
+	if w.known != nil {
+		probs = append(probs, unknownFlags(f.Args, w.known)...)
+	}
 	if len(probs) > 0 {
 		w.showProblems(probs)
 		return

@@ -63,6 +63,7 @@ type Service struct {
 	installer *releases.Installer
 	// activity is every model's last hour of requests; it outlives the routers Apply replaces
 	activity *activity.Recorder
+	flags    flagCache // llama-server flags by binary (flags.go)
 
 	// saveMu serializes the writes of the configuration file, so that a later change is never
 	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
