@@ -15,6 +15,7 @@ import (
 
 	"github.com/llamatray/llamatray/app/platform"
 	"github.com/llamatray/llamatray/assets"
+	"github.com/llamatray/llamatray/router/hub"
 )
 
 // refreshEvery bounds how often the menu and windows are rebuilt from engine events (4 per second).
@@ -101,6 +102,12 @@ func (u *ui) pull() {
 func (u *ui) watch(ctx context.Context) {
 	events, cancel := u.b.Subscribe()
 	defer cancel()
+	var pulls <-chan hub.Event // nil without a Hub: never ready
+	if hs, ok := u.b.(hubSource); ok {
+		var stop func()
+		pulls, stop = hs.Hub().Events()
+		defer stop()
+	}
 	refreshed := make(chan struct{})
 	go func() { u.refresh.run(ctx); close(refreshed) }()
 	defer func() { <-refreshed }() // returns only when no refresh can start any more
@@ -125,6 +132,8 @@ func (u *ui) watch(ctx context.Context) {
 				tick, ticks = nil, nil
 			}
 		case <-ticks:
+			u.refresh.Kick()
+		case <-pulls: // a download's progress is in the tray menu's header
 			u.refresh.Kick()
 		case ev, ok := <-events:
 			if !ok {
