@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"image"
-	"image/png"
 	"io"
 	"log/slog"
 	"os"
@@ -102,7 +100,7 @@ func TestInstallLlamaServerButton(t *testing.T) {
 		// Pick the other one.
 		l.wait(func() { u.models.install.pick.SetSelectedIndex(1); want = u.models.install.assets[1] })
 	}
-	shot(t, l, u, "install-1-not-found.png")
+	shoot(t, l, u.models.win, "install-1-not-found")
 	var bar float64
 	var barShown bool
 	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Install llama-server")) })
@@ -118,7 +116,7 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	if bar != 1 || !barShown {
 		t.Errorf("progress bar at the end: %v shown %v", bar, barShown)
 	}
-	shot(t, l, u, "install-2-installed.png")
+	shoot(t, l, u.models.win, "install-2-installed")
 	waitFor(t, "the banner to go", func() bool { return !shows("llama-server not found") })
 	if ls := svc.LlamaServer(); ls.Source != "installed" || ls.Build != "b7100" {
 		t.Fatalf("service uses %+v", ls)
@@ -131,26 +129,9 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	if got := sb.Snapshot().Models[0].Binary; got != svc.LlamaServer().Path {
 		t.Errorf("the child runs %s", got)
 	}
-	shot(t, l, u, "install-3-loaded.png")
+	shoot(t, l, u.models.win, "install-3-loaded")
 }
 
-// shot writes the models window to $LLAMATRAY_SHOTS/name when that variable names a folder.
-func shot(t *testing.T, l *uiLoop, u *ui, name string) {
-	dir := os.Getenv("LLAMATRAY_SHOTS")
-	if dir == "" {
-		return
-	}
-	var img image.Image
-	l.wait(func() { img = u.models.win.Canvas().Capture() })
-	f, err := os.Create(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := png.Encode(f, img); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // A failed install says why on the banner and lets the user try again.
 func TestInstallLlamaServerButtonFailure(t *testing.T) {

@@ -99,7 +99,18 @@ func header(s Snapshot) []MenuItem {
 	if s.ServerPath == "" {
 		out = append(out, MenuItem{Label: "llama-server not found — how to install…", Action: Action{Kind: ActOpenWindow}})
 	}
+	for _, d := range s.Downloads {
+		out = append(out, MenuItem{Key: "download " + d.Model, Label: downloadLabel(d), Action: Action{Kind: ActOpenWindow}})
+	}
 	return out
+}
+
+// downloadLabel is "⇣ org/repo:Q4_K_M — 42% of 4.1 GiB".
+func downloadLabel(d Download) string {
+	if d.Total <= 0 {
+		return "⇣ " + d.Model + " — starting"
+	}
+	return fmt.Sprintf("⇣ %s — %d%% of %s", d.Model, d.Done*100/d.Total, humanBytes(d.Total))
 }
 
 // runningLabel is "● id — 2 active · 4.1 GiB", "◐ id" for a sleeping model, "◌ id — loading 40%".

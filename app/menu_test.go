@@ -3,8 +3,10 @@ package app
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/hub"
 )
 
 const gb = int64(1_000_000_000)
@@ -278,5 +280,55 @@ func TestTrayIcon(t *testing.T) {
 		if got := TrayIcon(tt.s); got != tt.want {
 			t.Errorf("%s: icon = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// Downloads from the Hub stand in the menu's header with their progress, keyed by model, and open
+// the window.
+func TestBuildMenuDownloads(t *testing.T) {
+	s := snap(model("a", engine.StateLoaded, nil))
+	s.Downloads = []Download{
+		{Model: "org/big-GGUF:Q4_K_M", Done: 3 << 30, Total: 4 << 30},
+		{Model: "org/tiny-GGUF:Q8_0"},
+	}
+	menu := BuildMenu(s)
+	var head []MenuItem
+	for _, it := range menu {
+		if it.Separator {
+			break
+		}
+		head = append(head, it)
+	}
+	want := []string{"Serving on 127.0.0.1:8080", "⇣ org/big-GGUF:Q4_K_M — 75% of 4.0 GiB", "⇣ org/tiny-GGUF:Q8_0 — starting"}
+	if len(head) != len(want) {
+		t.Fatalf("header = %+v, want %q", head, want)
+	}
+	for i, w := range want {
+		if head[i].Label != w {
+			t.Errorf("header[%d] = %q, want %q", i, head[i].Label, w)
+		}
+	}
+	for _, it := range head[1:] {
+		if it.Action.Kind != ActOpenWindow || !strings.HasPrefix(it.Key, "download ") {
+			t.Errorf("download entry %+v: want a keyed entry that opens the window", it)
+		}
+	}
+	// The key stays while the label counts up: the tray updates the label, not the layout.
+	s.Downloads[0].Done = 4 << 30
+	if again := BuildMenu(s); again[1].Key != head[1].Key || again[1].Label == head[1].Label {
+		t.Errorf("progress: key %q → %q, label %q → %q", head[1].Key, again[1].Key, head[1].Label, again[1].Label)
+	}
+}
+
+func TestDownloadsFrom(t *testing.T) {
+	now := time.Now()
+	pulls := []hub.PullStatus{ // newest first, as hub.Manager.List gives them
+		{Model: "o/c:Q8_0", State: hub.StateDownloading, Started: now, Progress: hub.Progress{Done: 1, Total: 2}},
+		{Model: "o/b:Q8_0", State: hub.StateDownloaded, Started: now.Add(-time.Minute)},
+		{Model: "o/a:Q8_0", State: hub.StateDownloading, Started: now.Add(-2 * time.Minute)},
+	}
+	got := downloadsFrom(pulls)
+	if len(got) != 2 || got[0].Model != "o/a:Q8_0" || got[1].Model != "o/c:Q8_0" || got[1].Done != 1 || got[1].Total != 2 {
+		t.Errorf("downloadsFrom = %+v, want the two running pulls, oldest first", got)
 	}
 }

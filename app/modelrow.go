@@ -77,6 +77,8 @@ func (m *modelsWindow) rowTap(r rowView, a rowAction) func() {
 			m.reveal(r.Path)
 		case fileDelete:
 			m.confirmDelete(r.ID, r.Path)
+		case fileSettings:
+			m.u.showModelSettings(r.ID)
 		default:
 			m.u.do(a.Action)
 		}

@@ -72,7 +72,7 @@ func (m *modelsWindow) build() {
 	m.filter.OnChanged = func(string) { m.update(m.snap) }
 	add := widget.NewButtonWithIcon("Add model…", theme.ContentAddIcon(), m.addModel)
 	settings := widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), m.u.showSettings)
-	tools := container.NewHBox(add, settings)
+	tools := container.NewHBox(append(m.u.windowTools(), add, settings)...)
 	if get := m.u.getModelsButton(); get != nil {
 		tools.Objects = append([]fyne.CanvasObject{get}, tools.Objects...)
 	}

@@ -43,9 +43,10 @@ type rowAction struct {
 type fileAction int
 
 const (
-	fileNone   fileAction = iota
-	fileReveal            // show the model file in the file manager
-	fileDelete            // move the model's files to the trash, after confirmation
+	fileNone     fileAction = iota
+	fileReveal              // show the model file in the file manager
+	fileDelete              // move the model's files to the trash, after confirmation
+	fileSettings            // open the model's settings window
 )
 
 // groupTitles name the sections of the models window.
@@ -123,7 +124,7 @@ func rowFor(b engine.Budget, m Model, at time.Time) rowView {
 		}
 		r.Buttons = []button{load, pin, logs}
 	}
-	r.More = []button{force, copyID, reveal, del}
+	r.More = []button{{Label: "Settings…", Action: rowAction{File: fileSettings}}, force, copyID, reveal, del}
 	return r
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/view"
 )
@@ -42,6 +43,9 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 	if err := sb.svc.ListenErr(); err != nil {
 		s.ListenErr = listenProblem(cfg.Listen, err)
 	}
+	if h := sb.svc.Hub(); h != nil {
+		s.Downloads = downloadsFrom(h.List())
+	}
 	for _, v := range sb.svc.Models() {
 		// A model that left the catalog is listed while it still runs or has failed.
 		if v.Meta != nil || v.State.Running() || v.State == engine.StateFailed {
@@ -49,6 +53,17 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 		}
 	}
 	return s
+}
+
+// downloadsFrom keeps the pulls still downloading, oldest first.
+func downloadsFrom(pulls []hub.PullStatus) []Download {
+	var out []Download
+	for i := len(pulls) - 1; i >= 0; i-- { // List is newest first
+		if p := pulls[i]; p.State == hub.StateDownloading {
+			out = append(out, Download{Model: p.Model, Done: p.Progress.Done, Total: p.Progress.Total})
+		}
+	}
+	return out
 }
 
 // modelFrom adapts the service's view of a model for display.

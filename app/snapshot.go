@@ -21,7 +21,15 @@ type Snapshot struct {
 	Models     []Model // sorted by ID
 	Budget     engine.Budget
 	Autostart  bool
-	Scanning   bool // the catalog is being rescanned
+	Scanning   bool       // the catalog is being rescanned
+	Downloads  []Download // models being downloaded from the Hub, oldest first
+}
+
+// Download is one model being downloaded from the Hugging Face Hub.
+type Download struct {
+	Model string // ORG/REPO:QUANT
+	Done  int64  // bytes on disk
+	Total int64  // bytes in all
 }
 
 // Model is one catalog entry together with its engine status.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llamatray/llamatray/app/platform"
 	"github.com/llamatray/llamatray/assets"
+	"github.com/llamatray/llamatray/router/hub"
 )
 
 // refreshEvery bounds how often the menu and windows are rebuilt from engine events (4 per second).
@@ -73,6 +74,10 @@ type ui struct {
 	logs     map[string]*logWindow
 
 	getModels *getModelsWindow // open Get-models window, nil when closed
+	activity  *activityWindow  // open Activity window, nil when closed
+	tryIt     *tryItWindow     // open Try-it window, nil when closed
+
+	modelSettings map[string]*modelSettingsWindow // open per-model settings windows, by model ID
 }
 
 func newUI(a fyne.App, b Backend, log *slog.Logger, auto autostarter) *ui {
@@ -97,6 +102,12 @@ func (u *ui) pull() {
 func (u *ui) watch(ctx context.Context) {
 	events, cancel := u.b.Subscribe()
 	defer cancel()
+	var pulls <-chan hub.Event // nil without a Hub: never ready
+	if hs, ok := u.b.(hubSource); ok {
+		var stop func()
+		pulls, stop = hs.Hub().Events()
+		defer stop()
+	}
 	refreshed := make(chan struct{})
 	go func() { u.refresh.run(ctx); close(refreshed) }()
 	defer func() { <-refreshed }() // returns only when no refresh can start any more
@@ -121,6 +132,8 @@ func (u *ui) watch(ctx context.Context) {
 				tick, ticks = nil, nil
 			}
 		case <-ticks:
+			u.refresh.Kick()
+		case <-pulls: // a download's progress is in the tray menu's header
 			u.refresh.Kick()
 		case ev, ok := <-events:
 			if !ok {
@@ -158,6 +171,7 @@ func (u *ui) apply(s Snapshot) {
 	if u.settings != nil {
 		u.settings.update(s)
 	}
+	u.applyWindows(s)
 	u.setPolling(u.windowShown() || anyRunning(s))
 }
 
@@ -176,7 +190,7 @@ func (u *ui) setPolling(on bool) {
 
 // windowShown reports whether any window is open.
 func (u *ui) windowShown() bool {
-	return (u.models != nil && u.models.visible) || u.settings != nil || len(u.logs) > 0
+	return (u.models != nil && u.models.visible) || u.settings != nil || len(u.logs) > 0 || u.extraWindowShown()
 }
 
 func anyRunning(s Snapshot) bool {

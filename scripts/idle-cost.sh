@@ -9,6 +9,7 @@
 #
 # IDLE_SETTLE (seconds, default 10) is the wait before measuring. IDLE_OPEN=1 opens the window
 # first (a second launch asks the first to show it), to measure the idle app with its window open.
+# IDLE_LOAD=1 loads the model first (it stays loaded and idle), to measure an app with a model.
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
@@ -46,6 +47,10 @@ export XDG_CONFIG_HOME="$tmp/config" XDG_DATA_HOME="$tmp/data" XDG_CACHE_HOME="$
 "$bin" "${args[@]}" >"$tmp/app.log" 2>&1 &
 pid=$!
 sleep "$settle"
+if [ "${IDLE_LOAD:-}" = 1 ]; then
+	"$bin" load --addr "127.0.0.1:$port" tiny >/dev/null
+	sleep "$settle"
+fi
 if [ "${IDLE_OPEN:-}" = 1 ]; then
 	"$bin" "${args[@]}" >/dev/null 2>&1
 	sleep "$settle"

@@ -160,13 +160,30 @@ row() { echo $((48 + 25 * $1)); }
 xdotool mousemove 16 16 click 3
 sleep 1
 shot xfce-menu
+# pixel FILE X Y prints the colour of one pixel.
+pixel() { convert "$1" -crop "1x1+$2+$3" -format '%[pixel:p{0,0}]' info:; }
+plain=$(pixel "$out/xfce-menu.png" 5 "$(row 5)") # an item that is not hovered
 for entry in "1 tiny-alpha" "2 tiny-beta" "3 available"; do
 	set -- $entry
-	xdotool mousemove 100 "$(row "$1")"
+	y=$(row "$1")
+	# A fresh menu for each (GTK keeps an open submenu while the pointer heads its way), then into
+	# the item from the left, in steps, as a hand would.
+	xdotool key Escape
+	sleep 0.5
+	xdotool mousemove 16 16 click 3
+	sleep 1
+	for x in 10 40 70 100; do
+		xdotool mousemove "$x" "$y"
+		sleep 0.15
+	done
 	sleep 1
 	shot "xfce-$2"
-	# The submenu opens to the right of the 235 px wide menu: something is drawn there now.
-	if [ "$(convert "$out/xfce-$2.png" -crop 200x80+240+$(($(row "$1") - 10)) -format '%k' info:)" -le 2 ]; then
+	if [ "$(pixel "$out/xfce-$2.png" 5 "$y")" = "$plain" ]; then
+		say "$2 is not highlighted under the pointer"
+		exit 1
+	fi
+	# The submenu opens to the right of the 235 px wide menu, level with its item.
+	if [ "$(convert "$out/xfce-$2.png" -crop 200x30+240+$((y - 15)) -format '%k' info:)" -le 2 ]; then
 		say "no submenu drawn for $2"
 		exit 1
 	fi

@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,10 +44,14 @@ func TestCheckGGUF(t *testing.T) {
 	if err := CheckGGUF(filepath.Join(dir, "good.gguf")); err != nil {
 		t.Error(err)
 	}
-	for name, want := range map[string]string{"zip.gguf": "not a GGUF model", "old.gguf": "old GGML format", "short.gguf": "too short", "none.gguf": "no such file"} {
+	for name, want := range map[string]string{"zip.gguf": "not a GGUF model", "old.gguf": "old GGML format", "short.gguf": "too short"} {
 		if err := CheckGGUF(filepath.Join(dir, name)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", name, err, want)
 		}
+	}
+	// The system's own words for a missing file ("no such file", "cannot find the file").
+	if err := CheckGGUF(filepath.Join(dir, "none.gguf")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("none.gguf: %v, want a file-not-found error", err)
 	}
 }
 

@@ -21,6 +21,7 @@ type EstimateParams struct {
 	Parallel       int // 0 = llama-server's default
 	GPULayers      int // -1 = all, 0 = CPU only
 	FlashAttention bool
+	CacheType      string // KV cache type for keys and values ("q8_0"); "" = f16
 }
 
 // Model is one catalog entry.

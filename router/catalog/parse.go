@@ -147,6 +147,13 @@ func describe(gf *gguf.GGUFFile) *header {
 	return h
 }
 
+// cacheTypes maps llama-server's KV cache type names to GGML types.
+var cacheTypes = map[string]gguf.GGMLType{
+	"f32": gguf.GGMLTypeF32, "f16": gguf.GGMLTypeF16, "bf16": gguf.GGMLTypeBF16, "q8_0": gguf.GGMLTypeQ8_0,
+	"q4_0": gguf.GGMLTypeQ4_0, "q4_1": gguf.GGMLTypeQ4_1, "iq4_nl": gguf.GGMLTypeIQ4_NL,
+	"q5_0": gguf.GGMLTypeQ5_0, "q5_1": gguf.GGMLTypeQ5_1,
+}
+
 // estimate runs gguf-parser-go's llama.cpp estimate for a model, with its projector if any.
 func estimate(m, proj *header, p EstimateParams) (Estimate, error) {
 	ctx := p.ContextSize
@@ -166,6 +173,9 @@ func estimate(m, proj *header, p EstimateParams) (Estimate, error) {
 	}
 	if p.FlashAttention {
 		opts = append(opts, gguf.WithFlashAttention())
+	}
+	if t, ok := cacheTypes[p.CacheType]; ok {
+		opts = append(opts, gguf.WithLLaMACppCacheKeyType(t), gguf.WithLLaMACppCacheValueType(t))
 	}
 	var out Estimate
 	err := guard(func() error {

@@ -21,6 +21,9 @@ type osProc struct {
 	pgid int
 }
 
+// exitCode is the exit code of a reaped child, -1 when a signal killed it.
+func exitCode(st *os.ProcessState) int { return st.ExitCode() }
+
 // attach returns the handle of a started child.
 func attach(cmd *exec.Cmd) (*osProc, error) {
 	return &osProc{proc: cmd.Process, pgid: cmd.Process.Pid}, nil

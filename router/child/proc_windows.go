@@ -26,7 +26,22 @@ const canSignal = false
 // closed and Windows kills every process in the job.
 type osProc struct {
 	proc *os.Process
+	h    windows.Handle // the process, to terminate it with killedExitCode; 0 if it could not be opened
 	job  windows.Handle // 0 when the job could not be set up
+}
+
+// killedExitCode is the exit code kill gives the child and anything in its job:
+// STATUS_CONTROL_C_EXIT, which Windows also reports for a console program ended by
+// Ctrl+C. exitCode reports it as -1, as a process killed by a signal is on unix;
+// TerminateProcess's usual 1 could not be told from llama-server failing by itself.
+const killedExitCode = 0xC000013A
+
+// exitCode is the exit code of a reaped child, -1 when it was killed.
+func exitCode(st *os.ProcessState) int {
+	if c := st.ExitCode(); uint32(c) != killedExitCode {
+		return c
+	}
+	return -1
 }
 
 // attach puts a started child into its own kill-on-close job. On failure the
@@ -34,6 +49,12 @@ type osProc struct {
 // and the error says so.
 func attach(cmd *exec.Cmd) (*osProc, error) {
 	o := &osProc{proc: cmd.Process}
+	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE|windows.PROCESS_QUERY_LIMITED_INFORMATION,
+		false, uint32(cmd.Process.Pid))
+	if err != nil {
+		return o, fmt.Errorf("open process %d: %w", cmd.Process.Pid, err)
+	}
+	o.h = h
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return o, fmt.Errorf("create job object: %w", err)
@@ -48,12 +69,6 @@ func attach(cmd *exec.Cmd) (*osProc, error) {
 		_ = windows.CloseHandle(job)
 		return o, fmt.Errorf("set job object limits: %w", err)
 	}
-	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(cmd.Process.Pid))
-	if err != nil {
-		_ = windows.CloseHandle(job)
-		return o, fmt.Errorf("open process %d: %w", cmd.Process.Pid, err)
-	}
-	defer windows.CloseHandle(h)
 	if err := windows.AssignProcessToJobObject(job, h); err != nil {
 		_ = windows.CloseHandle(job)
 		return o, fmt.Errorf("assign process %d to a job object: %w", cmd.Process.Pid, err)
@@ -67,25 +82,45 @@ func attach(cmd *exec.Cmd) (*osProc, error) {
 func (o *osProc) terminate() error { return nil }
 
 // kill ends the child now with TerminateProcess, and anything it spawned
-// through its job.
+// through its job, with killedExitCode.
 func (o *osProc) kill() error {
 	var errs []error
-	if err := o.proc.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		errs = append(errs, fmt.Errorf("terminate process %d: %w", o.proc.Pid, err))
+	switch {
+	case o.h != 0:
+		if err := windows.TerminateProcess(o.h, killedExitCode); err != nil && o.running() {
+			errs = append(errs, fmt.Errorf("terminate process %d: %w", o.proc.Pid, err))
+		}
+	default:
+		if err := o.proc.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			errs = append(errs, fmt.Errorf("terminate process %d: %w", o.proc.Pid, err))
+		}
 	}
 	if o.job != 0 {
-		if err := windows.TerminateJobObject(o.job, 1); err != nil {
+		if err := windows.TerminateJobObject(o.job, killedExitCode); err != nil {
 			errs = append(errs, fmt.Errorf("terminate job object: %w", err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// release closes the job handle after the child was reaped, which also ends
-// anything the child left running.
+// running says whether the child has not exited yet (TerminateProcess fails
+// with access denied on a process that has).
+func (o *osProc) running() bool {
+	const stillActive = 259 // STILL_ACTIVE: the exit code of a running process
+	var code uint32
+	err := windows.GetExitCodeProcess(o.h, &code)
+	return err != nil || code == stillActive
+}
+
+// release closes the handles after the child was reaped; closing the job's
+// also ends anything the child left running.
 func (o *osProc) release(bool) {
 	if o.job != 0 {
 		_ = windows.CloseHandle(o.job)
 		o.job = 0
+	}
+	if o.h != 0 {
+		_ = windows.CloseHandle(o.h)
+		o.h = 0
 	}
 }

@@ -1,11 +1,12 @@
 package child
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -24,15 +25,55 @@ type stderrPump struct {
 	w      *os.File      // write end, handed to the process; closed after Start
 	done   chan struct{} // closed when run returned (EOF, or r closed)
 	exited chan struct{} // closed when the process was reaped: stop pacing, drain
-	ready  *atomic.Bool  // the process is loaded: pace from then on; nil = always
+	wake   chan struct{} // capacity 1: a catch-up was asked for; stop pacing and read now
+
+	mu      sync.Mutex      // guards pending
+	pending []chan struct{} // catch-ups waiting for the pipe to be read empty
 }
+
+// drainWindow is how long a read waits on an empty pipe when a catch-up asked for everything
+// written so far: the pipe is then known to be read empty.
+const drainWindow = 2 * time.Millisecond
 
 func newStderrPump() (*stderrPump, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	return &stderrPump{r: r, w: w, done: make(chan struct{}), exited: make(chan struct{})}, nil
+	return &stderrPump{r: r, w: w, done: make(chan struct{}), exited: make(chan struct{}), wake: make(chan struct{}, 1)}, nil
+}
+
+// catchUp returns once run has read everything the process wrote to stderr before the call, or
+// after at most max (where the pipe takes no read deadline, or run is stuck writing).
+func (s *stderrPump) catchUp(max time.Duration) {
+	ack := make(chan struct{})
+	s.mu.Lock()
+	s.pending = append(s.pending, ack)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	// A Read waiting on an empty pipe returns at this deadline: what was written is read by then.
+	_ = s.r.SetReadDeadline(time.Now().Add(drainWindow))
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-ack:
+	case <-s.done:
+	case <-t.C:
+	}
+}
+
+// caughtUp answers the catch-ups waiting: the pipe was just found empty.
+func (s *stderrPump) caughtUp() {
+	s.mu.Lock()
+	acks := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	for _, a := range acks {
+		close(a)
+	}
 }
 
 // run copies the pipe into sink until EOF; it owns the read end.
@@ -49,15 +90,23 @@ func (s *stderrPump) run(sink io.Writer) {
 		if n > 0 {
 			_, _ = sink.Write(buf[:n])
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) { // a catch-up's read found the pipe empty
+			_ = s.r.SetReadDeadline(time.Time{})
+			s.caughtUp()
+			continue
+		}
 		if err != nil {
 			return // io.EOF once the process and anything it started closed the pipe
 		}
-		if !paced || (s.ready != nil && !s.ready.Load()) {
-			continue // while it loads, read eagerly: its buffer report must be in before it is ready
+		if !paced {
+			continue
 		}
 		pace.Reset(stderrPace)
 		select {
 		case <-pace.C:
+		case <-s.wake:
+			pace.Stop()
+			_ = s.r.SetReadDeadline(time.Now().Add(drainWindow))
 		case <-s.exited:
 			paced = false
 		}

@@ -84,3 +84,39 @@ func TestStderrPumpWaitDelay(t *testing.T) {
 		t.Fatalf("output before the exit lost: %q", sink.buf.String())
 	}
 }
+
+// TestStderrPumpCatchUp: what was written before catchUp is in the sink when it returns, while the
+// pump would otherwise still be pacing; on a pipe read empty it answers at the drain window, not the
+// bound.
+func TestStderrPumpCatchUp(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("pipes take no read deadline there; catchUp waits for its bound")
+	}
+	p, err := newStderrPump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.w.Close()
+	var sink countingSink
+	go p.run(&sink)
+	sinkHas := func(s string) bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return strings.Contains(sink.buf.String(), s)
+	}
+	for i := range 50 {
+		line := fmt.Sprintf("load_tensors: CPU model buffer size = %d.00 MiB\n", i)
+		if _, err := p.w.WriteString(line); err != nil {
+			t.Fatal(err)
+		}
+		p.catchUp(time.Minute)
+		if !sinkHas(line) {
+			t.Fatalf("after catchUp the sink lacks %q", line)
+		}
+	}
+	t0 := time.Now()
+	p.catchUp(time.Minute) // nothing more written: the pipe is read empty
+	if d := time.Since(t0); d > 30*time.Second {
+		t.Fatalf("catchUp on an empty pipe waited %s", d)
+	}
+}

@@ -28,6 +28,7 @@ type proc struct {
 	ring   *ring
 	stdout *lineSink
 	stderr *lineSink
+	pump   *stderrPump // reads stderr into the stderr sink
 
 	started chan struct{}    // closed once pid and log are set (or the start failed)
 	quit    chan struct{}    // closed when the supervisor stops watching this process
@@ -129,7 +130,6 @@ func (c *Child) spawn(addr Addr) (*proc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
-	errPump.ready = &p.loaded
 	cmd.Stdout, cmd.Stderr = p.stdout, errPump.w
 	// The pipe stays open for the child's whole life: llama-server exits on stdin EOF.
 	stdin, err := cmd.StdinPipe()
@@ -146,6 +146,7 @@ func (c *Child) spawn(addr Addr) (*proc, error) {
 		return nil, fmt.Errorf("%w %s: %w", ErrStart, c.spec.Binary, err)
 	}
 	_ = errPump.w.Close() // the child has its copy; EOF comes when it (and its own children) exit
+	p.pump = errPump
 	go errPump.run(p.stderr)
 	p.pid = cmd.Process.Pid
 	p.log = c.log.With("pid", p.pid)
@@ -166,7 +167,7 @@ func (c *Child) exitEvent(p *proc, out outcome, attempt int) Event {
 		LogTail: c.ring.tail(LogTailLines)}
 	how := "no exit status"
 	if st := p.cmd.ProcessState; st != nil {
-		ev.ExitCode = st.ExitCode()
+		ev.ExitCode = exitCode(st)
 		how = st.String()
 	}
 	if l := lastLine(ev.LogTail); l != "" {

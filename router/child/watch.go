@@ -17,6 +17,9 @@ const (
 	phaseSleeping
 )
 
+// readyCatchUp bounds how long becoming ready waits for stderr to be read up to that moment.
+const readyCatchUp = 250 * time.Millisecond
+
 // outcome is what the supervisor learned about one process by the time it was reaped.
 type outcome struct {
 	ready      bool // it became ready at some point
@@ -232,8 +235,12 @@ func (w *watch) onState(m stateMsg) {
 	}
 }
 
-// becomeReady marks the process loaded.
+// becomeReady marks the process loaded. The buffer report is on stderr, written before the state
+// line or the health answer that made it ready, but read paced: it is read up to now first.
 func (w *watch) becomeReady(how string) {
+	if w.p.pump != nil {
+		w.p.pump.catchUp(readyCatchUp)
+	}
 	w.phase = phaseReady
 	w.p.loaded.Store(true)
 	w.loadC = nil

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -38,16 +37,9 @@ func (c *Client) Resolve(ctx context.Context, name string) (string, error) {
 // PullEvents follows /models/events and sends its "download" lines until ctx ends or the stream
 // does; the channel is closed then.
 func (c *Client) PullEvents(ctx context.Context) (<-chan wire.Pull, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+"/models/events", nil)
+	resp, err := c.send(ctx, http.MethodGet, "/models/events", nil, "text/event-stream")
 	if err != nil {
 		return nil, err
-	}
-	if c.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.APIKey)
-	}
-	resp, err := c.httpClient().Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("llamatray at %s: %w", c.Base, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()

@@ -26,7 +26,13 @@ type Model struct {
 	IdleSleep   *Duration `toml:"idle_sleep"`    // nil = the global idle_sleep
 	IdleUnload  *Duration `toml:"idle_unload"`   // nil = the global idle_unload
 	Hidden      bool      `toml:"hidden"`        // left out of model lists; still served by name
+	FlashAttn   string    `toml:"flash_attn"`    // "" = [defaults].flash_attn; "auto", "on", "off"
+	Parallel    int       `toml:"parallel"`      // -np; 0 = [defaults].parallel
+	CacheType   string    `toml:"cache_type"`    // KV cache type, -ctk and -ctv; "" = llama-server's (f16)
 }
+
+// CacheTypes are the KV cache types llama-server accepts for -ctk and -ctv.
+var CacheTypes = []string{"f16", "f32", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
 
 // Config is the whole configuration file.
 type Config struct {
@@ -91,6 +97,15 @@ func (c Config) ModelSettings(id string) Model {
 		Pinned:      m.Pinned,
 		LoadOnStart: m.LoadOnStart,
 		Hidden:      m.Hidden,
+		FlashAttn:   m.FlashAttn,
+		Parallel:    m.Parallel,
+		CacheType:   m.CacheType,
+	}
+	if out.FlashAttn == "" {
+		out.FlashAttn = c.Defaults.FlashAttn
+	}
+	if out.Parallel == 0 {
+		out.Parallel = c.Defaults.Parallel
 	}
 	if len(out.Args) == 0 {
 		out.Args = nil

@@ -90,7 +90,7 @@ func homeDir() string {
 
 // DefaultModelDirs lists the usual model folders in the order they are scanned, whether or not
 // they exist: Llamatray's own folder, LM Studio's, llama.cpp's download cache ($LLAMA_CACHE) and
-// the Hugging Face hub cache ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub).
+// the Hugging Face hub cache (HubCacheDir).
 func DefaultModelDirs() []string {
 	home := homeDir()
 	var dirs []string
@@ -105,14 +105,7 @@ func DefaultModelDirs() []string {
 		add(filepath.Join(home, ".cache", "lm-studio", "models"))
 	}
 	add(llamaCacheDir(home))
-	switch {
-	case os.Getenv("HF_HUB_CACHE") != "":
-		add(ExpandHome(os.Getenv("HF_HUB_CACHE")))
-	case os.Getenv("HF_HOME") != "":
-		add(filepath.Join(ExpandHome(os.Getenv("HF_HOME")), "hub"))
-	case home != "":
-		add(filepath.Join(home, ".cache", "huggingface", "hub"))
-	}
+	add(HubCacheDir(nil))
 	return dirs
 }
 

@@ -146,6 +146,9 @@ const modelExample = `
 # idle_sleep = "10m"          # unset: the global value
 # idle_unload = "-1"
 # hidden = false              # true: left out of model lists, still served by name
+# flash_attn = "on"           # unset: [defaults].flash_attn
+# parallel = 2                # slots (-np); unset: [defaults].parallel
+# cache_type = "q8_0"         # KV cache type (-ctk, -ctv); unset: f16
 `
 
 func (r *renderer) model(id string, m Model) {
@@ -177,6 +180,15 @@ func (r *renderer) model(id string, m Model) {
 	}
 	if m.Hidden {
 		w("hidden", "true")
+	}
+	if m.FlashAttn != "" {
+		w("flash_attn", r.str(m.FlashAttn))
+	}
+	if m.Parallel != 0 {
+		w("parallel", strconv.Itoa(m.Parallel))
+	}
+	if m.CacheType != "" {
+		w("cache_type", r.str(m.CacheType))
 	}
 }
 

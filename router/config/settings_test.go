@@ -25,16 +25,26 @@ func TestModelSettings(t *testing.T) {
 	got := c.ModelSettings("a")
 	want := Model{
 		Aliases: []string{"x"}, Args: []string{"--jinja", "--temp", "0"}, CtxSize: 8192, GPULayers: &ml,
-		Pinned: true, IdleSleep: &sleep, IdleUnload: ptr(Never),
+		Pinned: true, IdleSleep: &sleep, IdleUnload: ptr(Never), FlashAttn: "auto",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ModelSettings(a) = %+v, want %+v", got, want)
 	}
 
 	other := c.ModelSettings("not-configured")
-	wantOther := Model{Args: []string{"--jinja"}, CtxSize: 4096, GPULayers: &gl, IdleSleep: ptr(c.IdleSleep), IdleUnload: ptr(Never)}
+	wantOther := Model{Args: []string{"--jinja"}, CtxSize: 4096, GPULayers: &gl, IdleSleep: ptr(c.IdleSleep), IdleUnload: ptr(Never), FlashAttn: "auto"}
 	if !reflect.DeepEqual(other, wantOther) {
 		t.Errorf("ModelSettings(unknown) = %+v, want %+v", other, wantOther)
+	}
+
+	// flash_attn, parallel and cache_type of a model win over [defaults].
+	c.Defaults.Parallel = 2
+	c.Models["b"] = Model{FlashAttn: "on", Parallel: 4, CacheType: "q8_0"}
+	if b := c.ModelSettings("b"); b.FlashAttn != "on" || b.Parallel != 4 || b.CacheType != "q8_0" {
+		t.Errorf("ModelSettings(b) = %+v", b)
+	}
+	if u := c.ModelSettings("not-configured"); u.Parallel != 2 || u.CacheType != "" {
+		t.Errorf("ModelSettings(unknown) with [defaults].parallel = %+v", u)
 	}
 
 	// The result shares nothing with the config.

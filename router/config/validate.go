@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -179,6 +180,17 @@ func (c Config) validateModels() []error {
 		}
 		if err := checkArgs(m.Args); err != nil {
 			bad(err.Error(), "models", id, "args")
+		}
+		switch m.FlashAttn {
+		case "", "auto", "on", "off":
+		default:
+			bad(fmt.Sprintf("%q is not allowed; use \"auto\", \"on\" or \"off\"", m.FlashAttn), "models", id, "flash_attn")
+		}
+		if m.Parallel < 0 {
+			bad("must not be negative (0 = [defaults].parallel)", "models", id, "parallel")
+		}
+		if m.CacheType != "" && !slices.Contains(CacheTypes, m.CacheType) {
+			bad(fmt.Sprintf("%q is not a KV cache type; use one of %s", m.CacheType, strings.Join(CacheTypes, ", ")), "models", id, "cache_type")
 		}
 	}
 	return errs

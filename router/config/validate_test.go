@@ -63,6 +63,9 @@ func TestValidate(t *testing.T) {
 			c.Models = map[string]Model{"m": {Aliases: []string{"m", "x"}, IdleSleep: durp(Never), GPULayers: intp(0)}}
 		}, ""},
 		{"model empty id", func(c *Config) { c.Models = map[string]Model{"": {}} }, "models."},
+		{"model flash_attn", func(c *Config) { c.Models = map[string]Model{"m": {FlashAttn: "yes"}} }, "models.m.flash_attn"},
+		{"model parallel", func(c *Config) { c.Models = map[string]Model{"m": {Parallel: -1}} }, "models.m.parallel"},
+		{"model cache_type", func(c *Config) { c.Models = map[string]Model{"m": {CacheType: "q3"}} }, "models.m.cache_type"},
 		{"model empty alias", func(c *Config) { c.Models = map[string]Model{"m": {Aliases: []string{""}}} }, "models.m.aliases"},
 		{"alias is other id", func(c *Config) { c.Models = map[string]Model{"a": {}, "b": {Aliases: []string{"a"}}} }, "models.b.aliases"},
 		{"alias twice", func(c *Config) {

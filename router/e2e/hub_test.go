@@ -212,7 +212,7 @@ func TestFirstRunPullAndChat(t *testing.T) {
 	if !strings.Contains(string(rest), "[DONE]") {
 		t.Fatalf("stream did not end: %s", rest)
 	}
-	if code, doc := in.call("GET", "/v1/models/"+url.PathEscape(e2eRepo+":Q4_K_M"), ""); code != 200 {
+	if code, doc := in.call("GET", "/v1/models/"+url.PathEscape(e2eRepo+":Q4_K_M"), ""); code != 200 || doc["meta"].(map[string]any)["hub_name"] != e2eRepo+":Q4_K_M" {
 		t.Errorf("GET /v1/models by hub name: %d %v", code, doc)
 	}
 	if code, doc := in.call("DELETE", "/models", `{"model":"`+e2eRepo+`:Q4_K_M"}`); code != 200 {

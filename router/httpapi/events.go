@@ -104,6 +104,15 @@ func (c *coalescer) next() (time.Time, bool) {
 	return at, !at.IsZero()
 }
 
+// startSSE sends the headers of a server-sent event stream, unbuffered by proxies, and status 200.
+func startSSE(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+}
+
 // events serves GET /models/events: engine events as SSE, coalesced per model, with a keep-alive
 // comment when nothing happened for a while.
 func (rt *Server) events(w http.ResponseWriter, r *http.Request) {
@@ -111,11 +120,7 @@ func (rt *Server) events(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	pulls, stopPulls := rt.pullEvents()
 	defer stopPulls()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startSSE(w)
 	rc := http.NewResponseController(w)
 	send := func(evs []engine.Event, comment string) bool {
 		var buf []byte

@@ -76,7 +76,7 @@ func hubAPIError(err error) (apiError, bool) {
 		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "model_downloading", Message: pe.Error(), RetryAfter: 10 * time.Second}, true
 	case errors.As(err, &he) && he.Gated():
 		return apiError{Status: he.Status, Type: "authentication_error", Code: "hub_gated_repo", Message: he.Error()}, true
-	case errors.As(err, &he) && he.Status == http.StatusNotFound:
+	case errors.As(err, &he) && he.NotFound():
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "hub_not_found", Message: he.Error()}, true
 	case errors.As(err, &he):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "hub_error", Message: he.Error()}, true
@@ -90,50 +90,51 @@ func hubAPIError(err error) (apiError, bool) {
 	return apiError{}, false
 }
 
-// resolveHub explains an unknown name that is an ORG/REPO:QUANT: downloading, not pulled, or
-// (auto_pull) now downloading. Other errors pass through.
+// resolveHub explains an unknown name that is an ORG/REPO:QUANT: downloading, or not pulled.
+// Other errors pass through.
 func (rt *Server) resolveHub(name string, err error) error {
 	var unknown *engine.UnknownModelError
 	if rt.o.Hub == nil || rt.o.Hub.Manager == nil || !errors.As(err, &unknown) || !hub.LooksLikeRef(name) {
 		return err
 	}
-	m := rt.o.Hub.Manager
-	if st, ok := m.Status(name); ok && st.State == hub.StateDownloading {
+	if st, ok := rt.o.Hub.Manager.Status(name); ok && st.State == hub.StateDownloading {
 		return &pullingError{st}
 	}
-	if !rt.o.Hub.AutoPull {
-		return &notPulledError{name}
+	return &notPulledError{name}
+}
+
+// resolveRequest resolves the model of a model-routed request. With auto_pull on, a POST naming an
+// ORG/REPO:QUANT that is not on disk starts its download (GETs never do: a page could make a
+// browser send them cross-site).
+func (rt *Server) resolveRequest(r *http.Request, name string) (string, error) {
+	id, err := rt.resolve(name)
+	var np *notPulledError
+	if err == nil || !errors.As(err, &np) || !rt.o.Hub.AutoPull || r.Method != http.MethodPost {
+		return id, err
 	}
 	ref, perr := hub.ParseRef(name)
 	if perr != nil {
-		return err
+		return "", err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	st, serr := m.Start(ctx, ref)
+	st, serr := rt.o.Hub.Manager.Start(ctx, ref)
 	if serr != nil {
-		return serr
+		return "", serr
 	}
 	rt.log.Info("auto_pull started a download", "model", st.Model)
-	return &pullingError{st}
+	return "", &pullingError{st}
 }
 
 // pullModel serves POST /models {"model": "ORG/REPO[:QUANT]"}: 202 once the download started
 // (progress on /models/events), 200 when the model is already on disk.
 func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
-	body, err := rt.readBody(w, r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
 	var req struct {
 		Model string `json:"model"`
 	}
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
-			return
-		}
+	if err := rt.readJSON(w, r, &req); err != nil {
+		writeError(w, r, err)
+		return
 	}
 	if req.Model == "" {
 		req.Model = r.URL.Query().Get("model")
@@ -168,24 +169,20 @@ func (e apiError) doc() map[string]any {
 }
 
 // removeModel serves DELETE /models {"model"} (or ?model=): it cancels a running pull of that
-// name, or unloads a pulled model and deletes its files from the Hub cache (blobs that nothing
-// else uses). Models that are plain files elsewhere are not deleted.
+// name, or unloads a pulled model (its in-flight requests finish first) and deletes its files
+// from the Hub cache (blobs that nothing else uses). Models that are plain files elsewhere are
+// not deleted.
 func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("model")
-	if body, err := rt.readBody(w, r); err != nil {
+	var req struct {
+		Model string `json:"model"`
+	}
+	if err := rt.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
 		return
-	} else if len(body) > 0 {
-		var req struct {
-			Model string `json:"model"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
-			return
-		}
-		if req.Model != "" {
-			name = req.Model
-		}
+	}
+	if req.Model != "" {
+		name = req.Model
 	}
 	if name == "" {
 		writeError(w, r, errModelRequired)
@@ -214,7 +211,7 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", id, cm.Path)}.doc())
 		return
 	}
-	if err := rt.o.Engine.Unload(r.Context(), id, true); err != nil {
+	if err := rt.o.Engine.Unload(r.Context(), id, false); err != nil {
 		var unknown *engine.UnknownModelError
 		if !errors.As(err, &unknown) {
 			writeError(w, r, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -156,6 +157,10 @@ func TestPullErrorsAndNames(t *testing.T) {
 
 func TestAutoPull(t *testing.T) {
 	srv, _, _, cat := hubRouter(t, true)
+	// A GET never starts a download: a web page could make a browser send it.
+	if resp, doc := do(t, "GET", srv.URL+"/v1/models/"+url.PathEscape("Org/Tiny-GGUF:Q8_0"), ""); resp.StatusCode != 404 {
+		t.Fatalf("GET with auto_pull: %d %v", resp.StatusCode, doc)
+	}
 	resp, doc := do(t, "POST", srv.URL+"/v1/chat/completions", `{"model":"Org/Tiny-GGUF:Q8_0","messages":[]}`)
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("auto_pull: %d %v", resp.StatusCode, doc)

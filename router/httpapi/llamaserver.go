@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 
 	"github.com/llamatray/llamatray/router/releases"
@@ -65,16 +64,9 @@ func (rt *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req releases.Request
-	body, err := rt.readBody(w, r)
-	if err != nil {
+	if err := rt.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
 		return
-	}
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
-			return
-		}
 	}
 	es := &eventStream{w: w, rc: http.NewResponseController(w)}
 	b, err := ls.InstallBuild(r.Context(), req, func(p releases.Progress) { es.send("progress", p) })
@@ -105,11 +97,7 @@ func (es *eventStream) started() bool { return es.begun }
 func (es *eventStream) send(event string, v any) {
 	b, _ := json.Marshal(v)
 	if !es.begun {
-		h := es.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		es.w.WriteHeader(http.StatusOK)
+		startSSE(es.w)
 		es.begun = true
 	}
 	es.w.Write(sseEvent(event, b))
@@ -124,13 +112,8 @@ func (rt *Server) useLlamaServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req releases.Request
-	body, err := rt.readBody(w, r)
-	if err != nil {
+	if err := rt.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
-		return
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, r, fmt.Errorf("%w: %w", errInvalidJSON, err))
 		return
 	}
 	if req.Build == "" {

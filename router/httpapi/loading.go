@@ -37,11 +37,7 @@ func (rt *Server) acquire(w http.ResponseWriter, r *http.Request, id string, str
 	case <-timer.C:
 	}
 
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startSSE(w)
 	rt.loadingComment(w, id)
 	ticker := time.NewTicker(rt.loadingEvery)
 	defer ticker.Stop()

@@ -11,6 +11,19 @@ import (
 	"github.com/llamatray/llamatray/router/wire"
 )
 
+// readJSON reads a management request's body (bounded) into v; an empty body leaves v as it is.
+// A body that is not JSON of v's shape is errInvalidJSON.
+func (rt *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := rt.readBody(w, r)
+	if err != nil || len(body) == 0 {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%w: %w", errInvalidJSON, err)
+	}
+	return nil
+}
+
 // manageTarget reads a management request and resolves its model: body "model", else ?model=.
 func (rt *Server) manageTarget(w http.ResponseWriter, r *http.Request) (wire.ManageRequest, string, error) {
 	var req wire.ManageRequest

@@ -189,11 +189,7 @@ func (rt *Server) modelsSSE(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	pulls, stopPulls := rt.pullEvents()
 	defer stopPulls()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startSSE(w)
 	rc := http.NewResponseController(w)
 	if rc.Flush() != nil {
 		return

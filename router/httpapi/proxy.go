@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/engine"
 )
 
@@ -95,8 +96,10 @@ type proxyTarget struct {
 	socket  string // the child's unix socket, when it is on one
 	path    string // when set, replaces the path (the /upstream prefix stripped)
 	rawPath string
-	early   bool // headers were already sent to the client (loading progress)
-	stream  bool // the body asked for a stream
+	early   bool            // headers were already sent to the client (loading progress)
+	stream  bool            // the body asked for a stream
+	status  int             // the child's answer status, 0 until it answered
+	usage   *activity.Usage // what the answer reported of itself (activity.go), nil when nothing
 }
 
 func targetFrom(r *http.Request) *proxyTarget {
@@ -157,6 +160,7 @@ func (rt *Server) modifyResponse(resp *http.Response) error {
 	dropCORS(resp.Header)
 	t := targetFrom(resp.Request)
 	if t != nil {
+		watchUsage(resp, t)
 		id := ""
 		if info := infoFrom(resp.Request.Context()); info != nil {
 			id = info.id
@@ -305,6 +309,7 @@ func (rt *Server) resolve(name string) (string, error) {
 // the request with body to the child. path, when set, replaces the request path upstream.
 func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) {
 	info := infoFrom(r.Context())
+	start := time.Now()
 	if name == "" {
 		name = rt.o.DefaultModel
 	}
@@ -312,7 +317,7 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 		writeError(w, r, errModelRequired)
 		return
 	}
-	id, err := rt.resolve(name)
+	id, err := rt.resolveRequest(r, name)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -325,6 +330,9 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 		return
 	}
 	lease, early, err := rt.acquire(w, r, id, stream)
+	if err != nil && r.Context().Err() == nil {
+		rt.o.Activity.Record(activity.Sample{Model: id, Wait: time.Since(start)})
+	}
 	if lease != nil {
 		// Released when the response is fully written, the client is gone, or the proxy aborts the
 		// connection with a panic.
@@ -358,4 +366,5 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 		w = &sentWriter{ResponseWriter: w, h: make(http.Header)}
 	}
 	rt.proxy.ServeHTTP(w, r)
+	rt.record(t, lease.Waited)
 }

@@ -72,7 +72,7 @@ func (r *repairReader) Read(p []byte) (int, error) {
 		r.out = r.out[n:]
 		return n, nil
 	}
-	if r.done {
+	if r.done || len(p) == 0 {
 		return r.body.Read(p)
 	}
 	for {

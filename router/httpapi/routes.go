@@ -37,6 +37,7 @@ func (rt *Server) routes() *mux.Router {
 	m.HandleFunc("/health", rt.health).Methods(http.MethodGet, http.MethodHead)
 	m.HandleFunc("/v1/health", rt.health).Methods(http.MethodGet, http.MethodHead) // llama.cpp's second name
 	m.HandleFunc("/api/status", rt.apiStatus).Methods(http.MethodGet)
+	m.HandleFunc("/api/activity", rt.activityDoc).Methods(http.MethodGet) // activity.go
 	m.HandleFunc("/models", rt.listModels).Methods(http.MethodGet)
 	m.HandleFunc("/v1/models", rt.listModels).Methods(http.MethodGet)
 	m.HandleFunc("/v1/models/{model}", rt.getModel).Methods(http.MethodGet)

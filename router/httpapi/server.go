@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/view"
@@ -89,6 +90,9 @@ type Options struct {
 	Reload func(ctx context.Context) error
 	// Hub, when set, enables models from the Hugging Face Hub (see HubOptions).
 	Hub *HubOptions
+	// Activity records every model-routed request (GET /api/activity); it outlives the Server
+	// when the service replaces the router. nil → the Server keeps its own.
+	Activity *activity.Recorder
 }
 
 // Server is the HTTP handler of a Llamatray instance.
@@ -135,6 +139,9 @@ func New(o Options) *Server {
 		if k != "" {
 			rt.keys = append(rt.keys, []byte(k))
 		}
+	}
+	if rt.o.Activity == nil {
+		rt.o.Activity = activity.New(0, 0)
 	}
 	rt.views = o.Views
 	if rt.views == nil {

@@ -9,26 +9,12 @@ import (
 	"strings"
 
 	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/config"
 )
 
 // CacheDir is the Hub's cache folder, as the Hub's clients and llama.cpp find it: HF_HUB_CACHE,
-// else $HF_HOME/hub, else ~/.cache/huggingface/hub. getenv nil means os.Getenv.
-func CacheDir(getenv func(string) string) string {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	if d := getenv("HF_HUB_CACHE"); d != "" {
-		return filepath.Clean(expandHome(d))
-	}
-	if d := getenv("HF_HOME"); d != "" {
-		return filepath.Join(expandHome(d), "hub")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".cache", "huggingface", "hub")
-}
+// else $HF_HOME/hub, else ~/.cache/huggingface/hub (config.HubCacheDir). getenv nil means os.Getenv.
+func CacheDir(getenv func(string) string) string { return config.HubCacheDir(getenv) }
 
 // Cache is one Hub cache folder. Per repo it holds models--ORG--REPO/ with blobs/<sha256> (the
 // content, named by its etag, which is the sha256 for LFS files), snapshots/<commit>/<path>

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/llamatray/llamatray/router/config"
 )
 
 // DefaultEndpoint is the Hub; the env var HF_ENDPOINT replaces it, as in the Hub's own clients.
@@ -53,33 +55,19 @@ func tokenFromEnv(getenv func(string) string) string {
 	if t := strings.TrimSpace(getenv("HF_TOKEN")); t != "" {
 		return t
 	}
-	var path string
-	switch {
-	case getenv("HF_TOKEN_PATH") != "":
-		path = getenv("HF_TOKEN_PATH")
-	case getenv("HF_HOME") != "":
-		path = filepath.Join(expandHome(getenv("HF_HOME")), "token")
-	default:
-		home, err := os.UserHomeDir()
-		if err != nil {
+	path := getenv("HF_TOKEN_PATH")
+	if path == "" {
+		home := config.HubHome(getenv)
+		if home == "" {
 			return ""
 		}
-		path = filepath.Join(home, ".cache", "huggingface", "token")
+		path = filepath.Join(home, "token")
 	}
-	b, err := os.ReadFile(expandHome(path))
+	b, err := os.ReadFile(config.ExpandHome(path))
 	if err != nil || len(b) > 4096 {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-func expandHome(p string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(home, p[1:])
-		}
-	}
-	return p
 }
 
 // defaultHTTP has no overall timeout (downloads are long; contexts bound them) but bounds the
@@ -155,6 +143,12 @@ func (e *Error) Error() string {
 		what = e.Repo
 	}
 	switch {
+	case e.NotFound() && e.Status != http.StatusNotFound:
+		msg := fmt.Sprintf("%s: not found on the Hugging Face Hub (HTTP %d)", what, e.Status)
+		if !e.Token {
+			msg += "; if it is a private repo, set HF_TOKEN"
+		}
+		return msg
 	case (e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden) && !e.Token:
 		msg := fmt.Sprintf("%s: HTTP %d: this repo is gated or private and no Hugging Face token is set: accept its terms on the Hub, then set HF_TOKEN or log in with `hf auth login`", what, e.Status)
 		if e.Message != "" {
@@ -179,7 +173,18 @@ func (e *Error) Error() string {
 
 // Gated reports whether the Hub refused for want of access.
 func (e *Error) Gated() bool {
-	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
+	return (e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden) && !e.NotFound()
+}
+
+// NotFound reports a missing repo, revision or file. The Hub answers 404, or 401 with
+// X-Error-Code RepoNotFound to a client without a token (it does not tell missing repos from
+// private ones then).
+func (e *Error) NotFound() bool {
+	switch e.Code {
+	case "RepoNotFound", "RevisionNotFound", "EntryNotFound":
+		return true
+	}
+	return e.Status == http.StatusNotFound
 }
 
 // hubError reads an error answer (and closes its body).

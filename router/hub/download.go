@@ -79,25 +79,12 @@ func (c *Client) Download(ctx context.Context, cache Cache, l *Listing, q Quant,
 	if err := d.checkSpace(files); err != nil {
 		return nil, err
 	}
-	if progress != nil {
-		stop := make(chan struct{})
-		ticked := make(chan struct{})
-		go func() {
-			defer close(ticked)
-			tick := time.NewTicker(250 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-tick.C:
-					d.report()
-				case <-stop:
-					return
-				}
-			}
-		}()
-		defer func() { close(stop); <-ticked }()
-	}
+	stopTicker := d.startTicker()
 	paths, err := d.run(ctx, files)
+	stopTicker()
+	if err == nil && progress != nil {
+		d.report() // the last call: the ticker has stopped
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%s: %w", Ref{l.Repo, q.Name}, ErrCancelled)
@@ -203,9 +190,6 @@ func (d *download) run(ctx context.Context, files []File) ([]string, error) {
 			d.created = append(d.created, snap)
 		}
 		paths = append(paths, snap)
-	}
-	if d.progress != nil {
-		d.report()
 	}
 	return paths, nil
 }
@@ -404,7 +388,32 @@ func (d *download) advance(i int, n int64) {
 	d.mu.Unlock()
 }
 
-// report computes rate and time left over the last five seconds and calls progress.
+// startTicker reports progress four times a second until the returned function is called; that
+// function returns once no report runs any more.
+func (d *download) startTicker() func() {
+	if d.progress == nil {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				d.report()
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return func() { close(stop); <-ticked }
+}
+
+// report computes rate and time left over the last five seconds and calls progress. Only the
+// ticker calls it, and Download once after the ticker stopped, so calls never overlap.
 func (d *download) report() {
 	now := time.Now()
 	d.mu.Lock()

@@ -296,6 +296,19 @@ func TestGatedRepo(t *testing.T) {
 	}
 }
 
+// The Hub answers a client without a token 401 RepoNotFound for a repo that does not exist (or is
+// private): that is "not found", not "gated".
+func TestRepoNotFoundIsNotGated(t *testing.T) {
+	e := &Error{Status: 401, Code: "RepoNotFound", Repo: "org/nope"}
+	if e.Gated() || !e.NotFound() || !strings.Contains(e.Error(), "not found") || !strings.Contains(e.Error(), "HF_TOKEN") {
+		t.Errorf("%v: gated %v, not found %v", e, e.Gated(), e.NotFound())
+	}
+	g := &Error{Status: 401, Code: "GatedRepo", Repo: "org/gated"}
+	if !g.Gated() || g.NotFound() {
+		t.Errorf("%v: gated %v, not found %v", g, g.Gated(), g.NotFound())
+	}
+}
+
 func TestTokenFromEnv(t *testing.T) {
 	home := t.TempDir()
 	os.WriteFile(filepath.Join(home, "token"), []byte("hf_file\n"), 0o600)
@@ -312,7 +325,7 @@ func TestTokenFromEnv(t *testing.T) {
 		t.Errorf("cache dir %s", d)
 	}
 	env["HF_HUB_CACHE"] = "/x/y"
-	if d := CacheDir(get); d != "/x/y" {
+	if d := CacheDir(get); d != filepath.FromSlash("/x/y") {
 		t.Errorf("cache dir %s", d)
 	}
 }

@@ -101,10 +101,17 @@ func outputNote(text string) string {
 // capped is a bytes.Buffer that keeps only the first maxOutput bytes written. exec copies
 // both pipes from separate goroutines only when Stdout and Stderr differ; they are the same
 // writer here, so exec serialises the writes.
-type capped struct{ buf bytes.Buffer }
+type capped struct {
+	buf   bytes.Buffer
+	limit int // 0: maxOutput
+}
 
 func (c *capped) Write(p []byte) (int, error) {
-	if room := maxOutput - c.buf.Len(); room > 0 {
+	limit := c.limit
+	if limit == 0 {
+		limit = maxOutput
+	}
+	if room := limit - c.buf.Len(); room > 0 {
 		if len(p) > room {
 			c.buf.Write(p[:room])
 		} else {

@@ -21,6 +21,7 @@ func (s *Service) newHub() *hub.Manager {
 func (s *Service) pulled(name string, paths []string) error {
 	s.cat.SetDirs(s.config().ModelDirsResolved())
 	if _, ok := s.cat.Lookup(name); ok {
+		s.eng.SyncCatalog() // a client told "downloaded" resolves the name at once
 		return nil
 	}
 	dir := s.hub.Cache().Dir

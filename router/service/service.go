@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
@@ -60,6 +61,9 @@ type Service struct {
 	gpu     bool
 	// installer installs llama.cpp release builds (router/releases)
 	installer *releases.Installer
+	// activity is every model's last hour of requests; it outlives the routers Apply replaces
+	activity *activity.Recorder
+	flags    flagCache // llama-server flags by binary (flags.go)
 
 	// saveMu serializes the writes of the configuration file, so that a later change is never
 	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
@@ -121,7 +125,7 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	if o.Memory == nil {
 		o.Memory = mem.Machine()
 	}
-	s := &Service{o: o, log: o.Logger, cfg: cfg, started: time.Now()}
+	s := &Service{o: o, log: o.Logger, cfg: cfg, started: time.Now(), activity: activity.New(0, 0)}
 	// GPUs are named after llama-server's devices, and devices only it sees are added.
 	s.o.Memory = mem.Named(o.Memory, func() string { return s.LlamaServer().Path })
 	s.detectGPU()
@@ -237,12 +241,15 @@ func (s *Service) settings(id string) engine.Settings {
 	if ms.GPULayers != nil {
 		args = append(args, "-ngl", strconv.Itoa(*ms.GPULayers))
 	}
-	switch cfg.Defaults.FlashAttn {
+	switch ms.FlashAttn {
 	case "on", "off":
-		args = append(args, "-fa", cfg.Defaults.FlashAttn)
+		args = append(args, "-fa", ms.FlashAttn)
 	}
-	if cfg.Defaults.Parallel > 0 {
-		args = append(args, "-np", strconv.Itoa(cfg.Defaults.Parallel))
+	if ms.Parallel > 0 {
+		args = append(args, "-np", strconv.Itoa(ms.Parallel))
+	}
+	if ms.CacheType != "" {
+		args = append(args, "-ctk", ms.CacheType, "-ctv", ms.CacheType)
 	}
 	args = append(args, ms.Args...)
 	st := engine.Settings{Args: args, CtxSize: ms.CtxSize, Pinned: ms.Pinned, LoadOnStart: ms.LoadOnStart}
@@ -257,10 +264,13 @@ func (s *Service) settings(id string) engine.Settings {
 
 // estimateParams tells the catalog how each model will be run, so its estimate matches.
 func (s *Service) estimateParams(id string) catalog.EstimateParams {
-	cfg := s.config()
-	ms := cfg.ModelSettings(id)
+	return s.paramsFor(s.config().ModelSettings(id))
+}
+
+// paramsFor is how a model with settings ms is run, for the estimate.
+func (s *Service) paramsFor(ms config.Model) catalog.EstimateParams {
 	// ContextSize 0 is the model's trained context, for the estimate as for llama-server's -c.
-	p := catalog.EstimateParams{ContextSize: ms.CtxSize, Parallel: cfg.Defaults.Parallel, FlashAttention: cfg.Defaults.FlashAttn == "on"}
+	p := catalog.EstimateParams{ContextSize: ms.CtxSize, Parallel: ms.Parallel, FlashAttention: ms.FlashAttn == "on", CacheType: ms.CacheType}
 	if s.gpu {
 		p.GPULayers = -1
 		if ms.GPULayers != nil {
@@ -290,6 +300,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Logger:                s.log,
 		Reload:                s.rescan,
 		Hub:                   s.hubOptions(cfg.AutoPull),
+		Activity:              s.activity,
 	})
 }
 
@@ -438,6 +449,9 @@ func (s *Service) Catalog() *catalog.Catalog { return s.cat }
 // Config returns the configuration in force.
 func (s *Service) Config() config.Config { return s.config() }
 
+// Activity returns every model's last hour of requests (as GET /api/activity).
+func (s *Service) Activity() wire.Activity { return s.activity.Snapshot() }
+
 // ConfigPath is the configuration file's path.
 func (s *Service) ConfigPath() string { return s.o.ConfigPath }
 
@@ -487,6 +501,7 @@ func (s *Service) Apply(cfg config.Config) error {
 	s.llama = ls
 	s.mu.Unlock()
 	s.eng.SetLimits(limits(cfg, ls))
+	s.eng.SyncCatalog() // the per-model settings count from the next load on, not from the next scan
 	s.handler.Store(s.newRouter(cfg))
 	if !slices.Equal(cfg.ModelDirsResolved(), old.ModelDirsResolved()) || cfg.ScanDefaultDirs != old.ScanDefaultDirs {
 		s.cat.SetDirs(cfg.ModelDirsResolved())

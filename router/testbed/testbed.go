@@ -34,14 +34,29 @@ var build struct {
 	err  error
 }
 
+// FakeEnv names a fake llama-server built beforehand, which FakeLlamaServer
+// then returns instead of building one: for test binaries that run where there
+// is no Go toolchain, such as Windows test binaries under Wine.
+const FakeEnv = "LLAMATRAY_FAKE_LLAMA_SERVER"
+
 // FakeLlamaServer builds the fake llama-server once per test binary and
 // returns the binary's path. The binary, named llama-server, lives in a
 // temporary directory named after a hash of the fake's sources and the Go
 // version, so test binaries share it and rebuild only when the fake changes;
-// it is never removed. A failed build fails the test.
+// it is never removed. A failed build fails the test. With $LLAMATRAY_FAKE_LLAMA_SERVER
+// set, that file is the fake.
 func FakeLlamaServer(tb testing.TB) string {
 	tb.Helper()
-	build.once.Do(func() { build.path, build.err = buildFake() })
+	build.once.Do(func() {
+		if p := os.Getenv(FakeEnv); p != "" {
+			build.path = p
+			if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+				build.err = fmt.Errorf("%s=%s is not a file (%v)", FakeEnv, p, err)
+			}
+			return
+		}
+		build.path, build.err = buildFake()
+	})
 	if build.err != nil {
 		tb.Fatalf("testbed: %v", build.err)
 		return ""

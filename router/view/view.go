@@ -148,6 +148,7 @@ func (m Model) Wire(started time.Time) wire.Model {
 		Path:          m.Meta.Path,
 		Splits:        m.Meta.Splits,
 		Mmproj:        m.Meta.Mmproj,
+		HubName:       m.Meta.HubName,
 	}
 	return e
 }

@@ -67,6 +67,7 @@ type ModelMeta struct {
 	Path          string `json:"path"`
 	Splits        int    `json:"splits"`
 	Mmproj        string `json:"mmproj"`
+	HubName       string `json:"hub_name"` // ORG/REPO:QUANT for a model from the Hugging Face Hub cache, else ""
 }
 
 // Event is the data line of one /models/events server-sent event.

@@ -67,10 +67,7 @@ func main() {
 		os.Exit(1)
 	}
 	if opts.help {
-		fmt.Println("usage: llama-server -m FILE [--host H] [--port N] [-c N] [--alias NAME] [--mmproj FILE]\n" +
-			"       [--sleep-idle-seconds N] [-np N] [-ngl N] [-fa on|off|auto] [--[no-]log-prefix]\n" +
-			"       [--[no-]log-timestamps] [--version]\n" +
-			"This is Llamatray's fake llama-server; knobs come from FAKE_LLAMA_* and <model>.fake.json.")
+		fmt.Print(helpText())
 		os.Exit(0)
 	}
 	if opts.listDevs {

@@ -32,7 +32,7 @@ func TestSetup(t *testing.T) {
 	exe := instDir + `\llamatray.exe`
 	lnk := w.getenv(t, "APPDATA") + `\Microsoft\Windows\Start Menu\Programs\Llamatray.lnk`
 
-	w.mustRun(t, 3*time.Minute, setup, "/S")
+	w.timed(t, "silent install", func() { w.mustRun(t, 3*time.Minute, setup, "/S") })
 	for _, p := range []string{exe, instDir + `\uninstall.exe`, lnk} {
 		if !fileExists(w.unixPath(t, p)) {
 			t.Fatalf("the setup did not install %s", p)
@@ -56,16 +56,20 @@ func TestSetup(t *testing.T) {
 	cfgPath := w.unixPath(t, local+`\llamatray\config.toml`)
 	t.Run("install over a running Llamatray", func(t *testing.T) {
 		s := w.runInstalled(t, exe, b, cfgPath)
-		w.mustRun(t, 3*time.Minute, setup, "/S")
-		w.wantStopped(t, s)
+		w.timed(t, "silent install over a running Llamatray", func() {
+			w.mustRun(t, 3*time.Minute, setup, "/S")
+			w.wantStopped(t, s)
+		})
 		if r := w.mustRun(t, time.Minute, exe, "version"); !strings.HasPrefix(r.stdout, "llamatray ") {
 			t.Fatalf("llamatray.exe version after the update: %s", r)
 		}
 	})
 	t.Run("uninstall", func(t *testing.T) {
 		s := w.runInstalled(t, exe, b, cfgPath)
-		w.uninstall(t, instDir)
-		w.wantStopped(t, s)
+		w.timed(t, "silent uninstall of a running Llamatray", func() {
+			w.uninstall(t, instDir)
+			w.wantStopped(t, s)
+		})
 		for _, p := range []string{exe, lnk, instDir} {
 			if fileExists(w.unixPath(t, p)) {
 				t.Errorf("the uninstaller left %s", p)
@@ -145,6 +149,14 @@ func (w *wine) wantStopped(t *testing.T, s *serve) {
 	testbed.WaitFor(t, 15*time.Second, "the children of llamatray.exe to end", func() bool {
 		return len(w.processes(t, "llama-server.exe")) == 0
 	})
+}
+
+// timed runs step and logs how long it took.
+func (w *wine) timed(t *testing.T, step string, f func()) {
+	t.Helper()
+	start := time.Now()
+	f()
+	t.Logf("%s: %v", step, time.Since(start).Round(time.Millisecond))
 }
 
 // regValue is one string value of a registry key, read with reg.exe.

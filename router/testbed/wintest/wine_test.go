@@ -157,9 +157,19 @@ func (r result) String() string {
 // past timeout; a non-zero exit code is the caller's to judge.
 func (w *wine) run(t *testing.T, timeout time.Duration, program string, args ...string) result {
 	t.Helper()
+	return w.runIn(t, timeout, "", nil, program, args...)
+}
+
+// runIn is run in folder dir (when not empty) with env added to the environment.
+func (w *wine) runIn(t *testing.T, timeout time.Duration, dir string, env []string, program string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := w.command(ctx, program, args...)
+	if dir != "" {
+		cmd.Dir = dir
+	}
+	cmd.Env = append(cmd.Env, env...)
 	stdout, stderr := outputFile(t, "stdout"), outputFile(t, "stderr")
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()

@@ -1,0 +1,226 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/hub"
+)
+
+// estimateSource is a backend that estimates a model's memory need for settings not applied yet
+// (the service: the engine's estimate, the learned footprint when the settings are the current ones).
+type estimateSource interface {
+	// EstimateWith returns the need, whether it was measured in an earlier load, and the room now.
+	EstimateWith(id string, cfg config.Config) (need int64, learned bool, room hub.Room, err error)
+}
+
+// EstimateWith asks the service, and judges against the engine's budget now.
+func (sb *serviceBackend) EstimateWith(id string, cfg config.Config) (int64, bool, hub.Room, error) {
+	need, learned, err := sb.svc.EstimateWith(id, cfg)
+	return need, learned, hub.RoomFrom(sb.svc.Engine().Budget(), sb.svc.Engine().Models()), err
+}
+
+// modelForm is the text of the per-model settings form, as typed. Empty means "the default".
+type modelForm struct {
+	CtxSize, GPULayers, Parallel string
+	CacheType, FlashAttn         string // "" = default
+	Args, Aliases                string // space-separated arguments, comma-separated aliases
+	IdleSleep, IdleUnload        string
+	Pinned, LoadOnStart          bool
+}
+
+// formFrom fills the form from a model's own [models."ID"] section (not the defaults).
+func formFrom(m config.Model) modelForm {
+	f := modelForm{CacheType: m.CacheType, FlashAttn: m.FlashAttn, Pinned: m.Pinned, LoadOnStart: m.LoadOnStart,
+		Args: strings.Join(m.Args, " "), Aliases: strings.Join(m.Aliases, ", ")}
+	if m.CtxSize != 0 {
+		f.CtxSize = strconv.Itoa(m.CtxSize)
+	}
+	if m.GPULayers != nil {
+		f.GPULayers = strconv.Itoa(*m.GPULayers)
+	}
+	if m.Parallel != 0 {
+		f.Parallel = strconv.Itoa(m.Parallel)
+	}
+	if m.IdleSleep != nil {
+		f.IdleSleep = m.IdleSleep.String()
+	}
+	if m.IdleUnload != nil {
+		f.IdleUnload = m.IdleUnload.String()
+	}
+	return f
+}
+
+// flagSource is a backend that knows the flags of the llama-server in use (from its --help).
+type flagSource interface {
+	LlamaServerFlags(ctx context.Context) ([]string, error)
+}
+
+// LlamaServerFlags asks the service, which reads them once per llama-server binary.
+func (sb *serviceBackend) LlamaServerFlags(ctx context.Context) ([]string, error) {
+	return sb.svc.LlamaServerFlags(ctx)
+}
+
+// unknownFlags finds the arguments that look like flags and that llama-server does not list. A
+// value such as "-1" is not a flag.
+func unknownFlags(args string, known map[string]bool) []formProblem {
+	var probs []formProblem
+	for _, a := range strings.Fields(args) {
+		name, _, _ := strings.Cut(a, "=")
+		if len(name) < 2 || name[0] != '-' || (name[1] >= '0' && name[1] <= '9') || name[1] == '.' || known[name] {
+			continue
+		}
+		probs = append(probs, formProblem{Field: "args", Reason: fmt.Sprintf("llama-server has no flag %s (see llama-server --help)", name)})
+	}
+	return probs
+}
+
+// formProblem is one field the form cannot take, and why.
+type formProblem struct {
+	Field  string // the config key: "ctx_size"
+	Reason string
+}
+
+func (p formProblem) String() string { return p.Field + ": " + p.Reason }
+
+// apply returns cfg with the model's section replaced by the form, or the problems found: values
+// that do not parse, that the model cannot take (a context beyond the one it was trained on), that
+// llama-server would refuse (a quantized V cache without flash attention), and whatever the
+// configuration's own validation refuses (flags Llamatray sets itself in args, aliases taken).
+func (f modelForm) apply(cfg config.Config, id string, m Model) (config.Config, []formProblem) {
+	var probs []formProblem
+	bad := func(field, reason string) { probs = append(probs, formProblem{field, reason}) }
+	num := func(field, s string, min int) (int, bool) {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return 0, false
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < min {
+			bad(field, fmt.Sprintf("%q is not a whole number of %d or more", s, min))
+			return 0, false
+		}
+		return n, true
+	}
+	dur := func(field, s string) *config.Duration {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil
+		}
+		var d config.Duration
+		if err := d.UnmarshalText([]byte(s)); err != nil || (d < 0 && d != config.Never) {
+			bad(field, fmt.Sprintf("%q is not a duration like \"10m\" or \"1h\" (\"-1\": never)", s))
+			return nil
+		}
+		return &d
+	}
+
+	sec := config.Model{Hidden: cfg.Models[id].Hidden, Pinned: f.Pinned, LoadOnStart: f.LoadOnStart,
+		CacheType: f.CacheType, FlashAttn: f.FlashAttn}
+	if n, ok := num("ctx_size", f.CtxSize, 0); ok {
+		sec.CtxSize = n
+		if m.ContextLength > 0 && n > m.ContextLength {
+			bad("ctx_size", fmt.Sprintf("%d is more than the %d tokens %s was trained on", n, m.ContextLength, id))
+		}
+	}
+	if n, ok := num("gpu_layers", f.GPULayers, -1); ok {
+		sec.GPULayers = &n
+	}
+	if n, ok := num("parallel", f.Parallel, 0); ok {
+		sec.Parallel = n
+	}
+	sec.Args = strings.Fields(f.Args)
+	for _, a := range strings.Split(f.Aliases, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			sec.Aliases = append(sec.Aliases, a)
+		}
+	}
+	sec.IdleSleep = dur("idle_sleep", f.IdleSleep)
+	sec.IdleUnload = dur("idle_unload", f.IdleUnload)
+
+	out := cfg
+	out.Models = make(map[string]config.Model, len(cfg.Models)+1)
+	for k, v := range cfg.Models {
+		out.Models[k] = v
+	}
+	out.Models[id] = sec
+	eff := out.ModelSettings(id)
+	if eff.CacheType != "" && eff.CacheType != "f16" && eff.CacheType != "f32" && eff.CacheType != "bf16" && eff.FlashAttn == "off" {
+		bad("cache_type", fmt.Sprintf("a %s V cache needs flash attention; set flash attention to auto or on", eff.CacheType))
+	}
+	if err := out.Validate(); err != nil {
+		for _, e := range flatten(err) {
+			var fe *config.FieldError
+			if errors.As(e, &fe) && len(fe.Key) == 3 && fe.Key[0] == "models" && fe.Key[1] == id {
+				if !slices.ContainsFunc(probs, func(p formProblem) bool { return p.Field == fe.Key[2] }) {
+					bad(fe.Key[2], fe.Reason)
+				}
+				continue
+			}
+			bad("config", e.Error())
+		}
+	}
+	if len(probs) > 0 {
+		return cfg, probs
+	}
+	return out, nil
+}
+
+// flatten lists the errors an errors.Join holds.
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// needsRestart reports whether the settings the child is started with differ between a and b
+// (aliases, pins and timers apply without one).
+func needsRestart(a, b config.Config, id string) bool {
+	x, y := a.ModelSettings(id), b.ModelSettings(id)
+	return x.CtxSize != y.CtxSize || x.FlashAttn != y.FlashAttn || x.Parallel != y.Parallel ||
+		x.CacheType != y.CacheType || !slices.Equal(x.Args, y.Args) || !equalInt(x.GPULayers, y.GPULayers)
+}
+
+func equalInt(a, b *int) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// applyPlan says what applying does to a model in state m: restart it now (running and idle), or
+// leave it to the next load (busy, or not running).
+func applyPlan(m Model) (restart bool, note string) {
+	switch {
+	case !m.Running():
+		return false, "Saved; the settings apply at the next load."
+	case m.Active > 0 || m.Queued > 0 || m.State == engine.StateLoading || m.State == engine.StateStopping:
+		return false, fmt.Sprintf("Saved; %s is busy, so the settings apply at its next load.", m.ID)
+	}
+	return true, fmt.Sprintf("Saved; %s was idle and is restarting with the new settings.", m.ID)
+}
+
+// fitLine says what the settings need and whether that fits, in the engine's words. own is what the
+// model holds now, freed by the restart.
+func fitLine(need int64, learned bool, room hub.Room, own int64) (string, hub.Fit) {
+	room.Free += own
+	fit, why := hub.FitFor(need, room)
+	src := " (the engine's estimate for these settings)"
+	if learned {
+		src = " (measured when it last ran with these settings)"
+	}
+	switch fit {
+	case hub.FitNow:
+		return "Fits: " + why + src, fit
+	case hub.FitTooLarge:
+		return "Too large: " + why + src, fit
+	}
+	return "Fits later: " + why + src, fit
+}

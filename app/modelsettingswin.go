@@ -1,0 +1,298 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// Choices of the selects; the first stands for "unset".
+const (
+	defaultCache = "default (f16)"
+	defaultFA    = "default"
+)
+
+// modelSettingsWindow edits one model's [models."ID"] section: context size, GPU layers, KV cache
+// type, flash attention, parallel slots, extra arguments, aliases, idle timers, pinned and load on
+// start. The memory the settings need, and whether that fits, follow every change. Fields are used
+// on the UI thread only; estimates and applying run on goroutines.
+type modelSettingsWindow struct {
+	u   *ui
+	id  string
+	win fyne.Window
+
+	ctx, gpu, parallel, args, aliases, sleep, unload *widget.Entry
+	cache, fa                                        *widget.Select
+	pinned, onStart                                  *widget.Check
+	memory, problems, result                         *widget.Label
+	apply                                            *widget.Button
+
+	seq   uint64          // the latest estimate asked for; older answers are dropped
+	known map[string]bool // llama-server's flags, nil until read (or when they cannot be)
+}
+
+// showModelSettings opens the settings of model id, or brings them forward.
+func (u *ui) showModelSettings(id string) {
+	if w := u.modelSettings[id]; w != nil {
+		w.win.Show()
+		w.win.RequestFocus()
+		return
+	}
+	if u.modelSettings == nil {
+		u.modelSettings = map[string]*modelSettingsWindow{}
+	}
+	w := newModelSettingsWindow(u, id)
+	u.modelSettings[id] = w
+	w.win.SetOnClosed(func() { delete(u.modelSettings, id) })
+	w.win.Show()
+}
+
+func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
+	w := &modelSettingsWindow{u: u, id: id, win: u.app.NewWindow("Settings of " + id)}
+	w.win.SetIcon(appIcon)
+	w.win.Resize(fyne.NewSize(660, 720))
+	cfg := u.b.Config()
+	f := formFrom(cfg.Models[id])
+	m, _ := w.model()
+	eff := cfg.ModelSettings(id)
+
+	entry := func(text, hint string) *widget.Entry {
+		e := widget.NewEntry()
+		e.SetText(text)
+		e.SetPlaceHolder(hint)
+		e.OnChanged = func(string) { w.changed() }
+		return e
+	}
+	trained := "unknown"
+	if m.ContextLength > 0 {
+		trained = fmt.Sprint(m.ContextLength)
+	}
+	w.ctx = entry(f.CtxSize, fmt.Sprintf("default %d; 0: trained context (%s)", cfg.Defaults.CtxSize, trained))
+	gpuHint := "llama-server's default; -1: all layers, 0: CPU only"
+	if cfg.Defaults.GPULayers != nil {
+		gpuHint = fmt.Sprintf("default %d; -1: all layers, 0: CPU only", *cfg.Defaults.GPULayers)
+	}
+	w.gpu = entry(f.GPULayers, gpuHint)
+	w.parallel = entry(f.Parallel, fmt.Sprintf("default %d (0: llama-server's)", cfg.Defaults.Parallel))
+	w.args = entry(f.Args, "extra llama-server arguments, e.g. --jinja --temp 0.7")
+	w.aliases = entry(f.Aliases, "other names, separated by commas")
+	w.sleep = entry(f.IdleSleep, "global: "+cfg.IdleSleep.String())
+	w.unload = entry(f.IdleUnload, "global: "+cfg.IdleUnload.String())
+	w.cache = widget.NewSelect(append([]string{defaultCache}, config.CacheTypes...), func(string) { w.changed() })
+	w.cache.SetSelected(orDefault(f.CacheType, defaultCache))
+	w.fa = widget.NewSelect([]string{defaultFA + " (" + cfg.Defaults.FlashAttn + ")", "auto", "on", "off"}, func(string) { w.changed() })
+	w.fa.SetSelected(orDefault(f.FlashAttn, w.fa.Options[0]))
+	w.pinned = widget.NewCheck("Pinned: never unloaded for memory or by idle timers", func(bool) { w.changed() })
+	w.pinned.SetChecked(f.Pinned)
+	w.onStart = widget.NewCheck("Load when Llamatray starts", func(bool) { w.changed() })
+	w.onStart.SetChecked(f.LoadOnStart)
+
+	w.memory = widget.NewLabel("")
+	w.memory.Wrapping = fyne.TextWrapWord
+	w.problems = widget.NewLabel("")
+	w.problems.Importance = widget.DangerImportance
+	w.problems.Wrapping = fyne.TextWrapWord
+	w.result = widget.NewLabel("")
+	w.result.Wrapping = fyne.TextWrapWord
+	w.result.Hide() // shown with the outcome of Apply
+	w.apply = widget.NewButton("Apply", w.save)
+	w.apply.Importance = widget.HighImportance
+	closeBtn := widget.NewButton("Close", w.win.Close)
+
+	form := widget.NewForm(
+		widget.NewFormItem("Context size", w.ctx),
+		widget.NewFormItem("GPU layers", w.gpu),
+		widget.NewFormItem("KV cache type", w.cache),
+		widget.NewFormItem("Flash attention", w.fa),
+		widget.NewFormItem("Parallel slots", w.parallel),
+		widget.NewFormItem("Extra arguments", w.args),
+		widget.NewFormItem("Aliases", w.aliases),
+		widget.NewFormItem("Sleep when idle for", w.sleep),
+		widget.NewFormItem("Unload when idle for", w.unload),
+	)
+	head := widget.NewLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
+		id, m.Parameters, m.Quantization, trained, eff.CtxSize))
+	head.Wrapping = fyne.TextWrapWord
+	body := container.NewVBox(head, form, w.pinned, w.onStart, widget.NewSeparator(), w.memory, w.problems, w.result,
+		container.NewHBox(w.apply, closeBtn))
+	w.win.SetContent(container.NewVScroll(body))
+	w.changed()
+	if src, ok := u.b.(flagSource); ok {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			flags, err := src.LlamaServerFlags(ctx)
+			if err != nil {
+				return // extra arguments are then left for llama-server to judge
+			}
+			known := make(map[string]bool, len(flags))
+			for _, f := range flags {
+				known[f] = true
+			}
+			u.onUI(func() { w.known = known; w.changed() })
+		}()
+	}
+	return w
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// model is the model as the last snapshot shows it.
+func (w *modelSettingsWindow) model() (Model, bool) {
+	for _, m := range w.u.snap.Models {
+		if m.ID == w.id {
+			return m, true
+		}
+	}
+	return Model{ModelStatus: engine.ModelStatus{ID: w.id}}, false
+}
+
+// form reads the widgets.
+func (w *modelSettingsWindow) form() modelForm {
+	f := modelForm{CtxSize: w.ctx.Text, GPULayers: w.gpu.Text, Parallel: w.parallel.Text, Args: w.args.Text,
+		Aliases: w.aliases.Text, IdleSleep: w.sleep.Text, IdleUnload: w.unload.Text,
+		Pinned: w.pinned.Checked, LoadOnStart: w.onStart.Checked}
+	if w.cache.Selected != defaultCache {
+		f.CacheType = w.cache.Selected
+	}
+	if w.fa.SelectedIndex() > 0 {
+		f.FlashAttn = w.fa.Selected
+	}
+	return f
+}
+
+// changed validates the form and asks for the memory it needs.
+func (w *modelSettingsWindow) changed() {
+	if w.apply == nil {
+		return // still being built
+	}
+	m, _ := w.model()
+	f := w.form()
+	cfg, probs := f.apply(w.u.b.Config(), w.id, m)
+	if w.known != nil {
+		probs = append(probs, unknownFlags(f.Args, w.known)...)
+	}
+	w.showProblems(probs)
+	src, ok := w.u.b.(estimateSource)
+	if !ok {
+		return
+	}
+	if len(probs) > 0 {
+		w.seq++ // an estimate on its way is for other settings
+		w.memory.Importance = widget.MediumImportance
+		w.memory.SetText("Memory need: correct the settings first.")
+		return
+	}
+	w.seq++
+	seq, own := w.seq, m.MemoryBytes
+	w.memory.SetText("Estimating the memory these settings need…")
+	go func() {
+		need, learned, room, err := src.EstimateWith(w.id, cfg)
+		w.u.onUI(func() {
+			if seq != w.seq {
+				return
+			}
+			var se *catalog.SettingsError
+			if errors.As(err, &se) {
+				// The model cannot run with these settings: a problem like the form's own.
+				w.memory.Importance = widget.MediumImportance
+				w.memory.SetText("Memory need: correct the settings first.")
+				w.showProblems([]formProblem{{Field: se.Key, Reason: se.Reason}})
+				return
+			}
+			if err != nil {
+				w.memory.SetText("Memory need unknown: " + err.Error())
+				w.memory.Importance = widget.WarningImportance
+				w.memory.Refresh()
+				return
+			}
+			line, fit := fitLine(need, learned, room, own)
+			w.memory.Importance = fitImportance(fit)
+			w.memory.SetText(line)
+		})
+	}()
+}
+
+func (w *modelSettingsWindow) showProblems(probs []formProblem) {
+	var lines []string
+	for _, p := range probs {
+		lines = append(lines, p.String())
+	}
+	w.problems.SetText(strings.Join(lines, "\n"))
+	if len(probs) > 0 {
+		w.problems.Show()
+		w.apply.Disable()
+	} else {
+		w.problems.Hide()
+		w.apply.Enable()
+	}
+}
+
+// save writes the model's section and applies it: the model restarts when it runs idle and a
+// setting its llama-server is started with changed, else the settings wait for its next load.
+func (w *modelSettingsWindow) save() {
+	m, _ := w.model()
+	old := w.u.b.Config()
+	f := w.form()
+	cfg, probs := f.apply(old, w.id, m)
+	if w.known != nil {
+		probs = append(probs, unknownFlags(f.Args, w.known)...)
+	}
+	if len(probs) > 0 {
+		w.showProblems(probs)
+		return
+	}
+	restart, note := applyPlan(m)
+	if !needsRestart(old, cfg, w.id) {
+		restart, note = false, "Saved and applied."
+	}
+	pinChanged := old.Models[w.id].Pinned != cfg.Models[w.id].Pinned
+	w.apply.Disable()
+	w.result.Importance = widget.MediumImportance
+	w.result.SetText("Saving…")
+	w.result.Show()
+	b, id := w.u.b, w.id
+	go func() {
+		err := b.ApplyConfig(cfg)
+		if err == nil && pinChanged {
+			err = b.SetPinned(id, cfg.Models[id].Pinned)
+		}
+		if err == nil && restart {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			err = b.Unload(ctx, id, false)
+			cancel()
+			if err == nil {
+				err = b.Load(id)
+			}
+			if err != nil {
+				err = fmt.Errorf("saved, but the restart failed: %w", err)
+			}
+		}
+		w.u.onUI(func() {
+			w.apply.Enable()
+			if err != nil {
+				w.result.Importance = widget.DangerImportance
+				w.result.SetText(err.Error())
+				return
+			}
+			w.result.Importance = widget.SuccessImportance
+			w.result.SetText(note)
+			w.changed()
+		})
+	}()
+}

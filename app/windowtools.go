@@ -1,0 +1,26 @@
+package app
+
+import (
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// windowTools are the models window's buttons for the Try-it and Activity windows.
+func (u *ui) windowTools() []fyne.CanvasObject {
+	out := []fyne.CanvasObject{widget.NewButtonWithIcon("Try it…", theme.MailComposeIcon(), func() { u.showTryIt("") })}
+	if _, ok := u.b.(activitySource); ok {
+		out = append(out, widget.NewButtonWithIcon("Activity…", theme.HistoryIcon(), u.showActivity))
+	}
+	return out
+}
+
+// applyWindows hands a snapshot to the open Try-it and model settings windows.
+func (u *ui) applyWindows(s Snapshot) {
+	if u.tryIt != nil {
+		u.tryIt.update(s)
+	}
+}
+
+// extraWindowShown reports whether a Try-it window is open, which follows the models' state.
+func (u *ui) extraWindowShown() bool { return u.tryIt != nil || len(u.modelSettings) > 0 }

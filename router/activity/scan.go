@@ -1,0 +1,194 @@
+package activity
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// Usage is what one answer reported about itself: llama-server's "timings" object (in a JSON
+// answer, and in the last events of a stream) and the OpenAI or Anthropic "usage" object.
+type Usage struct {
+	Timings struct {
+		PromptN     int64   `json:"prompt_n"`
+		CacheN      int64   `json:"cache_n"`
+		PromptMs    float64 `json:"prompt_ms"`
+		PredictedN  int64   `json:"predicted_n"`
+		PredictedMs float64 `json:"predicted_ms"`
+	}
+	HasTimings bool
+	Tokens     struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+		InputTokens      int64 `json:"input_tokens"`  // Anthropic
+		OutputTokens     int64 `json:"output_tokens"` // Anthropic
+	}
+	HasUsage  bool
+	FirstByte time.Time // when the first byte of the answer came from the child
+}
+
+// In is the number of prompt tokens: the usage's when given, else the timings' (cached ones included).
+func (u *Usage) In() int64 {
+	if v := max(u.Tokens.PromptTokens, u.Tokens.InputTokens); u.HasUsage && v > 0 {
+		return v
+	}
+	return u.Timings.PromptN + u.Timings.CacheN
+}
+
+// Out is the number of generated tokens: the timings' when given, else the usage's.
+func (u *Usage) Out() int64 {
+	if u.HasTimings && u.Timings.PredictedN > 0 {
+		return u.Timings.PredictedN
+	}
+	return max(u.Tokens.CompletionTokens, u.Tokens.OutputTokens)
+}
+
+// The keys whose objects are read. JSON strings escape their quotes, so these bytes cannot occur
+// inside answer text.
+var (
+	keyTimings = []byte(`"timings":`)
+	keyUsage   = []byte(`"usage":`)
+)
+
+// maxObject bounds one captured object; a larger one is not read.
+const maxObject = 4 << 10
+
+// Scanner passes an answer body through unchanged and reads, as the bytes go by, the "timings" and
+// "usage" objects in it. It holds no more than the object being read (a few hundred bytes), never
+// the text. The last value of each field wins, so a stream's final timings count. Done is called
+// once, when the body is closed.
+type Scanner struct {
+	body io.ReadCloser
+	done func(*Usage)
+	now  func() time.Time
+	u    Usage
+
+	mt, mu  int    // bytes of keyTimings and keyUsage matched so far
+	which   int    // 1 timings, 2 usage: the key just matched, waiting for its '{'
+	obj     []byte // the object being captured
+	depth   int    // brace depth inside obj
+	inStr   bool   // inside a string of obj
+	escaped bool   // the previous byte of a string was a backslash
+	skip    bool   // obj grew past maxObject: drop it
+	closed  bool
+}
+
+// NewScanner wraps body; done gets the usage when the body is closed.
+func NewScanner(body io.ReadCloser, done func(*Usage)) *Scanner {
+	return &Scanner{body: body, done: done, now: time.Now}
+}
+
+func (s *Scanner) Read(p []byte) (int, error) {
+	n, err := s.body.Read(p)
+	if n > 0 {
+		if s.u.FirstByte.IsZero() {
+			s.u.FirstByte = s.now()
+		}
+		s.scan(p[:n])
+	}
+	return n, err
+}
+
+// Close closes the body and reports the usage.
+func (s *Scanner) Close() error {
+	err := s.body.Close()
+	if !s.closed {
+		s.closed = true
+		if s.done != nil {
+			s.done(&s.u)
+		}
+	}
+	return err
+}
+
+func (s *Scanner) scan(b []byte) {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case s.depth > 0:
+			s.capture(c)
+		case s.which != 0:
+			switch c {
+			case ' ', '\t', '\r', '\n':
+			case '{':
+				s.depth, s.obj, s.skip, s.inStr = 1, append(s.obj[:0], c), false, false
+			default:
+				s.which = 0
+			}
+		default:
+			if s.mt == 0 && s.mu == 0 && c != '"' {
+				// Fast path: skip to the next quote.
+				j := bytes.IndexByte(b[i:], '"')
+				if j < 0 {
+					return
+				}
+				i += j
+				c = b[i]
+			}
+			s.mt = step(keyTimings, s.mt, c)
+			s.mu = step(keyUsage, s.mu, c)
+			if s.mt == len(keyTimings) {
+				s.which, s.mt, s.mu = 1, 0, 0
+			} else if s.mu == len(keyUsage) {
+				s.which, s.mt, s.mu = 2, 0, 0
+			}
+		}
+	}
+}
+
+// step advances a match of key by c. Both keys start with the only quote they hold, so a
+// mismatch restarts at 1 on a quote, else at 0.
+func step(key []byte, m int, c byte) int {
+	if key[m] == c {
+		return m + 1
+	}
+	if c == '"' {
+		return 1
+	}
+	return 0
+}
+
+func (s *Scanner) capture(c byte) {
+	if !s.skip {
+		if len(s.obj) >= maxObject {
+			s.skip, s.obj = true, s.obj[:0]
+		} else {
+			s.obj = append(s.obj, c)
+		}
+	}
+	switch {
+	case s.inStr:
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case c == '\\':
+			s.escaped = true
+		case c == '"':
+			s.inStr = false
+		}
+		return
+	case c == '"':
+		s.inStr = true
+	case c == '{':
+		s.depth++
+	case c == '}':
+		s.depth--
+	}
+	if s.depth > 0 {
+		return
+	}
+	if !s.skip {
+		switch s.which {
+		case 1:
+			if json.Unmarshal(s.obj, &s.u.Timings) == nil {
+				s.u.HasTimings = true
+			}
+		case 2:
+			if json.Unmarshal(s.obj, &s.u.Tokens) == nil {
+				s.u.HasUsage = true
+			}
+		}
+	}
+	s.which, s.obj = 0, s.obj[:0]
+}

@@ -1,0 +1,36 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/llamatray/llamatray/router/activity"
+)
+
+// watchUsage wraps the child's answer body in a scanner that reads its "timings" and "usage" as the
+// bytes pass (router/activity): nothing is held back or buffered, and no text is kept. Only JSON
+// and SSE answers are read.
+func watchUsage(resp *http.Response, t *proxyTarget) {
+	t.status = resp.StatusCode
+	ct := resp.Header.Get("Content-Type")
+	if !strings.HasPrefix(ct, "text/event-stream") && !strings.Contains(ct, "json") {
+		return
+	}
+	resp.Body = activity.NewScanner(resp.Body, func(u *activity.Usage) {
+		if u.HasTimings || u.HasUsage {
+			t.usage = u
+		}
+	})
+}
+
+// record adds one proxied request to the activity, once its answer has ended. It runs on the
+// request's goroutine after the proxy returned, when the scanner is done with t.
+func (rt *Server) record(t *proxyTarget, waited time.Duration) {
+	rt.o.Activity.Record(activity.Sample{Model: t.model, Status: t.status, Wait: waited, Usage: t.usage})
+}
+
+// activityDoc serves GET /api/activity: per model, the last hour in buckets.
+func (rt *Server) activityDoc(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, rt.o.Activity.Snapshot())
+}

@@ -1,0 +1,41 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/llamatray/llamatray/router/locate"
+)
+
+// flagCache keeps the flags of each llama-server binary, read once from its --help.
+type flagCache struct {
+	mu    sync.Mutex          // guards flags
+	flags map[string][]string // by binary path
+}
+
+// LlamaServerFlags lists the flags the llama-server in use knows (from its --help, read once per
+// binary): what per-model extra arguments are checked against.
+func (s *Service) LlamaServerFlags(ctx context.Context) ([]string, error) {
+	path := s.LlamaServer().Path
+	if path == "" {
+		return nil, errors.New("no llama-server to ask for its flags")
+	}
+	s.flags.mu.Lock()
+	got, ok := s.flags.flags[path]
+	s.flags.mu.Unlock()
+	if ok {
+		return got, nil
+	}
+	flags, err := locate.Flags(ctx, path) // outside the lock: it runs a process
+	if err != nil {
+		return nil, err
+	}
+	s.flags.mu.Lock()
+	if s.flags.flags == nil {
+		s.flags.flags = map[string][]string{}
+	}
+	s.flags.flags[path] = flags
+	s.flags.mu.Unlock()
+	return flags, nil
+}

@@ -1,0 +1,101 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adrg/xdg"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
+)
+
+// pinService runs a service over one model, "m", whose configuration file is at cfgPath.
+func pinService(t *testing.T, cfgPath string) *Service {
+	home := t.TempDir()
+	t.Cleanup(xdg.Reload)
+	for k, v := range map[string]string{"HOME": home, "XDG_DATA_HOME": filepath.Join(home, "data"),
+		"XDG_STATE_HOME": filepath.Join(home, "state"), "XDG_CONFIG_HOME": filepath.Join(home, "config")} {
+		t.Setenv(k, v)
+	}
+	xdg.Reload()
+	models := t.TempDir()
+	if err := ggufwrite.WriteFile(filepath.Join(models, "m.gguf"), ggufwrite.Header(ggufwrite.HeaderOptions{Blocks: 2, Embedding: 64})); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Listen = fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
+	cfg.ModelDirs = []string{models}
+	cfg.ScanDefaultDirs = false
+	cfg.LlamaServer = "/nonexistent/llama-server"
+	cfg.Models = map[string]config.Model{"m": {CtxSize: 1024}}
+	svc, err := New(cfg, Options{ConfigPath: cfgPath, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		svc.Stop(ctx)
+	})
+	return svc
+}
+
+// A pin takes effect at once and is saved with the model's other settings; an unknown model is
+// refused and nothing is saved.
+func TestSetPinnedSaves(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.toml")
+	svc := pinService(t, path)
+	if err := svc.SetPinned("m", true); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := svc.Model("m"); !m.Pinned || !saved.Models["m"].Pinned || saved.Models["m"].CtxSize != 1024 || !svc.Config().Models["m"].Pinned {
+		t.Fatalf("after pinning: engine %v, saved %+v", m.Pinned, saved.Models["m"])
+	}
+	var unknown *engine.UnknownModelError
+	if err := svc.SetPinned("nope", true); !errors.As(err, &unknown) {
+		t.Fatalf("pinning an unknown model: %v", err)
+	}
+	if again, _ := config.Load(path); len(again.Models) != 1 {
+		t.Fatalf("an unknown model reached the file: %+v", again.Models)
+	}
+	if err := svc.SetPinned("m", false); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := config.Load(path); again.Models["m"].Pinned {
+		t.Fatal("the unpin was not saved")
+	}
+}
+
+// When the file cannot be written the pin still holds for the run, and the error says so.
+func TestSetPinnedUnsavedSaysSo(t *testing.T) {
+	dir := t.TempDir() // a folder where the file should be: Save must fail
+	svc := pinService(t, dir)
+	err := svc.SetPinned("m", true)
+	if err == nil || !strings.Contains(err.Error(), "pinned for this run") {
+		t.Fatalf("pin with an unwritable config: %v", err)
+	}
+	if m, _ := svc.Model("m"); !m.Pinned || !svc.Config().Models["m"].Pinned {
+		t.Fatal("the pin was lost")
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		t.Fatalf("the folder was replaced: %v", err)
+	}
+}

@@ -1,0 +1,94 @@
+package wintest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llamatray/llamatray/router/testbed"
+)
+
+// unitPackages are the packages whose own tests run as Windows programs under Wine, with the
+// reason for each test left out. Those that start llama-server processes (child, engine,
+// httpapi) get the fake built for Windows.
+var unitPackages = []struct {
+	pkg  string
+	skip map[string]string // test name → why it cannot run under Wine
+}{
+	{pkg: "router/config", skip: map[string]string{
+		"TestSaveThroughSymlink": "Wine's CreateSymbolicLink reports success and makes no link"}},
+	{pkg: "router/catalog", skip: map[string]string{
+		"TestHuggingFaceCache": "the Hub cache's snapshot links: Wine cannot make Windows symlinks and shows Linux ones as plain files",
+		"TestHubNames":         "the Hub cache's snapshot links: Wine cannot make Windows symlinks and shows Linux ones as plain files"}},
+	{pkg: "router/hub", skip: map[string]string{
+		"TestDownloadLayoutAndCatalog": "the Hub cache's snapshot links: Wine's CreateSymbolicLink reports success and makes no link",
+		"TestRemove":                   "the Hub cache's snapshot links: Wine's CreateSymbolicLink reports success and makes no link"}},
+	{pkg: "router/releases", skip: map[string]string{
+		"TestInstallUpdateRollback": "the archive's library symlinks: Wine's CreateSymbolicLink reports success and makes no link"}},
+	{pkg: "router/locate"},
+	{pkg: "router/sched"},
+	{pkg: "router/mem"},
+	{pkg: "router/client"},
+	{pkg: "router/child"},
+	{pkg: "router/engine"},
+	{pkg: "router/httpapi", skip: map[string]string{
+		"TestPullEventsAndRemove": "the Hub cache's snapshot links: Wine's CreateSymbolicLink reports success and makes no link",
+		"TestAutoPull":            "the Hub cache's snapshot links: Wine's CreateSymbolicLink reports success and makes no link"}},
+	{pkg: "app/platform"},
+}
+
+const module = "github.com/llamatray/llamatray"
+
+// TestUnitTestsUnderWine cross-builds the tests of the packages that have Windows code paths
+// (Job Objects and TerminateProcess in child, %LOCALAPPDATA% in config, the Run key in
+// app/platform) or that the engine and HTTP layer build on, and runs them under Wine.
+func TestUnitTestsUnderWine(t *testing.T) {
+	w := needWine(t)
+	dir := t.TempDir()
+	fake := winPath(buildWindowsFake(t, filepath.Join(dir, "fake")))
+	for _, u := range unitPackages {
+		t.Run(u.pkg, func(t *testing.T) {
+			exe := filepath.Join(dir, strings.ReplaceAll(u.pkg, "/", "_")+".test.exe")
+			src := buildWindowsTest(t, module+"/"+u.pkg, exe)
+			args := []string{"-test.count=1", "-test.timeout=5m"}
+			if len(u.skip) > 0 {
+				var names []string
+				for name, why := range u.skip {
+					names = append(names, "^"+name+"$")
+					t.Logf("left out: %s: %s", name, why)
+				}
+				args = append(args, "-test.skip", strings.Join(names, "|"))
+			}
+			start := time.Now()
+			// go test runs a package's tests in its source folder (testdata).
+			r := w.runIn(t, 6*time.Minute, src, []string{testbed.FakeEnv + "=" + fake}, exe, args...)
+			if r.code != 0 || !strings.Contains(r.stdout, "PASS") {
+				t.Fatalf("the tests of %s under Wine: %s", path.Base(u.pkg), r)
+			}
+			t.Logf("passed under Wine in %v", time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// buildWindowsTest cross-builds the test binary of pkg for Windows and returns the package's
+// source folder.
+func buildWindowsTest(t *testing.T, pkg, out string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goTool(), "test", "-c", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c %s for Windows: %v\n%s", pkg, err, b)
+	}
+	b, err := exec.CommandContext(ctx, goTool(), "list", "-f", "{{.Dir}}", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	return strings.TrimSpace(string(b))
+}
