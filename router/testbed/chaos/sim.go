@@ -379,7 +379,7 @@ func replaceSection(path, heading, text string) error {
 // simMain runs `chaos -sim` (the full run, figures into -out) or `chaos -sim-small` (the short one
 // of CI).
 func simMain(args []string, stdout, stderr io.Writer) int {
-	sp := simParams{requests: 400, clients: 16, loadPerGB: 250 * time.Millisecond, queueTimeout: 30 * time.Second}
+	sp := simParams{requests: 200, clients: 12, loadPerGB: 100 * time.Millisecond, queueTimeout: 20 * time.Second}
 	if args[0] == "-sim-small" {
 		sp = simParams{requests: 40, clients: 8, loadPerGB: 25 * time.Millisecond, queueTimeout: 10 * time.Second}
 	}
