@@ -80,7 +80,7 @@ func TestSchedEstimateSplitByLayers(t *testing.T) {
 	s.load("a")
 }
 
-// On Apple silicon the GPU may use only the Metal working-set limit: on a 36 GiB Mac (27 GiB working
+// On Apple silicon the GPU may use only the Metal working-set limit: on a 36 GiB Mac (24 GiB working
 // set) two models of 14 GiB on the GPU never run side by side, though RAM would hold both.
 func TestSchedAppleWorkingSet(t *testing.T) {
 	s := newSync(t, func(o *Options) { o.MemoryLimit = 0 },
