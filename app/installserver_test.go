@@ -132,7 +132,6 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	shoot(t, l, u.models.win, "install-3-loaded")
 }
 
-
 // A failed install says why on the banner and lets the user try again.
 func TestInstallLlamaServerButtonFailure(t *testing.T) {
 	gh := ghreleases.New()
