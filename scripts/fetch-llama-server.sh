@@ -62,47 +62,15 @@ BIN="$UNPACK/usr/bin/llama-server"
 LOADER="$(find "$UNPACK" -name 'ld-linux-x86-64.so.2' | head -n1)"
 [[ -n "$LOADER" ]] || die "ld-linux-x86-64.so.2 not found in libc6"
 
-# lib_dirs: every unpacked folder that holds shared libraries (the llama ones
-# included, the ggml backends not), one per line.
-lib_dirs() {
-	find "$UNPACK" \( -name 'lib*.so' -o -name 'lib*.so.*' \) \( -type f -o -type l \) \
-		-not -path '*/share/*' -not -path '*/backends[0-9]*/*' -printf '%h\n' | sort -u
-}
-
 # missing_libs: libraries the unpacked loader cannot resolve for the binary.
 missing_libs() {
 	local path
-	path="$(lib_dirs | paste -sd:)"
+	path="$(lib_dirs "$UNPACK" | paste -sd:)"
 	"$LOADER" --library-path "$path" --list "$BIN" 2>&1 | awk '/not found/ {print $1}' | sort -u
 }
 
-# Resolve anything still missing by asking apt which package ships it
-# (Contents are not in the lists, so go by the usual naming of Debian library
-# packages; three rounds are plenty).
-for round in 1 2 3; do
-	mapfile -t missing < <(missing_libs)
-	[[ ${#missing[@]} -eq 0 ]] && break
-	log "round $round: missing ${missing[*]}"
-	extra=()
-	for lib in "${missing[@]}"; do
-		# libfoo.so.1 -> libfoo1, libfoo-2.so.3 -> libfoo-2-3
-		base="${lib%%.so*}"
-		ver="${lib#*.so.}"
-		ver="${ver%%.*}"
-		if [[ "$base" =~ [0-9]$ ]]; then cand="$base-$ver"; else cand="$base$ver"; fi
-		cand="$(echo "$cand" | tr '[:upper:]_' '[:lower:]-')"
-		for c in "$cand" "${cand}t64"; do
-			if "${APT[@]}" download --print-uris "$c" >/dev/null 2>&1; then
-				extra+=("$c")
-				break
-			fi
-		done
-	done
-	[[ ${#extra[@]} -gt 0 ]] || die "cannot find packages for: ${missing[*]}"
-	download_unpack "$UNPACK" "${extra[@]}"
-done
-mapfile -t missing < <(missing_libs)
-[[ ${#missing[@]} -eq 0 ]] || die "still missing after resolution: ${missing[*]}"
+# Resolve what the unpacked loader cannot find by the packages such libraries usually ship in.
+resolve_libs "$UNPACK" 3
 
 # Pick the CPU backend: try the variants from the most capable down and keep the
 # first one that ggml accepts on this CPU. ggml refuses a variant whose
@@ -129,7 +97,7 @@ for v in "${variants[@]}"; do
 done
 log "cpu flags include: $(grep -m1 '^flags' /proc/cpuinfo | grep -ow 'avx2\|avx512f\|avx512_bf16\|avx512_vnni\|avx_vnni\|amx_tile' | sort -u | paste -sd' ')"
 
-STAGE_LIBPATH="$(lib_dirs | paste -sd:)"
+STAGE_LIBPATH="$(lib_dirs "$UNPACK" | paste -sd:)"
 probe_model="$WORK/absent-model.gguf"
 chosen=""
 for v in "${ranked[@]}"; do
@@ -150,7 +118,7 @@ log "using backend $chosen"
 FINAL="$DEST/root"
 rel() { echo "${1#"$UNPACK"/}"; }
 patchelf --set-interpreter "$FINAL/$(rel "$LOADER")" "$BIN"
-LIBPATH="$(lib_dirs | sed "s#^$UNPACK#$FINAL#" | paste -sd:)"
+LIBPATH="$(lib_dirs "$UNPACK" | sed "s#^$UNPACK#$FINAL#" | paste -sd:)"
 STAGE="$WORK/stage"
 mkdir -p "$STAGE/bin"
 WRAPPER_STAGE="$STAGE/bin/llama-server"

@@ -7,6 +7,10 @@
 # APT, the apt-get command line to use with it.
 # need_patchelf: installs patchelf with apt-get when it is missing (as root; else it says how).
 # download_unpack ROOT NAME...: downloads each package once and unpacks it into ROOT.
+# lib_dirs ROOT: every folder under ROOT that holds shared libraries (ggml backends aside).
+# resolve_libs ROOT ROUNDS: fetches the packages of the libraries that missing_libs (the caller's:
+# one library name a line) names, by the usual naming of Debian library packages, until none is
+# missing, at most ROUNDS times; then dies naming what is still missing.
 # The caller defines log and die.
 
 PRIVATE_APT_MIRROR="${PRIVATE_APT_MIRROR:-http://deb.debian.org/debian}"
@@ -68,4 +72,44 @@ download_unpack() {
 		dpkg -x "$deb" "$root"
 		: >"$deb.unpacked"
 	done
+}
+
+lib_dirs() {
+	find "$1" \( -name 'lib*.so' -o -name 'lib*.so.*' \) \( -type f -o -type l \) \
+		-not -path '*/share/*' -not -path '*/backends[0-9]*/*' -printf '%h\n' | sort -u
+}
+
+# debian_lib_package LIB: the package names a library usually ships in (libfoo.so.1 -> libfoo1,
+# libfoo-2.so.3 -> libfoo-2-3, ICU by its version alone), one a line, t64 variants after.
+debian_lib_package() {
+	local lib="$1" base ver cand
+	base="${lib%%.so*}"
+	ver="${lib#*.so.}"
+	ver="${ver%%.*}"
+	if [[ "$base" =~ [0-9]$ ]]; then cand="$base-$ver"; else cand="$base$ver"; fi
+	cand="$(echo "$cand" | tr '[:upper:]_' '[:lower:]-')"
+	[[ "$base" == libicu* ]] && cand="libicu$ver"
+	printf '%s\n%s\n' "$cand" "${cand}t64"
+}
+
+resolve_libs() {
+	local root="$1" rounds="$2" round lib c extra missing
+	for ((round = 1; round <= rounds; round++)); do
+		mapfile -t missing < <(missing_libs)
+		[[ ${#missing[@]} -eq 0 ]] && return 0
+		log "round $round: missing ${missing[*]}"
+		extra=()
+		for lib in "${missing[@]}"; do
+			while read -r c; do
+				if "${APT[@]}" download --print-uris "$c" >/dev/null 2>&1; then
+					extra+=("$c")
+					break
+				fi
+			done < <(debian_lib_package "$lib")
+		done
+		[[ ${#extra[@]} -gt 0 ]] || die "cannot find packages for: ${missing[*]}"
+		download_unpack "$root" "${extra[@]}"
+	done
+	mapfile -t missing < <(missing_libs)
+	[[ ${#missing[@]} -eq 0 ]] || die "still missing after resolution: ${missing[*]}"
 }
