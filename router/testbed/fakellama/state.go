@@ -181,10 +181,10 @@ func (s *server) idleLoop() {
 			sim.hold(false)
 		}
 
+		s.rec.event("sleep") // before the router hears of it, so a test that heard it finds it
 		s.notifyRouter("sleeping", nil)
 		compLog(lvlInfo, "que", "start_loop", "entering sleeping state")
 		srvLog(lvlInfo, "handle_sleep", "server is entering sleeping state")
-		s.rec.event("sleep")
 		debug.FreeOSMemory()
 
 		s.mu.Lock()
