@@ -1,0 +1,198 @@
+package service
+
+// The configuration in force, mapped onto the engine: its limits, each model's settings and the
+// estimate parameters that match them; a new configuration applied live; pins saved.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// limits maps the configuration to the engine's live limits.
+func limits(cfg config.Config, ls LlamaServer) engine.Limits {
+	hint := ls.Hint
+	if ls.Err != "" {
+		hint = ls.Err + ". " + hint
+	}
+	l := engine.Limits{
+		Binary:       ls.Path,
+		BinaryHint:   hint,
+		MemoryLimit:  int64(cfg.MemoryLimit),
+		Reserve:      int64(cfg.MemoryReserve),
+		MaxLoaded:    cfg.MaxLoaded,
+		DeviceLimits: deviceLimits(cfg),
+		QueueTimeout: cfg.QueueTimeout.Std(),
+		FairWait:     cfg.FairWait.Std(),
+		LoadTimeout:  cfg.LoadTimeout.Std(),
+		StopTimeout:  cfg.StopTimeout.Std(),
+	}
+	if l.QueueTimeout < 0 {
+		l.QueueTimeout = 100 * 365 * 24 * time.Hour
+	}
+	if l.FairWait <= 0 {
+		l.FairWait = 100 * 365 * 24 * time.Hour
+	}
+	if l.LoadTimeout < 0 {
+		l.LoadTimeout = 100 * 365 * 24 * time.Hour
+	}
+	return l
+}
+
+func (s *Service) config() config.Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+// settings maps a model's configuration to engine settings, including the llama-server flags.
+func (s *Service) settings(id string) engine.Settings {
+	cfg := s.config()
+	ms := cfg.ModelSettings(id)
+	var args []string
+	if ms.GPULayers != nil {
+		args = append(args, "-ngl", strconv.Itoa(*ms.GPULayers))
+	}
+	switch ms.FlashAttn {
+	case "on", "off":
+		args = append(args, "-fa", ms.FlashAttn)
+	}
+	if ms.Parallel > 0 {
+		args = append(args, "-np", strconv.Itoa(ms.Parallel))
+	}
+	if ms.CacheType != "" {
+		args = append(args, "-ctk", ms.CacheType, "-ctv", ms.CacheType)
+	}
+	args = append(args, ms.Args...)
+	st := engine.Settings{Args: args, CtxSize: ms.CtxSize, Pinned: ms.Pinned, LoadOnStart: ms.LoadOnStart}
+	if ms.IdleSleep != nil {
+		st.IdleSleep = ms.IdleSleep.Std()
+	}
+	if ms.IdleUnload != nil {
+		st.IdleUnload = ms.IdleUnload.Std()
+	}
+	return st
+}
+
+// estimateParams tells the catalog how each model will be run, so its estimate matches.
+func (s *Service) estimateParams(id string) catalog.EstimateParams {
+	return s.paramsFor(s.config().ModelSettings(id))
+}
+
+// paramsFor is how a model with settings ms is run, for the estimate.
+func (s *Service) paramsFor(ms config.Model) catalog.EstimateParams {
+	// ContextSize 0 is the model's trained context, for the estimate as for llama-server's -c.
+	p := catalog.EstimateParams{ContextSize: ms.CtxSize, Parallel: ms.Parallel, FlashAttention: ms.FlashAttn == "on", CacheType: ms.CacheType}
+	if s.gpu {
+		p.GPULayers = -1
+		if ms.GPULayers != nil {
+			p.GPULayers = *ms.GPULayers
+		}
+	}
+	return p
+}
+
+// SetPinned pins or unpins a model (a pinned model is never evicted by memory pressure or idle
+// timers) at once and for good: the choice is saved in the configuration file as the model's
+// `pinned`, so it still holds after a restart. POST /models/pin, `llamatray pin` and the tray all
+// pin through here. When the engine took the pin but the file could not be written, the error
+// says so (the pin then lasts this run).
+func (s *Service) SetPinned(name string, pinned bool) error {
+	id, err := s.eng.Resolve(name)
+	if err != nil {
+		return err
+	}
+	if err := s.eng.SetPinned(id, pinned); err != nil {
+		return err
+	}
+	return s.savePinned(id, pinned)
+}
+
+// savePinned records a pin in the configuration in force and in its file.
+func (s *Service) savePinned(id string, pinned bool) error {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	s.mu.Lock()
+	cfg := s.cfg
+	m := cfg.Models[id]
+	if m.Pinned == pinned {
+		s.mu.Unlock()
+		return nil
+	}
+	m.Pinned = pinned
+	cfg.Models = maps.Clone(cfg.Models)
+	if cfg.Models == nil {
+		cfg.Models = map[string]config.Model{}
+	}
+	cfg.Models[id] = m
+	s.cfg = cfg
+	s.mu.Unlock()
+	if s.o.ConfigPath == "" {
+		return nil
+	}
+	if err := cfg.Save(s.o.ConfigPath); err != nil {
+		return fmt.Errorf("%s is pinned for this run, but saving the configuration failed: %w", id, err)
+	}
+	return nil
+}
+
+// Apply validates and applies a new configuration live: catalog folders rescanned, engine limits
+// updated, the listener restarted only when the listen address changed. It does not save the file.
+func (s *Service) Apply(cfg config.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	old := s.config()
+	ls := s.LlamaServer()
+	if cfg.LlamaServer != old.LlamaServer || ls.Path == "" {
+		ls = s.findLlamaServer(cfg.LlamaServer)
+	}
+	s.mu.Lock()
+	s.cfg = cfg
+	s.llama = ls
+	s.mu.Unlock()
+	s.eng.SetLimits(limits(cfg, ls))
+	s.eng.SyncCatalog() // the per-model settings count from the next load on, not from the next scan
+	s.handler.Store(s.newRouter(cfg))
+	if !slices.Equal(cfg.ModelDirsResolved(), old.ModelDirsResolved()) || cfg.ScanDefaultDirs != old.ScanDefaultDirs {
+		s.cat.SetDirs(cfg.ModelDirsResolved())
+	} else {
+		go func() {
+			if err := s.cat.Scan(context.Background()); err != nil {
+				s.log.Warn("rescan failed", "err", err)
+			}
+		}()
+	}
+	if cfg.Listen != old.Listen || s.ListenErr() != nil {
+		s.mu.Lock()
+		srv := s.srv
+		s.srv = nil
+		s.mu.Unlock()
+		if srv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			srv.Shutdown(ctx)
+			cancel()
+		}
+		return s.listen(cfg.Listen)
+	}
+	return nil
+}
+
+// deviceLimits is [device_memory_limit] in bytes, by device name; nil when none is set.
+func deviceLimits(cfg config.Config) map[string]int64 {
+	if len(cfg.DeviceMemoryLimit) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(cfg.DeviceMemoryLimit))
+	for d, n := range cfg.DeviceMemoryLimit {
+		out[d] = int64(n)
+	}
+	return out
+}
