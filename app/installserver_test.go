@@ -25,14 +25,7 @@ import (
 // release (the fake llama-server) through the real service, shows its progress, and the banner goes;
 // the model then loads with the installed build.
 func TestInstallLlamaServerButton(t *testing.T) {
-	b, err := ghreleases.FromBinary(testbed.FakeLlamaServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tgz, err := b.TarGz("b7100")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tgz := ghreleases.FakeTarGz(t, "b7100")
 	gh := ghreleases.New()
 	t.Cleanup(gh.Close)
 	cpu := ghreleases.AssetName("b7100", ".tar.gz")

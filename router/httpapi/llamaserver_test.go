@@ -12,7 +12,6 @@ import (
 
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/releases"
-	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ghreleases"
 	"github.com/llamatray/llamatray/router/wire"
 )
@@ -57,14 +56,7 @@ func readEvents(t *testing.T, r io.Reader) []streamEvent {
 }
 
 func TestLlamaServerInstallAPI(t *testing.T) {
-	b, err := ghreleases.FromBinary(testbed.FakeLlamaServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tgz, err := b.TarGz("b7100")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tgz := ghreleases.FakeTarGz(t, "b7100")
 	gh := ghreleases.New()
 	t.Cleanup(gh.Close)
 	gh.Add("b6000", map[string][]byte{ghreleases.AssetName("b6000", ".tar.gz"): tgz})

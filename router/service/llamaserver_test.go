@@ -21,14 +21,7 @@ import (
 // With llama_server_update on, the daily check installs the newer release and the service uses it;
 // with it off, nothing is downloaded.
 func TestDailyUpdate(t *testing.T) {
-	b, err := ghreleases.FromBinary(testbed.FakeLlamaServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tgz, err := b.TarGz("b7100")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tgz := ghreleases.FakeTarGz(t, "b7100")
 	gh := ghreleases.New()
 	t.Cleanup(gh.Close)
 	gh.Add("b7000", map[string][]byte{ghreleases.AssetName("b7000", ".tar.gz"): tgz})
