@@ -30,7 +30,8 @@ import (
 // header-only models of 2–40 GB (sizes declared, not written), loads that take time in proportion
 // to their size, sleepers and pressure from other programs. Every sample checks: per-device memory
 // held ≤ that device's memory, no model with a lease stopping; every answer: no 503 for a request
-// that waited less than queue_timeout; at the end every lease 0 and no child left.
+// that waited less than queue_timeout; the engine's events: FIFO among waiters for memory and queued
+// sleepers woken, not killed (checkQueue); at the end every lease 0 and no child left.
 
 var simMachines = []mem.SimMachine{
 	{Name: "24 GB NVIDIA + 64 GB RAM", RAMMiB: 64 << 10, GPUs: []mem.SimGPU{{Device: "CUDA0", Name: "NVIDIA GeForce RTX 4090", MiB: 24 << 10}}},
@@ -316,7 +317,9 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 			}
 		}
 	}
-	for _, ev := range events.snapshot() {
+	evs := events.snapshot()
+	res.violations = append(res.violations, checkQueue(evs)...)
+	for _, ev := range evs {
 		if ev.Kind == "state" && ev.State == engine.StateLoading && ev.Message == "" {
 			res.loads++
 		}
