@@ -49,8 +49,16 @@ func (m *queueModel) waitsForMemory() bool {
 	return false
 }
 
+// queueStats say how much the queue checks saw, so a clean run is not an empty one.
+type queueStats struct {
+	admitted    int // admissions of models that waited for memory
+	behind      int // of them, with a model ahead in line still waiting (memory on its way: something stopping)
+	sleepersWok int // wakes of sleeping models that had waiters
+}
+
 // checkQueue reads a run's events and lists every breach of the two rules.
-func checkQueue(events []engine.Event) []string {
+func checkQueue(events []engine.Event) ([]string, queueStats) {
+	var st queueStats
 	models := map[string]*queueModel{}
 	get := func(id string) *queueModel {
 		m := models[id]
@@ -79,14 +87,23 @@ func checkQueue(events []engine.Event) []string {
 			return
 		}
 		b.admitted = true
-		if stopping() {
-			return
+		st.admitted++
+		if b.state == engine.StateSleeping {
+			st.sleepersWok++
 		}
+		ahead := false
 		for aid, a := range models {
-			if aid != id && a.waitsForMemory() && a.waiters[0] < b.waiters[0] {
+			if aid == id || !a.waitsForMemory() || a.waiters[0] > b.waiters[0] {
+				continue
+			}
+			ahead = true
+			if !stopping() {
 				out = append(out, fmt.Sprintf("FIFO: %s %s (%s) ahead of %s, queued for memory before it (waiter seq %d < %d), while nothing was stopping to make room for %s",
 					id, how, at(ev), aid, a.waiters[0], b.waiters[0], aid))
 			}
+		}
+		if ahead {
+			st.behind++
 		}
 	}
 	for i, ev := range events {
@@ -150,7 +167,7 @@ func checkQueue(events []engine.Event) []string {
 			m.active = ev.Active
 		}
 	}
-	return out
+	return out, st
 }
 
 // queuedCount reads a queue event's "N queued".

@@ -105,7 +105,7 @@ func TestCheckQueue(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := checkQueue(c.events)
+			got, _ := checkQueue(c.events)
 			if len(c.want) == 0 {
 				if len(got) > 0 {
 					t.Fatalf("violations %q, want none", got)
@@ -119,5 +119,19 @@ func TestCheckQueue(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The figures say what the checks saw: admissions of models that waited for memory, those with an
+// earlier one still waiting (its memory on its way), and queued sleepers woken.
+func TestCheckQueueStats(t *testing.T) {
+	_, st := checkQueue(evs(
+		state("v", loaded, ""), state("s", sleeping, ""),
+		queued("a", unloaded, 1), state("v", stopping, "evicted for a"), queued("b", unloaded, 1),
+		state("b", loading, ""), state("v", unloaded, ""), state("a", loading, ""),
+		queued("s", sleeping, 1), lease("s", sleeping, 1), queued("s", sleeping, 0),
+	))
+	if st != (queueStats{admitted: 3, behind: 1, sleepersWok: 1}) {
+		t.Fatalf("stats %+v", st)
 	}
 }

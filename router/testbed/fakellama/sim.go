@@ -56,9 +56,15 @@ func (s *server) simBuffers() *simBuffers {
 			logf(lvlError, "fakellama: %v", err)
 			s.failLoad(err.Error())
 		}
+		// What each device has free as llama.cpp sees it: the driver's free memory; on Metal the
+		// working set less this process's own allocations (none yet).
 		free := make([]int64, len(gpus))
 		for i := range gpus {
-			free[i] = sys.GPUs[i].Free - fitMargin(s.opts.fitTarget, i)
+			free[i] = sys.GPUs[i].Free
+			if m.Unified {
+				free[i] = gpus[i].Total
+			}
+			free[i] -= fitMargin(s.opts.fitTarget, i)
 		}
 		for off > 0 && !sb.within(free) {
 			off--
