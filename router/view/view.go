@@ -173,6 +173,7 @@ func Status(st engine.ModelStatus) wire.ModelStatus {
 		UnloadAt:            timePtr(st.UnloadAt),
 		Progress:            st.Progress,
 		Args:                orEmpty(st.Args),
+		Wait:                wireWait(st),
 	}
 }
 
