@@ -18,6 +18,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // tryItWindow is "Try it": pick a model, type a prompt, and see the answer stream in with its time
@@ -107,12 +108,29 @@ func (t *tryItWindow) update(s Snapshot) {
 	if t.model.Selected == "" && len(ids) > 0 {
 		t.model.SetSelected(ids[0])
 	}
-	if t.waiting && t.reason == "" {
+	switch w := t.modelWait(s); {
+	case !t.waiting:
+	case w != "":
+		t.status.SetText(w)
+	case t.reason == "":
 		t.status.SetText(t.waitText(s))
 	}
 }
 
-// waitText says why the request in flight waits, from the model's state in s.
+// modelWait is why the picked model's queued requests wait, as the engine says and every surface
+// shows it (view.WaitText): "Waiting: every model is busy since 12:03:04 (alpha 1 request)…"; ""
+// when the snapshot gives no reason.
+func (t *tryItWindow) modelWait(s Snapshot) string {
+	for _, m := range s.Models {
+		if m.ID == t.model.Selected && m.Wait != nil {
+			return "Waiting: " + strings.TrimPrefix(view.WaitText(m.ModelStatus), "waiting: ") + "…"
+		}
+	}
+	return ""
+}
+
+// waitText guesses why the request in flight waits from the model's state in s, when neither the
+// engine nor the router gave a reason.
 func (t *tryItWindow) waitText(s Snapshot) string {
 	for _, m := range s.Models {
 		if m.ID != t.model.Selected {
@@ -121,8 +139,6 @@ func (t *tryItWindow) waitText(s Snapshot) string {
 		switch {
 		case m.State == engine.StateLoading:
 			return "Waiting: " + stateText(m) + "…"
-		case m.Queued > 0 && !m.Running():
-			return fmt.Sprintf("Waiting: %s is queued for memory or a free slot…", m.ID)
 		case m.State == engine.StateSleeping:
 			return "Waiting: waking " + m.ID + "…"
 		}
@@ -171,7 +187,11 @@ func (t *tryItWindow) start() {
 func (t *tryItWindow) event(ev tryEvent, answer string) {
 	if ev.comment != "" && t.waiting {
 		t.reason = ev.comment
-		t.status.SetText("Waiting: " + ev.comment + "…")
+		if w := t.modelWait(t.u.snap); w != "" {
+			t.status.SetText(w) // the same reason, without the comment's "loading model X (…)" around it
+		} else {
+			t.status.SetText("Waiting: " + ev.comment + "…")
+		}
 		return
 	}
 	if ev.delta != "" {
