@@ -18,7 +18,6 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/router/engine"
-	"github.com/llamatray/llamatray/router/view"
 )
 
 // tryItWindow is "Try it": pick a model, type a prompt, and see the answer stream in with its time
@@ -119,11 +118,12 @@ func (t *tryItWindow) update(s Snapshot) {
 
 // modelWait is why the picked model's queued requests wait, as the engine says and every surface
 // shows it (view.WaitText): "Waiting: every model is busy since 12:03:04 (alpha 1 request)…"; ""
-// when the snapshot gives no reason.
+// when the snapshot gives no reason, or while the model's own load runs (the router's comments and
+// the model's state say how far it is).
 func (t *tryItWindow) modelWait(s Snapshot) string {
 	for _, m := range s.Models {
-		if m.ID == t.model.Selected && m.Wait != nil {
-			return "Waiting: " + strings.TrimPrefix(view.WaitText(m.ModelStatus), "waiting: ") + "…"
+		if w := waitText(m); m.ID == t.model.Selected && w != "" {
+			return "Waiting: " + strings.TrimPrefix(w, "waiting: ") + "…"
 		}
 	}
 	return ""

@@ -14,7 +14,7 @@ import (
 )
 
 // The Try-it pane sends a prompt through a real service over HTTP to the fake llama-server: while
-// the model loads it shows why it waits, then the answer streams in, ending with
+// the model loads it shows the router's loading comments, then the answer streams in, ending with
 // time to first token and tokens per second. The Activity window then shows the request.
 func TestTryItThroughTheRouter(t *testing.T) {
 	t.Setenv("FAKE_LLAMA_LOAD_TIME", "2500ms")
@@ -59,7 +59,7 @@ func TestTryItThroughTheRouter(t *testing.T) {
 		l.wait(func() { s = tw.status.Text })
 		return s
 	}
-	waitFor(t, "the reason it waits", func() bool { return strings.HasPrefix(status(), "Waiting: loading") })
+	waitFor(t, "the loading comment", func() bool { return strings.HasPrefix(status(), "Waiting: loading model tiny-chat") })
 	shoot(t, l, tw.win, "tryit-1-waiting")
 	waitFor(t, "the answer", func() bool {
 		return strings.HasPrefix(status(), "First token after") && strings.Contains(status(), "tokens/s")
