@@ -17,7 +17,8 @@ import (
 //  3. The queue is served in the order of each model's first waiter: a ready model hands its waiters
 //     leases; a model that needs memory is planned by sched.Plan (start, evict idle victims, wait for
 //     stopping ones, or blocked). A blocked model blocks every later load (strict FIFO); once its head
-//     waiter has waited FairWait, sched.Drain picks busy models to drain for it.
+//     waiter has waited FairWait, sched.Drain picks busy models to drain for it. Each model that
+//     still waits gets its reason (model.wait, wait.go) from the decision made for it.
 //  4. Idle timers stop models unused for their idle-unload time.
 func (e *Engine) reconcile(now time.Time) []action {
 	if e.closed {
@@ -113,9 +114,11 @@ func (e *Engine) reconcile(now time.Time) []action {
 		default: // blocked behind busy models
 			blockedBy = m.id
 			w := ws.add(m, WaitBusy, need, views)
+			var holders []string
 			for _, h := range sched.Holders(views, m.id) {
-				w.Holders = append(w.Holders, e.waitModels([]string{h.ID})...)
+				holders = append(holders, h.ID)
 			}
+			w.Holders = e.waitModels(holders)
 			if need.Within(sched.Free(views, e.room().Budget)) && e.o.MaxLoaded > 0 {
 				w.MaxLoaded = e.o.MaxLoaded
 			}
