@@ -105,7 +105,11 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	}
 	w.cache = widget.NewSelect(append([]string{defaultCache}, config.CacheTypes...), func(string) { w.changed() })
 	w.cache.SetSelected(orDefault(f.CacheType, defaultCache))
-	w.fa = widget.NewSelect([]string{defaultFA + " (" + cfg.Defaults.FlashAttn + ")", "auto", "on", "off"}, func(string) { w.changed() })
+	faDefault := defaultFA + " (" + cfg.Defaults.FlashAttn + ")"
+	if isVariant {
+		faDefault = defaultFA + " (" + base + "'s: " + cfg.ModelSettings(base).FlashAttn + ")"
+	}
+	w.fa = widget.NewSelect([]string{faDefault, "auto", "on", "off"}, func(string) { w.changed() })
 	w.fa.SetSelected(orDefault(f.FlashAttn, w.fa.Options[0]))
 	w.pinned = widget.NewCheck("Pinned: never unloaded for memory or by idle timers", func(bool) { w.changed() })
 	w.pinned.SetChecked(f.Pinned)
