@@ -11,16 +11,21 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
 // Two variants of one GGUF, tiny@small (ctx 512) and tiny@big (ctx 2048), are two models: both
 // answer chat side by side, each from a real llama-server child started with its own --ctx-size
 // (as the child itself reports in /props), and GET /v1/models lists them with the file's own ID.
+// A footprint measured for one is shared with a variant run the same way, not with one of another
+// context.
 func TestVariantsOfOneFile(t *testing.T) {
 	in := start(t, []string{"tiny"}, func(c *config.Config) {
 		c.Models = map[string]config.Model{"tiny": {Variants: map[string]config.Model{
 			"small": {CtxSize: 512},
+			"cool":  {CtxSize: 512, Args: []string{"--temp", "0.1"}}, // runs as tiny@small does, memory-wise
 			"big":   {CtxSize: 2048, Aliases: []string{"tiny-big"}},
 		}}}
 	})
@@ -44,7 +49,7 @@ func TestVariantsOfOneFile(t *testing.T) {
 			t.Errorf("%s: meta %+v, want a variant of tiny", m.ID, m.Meta)
 		}
 	}
-	if !slices.Equal(ids, []string{"tiny", "tiny@big", "tiny@small"}) {
+	if !slices.Equal(ids, []string{"tiny", "tiny@big", "tiny@cool", "tiny@small"}) {
 		t.Fatalf("GET /v1/models lists %v", ids)
 	}
 
@@ -79,6 +84,21 @@ func TestVariantsOfOneFile(t *testing.T) {
 	}
 	if in.state("tiny@small").PID != small.PID || in.state("tiny@big").PID != big.PID {
 		t.Fatal("a variant's child was restarted")
+	}
+
+	// What tiny@small's child was measured to hold is tiny@cool's too (same file, same memory
+	// settings), before tiny@cool ever ran; tiny@big learns its own.
+	testbed.WaitFor(t, 20*time.Second, "footprints learned", func() bool {
+		return in.state("tiny@small").LearnedBytes > 0 && in.state("tiny@big").LearnedBytes > 0
+	})
+	testbed.WaitFor(t, 10*time.Second, "tiny@small's footprint shared with tiny@cool", func() bool {
+		return in.state("tiny@cool").LearnedBytes == in.state("tiny@small").LearnedBytes
+	})
+	if c := in.state("tiny@cool"); c.State != engine.StateUnloaded || c.EstimateBytes != c.LearnedBytes {
+		t.Fatalf("tiny@cool: %s, needs %d, learned %d", c.State, c.EstimateBytes, c.LearnedBytes)
+	}
+	if b, s := in.state("tiny@big"), in.state("tiny@small"); b.LearnedBytes == s.LearnedBytes {
+		t.Fatalf("tiny@big (ctx 2048) and tiny@small (ctx 512) share a footprint: %d", b.LearnedBytes)
 	}
 }
 
