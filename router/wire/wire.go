@@ -25,7 +25,8 @@ type Model struct {
 	// As llama.cpp's router gives them:
 	Tags          []string   `json:"tags"`
 	Architecture  Modalities `json:"architecture"`
-	ContextLength int        `json:"context_length"` // training context, 0 when unknown
+	ContextLength int        `json:"context_length"`     // training context, 0 when unknown
+	CtxSize       int        `json:"ctx_size,omitempty"` // the context it runs with: the configured one, else the trained one; absent when unknown
 }
 
 // Modalities are what a model takes and gives (llama.cpp's "architecture" of a model entry).
@@ -94,7 +95,9 @@ type ModelMeta struct {
 	Path          string `json:"path"`
 	Splits        int    `json:"splits"`
 	Mmproj        string `json:"mmproj"`
-	HubName       string `json:"hub_name"` // ORG/REPO:QUANT for a model from the Hugging Face Hub cache, else ""
+	HubName       string `json:"hub_name"`             // ORG/REPO:QUANT for a model from the Hugging Face Hub cache, else ""
+	VariantOf     string `json:"variant_of,omitempty"` // for a variant ("ID@NAME" of [models."ID".variants."NAME"]): the ID of the model whose file it serves
+	Variant       string `json:"variant,omitempty"`    // for a variant: its name
 }
 
 // Event is the data line of one /models/events server-sent event.
