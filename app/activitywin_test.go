@@ -35,8 +35,8 @@ func TestActivityChartAndNumbers(t *testing.T) {
 	}
 }
 
-// Without loading comments from the router (stream_loading_progress off), Try it says why it
-// waits from the model's state.
+// Try it says why its request waits: the engine's reason, in the words of every surface, over the
+// router's comments; without either, a guess from the model's state.
 func TestTryItWaitsWithTheModelState(t *testing.T) {
 	u, _, l := newTestUI(t, windowSnapshot())
 	l.wait(func() {
@@ -44,28 +44,37 @@ func TestTryItWaitsWithTheModelState(t *testing.T) {
 		w := u.tryIt
 		w.waiting = true
 		s := windowSnapshot()
-		for i := range s.Models {
-			if s.Models[i].ID == "qwen-7b" {
-				s.Models[i].State, s.Models[i].Progress = engine.StateLoading, 0.4
+		set := func(f func(m *Model)) {
+			for i := range s.Models {
+				if s.Models[i].ID == "qwen-7b" {
+					f(&s.Models[i])
+				}
 			}
+			u.snap = s
+			w.update(s)
 		}
-		w.update(s)
+		set(func(m *Model) { m.State, m.Progress = engine.StateLoading, 0.4 })
 		if w.status.Text != "Waiting: loading 40%…" {
 			t.Errorf("loading: %q", w.status.Text)
 		}
-		for i := range s.Models {
-			if s.Models[i].ID == "qwen-7b" {
-				s.Models[i].State, s.Models[i].Queued = engine.StateUnloaded, 1
-			}
+		since := time.Date(2026, 1, 1, 12, 3, 4, 0, time.Local)
+		set(func(m *Model) {
+			m.State, m.Queued = engine.StateUnloaded, 1
+			m.Wait = &engine.WaitReason{Kind: engine.WaitBusy, Position: 1, Since: since, BusySince: since,
+				Holders: []engine.WaitModel{{ID: "llama-3b", State: engine.StateLoaded, Active: 2}}}
+		})
+		if want := "Waiting: every model is busy since 12:03:04 (llama-3b 2 requests)…"; w.status.Text != want {
+			t.Errorf("queued: %q, want %q", w.status.Text, want)
 		}
-		w.update(s)
-		if !strings.Contains(w.status.Text, "queued for memory") {
-			t.Errorf("queued: %q", w.status.Text)
+		w.event(tryEvent{comment: "loading model qwen-7b (waiting: every model is busy since 12:03:04 (llama-3b 2 requests))"}, "")
+		if want := "Waiting: every model is busy since 12:03:04 (llama-3b 2 requests)…"; w.status.Text != want {
+			t.Errorf("with the router's comment: %q, want %q", w.status.Text, want)
 		}
+		set(func(m *Model) { m.Wait = nil })
 		w.event(tryEvent{comment: "loading model qwen-7b (queued)"}, "")
 		w.update(s)
 		if w.status.Text != "Waiting: loading model qwen-7b (queued)…" {
-			t.Errorf("the router's word is replaced: %q", w.status.Text)
+			t.Errorf("without a reason, the router's word is replaced: %q", w.status.Text)
 		}
 		w.event(tryEvent{delta: "Hi", elapsed: 1500 * time.Millisecond}, "Hi")
 		if w.status.Text != "First token after 1.5 s; generating…" || w.answer.Text != "Hi" {

@@ -5,10 +5,21 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // humanBytes is the one size format: config.HumanSize ("812 MiB", "4.1 GiB").
 var humanBytes = config.HumanSize
+
+// waitText says why the model's queued requests wait, in the words of every surface (view.WaitText),
+// "" when none waits or when its own load is what they wait for (its state says "loading 40%").
+func waitText(m Model) string {
+	if m.Wait == nil || m.Wait.Kind == engine.WaitLoading {
+		return ""
+	}
+	return view.WaitText(m.ModelStatus)
+}
 
 // ago formats how long ago t was: "just now", "5 min ago", "3 h ago", "2 days ago"; "never" for zero.
 func ago(t, at time.Time) string {

@@ -129,12 +129,16 @@ func runningLabel(m Model) string {
 		}
 	case engine.StateStopping:
 		mark = "○"
-		parts = append(parts, "stopping")
+		if m.Wait == nil { // else the reason says it
+			parts = append(parts, "stopping")
+		}
 	}
 	if m.Active > 0 {
 		parts = append(parts, fmt.Sprintf("%d active", m.Active))
 	}
-	if m.Queued > 0 {
+	if w := waitText(m); w != "" {
+		parts = append(parts, w)
+	} else if m.Queued > 0 {
 		parts = append(parts, fmt.Sprintf("%d queued", m.Queued))
 	}
 	if m.Draining && m.State != engine.StateStopping {
@@ -210,6 +214,9 @@ func availableItem(b engine.Budget, m Model) MenuItem {
 	}
 	it := item(m.ID, ActLoad, m.ID)
 	switch {
+	case waitText(m) != "": // the label changes as it waits; the item, keyed by its action, stays
+		it.Label = "◌ " + m.ID
+		parts = []string{waitText(m)}
 	case m.State == engine.StateFailed:
 		it.Label = "✕ " + m.ID
 		parts = append(parts, "failed, click to retry")

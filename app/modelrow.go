@@ -17,7 +17,7 @@ func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
 	switch {
 	case r.Failed:
 		state.Importance = widget.DangerImportance
-	case r.Loading || r.Draining || r.Group == GroupLoaded && r.State == "stopping":
+	case r.Loading || r.Draining || r.Wait != "" || r.Group == GroupLoaded && r.State == "stopping":
 		state.Importance = widget.WarningImportance
 	case r.Group == GroupLoaded:
 		state.Importance = widget.SuccessImportance
@@ -26,6 +26,12 @@ func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
 	detail.SizeName = theme.SizeNameCaptionText
 	detail.Wrapping = fyne.TextWrapWord
 	left := container.NewVBox(container.NewHBox(title, state), detail)
+	if r.Wait != "" {
+		why := widget.NewLabel(r.Wait)
+		why.Importance = widget.WarningImportance
+		why.Wrapping = fyne.TextWrapWord
+		left.Add(why)
+	}
 	if r.Error != "" {
 		why := widget.NewLabel(r.Error)
 		why.Importance = widget.DangerImportance

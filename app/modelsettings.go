@@ -89,11 +89,91 @@ type formProblem struct {
 
 func (p formProblem) String() string { return p.Field + ": " + p.Reason }
 
-// apply returns cfg with the model's section replaced by the form, or the problems found: values
-// that do not parse, that the model cannot take (a context beyond the one it was trained on), that
-// llama-server would refuse (a quantized V cache without flash attention), and whatever the
-// configuration's own validation refuses (flags Llamatray sets itself in args, aliases taken).
+// apply returns cfg with the model's own section (a variant's: [models."ID".variants."NAME"])
+// replaced by the form, or the problems found: values that do not parse, that the model cannot take
+// (a context beyond the one it was trained on), that llama-server would refuse (a quantized V cache
+// without flash attention), and whatever the configuration's own validation refuses (flags
+// Llamatray sets itself in args, aliases taken).
 func (f modelForm) apply(cfg config.Config, id string, m Model) (config.Config, []formProblem) {
+	sec, probs := f.section(cfg, id, m)
+	out := cfg.WithSection(id, sec)
+	if probs = checkApplied(out, id, probs); len(probs) > 0 {
+		return cfg, probs
+	}
+	return out, nil
+}
+
+// applyAsVariant returns cfg with a new variant name of the model the form is open on (of its
+// model, when that is a variant itself) holding what the form sets differently from that model's
+// section, and the new variant's ID; or the problems found, as apply finds them.
+func (f modelForm) applyAsVariant(cfg config.Config, id, name string, m Model) (config.Config, string, []formProblem) {
+	base := id
+	if b, _, ok := cfg.Variant(id); ok {
+		base = b
+	}
+	sec, probs := f.section(cfg, id, m)
+	own, _ := cfg.Section(base)
+	out, err := cfg.WithVariant(base, strings.TrimSpace(name), variantOver(own, sec))
+	if err != nil {
+		return cfg, "", append(probs, formProblem{Field: "variant", Reason: err.Error()})
+	}
+	vid := config.VariantID(base, strings.TrimSpace(name))
+	if probs = checkApplied(out, vid, probs); len(probs) > 0 {
+		return cfg, "", probs
+	}
+	return out, vid, nil
+}
+
+// variantOver is the section of a variant of a model whose own section is own that runs as sec
+// says: only what differs from own, so that the rest follows the model. Its args are added after
+// the model's; aliases the model has stay the model's.
+func variantOver(own, sec config.Model) config.Model {
+	v := config.Model{Pinned: sec.Pinned, LoadOnStart: sec.LoadOnStart}
+	if sec.CtxSize != own.CtxSize {
+		v.CtxSize = sec.CtxSize
+	}
+	if !equalInt(sec.GPULayers, own.GPULayers) {
+		v.GPULayers = sec.GPULayers
+	}
+	if sec.FlashAttn != own.FlashAttn {
+		v.FlashAttn = sec.FlashAttn
+	}
+	if sec.Parallel != own.Parallel {
+		v.Parallel = sec.Parallel
+	}
+	if sec.CacheType != own.CacheType {
+		v.CacheType = sec.CacheType
+	}
+	if !equalDur(sec.IdleSleep, own.IdleSleep) {
+		v.IdleSleep = sec.IdleSleep
+	}
+	if !equalDur(sec.IdleUnload, own.IdleUnload) {
+		v.IdleUnload = sec.IdleUnload
+	}
+	switch {
+	case slices.Equal(sec.Args, own.Args):
+	case len(sec.Args) > len(own.Args) && slices.Equal(sec.Args[:len(own.Args)], own.Args):
+		v.Args = slices.Clone(sec.Args[len(own.Args):])
+	default:
+		v.Args = slices.Clone(sec.Args)
+	}
+	for _, a := range sec.Aliases {
+		if !slices.Contains(own.Aliases, a) {
+			v.Aliases = append(v.Aliases, a)
+		}
+	}
+	return v
+}
+
+func equalDur(a, b *config.Duration) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// section parses the form into model id's own section, with the problems of its values.
+func (f modelForm) section(cfg config.Config, id string, m Model) (config.Model, []formProblem) {
 	var probs []formProblem
 	bad := func(field, reason string) { probs = append(probs, formProblem{field, reason}) }
 	num := func(field, s string, min int) (int, bool) {
@@ -121,7 +201,8 @@ func (f modelForm) apply(cfg config.Config, id string, m Model) (config.Config, 
 		return &d
 	}
 
-	sec := config.Model{Hidden: cfg.Models[id].Hidden, Pinned: f.Pinned, LoadOnStart: f.LoadOnStart,
+	cur, _ := cfg.Section(id)
+	sec := config.Model{Hidden: cur.Hidden, Pinned: f.Pinned, LoadOnStart: f.LoadOnStart,
 		CacheType: f.CacheType, FlashAttn: f.FlashAttn}
 	if n, ok := num("ctx_size", f.CtxSize, 0); ok {
 		sec.CtxSize = n
@@ -143,33 +224,31 @@ func (f modelForm) apply(cfg config.Config, id string, m Model) (config.Config, 
 	}
 	sec.IdleSleep = dur("idle_sleep", f.IdleSleep)
 	sec.IdleUnload = dur("idle_unload", f.IdleUnload)
+	return sec, probs
+}
 
-	out := cfg
-	out.Models = make(map[string]config.Model, len(cfg.Models)+1)
-	for k, v := range cfg.Models {
-		out.Models[k] = v
-	}
-	out.Models[id] = sec
+// checkApplied adds to probs what is wrong with model id's settings in out: what llama-server would
+// refuse, and what the configuration's validation refuses, by the key of id's section where it can.
+func checkApplied(out config.Config, id string, probs []formProblem) []formProblem {
+	bad := func(field, reason string) { probs = append(probs, formProblem{field, reason}) }
 	eff := out.ModelSettings(id)
 	if eff.CacheType != "" && eff.CacheType != "f16" && eff.CacheType != "f32" && eff.CacheType != "bf16" && eff.FlashAttn == "off" {
 		bad("cache_type", fmt.Sprintf("a %s V cache needs flash attention; set flash attention to auto or on", eff.CacheType))
 	}
 	if err := out.Validate(); err != nil {
+		key := out.SectionKey(id)
 		for _, e := range flatten(err) {
 			var fe *config.FieldError
-			if errors.As(e, &fe) && len(fe.Key) == 3 && fe.Key[0] == "models" && fe.Key[1] == id {
-				if !slices.ContainsFunc(probs, func(p formProblem) bool { return p.Field == fe.Key[2] }) {
-					bad(fe.Key[2], fe.Reason)
+			if errors.As(e, &fe) && len(fe.Key) == len(key)+1 && slices.Equal(fe.Key[:len(key)], key) {
+				if !slices.ContainsFunc(probs, func(p formProblem) bool { return p.Field == fe.Key[len(key)] }) {
+					bad(fe.Key[len(key)], fe.Reason)
 				}
 				continue
 			}
 			bad("config", e.Error())
 		}
 	}
-	if len(probs) > 0 {
-		return cfg, probs
-	}
-	return out, nil
+	return probs
 }
 
 // flatten lists the errors an errors.Join holds.

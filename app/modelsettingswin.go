@@ -35,7 +35,7 @@ type modelSettingsWindow struct {
 	cache, fa                                        *widget.Select
 	pinned, onStart                                  *widget.Check
 	memory, problems, result                         *widget.Label
-	apply                                            *widget.Button
+	apply, asVariant                                 *widget.Button
 
 	seq   uint64          // the latest estimate asked for; older answers are dropped
 	known map[string]bool // llama-server's flags, nil until read (or when they cannot be)
@@ -62,9 +62,11 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	w.win.SetIcon(appIcon)
 	w.win.Resize(fyne.NewSize(660, 720))
 	cfg := u.b.Config()
-	f := formFrom(cfg.Models[id])
+	own, _ := cfg.Section(id) // a variant's own section
+	f := formFrom(own)
 	m, _ := w.model()
 	eff := cfg.ModelSettings(id)
+	base, variant, isVariant := cfg.Variant(id)
 
 	entry := func(text, hint string) *widget.Entry {
 		e := widget.NewEntry()
@@ -88,9 +90,26 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	w.aliases = entry(f.Aliases, "other names, separated by commas")
 	w.sleep = entry(f.IdleSleep, "global: "+cfg.IdleSleep.String())
 	w.unload = entry(f.IdleUnload, "global: "+cfg.IdleUnload.String())
+	if isVariant { // an empty field is the model's setting
+		inh := cfg.ModelSettings(base)
+		w.ctx.SetPlaceHolder(fmt.Sprintf("%s's: %d; 0: trained context (%s)", base, inh.CtxSize, trained))
+		if inh.GPULayers != nil {
+			w.gpu.SetPlaceHolder(fmt.Sprintf("%s's: %d; -1: all layers, 0: CPU only", base, *inh.GPULayers))
+		}
+		w.parallel.SetPlaceHolder(fmt.Sprintf("%s's: %d (0: llama-server's)", base, inh.Parallel))
+		if len(inh.Args) > 0 {
+			w.args.SetPlaceHolder(fmt.Sprintf("added after %s's: %s", base, strings.Join(inh.Args, " ")))
+		}
+		w.sleep.SetPlaceHolder(fmt.Sprintf("%s's: %s", base, inh.IdleSleep))
+		w.unload.SetPlaceHolder(fmt.Sprintf("%s's: %s", base, inh.IdleUnload))
+	}
 	w.cache = widget.NewSelect(append([]string{defaultCache}, config.CacheTypes...), func(string) { w.changed() })
 	w.cache.SetSelected(orDefault(f.CacheType, defaultCache))
-	w.fa = widget.NewSelect([]string{defaultFA + " (" + cfg.Defaults.FlashAttn + ")", "auto", "on", "off"}, func(string) { w.changed() })
+	faDefault := defaultFA + " (" + cfg.Defaults.FlashAttn + ")"
+	if isVariant {
+		faDefault = defaultFA + " (" + base + "'s: " + cfg.ModelSettings(base).FlashAttn + ")"
+	}
+	w.fa = widget.NewSelect([]string{faDefault, "auto", "on", "off"}, func(string) { w.changed() })
 	w.fa.SetSelected(orDefault(f.FlashAttn, w.fa.Options[0]))
 	w.pinned = widget.NewCheck("Pinned: never unloaded for memory or by idle timers", func(bool) { w.changed() })
 	w.pinned.SetChecked(f.Pinned)
@@ -107,6 +126,7 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	w.result.Hide() // shown with the outcome of Apply
 	w.apply = widget.NewButton("Apply", w.save)
 	w.apply.Importance = widget.HighImportance
+	w.asVariant = widget.NewButton("Save as variant…", w.askVariant)
 	closeBtn := widget.NewButton("Close", w.win.Close)
 
 	form := widget.NewForm(
@@ -120,11 +140,15 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 		widget.NewFormItem("Sleep when idle for", w.sleep),
 		widget.NewFormItem("Unload when idle for", w.unload),
 	)
+	what := id
+	if isVariant {
+		what = fmt.Sprintf("%s (variant %q of %s: empty fields are %s's)", id, variant, base, base)
+	}
 	head := widget.NewLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
-		id, m.Parameters, m.Quantization, trained, eff.CtxSize))
+		what, m.Parameters, m.Quantization, trained, eff.CtxSize))
 	head.Wrapping = fyne.TextWrapWord
 	body := container.NewVBox(head, form, w.pinned, w.onStart, widget.NewSeparator(), w.memory, w.problems, w.result,
-		container.NewHBox(w.apply, closeBtn))
+		container.NewHBox(w.apply, w.asVariant, closeBtn))
 	w.win.SetContent(container.NewVScroll(body))
 	w.changed()
 	if src, ok := u.b.(flagSource); ok {
@@ -237,9 +261,11 @@ func (w *modelSettingsWindow) showProblems(probs []formProblem) {
 	if len(probs) > 0 {
 		w.problems.Show()
 		w.apply.Disable()
+		w.asVariant.Disable()
 	} else {
 		w.problems.Hide()
 		w.apply.Enable()
+		w.asVariant.Enable()
 	}
 }
 
@@ -261,7 +287,9 @@ func (w *modelSettingsWindow) save() {
 	if !needsRestart(old, cfg, w.id) {
 		restart, note = false, "Saved and applied."
 	}
-	pinChanged := old.Models[w.id].Pinned != cfg.Models[w.id].Pinned
+	was, _ := old.Section(w.id)
+	now, _ := cfg.Section(w.id)
+	pinChanged := was.Pinned != now.Pinned
 	w.apply.Disable()
 	w.result.Importance = widget.MediumImportance
 	w.result.SetText("Saving…")
@@ -270,7 +298,7 @@ func (w *modelSettingsWindow) save() {
 	go func() {
 		err := b.ApplyConfig(cfg)
 		if err == nil && pinChanged {
-			err = b.SetPinned(id, cfg.Models[id].Pinned)
+			err = b.SetPinned(id, now.Pinned)
 		}
 		if err == nil && restart {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

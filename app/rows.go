@@ -16,6 +16,7 @@ type rowView struct {
 	State    string    // "loaded · pinned", "loading 42%", "failed"
 	Detail   string    // "2 active · 4.1 GiB measured · ctx 4096 · Q4_K_M · 7B llama · used 5 min ago"
 	Error    string    // why it failed, or why it cannot load
+	Wait     string    // why its queued requests wait (view.WaitText), "" when none does
 	Progress float64   // loading: 0..1, or -1 for a load without progress reports; else unused
 	Loading  bool      // show a progress bar
 	Failed   bool      // the last load failed; Error says why
@@ -74,6 +75,7 @@ func modelRows(s Snapshot, filter string, at time.Time) []rowView {
 func rowFor(b engine.Budget, m Model, at time.Time) rowView {
 	r := rowView{ID: m.ID, Group: GroupOf(m), Title: m.ID, Path: m.Path, LastUsed: m.LastUsed, Draining: m.Draining}
 	r.State = stateText(m)
+	r.Wait = waitText(m)
 	r.Detail = strings.Join(detailParts(m, at), " · ")
 	id := m.ID
 	act := func(k ActionKind) rowAction { return rowAction{Action: Action{Kind: k, Model: id}} }
@@ -143,6 +145,9 @@ func stateText(m Model) string {
 		}
 	case engine.StateUnloaded:
 		s = "not loaded"
+		if m.Wait != nil {
+			s = "waiting"
+		}
 	default:
 		s = string(m.State)
 	}

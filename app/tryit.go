@@ -107,12 +107,30 @@ func (t *tryItWindow) update(s Snapshot) {
 	if t.model.Selected == "" && len(ids) > 0 {
 		t.model.SetSelected(ids[0])
 	}
-	if t.waiting && t.reason == "" {
+	switch w := t.modelWait(s); {
+	case !t.waiting:
+	case w != "":
+		t.status.SetText(w)
+	case t.reason == "":
 		t.status.SetText(t.waitText(s))
 	}
 }
 
-// waitText says why the request in flight waits, from the model's state in s.
+// modelWait is why the picked model's queued requests wait, as the engine says and every surface
+// shows it (view.WaitText): "Waiting: every model is busy since 12:03:04 (alpha 1 request)…"; ""
+// when the snapshot gives no reason, or while the model's own load runs (the router's comments and
+// the model's state say how far it is).
+func (t *tryItWindow) modelWait(s Snapshot) string {
+	for _, m := range s.Models {
+		if w := waitText(m); m.ID == t.model.Selected && w != "" {
+			return "Waiting: " + strings.TrimPrefix(w, "waiting: ") + "…"
+		}
+	}
+	return ""
+}
+
+// waitText guesses why the request in flight waits from the model's state in s, when neither the
+// engine nor the router gave a reason.
 func (t *tryItWindow) waitText(s Snapshot) string {
 	for _, m := range s.Models {
 		if m.ID != t.model.Selected {
@@ -121,8 +139,6 @@ func (t *tryItWindow) waitText(s Snapshot) string {
 		switch {
 		case m.State == engine.StateLoading:
 			return "Waiting: " + stateText(m) + "…"
-		case m.Queued > 0 && !m.Running():
-			return fmt.Sprintf("Waiting: %s is queued for memory or a free slot…", m.ID)
 		case m.State == engine.StateSleeping:
 			return "Waiting: waking " + m.ID + "…"
 		}
@@ -171,7 +187,11 @@ func (t *tryItWindow) start() {
 func (t *tryItWindow) event(ev tryEvent, answer string) {
 	if ev.comment != "" && t.waiting {
 		t.reason = ev.comment
-		t.status.SetText("Waiting: " + ev.comment + "…")
+		if w := t.modelWait(t.u.snap); w != "" {
+			t.status.SetText(w) // the same reason, without the comment's "loading model X (…)" around it
+		} else {
+			t.status.SetText("Waiting: " + ev.comment + "…")
+		}
 		return
 	}
 	if ev.delta != "" {

@@ -161,3 +161,19 @@ func TestScannerAllocatesPerAnswerNotPerEvent(t *testing.T) {
 	}
 	t.Logf("%.0f allocations for a stream of 500 events (%d bytes)", allocs, len(stream))
 }
+
+func TestNumbersReadsTopLevelNumbersOnly(t *testing.T) {
+	got := map[string]float64{}
+	ok := numbers([]byte(` {"a": 1, "s":"x\"}{", "n":{"a":9,"b":[1,{"c":2}]}, "t":true, "z":null, "f":false, "b":-2.5e1 , "arr":[3]} `), func(k string, v float64) { got[k] = v })
+	if !ok || len(got) != 2 || got["a"] != 1 || got["b"] != -25 {
+		t.Fatalf("ok %v got %v", ok, got)
+	}
+	for _, bad := range []string{``, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":1}x`, `[1]`, `{"a":"x}`, `{"a":1 "b":2}`, `{"a":tru}`, `{"a":1-}`} {
+		if numbers([]byte(bad), func(string, float64) {}) {
+			t.Errorf("%q read as an object", bad)
+		}
+	}
+	if !numbers([]byte(`{}`), func(string, float64) {}) {
+		t.Error("{} refused")
+	}
+}

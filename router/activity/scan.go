@@ -2,7 +2,6 @@ package activity
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"time"
 )
@@ -10,22 +9,60 @@ import (
 // Usage is what one answer reported about itself: llama-server's "timings" object (in a JSON
 // answer, and in the last events of a stream) and the OpenAI or Anthropic "usage" object.
 type Usage struct {
-	Timings struct {
-		PromptN     int64   `json:"prompt_n"`
-		CacheN      int64   `json:"cache_n"`
-		PromptMs    float64 `json:"prompt_ms"`
-		PredictedN  int64   `json:"predicted_n"`
-		PredictedMs float64 `json:"predicted_ms"`
-	}
+	Timings    Timings
 	HasTimings bool
-	Tokens     struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-		InputTokens      int64 `json:"input_tokens"`  // Anthropic
-		OutputTokens     int64 `json:"output_tokens"` // Anthropic
+	Tokens     Tokens
+	HasUsage   bool
+	FirstByte  time.Time // when the first byte of the answer came from the child
+}
+
+// Timings is what an answer's "timings" object says (llama-server's own keys).
+type Timings struct {
+	PromptN     int64
+	CacheN      int64
+	PromptMs    float64
+	PredictedN  int64
+	PredictedMs float64
+}
+
+// Tokens is an answer's "usage" object, OpenAI's or Anthropic's keys.
+type Tokens struct {
+	PromptTokens     int64
+	CompletionTokens int64
+	InputTokens      int64 // Anthropic
+	OutputTokens     int64 // Anthropic
+}
+
+type timings struct{ Timings }
+
+func (t *timings) set(key string, v float64) {
+	switch key {
+	case "prompt_n":
+		t.PromptN = int64(v)
+	case "cache_n":
+		t.CacheN = int64(v)
+	case "prompt_ms":
+		t.PromptMs = v
+	case "predicted_n":
+		t.PredictedN = int64(v)
+	case "predicted_ms":
+		t.PredictedMs = v
 	}
-	HasUsage  bool
-	FirstByte time.Time // when the first byte of the answer came from the child
+}
+
+type tokens struct{ Tokens }
+
+func (t *tokens) set(key string, v float64) {
+	switch key {
+	case "prompt_tokens":
+		t.PromptTokens = int64(v)
+	case "completion_tokens":
+		t.CompletionTokens = int64(v)
+	case "input_tokens":
+		t.InputTokens = int64(v)
+	case "output_tokens":
+		t.OutputTokens = int64(v)
+	}
 }
 
 // In is the number of prompt tokens: the usage's when given, else the timings' (cached ones included).
@@ -181,12 +218,14 @@ func (s *Scanner) capture(c byte) {
 	if !s.skip {
 		switch s.which {
 		case 1:
-			if json.Unmarshal(s.obj, &s.u.Timings) == nil {
-				s.u.HasTimings = true
+			t := timings{s.u.Timings} // a later object updates the keys it has, as the stream goes on
+			if numbers(s.obj, t.set) {
+				s.u.Timings, s.u.HasTimings = t.Timings, true
 			}
 		case 2:
-			if json.Unmarshal(s.obj, &s.u.Tokens) == nil {
-				s.u.HasUsage = true
+			t := tokens{s.u.Tokens}
+			if numbers(s.obj, t.set) {
+				s.u.Tokens, s.u.HasUsage = t.Tokens, true
 			}
 		}
 	}

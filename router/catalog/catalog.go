@@ -50,6 +50,9 @@ func New(o Options) *Catalog {
 	if o.Aliases == nil {
 		o.Aliases = func(string) []string { return nil }
 	}
+	if o.Variants == nil {
+		o.Variants = func() map[string][]string { return nil }
+	}
 	if o.Hidden == nil {
 		o.Hidden = func(string) bool { return false }
 	}

@@ -44,6 +44,8 @@ type Model struct {
 	Root          string    // the scanned folder it was found in
 	HubRepo       string    // ORG/REPO when found in a Hugging Face cache
 	HubName       string    // ORG/REPO:QUANT, llama.cpp's -hf spelling; it resolves like an alias
+	VariantOf     string    // for a variant (ID "BASE@NAME"): the ID of the model whose file it serves
+	Variant       string    // for a variant: its name
 }
 
 // Options configure a Catalog. The functions are called during scans, possibly from several
@@ -54,7 +56,10 @@ type Options struct {
 	Params  func(id string) EstimateParams // nil → ctx 4096, CPU only
 	Aliases func(id string) []string       // configured aliases
 	Hidden  func(id string) bool           // left out of Models and Suggest; Lookup still finds it
-	Logger  *slog.Logger
+	// Variants are the configured variant names by model ID: each name makes one more entry, ID@NAME,
+	// for the same file, estimated with Params of its own ID (see variants.go). nil → none.
+	Variants func() map[string][]string
+	Logger   *slog.Logger
 }
 
 // ParamsLabel writes a parameter count the way model cards do: "7B", "1.5B", "350M"; "" when unknown.

@@ -18,11 +18,18 @@ type cached struct {
 	h   *header
 	err error
 
-	// The last estimate, reused while its inputs are unchanged.
-	estKey string
-	est    Estimate
-	estErr error
+	// The last estimates, by their inputs (a model's and its variants'), reused while those are
+	// unchanged.
+	ests map[string]estResult
 }
+
+type estResult struct {
+	est Estimate
+	err error
+}
+
+// maxEstimates bounds how many estimates one file keeps.
+const maxEstimates = 16
 
 // errNotModel marks files that are valid GGUF but not models or projectors (LoRA adapters,
 // imatrix files): skipped without a warning.
@@ -71,12 +78,15 @@ func (c *Catalog) Scan(ctx context.Context) error {
 	assignIDs(good)
 
 	out := make([]Model, len(good))
-	hidden := make([]bool, len(good))
 	estErrs := make([]error, len(good))
+	vars := make([][]Model, len(good))
+	varErrs := make([][]error, len(good))
+	variants := c.opts.Variants()
 	parallel(ctx, len(good), func(i int) {
 		e := good[i]
-		out[i], estErrs[i] = c.model(e, results[e], pickProjector(e, projByDir[e.first().dir]), results)
-		hidden[i] = c.opts.Hidden(out[i].ID)
+		proj := pickProjector(e, projByDir[e.first().dir])
+		out[i], estErrs[i] = c.model(e, results[e], proj, results)
+		vars[i], varErrs[i] = c.variants(out[i], variants[out[i].ID], results[e], proj, results)
 	})
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("model scan: %w", err)
@@ -85,13 +95,25 @@ func (c *Catalog) Scan(ctx context.Context) error {
 		if err != nil {
 			problems = append(problems, problem{good[i].first().path, "no memory estimate: " + err.Error()})
 		}
+		for j, err := range varErrs[i] {
+			if err != nil {
+				problems = append(problems, problem{good[i].first().path, vars[i][j].ID + ": no memory estimate: " + err.Error()})
+			}
+		}
+	}
+	var vwarn []string
+	out, vwarn = withVariants(out, vars, variants)
+	hidden := make([]bool, len(out))
+	for i := range out {
+		hidden[i] = c.opts.Hidden(out[i].ID)
 	}
 	c.prune(all)
 
-	warnings := make([]string, len(problems))
+	warnings := make([]string, len(problems), len(problems)+len(vwarn))
 	for i, p := range problems {
 		warnings[i] = p.String()
 	}
+	warnings = append(warnings, vwarn...)
 	s := buildSnapshot(out, hidden, warnings, l.print)
 	sort.Strings(s.warnings)
 	old := c.snap.Swap(s)
@@ -264,23 +286,33 @@ func (c *Catalog) model(e *entry, r *cached, proj *entry, results map[*entry]*ca
 		ph = results[proj].h
 		projSig = proj.sig()
 	}
-	p := c.opts.Params(e.id)
+	var err error
+	m.Estimate, err = c.estimateFor(e.id, r, ph, projSig)
+	return m, err
+}
+
+// estimateFor estimates model id (the file of r, with projector ph) with the parameters configured
+// for id, or takes the estimate r keeps for those parameters.
+func (c *Catalog) estimateFor(id string, r *cached, ph *header, projSig string) (Estimate, error) {
+	p := c.opts.Params(id)
 	key := fmt.Sprintf("%+v\x00%s", p, projSig)
 	c.mu.Lock()
-	hit := r.estKey == key
-	est, estErr := r.est, r.estErr
+	res, hit := r.ests[key]
 	c.mu.Unlock()
-	if !hit {
-		est, estErr = estimate(h, ph, p)
-		if estErr != nil {
-			c.log.Warn("memory estimate failed", "model", e.id, "reason", estErr.Error())
-		}
-		c.mu.Lock()
-		r.estKey, r.est, r.estErr = key, est, estErr
-		c.mu.Unlock()
+	if hit {
+		return res.est, res.err
 	}
-	m.Estimate = est
-	return m, estErr
+	res.est, res.err = estimate(r.h, ph, p)
+	if res.err != nil {
+		c.log.Warn("memory estimate failed", "model", id, "reason", res.err.Error())
+	}
+	c.mu.Lock()
+	if r.ests == nil || len(r.ests) >= maxEstimates {
+		r.ests = map[string]estResult{}
+	}
+	r.ests[key] = res
+	c.mu.Unlock()
+	return res.est, res.err
 }
 
 func cleanAliases(aliases []string, id string) []string {

@@ -233,7 +233,7 @@ func runModels(args []string, env Env) error {
 		return printJSON(env.Stdout, models)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	header := "ID\tARCH\tPARAMS\tQUANT\tSIZE\tCONTEXT\tEST. MEMORY"
+	header := "ID\tARCH\tPARAMS\tQUANT\tSIZE\tCONTEXT\tCTX\tEST. MEMORY" // CONTEXT: trained; CTX: what it runs with (a variant's own)
 	if live {
 		header += "\tSTATE"
 	}
@@ -243,8 +243,8 @@ func runModels(args []string, env Env) error {
 		if meta == nil {
 			meta = &wire.ModelMeta{}
 		}
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s", m.ID, orDash(meta.Architecture), orDash(catalog.ParamsLabel(meta.Parameters)),
-			orDash(meta.Quantization), humanBytes(meta.SizeBytes), meta.ContextLength, humanBytes(m.Status.MemoryEstimateBytes))
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s", m.ID, orDash(meta.Architecture), orDash(catalog.ParamsLabel(meta.Parameters)),
+			orDash(meta.Quantization), humanBytes(meta.SizeBytes), meta.ContextLength, m.CtxSize, humanBytes(m.Status.MemoryEstimateBytes))
 		if live {
 			line += "\t" + m.Status.Value
 		}

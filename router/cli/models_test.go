@@ -222,3 +222,30 @@ func TestPinIsSaved(t *testing.T) {
 		t.Fatalf("pin unknown: %d %q", code, o.stderr.String())
 	}
 }
+
+// `llamatray models` lists a model's variants as models of their own, each with the context it
+// runs with and its own estimate.
+func TestModelsListsVariants(t *testing.T) {
+	path, cfg := modelsConfig(t)
+	cfg.Models = map[string]config.Model{"big": {CtxSize: 16384, Variants: map[string]config.Model{"short": {CtxSize: 1024}}}}
+	if err := cfg.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	code, o := runCLI(t, "models", "--config", path)
+	if code != 0 {
+		t.Fatalf("models: %d %s", code, o.stderr.String())
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(o.stdout.String()), "\n")[1:] {
+		f := strings.Fields(line)
+		rows[f[0]] = f
+	}
+	base, short := rows["big"], rows["big@short"]
+	if len(rows) != 3 || base == nil || short == nil {
+		t.Fatalf("table:\n%s", o.stdout.String())
+	}
+	// ID ARCH PARAMS QUANT SIZE(2 fields) CONTEXT CTX EST. MEMORY
+	if base[6] != "32768" || base[7] != "16384" || short[6] != "32768" || short[7] != "1024" || base[8] == short[8] {
+		t.Fatalf("big %v, big@short %v", base, short)
+	}
+}

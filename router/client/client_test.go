@@ -65,7 +65,10 @@ func (e *engineStub) Models() []engine.ModelStatus {
 	code := 1
 	return []engine.ModelStatus{
 		{ID: "m1", Aliases: []string{"fast"}, State: engine.StateLoaded, Active: 1, PID: 7, Port: 4000, LastUsed: time.Unix(1e9, 0), Args: []string{"-m", "x"}},
-		{ID: "m2", State: engine.StateFailed, ExitCode: &code, Error: "crashed", NextRetry: time.Unix(2e9, 0)},
+		{ID: "m2", State: engine.StateFailed, ExitCode: &code, Error: "crashed", NextRetry: time.Unix(2e9, 0), Queued: 1,
+			Wait: &engine.WaitReason{Kind: engine.WaitBusy, Position: 1, Since: time.Unix(1e9, 0), BusySince: time.Unix(1e9, 0), Need: 5 << 30, Free: 1 << 30,
+				NeedGPU: map[string]int64{"CUDA0": 4 << 30}, FreeGPU: map[string]int64{"CUDA0": 0},
+				Holders: []engine.WaitModel{{ID: "m1", State: engine.StateLoaded, Active: 1}}}},
 	}
 }
 func (e *engineStub) Model(name string) (engine.ModelStatus, error) {
@@ -127,6 +130,11 @@ func TestModelsMirrorsServer(t *testing.T) {
 		ms[0].Meta == nil || ms[0].Meta.Mmproj != "/m/mmproj.gguf" || ms[0].Aliases[0] != "fast" || ms[0].Status.LastUsed.Unix() != 1e9 ||
 		ms[1].Status.ExitCode == nil || *ms[1].Status.ExitCode != 1 || ms[1].Status.Error != "crashed" {
 		t.Fatalf("%+v", ms)
+	}
+	if w := ms[1].Status.Wait; ms[0].Status.Wait != nil || w == nil || w.Kind != "busy" || w.Position != 1 || len(w.Holders) != 1 ||
+		w.Holders[0].ID != "m1" || w.Holders[0].ActiveRequests != 1 || w.NeedDevices["CUDA0"] != 4<<30 || w.BusySince == nil ||
+		!strings.HasPrefix(w.Text, "waiting: every model is busy since ") {
+		t.Fatalf("wait %+v", ms[1].Status.Wait)
 	}
 	// Every field the server sends has a home in wire.Model.
 	resp, err := http.Get(srv.URL + "/models")

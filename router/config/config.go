@@ -29,6 +29,9 @@ type Model struct {
 	FlashAttn   string    `toml:"flash_attn"`    // "" = [defaults].flash_attn; "auto", "on", "off"
 	Parallel    int       `toml:"parallel"`      // -np; 0 = [defaults].parallel
 	CacheType   string    `toml:"cache_type"`    // KV cache type, -ctk and -ctv; "" = llama-server's (f16)
+	// Variants are more model IDs, "ID@NAME", for the same file, each with its own settings layered
+	// over this section ([models."ID".variants."NAME"]; see variants.go). Only a model has them.
+	Variants map[string]Model `toml:"variants"`
 }
 
 // CacheTypes are the KV cache types llama-server accepts for -ctk and -ctv.
@@ -86,10 +89,11 @@ func Default() Config {
 
 // ModelSettings returns the settings for one model: its [models."id"] section with every unset
 // field filled from [defaults] and the global timers. Args are [defaults].args followed by the
-// model's own (llama-server keeps the last value of a repeated flag). The result shares no
-// memory with c.
+// model's own (llama-server keeps the last value of a repeated flag). For a variant ("ID@NAME")
+// its section is first layered over its model's (see Layered). The result shares no memory with
+// c and has no Variants.
 func (c Config) ModelSettings(id string) Model {
-	m := c.Models[id]
+	m, _ := c.Layered(id)
 	out := Model{
 		Aliases:     append([]string(nil), m.Aliases...),
 		Args:        append(append([]string(nil), c.Defaults.Args...), m.Args...),

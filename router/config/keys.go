@@ -105,6 +105,8 @@ func isDurationKey(key []string) bool {
 		}
 	case 3:
 		return key[0] == "models" && (key[2] == "idle_sleep" || key[2] == "idle_unload")
+	case 5: // a variant's
+		return key[0] == "models" && key[2] == "variants" && (key[4] == "idle_sleep" || key[4] == "idle_unload")
 	}
 	return false
 }
@@ -191,6 +193,12 @@ func suggestKey(key []string) string {
 			at   int
 			keys []string
 		}{2, knownKeys(reflect.TypeOf(Model{}))})
+		if len(key) >= 5 && key[2] == "variants" {
+			tables = append(tables, struct {
+				at   int
+				keys []string
+			}{4, knownKeys(reflect.TypeOf(Model{}))})
+		}
 	}
 	for _, t := range tables {
 		if t.at >= len(key) || slices.Contains(t.keys, key[t.at]) {

@@ -140,6 +140,17 @@ func (c *Config) normalize() {
 	for id, m := range c.Models {
 		nilIfEmpty(&m.Aliases)
 		nilIfEmpty(&m.Args)
+		if len(m.Variants) == 0 {
+			m.Variants = nil
+		}
+		for name, v := range m.Variants {
+			nilIfEmpty(&v.Aliases)
+			nilIfEmpty(&v.Args)
+			if len(v.Variants) == 0 {
+				v.Variants = nil
+			}
+			m.Variants[name] = v
+		}
 		c.Models[id] = m
 	}
 }

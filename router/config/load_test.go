@@ -170,6 +170,12 @@ func TestDefaultFileText(t *testing.T) {
 		}
 	}
 	for _, key := range knownKeys(reflect.TypeOf(Model{})) {
+		if key == "variants" { // a table
+			if !strings.Contains(text, ".variants.\"32k\"]") {
+				t.Error("default file's model example does not show a variant")
+			}
+			continue
+		}
 		if !strings.Contains(text, "# "+key+" = ") {
 			t.Errorf("default file's model example does not mention %s", key)
 		}

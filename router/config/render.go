@@ -149,10 +149,31 @@ const modelExample = `
 # flash_attn = "on"           # unset: [defaults].flash_attn
 # parallel = 2                # slots (-np); unset: [defaults].parallel
 # cache_type = "q8_0"         # KV cache type (-ctk, -ctv); unset: f16
+#
+# Variants: more model IDs for the same file, "ID@NAME", each with its own settings. Unset keys
+# come from the model's section above (args are added after its args); aliases, pinned,
+# load_on_start and hidden are the variant's own. Names: letters, digits, '.', '-' and '_'.
+# [models."qwen2.5-7b-instruct-q4_k_m".variants."32k"]    # serves "qwen2.5-7b-instruct-q4_k_m@32k"
+# ctx_size = 32768
+# cache_type = "q8_0"
 `
 
 func (r *renderer) model(id string, m Model) {
 	fmt.Fprintf(&r.b, "\n[models.%s]\n", r.str(id))
+	r.section(m)
+	names := make([]string, 0, len(m.Variants))
+	for name := range m.Variants {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(&r.b, "\n[models.%s.variants.%s]\n", r.str(id), r.str(name))
+		r.section(m.Variants[name])
+	}
+}
+
+// section writes the keys of one model or variant section that are set.
+func (r *renderer) section(m Model) {
 	w := func(key, val string) { fmt.Fprintf(&r.b, "%s = %s\n", key, val) }
 	if len(m.Aliases) > 0 {
 		w("aliases", r.list(m.Aliases))

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -147,58 +148,91 @@ func (c Config) validateModels() []error {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	// every model ID the file names: the models' and their variants'
+	all := map[string]bool{}
+	for _, id := range ids {
+		all[id] = true
+		for _, name := range c.VariantNames(id) {
+			all[VariantID(id, name)] = true
+		}
+	}
 	aliasOwner := map[string]string{}
+	aliases := func(id string, m Model, key []string) {
+		for _, a := range m.Aliases {
+			switch {
+			case strings.TrimSpace(a) == "":
+				bad("aliases must not be empty", append(key, "aliases")...)
+			case a == id:
+			case all[a]:
+				bad(fmt.Sprintf("alias %q is the ID of another model", a), append(key, "aliases")...)
+			case aliasOwner[a] != "" && aliasOwner[a] != id:
+				bad(fmt.Sprintf("alias %q is also an alias of %q", a, aliasOwner[a]), append(key, "aliases")...)
+			default:
+				aliasOwner[a] = id
+			}
+		}
+	}
 	for _, id := range ids {
 		m := c.Models[id]
 		if strings.TrimSpace(id) == "" {
 			bad("a model ID must not be empty", "models", id)
 			continue
 		}
-		for _, a := range m.Aliases {
-			switch {
-			case strings.TrimSpace(a) == "":
-				bad("aliases must not be empty", "models", id, "aliases")
-			case a == id:
-			case hasModel(c.Models, a):
-				bad(fmt.Sprintf("alias %q is the ID of another model", a), "models", id, "aliases")
-			case aliasOwner[a] != "" && aliasOwner[a] != id:
-				bad(fmt.Sprintf("alias %q is also an alias of %q", a, aliasOwner[a]), "models", id, "aliases")
-			default:
-				aliasOwner[a] = id
+		if base, name, ok := c.Variant(id); ok {
+			bad(fmt.Sprintf("%s is the variant %q of %s; its settings go in [models.%q.variants.%q]", id, name, base, base, name), "models", id)
+			continue
+		}
+		aliases(id, m, []string{"models", id})
+		checkSection(m, "[defaults].", bad, "models", id)
+		for _, name := range c.VariantNames(id) {
+			v, key := m.Variants[name], []string{"models", id, "variants", name}
+			if err := checkVariantName(name); err != nil {
+				bad(err.Error(), key...)
+				continue
 			}
-		}
-		if m.CtxSize < 0 {
-			bad("must not be negative (0 = [defaults].ctx_size)", "models", id, "ctx_size")
-		}
-		if m.GPULayers != nil && *m.GPULayers < -1 {
-			bad("must be -1 (all layers) or more", "models", id, "gpu_layers")
-		}
-		for key, d := range map[string]*Duration{"idle_sleep": m.IdleSleep, "idle_unload": m.IdleUnload} {
-			if d != nil && *d < 0 && *d != Never {
-				bad("negative durations are not allowed; use \"-1\" or \"0\" for off", "models", id, key)
+			for _, sub := range slices.Sorted(maps.Keys(v.Variants)) {
+				bad("a variant cannot have variants of its own; add them to the model", append(slices.Clone(key), "variants", sub)...)
 			}
-		}
-		if err := checkArgs(m.Args); err != nil {
-			bad(err.Error(), "models", id, "args")
-		}
-		switch m.FlashAttn {
-		case "", "auto", "on", "off":
-		default:
-			bad(fmt.Sprintf("%q is not allowed; use \"auto\", \"on\" or \"off\"", m.FlashAttn), "models", id, "flash_attn")
-		}
-		if m.Parallel < 0 {
-			bad("must not be negative (0 = [defaults].parallel)", "models", id, "parallel")
-		}
-		if m.CacheType != "" && !slices.Contains(CacheTypes, m.CacheType) {
-			bad(fmt.Sprintf("%q is not a KV cache type; use one of %s", m.CacheType, strings.Join(CacheTypes, ", ")), "models", id, "cache_type")
+			aliases(VariantID(id, name), v, key)
+			checkSection(v, "the model's ", bad, key...)
 		}
 	}
 	return errs
 }
 
-func hasModel(m map[string]Model, id string) bool {
-	_, ok := m[id]
-	return ok
+// checkSection checks the values of one [models."ID"] or variant section at key. inherit names
+// where its unset values come from.
+func checkSection(m Model, inherit string, bad func(reason string, key ...string), key ...string) {
+	at := func(k string) []string { return append(slices.Clone(key), k) }
+	if m.CtxSize < 0 {
+		bad(fmt.Sprintf("must not be negative (0 = %sctx_size)", inherit), at("ctx_size")...)
+	}
+	if m.GPULayers != nil && *m.GPULayers < -1 {
+		bad("must be -1 (all layers) or more", at("gpu_layers")...)
+	}
+	for _, k := range []string{"idle_sleep", "idle_unload"} {
+		d := m.IdleSleep
+		if k == "idle_unload" {
+			d = m.IdleUnload
+		}
+		if d != nil && *d < 0 && *d != Never {
+			bad("negative durations are not allowed; use \"-1\" or \"0\" for off", at(k)...)
+		}
+	}
+	if err := checkArgs(m.Args); err != nil {
+		bad(err.Error(), at("args")...)
+	}
+	switch m.FlashAttn {
+	case "", "auto", "on", "off":
+	default:
+		bad(fmt.Sprintf("%q is not allowed; use \"auto\", \"on\" or \"off\"", m.FlashAttn), at("flash_attn")...)
+	}
+	if m.Parallel < 0 {
+		bad(fmt.Sprintf("must not be negative (0 = %sparallel)", inherit), at("parallel")...)
+	}
+	if m.CacheType != "" && !slices.Contains(CacheTypes, m.CacheType) {
+		bad(fmt.Sprintf("%q is not a KV cache type; use one of %s", m.CacheType, strings.Join(CacheTypes, ", ")), at("cache_type")...)
+	}
 }
 
 func checkListen(s string) error {

@@ -52,7 +52,46 @@ type ModelStatus struct {
 	UnloadAt      time.Time // idle unload due at, zero if none
 	Args          []string  // the child's command line
 	Path          string
-	Binary        string // the llama-server the running child was started from, "" when none runs
+	Binary        string      // the llama-server the running child was started from, "" when none runs
+	Wait          *WaitReason // why its queued requests wait; nil when none is queued
+}
+
+// WaitKind names why a model's queued requests wait.
+type WaitKind string
+
+// The reasons a queued request waits, as the scheduler last decided them.
+const (
+	WaitLoading  WaitKind = "loading"  // its load is in progress; the requests are served once it is ready
+	WaitStopping WaitKind = "stopping" // its last child is stopping; it loads again once that is gone
+	WaitDraining WaitKind = "draining" // it is unloading once its own requests end (asked for, or for a queued load); then it loads again
+	WaitMemory   WaitKind = "memory"   // memory is being freed for it: the Victims are stopping
+	WaitBusy     WaitKind = "busy"     // every model that could make room has requests in flight (Holders); after fair_wait the Victims drain for it
+	WaitBehind   WaitKind = "behind"   // first come, first served: an earlier queued load (Behind) is blocked, so this one waits its turn
+)
+
+// WaitReason is why a model's queued requests wait, computed where the scheduler decides.
+type WaitReason struct {
+	Kind      WaitKind
+	Position  int              // place in the queue of models, 1 = first in line
+	Since     time.Time        // when its first waiting request was queued
+	Need      int64            // memory its load needs (shown total)
+	NeedGPU   map[string]int64 // of Need, per GPU device by name
+	Free      int64            // memory free for models now, after what is held and booked (shown total)
+	FreeGPU   map[string]int64 // free now on each GPU device by name
+	Victims   []WaitModel      // models being unloaded for it: stopping now (memory), or draining until their requests end (busy)
+	Holders   []WaitModel      // busy, behind: the models holding the memory it needs that cannot be unloaded now
+	BusySince time.Time        // busy: since when it has been blocked
+	DrainAt   time.Time        // busy: when fair_wait is up and busy models start draining for it; zero once they do, or when draining cannot help
+	MaxLoaded int              // busy: the max_loaded cap is what is full (memory would fit); 0 otherwise
+	Behind    string           // behind: the blocked model ahead of it
+}
+
+// WaitModel is another model as a wait reason names it.
+type WaitModel struct {
+	ID     string
+	State  State
+	Active int  // requests in flight on it
+	Pinned bool // never unloaded for another model
 }
 
 // Event is one change of a model's state or lease count.

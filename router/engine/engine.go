@@ -230,7 +230,8 @@ func (e *Engine) syncCatalog() {
 			m.entry = cm
 			m.set = settings[i]
 			m.removed = false
-			m.learned = e.fp.get(footprintKey(cm, e.args(m)))
+			args := e.args(m)
+			m.learned = e.fp.lookup(footprintKey(cm, args), legacyFootprintKey(cm, args))
 		}
 		for id, m := range e.models {
 			if seen[id] {

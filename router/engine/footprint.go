@@ -58,9 +58,61 @@ type footprintUpdate struct {
 	fp  footprint
 }
 
+// footprintKey is what a learned footprint is kept under: the model's file (path and size) and
+// the arguments of its child that bear on memory (ctx size, GPU layers, KV cache type, slots, flash
+// attention, projector and every argument not known to leave memory alone). Not its ID: two IDs
+// of one file run the same way — a model and its variants, or two variants — share one footprint,
+// and a variant with another context has its own.
 func footprintKey(cm catalog.Model, args []string) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("footprint/2\x00%s\x00%d\x00%s", cm.Path, cm.SizeBytes, strings.Join(memoryArgs(args), "\x00"))))
+	return hex.EncodeToString(h[:16])
+}
+
+// legacyFootprintKey is the key footprints were kept under before: every argument, the model's
+// --alias (its ID) included. Footprints learned then are found by it once and kept under the new key.
+func legacyFootprintKey(cm catalog.Model, args []string) string {
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s", cm.Path, cm.SizeBytes, strings.Join(args, "\x00"))))
 	return hex.EncodeToString(h[:16])
+}
+
+// memoryNeutral are llama-server flags that change nothing of what a child holds in memory, with
+// whether each takes a value: names, sampling defaults, chat templates, timers, the HTTP side.
+var memoryNeutral = map[string]bool{
+	"--alias": true, "-a": true, "--sleep-idle-seconds": true,
+	"--temp": true, "--temperature": true, "--top-k": true, "--top-p": true, "--min-p": true,
+	"--seed": true, "-s": true, "--repeat-penalty": true,
+	"--chat-template": true, "--chat-template-file": true, "--chat-template-kwargs": true,
+	"--reasoning-format": true, "--reasoning-budget": true, "--reasoning-budget-message": true,
+	"--timeout": true, "-to": true, "--threads-http": true, "--api-key": true, "--api-key-file": true,
+	"--jinja": false, "--no-jinja": false, "--metrics": false, "--props": false, "--slots": false,
+	"--no-slots": false, "--verbose": false, "-v": false, "--log-verbose": false,
+}
+
+// memoryArgs is args without the memory-neutral flags (and their values), in order: the last of
+// a repeated flag is still the one that counts.
+func memoryArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		name, _, inline := strings.Cut(args[i], "=")
+		takesValue, neutral := memoryNeutral[name]
+		switch {
+		case !neutral:
+			out = append(out, args[i])
+		case takesValue && !inline:
+			i++ // its value
+		}
+	}
+	return out
+}
+
+// shareLearned gives a footprint m just learned to every other model whose next load has the same
+// key (another ID of the same file, run the same way). Called with mu held.
+func (e *Engine) shareLearned(m *model, u footprintUpdate) {
+	for _, o := range e.models {
+		if o != m && o.entry.Path == m.entry.Path && footprintKey(o.entry, e.args(o)) == u.key {
+			o.learned = u.fp.clone()
+		}
+	}
 }
 
 func loadFootprints(dir string) (*footprints, error) {
@@ -87,6 +139,22 @@ func (f *footprints) get(key string) footprint {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.m[key].clone()
+}
+
+// lookup is the footprint learned under key or, when none is, under the legacy key, which is then
+// copied to key (written with the next save; the legacy entry stays for an older version).
+func (f *footprints) lookup(key, legacy string) footprint {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fp, ok := f.m[key]; ok {
+		return fp.clone()
+	}
+	fp, ok := f.m[legacy]
+	if !ok {
+		return footprint{}
+	}
+	f.m[key] = fp.clone()
+	return fp.clone()
 }
 
 func (f footprint) clone() footprint {

@@ -4,7 +4,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 )
 
 // Footprints persist RAM and each device apart; the older forms (one number; RAM and a VRAM sum)
@@ -48,5 +50,70 @@ func TestFootprintsPersistPerDevice(t *testing.T) {
 	}
 	if g.get("old").RAM != 1<<20 {
 		t.Fatalf("after save, old: %+v", g.get("old"))
+	}
+}
+
+// Footprints are kept by file and memory-relevant settings, not by model ID: a model and a variant
+// that differ only in a sampling flag share what one of them learned (at once, and after a
+// restart); a variant with another context has its own. A footprint learned under the older key
+// (which held the ID) is still found.
+func TestFootprintsSharedPerSetting(t *testing.T) {
+	dir := t.TempDir()
+	start := func() *syncEngine {
+		s := newSync(t, func(o *Options) { o.StateDir, o.MemoryLimit = dir, 0 },
+			syncModel{id: "tiny", ramMiB: 10, settings: Settings{CtxSize: 512, Args: []string{"--temp", "0.5", "-np", "1"}}},
+			syncModel{id: "tiny@same", ramMiB: 10, settings: Settings{CtxSize: 512, Args: []string{"--temp=0.9", "-np", "1", "--jinja"}, IdleSleep: time.Minute}},
+			syncModel{id: "tiny@big", ramMiB: 40, settings: Settings{CtxSize: 2048, Args: []string{"-np", "1"}}})
+		cat := s.e.o.Catalog.(*memCatalog)
+		cat.mu.Lock()
+		for i := range cat.models { // one file
+			cat.models[i].Path, cat.models[i].Files = "/models/tiny.gguf", []string{"/models/tiny.gguf"}
+		}
+		cat.mu.Unlock()
+		s.e.syncCatalog()
+		return s
+	}
+	s := start()
+	p := s.load("tiny")
+	s.probe.set(func(fp *fakeProbe) { fp.rss[p.pid] = 25 * mib })
+	s.e.sample(t.Context())
+	if got := s.state("tiny").LearnedBytes; got != 25*mib {
+		t.Fatalf("tiny learned %d MiB, want 25", got>>20)
+	}
+	if got := s.state("tiny@same").LearnedBytes; got != 25*mib {
+		t.Fatalf("tiny@same (same file, same memory settings) has %d MiB learned, want tiny's 25", got>>20)
+	}
+	if got := s.state("tiny@big"); got.LearnedBytes != 0 || got.EstimateBytes != 40*mib {
+		t.Fatalf("tiny@big (another context) learned %d MiB and needs %d, want nothing learned and its own estimate", got.LearnedBytes>>20, got.EstimateBytes>>20)
+	}
+
+	r := start() // a restart reads the persisted footprints
+	if got := r.state("tiny@same").LearnedBytes; got != 25*mib {
+		t.Fatalf("after a restart tiny@same has %d MiB learned, want 25", got>>20)
+	}
+	if got := r.state("tiny@big").LearnedBytes; got != 0 {
+		t.Fatalf("after a restart tiny@big has %d MiB learned", got>>20)
+	}
+
+	// The older key of tiny@big: every argument, its --alias included.
+	r.e.mu.Lock()
+	m := r.e.models["tiny@big"]
+	legacy := legacyFootprintKey(m.entry, r.e.args(m))
+	r.e.mu.Unlock()
+	if err := os.WriteFile(filepath.Join(dir, "footprints.json"), []byte(`{"`+legacy+`": {"ram": 77}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := start().state("tiny@big").LearnedBytes; got != 77 {
+		t.Fatalf("a footprint under the older key read as %d bytes, want 77", got)
+	}
+}
+
+// memoryArgs leaves out the flags that do not change memory, with their values.
+func TestMemoryArgs(t *testing.T) {
+	got := memoryArgs([]string{"-m", "/m.gguf", "--alias", "x@y", "-c", "512", "--sleep-idle-seconds", "60", "--temp", "0.2",
+		"--jinja", "-ngl", "99", "--top-k=5", "-ctk", "q8_0", "--seed", "1", "-fa", "on", "-b", "256"})
+	want := []string{"-m", "/m.gguf", "-c", "512", "-ngl", "99", "-ctk", "q8_0", "-fa", "on", "-b", "256"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("memoryArgs = %v, want %v", got, want)
 	}
 }

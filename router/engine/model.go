@@ -56,6 +56,8 @@ type model struct {
 	readyAt   time.Time
 
 	stopped []chan struct{} // closed when the current child is gone
+
+	wait *WaitReason // why its queued requests wait, as reconcile last decided; nil when none waits
 }
 
 // need is what a load of m takes: the learned footprint when there is one (per device, as the
@@ -115,6 +117,9 @@ func (e *Engine) status(m *model) ModelStatus {
 	if m.exitCode != nil {
 		c := *m.exitCode
 		s.ExitCode = &c
+	}
+	if m.wait != nil && s.Queued > 0 {
+		s.Wait = m.wait.clone()
 	}
 	if due, ok := e.unloadDue(m); ok {
 		s.UnloadAt = due

@@ -112,6 +112,7 @@ func (e *Engine) applySample(sys mem.System, sysErr error, pids []pidSample, vra
 				}
 				if u, ok := e.fp.update(footprintKey(m.entry, m.args), fp); ok {
 					m.learned = u.fp
+					e.shareLearned(m, u)
 					*learn = append(*learn, u)
 				}
 			}

@@ -17,7 +17,8 @@ import (
 //  3. The queue is served in the order of each model's first waiter: a ready model hands its waiters
 //     leases; a model that needs memory is planned by sched.Plan (start, evict idle victims, wait for
 //     stopping ones, or blocked). A blocked model blocks every later load (strict FIFO); once its head
-//     waiter has waited FairWait, sched.Drain picks busy models to drain for it.
+//     waiter has waited FairWait, sched.Drain picks busy models to drain for it. Each model that
+//     still waits gets its reason (model.wait, wait.go) from the decision made for it.
 //  4. Idle timers stop models unused for their idle-unload time.
 func (e *Engine) reconcile(now time.Time) []action {
 	if e.closed {
@@ -51,7 +52,14 @@ func (e *Engine) reconcile(now time.Time) []action {
 		}
 	}
 	reserved := map[string]sched.Mem{} // loads and wakes decided but not started: they hold their need already
-	blocked := false
+	booked := func(views []sched.View) []sched.View {
+		for id, need := range reserved {
+			views = sched.Reserve(views, id, need)
+		}
+		return views
+	}
+	ws := e.newWaits(now, firstEnq)
+	blockedBy := "" // the first blocked model: every later load waits behind it
 	for i, m := range order {
 		switch {
 		case m.removed:
@@ -60,19 +68,24 @@ func (e *Engine) reconcile(now time.Time) []action {
 		case m.state == StateLoaded && !m.draining:
 			e.grantWaiters(m, now)
 			continue
-		case m.state == StateLoading || m.state == StateStopping || m.draining:
+		case m.state == StateLoading:
+			ws.add(m, WaitLoading, m.plan, booked(e.views()))
+			continue
+		case m.state == StateStopping:
+			ws.add(m, WaitStopping, e.need(m), booked(e.views()))
+			continue
+		case m.draining:
+			ws.add(m, WaitDraining, e.need(m), booked(e.views()))
 			continue
 		case m.state == StateFailed && now.Before(m.nextRetry):
 			e.failWaiters(m, e.loadError(m))
 			continue
 		}
-		if blocked {
+		if blockedBy != "" {
+			ws.add(m, WaitBehind, e.need(m), booked(e.views())).Behind = blockedBy
 			continue
 		}
-		views := shieldAhead(e.views(), order[:i])
-		for id, need := range reserved {
-			views = sched.Reserve(views, id, need)
-		}
+		views := booked(shieldAhead(e.views(), order[:i]))
 		need := e.need(m)
 		if m.state == StateSleeping {
 			need = need.Sub(m.held)
@@ -86,35 +99,51 @@ func (e *Engine) reconcile(now time.Time) []action {
 			e.grantWaiters(m, now)
 		case d.Start:
 			acts = append(acts, e.startModel(m, now))
+			ws.add(m, WaitLoading, m.plan, booked(e.views()))
 		case len(d.Victims) > 0:
 			for _, id := range d.Victims {
 				v := e.models[id]
 				e.log.Info("evicting idle model", "model", id, "for", m.id, "held_mib", e.shown(v.held)>>20, "need_mib", e.shown(need)>>20)
 				acts = append(acts, e.stopModel(v, false, "evicted for "+m.id)...)
 			}
+			ws.add(m, WaitMemory, need, views).Victims = e.waitModels(e.stoppingFor(m.id))
 			reserved[m.id] = need
 		case d.Wait:
+			ws.add(m, WaitMemory, need, views).Victims = e.waitModels(e.stoppingFor(m.id))
 			reserved[m.id] = need
 		default: // blocked behind busy models
-			blocked = true
+			blockedBy = m.id
+			w := ws.add(m, WaitBusy, need, views)
+			var holders []string
+			for _, h := range sched.Holders(views, m.id) {
+				holders = append(holders, h.ID)
+			}
+			w.Holders = e.waitModels(holders)
+			if need.Within(sched.Free(views, e.room().Budget)) && e.o.MaxLoaded > 0 {
+				w.MaxLoaded = e.o.MaxLoaded
+			}
 			due := firstEnq[m.id].Add(e.o.FairWait)
+			drain, ok := sched.Drain(views, need, e.room(), m.id)
 			if now.Before(due) {
+				if ok && len(drain) > 0 {
+					w.DrainAt = due
+				}
 				wake(due)
 				break
 			}
-			drain, ok := sched.Drain(views, need, e.room(), m.id)
-			if !ok {
-				break
-			}
-			for _, id := range drain {
-				v := e.models[id]
-				if !v.draining {
-					e.log.Info("draining busy model so a queued load gets its turn", "model", id, "for", m.id, "waited", now.Sub(firstEnq[m.id]).Round(time.Millisecond), "active", v.leases)
-					e.setDraining(v, "draining for "+m.id+" (fair wait)", m.id)
+			if ok {
+				for _, id := range drain {
+					v := e.models[id]
+					if !v.draining {
+						e.log.Info("draining busy model so a queued load gets its turn", "model", id, "for", m.id, "waited", now.Sub(firstEnq[m.id]).Round(time.Millisecond), "active", v.leases)
+						e.setDraining(v, "draining for "+m.id+" (fair wait)", m.id)
+					}
 				}
 			}
+			w.Victims = e.waitModels(e.drainingFor(m.id))
 		}
 	}
+	ws.done()
 
 	for _, m := range e.models {
 		due, ok := e.unloadDue(m)

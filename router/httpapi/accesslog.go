@@ -75,6 +75,13 @@ func (rt *Server) accessLog(next http.Handler) http.Handler {
 					status = http.StatusBadGateway // aborted by us: the upstream failed mid-response
 				}
 			}
+			level := slog.LevelInfo
+			if isHealth(r.URL.Path) {
+				level = slog.LevelDebug // polled by clients and the tray
+			}
+			if !rt.log.Enabled(context.Background(), level) {
+				return // the usual case at log_level "warn": nothing to build
+			}
 			attrs := []slog.Attr{
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),
@@ -87,10 +94,6 @@ func (rt *Server) accessLog(next http.Handler) http.Handler {
 			}
 			if info.err != nil {
 				attrs = append(attrs, slog.String("error", info.err.Error()))
-			}
-			level := slog.LevelInfo
-			if isHealth(r.URL.Path) {
-				level = slog.LevelDebug // polled by clients and the tray
 			}
 			rt.log.LogAttrs(context.Background(), level, "request", attrs...)
 		}()

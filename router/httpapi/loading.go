@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // acquired is the outcome of one Engine.Acquire.
@@ -52,10 +53,16 @@ func (rt *Server) acquire(w http.ResponseWriter, r *http.Request, id string, str
 	}
 }
 
-// loadingComment writes one SSE comment line about the loading model and flushes it.
+// loadingComment writes one SSE comment line about the loading model and flushes it: why the
+// request waits, in the words every surface uses (view.WaitText), ": loading model m1 (waiting: 2nd
+// in line for 5.1 GiB (2.0 GiB free); beta will be unloaded when its 1 request ends)"; while its own
+// load runs, how far it is, ": loading model m1 (40%)".
 func (rt *Server) loadingComment(w http.ResponseWriter, id string) {
 	line := ": loading model " + id
-	if st, err := rt.o.Engine.Model(id); err == nil && st.State == engine.StateLoading && st.Progress > 0 {
+	st, err := rt.o.Engine.Model(id)
+	if err == nil && st.Wait != nil && st.Wait.Kind != engine.WaitLoading {
+		line += " (" + view.WaitText(st) + ")"
+	} else if err == nil && st.State == engine.StateLoading && st.Progress > 0 {
 		line += fmt.Sprintf(" (%.0f%%)", st.Progress*100)
 	} else if err == nil && st.Queued > 0 && st.State != engine.StateLoading {
 		line += " (queued)"

@@ -8,14 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/llamatray/llamatray/router/activity"
@@ -25,65 +22,6 @@ import (
 // upstreamIdleTimeout keeps idle connections to children shorter than llama-server's own keep-alive
 // timeout (5 s), so the router rarely reuses a connection the child is about to close.
 const upstreamIdleTimeout = 3 * time.Second
-
-// newTransport is the one transport shared by every proxied request.
-func newTransport() *http.Transport {
-	// No TCP keep-alive probes: a child on loopback that goes away is seen by its supervisor,
-	// and llama-server closes the connection after every stream, so a dial per streamed request
-	// is common; the probes' four setsockopt calls were a visible part of each.
-	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: -1}
-	return &http.Transport{
-		Proxy: nil, // children are on this machine; never through an environment proxy
-		// A child on a unix socket is dialed at the socket of the request's lease; its URL's host
-		// only names the socket, so that each child has its own connections in the pool.
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if t, _ := ctx.Value(targetKey{}).(*proxyTarget); t != nil && t.socket != "" {
-				return d.DialContext(ctx, "unix", t.socket)
-			}
-			return d.DialContext(ctx, network, addr)
-		},
-		MaxIdleConns:          64,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       upstreamIdleTimeout,
-		DisableCompression:    true, // pass encodings through untouched
-		ExpectContinueTimeout: 0,
-		ResponseHeaderTimeout: 0, // prompt processing of a long context can take minutes
-		// Buffers are per connection and, with a dial per stream, per request: small ones. Bodies
-		// larger than a buffer are read straight into the proxy's 32 KiB copy buffer anyway.
-		ReadBufferSize:  8 << 10,
-		WriteBufferSize: 8 << 10,
-	}
-}
-
-// retryTransport retries once a request that failed before any byte of a response came back, which
-// is what a kept-alive connection closed by the child under our feet looks like. The retry goes out on
-// a new connection (fresh never reuses one), so it cannot pick another dead one from the pool. The
-// body is replayed with Request.GetBody. A cancelled client is never retried.
-type retryTransport struct{ base, fresh http.RoundTripper }
-
-func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	var gotByte atomic.Bool
-	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-		GotFirstResponseByte: func() { gotByte.Store(true) },
-	})
-	resp, err := t.base.RoundTrip(req.WithContext(ctx))
-	if err == nil || gotByte.Load() || req.Context().Err() != nil || (req.Body != nil && req.GetBody == nil) {
-		return resp, err
-	}
-	retry := req.Clone(req.Context())
-	if req.Body != nil {
-		body, gerr := req.GetBody()
-		if gerr != nil {
-			return nil, err
-		}
-		retry.Body = body
-	}
-	resp, err2 := t.fresh.RoundTrip(retry)
-	if err2 != nil {
-		return nil, fmt.Errorf("%w (retried after: %v)", err2, err)
-	}
-	return resp, nil
-}
 
 type targetKey struct{}
 
@@ -109,7 +47,7 @@ func targetFrom(r *http.Request) *proxyTarget {
 
 func (rt *Server) newProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
-		Transport: retryTransport{base: rt.transport, fresh: rt.fresh},
+		Transport: rt.children,
 		// Zero: a complete document (Content-Length known) goes out in one write when it is done. The
 		// proxy flushes SSE and bodies of unknown length after every write by itself, so stream
 		// tokens still go out as soon as they arrive. A negative value would also flush the headers

@@ -97,16 +97,15 @@ type Options struct {
 
 // Server is the HTTP handler of a Llamatray instance.
 type Server struct {
-	o         Options
-	log       *slog.Logger
-	limit     int64
-	keys      [][]byte
-	transport *http.Transport
-	fresh     *http.Transport // for retries: never reuses a connection
-	proxy     *httputil.ReverseProxy
-	mux       *mux.Router
-	handler   http.Handler
-	views     view.Source
+	o        Options
+	log      *slog.Logger
+	limit    int64
+	keys     [][]byte
+	children *upstream // connections to the children
+	proxy    *httputil.ReverseProxy
+	mux      *mux.Router
+	handler  http.Handler
+	views    view.Source
 
 	loadingAfter time.Duration // how long a streaming request waits before loading comments start
 	loadingEvery time.Duration // interval of loading comments
@@ -147,9 +146,7 @@ func New(o Options) *Server {
 	if rt.views == nil {
 		rt.views = view.Builder{Engine: o.Engine, Catalog: o.Catalog}
 	}
-	rt.transport = newTransport()
-	rt.fresh = newTransport()
-	rt.fresh.DisableKeepAlives = true
+	rt.children = newUpstream()
 	rt.proxy = rt.newProxy()
 	rt.mux = rt.routes()
 	rt.handler = rt.accessLog(rt.checkHost(rt.cors(rt.auth(rt.mux))))
@@ -163,8 +160,7 @@ func (rt *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Close drops idle upstream connections. In-flight requests are not affected.
 func (rt *Server) Close() {
-	rt.transport.CloseIdleConnections()
-	rt.fresh.CloseIdleConnections()
+	rt.children.CloseIdleConnections()
 }
 
 // RequiresKey reports whether binding listen exposes the router beyond this machine, so that an API

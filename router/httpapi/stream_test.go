@@ -245,10 +245,10 @@ func TestKeptAliveCloseNeverFails(t *testing.T) {
 	}
 }
 
-// TestRetryTransportNeeded shows the failure retryTransport exists for: a POST on a kept-alive
-// connection the child closed after reading it fails with a bare transport, and succeeds with the
-// retry, the body replayed whole.
-func TestRetryTransportNeeded(t *testing.T) {
+// TestUpstreamResendsOnClosedConnection shows the failure the upstream's one resend exists for: a
+// POST on a kept-alive connection the child closed after reading it fails with net/http's transport,
+// and succeeds through the upstream, the body replayed whole.
+func TestUpstreamResendsOnClosedConnection(t *testing.T) {
 	bodies := make(chan string, 8)
 	up := rawUpstream(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
@@ -272,7 +272,7 @@ func TestRetryTransportNeeded(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return resp.Body.Close()
 	}
-	bare := newTransport()
+	bare := &http.Transport{} // net/http's, which does not resend a POST
 	defer bare.CloseIdleConnections()
 	if err := send(bare, "a"); err != nil {
 		t.Fatal(err)
@@ -282,10 +282,8 @@ func TestRetryTransportNeeded(t *testing.T) {
 		t.Fatal("the bare transport survived a dropped kept-alive connection; the upstream is not misbehaving")
 	}
 
-	base, fresh := newTransport(), newTransport()
-	fresh.DisableKeepAlives = true
-	defer base.CloseIdleConnections()
-	rt := retryTransport{base: base, fresh: fresh}
+	rt := newUpstream()
+	defer rt.CloseIdleConnections()
 	for _, b := range []string{"first", "second", "third"} {
 		if err := send(rt, b); err != nil {
 			t.Fatalf("%s: %v", b, err)

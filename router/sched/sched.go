@@ -378,3 +378,26 @@ func Excess(views []View, room Room) []string {
 	}
 	return out
 }
+
+// Free is what budget leaves after every model in views holds what it holds (loads booked through
+// Reserve included), never below zero in any dimension.
+func Free(views []View, budget Mem) Mem {
+	free := budget
+	for _, v := range views {
+		free = free.Sub(v.Held)
+	}
+	return free.Max(Mem{})
+}
+
+// Holders lists the models other than self that hold memory and cannot be unloaded for it now: busy,
+// pinned, draining or loading — every model that is neither idle nor already stopping — by ID.
+func Holders(views []View, self string) []View {
+	var out []View
+	for _, v := range views {
+		if v.ID != self && v.Phase != Stopping && !evictable(v) {
+			out = append(out, v)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

@@ -301,3 +301,42 @@ func TestSplit(t *testing.T) {
 		})
 	}
 }
+
+func TestFree(t *testing.T) {
+	tests := []struct {
+		name   string
+		views  []View
+		budget Mem
+		want   Mem
+	}{
+		{"nothing held", nil, On(8*gib, 4*gib), On(8*gib, 4*gib)},
+		{"held and booked", []View{{ID: "a", Phase: Loaded, Held: On(2*gib, gib)}, {ID: "b", Phase: Loading, Held: ram(3)}}, On(8*gib, 4*gib), On(3*gib, 3*gib)},
+		{"over the budget: none, never negative", []View{{ID: "a", Phase: Loaded, Held: On(9*gib, 5*gib)}}, On(8*gib, 4*gib), Mem{}},
+	}
+	for _, tt := range tests {
+		if got := Free(tt.views, tt.budget); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestHolders(t *testing.T) {
+	views := []View{
+		{ID: "idle", Phase: Loaded, Held: ram(1)},
+		{ID: "busy", Phase: Loaded, Leases: 2, Held: ram(1)},
+		{ID: "pinned", Phase: Sleeping, Pinned: true, Held: ram(1)},
+		{ID: "loading", Phase: Loading, Held: ram(1)},
+		{ID: "draining", Phase: Loaded, Leases: 1, Draining: true, Held: ram(1)},
+		{ID: "stopping", Phase: Stopping, Held: ram(1)},
+		{ID: "queued", Phase: Sleeping, Queued: 1, Held: ram(1)},
+		{ID: "self", Phase: Sleeping, Leases: 1, Held: ram(1)},
+	}
+	var got []string
+	for _, v := range Holders(views, "self") {
+		got = append(got, v.ID)
+	}
+	want := []string{"busy", "draining", "loading", "pinned", "queued"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("holders %v, want %v (not the idle, the stopping, nor self)", got, want)
+	}
+}

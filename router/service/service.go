@@ -134,7 +134,10 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 		Params:  s.estimateParams,
 		Aliases: func(id string) []string { return s.config().ModelSettings(id).Aliases },
 		Hidden:  func(id string) bool { return s.config().ModelSettings(id).Hidden },
-		Logger:  o.Logger,
+		Variants: func() map[string][]string {
+			return variantsOf(s.config())
+		},
+		Logger: o.Logger,
 	})
 	s.installer = s.newInstaller()
 	return s, nil

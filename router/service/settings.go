@@ -6,7 +6,6 @@ package service
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -121,18 +120,13 @@ func (s *Service) savePinned(id string, pinned bool) error {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	s.mu.Lock()
-	cfg := s.cfg
-	m := cfg.Models[id]
+	m, _ := s.cfg.Section(id) // a variant's pin is its own
 	if m.Pinned == pinned {
 		s.mu.Unlock()
 		return nil
 	}
 	m.Pinned = pinned
-	cfg.Models = maps.Clone(cfg.Models)
-	if cfg.Models == nil {
-		cfg.Models = map[string]config.Model{}
-	}
-	cfg.Models[id] = m
+	cfg := s.cfg.WithSection(id, m)
 	s.cfg = cfg
 	s.mu.Unlock()
 	if s.o.ConfigPath == "" {
@@ -184,6 +178,17 @@ func (s *Service) Apply(cfg config.Config) error {
 		return s.listen(cfg.Listen)
 	}
 	return nil
+}
+
+// variantsOf is every model's variant names, by model ID, for the catalog.
+func variantsOf(cfg config.Config) map[string][]string {
+	out := map[string][]string{}
+	for id := range cfg.Models {
+		if names := cfg.VariantNames(id); len(names) > 0 {
+			out[id] = names
+		}
+	}
+	return out
 }
 
 // deviceLimits is [device_memory_limit] in bytes, by device name; nil when none is set.

@@ -126,6 +126,7 @@ func (m Model) Wire(started time.Time) wire.Model {
 		Status:       Status(m.ModelStatus),
 		Tags:         []string{},
 		Architecture: wire.Modalities{Input: []string{"text"}, Output: []string{"text"}},
+		CtxSize:      m.CtxSize,
 	}
 	if m.Meta == nil {
 		return e
@@ -149,6 +150,8 @@ func (m Model) Wire(started time.Time) wire.Model {
 		Splits:        m.Meta.Splits,
 		Mmproj:        m.Meta.Mmproj,
 		HubName:       m.Meta.HubName,
+		VariantOf:     m.Meta.VariantOf,
+		Variant:       m.Meta.Variant,
 	}
 	return e
 }
@@ -173,6 +176,7 @@ func Status(st engine.ModelStatus) wire.ModelStatus {
 		UnloadAt:            timePtr(st.UnloadAt),
 		Progress:            st.Progress,
 		Args:                orEmpty(st.Args),
+		Wait:                wireWait(st),
 	}
 }
 

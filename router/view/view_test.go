@@ -99,7 +99,7 @@ func TestWire(t *testing.T) {
 		t.Fatalf("a: %+v", a)
 	}
 	b, _ := json.Marshal(gone)
-	want := `{"id":"gone","object":"model","owned_by":"llamatray","created":1600000000,"aliases":[],"status":{"value":"","active_requests":0,"queued":0,"memory_bytes":0,"memory_estimate_bytes":0,"last_used":null,"pid":0,"port":0,"socket":"","exit_code":null,"pinned":false,"draining":false,"error":"","next_retry":null,"unload_at":null,"progress":0,"args":[]},"meta":null,"tags":[],"architecture":{"input_modalities":["text"],"output_modalities":["text"]},"context_length":0}`
+	want := `{"id":"gone","object":"model","owned_by":"llamatray","created":1600000000,"aliases":[],"status":{"value":"","active_requests":0,"queued":0,"memory_bytes":0,"memory_estimate_bytes":0,"last_used":null,"pid":0,"port":0,"socket":"","exit_code":null,"pinned":false,"draining":false,"error":"","next_retry":null,"unload_at":null,"progress":0,"args":[],"wait":null},"meta":null,"tags":[],"architecture":{"input_modalities":["text"],"output_modalities":["text"]},"context_length":0}`
 	if string(b) != want {
 		t.Fatalf("%s", b)
 	}

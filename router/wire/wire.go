@@ -25,7 +25,8 @@ type Model struct {
 	// As llama.cpp's router gives them:
 	Tags          []string   `json:"tags"`
 	Architecture  Modalities `json:"architecture"`
-	ContextLength int        `json:"context_length"` // training context, 0 when unknown
+	ContextLength int        `json:"context_length"`     // training context, 0 when unknown
+	CtxSize       int        `json:"ctx_size,omitempty"` // the context it runs with: the configured one, else the trained one; absent when unknown
 }
 
 // Modalities are what a model takes and gives (llama.cpp's "architecture" of a model entry).
@@ -53,6 +54,33 @@ type ModelStatus struct {
 	UnloadAt            *time.Time `json:"unload_at"`
 	Progress            float64    `json:"progress"`
 	Args                []string   `json:"args"`
+	Wait                *Wait      `json:"wait"` // why its queued requests wait; null when none is queued
+}
+
+// Wait is why a model's queued requests wait, as the scheduler last decided.
+type Wait struct {
+	Text        string           `json:"text"`     // the sentence every surface shows: "waiting: 2nd in line for 5.1 GiB; beta will be unloaded when its 1 request ends"
+	Kind        string           `json:"kind"`     // loading, stopping, draining, memory, busy, behind
+	Position    int              `json:"position"` // place in the queue of models, 1 = first in line
+	Since       time.Time        `json:"since"`    // when its first waiting request was queued
+	NeedBytes   int64            `json:"need_bytes"`
+	NeedDevices map[string]int64 `json:"need_devices"` // of need_bytes, per GPU device by name; {} without a GPU
+	FreeBytes   int64            `json:"free_bytes"`   // free for models now
+	FreeDevices map[string]int64 `json:"free_devices"` // free now on each GPU device by name
+	Victims     []WaitModel      `json:"victims"`      // unloaded for it: stopping now, or draining until their requests end
+	Holders     []WaitModel      `json:"holders"`      // busy, behind: the models holding the memory it needs that cannot be unloaded now
+	BusySince   *time.Time       `json:"busy_since"`   // busy: since when it has been blocked
+	DrainAt     *time.Time       `json:"drain_at"`     // busy: when fair_wait is up and busy models drain for it
+	MaxLoaded   int              `json:"max_loaded"`   // busy: the max_loaded cap is what is full; 0 otherwise
+	Behind      string           `json:"behind"`       // behind: the blocked model ahead of it
+}
+
+// WaitModel is another model as a wait reason names it.
+type WaitModel struct {
+	ID             string `json:"id"`
+	State          string `json:"state"`
+	ActiveRequests int    `json:"active_requests"`
+	Pinned         bool   `json:"pinned"`
 }
 
 // ModelMeta is the catalog's view of one model file.
@@ -67,7 +95,9 @@ type ModelMeta struct {
 	Path          string `json:"path"`
 	Splits        int    `json:"splits"`
 	Mmproj        string `json:"mmproj"`
-	HubName       string `json:"hub_name"` // ORG/REPO:QUANT for a model from the Hugging Face Hub cache, else ""
+	HubName       string `json:"hub_name"`             // ORG/REPO:QUANT for a model from the Hugging Face Hub cache, else ""
+	VariantOf     string `json:"variant_of,omitempty"` // for a variant ("ID@NAME" of [models."ID".variants."NAME"]): the ID of the model whose file it serves
+	Variant       string `json:"variant,omitempty"`    // for a variant: its name
 }
 
 // Event is the data line of one /models/events server-sent event.

@@ -39,6 +39,8 @@ type options struct {
 	llamatray   string
 	routerEnv   []string
 	floor       bool
+	peers       bool
+	llamaSwap   string
 }
 
 func main() {
@@ -59,6 +61,9 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.peers {
+		os.Exit(mainPeers(ctx, o))
+	}
 	r, err := run(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -90,6 +95,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.llamatray, "llamatray", "", "llamatray binary to measure (default: go build . into the temporary folder)")
 	routerEnv := fs.String("router-env", "", "more environment for the llamatray process, space separated (e.g. \"GOMAXPROCS=1\")")
 	fs.BoolVar(&o.floor, "floor", false, "also measure a bare net/http ReverseProxy in its own process (with -router-env and Llamatray's GOMAXPROCS): the floor of any Go router")
+	fs.BoolVar(&o.peers, "peers", false, "instead: Llamatray, llama.cpp's router and llama-swap side by side with room for one model (the Peers section of -out)")
+	fs.StringVar(&o.llamaSwap, "llama-swap", os.Getenv("LLAMA_SWAP"), "llama-swap binary for -peers (default $LLAMA_SWAP)")
 	cells := fs.String("cells", "", "only these load cells, comma separated MODE/C (e.g. \"json/8,stream/8\"); default all")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -236,6 +243,24 @@ func run(ctx context.Context, o options) (report, error) {
 		fmt.Fprintln(os.Stderr, "bench: CPU profile", p)
 	}
 	return r, nil
+}
+
+// mainPeers runs -peers and returns the exit code.
+func mainPeers(ctx context.Context, o options) int {
+	r, err := runPeers(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	fmt.Print(r.markdown())
+	if o.out != "" {
+		if err := r.writeDoc(o.out); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "bench: wrote", o.out)
+	}
+	return 0
 }
 
 func progress(msg string) { fmt.Fprintln(os.Stderr, "bench:", msg) }

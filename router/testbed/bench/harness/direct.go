@@ -40,20 +40,31 @@ func StartDirect(ctx context.Context, bin, model string, args []string, logPath 
 	if err != nil {
 		return nil, 0, err
 	}
+	argv := append([]string{bin, "-m", model}, args...)
+	argv = append(argv, "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+	return StartServer(ctx, argv, nil, fmt.Sprintf("http://127.0.0.1:%d", port), logPath)
+}
+
+// StartServer starts argv, a server that will answer at base (http://HOST:PORT), with env added to
+// its environment and its output going to logPath, and waits until GET base/health answers 200. It
+// returns the server and the time from spawn to that first 200. The benchmark starts llama-server,
+// llama.cpp's router and llama-swap with it.
+func StartServer(ctx context.Context, argv, env []string, base, logPath string) (*Direct, time.Duration, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
-		return nil, 0, fmt.Errorf("llama-server log: %w", err)
+		return nil, 0, fmt.Errorf("%s log: %w", argv[0], err)
 	}
-	argv := append([]string{"-m", model}, args...)
-	argv = append(argv, "--host", "127.0.0.1", "--port", strconv.Itoa(port))
-	cmd := exec.Command(bin, argv...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	start := time.Now()
 	srv, err := startServer(cmd, logf)
 	if err != nil {
 		logf.Close()
-		return nil, 0, fmt.Errorf("starting %s: %w", bin, err)
+		return nil, 0, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
-	d := &Direct{server: srv, URL: fmt.Sprintf("http://127.0.0.1:%d", port), PID: cmd.Process.Pid}
+	d := &Direct{server: srv, URL: base, PID: cmd.Process.Pid}
 	if err := d.waitHealthy(ctx, 2*time.Minute); err != nil {
 		d.Stop()
 		return nil, 0, fmt.Errorf("%w (log: %s)", err, logPath)
@@ -79,9 +90,9 @@ func (d *Direct) waitHealthy(ctx context.Context, timeout time.Duration) error {
 		}
 		select {
 		case <-d.done:
-			return fmt.Errorf("llama-server exited before it was ready: %v", d.err)
+			return fmt.Errorf("%s exited before it was ready: %v", d.cmd.Path, d.err)
 		case <-deadline.C:
-			return fmt.Errorf("llama-server not ready after %s", timeout)
+			return fmt.Errorf("%s not ready after %s", d.cmd.Path, timeout)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:

@@ -87,6 +87,11 @@ func SelfRSS() (int64, error) {
 	return procStatusField("/proc/self/status", "VmRSS")
 }
 
+// RSS is the resident set (VmRSS) of process pid in bytes.
+func RSS(pid int) (int64, error) {
+	return procStatusField(fmt.Sprintf("/proc/%d/status", pid), "VmRSS")
+}
+
 // procStatusField reads a "Key:   123 kB" line of a /proc file, in bytes.
 func procStatusField(path, key string) (int64, error) {
 	f, err := os.Open(path)

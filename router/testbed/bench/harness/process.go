@@ -29,6 +29,7 @@ type ProcessConfig struct {
 	LlamaServer string
 	Args        []string // [defaults].args for every child
 	Env         []string // more environment, e.g. GOMAXPROCS=1
+	MaxLoaded   int      // max_loaded, 0 = the default
 }
 
 // Process is Llamatray running as its own process (`llamatray serve`), as users run it.
@@ -56,6 +57,9 @@ func StartProcess(ctx context.Context, bin string, cfg ProcessConfig, dir string
 	conf := fmt.Sprintf("listen = %s\nmodel_dirs = [%s]\nscan_default_dirs = false\nllama_server = %s\n"+
 		"idle_sleep = \"0s\"\nidle_unload = \"0s\"\nlog_level = \"warn\"\n\n[defaults]\nctx_size = 2048\nargs = [%s]\n",
 		toml(fmt.Sprintf("127.0.0.1:%d", port)), toml(cfg.ModelDir), toml(cfg.LlamaServer), strings.Join(args, ", "))
+	if cfg.MaxLoaded > 0 {
+		conf = fmt.Sprintf("max_loaded = %d\n", cfg.MaxLoaded) + conf
+	}
 	confPath := filepath.Join(dir, "llamatray.toml")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		return nil, fmt.Errorf("llamatray config: %w", err)

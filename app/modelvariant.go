@@ -1,0 +1,67 @@
+package app
+
+import (
+	"fmt"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
+)
+
+// askVariant asks for the name of a new variant of the model the window is open on, made of the
+// form as it stands.
+func (w *modelSettingsWindow) askVariant() {
+	name := widget.NewEntry()
+	name.SetPlaceHolder("e.g. 32k")
+	base := w.id
+	if b, _, ok := w.u.b.Config().Variant(w.id); ok {
+		base = b
+	}
+	msg := widget.NewLabel(fmt.Sprintf("A variant is one more model ID, %s@NAME, for the same file, with the\nsettings of this form. Letters, digits, '.', '-' and '_'.", base))
+	d := dialog.NewForm("Save as variant", "Save", "Cancel", []*widget.FormItem{
+		widget.NewFormItem("", msg), widget.NewFormItem("Name", name),
+	}, func(ok bool) {
+		if ok {
+			w.createVariant(name.Text)
+		}
+	}, w.win)
+	d.Resize(fyne.NewSize(480, 200))
+	d.Show()
+}
+
+// createVariant saves the form as a new variant name of the model (of its model, when the window
+// is on a variant): only what differs from that model's section is written, in
+// [models."ID".variants."NAME"]. Once saved, the new variant's settings open.
+func (w *modelSettingsWindow) createVariant(name string) {
+	m, _ := w.model()
+	f := w.form()
+	cfg, vid, probs := f.applyAsVariant(w.u.b.Config(), w.id, name, m)
+	if w.known != nil {
+		probs = append(probs, unknownFlags(f.Args, w.known)...)
+	}
+	if len(probs) > 0 {
+		w.showProblems(probs)
+		return
+	}
+	w.apply.Disable()
+	w.asVariant.Disable()
+	w.result.Importance = widget.MediumImportance
+	w.result.SetText("Saving the variant…")
+	w.result.Show()
+	b := w.u.b
+	go func() {
+		err := b.ApplyConfig(cfg)
+		w.u.onUI(func() {
+			w.apply.Enable()
+			w.asVariant.Enable()
+			if err != nil {
+				w.result.Importance = widget.DangerImportance
+				w.result.SetText(err.Error())
+				return
+			}
+			w.result.Importance = widget.SuccessImportance
+			w.result.SetText(fmt.Sprintf("Saved as %s, a model of its own; its settings are open.", vid))
+			w.u.showModelSettings(vid)
+		})
+	}()
+}

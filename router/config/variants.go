@@ -1,0 +1,167 @@
+package config
+
+// Variants of one file: [models."ID".variants."NAME"] makes the model ID "ID@NAME", served from the
+// same GGUF as ID with its own settings. A variant's ctx_size, gpu_layers, flash_attn, parallel,
+// cache_type and idle timers, when set, replace its model's; its args follow its model's. Aliases,
+// pinned, load_on_start and hidden belong to an ID: a variant has its own, never its model's.
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// VariantSep joins a model ID and a variant name into the variant's ID: "qwen-7b@32k".
+const VariantSep = "@"
+
+// maxVariantName bounds a variant name's length.
+const maxVariantName = 64
+
+// VariantID is the model ID of variant name of model base.
+func VariantID(base, name string) string { return base + VariantSep + name }
+
+// Variant says whether id names a variant this configuration declares, and of which model.
+func (c Config) Variant(id string) (base, name string, ok bool) {
+	i := strings.LastIndex(id, VariantSep)
+	if i <= 0 || i == len(id)-1 {
+		return "", "", false
+	}
+	base, name = id[:i], id[i+1:]
+	if _, ok := c.Models[base].Variants[name]; !ok {
+		return "", "", false
+	}
+	return base, name, true
+}
+
+// VariantNames lists the variants of model base, sorted.
+func (c Config) VariantNames(base string) []string {
+	v := c.Models[base].Variants
+	if len(v) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(v))
+}
+
+// Section is id's own section: [models."ID"] (without its variants) or, for a variant,
+// [models."ID".variants."NAME"]. ok is false when the file has none.
+func (c Config) Section(id string) (m Model, ok bool) {
+	if base, name, isVar := c.Variant(id); isVar {
+		return c.Models[base].Variants[name], true
+	}
+	m, ok = c.Models[id]
+	m.Variants = nil
+	return m, ok
+}
+
+// SectionKey is the key path of id's section, as FieldError.Key starts: ["models", ID] or
+// ["models", ID, "variants", NAME].
+func (c Config) SectionKey(id string) []string {
+	if base, name, ok := c.Variant(id); ok {
+		return []string{"models", base, "variants", name}
+	}
+	return []string{"models", id}
+}
+
+// WithSection returns c with id's own section replaced by m (a model keeps its variants; m's are
+// ignored). The maps it changes are copies: c is left as it was.
+func (c Config) WithSection(id string, m Model) Config {
+	m.Variants = nil
+	out := c
+	out.Models = maps.Clone(c.Models)
+	if out.Models == nil {
+		out.Models = map[string]Model{}
+	}
+	if base, name, ok := c.Variant(id); ok {
+		b := out.Models[base]
+		b.Variants = maps.Clone(b.Variants)
+		b.Variants[name] = m
+		out.Models[base] = b
+		return out
+	}
+	m.Variants = c.Models[id].Variants
+	out.Models[id] = m
+	return out
+}
+
+// WithVariant returns c with a new variant name of model base, whose section is m (c is left as
+// it was). It fails when the name is not a valid variant name or is taken.
+func (c Config) WithVariant(base, name string, m Model) (Config, error) {
+	if err := checkVariantName(name); err != nil {
+		return c, err
+	}
+	if _, _, ok := c.Variant(base); ok {
+		return c, fmt.Errorf("%s is itself a variant; make the new one a variant of its model", base)
+	}
+	if _, ok := c.Models[base].Variants[name]; ok {
+		return c, fmt.Errorf("%s already has a variant %q", base, name)
+	}
+	m.Variants = nil
+	out := c
+	out.Models = maps.Clone(c.Models)
+	if out.Models == nil {
+		out.Models = map[string]Model{}
+	}
+	b := out.Models[base]
+	b.Variants = maps.Clone(b.Variants)
+	if b.Variants == nil {
+		b.Variants = map[string]Model{}
+	}
+	b.Variants[name] = m
+	out.Models[base] = b
+	return out, nil
+}
+
+// Layered is id's section as it applies: for a model, [models."ID"] without its variants; for a
+// variant, its section layered over its model's. ok is false when neither is in the file.
+func (c Config) Layered(id string) (Model, bool) {
+	base, name, ok := c.Variant(id)
+	if !ok {
+		return c.Section(id)
+	}
+	b, v := c.Models[base], c.Models[base].Variants[name]
+	out := v
+	out.Variants = nil
+	out.Args = append(append([]string(nil), b.Args...), v.Args...)
+	if out.CtxSize == 0 {
+		out.CtxSize = b.CtxSize
+	}
+	if out.GPULayers == nil {
+		out.GPULayers = b.GPULayers
+	}
+	if out.FlashAttn == "" {
+		out.FlashAttn = b.FlashAttn
+	}
+	if out.Parallel == 0 {
+		out.Parallel = b.Parallel
+	}
+	if out.CacheType == "" {
+		out.CacheType = b.CacheType
+	}
+	if out.IdleSleep == nil {
+		out.IdleSleep = b.IdleSleep
+	}
+	if out.IdleUnload == nil {
+		out.IdleUnload = b.IdleUnload
+	}
+	return out, true
+}
+
+// checkVariantName refuses a name that cannot be part of a model ID and of a URL path.
+func checkVariantName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("a variant name must not be empty")
+	case len(name) > maxVariantName:
+		return fmt.Errorf("variant name %q is longer than %d characters", name, maxVariantName)
+	case name[0] == '.' || name[0] == '-':
+		return fmt.Errorf("variant name %q must start with a letter, a digit or '_'", name)
+	}
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_'
+		if !ok {
+			return fmt.Errorf("variant name %q may hold only letters, digits, '.', '-' and '_' (it becomes part of the model ID and of URLs), not %q", name, r)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,291 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// upstream is the round tripper of every proxied request: HTTP/1.1 to one llama-server child on its
+// unix socket (Linux, macOS) or loopback port (Windows), one request at a time per connection.
+//
+// It does on the request's own goroutine what net/http's Transport hands to two more per connection
+// (a writer and a reader, with channels between them): the request goes out in one write, the answer
+// is read from the same goroutine that copies it to the client. For a proxy on loopback in front of a
+// child that answers in a millisecond, those hand-offs and their wake-ups were a third of the router's
+// CPU per request. A connection whose answer was read to its end goes back to a small pool; a
+// stream's connection (llama-server closes it) and any connection left half-read are closed.
+//
+// A request that fails on a kept-alive connection before any byte of an answer came back (the child
+// closed it under our feet) is sent again once on a new connection, its body replayed from GetBody.
+type upstream struct {
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	maxIdle int           // idle connections kept per child
+	idleFor time.Duration // an idle connection older than this is closed, not reused
+
+	mu    sync.Mutex                 // guards idle and timer
+	idle  map[string][]*upstreamConn // by child (socket path or host:port), most recent last
+	timer *time.Timer                // closes stale idle connections; armed while any is idle
+}
+
+// upstreamConn is one connection to a child with its buffers.
+type upstreamConn struct {
+	net.Conn
+	key   string
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	since time.Time // idle since
+}
+
+func newUpstream() *upstream {
+	// No TCP keep-alive probes: a child on loopback that goes away is seen by its supervisor.
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: -1}
+	return &upstream{dial: d.DialContext, maxIdle: 16, idleFor: upstreamIdleTimeout, idle: map[string][]*upstreamConn{}}
+}
+
+// errUpstreamClosed says the child closed a kept-alive connection before it answered.
+var errUpstreamClosed = errors.New("llama-server closed the connection before answering")
+
+func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	network, addr := "tcp", req.URL.Host
+	if t, _ := ctx.Value(targetKey{}).(*proxyTarget); t != nil && t.socket != "" {
+		network, addr = "unix", t.socket
+	}
+	c, reused, err := u.get(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := u.exchange(ctx, c, req)
+	if err == nil || !reused || ctx.Err() != nil || !errors.Is(err, errUpstreamClosed) {
+		return resp, err
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
+			return nil, err
+		}
+		body, gerr := req.GetBody()
+		if gerr != nil {
+			return nil, err
+		}
+		req = req.Clone(ctx)
+		req.Body = body
+	}
+	c, err2 := u.dialConn(ctx, network, addr)
+	if err2 != nil {
+		return nil, fmt.Errorf("%w (retried after: %v)", err2, err)
+	}
+	resp, err2 = u.exchange(ctx, c, req)
+	if err2 != nil {
+		return nil, fmt.Errorf("%w (retried after: %v)", err2, err)
+	}
+	return resp, nil
+}
+
+// exchange writes req on c and reads the answer's head. The body returned reads from c; closing it
+// gives c back to the pool when the answer was read to its end and both sides keep the connection.
+func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Request) (*http.Response, error) {
+	// A cancelled request (the client left) closes the connection, which ends a read or write in
+	// progress on it; once the answer is read the hook is taken off again.
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	fail := func(err error) (*http.Response, error) {
+		stop()
+		_ = c.Close()
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("%w: %w", cerr, err)
+		}
+		return nil, err
+	}
+	if err := req.Write(c.bw); err != nil {
+		return fail(err)
+	}
+	if err := c.bw.Flush(); err != nil {
+		return fail(fmt.Errorf("%w: %w", errUpstreamClosed, err))
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		return fail(fmt.Errorf("%w: %w", errUpstreamClosed, err))
+	}
+	var resp *http.Response
+	for {
+		var err error
+		resp, err = http.ReadResponse(c.br, req)
+		if err != nil {
+			return fail(fmt.Errorf("reading llama-server's answer: %w", err))
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+		// 1xx informational answers come before the real one.
+	}
+	keep := !resp.Close && !req.Close
+	if resp.Body == http.NoBody || resp.Body == nil {
+		resp.Body = http.NoBody
+		u.done(c, stop, keep)
+		return resp, nil
+	}
+	resp.Body = &upstreamBody{rc: resp.Body, u: u, c: c, stop: stop, keep: keep}
+	return resp, nil
+}
+
+// done ends one exchange on c: back to the pool when keep and the cancel hook had not fired, else closed.
+func (u *upstream) done(c *upstreamConn, stop func() bool, keep bool) {
+	if stop() && keep {
+		u.put(c)
+		return
+	}
+	_ = c.Close()
+}
+
+// upstreamBody is an answer's body; it knows whether it was read to its end.
+type upstreamBody struct {
+	rc     io.ReadCloser
+	u      *upstream
+	c      *upstreamConn
+	stop   func() bool
+	keep   bool
+	eof    bool
+	closed bool
+}
+
+func (b *upstreamBody) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, net.ErrClosed
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+func (b *upstreamBody) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	b.u.done(b.c, b.stop, b.keep && b.eof)
+	return nil
+}
+
+// get returns an idle connection to addr, or a new one; reused says which.
+func (u *upstream) get(ctx context.Context, network, addr string) (*upstreamConn, bool, error) {
+	key := network + ":" + addr
+	now := time.Now()
+	var stale []*upstreamConn
+	var c *upstreamConn
+	u.mu.Lock()
+	for list := u.idle[key]; len(list) > 0; list = u.idle[key] {
+		last := list[len(list)-1]
+		list[len(list)-1] = nil
+		u.idle[key] = list[:len(list)-1]
+		if now.Sub(last.since) < u.idleFor {
+			c = last
+			break
+		}
+		stale = append(stale, last)
+	}
+	if len(u.idle[key]) == 0 {
+		delete(u.idle, key)
+	}
+	u.mu.Unlock()
+	for _, s := range stale {
+		_ = s.Close()
+	}
+	if c != nil {
+		return c, true, nil
+	}
+	c, err := u.dialConn(ctx, network, addr)
+	return c, false, err
+}
+
+func (u *upstream) dialConn(ctx context.Context, network, addr string) (*upstreamConn, error) {
+	nc, err := u.dial(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	// Buffers are per connection and, with a new connection per stream, per request: small ones.
+	// Larger bodies go straight from the proxy's 32 KiB copy buffer.
+	return &upstreamConn{Conn: nc, key: network + ":" + addr, br: bufio.NewReaderSize(nc, 8<<10), bw: bufio.NewWriterSize(nc, 8<<10)}, nil
+}
+
+// put keeps c for the next request to its child.
+func (u *upstream) put(c *upstreamConn) {
+	c.since = time.Now()
+	u.mu.Lock()
+	list := u.idle[c.key]
+	if len(list) >= u.maxIdle {
+		u.mu.Unlock()
+		_ = c.Close()
+		return
+	}
+	u.idle[c.key] = append(list, c)
+	if u.timer == nil {
+		u.timer = time.AfterFunc(u.idleFor, u.prune)
+	}
+	u.mu.Unlock()
+}
+
+// prune closes the idle connections that are too old to reuse: a child that stopped, or traffic
+// that ended, leaves none open for long. It re-arms itself while any connection is idle.
+func (u *upstream) prune() {
+	now := time.Now()
+	var stale []*upstreamConn
+	u.mu.Lock()
+	oldest := now
+	for key, list := range u.idle {
+		kept := list[:0]
+		for _, c := range list {
+			if now.Sub(c.since) >= u.idleFor {
+				stale = append(stale, c)
+				continue
+			}
+			kept = append(kept, c)
+			oldest = minTime(oldest, c.since)
+		}
+		clear(list[len(kept):])
+		if len(kept) == 0 {
+			delete(u.idle, key)
+		} else {
+			u.idle[key] = kept
+		}
+	}
+	u.timer = nil
+	if len(u.idle) > 0 {
+		u.timer = time.AfterFunc(oldest.Add(u.idleFor).Sub(now), u.prune)
+	}
+	u.mu.Unlock()
+	for _, c := range stale {
+		_ = c.Close()
+	}
+}
+
+// CloseIdleConnections closes every idle connection (the server is stopping).
+func (u *upstream) CloseIdleConnections() {
+	u.mu.Lock()
+	var all []*upstreamConn
+	for _, list := range u.idle {
+		all = append(all, list...)
+	}
+	u.idle = map[string][]*upstreamConn{}
+	if u.timer != nil {
+		u.timer.Stop()
+		u.timer = nil
+	}
+	u.mu.Unlock()
+	for _, c := range all {
+		_ = c.Close()
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

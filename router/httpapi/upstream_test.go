@@ -1,0 +1,168 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// keepAliveUpstream answers every request on a connection with body, keeping the connection, and
+// counts connections; closed gets one value per connection that ended.
+func keepAliveUpstream(t *testing.T, body string) (url string, conns *atomic.Int32, closed chan struct{}) {
+	conns, closed = &atomic.Int32{}, make(chan struct{}, 64)
+	url = rawUpstream(t, func(c net.Conn) {
+		conns.Add(1)
+		defer func() { closed <- struct{}{} }()
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+				return
+			}
+		}
+	})
+	return url, conns, closed
+}
+
+func roundTrip(t *testing.T, u *upstream, ctx context.Context, url string, readAll bool) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", strings.NewReader(`{"x":1}`))
+	resp, err := u.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !readAll {
+		return resp, ""
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+func TestUpstreamReusesAConnectionReadToItsEnd(t *testing.T) {
+	url, conns, _ := keepAliveUpstream(t, `{"ok":true}`)
+	u := newUpstream()
+	defer u.CloseIdleConnections()
+	for i := 0; i < 5; i++ {
+		if _, body := roundTrip(t, u, context.Background(), url, true); body != `{"ok":true}` {
+			t.Fatalf("body %q", body)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("5 requests in a row used %d connections, want 1", n)
+	}
+}
+
+func TestUpstreamClosesAHalfReadConnection(t *testing.T) {
+	url, conns, closed := keepAliveUpstream(t, strings.Repeat("x", 100))
+	u := newUpstream()
+	defer u.CloseIdleConnections()
+	resp, _ := roundTrip(t, u, context.Background(), url, false)
+	buf := make([]byte, 10)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	<-closed // the upstream saw its connection end
+	roundTrip(t, u, context.Background(), url, true)
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2: a half-read answer's connection must not be reused", n)
+	}
+}
+
+func TestUpstreamKeepsNoStreamConnection(t *testing.T) {
+	url, conns, closed := keepAliveUpstream(t, "ok")
+	u := newUpstream()
+	defer u.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, url+"/completion", strings.NewReader("{}"))
+	req.Close = true // what rewrite asks for a stream
+	resp, err := u.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	<-closed
+	roundTrip(t, u, context.Background(), url, true)
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2", n)
+	}
+}
+
+func TestUpstreamCancelEndsABlockedRead(t *testing.T) {
+	url := rawUpstream(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+		_, _ = io.Copy(io.Discard, c) // and nothing more until the router hangs up
+	})
+	u := newUpstream()
+	ctx, cancel := context.WithCancel(context.Background())
+	resp, _ := roundTrip(t, u, ctx, url, false)
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := resp.Body.Read(buf)
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("read after cancel succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a cancelled request's read stayed blocked")
+	}
+	resp.Body.Close()
+}
+
+func TestUpstreamPrunesIdleConnections(t *testing.T) {
+	url, _, closed := keepAliveUpstream(t, "{}")
+	u := newUpstream()
+	u.idleFor = 50 * time.Millisecond
+	roundTrip(t, u, context.Background(), url, true)
+	select {
+	case <-closed: // pruned without another request
+	case <-time.After(10 * time.Second):
+		t.Fatal("an idle connection outlived its idle time")
+	}
+	u.mu.Lock()
+	n, timer := len(u.idle), u.timer
+	u.mu.Unlock()
+	if n != 0 || timer != nil {
+		t.Fatalf("after pruning: %d children with idle connections, timer %v", n, timer)
+	}
+}
+
+func TestUpstreamDialError(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	u := newUpstream()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/health", nil)
+	_, err := u.RoundTrip(req)
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		t.Fatalf("dial to a closed port: %v, want the dial error", err)
+	}
+}
