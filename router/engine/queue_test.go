@@ -2,17 +2,18 @@ package engine
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
 
-// queueMessages drains ch and returns the messages of id's queue events.
+// queueMessages drains ch and returns id's queue lengths ("2 queued"; not the wait reasons).
 func queueMessages(ch <-chan Event, id string) []string {
 	var out []string
 	for {
 		select {
 		case ev := <-ch:
-			if ev.Kind == "queue" && ev.Model == id {
+			if ev.Kind == "queue" && ev.Model == id && strings.HasSuffix(ev.Message, " queued") {
 				out = append(out, ev.Message)
 			}
 		default:

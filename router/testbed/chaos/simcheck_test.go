@@ -66,6 +66,10 @@ func TestCheckQueue(t *testing.T) {
 			queued("a", unloaded, 1), state("v", stopping, "evicted for a"), queued("b", unloaded, 1),
 			state("b", loading, ""), state("v", unloaded, ""), state("a", loading, ""),
 		), nil},
+		{"the engine's wait reasons are no queue lengths", evs(
+			queued("a", unloaded, 1), engine.Event{Kind: "queue", Model: "a", State: unloaded, Message: "waiting: busy, 1 in line"},
+			state("a", loading, ""),
+		), nil},
 		{"the earlier waiter timed out first", evs(
 			queued("a", unloaded, 1), queued("b", unloaded, 1),
 			queued("a", unloaded, 0), state("b", loading, ""),
