@@ -96,7 +96,7 @@ func runSim(ctx context.Context, sp simParams, stdout, stderr io.Writer) int {
 	text := simReport(sp, results)
 	fmt.Fprint(stdout, text)
 	if sp.out != "" && !bad {
-		if err := replaceSection(sp.out, "## Simulated machines", text); err != nil {
+		if err := harness.ReplaceSection(sp.out, "## Simulated machines", text); err != nil {
 			fmt.Fprintln(stderr, "sim:", err)
 			return 1
 		}
@@ -361,27 +361,6 @@ func simReport(sp simParams, rs []simResult) string {
 		}
 	}
 	return b.String()
-}
-
-// replaceSection puts text in place of the section starting with heading in the file (up to the
-// next "## "), or at its end; the other sections are left as they are.
-func replaceSection(path, heading, text string) error {
-	old, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("benchmarks: %w", err)
-	}
-	s := string(old)
-	i := strings.Index(s, heading+"\n")
-	if i < 0 {
-		return os.WriteFile(path, []byte(strings.TrimRight(s, "\n")+"\n\n"+text), 0o644)
-	}
-	rest := s[i+len(heading):]
-	j := strings.Index(rest, "\n## ")
-	end := ""
-	if j >= 0 {
-		end = rest[j+1:]
-	}
-	return os.WriteFile(path, []byte(s[:i]+text+"\n"+end), 0o644)
 }
 
 // simMain runs `chaos -sim` (the full run, figures into -out) or `chaos -sim-small` (the short one
