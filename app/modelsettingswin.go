@@ -144,15 +144,17 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 		widget.NewFormItem("Sleep when idle for", w.sleep),
 		widget.NewFormItem("Unload when idle for", w.unload),
 	)
-	what := id
-	if isVariant {
-		what = fmt.Sprintf("%s (variant %q of %s: empty fields are %s's)", id, variant, base, base)
-	}
 	w.head = widget.NewLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
-		what, m.Parameters, m.Quantization, trained, eff.CtxSize))
+		id, m.Parameters, m.Quantization, trained, eff.CtxSize))
 	w.head.Wrapping = fyne.TextWrapWord
-	body := container.NewVBox(w.head, form, w.pinned, w.onStart, widget.NewSeparator(), w.memory, w.problems, w.result,
-		container.NewHBox(w.apply, w.asVariant, closeBtn))
+	top := []fyne.CanvasObject{w.head}
+	if isVariant { // a line of its own: a wrapped header is cut at its first line in the form's scroll
+		of := widget.NewLabel(fmt.Sprintf("Variant %q of %s: empty fields are %s's.", variant, base, base))
+		of.Wrapping = fyne.TextWrapWord
+		top = append(top, of)
+	}
+	body := container.NewVBox(append(top, form, w.pinned, w.onStart, widget.NewSeparator(), w.memory, w.problems, w.result,
+		container.NewHBox(w.apply, w.asVariant, closeBtn))...)
 	w.win.SetContent(container.NewVScroll(body))
 	w.changed()
 	if src, ok := u.b.(flagSource); ok {
