@@ -73,7 +73,7 @@ llama-server-vulkan:
 
 # The end-to-end test on a real device: llama-server's Vulkan backend on Mesa's lavapipe.
 e2e-vulkan: llama-server-vulkan
-	LLAMA_SERVER_VULKAN=$(LLAMATRAY_CACHE)/llama-server-vulkan/bin/llama-server $(GO) test -race -count=1 -timeout 15m -v -run TestVulkan ./router/e2e/
+	LLAMA_SERVER_VULKAN=$(LLAMATRAY_CACHE)/llama-server-vulkan/bin/llama-server $(GO) test -race -count=1 -timeout 15m -v -run TestGPUDeviceBudget ./router/e2e/
 
 e2e: llama-server
 	LLAMA_SERVER=$(LLAMA_SERVER_BIN) $(GO) test -race -count=1 -timeout 30m -v ./router/e2e/
