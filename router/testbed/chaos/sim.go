@@ -46,6 +46,7 @@ type simParams struct {
 	loadPerGB    time.Duration // load time per GB of model
 	queueTimeout time.Duration
 	out          string // benchmarks file to write the figures into ("" = none)
+	machines     []mem.SimMachine
 }
 
 // simResult is one machine's figures.
@@ -84,7 +85,7 @@ func runSim(ctx context.Context, sp simParams, stdout, stderr io.Writer) int {
 	}
 	var results []simResult
 	bad := false
-	for i, m := range simMachines {
+	for i, m := range sp.machines {
 		r, err := simOne(ctx, sp, m, filepath.Join(tmp, fmt.Sprint(i)), fake, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "sim: %s: %v\n", m.Name, err)
@@ -377,8 +378,18 @@ func simMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&sp.loadPerGB, "load-per-gb", sp.loadPerGB, "load time per GB of model")
 	fs.DurationVar(&sp.queueTimeout, "queue-timeout", sp.queueTimeout, "queue_timeout")
 	fs.StringVar(&sp.out, "out", "", "benchmarks file whose \"## Simulated machines\" section gets the figures")
+	machine := fs.String("machine", "", "run on this one machine description (JSON, as LLAMATRAY_SIM_MACHINE reads; router/testbed/gpucheck writes one of a real machine) instead of the three")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
+	}
+	sp.machines = simMachines
+	if *machine != "" {
+		m, err := mem.LoadSimMachine(*machine)
+		if err != nil {
+			fmt.Fprintln(stderr, "sim:", err)
+			return 2
+		}
+		sp.machines = []mem.SimMachine{m}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
