@@ -127,18 +127,11 @@ func run(ctx context.Context, o options) (report, error) {
 		cmdline: "go run ./router/testbed/bench " + homeTilde(strings.Join(os.Args[1:], " "))}
 	r.machine = harness.Describe(ctx, o.llamaServer)
 	r.loadAvg = append(r.loadAvg, "start "+harness.LoadAvg())
-	tmp, err := os.MkdirTemp("", "llamatray-bench-")
+	tmp, cleanup, err := workDir("llamatray-bench-", o.keep)
 	if err != nil {
 		return r, err
 	}
-	if o.keep {
-		fmt.Fprintln(os.Stderr, "bench: keeping", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
-	if err := harness.IsolateXDG(tmp); err != nil {
-		return r, err
-	}
+	defer cleanup()
 	modelDir := filepath.Join(tmp, "models")
 	if err := os.MkdirAll(modelDir, 0o755); err != nil {
 		return r, err
@@ -261,6 +254,25 @@ func mainPeers(ctx context.Context, o options) int {
 		fmt.Fprintln(os.Stderr, "bench: wrote", o.out)
 	}
 	return 0
+}
+
+// workDir makes the run's temporary folder and points the XDG folders into it; cleanup removes it
+// unless keep.
+func workDir(prefix string, keep bool) (dir string, cleanup func(), err error) {
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() { _ = os.RemoveAll(dir) }
+	if keep {
+		fmt.Fprintln(os.Stderr, "bench: keeping", dir)
+		cleanup = func() {}
+	}
+	if err := harness.IsolateXDG(dir); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return dir, cleanup, nil
 }
 
 func progress(msg string) { fmt.Fprintln(os.Stderr, "bench:", msg) }

@@ -64,18 +64,11 @@ func runPeers(ctx context.Context, o options) (peerReport, error) {
 	}
 	r.machine = harness.Describe(ctx, o.llamaServer)
 	r.loadAvg = append(r.loadAvg, "start "+harness.LoadAvg())
-	tmp, err := os.MkdirTemp("", "llamatray-peers-")
+	tmp, cleanup, err := workDir("llamatray-peers-", o.keep)
 	if err != nil {
 		return r, err
 	}
-	if o.keep {
-		fmt.Fprintln(os.Stderr, "bench: keeping", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
-	if err := harness.IsolateXDG(tmp); err != nil {
-		return r, err
-	}
+	defer cleanup()
 	f, err := writePeerModels(filepath.Join(tmp, "models"))
 	if err != nil {
 		return r, err
