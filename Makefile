@@ -16,7 +16,7 @@ DEB_BUILD := gcc pkg-config libgl1-mesa-dev xorg-dev
 DEB_TEST  := xvfb xauth dbus dbus-x11 imagemagick patchelf xdotool curl python3-gi gir1.2-dbusmenu-gtk3-0.4
 DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev
 
-.PHONY: all build run deps deps-test deps-package test test-short e2e e2e-vulkan llama-server llama-server-vulkan bench bench-peers chaos chaos-small sim sim-small soak fuzz screenshot \
+.PHONY: all build run deps deps-test deps-package test test-short e2e e2e-vulkan gpu-check llama-server llama-server-vulkan bench bench-peers chaos chaos-small sim sim-small soak fuzz screenshot \
         package-linux package-windows package-macos lint-packaging check-packages clean wine test-windows
 
 all: build
@@ -73,7 +73,7 @@ llama-server-vulkan:
 
 # The end-to-end test on a real device: llama-server's Vulkan backend on Mesa's lavapipe.
 e2e-vulkan: llama-server-vulkan
-	LLAMA_SERVER_VULKAN=$(LLAMATRAY_CACHE)/llama-server-vulkan/bin/llama-server $(GO) test -race -count=1 -timeout 15m -v -run TestVulkan ./router/e2e/
+	LLAMA_SERVER_VULKAN=$(LLAMATRAY_CACHE)/llama-server-vulkan/bin/llama-server $(GO) test -race -count=1 -timeout 15m -v -run TestGPUDeviceBudget ./router/e2e/
 
 e2e: llama-server
 	LLAMA_SERVER=$(LLAMA_SERVER_BIN) $(GO) test -race -count=1 -timeout 30m -v ./router/e2e/
@@ -82,6 +82,11 @@ e2e: llama-server
 # The router is measured as users run it: the llamatray binary of `make build`, as its own process.
 bench: llama-server deps build
 	$(GO) run ./router/testbed/bench -llama-server $(LLAMA_SERVER_BIN) -llamatray ./llamatray -duration 10s -out docs/benchmarks.md
+
+# On a machine with a GPU: the memory probe (NVML, nvidia-smi), the simulated workload on its real
+# sizes and, with LLAMA_SERVER_GPU (a CUDA/ROCm llama-server), two real-size models on the device.
+gpu-check:
+	bash scripts/gpu-check.sh
 
 # Llamatray, llama.cpp's router (the same llama-server with --models-dir) and llama-swap side by side,
 # room for one model: the Peers section of docs/benchmarks.md. llama-swap is built from its source

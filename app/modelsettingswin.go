@@ -18,8 +18,8 @@ import (
 
 // Choices of the selects; the first stands for "unset".
 const (
-	defaultCache = "default (f16)"
-	defaultFA    = "default"
+	unsetChoice  = "default"
+	defaultCache = unsetChoice + " (f16)"
 )
 
 // modelSettingsWindow edits one model's [models."ID"] section: context size, GPU layers, KV cache
@@ -34,7 +34,7 @@ type modelSettingsWindow struct {
 	ctx, gpu, parallel, args, aliases, sleep, unload *widget.Entry
 	cache, fa                                        *widget.Select
 	pinned, onStart                                  *widget.Check
-	memory, problems, result                         *widget.Label
+	head, memory, problems, result                   *widget.Label
 	apply, asVariant                                 *widget.Button
 
 	seq   uint64          // the latest estimate asked for; older answers are dropped
@@ -103,11 +103,15 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 		w.sleep.SetPlaceHolder(fmt.Sprintf("%s's: %s", base, inh.IdleSleep))
 		w.unload.SetPlaceHolder(fmt.Sprintf("%s's: %s", base, inh.IdleUnload))
 	}
-	w.cache = widget.NewSelect(append([]string{defaultCache}, config.CacheTypes...), func(string) { w.changed() })
-	w.cache.SetSelected(orDefault(f.CacheType, defaultCache))
-	faDefault := defaultFA + " (" + cfg.Defaults.FlashAttn + ")"
+	cacheDefault := defaultCache
 	if isVariant {
-		faDefault = defaultFA + " (" + base + "'s: " + cfg.ModelSettings(base).FlashAttn + ")"
+		cacheDefault = unsetChoice + " (" + base + "'s: " + orDefault(cfg.ModelSettings(base).CacheType, "f16") + ")"
+	}
+	w.cache = widget.NewSelect(append([]string{cacheDefault}, config.CacheTypes...), func(string) { w.changed() })
+	w.cache.SetSelected(orDefault(f.CacheType, cacheDefault))
+	faDefault := unsetChoice + " (" + cfg.Defaults.FlashAttn + ")"
+	if isVariant {
+		faDefault = unsetChoice + " (" + base + "'s: " + cfg.ModelSettings(base).FlashAttn + ")"
 	}
 	w.fa = widget.NewSelect([]string{faDefault, "auto", "on", "off"}, func(string) { w.changed() })
 	w.fa.SetSelected(orDefault(f.FlashAttn, w.fa.Options[0]))
@@ -140,15 +144,17 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 		widget.NewFormItem("Sleep when idle for", w.sleep),
 		widget.NewFormItem("Unload when idle for", w.unload),
 	)
-	what := id
-	if isVariant {
-		what = fmt.Sprintf("%s (variant %q of %s: empty fields are %s's)", id, variant, base, base)
+	w.head = widget.NewLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
+		id, m.Parameters, m.Quantization, trained, eff.CtxSize))
+	w.head.Wrapping = fyne.TextWrapWord
+	top := []fyne.CanvasObject{w.head}
+	if isVariant { // a line of its own: a wrapped header is cut at its first line in the form's scroll
+		of := widget.NewLabel(fmt.Sprintf("Variant %q of %s: empty fields are %s's.", variant, base, base))
+		of.Wrapping = fyne.TextWrapWord
+		top = append(top, of)
 	}
-	head := widget.NewLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
-		what, m.Parameters, m.Quantization, trained, eff.CtxSize))
-	head.Wrapping = fyne.TextWrapWord
-	body := container.NewVBox(head, form, w.pinned, w.onStart, widget.NewSeparator(), w.memory, w.problems, w.result,
-		container.NewHBox(w.apply, w.asVariant, closeBtn))
+	body := container.NewVBox(append(top, form, w.pinned, w.onStart, widget.NewSeparator(), w.memory, w.problems, w.result,
+		container.NewHBox(w.apply, w.asVariant, closeBtn))...)
 	w.win.SetContent(container.NewVScroll(body))
 	w.changed()
 	if src, ok := u.b.(flagSource); ok {
@@ -176,14 +182,26 @@ func orDefault(v, def string) string {
 	return v
 }
 
-// model is the model as the last snapshot shows it.
+// model is the model as the last snapshot shows it. A variant the snapshot does not list yet (one
+// just saved, before the catalog's rescan) has its model's file, so the facts of that file are its
+// model's: size, quantization, trained context.
 func (w *modelSettingsWindow) model() (Model, bool) {
-	for _, m := range w.u.snap.Models {
+	base, _, isVariant := w.u.b.Config().Variant(w.id)
+	var of *Model
+	for i, m := range w.u.snap.Models {
 		if m.ID == w.id {
 			return m, true
 		}
+		if isVariant && m.ID == base {
+			of = &w.u.snap.Models[i]
+		}
 	}
-	return Model{ModelStatus: engine.ModelStatus{ID: w.id}}, false
+	m := Model{ModelStatus: engine.ModelStatus{ID: w.id}}
+	if of != nil {
+		m.Architecture, m.Parameters, m.Quantization = of.Architecture, of.Parameters, of.Quantization
+		m.SizeBytes, m.ContextLength, m.Files = of.SizeBytes, of.ContextLength, of.Files
+	}
+	return m, false
 }
 
 // form reads the widgets.
@@ -191,7 +209,7 @@ func (w *modelSettingsWindow) form() modelForm {
 	f := modelForm{CtxSize: w.ctx.Text, GPULayers: w.gpu.Text, Parallel: w.parallel.Text, Args: w.args.Text,
 		Aliases: w.aliases.Text, IdleSleep: w.sleep.Text, IdleUnload: w.unload.Text,
 		Pinned: w.pinned.Checked, LoadOnStart: w.onStart.Checked}
-	if w.cache.Selected != defaultCache {
+	if w.cache.SelectedIndex() > 0 {
 		f.CacheType = w.cache.Selected
 	}
 	if w.fa.SelectedIndex() > 0 {

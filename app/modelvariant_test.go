@@ -99,6 +99,12 @@ func TestModelSettingsWindowSavesVariant(t *testing.T) {
 	go func() { u.watch(ctx); close(watched) }()
 	defer func() { cancel(); <-watched }()
 	const id = "tiny-chat"
+	// The model's own settings, which its variants follow where they set nothing.
+	base := b.Config()
+	base.Models = map[string]config.Model{id: {CacheType: "f32", FlashAttn: "on"}}
+	if err := b.ApplyConfig(base); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the snapshot", func() bool {
 		var ok bool
 		l.wait(func() { ok = len(u.snap.Models) == 1 })
@@ -135,12 +141,71 @@ func TestModelSettingsWindowSavesVariant(t *testing.T) {
 	if st, _ := svc.Engine().Model(id + "@short"); !strings.Contains(strings.Join(st.Args, " "), "--alias tiny-chat@short -c 256") {
 		t.Fatalf("tiny-chat@short runs with %q", st.Args)
 	}
+	if st, _ := svc.Engine().Model(id + "@short"); !strings.Contains(strings.Join(st.Args, " "), "-ctk f32 -ctv f32") {
+		t.Fatalf("tiny-chat@short runs with %q, want tiny-chat's cache type", st.Args)
+	}
 	var vw *modelSettingsWindow
 	l.wait(func() { vw = u.modelSettings[id+"@short"] })
-	var ctxText string
-	l.wait(func() { ctxText = vw.ctx.Text })
+	var ctxText, cacheHint, cacheSel, faHint, head string
+	l.wait(func() {
+		ctxText, cacheHint, cacheSel, faHint = vw.ctx.Text, vw.cache.Options[0], vw.cache.Selected, vw.fa.Options[0]
+		head = vw.head.Text
+	})
 	if ctxText != "256" {
 		t.Fatalf("the variant's window shows ctx %q, want its own 256", ctxText)
 	}
-	shoot(t, l, vw.win, "model-settings-variant")
+	// Fields the variant leaves empty show the model's values.
+	if want := "default (tiny-chat's: f32)"; cacheHint != want || cacheSel != want {
+		t.Errorf("the variant's KV cache type offers %q, selected %q; want %q", cacheHint, cacheSel, want)
+	}
+	if want := "default (tiny-chat's: on)"; faHint != want {
+		t.Errorf("the variant's flash attention offers %q, want %q", faHint, want)
+	}
+	if !strings.Contains(head, "trained context 512") {
+		t.Errorf("the variant's header %q", head)
+	}
+	waitFor(t, "the variant's estimate", func() bool {
+		var m string
+		l.wait(func() { m = vw.memory.Text })
+		return strings.HasPrefix(m, "Fits: needs ")
+	})
+	shoot(t, l, vw.win, "model-variant")
+}
+
+// Right after "Save as variant", before the model list knows the new variant, its window shows
+// the facts of its model's file: the trained context it is checked against, size and quantization.
+func TestVariantWindowKnowsItsFileAtOnce(t *testing.T) {
+	u, fb, l := newTestUI(t, Snapshot{Models: []Model{{ModelStatus: engine.ModelStatus{ID: "qwen", State: engine.StateUnloaded},
+		Parameters: "7B", Quantization: "Q4_K_M", SizeBytes: 4 << 30, ContextLength: 32768}}})
+	fb.cfg.Models = map[string]config.Model{"qwen": {CacheType: "q8_0"}}
+	var w *modelSettingsWindow
+	l.wait(func() {
+		u.showModelSettings("qwen")
+		w = u.modelSettings["qwen"]
+		w.ctx.SetText("16384")
+		w.createVariant("16k")
+	})
+	var vw *modelSettingsWindow
+	waitFor(t, "the variant's window", func() bool {
+		l.wait(func() { vw = u.modelSettings["qwen@16k"] })
+		return vw != nil
+	})
+	if v := fb.Config().Models["qwen"].Variants["16k"]; v.CtxSize != 16384 || v.CacheType != "" {
+		t.Fatalf("saved %+v", v)
+	}
+	l.wait(func() {
+		if !strings.Contains(vw.head.Text, "7B Q4_K_M · trained context 32768") {
+			t.Errorf("the new variant's header %q", vw.head.Text)
+		}
+		if !strings.Contains(vw.ctx.PlaceHolder, "trained context (32768)") {
+			t.Errorf("the new variant's context hint %q", vw.ctx.PlaceHolder)
+		}
+		if vw.cache.Selected != "default (qwen's: q8_0)" {
+			t.Errorf("the new variant's KV cache type %q", vw.cache.Selected)
+		}
+		vw.ctx.SetText("65536")
+		if !strings.Contains(vw.problems.Text, "32768 tokens qwen@16k was trained on") {
+			t.Errorf("a context beyond the file's: problems %q", vw.problems.Text)
+		}
+	})
 }

@@ -49,10 +49,18 @@ func startWidth(t *testing.T, width int, models []string, tune func(*config.Conf
 // startShapes is start with each model's width (n_embd) chosen by widthOf.
 func startShapes(t *testing.T, widthOf func(id string) int, models []string, tune func(*config.Config)) *instance {
 	t.Helper()
+	return startModels(t, func(id string) ggufwrite.LlamaOptions { return ggufwrite.LlamaOptions{Width: widthOf(id), Blocks: 2} }, models, tune)
+}
+
+// startModels is startShapes with each model's shape given whole (width and blocks).
+func startModels(t *testing.T, shapeOf func(id string) ggufwrite.LlamaOptions, models []string, tune func(*config.Config)) *instance {
+	t.Helper()
 	bin := testbed.RealLlamaServer(t)
 	dir := t.TempDir()
 	for i, id := range models {
-		if err := ggufwrite.WriteLlama(filepath.Join(dir, id+".gguf"), ggufwrite.LlamaOptions{Width: widthOf(id), Blocks: 2, Seed: int64(i + 1), Name: id}); err != nil {
+		o := shapeOf(id)
+		o.Seed, o.Name = int64(i+1), id
+		if err := ggufwrite.WriteLlama(filepath.Join(dir, id+".gguf"), o); err != nil {
 			t.Fatal(err)
 		}
 	}

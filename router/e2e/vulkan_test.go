@@ -7,12 +7,14 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
 
 // A real device: llama-server with Debian's Vulkan backend and Mesa's lavapipe (`make
@@ -21,16 +23,25 @@ import (
 // ([device_memory_limit]). Two models whose device buffers together exceed it (-ngl 99) never run
 // side by side: the second evicts the first. The footprint learned per device is what the child's
 // own buffer lines say. A small model that fits beside one of them starts beside it.
-func TestVulkanDeviceBudget(t *testing.T) {
+//
+// On a real GPU (scripts/gpu-check.sh) the same test runs with LLAMA_SERVER_GPU (a CUDA or ROCm
+// build), LLAMATRAY_GPU_DEVICE (CUDA0), LLAMATRAY_GPU_LIMIT_MIB (the device's budget) and
+// LLAMATRAY_GPU_BIG / LLAMATRAY_GPU_SMALL (model shapes WIDTHxBLOCKS) at real sizes.
+func TestGPUDeviceBudget(t *testing.T) {
 	bin := os.Getenv("LLAMA_SERVER_VULKAN")
+	if gpu := os.Getenv("LLAMA_SERVER_GPU"); gpu != "" {
+		bin = gpu
+	}
 	if bin == "" {
 		t.Skip("LLAMA_SERVER_VULKAN not set: run `make e2e-vulkan` to fetch llama-server with a Vulkan device (lavapipe) and run this test")
 	}
 	t.Setenv("LLAMA_SERVER", bin)
-	const limit = 80 << 20 // each big model holds about 51 MiB on the device, the small one about 14
-	widths := map[string]int{"big1": 512, "big2": 512, "small": 128}
-	in := startShapes(t, func(id string) int { return widths[id] }, []string{"big1", "big2", "small"}, func(c *config.Config) {
-		c.DeviceMemoryLimit = map[string]config.Size{"Vulkan0": limit}
+	dev := envOr("LLAMATRAY_GPU_DEVICE", "Vulkan0")
+	limit := int64(envInt(t, "LLAMATRAY_GPU_LIMIT_MIB", 80)) << 20 // each big model holds about 51 MiB on the device, the small one about 14
+	bigShape, smallShape := envShape(t, "LLAMATRAY_GPU_BIG", 512, 2), envShape(t, "LLAMATRAY_GPU_SMALL", 128, 2)
+	shapes := map[string]ggufwrite.LlamaOptions{"big1": bigShape, "big2": bigShape, "small": smallShape}
+	in := startModels(t, func(id string) ggufwrite.LlamaOptions { return shapes[id] }, []string{"big1", "big2", "small"}, func(c *config.Config) {
+		c.DeviceMemoryLimit = map[string]config.Size{dev: config.Size(limit)}
 		ngl := 99
 		c.Defaults.GPULayers = &ngl
 		c.Defaults.Args = []string{"-t", "1", "-lv", "4"} // -lv 4: the buffer report
@@ -40,8 +51,8 @@ func TestVulkanDeviceBudget(t *testing.T) {
 	})
 	eng := in.svc.Engine()
 	b := eng.Budget()
-	if len(b.Devices) != 1 || b.Devices[0].Name != "Vulkan0" || b.Devices[0].Limit != limit {
-		t.Fatalf("devices %+v, want Vulkan0 with its configured limit", b.Devices)
+	if len(b.Devices) != 1 || b.Devices[0].Name != dev || b.Devices[0].Limit != limit {
+		t.Fatalf("devices %+v, want %s with its configured limit", b.Devices, dev)
 	}
 	t.Logf("device: %s (%s), %d MiB reported, budget %d MiB", b.Devices[0].Name, b.Devices[0].Description, b.Devices[0].Total>>20, b.Devices[0].Limit>>20)
 
@@ -73,7 +84,7 @@ func TestVulkanDeviceBudget(t *testing.T) {
 				violations = append(violations, "big1 and big2 both on the device")
 			}
 			if used > limit {
-				violations = append(violations, fmt.Sprintf("%d MiB held on Vulkan0 over its %d MiB budget", used>>20, limit>>20))
+				violations = append(violations, fmt.Sprintf("%d MiB held on %s over its %d MiB budget", used>>20, dev, limit>>20))
 			}
 			mu.Unlock()
 		}
@@ -113,8 +124,8 @@ func TestVulkanDeviceBudget(t *testing.T) {
 		if !maps.Equal(got, want) {
 			t.Fatalf("%s: learned per device %v, the child's buffer lines say %v", id, got, want)
 		}
-		t.Logf("%s: learned Vulkan0 %.2f MiB = the child's lines (%.2f MiB)", id, float64(got["Vulkan0"])/(1<<20), float64(want["Vulkan0"])/(1<<20))
-		return got["Vulkan0"]
+		t.Logf("%s: learned %s %.2f MiB = the child's lines (%.2f MiB)", id, dev, float64(got[dev])/(1<<20), float64(want[dev])/(1<<20))
+		return got[dev]
 	}
 
 	d1, logs := load("big1")
@@ -142,8 +153,8 @@ func TestVulkanDeviceBudget(t *testing.T) {
 	if len(violations) > 0 {
 		t.Fatalf("%d violations, first: %s", len(violations), violations[0])
 	}
-	t.Logf("figures: budget %d MiB; big1 %.1f MiB (loaded in %s), big2 %.1f MiB (%s, after evicting big1), small %.1f MiB (%s, beside big2); most held on Vulkan0 %.1f MiB",
-		limit>>20, mib(big1), d1.Round(time.Millisecond), mib(big2), d2.Round(time.Millisecond), mib(small), d3.Round(time.Millisecond), mib(mostHeld))
+	t.Logf("figures: budget %d MiB; big1 %.1f MiB (loaded in %s), big2 %.1f MiB (%s, after evicting big1), small %.1f MiB (%s, beside big2); most held on %s %.1f MiB",
+		limit>>20, mib(big1), d1.Round(time.Millisecond), mib(big2), d2.Round(time.Millisecond), mib(small), d3.Round(time.Millisecond), dev, mib(mostHeld))
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
@@ -151,7 +162,7 @@ func mib(n int64) float64 { return float64(n) / (1 << 20) }
 // deviceLine is one of llama.cpp's buffer lines for a device other than host memory, e.g.
 // "llama_kv_cache:    Vulkan0 KV buffer size =     2.00 MiB" (read here on its own, apart from the
 // child package's parser, so the two are checked against each other).
-var deviceLine = regexp.MustCompile(`\b(Vulkan\d+)\s+(?:model|KV|RS|output|compute) buffer size\s*=\s*([0-9.]+) MiB`)
+var deviceLine = regexp.MustCompile(`\b((?:Vulkan|CUDA|ROCm|MTL|SYCL)\d+)\s+(?:model|KV|RS|output|compute) buffer size\s*=\s*([0-9.]+) MiB`)
 
 // deviceLines sums a child's buffer lines per device, of its last pass (a model buffer line after
 // the KV or compute ones starts the report over).
@@ -174,4 +185,37 @@ func deviceLines(logs []string) map[string]int64 {
 		out[m[1]] += int64(f * (1 << 20))
 	}
 	return out
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
+}
+
+// envShape reads a model shape WIDTHxBLOCKS (e.g. 2048x16).
+func envShape(t *testing.T, name string, width, blocks int) ggufwrite.LlamaOptions {
+	if v := os.Getenv(name); v != "" {
+		w, b, ok := strings.Cut(v, "x")
+		var err1, err2 error
+		width, err1 = strconv.Atoi(w)
+		blocks, err2 = strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil || width <= 0 || blocks <= 0 {
+			t.Fatalf("%s=%q: want WIDTHxBLOCKS, e.g. 2048x16", name, v)
+		}
+	}
+	return ggufwrite.LlamaOptions{Width: width, Blocks: blocks}
 }

@@ -79,7 +79,7 @@ func (e *Engine) request(id, name string) *waiter {
 		}
 		e.queue = append(e.queue, w)
 		w.timer = e.fx.AfterFunc(e.o.QueueTimeout, func() { e.expire(w) })
-		e.publish(Event{Kind: "queue", Model: id, State: m.state, Active: m.leases, Message: fmt.Sprintf("%d queued", e.queued(id))})
+		e.queueChanged(id)
 		return nil
 	})
 	return w
@@ -124,9 +124,21 @@ func (e *Engine) unqueue(w *waiter) {
 	for i, q := range e.queue {
 		if q == w {
 			e.queue = append(e.queue[:i:i], e.queue[i+1:]...)
+			e.queueChanged(w.model)
 			return
 		}
 	}
+}
+
+// queueChanged publishes a "queue" event with id's queue length ("2 queued"). Every change of a
+// model's queue length has one: a request queued, and waiters leaving it (served, failed, timed out
+// or gone), so a subscriber can follow each model's waiters. Called with mu held.
+func (e *Engine) queueChanged(id string) {
+	ev := Event{Kind: "queue", Model: id, Message: fmt.Sprintf("%d queued", e.queued(id))}
+	if m := e.models[id]; m != nil {
+		ev.State, ev.Active = m.state, m.leases
+	}
+	e.publish(ev)
 }
 
 // expire is w's queue deadline. The deadline is for waiting on memory or a slot: a request whose
@@ -195,7 +207,9 @@ func (e *Engine) retryAfter() time.Duration {
 	return 5 * time.Second
 }
 
-// tryLease hands out a lease when m can serve now: loaded, or sleeping with room to wake. Called with mu held.
+// tryLease hands out a lease when m can serve now: loaded, or sleeping with room to wake and no
+// request waiting (a wake takes memory: with requests queued it takes its place in line, and
+// reconcile wakes it in turn). Called with mu held.
 func (e *Engine) tryLease(m *model, now time.Time) *Lease {
 	if m.draining || m.removed {
 		return nil
@@ -204,6 +218,9 @@ func (e *Engine) tryLease(m *model, now time.Time) *Lease {
 	case StateLoaded:
 		return e.grant(m, now)
 	case StateSleeping:
+		if len(e.queue) > 0 {
+			return nil
+		}
 		need := e.need(m).Sub(m.held)
 		if d := sched.Plan(e.views(), need, e.room(), m.id); d.Start {
 			e.expectWake(m)

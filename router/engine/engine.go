@@ -53,6 +53,7 @@ type Options struct {
 	Reserve       int64                    // RAM always left free for the rest of the system
 	MaxLoaded     int                      // 0 = no cap
 	DeviceLimits  map[string]int64         // GPU memory models may use per device, by llama-server's name (Vulkan0) or the driver's; absent = the device's memory
+	FitTarget     bool                     // the llama-server in use takes --fit-target: each child on GPUs is given its device share (fitArgs)
 	QueueTimeout  time.Duration            // default 2m
 	FairWait      time.Duration            // default 30s
 	LoadTimeout   time.Duration            // default 5m
@@ -179,6 +180,7 @@ type Limits struct {
 	Reserve      int64
 	MaxLoaded    int
 	DeviceLimits map[string]int64 // per GPU device, by name; nil = each device's own memory
+	FitTarget    bool             // the llama-server takes --fit-target (Options.FitTarget)
 	QueueTimeout time.Duration
 	FairWait     time.Duration
 	LoadTimeout  time.Duration
@@ -192,6 +194,7 @@ func (e *Engine) SetLimits(l Limits) {
 		e.o.Binary, e.o.BinaryHint = l.Binary, l.BinaryHint
 		e.o.MemoryLimit, e.o.Reserve, e.o.MaxLoaded = max(l.MemoryLimit, 0), max(l.Reserve, 0), l.MaxLoaded
 		e.o.DeviceLimits = maps.Clone(l.DeviceLimits)
+		e.o.FitTarget = l.FitTarget
 		if l.QueueTimeout > 0 {
 			e.o.QueueTimeout = l.QueueTimeout
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -28,11 +29,12 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 	m.devices = sched.Mem{}
 	m.lastUsed = now
 	m.args = e.args(m)
+	m.fit = e.fitArgs(m)
 	m.binary = e.o.Binary
 	spec := child.Spec{
 		Model:       m.id,
 		Binary:      e.o.Binary,
-		Args:        m.args,
+		Args:        append(slices.Clone(m.args), m.fit...),
 		Env:         e.o.Env,
 		RouterPort:  e.o.RouterPort,
 		Addrs:       e.addrs,
@@ -40,7 +42,7 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 		StopTimeout: e.o.StopTimeout,
 		Logger:      e.log,
 	}
-	e.log.Info("loading model", "model", m.id, "need_mib", e.shown(m.held)>>20, "need_devices_mib", mibPerDevice(e.deviceBytes(m.held)), "learned", !m.learned.zero())
+	e.log.Info("loading model", "model", m.id, "need_mib", e.shown(m.held)>>20, "need_devices_mib", mibPerDevice(e.deviceBytes(m.held)), "learned", !m.learned.zero(), "fit", m.fit)
 	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases})
 	return action{start: &spec, id: m.id, gen: m.gen}
 }

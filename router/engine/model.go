@@ -3,6 +3,7 @@ package engine
 import (
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,11 +25,12 @@ type model struct {
 	stopReq  bool // stop as soon as the child is registered
 	forceReq bool
 	pid      int
-	port     int    // TCP port of the child (Windows); 0 on a socket
-	socket   string // unix socket path of the child
-	base     string // the child's base URL once ready (child.Addr.URL)
-	args     []string
-	binary   string // the llama-server the current child runs
+	port     int      // TCP port of the child (Windows); 0 on a socket
+	socket   string   // unix socket path of the child
+	base     string   // the child's base URL once ready (child.Addr.URL)
+	args     []string // the command line that keys its learned footprint
+	fit      []string // added to args for this child: its device share (fitArgs)
+	binary   string   // the llama-server the current child runs
 	progress float64
 
 	leases   int
@@ -102,7 +104,7 @@ func (e *Engine) status(m *model) ModelStatus {
 		Error:         m.errMsg,
 		NextRetry:     m.nextRetry,
 		Progress:      m.progress,
-		Args:          append([]string(nil), m.args...),
+		Args:          append(slices.Clone(m.args), m.fit...),
 		Path:          m.entry.Path,
 	}
 	if m.state.Running() {

@@ -171,8 +171,12 @@ func (e *Engine) grantWaiters(m *model, now time.Time) {
 		}
 		kept = append(kept, w)
 	}
+	n := len(e.queue) - len(kept)
 	clear(e.queue[len(kept):])
 	e.queue = kept
+	if n > 0 {
+		e.queueChanged(m.id)
+	}
 }
 
 // failWaiters ends every waiter of m with err. Called with mu held.
@@ -185,8 +189,12 @@ func (e *Engine) failWaiters(m *model, err error) {
 		}
 		kept = append(kept, w)
 	}
+	n := len(e.queue) - len(kept)
 	clear(e.queue[len(kept):])
 	e.queue = kept
+	if n > 0 {
+		e.queueChanged(m.id)
+	}
 }
 
 // setDraining stops m from taking new leases; reconcile stops it once its last lease is released.

@@ -1,17 +1,19 @@
 // Package mem measures memory: the system's RAM, a process's resident set, and NVIDIA VRAM through
-// nvidia-smi when it is installed.
+// NVML (the driver's library, loaded at run time) or else nvidia-smi when it is installed.
 package mem
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	gmem "github.com/shirou/gopsutil/v4/mem"
@@ -57,10 +59,57 @@ func Machine() Probe {
 	if path := os.Getenv(SimEnv); path != "" {
 		return Sim(path)
 	}
-	return machine{smi: findSMI()}
+	return machine{smi: findSMI(), nv: loadNVML()}
 }
 
-type machine struct{ smi string }
+// NVMLEnv names the NVML library to load instead of the driver's (libnvidia-ml.so.1, nvml.dll):
+// a path, as tests use for a stand-in.
+const NVMLEnv = "LLAMATRAY_NVML_LIB"
+
+// nvmlLoaded keeps each NVML library loaded and initialised once per process, by path.
+var nvmlLoaded struct {
+	mu   sync.Mutex // guards libs
+	libs map[string]*nvmlLib
+}
+
+// loadNVML loads and initialises NVML (NVMLEnv, else the driver's); nil when it is not there or
+// fails to start (no NVIDIA driver), and then nvidia-smi is asked instead.
+func loadNVML() *nvmlLib {
+	path := os.Getenv(NVMLEnv)
+	if path == "" {
+		path = nvmlDefault
+	}
+	if path == "" {
+		return nil
+	}
+	nvmlLoaded.mu.Lock()
+	n, ok := nvmlLoaded.libs[path]
+	nvmlLoaded.mu.Unlock()
+	if ok {
+		return n
+	}
+	n, err := openNVML(path) // outside the lock: it loads a library and starts the driver's side
+	if err != nil {
+		n = nil
+	}
+	nvmlLoaded.mu.Lock()
+	defer nvmlLoaded.mu.Unlock()
+	if first, ok := nvmlLoaded.libs[path]; ok { // another probe loaded it meanwhile
+		n.close()
+		return first
+	}
+	if nvmlLoaded.libs == nil {
+		nvmlLoaded.libs = map[string]*nvmlLib{}
+	}
+	nvmlLoaded.libs[path] = n
+	return n
+}
+
+// machine measures this machine. nv is NVML when it loaded; smi is nvidia-smi's path, else "".
+type machine struct {
+	smi string
+	nv  *nvmlLib
+}
 
 func findSMI() string {
 	p, err := exec.LookPath("nvidia-smi")
@@ -77,11 +126,8 @@ func (m machine) System(ctx context.Context) (System, error) {
 	}
 	s := System{Total: int64(vm.Total), Available: int64(vm.Available), Unified: unifiedMemory}
 	s.GPUs = unifiedGPUs(s.Total)
-	if m.smi != "" {
-		gpus, err := m.gpus(ctx)
-		if err == nil {
-			s.GPUs = gpus
-		}
+	if gpus, err := m.nvidia(ctx); err == nil {
+		s.GPUs = gpus
 	}
 	if len(s.GPUs) == 0 && runtime.GOOS == "linux" {
 		s.GPUs = AMDGPUs("/sys/class/drm")
@@ -113,7 +159,16 @@ func (m machine) ProcessVRAM(ctx context.Context) (map[int]int64, error) {
 	return ParseComputeApps(b), nil
 }
 
-func (m machine) gpus(ctx context.Context) ([]GPU, error) {
+// nvidia reads the NVIDIA GPUs: through NVML, else nvidia-smi, else an error (none of them here).
+func (m machine) nvidia(ctx context.Context) ([]GPU, error) {
+	if m.nv != nil {
+		if gpus, err := m.nv.gpus(); err == nil {
+			return gpus, nil
+		}
+	}
+	if m.smi == "" {
+		return nil, errors.New("no NVML and no nvidia-smi")
+	}
 	b, err := m.run(ctx, "--query-gpu=name,memory.total,memory.free", "--format=csv,noheader,nounits")
 	if err != nil {
 		return nil, err

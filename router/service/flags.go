@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/llamatray/llamatray/router/locate"
@@ -21,6 +22,11 @@ func (s *Service) LlamaServerFlags(ctx context.Context) ([]string, error) {
 	if path == "" {
 		return nil, errors.New("no llama-server to ask for its flags")
 	}
+	return s.flagsOf(ctx, path)
+}
+
+// flagsOf lists the flags of the llama-server at path, read once from its --help.
+func (s *Service) flagsOf(ctx context.Context, path string) ([]string, error) {
 	s.flags.mu.Lock()
 	got, ok := s.flags.flags[path]
 	s.flags.mu.Unlock()
@@ -38,4 +44,18 @@ func (s *Service) LlamaServerFlags(ctx context.Context) ([]string, error) {
 	s.flags.flags[path] = flags
 	s.flags.mu.Unlock()
 	return flags, nil
+}
+
+// takesFitTarget reports whether the llama-server at path lists --fit-target (llama.cpp's --fit,
+// with a margin per device), so that the engine may pass each child its device share.
+func (s *Service) takesFitTarget(ctx context.Context, path string) bool {
+	if path == "" {
+		return false
+	}
+	flags, err := s.flagsOf(ctx, path)
+	if err != nil {
+		s.log.Warn("reading llama-server's flags failed: children get no --fit-target", "path", path, "err", err)
+		return false
+	}
+	return slices.Contains(flags, "--fit-target")
 }

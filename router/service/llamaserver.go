@@ -53,6 +53,7 @@ func (s *Service) findLlamaServer(configured string) LlamaServer {
 		ls.Path = ""
 		ls.Err = err.Error()
 	}
+	ls.FitTarget = err == nil && s.takesFitTarget(ctx, r.Path)
 	if b, ok := s.currentBuild(e); ok && r.Source == locate.SourceInstalled {
 		ls.Build = b.Build
 	} else if r.Build > 0 {

@@ -44,6 +44,8 @@ type LlamaServer struct {
 	Hint    string // how to install one on this OS
 	Err     string // why none is used
 	Build   string // the installed llama.cpp build ("b7100") when Source is "installed"
+
+	FitTarget bool // it takes --fit-target: children are given their device share
 }
 
 // Service is a running Llamatray: catalog, engine and HTTP listener.
@@ -153,6 +155,7 @@ func (s *Service) newEngine() error {
 		Reserve:      lim.Reserve,
 		MaxLoaded:    lim.MaxLoaded,
 		DeviceLimits: lim.DeviceLimits,
+		FitTarget:    lim.FitTarget,
 		QueueTimeout: lim.QueueTimeout,
 		FairWait:     lim.FairWait,
 		LoadTimeout:  lim.LoadTimeout,

@@ -28,6 +28,7 @@ func limits(cfg config.Config, ls LlamaServer) engine.Limits {
 		Reserve:      int64(cfg.MemoryReserve),
 		MaxLoaded:    cfg.MaxLoaded,
 		DeviceLimits: deviceLimits(cfg),
+		FitTarget:    ls.FitTarget,
 		QueueTimeout: cfg.QueueTimeout.Std(),
 		FairWait:     cfg.FairWait.Std(),
 		LoadTimeout:  cfg.LoadTimeout.Std(),

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -80,22 +79,5 @@ func pct(ds []time.Duration, p float64) time.Duration { return harness.Percentil
 
 // writeDoc replaces the Peers section of the file at path (or appends it), keeping the rest.
 func (r peerReport) writeDoc(path string) error {
-	old, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	doc := string(old)
-	section := r.markdown()
-	if i := strings.Index(doc, "\n"+peersHeading+"\n"); i >= 0 {
-		rest := doc[i+1+len(peersHeading):]
-		end := strings.Index(rest, "\n## ")
-		tail := ""
-		if end >= 0 {
-			tail = rest[end+1:]
-		}
-		doc = doc[:i+1] + section + "\n" + tail
-	} else {
-		doc = strings.TrimRight(doc, "\n") + "\n\n" + section
-	}
-	return os.WriteFile(path, []byte(doc), 0o644)
+	return harness.ReplaceSection(path, peersHeading, r.markdown())
 }

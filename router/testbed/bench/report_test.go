@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestWriteDocKeepsAnalysis: a new run rewrites the generated part of docs/benchmarks.md and keeps
@@ -30,27 +29,5 @@ func TestWriteDocKeepsAnalysis(t *testing.T) {
 	}
 	if !strings.HasSuffix(doc, analysis) || strings.Count(doc, "## Analysis") != 1 {
 		t.Fatalf("analysis not kept once at the end:\n%s", doc)
-	}
-}
-
-func TestPeersSectionReplacedInPlace(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "benchmarks.md")
-	r := peerReport{duration: time.Second, slices: 1}
-	body := r.markdown()
-	for _, tc := range []struct{ before, want string }{
-		{"# Benchmarks\n\n## Analysis\n\nkept\n", "# Benchmarks\n\n## Analysis\n\nkept\n\n" + body},
-		{"# B\n\n## Peers\n\nold table\n\n## Simulated machines\n\nsim\n", "# B\n\n" + body + "\n## Simulated machines\n\nsim\n"},
-		{"# B\n\n## Peers\n\nold table\n", "# B\n\n" + body + "\n"},
-	} {
-		if err := os.WriteFile(path, []byte(tc.before), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.writeDoc(path); err != nil {
-			t.Fatal(err)
-		}
-		got, _ := os.ReadFile(path)
-		if string(got) != tc.want {
-			t.Errorf("from %q:\ngot  %q\nwant %q", tc.before, got, tc.want)
-		}
 	}
 }

@@ -30,7 +30,8 @@ import (
 // header-only models of 2–40 GB (sizes declared, not written), loads that take time in proportion
 // to their size, sleepers and pressure from other programs. Every sample checks: per-device memory
 // held ≤ that device's memory, no model with a lease stopping; every answer: no 503 for a request
-// that waited less than queue_timeout; at the end every lease 0 and no child left.
+// that waited less than queue_timeout; the engine's events: FIFO among waiters for memory and queued
+// sleepers woken, not killed (checkQueue); at the end every lease 0 and no child left.
 
 var simMachines = []mem.SimMachine{
 	{Name: "24 GB NVIDIA + 64 GB RAM", RAMMiB: 64 << 10, GPUs: []mem.SimGPU{{Device: "CUDA0", Name: "NVIDIA GeForce RTX 4090", MiB: 24 << 10}}},
@@ -45,6 +46,7 @@ type simParams struct {
 	loadPerGB    time.Duration // load time per GB of model
 	queueTimeout time.Duration
 	out          string // benchmarks file to write the figures into ("" = none)
+	machines     []mem.SimMachine
 }
 
 // simResult is one machine's figures.
@@ -55,6 +57,9 @@ type simResult struct {
 	s507       int // too large even alone: refused at once
 	loads      int
 	evictions  int
+	fitted     int // loads whose child offloaded fewer layers to stay within its share (--fit-target)
+	fittedOf   int // loads the fakes recorded
+	queue      queueStats
 	p50, p99   time.Duration
 	mostHeld   map[string]int64 // device (and "RAM") → most held at a sample
 	budget     map[string]int64
@@ -80,7 +85,7 @@ func runSim(ctx context.Context, sp simParams, stdout, stderr io.Writer) int {
 	}
 	var results []simResult
 	bad := false
-	for i, m := range simMachines {
+	for i, m := range sp.machines {
 		r, err := simOne(ctx, sp, m, filepath.Join(tmp, fmt.Sprint(i)), fake, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "sim: %s: %v\n", m.Name, err)
@@ -92,7 +97,7 @@ func runSim(ctx context.Context, sp simParams, stdout, stderr io.Writer) int {
 	text := simReport(sp, results)
 	fmt.Fprint(stdout, text)
 	if sp.out != "" && !bad {
-		if err := replaceSection(sp.out, "## Simulated machines", text); err != nil {
+		if err := harness.ReplaceSection(sp.out, "## Simulated machines", text); err != nil {
 			fmt.Fprintln(stderr, "sim:", err)
 			return 1
 		}
@@ -145,8 +150,9 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 	cfg.LoadTimeout = config.Duration(5 * time.Minute)
 	cfg.IdleSleep = config.Duration(2 * time.Second) // sleepers
 	cfg.MemoryReserve = config.GiB
-	// As llama.cpp's --fit would: a model larger than the GPUs offloads the layers that fit in
-	// about 80% of them (0.4 GB a layer), the rest runs from RAM.
+	// A model larger than the GPUs is given the -ngl that fits about 80% of them (a layer is 0.4 GB
+	// of weights and 64 MiB of KV cache), the rest runs from RAM; the others are left to --fit,
+	// within the share the engine passes each child (--fit-target).
 	var gpuMiB int64
 	for _, g := range m.Devices() {
 		gpuMiB += g.Total >> 20
@@ -154,7 +160,7 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 	cfg.Models = map[string]config.Model{}
 	for gb, blocks := range sizes {
 		if int64(gb)*1024 > gpuMiB*8/10 {
-			n := min(int(gpuMiB*8/10/410), blocks)
+			n := min(int(gpuMiB*8/10/(404+simKVLayerMiB)), blocks)
 			cfg.Models[fmt.Sprintf("sim-%02dgb", gb)] = config.Model{GPULayers: &n}
 		}
 	}
@@ -167,21 +173,19 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 	if err != nil {
 		return res, err
 	}
-	// Each fake holds what the catalog estimates for it, split as the engine splits it, and takes
-	// its time to load.
+	// Each fake holds what llama.cpp would: the whole model's weights and KV cache, split by the
+	// layers it offloads (the rest in RAM), and takes its time to load.
+	record := filepath.Join(dir, "fakes.jsonl")
 	var ids []string
 	for _, v := range svc.Models() {
 		if v.Meta == nil {
 			continue
 		}
-		est := v.Meta.Estimate
-		gpuMiB := est.VRAM >> 20
-		ndev := int64(len(m.GPUs))
-		sc := map[string]any{
-			"sim_model_mib": max(gpuMiB-300*ndev, 0), "sim_kv_mib": 0, "sim_layers": max(est.GPULayers-1, 1),
-			"load_time": (sp.loadPerGB * time.Duration(v.Meta.SizeBytes>>30)).String(), "tokens": 4,
+		var gb int
+		if _, err := fmt.Sscanf(v.ID, "sim-%dgb", &gb); err != nil || sizes[gb] == 0 {
+			return res, fmt.Errorf("model %s is none of the simulated ones", v.ID)
 		}
-		b, _ := json.Marshal(sc)
+		b, _ := json.Marshal(simKnobs(v.Meta.SizeBytes, sizes[gb], sp.loadPerGB, record))
 		if err := os.WriteFile(v.Meta.Path+".fake.json", b, 0o644); err != nil {
 			return res, err
 		}
@@ -316,7 +320,11 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 			}
 		}
 	}
-	for _, ev := range events.snapshot() {
+	evs := events.snapshot()
+	qv, qs := checkQueue(evs)
+	res.violations = append(res.violations, qv...)
+	res.queue = qs
+	for _, ev := range evs {
 		if ev.Kind == "state" && ev.State == engine.StateLoading && ev.Message == "" {
 			res.loads++
 		}
@@ -324,24 +332,25 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 			res.evictions++
 		}
 	}
+	res.fitted, res.fittedOf = countFits(record)
 	res.p50, res.p99 = harness.Percentile(lat, 50), harness.Percentile(lat, 99)
 	res.took = time.Since(t0)
-	fmt.Fprintf(progress, "sim: %s: %d requests, %d loads, %d evictions, %d violations in %s\n", m.Name, res.requests, res.loads, res.evictions, len(res.violations), res.took.Round(time.Second))
+	fmt.Fprintf(progress, "sim: %s: %d requests, %d loads (%d fitted by --fit-target), %d evictions, %d violations in %s\n", m.Name, res.requests, res.loads, res.fitted, res.evictions, len(res.violations), res.took.Round(time.Second))
 	return res, nil
 }
 
 func simReport(sp simParams, rs []simResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Simulated machines\n\n`make sim`: the fake llama-server on three described machines (LLAMATRAY_SIM_MACHINE), twenty header-only models of 2–40 GB, %d requests from %d clients each, loads of %s per GB, idle_sleep 2s (sleepers), queue_timeout %s, other programs taking 70%% of RAM for 5 s half-way. Latency is the whole request (queue wait, load and answer).\n\n", sp.requests, sp.clients, sp.loadPerGB, sp.queueTimeout)
-	b.WriteString("| machine | requests | ok | 503 | 507 | loads | evictions | latency p50 | p99 | most held per device / budget | violations | took |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "## Simulated machines\n\n`make sim`: the fake llama-server on three described machines (LLAMATRAY_SIM_MACHINE), twenty header-only models of 2–40 GB, %d requests from %d clients each, loads of %s per GB, idle_sleep 2s (sleepers), queue_timeout %s, other programs taking 70%% of RAM for 5 s half-way. Latency is the whole request (queue wait, load and answer). Each fake holds what llama.cpp would (the whole weights and KV cache, split by the layers it offloads, the rest in RAM); models larger than the GPUs are given -ngl, the others are left to --fit within the share the engine passes each child (--fit-target): a load \"fitted\" offloaded fewer layers to stay inside it (the catalog's estimate runs a little below llama.cpp's buffers). Checked at every sample: memory held per device ≤ its budget, no model with a lease stopping; every answer: no 503 before queue_timeout; the engine's events: FIFO among waiters for memory (a model admitted while one ahead of it in line still waits only when memory is on its way for that one) and queued sleepers woken, not killed; at the end every lease 0 and no child left.\n\n", sp.requests, sp.clients, sp.loadPerGB, sp.queueTimeout)
+	b.WriteString("| machine | requests | ok | 503 | 507 | loads | evictions | loads fitted by --fit-target | waited for memory: admitted / behind an earlier waiter / sleepers woken | latency p50 | p99 | most held per device / budget | violations | took |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rs {
 		var devs []string
 		for _, g := range r.machine.Devices() {
 			devs = append(devs, fmt.Sprintf("%s %.1f / %.1f GiB", g.Device, float64(r.mostHeld[g.Device])/(1<<30), float64(r.budget[g.Device])/(1<<30)))
 		}
 		devs = append(devs, fmt.Sprintf("RAM %.1f / %.1f GiB", float64(r.mostHeld["RAM"])/(1<<30), float64(r.budget["RAM"])/(1<<30)))
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %s | %s | %s | %d | %s |\n", r.machine.Name, r.requests, r.ok, r.s503, r.s507, r.loads, r.evictions,
-			r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), strings.Join(devs, ", "), len(r.violations), r.took.Round(time.Second))
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d of %d | %d / %d / %d | %s | %s | %s | %d | %s |\n", r.machine.Name, r.requests, r.ok, r.s503, r.s507, r.loads, r.evictions, r.fitted, r.fittedOf,
+			r.queue.admitted, r.queue.behind, r.queue.sleepersWok, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), strings.Join(devs, ", "), len(r.violations), r.took.Round(time.Second))
 	}
 	for _, r := range rs {
 		for i, v := range r.violations {
@@ -353,27 +362,6 @@ func simReport(sp simParams, rs []simResult) string {
 		}
 	}
 	return b.String()
-}
-
-// replaceSection puts text in place of the section starting with heading in the file (up to the
-// next "## "), or at its end; the other sections are left as they are.
-func replaceSection(path, heading, text string) error {
-	old, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("benchmarks: %w", err)
-	}
-	s := string(old)
-	i := strings.Index(s, heading+"\n")
-	if i < 0 {
-		return os.WriteFile(path, []byte(strings.TrimRight(s, "\n")+"\n\n"+text), 0o644)
-	}
-	rest := s[i+len(heading):]
-	j := strings.Index(rest, "\n## ")
-	end := ""
-	if j >= 0 {
-		end = rest[j+1:]
-	}
-	return os.WriteFile(path, []byte(s[:i]+text+"\n"+end), 0o644)
 }
 
 // simMain runs `chaos -sim` (the full run, figures into -out) or `chaos -sim-small` (the short one
@@ -390,8 +378,18 @@ func simMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&sp.loadPerGB, "load-per-gb", sp.loadPerGB, "load time per GB of model")
 	fs.DurationVar(&sp.queueTimeout, "queue-timeout", sp.queueTimeout, "queue_timeout")
 	fs.StringVar(&sp.out, "out", "", "benchmarks file whose \"## Simulated machines\" section gets the figures")
+	machine := fs.String("machine", "", "run on this one machine description (JSON, as LLAMATRAY_SIM_MACHINE reads; router/testbed/gpucheck writes one of a real machine) instead of the three")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
+	}
+	sp.machines = simMachines
+	if *machine != "" {
+		m, err := mem.LoadSimMachine(*machine)
+		if err != nil {
+			fmt.Fprintln(stderr, "sim:", err)
+			return 2
+		}
+		sp.machines = []mem.SimMachine{m}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -18,6 +18,8 @@ type options struct {
 	sleepIdle time.Duration // --sleep-idle-seconds; 0 = off
 	parallel  int           // -np/--parallel; -1 = auto (4)
 	gpuLayers string        // -ngl/--n-gpu-layers
+	fit       bool          // -fit/--fit on|off (default on): fit unset arguments (the layers offloaded) in device memory
+	fitTarget []int64       // -fitt/--fit-target MiB0,MiB1,...: the margin --fit leaves free per device, in bytes; one value is every device's (default 1024 MiB)
 	flashAttn string        // -fa/--flash-attn
 	version   bool          // --version
 	logPrefix bool          // --[no-]log-prefix: level letter on log lines (default on)
@@ -45,6 +47,10 @@ var valueFlags = map[string]string{
 	"-ngl":                 "n-gpu-layers",
 	"--n-gpu-layers":       "n-gpu-layers",
 	"--gpu-layers":         "n-gpu-layers",
+	"-fit":                 "fit",
+	"--fit":                "fit",
+	"-fitt":                "fit-target",
+	"--fit-target":         "fit-target",
 }
 
 // optionalValueFlags take a value only when the next argument looks like one
@@ -71,7 +77,7 @@ var boolFlags = map[string]string{
 // package cannot tolerate unknown flags. An unknown flag consumes the next
 // argument when that argument does not look like a flag.
 func parseArgs(args []string) (options, error) {
-	o := options{host: "127.0.0.1", port: 8080, parallel: -1, flashAttn: "auto", gpuLayers: "auto", logPrefix: true, logTimes: true}
+	o := options{host: "127.0.0.1", port: 8080, parallel: -1, flashAttn: "auto", gpuLayers: "auto", fit: true, logPrefix: true, logTimes: true}
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		name, inline, hasInline := strings.Cut(arg, "=")
@@ -202,6 +208,24 @@ func (o *options) set(canon, value string) error {
 		o.parallel = n
 	case "n-gpu-layers":
 		o.gpuLayers = value
+	case "fit":
+		switch value {
+		case "on":
+			o.fit = true
+		case "off":
+			o.fit = false
+		default:
+			return fmt.Errorf("invalid value %q: want on or off", value)
+		}
+	case "fit-target":
+		o.fitTarget = nil
+		for _, f := range strings.Split(value, ",") {
+			n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			if err != nil || n < 0 {
+				return fmt.Errorf("invalid fit target %q: want MiB per device, comma-separated", value)
+			}
+			o.fitTarget = append(o.fitTarget, n<<20)
+		}
 	}
 	return nil
 }

@@ -56,6 +56,12 @@ func TestParseArgs(t *testing.T) {
 			args: []string{"-m", "x"},
 			want: func(o options) bool { return o.logPrefix && o.logTimes },
 		},
+		"fit on by default": {args: []string{"-m", "x"}, want: func(o options) bool { return o.fit && o.fitTarget == nil }},
+		"fit targets per device": {
+			args: []string{"-m", "x", "--fit", "off", "-fitt", "512,2048"},
+			want: func(o options) bool { return !o.fit && reflect.DeepEqual(o.fitTarget, []int64{512 << 20, 2048 << 20}) },
+		},
+		"bad fit target":         {args: []string{"-m", "x", "--fit-target", "1G"}, wantErr: "invalid fit target"},
 		"sleep -1 is off":        {args: []string{"-m", "x", "--sleep-idle-seconds", "-1"}, want: func(o options) bool { return o.sleepIdle == 0 }},
 		"version needs no model": {args: []string{"--version"}, want: func(o options) bool { return o.version }},
 		"model required":         {args: []string{"--port", "1"}, wantErr: "--model is required"},

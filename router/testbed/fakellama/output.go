@@ -161,6 +161,7 @@ type recordEvent struct {
 	Stream bool      `json:"stream,omitempty"`
 	Signal string    `json:"signal,omitempty"`
 	Code   *int      `json:"code,omitempty"`
+	Layers *int      `json:"layers,omitempty"` // "fit": the layers --fit left on the GPUs
 }
 
 func openRecorder(path string) (*recorder, error) {

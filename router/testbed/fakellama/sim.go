@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -36,16 +37,65 @@ func (s *server) simBuffers() *simBuffers {
 	}
 	gpus := m.Devices()
 	shares := make([]int64, len(gpus))
-	sb := &simBuffers{path: path, bufs: map[string]map[string]int64{}, unified: m.Unified}
+	var names []string
 	for i, g := range gpus {
 		shares[i] = g.Total
-		sb.devices = append(sb.devices, g.Device)
+		names = append(names, g.Device)
 	}
 	layers := s.kn.SimLayers
 	off := offloaded(s.opts.gpuLayers, layers)
 	if len(gpus) == 0 {
 		off = 0
 	}
+	sb := layout(path, m.Unified, names, shares, off, layers, s.kn)
+	// --fit (on unless -ngl is given, as llama.cpp's adjusts only what is unset): offload fewer
+	// layers until every device keeps its --fit-target margin free.
+	if s.opts.fit && s.opts.gpuLayers == "auto" && len(gpus) > 0 {
+		sys, err := mem.Sim(path).System(context.Background())
+		if err != nil {
+			logf(lvlError, "fakellama: %v", err)
+			s.failLoad(err.Error())
+		}
+		// What each device has free as llama.cpp sees it: the driver's free memory; on Metal the
+		// working set less this process's own allocations (none yet).
+		free := make([]int64, len(gpus))
+		for i := range gpus {
+			free[i] = sys.GPUs[i].Free
+			if m.Unified {
+				free[i] = gpus[i].Total
+			}
+			free[i] -= fitMargin(s.opts.fitTarget, i)
+		}
+		for off > 0 && !sb.within(free) {
+			off--
+			sb = layout(path, m.Unified, names, shares, off, layers, s.kn)
+		}
+		if off < layers+1 {
+			logf(lvlInfo, "llama_params_fit_impl: fitting the model in device memory: %d of %d layers offloaded", off, layers+1)
+			s.rec.write(recordEvent{Event: "fit", Model: s.modelID, Layers: &off})
+		}
+	}
+	logf(lvlInfo, "load_tensors: offloaded %d/%d layers to GPU", off, layers+1)
+	return sb
+}
+
+// fitMargin is device i's --fit-target margin: its own value, the single value of every device, or
+// llama.cpp's 1024 MiB.
+func fitMargin(target []int64, i int) int64 {
+	switch {
+	case i < len(target):
+		return target[i]
+	case len(target) == 1:
+		return target[0]
+	}
+	return 1024 << 20
+}
+
+// layout places the weights and the KV cache of off of layers+1 layers (the output layer counts as
+// one) on the devices in proportion to shares, the rest in RAM, and a compute buffer on each device
+// used.
+func layout(path string, unified bool, devices []string, shares []int64, off, layers int, kn knobs) *simBuffers {
+	sb := &simBuffers{path: path, devices: devices, bufs: map[string]map[string]int64{}, unified: unified}
 	split := func(kind string, total int64, parts int) {
 		onGPU := total * int64(off) / int64(parts)
 		m := sched.Split(total-onGPU, onGPU, off, shares)
@@ -57,8 +107,8 @@ func (s *server) simBuffers() *simBuffers {
 		}
 		sb.bufs[kind] = out
 	}
-	split("model", int64(s.kn.SimModelMiB)<<20, layers+1) // the output layer counts as one
-	split("KV", int64(s.kn.SimKVMiB)<<20, layers+1)
+	split("model", int64(kn.SimModelMiB)<<20, layers+1)
+	split("KV", int64(kn.SimKVMiB)<<20, layers+1)
 	comp := map[string]int64{"CPU": 16 << 20}
 	for d := range sb.bufs["model"] {
 		if d != "CPU" {
@@ -67,6 +117,20 @@ func (s *server) simBuffers() *simBuffers {
 	}
 	sb.bufs["compute"] = comp
 	return sb
+}
+
+// within is whether what b puts on each device fits in room (by device, in the machine's order).
+func (b *simBuffers) within(room []int64) bool {
+	for i, d := range b.devices {
+		var n int64
+		for _, bufs := range b.bufs {
+			n += bufs[d]
+		}
+		if n > room[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // offloaded is how many of layers+1 (the output layer) -ngl puts on the GPUs.

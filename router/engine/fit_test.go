@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/llamatray/llamatray/router/mem"
+)
+
+func TestUserOffload(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--temp", "0.7", "-fa", "on"}, false},
+		{[]string{"-ngl", "20"}, true},
+		{[]string{"--n-gpu-layers=20"}, true},
+		{[]string{"--gpu-layers", "all"}, true},
+		{[]string{"--fit", "off"}, true},
+		{[]string{"-fit", "on"}, true},
+		{[]string{"--fit-target", "512"}, true},
+		{[]string{"-fitt=256,256"}, true},
+		{[]string{"-ts", "3,1"}, true},
+		{[]string{"--tensor-split", "1,1"}, true},
+		{[]string{"--fit-ctx", "8192"}, false}, // a floor for the context, not the offload
+	} {
+		if got := userOffload(c.args); got != c.want {
+			t.Errorf("userOffload(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
+
+func TestFitTarget(t *testing.T) {
+	const mb = int64(1) << 20
+	for _, c := range []struct {
+		name        string
+		free, share []int64
+		want        []string
+	}{
+		{"no device", nil, nil, nil},
+		{"one device: free less share", []int64{20000 * mb}, []int64{12000 * mb}, []string{"--fit-target", "8000"}},
+		{"per device", []int64{16384 * mb, 16384 * mb}, []int64{8000 * mb, 2000 * mb}, []string{"--fit-target", "8384,14384"}},
+		{"a share of all that is free: the floor", []int64{8000 * mb}, []int64{8000 * mb}, []string{"--fit-target", "128"}},
+		{"less free than the share: the floor", []int64{6000 * mb}, []int64{8000 * mb}, []string{"--fit-target", "128"}},
+		{"nothing planned on a device", []int64{4096 * mb, 4096 * mb}, []int64{4096 * mb, 0}, []string{"--fit-target", "128,4096"}},
+		{"rounds down to MiB", []int64{1000*mb + 5}, []int64{0}, []string{"--fit-target", "1000"}},
+		{"mismatched", []int64{1}, nil, nil},
+	} {
+		if got := fitTarget(c.free, c.share); !slices.Equal(got, c.want) {
+			t.Errorf("%s: fitTarget(%v, %v) = %q, want %q", c.name, c.free, c.share, got, c.want)
+		}
+	}
+}
+
+// A child on GPUs is told the margin to leave free on each device: what the device has free for it
+// (less what a model loading beside it is promised) minus its share; the user's -ngl wins, and a
+// llama-server without --fit-target gets nothing added. The learned footprint's key is the command
+// line without it.
+func TestSchedFitTargetPassed(t *testing.T) {
+	s := newSync(t, func(o *Options) { o.MemoryLimit = 0; o.FitTarget = true },
+		syncModel{id: "a", ramMiB: 1 << 10, vramMiB: 8 << 10, layers: 32},
+		syncModel{id: "b", ramMiB: 1 << 10, vramMiB: 4 << 10, layers: 32},
+		syncModel{id: "u", ramMiB: 1 << 10, vramMiB: 2 << 10, layers: 32, settings: Settings{Args: []string{"-ngl", "10"}}},
+		syncModel{id: "d", ramMiB: 1 << 10, vramMiB: 2 << 10, layers: 32})
+	s.gpus(false, mem.GPU{Name: "RTX A", Device: "CUDA0", Total: 16 * gib, Free: 16 * gib}, mem.GPU{Name: "RTX B", Device: "CUDA1", Total: 16 * gib, Free: 15 * gib})
+	s.request("a")
+	pa := s.fx.proc(t, "a")
+	if got, want := fitOf(pa.spec.Args), "12288,11264"; got != want { // a: 4 GiB on each; 16 and 15 GiB free
+		t.Fatalf("a's --fit-target %q, want %q (args %q)", got, want, pa.spec.Args)
+	}
+	s.request("b") // while a loads, its 4 GiB a device are promised to it
+	pb := s.fx.proc(t, "b")
+	if got, want := fitOf(pb.spec.Args), "10240,9216"; got != want { // b: 2 GiB on each
+		t.Fatalf("b's --fit-target %q, want %q (args %q)", got, want, pb.spec.Args)
+	}
+	if st := s.state("b"); fitOf(st.Args) != "10240,9216" {
+		t.Fatalf("b's status args %q lack its --fit-target", st.Args)
+	}
+	if m := s.e.models["b"]; slices.Contains(m.args, "--fit-target") {
+		t.Fatalf("the footprint key's args %q hold the --fit-target", m.args)
+	}
+	s.request("u")
+	if pu := s.fx.proc(t, "u"); slices.Contains(pu.spec.Args, "--fit-target") {
+		t.Fatalf("u's -ngl was given, yet %q", pu.spec.Args)
+	}
+	s.setLimits(func(l *Limits) { l.FitTarget = false })
+	s.request("d")
+	if p := s.fx.proc(t, "d"); slices.Contains(p.spec.Args, "--fit-target") {
+		t.Fatalf("a llama-server without --fit-target was given %q", p.spec.Args)
+	}
+}
+
+// fitOf is the value of --fit-target in args, "" when none.
+func fitOf(args []string) string {
+	if i := slices.Index(args, "--fit-target"); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
+}
+
+// On unified memory a child sees Metal's whole working set as its own: its margin is the working
+// set less its share.
+func TestSchedFitTargetUnified(t *testing.T) {
+	s := newSync(t, func(o *Options) { o.MemoryLimit = 0; o.FitTarget = true }, syncModel{id: "a", ramMiB: 1 << 10, vramMiB: 8 << 10, layers: 32})
+	s.gpus(true, mem.GPU{Name: "Apple M3 Pro", Device: "MTL0", Total: 24 * gib, Free: 10 * gib})
+	s.request("a")
+	if got := fitOf(s.fx.proc(t, "a").spec.Args); got != "16384" {
+		t.Fatalf("--fit-target %q, want 16384", got)
+	}
+}
