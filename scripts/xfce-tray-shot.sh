@@ -9,8 +9,11 @@
 # loaded and left to fall asleep; then xdotool right-clicks the tray icon and hovers each model's
 # submenu and Available, and ImageMagick's import captures the screen each time:
 #   OUTDIR/xfce-menu.png, OUTDIR/xfce-<model>.png for both loaded models, OUTDIR/xfce-available.png
-# It fails when libdbusmenu-gtk warns (as it does about a submenu it cannot fill) or a picture
-# shows no submenu.
+# Then llamatray runs again with --max-loaded 1: tiny-alpha streams a long answer (the fake's
+# FAKE_LLAMA_TOKENS and FAKE_LLAMA_TOKEN_DELAY) while a request for tiny-beta waits, and
+# OUTDIR/xfce-waiting.png shows Available with tiny-beta's label saying why it waits.
+# It fails when libdbusmenu-gtk warns (as it does about a submenu it cannot fill), a picture
+# shows no submenu, or tiny-beta does not wait.
 #
 # Needs: go, curl, Xvfb, dbus-daemon, xdotool, ImageMagick, xfce4-panel and xfconf.
 set -euo pipefail
@@ -38,7 +41,7 @@ if [ -z "${LLAMATRAY_XFCE_DESKTOP:-}" ]; then
 		echo "xfce-tray-shot: xfconfd not found (Debian/Ubuntu: apt-get install xfconf)" >&2
 		exit 127
 	fi
-	LLAMATRAY_XFCE_DESKTOP=1 WITH_DESKTOP_SCREEN=1024x600x24 exec "$root/scripts/with-desktop.sh" "$0" "$out"
+	LLAMATRAY_XFCE_DESKTOP=1 WITH_DESKTOP_SCREEN=1440x600x24 exec "$root/scripts/with-desktop.sh" "$0" "$out"
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/llamatray-xfce.XXXXXX")
@@ -127,13 +130,29 @@ wait_until 30 "the panel's StatusNotifierWatcher" has_name org.kde.StatusNotifie
 port=18480
 while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
 addr=127.0.0.1:$port
-say "starting llamatray, serving $addr"
-LLAMATRAY_AUTOSTART=1 "$tmp/llamatray" --addr "$addr" --models-dir "$tmp/models" --llama-server "$tmp/bin/llama-server" \
-	--config "$tmp/config.toml" --idle-sleep 1s >"$tmp/llamatray.log" 2>&1 &
-pids+=($!)
+# The tray's items registered with the panel's watcher.
+tray_items() { dbus-send --session --print-reply --dest=org.kde.StatusNotifierWatcher /StatusNotifierWatcher \
+	org.freedesktop.DBus.Properties.Get string:org.kde.StatusNotifierWatcher string:RegisteredStatusNotifierItems 2>/dev/null |
+	grep -c 'string "' || true; }
+has_tray_item() { [ "$(tray_items)" -gt 0 ]; }
+# start_llamatray [ENV=VALUE...] -- [FLAG...]: runs the tray app with those flags added and waits for
+# its router and its tray icon; tray is its pid.
+tray=""
+start_llamatray() {
+	local envs=()
+	while [ "$1" != "--" ]; do envs+=("$1") && shift; done
+	shift
+	say "starting llamatray, serving $addr${*:+ with $*}"
+	env LLAMATRAY_AUTOSTART=1 "${envs[@]}" "$tmp/llamatray" --addr "$addr" --models-dir "$tmp/models" \
+		--llama-server "$tmp/bin/llama-server" --config "$tmp/config.toml" --idle-sleep 1s "$@" >>"$tmp/llamatray.log" 2>&1 &
+	tray=$!
+	pids+=("$tray")
+	wait_until 30 "the router" curl -sf -o /dev/null "http://$addr/models"
+	wait_until 30 "the tray icon" has_tray_item
+}
+start_llamatray --
 state() { "$tmp/llamatray" ps --addr "$addr" 2>/dev/null | awk -v id="$1" '$1 == id { print $2 }'; }
 is_state() { [ "$(state "$1")" = "$2" ]; }
-wait_until 30 "the router" curl -sf -o /dev/null "http://$addr/models"
 for m in tiny-alpha tiny-beta; do
 	"$tmp/llamatray" load --addr "$addr" "$m" >/dev/null
 	wait_until 30 "$m to fall asleep" is_state "$m" sleeping
@@ -188,6 +207,48 @@ for entry in "1 tiny-alpha" "2 tiny-beta" "3 available"; do
 		exit 1
 	fi
 done
+xdotool key Escape
+
+# Why it waits: one model at a time (--max-loaded 1); tiny-alpha streams a long answer and holds
+# the only place while a request for tiny-beta waits, and tiny-beta's label in Available says why.
+kill -TERM "$tray"
+wait "$tray" 2>/dev/null || true
+no_tray_item() { [ "$(tray_items)" -eq 0 ]; }
+wait_until 30 "the tray icon to go" no_tray_item
+start_llamatray FAKE_LLAMA_TOKENS=100000 FAKE_LLAMA_TOKEN_DELAY=50ms -- --max-loaded 1
+# chat MODEL streams an answer of MODEL to nowhere; exec makes $! curl itself, which the cleanup ends.
+chat() { exec curl -sN -o /dev/null "http://$addr/v1/chat/completions" -H 'Content-Type: application/json' \
+	-d "{\"model\":\"$1\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"; }
+# ps prints a waiting model's reason on a line under its row: "  ↳ waiting: …".
+reason() { "$tmp/llamatray" ps --addr "$addr" 2>/dev/null | awk -v id="$1" 'prev == id && $1 == "↳" { sub(/^ *↳ /, ""); print } { prev = $1 }'; }
+streams() { "$tmp/llamatray" ps --addr "$addr" 2>/dev/null | awk -v id="$1" '$1 == id && $3 > 0 { found = 1 } END { exit !found }'; }
+waits() { reason "$1" | grep -q '^waiting: '; }
+chat tiny-alpha &
+pids+=($!)
+wait_until 30 "tiny-alpha to stream" streams tiny-alpha
+chat tiny-beta &
+pids+=($!)
+wait_until 30 "tiny-beta to wait" waits tiny-beta
+say "tiny-beta $(reason tiny-beta)"
+sleep 1 # the tray menu follows within a refresh
+xdotool mousemove 16 16 click 3
+sleep 1
+for x in 10 40 70 100; do
+	xdotool mousemove "$x" "$(row 2)"
+	sleep 0.15
+done
+sleep 1
+shot xfce-waiting
+if [ "$(pixel "$out/xfce-waiting.png" 5 "$(row 2)")" = "$plain" ]; then
+	say "Available is not highlighted under the pointer"
+	exit 1
+fi
+# The submenu opens to the right of the menu, which tiny-alpha's label widened, and its first
+# label is the long reason: text far to the right.
+if [ "$(convert "$out/xfce-waiting.png" -crop 300x30+700+$(($(row 2) - 15)) -format '%k' info:)" -le 2 ]; then
+	say "no waiting label drawn in Available"
+	exit 1
+fi
 xdotool key Escape
 if grep -q "Children but no menu\|LIBDBUSMENU.*WARNING" "$tmp/panel.log"; then
 	say "libdbusmenu-gtk warned:"

@@ -50,7 +50,7 @@ Usage:
   llamatray [flags]             start the tray app (same flags as serve)
   llamatray serve [flags]       run the router headless (servers, CI, scripts)
   llamatray models [--json]     list the models found, with memory estimates (and state when an instance runs)
-  llamatray ps [--json]         models of the running instance: state, active requests, memory
+  llamatray ps [--json]         models of the running instance: state, active requests, memory, why one waits
   llamatray load ID             load a model in the running instance
   llamatray unload ID [--force] unload a model (drains in-flight requests unless --force)
   llamatray pin ID              keep a model loaded: never evicted (saved in the config, as the tray's pin)

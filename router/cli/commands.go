@@ -110,7 +110,10 @@ func runPS(args []string, env Env) error {
 		fmt.Fprintln(env.Stdout, "No model is loaded.")
 		return nil
 	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	// The rows are aligned on their own, then a waiting model's reason goes on a line under its
+	// row: a line without cells would end tabwriter's columns and misalign the rows after it.
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODEL\tSTATE\tACTIVE\tQUEUED\tMEMORY\tLAST USED\tUNTIL")
 	now := time.Now()
 	for _, m := range running {
@@ -125,7 +128,18 @@ func runPS(args []string, env Env) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", m.ID, state, st.ActiveRequests, st.Queued,
 			bytesOr(st.MemoryBytes, st.MemoryEstimateBytes), ago(now, st.LastUsed), until(now, st.UnloadAt))
 	}
-	return tw.Flush()
+	tw.Flush()
+	lines := strings.SplitAfter(table.String(), "\n")
+	var out strings.Builder
+	out.WriteString(lines[0])
+	for i, m := range running {
+		out.WriteString(lines[i+1])
+		if w := m.Status.Wait; w != nil && w.Text != "" {
+			out.WriteString("  ↳ " + w.Text + "\n")
+		}
+	}
+	_, err = io.WriteString(env.Stdout, out.String())
+	return err
 }
 
 // printJSON writes v as indented JSON.

@@ -249,3 +249,89 @@ func TestModelsListsVariants(t *testing.T) {
 		t.Fatalf("big %v, big@short %v", base, short)
 	}
 }
+
+// `llamatray ps` says under a waiting model's row why it waits, in the sentence of GET /models
+// status.wait.text, and the rows stay aligned around it: with max_loaded 1, a long stream holds
+// small while a request for big waits.
+func TestPSSaysWhyItWaits(t *testing.T) {
+	path, cfg := modelsConfig(t)
+	cfg.MaxLoaded = 1
+	if err := cfg.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	small := filepath.Join(cfg.ModelDirs[0], "small.gguf")
+	if err := os.WriteFile(small+".fake.json", []byte(`{"tokens": 100000, "token_delay": "20ms"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startService(t, cfg, path)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	chat := func(model string) (*http.Response, error) {
+		body := fmt.Sprintf(`{"model":%q,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, model)
+		req, err := http.NewRequestWithContext(ctx, "POST", "http://"+cfg.Listen+"/v1/chat/completions", strings.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		return http.DefaultClient.Do(req)
+	}
+	resp, err := chat("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := resp.Body.Read(make([]byte, 1)); resp.StatusCode != 200 || err != nil {
+		t.Fatalf("small's stream: %d %v", resp.StatusCode, err)
+	}
+	queued := make(chan error, 1)
+	go func() {
+		r, err := chat("big")
+		if err == nil {
+			r.Body.Close()
+		}
+		queued <- err
+	}()
+	c := client.New(cfg.Listen)
+	var text string
+	testbed.WaitFor(t, 30*time.Second, "big's request to wait", func() bool {
+		ms, err := c.Models(ctx)
+		for _, m := range ms {
+			if m.ID == "big" && m.Status.Wait != nil {
+				text = m.Status.Wait.Text
+			}
+		}
+		return err == nil && text != ""
+	})
+	if !strings.HasPrefix(text, "waiting: every model is busy since ") || !strings.Contains(text, "small 1 request") ||
+		!strings.Contains(text, "max_loaded 1 reached") {
+		t.Fatalf("big waits: %q", text)
+	}
+
+	code, o := runCLI(t, "ps", "--config", path)
+	if code != 0 {
+		t.Fatalf("ps: %d %q %q", code, o.stdout.String(), o.stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(o.stdout.String(), "\n"), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[1], "big ") || lines[2] != "  ↳ "+text || !strings.HasPrefix(lines[3], "small ") {
+		t.Fatalf("ps, want big's row, the reason under it, then small's row:\n%s", o.stdout.String())
+	}
+	// The columns line up above and below the reason.
+	col := strings.Index(lines[0], "STATE")
+	for _, row := range []string{lines[1], lines[3]} {
+		if col < 1 || len(row) <= col || row[col-1] != ' ' || row[col] == ' ' {
+			t.Fatalf("the STATE column is at %d in the header; rows:\n%s", col, o.stdout.String())
+		}
+	}
+	if f := strings.Fields(lines[1]); f[1] != "unloaded" || f[3] != "1" {
+		t.Fatalf("big's row: %q", lines[1])
+	}
+	if f := strings.Fields(lines[3]); f[1] != "loaded" || f[2] != "1" {
+		t.Fatalf("small's row: %q", lines[3])
+	}
+	code, o = runCLI(t, "ps", "--json", "--config", path)
+	if ps := decodeModels(t, o.stdout.Bytes()); code != 0 || len(ps) != 2 || ps[0].Status.Wait == nil || ps[0].Status.Wait.Text != text || ps[1].Status.Wait != nil {
+		t.Fatalf("ps --json: %d %s", code, o.stdout.String())
+	}
+	cancel()
+	<-queued
+}
