@@ -50,7 +50,7 @@ func (r peerReport) markdown() string {
 		if p.mixedErr != "" {
 			mixed += " (" + p.mixedErr + ")"
 		}
-		w("| %s | %.3f× | %+.2f ms | %.0f | %.0f | %s | %s | %s | %s |\n", p.name, ratioOf(r.direct8, p.json8), ms(pct(p.json1.lat, 50))-ms(pct(r.direct1.lat, 50)),
+		w("| %s | %.3f× (%.1f req/s) | %+.2f ms | %.0f | %.0f | %s | %s | %s | %s |\n", p.name, ratioOf(p.json8, r.direct8), p.json8.rps(), ms(pct(p.json1.lat, 50))-ms(pct(r.direct1.lat, 50)),
 			us(p.json8.serverCPUPerRequest()), us(p.json1.serverCPUPerRequest()), config.HumanSize(p.rss), swap, mixed, surv)
 	}
 	w("\nThroughput: JSON chat completions (`max_tokens` %d) from 8 closed-loop clients, %s per server in %d rounds, the servers in\n", 8, r.duration, r.slices)
