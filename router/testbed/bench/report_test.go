@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestWriteDocKeepsAnalysis: a new run rewrites the generated part of docs/benchmarks.md and keeps
@@ -29,5 +30,15 @@ func TestWriteDocKeepsAnalysis(t *testing.T) {
 	}
 	if !strings.HasSuffix(doc, analysis) || strings.Count(doc, "## Analysis") != 1 {
 		t.Fatalf("analysis not kept once at the end:\n%s", doc)
+	}
+}
+
+// TestPeerRatioIsRouterOverDirect: a router that serves 90 requests while direct llama-server serves
+// 100 is at 0.900×.
+func TestPeerRatioIsRouterOverDirect(t *testing.T) {
+	cell := func(ok int) cellResult { return cellResult{ok: ok, elapsed: time.Second} }
+	r := peerReport{direct8: cell(100), direct1: cell(10), peers: []peerResult{{name: "X", json8: cell(90), json1: cell(9)}}}
+	if md := r.markdown(); !strings.Contains(md, "| X | 0.900× (90.0 req/s) |") {
+		t.Fatalf("no 0.900× row for X in:\n%s", md)
 	}
 }
