@@ -60,6 +60,9 @@ func (r peerReport) markdown() string {
 	w("random (the same picks for every router). Long stream: %d tokens (`ignore_eos`) from a larger model; when its first token\n", r.longTokens)
 	w("arrives a request for another model is sent.\n")
 	for _, p := range r.peers {
+		if p.warmFails > 0 {
+			w("\n%s: %d of the 40 warm-up requests (20 JSON, 20 streamed, the first loading the model) failed (%s).\n", p.name, p.warmFails, p.warmErr)
+		}
 		if p.json8.failures+p.json1.failures > 0 {
 			w("\n%s: %d failed requests in the load cells (%s).\n", p.name, p.json8.failures+p.json1.failures, firstNonEmpty(p.json8.firstErr, p.json1.firstErr))
 		}

@@ -73,12 +73,16 @@ func (r report) checks() []check {
 		spec := cellSpec{stream: stream, concurrency: 8}
 		if d, rt := r.pair(spec); d.ok > 0 && rt.ok > 0 {
 			ratio := rt.rps() / d.rps()
-			out = append(out, check{fmt.Sprintf("throughput at c=8 (%s) ≥ 0.95× direct", spec.mode()), fmt.Sprintf("%.3f×", ratio), ratio >= 0.95})
+			out = append(out, check{fmt.Sprintf("throughput at c=8 (%s) ≥ 0.97× direct", spec.mode()), fmt.Sprintf("%.3f×", ratio), ratio >= 0.97})
+			if !stream && rt.srvCPU > 0 {
+				cpu := rt.serverCPUPerRequest()
+				out = append(out, check{"router CPU at c=8 (json) ≤ 150 µs per request", fmt.Sprintf("%.0f µs", us(cpu)), cpu <= 150*time.Microsecond})
+			}
 		}
 		spec.concurrency = 1
 		if d, rt := r.pair(spec); d.ok > 0 && rt.ok > 0 {
 			added := harness.Median(rt.lat) - harness.Median(d.lat)
-			out = append(out, check{fmt.Sprintf("p50 latency at c=1 (%s) ≤ +0.3 ms", spec.mode()), fmt.Sprintf("%+.2f ms", ms(added)), added <= 300*time.Microsecond})
+			out = append(out, check{fmt.Sprintf("p50 latency at c=1 (%s) ≤ +0.15 ms", spec.mode()), fmt.Sprintf("%+.2f ms", ms(added)), added <= 150*time.Microsecond})
 		}
 	}
 	oh := r.cold.overhead()
