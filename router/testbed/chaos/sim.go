@@ -61,6 +61,8 @@ type simResult struct {
 	fittedOf   int // loads the fakes recorded
 	queue      queueStats
 	p50, p99   time.Duration
+	waitP50    time.Duration // queue wait of the answered requests (the access log's queue_wait)
+	waitP99    time.Duration
 	mostHeld   map[string]int64 // device (and "RAM") → most held at a sample
 	budget     map[string]int64
 	violations []string
@@ -169,7 +171,8 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 		return res, err
 	}
 	defer logf.Close()
-	svc, err := harness.StartService(ctx, cfg, slog.New(slog.NewTextHandler(logf, nil)), mem.Sim(machine))
+	access := newAccessLog(slog.NewTextHandler(logf, nil)) // the queue wait of every request
+	svc, err := harness.StartService(ctx, cfg, slog.New(access), mem.Sim(machine))
 	if err != nil {
 		return res, err
 	}
@@ -334,6 +337,8 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 	}
 	res.fitted, res.fittedOf = countFits(record)
 	res.p50, res.p99 = harness.Percentile(lat, 50), harness.Percentile(lat, 99)
+	waits := access.waits()
+	res.waitP50, res.waitP99 = harness.Percentile(waits, 50), harness.Percentile(waits, 99)
 	res.took = time.Since(t0)
 	fmt.Fprintf(progress, "sim: %s: %d requests, %d loads (%d fitted by --fit-target), %d evictions, %d violations in %s\n", m.Name, res.requests, res.loads, res.fitted, res.evictions, len(res.violations), res.took.Round(time.Second))
 	return res, nil
@@ -341,16 +346,16 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 
 func simReport(sp simParams, rs []simResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Simulated machines\n\n`make sim`: the fake llama-server on three described machines (LLAMATRAY_SIM_MACHINE), twenty header-only models of 2–40 GB, %d requests from %d clients each, loads of %s per GB, idle_sleep 2s (sleepers), queue_timeout %s, other programs taking 70%% of RAM for 5 s half-way. Latency is the whole request (queue wait, load and answer). Each fake holds what llama.cpp would (the whole weights and KV cache, split by the layers it offloads, the rest in RAM); models larger than the GPUs are given -ngl, the others are left to --fit within the share the engine passes each child (--fit-target): a load \"fitted\" offloaded fewer layers to stay inside it (the catalog's estimate runs a little below llama.cpp's buffers). Checked at every sample: memory held per device ≤ its budget, no model with a lease stopping; every answer: no 503 before queue_timeout; the engine's events: FIFO among waiters for memory (a model admitted while one ahead of it in line still waits only when memory is on its way for that one) and queued sleepers woken, not killed; at the end every lease 0 and no child left.\n\n", sp.requests, sp.clients, sp.loadPerGB, sp.queueTimeout)
-	b.WriteString("| machine | requests | ok | 503 | 507 | loads | evictions | loads fitted by --fit-target | waited for memory: admitted / behind an earlier waiter / sleepers woken | latency p50 | p99 | most held per device / budget | violations | took |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "## Simulated machines\n\n`make sim`: the fake llama-server on three described machines (LLAMATRAY_SIM_MACHINE), twenty header-only models of 2–40 GB, %d requests from %d clients each, loads of %s per GB, idle_sleep 2s (sleepers), queue_timeout %s, other programs taking 70%% of RAM for 5 s half-way. Queue wait is the router's own figure for each answered request (the access log's queue_wait: queued, loading or waking); latency is the whole request (queue wait, load and answer). Each fake holds what llama.cpp would (the whole weights and KV cache, split by the layers it offloads, the rest in RAM); models larger than the GPUs are given -ngl, the others are left to --fit within the share the engine passes each child (--fit-target): a load \"fitted\" offloaded fewer layers to stay inside it (the catalog's estimate runs a little below llama.cpp's buffers). Checked at every sample: memory held per device ≤ its budget, no model with a lease stopping; every answer: no 503 before queue_timeout; the engine's events: FIFO among waiters for memory (a model admitted while one ahead of it in line still waits only when memory is on its way for that one) and queued sleepers woken, not killed; at the end every lease 0 and no child left.\n\n", sp.requests, sp.clients, sp.loadPerGB, sp.queueTimeout)
+	b.WriteString("| machine | requests | ok | 503 | 507 | loads | evictions | loads fitted by --fit-target | waited for memory: admitted / behind an earlier waiter / sleepers woken | queue wait p50 | p99 | latency p50 | p99 | most held per device / budget | violations | took |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rs {
 		var devs []string
 		for _, g := range r.machine.Devices() {
 			devs = append(devs, fmt.Sprintf("%s %.1f / %.1f GiB", g.Device, float64(r.mostHeld[g.Device])/(1<<30), float64(r.budget[g.Device])/(1<<30)))
 		}
 		devs = append(devs, fmt.Sprintf("RAM %.1f / %.1f GiB", float64(r.mostHeld["RAM"])/(1<<30), float64(r.budget["RAM"])/(1<<30)))
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d of %d | %d / %d / %d | %s | %s | %s | %d | %s |\n", r.machine.Name, r.requests, r.ok, r.s503, r.s507, r.loads, r.evictions, r.fitted, r.fittedOf,
-			r.queue.admitted, r.queue.behind, r.queue.sleepersWok, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), strings.Join(devs, ", "), len(r.violations), r.took.Round(time.Second))
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d of %d | %d / %d / %d | %s | %s | %s | %s | %s | %d | %s |\n", r.machine.Name, r.requests, r.ok, r.s503, r.s507, r.loads, r.evictions, r.fitted, r.fittedOf,
+			r.queue.admitted, r.queue.behind, r.queue.sleepersWok, r.waitP50.Round(time.Millisecond), r.waitP99.Round(time.Millisecond), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), strings.Join(devs, ", "), len(r.violations), r.took.Round(time.Second))
 	}
 	for _, r := range rs {
 		for i, v := range r.violations {

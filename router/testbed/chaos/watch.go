@@ -236,3 +236,16 @@ func (h *accessLog) get(id string) (accessEntry, bool) {
 	e, ok := h.s.entries[id]
 	return e, ok
 }
+
+// waits lists the queue wait of every answered (200) model request logged so far.
+func (h *accessLog) waits() []time.Duration {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	var out []time.Duration
+	for _, e := range h.s.entries {
+		if e.status == 200 && e.model != "" {
+			out = append(out, e.wait)
+		}
+	}
+	return out
+}
