@@ -64,7 +64,11 @@ type Options struct {
 	Memory        Probe                    // nil → the machine
 	PressureEvery time.Duration            // memory sampling period, default 2s
 	Effects       Effects                  // nil → ChildEffects: real children, clock and timers
-	Logger        *slog.Logger
+	// OnStop, when set, is told each model whose child is about to be stopped, off the lock: the
+	// proxy closes its idle connections to it, which llama-server would otherwise wait on (about
+	// 0.1 s) before it exits.
+	OnStop func(id string)
+	Logger *slog.Logger
 }
 
 // Engine runs children and hands out leases. Methods are safe for concurrent use.

@@ -138,3 +138,27 @@ func (s *syncEngine) holds(p *fakeProc, n int64) {
 }
 
 func (s *syncEngine) advance(d time.Duration) { s.fx.advance(d) }
+
+// OnStop hears of each model whose child is about to be stopped, before the stop is sent: the
+// proxy closes its idle connections to it, which llama-server waits for before it exits.
+func TestSchedOnStopBeforeTheStop(t *testing.T) {
+	var heard []string
+	var procs map[string]*fakeProc
+	s := newSync(t, func(o *Options) {
+		o.MemoryLimit = 150 * mib
+		o.OnStop = func(id string) {
+			if p := procs[id]; p != nil && p.stopped() {
+				t.Errorf("OnStop(%s) after its child was told to stop", id)
+			}
+			heard = append(heard, id)
+		}
+	}, syncModel{id: "a", ramMiB: 100}, syncModel{id: "b", ramMiB: 100})
+	procs = map[string]*fakeProc{"a": s.load("a")}
+	wb := s.request("b") // a is idle: evicted for b
+	if !procs["a"].stopped() || len(heard) != 1 || heard[0] != "a" {
+		t.Fatalf("after the eviction: heard %v, a stopped %v", heard, procs["a"].stopped())
+	}
+	procs["a"].exitStopped()
+	s.fx.proc(t, "b").ready()
+	s.lease(wb).Release()
+}

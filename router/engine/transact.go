@@ -37,6 +37,9 @@ func (e *Engine) act(acts []action) {
 	for _, a := range acts {
 		switch {
 		case a.stop != nil:
+			if e.o.OnStop != nil {
+				e.o.OnStop(a.id)
+			}
 			a.stop.Stop(a.force)
 		case a.start != nil:
 			id, gen := a.id, a.gen

@@ -163,6 +163,10 @@ func (rt *Server) Close() {
 	rt.children.CloseIdleConnections()
 }
 
+// DropIdle closes the idle connections to model id's children: its child is about to stop, and
+// llama-server waits for open connections before it exits.
+func (rt *Server) DropIdle(id string) { rt.children.closeIdle(id) }
+
 // RequiresKey reports whether binding listen exposes the router beyond this machine, so that an API
 // key must be configured: anything but a loopback name or address (":8080" and "0.0.0.0:8080" bind
 // every interface).

@@ -38,6 +38,7 @@ type upstream struct {
 type upstreamConn struct {
 	net.Conn
 	key   string
+	model string // the model whose child it reaches (canonical ID)
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	since time.Time // idle since
@@ -54,14 +55,18 @@ var errUpstreamClosed = errors.New("llama-server closed the connection before an
 
 func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	network, addr := "tcp", req.URL.Host
-	if t, _ := ctx.Value(targetKey{}).(*proxyTarget); t != nil && t.socket != "" {
-		network, addr = "unix", t.socket
+	network, addr, model := "tcp", req.URL.Host, ""
+	if t, _ := ctx.Value(targetKey{}).(*proxyTarget); t != nil {
+		model = t.model
+		if t.socket != "" {
+			network, addr = "unix", t.socket
+		}
 	}
 	c, reused, err := u.get(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
+	c.model = model
 	resp, err := u.exchange(ctx, c, req)
 	if err == nil || !reused || ctx.Err() != nil || !errors.Is(err, errUpstreamClosed) {
 		return resp, err
@@ -81,6 +86,7 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err2 != nil {
 		return nil, fmt.Errorf("%w (retried after: %v)", err2, err)
 	}
+	c.model = model
 	resp, err2 = u.exchange(ctx, c, req)
 	if err2 != nil {
 		return nil, fmt.Errorf("%w (retried after: %v)", err2, err)
@@ -235,14 +241,30 @@ func (u *upstream) put(c *upstreamConn) {
 // that ended, leaves none open for long. It re-arms itself while any connection is idle.
 func (u *upstream) prune() {
 	now := time.Now()
-	var stale []*upstreamConn
+	u.drop(func(c *upstreamConn) bool { return now.Sub(c.since) >= u.idleFor }, func(oldest time.Time, any bool) {
+		u.timer = nil
+		if any {
+			u.timer = time.AfterFunc(oldest.Add(u.idleFor).Sub(now), u.prune)
+		}
+	})
+}
+
+// closeIdle closes the idle connections to model's children.
+func (u *upstream) closeIdle(model string) {
+	u.drop(func(c *upstreamConn) bool { return c.model == model }, nil)
+}
+
+// drop closes the idle connections gone picks. then, when set, runs under mu with the oldest idle
+// time of those kept and whether any is kept.
+func (u *upstream) drop(gone func(*upstreamConn) bool, then func(oldest time.Time, any bool)) {
+	var closing []*upstreamConn
 	u.mu.Lock()
-	oldest := now
+	oldest := time.Now()
 	for key, list := range u.idle {
 		kept := list[:0]
 		for _, c := range list {
-			if now.Sub(c.since) >= u.idleFor {
-				stale = append(stale, c)
+			if gone(c) {
+				closing = append(closing, c)
 				continue
 			}
 			kept = append(kept, c)
@@ -255,12 +277,11 @@ func (u *upstream) prune() {
 			u.idle[key] = kept
 		}
 	}
-	u.timer = nil
-	if len(u.idle) > 0 {
-		u.timer = time.AfterFunc(oldest.Add(u.idleFor).Sub(now), u.prune)
+	if then != nil {
+		then(oldest, len(u.idle) > 0)
 	}
 	u.mu.Unlock()
-	for _, c := range stale {
+	for _, c := range closing {
 		_ = c.Close()
 	}
 }

@@ -166,3 +166,29 @@ func TestUpstreamDialError(t *testing.T) {
 		t.Fatalf("dial to a closed port: %v, want the dial error", err)
 	}
 }
+
+// TestUpstreamDropsAStoppingModelsConnections: the engine's OnStop hook closes the idle connections
+// to that model's child (llama-server waits for them before it exits), and only those.
+func TestUpstreamDropsAStoppingModelsConnections(t *testing.T) {
+	urlA, _, closedA := keepAliveUpstream(t, "{}")
+	urlB, connsB, _ := keepAliveUpstream(t, "{}")
+	u := newUpstream()
+	defer u.CloseIdleConnections()
+	send := func(url, model string) {
+		t.Helper()
+		ctx := context.WithValue(context.Background(), targetKey{}, &proxyTarget{model: model})
+		roundTrip(t, u, ctx, url, true)
+	}
+	send(urlA, "alpha")
+	send(urlB, "beta")
+	u.closeIdle("alpha")
+	select {
+	case <-closedA:
+	case <-time.After(10 * time.Second):
+		t.Fatal("alpha's idle connection stayed open after closeIdle(alpha)")
+	}
+	send(urlB, "beta")
+	if n := connsB.Load(); n != 1 {
+		t.Fatalf("beta used %d connections: its idle one was closed too", n)
+	}
+}

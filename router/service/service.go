@@ -164,7 +164,12 @@ func (s *Service) newEngine() error {
 		Env:          s.o.Env,
 		StateDir:     stateDir(),
 		Memory:       s.o.Memory,
-		Logger:       s.o.Logger,
+		OnStop: func(id string) {
+			if h := s.handler.Load(); h != nil {
+				h.DropIdle(id)
+			}
+		},
+		Logger: s.o.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
