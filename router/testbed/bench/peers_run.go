@@ -64,7 +64,7 @@ func runPeers(ctx context.Context, o options) (peerReport, error) {
 	if o.llamaSwap == "" {
 		return r, errNoSwap
 	}
-	r.cmdline = strings.ReplaceAll(r.cmdline, "-llama-swap "+o.llamaSwap, "-llama-swap $LLAMA_SWAP") // where one machine keeps it is nobody else's business
+	r.cmdline = strings.ReplaceAll(r.cmdline, "-llama-swap "+o.llamaSwap, "-llama-swap $LLAMA_SWAP") // the command in the docs names no one machine's path
 	r.machine = harness.Describe(ctx, o.llamaServer)
 	r.loadAvg = append(r.loadAvg, "start "+harness.LoadAvg())
 	tmp, cleanup, err := workDir("llamatray-peers-", o.keep)
