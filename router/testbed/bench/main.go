@@ -154,13 +154,9 @@ func run(ctx context.Context, o options) (report, error) {
 	}
 	defer direct.Stop()
 
-	bin := o.llamatray
-	if bin == "" {
-		progress("building llamatray")
-		bin = filepath.Join(tmp, "llamatray")
-		if err := harness.BuildLlamatray(ctx, bin); err != nil {
-			return r, err
-		}
+	bin, err := llamatrayBinary(ctx, o, tmp)
+	if err != nil {
+		return r, err
 	}
 	progress("starting Llamatray")
 	pcfg := harness.ProcessConfig{ModelDir: modelDir, LlamaServer: o.llamaServer, Args: append([]string{"-t", "1"}, extra...), Env: o.routerEnv}
@@ -273,6 +269,16 @@ func workDir(prefix string, keep bool) (dir string, cleanup func(), err error) {
 		return "", nil, err
 	}
 	return dir, cleanup, nil
+}
+
+// llamatrayBinary is -llamatray, or Llamatray built into tmp.
+func llamatrayBinary(ctx context.Context, o options, tmp string) (string, error) {
+	if o.llamatray != "" {
+		return o.llamatray, nil
+	}
+	progress("building llamatray")
+	bin := filepath.Join(tmp, "llamatray")
+	return bin, harness.BuildLlamatray(ctx, bin)
 }
 
 func progress(msg string) { fmt.Fprintln(os.Stderr, "bench:", msg) }

@@ -83,13 +83,9 @@ func runPeers(ctx context.Context, o options) (peerReport, error) {
 		return r, err
 	}
 	defer direct.Stop()
-	bin := o.llamatray
-	if bin == "" {
-		progress("building llamatray")
-		bin = filepath.Join(tmp, "llamatray")
-		if err := harness.BuildLlamatray(ctx, bin); err != nil {
-			return r, err
-		}
+	bin, err := llamatrayBinary(ctx, o, tmp)
+	if err != nil {
+		return r, err
 	}
 	var peers []*peer
 	defer func() {
