@@ -50,32 +50,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-say() { echo "screenshot: [${SECONDS}s] $*" >&2; }
-
-# wait_until TIMEOUT WHAT CMD...: polls CMD until it succeeds; fails after TIMEOUT seconds or when
-# llamatray has exited.
-wait_until() {
-	local timeout=$1 what=$2
-	shift 2
-	local deadline=$((SECONDS + timeout))
-	until "$@"; do
-		if [ -n "$app_pid" ] && ! kill -0 "$app_pid" 2>/dev/null; then
-			say "llamatray exited while waiting for $what"
-			return 1
-		fi
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			say "timed out after ${timeout}s waiting for $what"
-			return 1
-		fi
-		sleep 0.2
-	done
+log_name=screenshot
+# shellcheck source=scripts/lib-desktop.sh
+. "$root/scripts/lib-desktop.sh"
+still_alive() {
+	if [ -n "$app_pid" ] && ! kill -0 "$app_pid" 2>/dev/null; then
+		say "llamatray exited"
+		return 1
+	fi
 }
 
 cd "$root"
-say "building llamatray and the fake llama-server"
-go build -o "$tmp/llamatray" .
-mkdir -p "$tmp/bin"
-go build -o "$tmp/bin/llama-server" ./router/testbed/fakellama
+build_app "$tmp"
 
 # Real models' shapes (parameter counts); the files are sparse. The tensors are declared F16, so
 # the sizes are two bytes per parameter whatever the quantization in the name says.

@@ -60,27 +60,13 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-say() { echo "xfce-tray-shot: [${SECONDS}s] $*" >&2; }
-
-# wait_until TIMEOUT WHAT CMD...: polls CMD until it succeeds, or fails after TIMEOUT seconds.
-wait_until() {
-	local timeout=$1 what=$2
-	shift 2
-	local deadline=$((SECONDS + timeout))
-	until "$@"; do
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			say "timed out after ${timeout}s waiting for $what"
-			return 1
-		fi
-		sleep 0.2
-	done
-}
+log_name=xfce-tray-shot
+# shellcheck source=scripts/lib-desktop.sh
+. "$root/scripts/lib-desktop.sh"
 
 cd "$root"
-say "building llamatray and the fake llama-server"
-go build -o "$tmp/llamatray" .
-mkdir -p "$tmp/bin" "$tmp/models"
-go build -o "$tmp/bin/llama-server" ./router/testbed/fakellama
+build_app "$tmp"
+mkdir -p "$tmp/models"
 go run ./app/traytest/fakemodels "$tmp/models" >/dev/null <<'EOF'
 # name      arch  blocks embd ffn  heads kv vocab file_type context
 tiny-alpha  llama 2      64   256  4     4  1000  1         4096

@@ -1,0 +1,35 @@
+# Sourced by the scripts that drive the real app on a private desktop (screenshot.sh,
+# xfce-tray-shot.sh): messages, waiting for a condition, and building what they run.
+#
+# The sourcing script sets log_name (how its messages start), and may define still_alive, which
+# wait_until calls between polls: when it fails (and says why), the wait ends at once.
+
+say() { echo "${log_name}: [${SECONDS}s] $*" >&2; }
+
+# wait_until TIMEOUT WHAT CMD...: polls CMD every 0.2 s until it succeeds; fails after TIMEOUT
+# seconds, or as soon as still_alive fails.
+wait_until() {
+	local timeout=$1 what=$2
+	shift 2
+	local deadline=$((SECONDS + timeout))
+	until "$@"; do
+		if declare -F still_alive >/dev/null && ! still_alive; then
+			say "gave up waiting for $what"
+			return 1
+		fi
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			say "timed out after ${timeout}s waiting for $what"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# build_app DIR: llamatray as DIR/llamatray and the fake llama-server as DIR/bin/llama-server, from
+# the repository the current directory is.
+build_app() {
+	say "building llamatray and the fake llama-server"
+	go build -o "$1/llamatray" .
+	mkdir -p "$1/bin"
+	go build -o "$1/bin/llama-server" ./router/testbed/fakellama
+}
