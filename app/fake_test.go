@@ -221,6 +221,17 @@ func newTestUIWith(t *testing.T, b Backend) (*ui, *uiLoop) {
 	return u, l
 }
 
+// newWatchedUI is newTestUIWith with the UI watching its backend (as the app does) until the test ends.
+func newWatchedUI(t *testing.T, b Backend) (*ui, *uiLoop) {
+	t.Helper()
+	u, l := newTestUIWith(t, b)
+	ctx, cancel := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() { u.watch(ctx); close(watched) }()
+	t.Cleanup(func() { cancel(); <-watched })
+	return u, l
+}
+
 // texts lists the text of every label, button and card title under o.
 func texts(o fyne.CanvasObject) []string {
 	var out []string

@@ -61,11 +61,7 @@ func TestInstallLlamaServerButton(t *testing.T) {
 		t.Fatalf("llama-server found before the install: %s", s.ServerPath)
 	}
 
-	u, l := newTestUIWith(t, sb)
-	ctx, cancel := context.WithCancel(context.Background())
-	watched := make(chan struct{})
-	go func() { u.watch(ctx); close(watched) }()
-	defer func() { cancel(); <-watched }()
+	u, l := newWatchedUI(t, sb)
 	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
 	shows := func(what string) bool {
 		var ok bool

@@ -112,11 +112,7 @@ func TestModelSettingsValidation(t *testing.T) {
 func TestModelSettingsWindowRestartsIdleModel(t *testing.T) {
 	svc, cfgPath := startService(t, "127.0.0.1:"+strconv.Itoa(testbed.FreePort(t)))
 	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	u, l := newTestUIWith(t, b)
-	ctx, cancel := context.WithCancel(context.Background())
-	watched := make(chan struct{})
-	go func() { u.watch(ctx); close(watched) }()
-	defer func() { cancel(); <-watched }()
+	u, l := newWatchedUI(t, b)
 	const id = "tiny-chat"
 	lctx, lcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer lcancel()

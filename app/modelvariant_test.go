@@ -93,11 +93,7 @@ func TestModelSettingsVariants(t *testing.T) {
 func TestModelSettingsWindowSavesVariant(t *testing.T) {
 	svc, cfgPath := startService(t, "127.0.0.1:"+strconv.Itoa(testbed.FreePort(t)))
 	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	u, l := newTestUIWith(t, b)
-	ctx, cancel := context.WithCancel(context.Background())
-	watched := make(chan struct{})
-	go func() { u.watch(ctx); close(watched) }()
-	defer func() { cancel(); <-watched }()
+	u, l := newWatchedUI(t, b)
 	const id = "tiny-chat"
 	// The model's own settings, which its variants follow where they set nothing.
 	base := b.Config()

@@ -101,11 +101,7 @@ func TestWindowDrivesRealService(t *testing.T) {
 		t.Errorf("menu header = %q", menu[0].Label)
 	}
 
-	u, l := newTestUIWith(t, b)
-	ctx, cancel := context.WithCancel(context.Background())
-	watched := make(chan struct{})
-	go func() { u.watch(ctx); close(watched) }()
-	defer func() { cancel(); <-watched }()
+	u, l := newWatchedUI(t, b)
 	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
 	rowShows := func(what string) bool {
 		var ok bool

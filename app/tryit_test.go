@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"strconv"
@@ -27,11 +26,7 @@ func TestTryItThroughTheRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	u, l := newTestUIWith(t, b)
-	ctx, cancel := context.WithCancel(context.Background())
-	watched := make(chan struct{})
-	go func() { u.watch(ctx); close(watched) }()
-	defer func() { cancel(); <-watched }()
+	u, l := newWatchedUI(t, b)
 
 	var tw *tryItWindow
 	l.wait(func() {

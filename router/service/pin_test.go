@@ -20,8 +20,9 @@ import (
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
 
-// pinService runs a service over one model, "m", whose configuration file is at cfgPath.
-func pinService(t *testing.T, cfgPath string) *Service {
+// isolateHome points HOME and the XDG folders at a temporary folder for the test.
+func isolateHome(t *testing.T) {
+	t.Helper()
 	home := t.TempDir()
 	t.Cleanup(xdg.Reload)
 	for k, v := range map[string]string{"HOME": home, "XDG_DATA_HOME": filepath.Join(home, "data"),
@@ -29,16 +30,11 @@ func pinService(t *testing.T, cfgPath string) *Service {
 		t.Setenv(k, v)
 	}
 	xdg.Reload()
-	models := t.TempDir()
-	if err := ggufwrite.WriteFile(filepath.Join(models, "m.gguf"), ggufwrite.Header(ggufwrite.HeaderOptions{Blocks: 2, Embedding: 64})); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Listen = fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
-	cfg.ModelDirs = []string{models}
-	cfg.ScanDefaultDirs = false
-	cfg.LlamaServer = "/nonexistent/llama-server"
-	cfg.Models = map[string]config.Model{"m": {CtxSize: 1024}}
+}
+
+// startedService builds and starts a service from cfg (its file at cfgPath), stopped when the test ends.
+func startedService(t *testing.T, cfg config.Config, cfgPath string) *Service {
+	t.Helper()
 	svc, err := New(cfg, Options{ConfigPath: cfgPath, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +48,22 @@ func pinService(t *testing.T, cfgPath string) *Service {
 		svc.Stop(ctx)
 	})
 	return svc
+}
+
+// pinService runs a service over one model, "m", whose configuration file is at cfgPath.
+func pinService(t *testing.T, cfgPath string) *Service {
+	isolateHome(t)
+	models := t.TempDir()
+	if err := ggufwrite.WriteFile(filepath.Join(models, "m.gguf"), ggufwrite.Header(ggufwrite.HeaderOptions{Blocks: 2, Embedding: 64})); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Listen = fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
+	cfg.ModelDirs = []string{models}
+	cfg.ScanDefaultDirs = false
+	cfg.LlamaServer = "/nonexistent/llama-server"
+	cfg.Models = map[string]config.Model{"m": {CtxSize: 1024}}
+	return startedService(t, cfg, cfgPath)
 }
 
 // A pin takes effect at once and is saved with the model's other settings; an unknown model is

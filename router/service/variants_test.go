@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -13,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/adrg/xdg"
 
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/testbed"
@@ -42,13 +38,7 @@ args = ["--top-k", "5"]
 // Variants of one file become models of their own, listed by GET /v1/models, estimated and run
 // with their own settings over their model's; a variant's pin is saved in its own section.
 func TestVariantsBecomeModels(t *testing.T) {
-	home := t.TempDir()
-	t.Cleanup(xdg.Reload)
-	for k, v := range map[string]string{"HOME": home, "XDG_DATA_HOME": filepath.Join(home, "data"),
-		"XDG_STATE_HOME": filepath.Join(home, "state"), "XDG_CONFIG_HOME": filepath.Join(home, "config")} {
-		t.Setenv(k, v)
-	}
-	xdg.Reload()
+	isolateHome(t)
 	models := t.TempDir()
 	hdr := ggufwrite.HeaderOptions{Blocks: 4, Embedding: 256, FFN: 512, Heads: 4, Vocab: 512, ContextLength: 4096}
 	if err := ggufwrite.WriteFile(filepath.Join(models, "m.gguf"), ggufwrite.Header(hdr)); err != nil {
@@ -62,18 +52,7 @@ func TestVariantsBecomeModels(t *testing.T) {
 	cfg.Listen = fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
 	cfg.ModelDirs = []string{models}
 	cfg.LlamaServer = testbed.FakeLlamaServer(t)
-	svc, err := New(cfg, Options{ConfigPath: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		svc.Stop(ctx)
-	})
+	svc := startedService(t, cfg, path)
 
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "http://"+cfg.Listen+"/v1/models", nil)
