@@ -68,7 +68,7 @@ func TestSchedBudgetPerDevice(t *testing.T) {
 // devices' memory; a model that fits the two together but not one of them can start when the split
 // fits.
 func TestSchedEstimateSplitByLayers(t *testing.T) {
-	s := newSync(t, func(o *Options) { o.MemoryLimit = 0 },
+	s := newSync(t, func(o *Options) { o.MemoryLimit = 0; o.FitTarget = true },
 		syncModel{id: "a", ramMiB: 1 << 10, vramMiB: 24 << 10, layers: 48})
 	s.gpus(false, mem.GPU{Name: "big", Device: "CUDA0", Total: 16 * gib, Free: 16 * gib}, mem.GPU{Name: "small", Device: "CUDA1", Total: 8 * gib, Free: 8 * gib})
 	s.e.mu.Lock()

@@ -109,3 +109,39 @@ func TestSchedFitTargetUnified(t *testing.T) {
 		t.Fatalf("--fit-target %q, want 16384", got)
 	}
 }
+
+// A child that cannot correct its estimate itself (the user's -ngl, or a llama-server without
+// --fit-target) is planned with each device's share padded, until its footprint is learned.
+func TestSchedUnfittedEstimatePadded(t *testing.T) {
+	s := newSync(t, func(o *Options) { o.MemoryLimit = 0; o.FitTarget = true },
+		syncModel{id: "f", ramMiB: 1 << 10, vramMiB: 8 << 10, layers: 32},
+		syncModel{id: "u", ramMiB: 1 << 10, vramMiB: 8 << 10, layers: 32, settings: Settings{Args: []string{"-ngl", "32"}}},
+		syncModel{id: "s", ramMiB: 1 << 10, vramMiB: 2 << 10, layers: 32, settings: Settings{Args: []string{"-ngl", "32"}}})
+	s.gpus(false, mem.GPU{Name: "RTX", Device: "CUDA0", Total: 16 * gib, Free: 16 * gib})
+	need := func(id string) int64 {
+		s.e.mu.Lock()
+		defer s.e.mu.Unlock()
+		return s.e.need(s.e.models[id]).GPU[0]
+	}
+	if got := need("f"); got != 8*gib {
+		t.Fatalf("f, fitted by its child, needs %d MiB on CUDA0, want 8192", got>>20)
+	}
+	if got := need("u"); got != 8*gib+512<<20 {
+		t.Fatalf("u, with -ngl, needs %d MiB on CUDA0, want 8192 + 1/16", got>>20)
+	}
+	if got := need("s"); got != 2*gib+256<<20 {
+		t.Fatalf("s, with -ngl, needs %d MiB on CUDA0, want 2048 + 256 at least", got>>20)
+	}
+	s.request("u")
+	pu := s.fx.proc(t, "u")
+	pu.readyWith(map[string]int64{"CUDA0": 9 * gib})
+	s.probe.set(func(p *fakeProbe) { p.rss[pu.pid] = gib })
+	s.gpus(false, mem.GPU{Name: "RTX", Device: "CUDA0", Total: 16 * gib, Free: 7 * gib}) // a sample: learned
+	if got := need("u"); got != 9*gib {
+		t.Fatalf("u, learned, needs %d MiB on CUDA0, want what it held (9216)", got>>20)
+	}
+	s.setLimits(func(l *Limits) { l.FitTarget = false })
+	if got := need("f"); got != 8*gib+512<<20 {
+		t.Fatalf("f, under a llama-server without --fit-target, needs %d MiB on CUDA0, want 8192 + 1/16", got>>20)
+	}
+}

@@ -74,6 +74,9 @@ func (e *Engine) need(m *model) sched.Mem {
 		est = sched.Split(m.learned.RAM, m.learned.VRAM, layers, e.shares())
 	default:
 		est = sched.Split(m.entry.Estimate.RAM, m.entry.Estimate.VRAM, layers, e.shares())
+		if !e.o.FitTarget || userOffload(m.set.Args) {
+			est = padUnfitted(est)
+		}
 	}
 	if e.sys.Unified {
 		est.RAM += est.VRAM()
@@ -83,6 +86,23 @@ func (e *Engine) need(m *model) sched.Mem {
 	}
 	return est
 }
+
+// padUnfitted pads each device's share of an estimate for a child that cannot correct it itself
+// (the user fixed the offload, or the llama-server takes no --fit-target): the catalog's estimate
+// runs below llama.cpp's buffers (compute buffers, alignment) by a few percent, and a child given
+// -ngl takes what it takes. The pad is 1/16 of the share, at least unfittedPad; once the model has
+// loaded, its learned footprint replaces the estimate.
+func padUnfitted(est sched.Mem) sched.Mem {
+	for i, n := range est.GPU {
+		if n > 0 {
+			est.GPU[i] = n + max(n/16, unfittedPad)
+		}
+	}
+	return est
+}
+
+// unfittedPad is the least padUnfitted adds to a device's share.
+const unfittedPad = 256 << 20
 
 // status snapshots m.
 func (e *Engine) status(m *model) ModelStatus {

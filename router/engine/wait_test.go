@@ -150,7 +150,7 @@ func TestWaitReasonLifetime(t *testing.T) {
 
 // On a GPU, the memory a load needs and what is free are given per device.
 func TestWaitReasonPerDevice(t *testing.T) {
-	s := newSync(t, func(o *Options) { o.MemoryLimit = 0 },
+	s := newSync(t, func(o *Options) { o.MemoryLimit = 0; o.FitTarget = true },
 		syncModel{id: "a", ramMiB: 1 << 10, vramMiB: 12 << 10, layers: 32},
 		syncModel{id: "b", ramMiB: 1 << 10, vramMiB: 8 << 10, layers: 32})
 	s.gpus(false, mem.GPU{Name: "RTX", Device: "CUDA0", Total: 16 * gib, Free: 16 * gib})

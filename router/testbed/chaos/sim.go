@@ -234,7 +234,14 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 			var v []string
 			for d, n := range sum {
 				if d != "RAM" && n > res.budget[d] {
-					v = append(v, fmt.Sprintf("%s holds %d MiB, over its %d MiB", d, n>>20, res.budget[d]>>20))
+					var who []string
+					for pid, h := range held {
+						if h.Devices[d] > 0 {
+							who = append(who, fmt.Sprintf("pid %d %d MiB", pid, h.Devices[d]>>20))
+						}
+					}
+					sort.Strings(who)
+					v = append(v, fmt.Sprintf("%s holds %d MiB, over its %d MiB (%s)", d, n>>20, res.budget[d]>>20, strings.Join(who, ", ")))
 				}
 			}
 			for _, st := range svc.Engine().Models() {
