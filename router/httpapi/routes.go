@@ -24,6 +24,23 @@ var proxiedPOST = []string{
 // still counts first).
 var proxiedGET = []string{"/slots", "/metrics", "/lora-adapters"}
 
+// fastRoutes sends a POST to one of proxiedPOST straight to modelRoute, as the mux would, without
+// matching the mux's routes one regexp at a time (they are most of the requests); anything else
+// goes to next.
+func (rt *Server) fastRoutes(next http.Handler) http.Handler {
+	exact := make(map[string]bool, len(proxiedPOST))
+	for _, p := range proxiedPOST {
+		exact[p] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.RawPath == "" && exact[r.URL.Path] {
+			rt.modelRoute(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // routes declares every route of the router.
 func (rt *Server) routes() *mux.Router {
 	m := mux.NewRouter()

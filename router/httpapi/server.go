@@ -149,7 +149,7 @@ func New(o Options) *Server {
 	rt.children = newUpstream()
 	rt.proxy = rt.newProxy()
 	rt.mux = rt.routes()
-	rt.handler = rt.accessLog(rt.checkHost(rt.cors(rt.auth(rt.mux))))
+	rt.handler = rt.accessLog(rt.checkHost(rt.cors(rt.auth(rt.fastRoutes(rt.mux)))))
 	return rt
 }
 
