@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/llamatray/llamatray/router/sched"
 )
 
 // Device shares. A child's --fit decides how many layers it offloads inside one child; the engine
@@ -78,4 +81,33 @@ func (e *Engine) fitArgs(m *model) []string {
 		}
 	}
 	return fitTarget(free, share)
+}
+
+// loadingBeside is the first (by ID) other model loading on a GPU device that m, needing need, would
+// share, when m's child measures the devices' free memory as it starts (llama.cpp's --fit, on
+// unless the user fixed the offload): a child still loading has not allocated all it was promised,
+// so m's child would count that memory as free for itself, and two children loading at once on a
+// full device could together take more than it has. m starts once that load is done and the child
+// has reported what it holds. "" when there is none, and on unified memory, where a child's margin
+// is taken from the whole working set. Called with mu held.
+func (e *Engine) loadingBeside(m *model, need sched.Mem) string {
+	if e.sys.Unified || userOffload(m.set.Args) {
+		return ""
+	}
+	var ids []string
+	for _, o := range e.models {
+		if o == m || o.state != StateLoading {
+			continue
+		}
+		for i := range e.gpus() {
+			if need.GPU[i] > 0 && o.plan.GPU[i] > 0 {
+				ids = append(ids, o.id)
+				break
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	return slices.Min(ids)
 }

@@ -17,8 +17,10 @@ import (
 //  3. The queue is served in the order of each model's first waiter: a ready model hands its waiters
 //     leases; a model that needs memory is planned by sched.Plan (start, evict idle victims, wait for
 //     stopping ones, or blocked). A blocked model blocks every later load (strict FIFO); once its head
-//     waiter has waited FairWait, sched.Drain picks busy models to drain for it. Each model that
-//     still waits gets its reason (model.wait, wait.go) from the decision made for it.
+//     waiter has waited FairWait, sched.Drain picks busy models to drain for it. A load that would
+//     measure a GPU's free memory while another child loads there waits for that load
+//     (loadingBeside), and blocks the later ones as well. Each model that still waits gets its
+//     reason (model.wait, wait.go) from the decision made for it.
 //  4. Idle timers stop models unused for their idle-unload time.
 func (e *Engine) reconcile(now time.Time) []action {
 	if e.closed {
@@ -98,6 +100,11 @@ func (e *Engine) reconcile(now time.Time) []action {
 			e.expectWake(m)
 			e.grantWaiters(m, now)
 		case d.Start:
+			if o := e.loadingBeside(m, need); o != "" {
+				blockedBy = m.id
+				ws.add(m, WaitBehind, need, views).Behind = o
+				break
+			}
 			acts = append(acts, e.startModel(m, now))
 			ws.add(m, WaitLoading, m.plan, booked(e.views()))
 		case len(d.Victims) > 0:
