@@ -89,20 +89,15 @@ func (e *Engine) need(m *model) sched.Mem {
 
 // padUnfitted pads each device's share of an estimate for a child that cannot correct it itself
 // (the user fixed the offload, or the llama-server takes no --fit-target): the catalog's estimate
-// runs below llama.cpp's buffers (compute buffers, alignment) by a few percent, and a child given
-// -ngl takes what it takes. The pad is 1/16 of the share, at least unfittedPad; once the model has
+// runs below llama.cpp's buffers (compute buffers, alignment), by 10% for a small model on Vulkan,
+// and a child given -ngl takes what it takes. The pad is 1/8 of the share; once the model has
 // loaded, its learned footprint replaces the estimate.
 func padUnfitted(est sched.Mem) sched.Mem {
 	for i, n := range est.GPU {
-		if n > 0 {
-			est.GPU[i] = n + max(n/16, unfittedPad)
-		}
+		est.GPU[i] = n + n/8
 	}
 	return est
 }
-
-// unfittedPad is the least padUnfitted adds to a device's share.
-const unfittedPad = 256 << 20
 
 // status snapshots m.
 func (e *Engine) status(m *model) ModelStatus {
