@@ -28,11 +28,18 @@ func (e *Engine) transact(decide func(now time.Time) []action) {
 		acts = decide(now)
 	}
 	acts = append(acts, e.reconcile(now)...)
+	// Each start is counted while mu is held, so that Close, which sets closed under mu and then
+	// waits for the count, waits for every child decided before it.
+	for _, a := range acts {
+		if a.start != nil {
+			e.spawn.Add(1)
+		}
+	}
 	e.mu.Unlock()
 	e.act(acts)
 }
 
-// act carries out actions. Called without the lock.
+// act carries out actions (each start already counted in spawn). Called without the lock.
 func (e *Engine) act(acts []action) {
 	for _, a := range acts {
 		switch {
@@ -43,7 +50,6 @@ func (e *Engine) act(acts []action) {
 			a.stop.Stop(a.force)
 		case a.start != nil:
 			id, gen := a.id, a.gen
-			e.spawn.Add(1)
 			e.fx.Spawn(*a.start,
 				func(ev child.Event) { e.onChild(id, gen, ev) },
 				func(p Proc, err error) {
