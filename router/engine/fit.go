@@ -69,41 +69,55 @@ func (e *Engine) fitArgs(m *model) []string {
 			free[i] = g.Total
 			continue
 		}
-		free[i] = g.Free
-		for _, o := range e.models {
-			if !o.state.Running() {
-				continue
-			}
-			free[i] += o.measured.GPU[i]
-			if o != m {
-				free[i] -= o.held.GPU[i]
-			}
-		}
+		free[i] = e.freeFor(m, i)
 	}
 	return fitTarget(free, share)
 }
 
+// freeFor is what device i has free for m: what the last sample saw free, plus what our children
+// held in it, less what every other model holds or is promised there. Called with mu held.
+func (e *Engine) freeFor(m *model, i int) int64 {
+	free := e.gpus()[i].Free
+	for _, o := range e.models {
+		if !o.state.Running() {
+			continue
+		}
+		free += o.measured.GPU[i]
+		if o != m {
+			free -= o.held.GPU[i]
+		}
+	}
+	return free
+}
+
 // loadingBeside is the first (by ID) other model loading on a GPU device that m, needing need, would
-// share, when m's child measures the devices' free memory as it starts (llama.cpp's --fit, on
-// unless the user fixed the offload): a child still loading has not allocated all it was promised,
-// so m's child would count that memory as free for itself, and two children loading at once on a
-// full device could together take more than it has. m starts once that load is done and the child
-// has reported what it holds. "" when there is none, and on unified memory, where a child's margin
-// is taken from the whole working set. Called with mu held.
+// share when that device is nearly full, and m's child measures the devices' free memory as it
+// starts (llama.cpp's --fit, on unless the user fixed the offload): a child still loading has not
+// allocated all it was promised, so m's child would count that memory as free for itself, and two
+// children loading at once could together take more than the device has when their estimates run
+// low. m starts once that load is done and the child has reported what it holds. A device counts
+// as nearly full when what would be left on it is less than 1/8 of what m and the loads there need
+// (the pad of padUnfitted: as far as an estimate is trusted to be off). "" when there is none, and
+// on unified memory, where a child's margin is taken from the whole working set. Called with mu held.
 func (e *Engine) loadingBeside(m *model, need sched.Mem) string {
 	if e.sys.Unified || userOffload(m.set.Args) {
 		return ""
 	}
 	var ids []string
-	for _, o := range e.models {
-		if o == m || o.state != StateLoading {
+	for i := range e.gpus() {
+		if need.GPU[i] == 0 {
 			continue
 		}
-		for i := range e.gpus() {
-			if need.GPU[i] > 0 && o.plan.GPU[i] > 0 {
-				ids = append(ids, o.id)
-				break
+		var loading []string
+		promised := int64(0)
+		for _, o := range e.models {
+			if o != m && o.state == StateLoading && o.plan.GPU[i] > 0 {
+				loading = append(loading, o.id)
+				promised += o.plan.GPU[i]
 			}
+		}
+		if len(loading) > 0 && e.freeFor(m, i)-need.GPU[i] < (need.GPU[i]+promised)/8 {
+			ids = append(ids, loading...)
 		}
 	}
 	if len(ids) == 0 {
