@@ -91,7 +91,8 @@ func (e *Engine) freeFor(m *model, i int) int64 {
 }
 
 // loadingBeside is the first (by ID) other model loading on a GPU device that m, needing need, would
-// share when that device is nearly full, and m's child measures the devices' free memory as it
+// share when that device is nearly full (or waking there: a sleeping child given a request reloads
+// its weights), and m's child measures the devices' free memory as it
 // starts (llama.cpp's --fit, on unless the user fixed the offload): a child still loading has not
 // allocated all it was promised, so m's child would count that memory as free for itself, and two
 // children loading at once could together take more than the device has when their estimates run
@@ -111,9 +112,10 @@ func (e *Engine) loadingBeside(m *model, need sched.Mem) string {
 		var loading []string
 		promised := int64(0)
 		for _, o := range e.models {
-			if o != m && o.state == StateLoading && o.plan.GPU[i] > 0 {
+			waking := o.state == StateSleeping && o.leases > 0 // its weights come back for a request
+			if o != m && (o.state == StateLoading || waking) && o.held.GPU[i] > 0 {
 				loading = append(loading, o.id)
-				promised += o.plan.GPU[i]
+				promised += o.held.GPU[i]
 			}
 		}
 		if len(loading) > 0 && e.freeFor(m, i)-need.GPU[i] < (need.GPU[i]+promised)/8 {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/llamatray/llamatray/router/child"
 	"github.com/llamatray/llamatray/router/mem"
 )
 
@@ -181,6 +182,26 @@ func TestSchedFitLoadWaitsForNeighbour(t *testing.T) {
 	}
 	pa.ready()
 	spawned(s, "a", "u", "b") // a reported what it holds; 0.875 GiB is 1/8 of b's and u's 5.125
+
+	// A sleeping child given a request reloads its weights: a --fit load waits for that wake too.
+	w := newSync(t, func(o *Options) { o.MemoryLimit = 0; o.FitTarget = true }, models...)
+	const total = 8*gib + 512<<20 // a 4 and b 4 leave 0.5 GiB, less than 1/8 of their 8
+	w.gpus(false, mem.GPU{Name: "RTX", Device: "CUDA0", Total: total, Free: total})
+	wa := w.request("a")
+	pw := w.fx.proc(t, "a")
+	pw.readyWith(map[string]int64{"CUDA0": 4 * gib})
+	w.lease(wa).Release()
+	pw.sleep()
+	w.gpus(false, mem.GPU{Name: "RTX", Device: "CUDA0", Total: total, Free: total}) // asleep: its GPU memory is free
+	la := w.lease(w.request("a"))                                                   // wakes a
+	w.request("b")
+	if st := w.waitOf("b"); st.Kind != WaitBehind || st.Behind != "a" {
+		t.Fatalf("b, while a wakes on a nearly full GPU, waits %+v, want behind a", st)
+	}
+	spawned(w, "a")
+	pw.on(child.Event{Kind: child.Woke, PID: pw.pid, Addr: child.Addr{Port: pw.pid}})
+	spawned(w, "a", "b")
+	la.Release()
 
 	roomy := newSync(t, func(o *Options) { o.MemoryLimit = 0; o.FitTarget = true }, models...)
 	roomy.gpus(false, mem.GPU{Name: "RTX", Device: "CUDA0", Total: 24 * gib, Free: 24 * gib})
