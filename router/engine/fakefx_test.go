@@ -193,6 +193,9 @@ func (p *fakeProc) readyWith(buffers map[string]int64) {
 func (p *fakeProc) sleep() {
 	p.on(child.Event{Kind: child.Sleeping, PID: p.pid, Addr: child.Addr{Port: p.pid}})
 }
+func (p *fakeProc) woke() {
+	p.on(child.Event{Kind: child.Woke, PID: p.pid, Addr: child.Addr{Port: p.pid}})
+}
 
 // exitStopped ends a child the engine stopped.
 func (p *fakeProc) exitStopped() {

@@ -50,6 +50,11 @@ func fitTarget(free, share []int64) []string {
 	return []string{"--fit-target", strings.Join(parts, ",")}
 }
 
+// fitted is whether m's child is given its device shares as --fit-target (when it runs on GPUs):
+// the llama-server takes it and the user's args do not decide the offload themselves. Called with mu
+// held.
+func (e *Engine) fitted(m *model) bool { return e.o.FitTarget && !userOffload(m.set.Args) }
+
 // fitArgs is what startModel adds to m's command line: --fit-target with each device's margin,
 // unless the llama-server in use does not take it or the user's args decide the offload. What a
 // device has free for m is what the last sample saw free, plus what our children held in it, less
@@ -58,7 +63,7 @@ func fitTarget(free, share []int64) []string {
 // held, after m's plan (held) is set.
 func (e *Engine) fitArgs(m *model) []string {
 	gs := e.gpus()
-	if !e.o.FitTarget || len(gs) == 0 || userOffload(m.set.Args) {
+	if !e.fitted(m) || len(gs) == 0 {
 		return nil
 	}
 	free := make([]int64, len(gs))
@@ -90,16 +95,16 @@ func (e *Engine) freeFor(m *model, i int) int64 {
 	return free
 }
 
-// loadingBeside is the first (by ID) other model loading on a GPU device that m, needing need, would
-// share when that device is nearly full (or waking there: a sleeping child given a request reloads
-// its weights), and m's child measures the devices' free memory as it
-// starts (llama.cpp's --fit, on unless the user fixed the offload): a child still loading has not
-// allocated all it was promised, so m's child would count that memory as free for itself, and two
-// children loading at once could together take more than the device has when their estimates run
-// low. m starts once that load is done and the child has reported what it holds. A device counts
-// as nearly full when what would be left on it is less than 1/8 of what m and the loads there need
-// (the pad of padUnfitted: as far as an estimate is trusted to be off). "" when there is none, and
-// on unified memory, where a child's margin is taken from the whole working set. Called with mu held.
+// loadingBeside is the first (by ID) other model loading, or waking (a sleeping child given a
+// request reloads its weights), on a nearly full GPU device that m, needing need, would share, when
+// m's child measures the devices' free memory as it starts (llama.cpp's --fit, on unless the user
+// fixed the offload): a child still loading has not allocated all it was promised, so m's child
+// would count that memory as free for itself, and two children loading at once could together take
+// more than the device has when their estimates run low. m starts once that load is done and the
+// child has reported what it holds. A device counts as nearly full when what would be left on it is
+// less than 1/8 of what m and the loads there need (the pad of padUnfitted: as far as an estimate is
+// trusted to be off). "" when there is none, and on unified memory, where a child's margin is taken
+// from the whole working set. Called with mu held.
 func (e *Engine) loadingBeside(m *model, need sched.Mem) string {
 	if e.sys.Unified || userOffload(m.set.Args) {
 		return ""

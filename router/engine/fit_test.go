@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/llamatray/llamatray/router/child"
 	"github.com/llamatray/llamatray/router/mem"
 )
 
@@ -199,7 +198,7 @@ func TestSchedFitLoadWaitsForNeighbour(t *testing.T) {
 		t.Fatalf("b, while a wakes on a nearly full GPU, waits %+v, want behind a", st)
 	}
 	spawned(w, "a")
-	pw.on(child.Event{Kind: child.Woke, PID: pw.pid, Addr: child.Addr{Port: pw.pid}})
+	pw.woke()
 	spawned(w, "a", "b")
 	la.Release()
 

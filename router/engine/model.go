@@ -74,7 +74,7 @@ func (e *Engine) need(m *model) sched.Mem {
 		est = sched.Split(m.learned.RAM, m.learned.VRAM, layers, e.shares())
 	default:
 		est = sched.Split(m.entry.Estimate.RAM, m.entry.Estimate.VRAM, layers, e.shares())
-		if !e.o.FitTarget || userOffload(m.set.Args) {
+		if !e.fitted(m) {
 			est = padUnfitted(est)
 		}
 	}

@@ -18,8 +18,8 @@ import (
 //     leases; a model that needs memory is planned by sched.Plan (start, evict idle victims, wait for
 //     stopping ones, or blocked). A blocked model blocks every later load (strict FIFO); once its head
 //     waiter has waited FairWait, sched.Drain picks busy models to drain for it. A load that would
-//     measure a GPU's free memory while another child loads there waits for that load
-//     (loadingBeside), and blocks the later ones as well. Each model that still waits gets its
+//     measure a nearly full GPU's free memory while another child loads or wakes there waits for
+//     it (loadingBeside), and blocks the later ones as well. Each model that still waits gets its
 //     reason (model.wait, wait.go) from the decision made for it.
 //  4. Idle timers stop models unused for their idle-unload time.
 func (e *Engine) reconcile(now time.Time) []action {
