@@ -2,6 +2,7 @@ package wintest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path"
@@ -51,11 +52,20 @@ func TestUnitTestsUnderWine(t *testing.T) {
 	w := needWine(t)
 	dir := t.TempDir()
 	fake := winPath(buildWindowsFake(t, filepath.Join(dir, "fake")))
+	// A failure is reported where it happens and again at the end, so that the tail of a
+	// long log still says why.
+	var failures []string
+	defer func() {
+		for _, f := range failures {
+			t.Errorf("%s", f)
+		}
+	}()
 	for _, u := range unitPackages {
-		t.Run(u.pkg, func(t *testing.T) {
+		n := len(failures)
+		ok := t.Run(u.pkg, func(t *testing.T) {
 			exe := filepath.Join(dir, strings.ReplaceAll(u.pkg, "/", "_")+".test.exe")
 			src := buildWindowsTest(t, module+"/"+u.pkg, exe)
-			args := []string{"-test.count=1", "-test.timeout=5m"}
+			args := []string{"-test.count=1", "-test.timeout=5m", "-test.v"}
 			if len(u.skip) > 0 {
 				var names []string
 				for name, why := range u.skip {
@@ -66,13 +76,42 @@ func TestUnitTestsUnderWine(t *testing.T) {
 			}
 			start := time.Now()
 			// go test runs a package's tests in its source folder (testdata).
-			r := w.runIn(t, 6*time.Minute, src, []string{testbed.FakeEnv + "=" + fake}, exe, args...)
-			if r.code != 0 || !strings.Contains(r.stdout, "PASS") {
-				t.Fatalf("the tests of %s under Wine: %s", path.Base(u.pkg), r)
+			env := []string{testbed.FakeEnv + "=" + fake}
+			r := w.runIn(t, 6*time.Minute, src, env, exe, args...)
+			if !passed(r) && !ranATest(r) {
+				// The program ended before any test began: Wine failed to start it, which
+				// is not the package's failure. One more try says which it is.
+				t.Logf("the tests of %s ended before any test ran; trying once more: %s", path.Base(u.pkg), r)
+				r = w.runIn(t, 6*time.Minute, src, env, exe, args...)
+			}
+			if !passed(r) {
+				failures = append(failures, fmt.Sprintf("the tests of %s under Wine: %s", u.pkg, tail(r.String(), 4000)))
+				t.Fatalf("the tests of %s under Wine: %s", path.Base(u.pkg), tail(r.String(), 20000))
 			}
 			t.Logf("passed under Wine in %v", time.Since(start).Round(time.Millisecond))
 		})
+		if !ok && len(failures) == n {
+			failures = append(failures, u.pkg+" failed; its message is above")
+		}
 	}
+}
+
+// passed reports whether a Go test binary's run ended well.
+func passed(r result) bool {
+	return r.code == 0 && (strings.Contains(r.stdout, "\nPASS") || strings.HasPrefix(r.stdout, "PASS"))
+}
+
+// ranATest reports whether a Go test binary run with -test.v got as far as starting a test.
+func ranATest(r result) bool {
+	return strings.Contains(r.stdout, "=== RUN")
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
 }
 
 // buildWindowsTest cross-builds the test binary of pkg for Windows and returns the package's
@@ -91,4 +130,25 @@ func buildWindowsTest(t *testing.T, pkg, out string) string {
 		t.Fatalf("go list %s: %v", pkg, err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+func TestPassedAndRanATest(t *testing.T) {
+	for _, tc := range []struct {
+		r           result
+		pass, begun bool
+	}{
+		{r: result{stdout: "=== RUN   TestA\n--- PASS: TestA (0.00s)\nPASS\n"}, pass: true, begun: true},
+		{r: result{stdout: "PASS\n"}, pass: true},
+		{r: result{stdout: "=== RUN   TestA\n--- FAIL: TestA (0.00s)\nFAIL\n", code: 1}, begun: true},
+		{r: result{stdout: "=== RUN   TestA\nPASS\n", code: 2}, begun: true}, // exit code wins
+		{r: result{stderr: "wine: could not load kernel32.dll", code: 1}},
+		{r: result{}}, // no output at all: not a pass
+	} {
+		if got := passed(tc.r); got != tc.pass {
+			t.Errorf("passed(%q) = %v", tc.r.stdout, got)
+		}
+		if got := ranATest(tc.r); got != tc.begun {
+			t.Errorf("ranATest(%q) = %v", tc.r.stdout, got)
+		}
+	}
 }
