@@ -277,12 +277,7 @@ func (s *syncEngine) setLimits(f func(*Limits)) {
 func TestSchedQueuedLaterIsNoShield(t *testing.T) {
 	s := newSync(t, func(o *Options) { o.MemoryLimit = 200 * mib },
 		syncModel{id: "s", ramMiB: 110}, syncModel{id: "y", ramMiB: 100}, syncModel{id: "b", ramMiB: 195})
-	ps := s.load("s")
-	ps.sleep()
-	s.holds(ps, 10)
-	py := s.load("y")
-	ly := s.lease(s.request("y"))
-	s.holds(py, 100)
+	ps, py, ly := s.asleepBesideBusy("s", 10, "y", 100)
 	wb := s.request("b") // needs all but 5 MiB: y, busy, and s must go
 	ws := s.request("s") // waking needs 100 MiB more, 90 are free: queued after b
 	s.pending(wb)

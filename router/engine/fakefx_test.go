@@ -384,3 +384,16 @@ func (s *syncEngine) load(id string) *fakeProc {
 	}
 	return p
 }
+
+// asleepBesideBusy loads sleeper and puts it to sleep holding sleepMiB, then loads busy holding
+// busyMiB under a lease the test gives back: the start of the tests of a wake queued behind a load.
+func (s *syncEngine) asleepBesideBusy(sleeper string, sleepMiB int64, busy string, busyMiB int64) (ps, pb *fakeProc, lb *Lease) {
+	s.t.Helper()
+	ps = s.load(sleeper)
+	ps.sleep()
+	s.holds(ps, sleepMiB)
+	pb = s.load(busy)
+	lb = s.lease(s.request(busy))
+	s.holds(pb, busyMiB)
+	return ps, pb, lb
+}

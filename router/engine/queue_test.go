@@ -48,12 +48,7 @@ func TestSchedQueueEventsEveryChange(t *testing.T) {
 func TestSchedSleeperWakeKeepsItsPlaceInLine(t *testing.T) {
 	s := newSync(t, func(o *Options) { o.MemoryLimit = 240 * mib },
 		syncModel{id: "s", ramMiB: 100}, syncModel{id: "y", ramMiB: 150}, syncModel{id: "a", ramMiB: 200})
-	ps := s.load("s")
-	ps.sleep()
-	s.holds(ps, 10)
-	py := s.load("y")
-	ly := s.lease(s.request("y"))
-	s.holds(py, 150)
+	_, _, ly := s.asleepBesideBusy("s", 10, "y", 150)
 	wa := s.request("a") // needs 200: blocked behind busy y
 	ws := s.request("s") // waking needs 90 more, 80 are free: queued behind a
 	s.pending(wa)
