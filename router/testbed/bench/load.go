@@ -161,14 +161,30 @@ func describe(r harness.Result) string {
 
 // warm sends n requests of each kind to t so connection pools and caches are filled.
 func warm(ctx context.Context, c *http.Client, t target, p loadParams, n int) error {
+	if fails, why := warmCount(ctx, c, t, p, n, true); fails > 0 {
+		return &warmError{target: t.name, why: why}
+	}
+	return nil
+}
+
+// warmCount sends n requests of each kind to t, JSON and streamed in turn, and counts the ones that
+// failed; with stopAtFirst it ends at the first failure.
+func warmCount(ctx context.Context, c *http.Client, t target, p loadParams, n int, stopAtFirst bool) (fails int, firstErr string) {
 	for i := range 2 * n {
 		stream := i%2 == 1
 		r := harness.Do(ctx, c, harness.Request{URL: t.url, Body: harness.ChatBody(t.model, stream, p.maxTokens, p.seed), Stream: stream, Retryable: true})
-		if !r.OK() {
-			return &warmError{target: t.name, why: describe(r)}
+		if r.OK() {
+			continue
+		}
+		fails++
+		if firstErr == "" {
+			firstErr = describe(r)
+		}
+		if stopAtFirst {
+			break
 		}
 	}
-	return nil
+	return fails, firstErr
 }
 
 type warmError struct{ target, why string }

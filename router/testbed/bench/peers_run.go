@@ -121,7 +121,7 @@ func runPeers(ctx context.Context, o options) (peerReport, error) {
 		return r, err
 	}
 	for i, t := range targets[1:] {
-		res[i].warmFails, res[i].warmErr = warmCount(ctx, client, t, params, 20)
+		res[i].warmFails, res[i].warmErr = warmCount(ctx, client, t, params, 20, false)
 	}
 	for _, c := range []int{8, 1} {
 		spec := cellSpec{concurrency: c}
@@ -158,21 +158,6 @@ func runPeers(ctx context.Context, o options) (peerReport, error) {
 	r.loadAvg = append(r.loadAvg, "end "+harness.LoadAvg())
 	r.peers = res
 	return r, nil
-}
-
-// warmCount sends n requests of each kind to t, as warm does, and counts the ones that failed.
-func warmCount(ctx context.Context, c *http.Client, t target, p loadParams, n int) (fails int, firstErr string) {
-	for i := range 2 * n {
-		stream := i%2 == 1
-		r := harness.Do(ctx, c, harness.Request{URL: t.url, Body: harness.ChatBody(t.model, stream, p.maxTokens, p.seed), Stream: stream, Retryable: true})
-		if !r.OK() {
-			fails++
-			if firstErr == "" {
-				firstErr = describe(r)
-			}
-		}
-	}
-	return fails, firstErr
 }
 
 // measureSwaps sends rounds pairs of requests, B then A, one at a time, with room for one model:
