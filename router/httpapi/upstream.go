@@ -62,11 +62,10 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 			network, addr = "unix", t.socket
 		}
 	}
-	c, reused, err := u.get(ctx, network, addr)
+	c, reused, err := u.get(ctx, network, addr, model)
 	if err != nil {
 		return nil, err
 	}
-	c.model = model
 	resp, err := u.exchange(ctx, c, req)
 	if err == nil || !reused || ctx.Err() != nil || !errors.Is(err, errUpstreamClosed) {
 		return resp, err
@@ -82,11 +81,10 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(ctx)
 		req.Body = body
 	}
-	c, err2 := u.dialConn(ctx, network, addr)
+	c, err2 := u.dialConn(ctx, network, addr, model)
 	if err2 != nil {
 		return nil, fmt.Errorf("%w (retried after: %v)", err2, err)
 	}
-	c.model = model
 	resp, err2 = u.exchange(ctx, c, req)
 	if err2 != nil {
 		return nil, fmt.Errorf("%w (retried after: %v)", err2, err)
@@ -179,8 +177,8 @@ func (b *upstreamBody) Close() error {
 	return nil
 }
 
-// get returns an idle connection to addr, or a new one; reused says which.
-func (u *upstream) get(ctx context.Context, network, addr string) (*upstreamConn, bool, error) {
+// get returns an idle connection to addr, or a new one to model's child there; reused says which.
+func (u *upstream) get(ctx context.Context, network, addr, model string) (*upstreamConn, bool, error) {
 	key := network + ":" + addr
 	now := time.Now()
 	var stale []*upstreamConn
@@ -206,18 +204,19 @@ func (u *upstream) get(ctx context.Context, network, addr string) (*upstreamConn
 	if c != nil {
 		return c, true, nil
 	}
-	c, err := u.dialConn(ctx, network, addr)
+	c, err := u.dialConn(ctx, network, addr, model)
 	return c, false, err
 }
 
-func (u *upstream) dialConn(ctx context.Context, network, addr string) (*upstreamConn, error) {
+// dialConn connects to model's child at addr.
+func (u *upstream) dialConn(ctx context.Context, network, addr, model string) (*upstreamConn, error) {
 	nc, err := u.dial(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
 	// Buffers are per connection and, with a new connection per stream, per request: small ones.
 	// Larger bodies go straight from the proxy's 32 KiB copy buffer.
-	return &upstreamConn{Conn: nc, key: network + ":" + addr, br: bufio.NewReaderSize(nc, 8<<10), bw: bufio.NewWriterSize(nc, 8<<10)}, nil
+	return &upstreamConn{Conn: nc, key: network + ":" + addr, model: model, br: bufio.NewReaderSize(nc, 8<<10), bw: bufio.NewWriterSize(nc, 8<<10)}, nil
 }
 
 // put keeps c for the next request to its child.
