@@ -158,7 +158,10 @@ func TestSchedFitLoadWaitsForNeighbour(t *testing.T) {
 		{id: "c", ramMiB: 1 << 10, vramMiB: 512, layers: 32},
 		{id: "u", ramMiB: 1 << 10, vramMiB: 1 << 10, layers: 32, settings: Settings{Args: []string{"-ngl", "32"}}},
 	}
-	s := newSync(t, func(o *Options) { o.MemoryLimit = 0; o.FitTarget = true }, models...)
+	fitSync := func() *syncEngine {
+		return newSync(t, func(o *Options) { o.MemoryLimit = 0; o.FitTarget = true }, models...)
+	}
+	s := fitSync()
 	// 10 GiB: a 4, u 1 (+1/8), b 4 leave 0.875 GiB, less than 1/8 of the 9.125 GiB loading there.
 	s.gpus(false, mem.GPU{Name: "RTX", Device: "CUDA0", Total: 10 * gib, Free: 10 * gib})
 	spawned := func(s *syncEngine, want ...string) {
@@ -183,7 +186,7 @@ func TestSchedFitLoadWaitsForNeighbour(t *testing.T) {
 	spawned(s, "a", "u", "b") // a reported what it holds; 0.875 GiB is 1/8 of b's and u's 5.125
 
 	// A sleeping child given a request reloads its weights: a --fit load waits for that wake too.
-	w := newSync(t, func(o *Options) { o.MemoryLimit = 0; o.FitTarget = true }, models...)
+	w := fitSync()
 	const total = 8*gib + 512<<20 // a 4 and b 4 leave 0.5 GiB, less than 1/8 of their 8
 	w.gpus(false, mem.GPU{Name: "RTX", Device: "CUDA0", Total: total, Free: total})
 	wa := w.request("a")
@@ -202,13 +205,13 @@ func TestSchedFitLoadWaitsForNeighbour(t *testing.T) {
 	spawned(w, "a", "b")
 	la.Release()
 
-	roomy := newSync(t, func(o *Options) { o.MemoryLimit = 0; o.FitTarget = true }, models...)
+	roomy := fitSync()
 	roomy.gpus(false, mem.GPU{Name: "RTX", Device: "CUDA0", Total: 24 * gib, Free: 24 * gib})
 	roomy.request("a")
 	roomy.request("b")
 	spawned(roomy, "a", "b") // 16 GiB left: room for both estimates to run low
 
-	m := newSync(t, func(o *Options) { o.MemoryLimit = 0; o.FitTarget = true }, models...)
+	m := fitSync()
 	m.gpus(true, mem.GPU{Name: "Apple M3 Pro", Device: "MTL0", Total: 9 * gib, Free: 9 * gib})
 	m.request("a")
 	m.request("b")
