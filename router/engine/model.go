@@ -89,7 +89,7 @@ func (e *Engine) need(m *model) sched.Mem {
 
 // padUnfitted pads each device's share of an estimate for a child that cannot correct it itself
 // (the user fixed the offload, or the llama-server takes no --fit-target): the catalog's estimate
-// runs below llama.cpp's buffers (compute buffers, alignment), by 10% for a small model on Vulkan,
+// runs below llama.cpp's buffers (compute buffers, alignment), by 11% for a small model on Vulkan,
 // and a child given -ngl takes what it takes. The pad is 1/8 of the share; once the model has
 // loaded, its learned footprint replaces the estimate.
 func padUnfitted(est sched.Mem) sched.Mem {
