@@ -185,29 +185,29 @@ func (c *Client) Files(ctx context.Context, repo string) (*Listing, error) {
 	if info.SHA == "" {
 		return nil, fmt.Errorf("%s: the Hub gave no commit for main", repo)
 	}
+	if !validCommit(info.SHA) {
+		return nil, fmt.Errorf("%s: %w: the Hub gave %q as the commit of main, not 40 hex digits", repo, ErrUnsafe, info.SHA)
+	}
 	var files []File
+	entries := 0
 	next := "/api/models/" + repo + "/tree/" + info.SHA + "?recursive=true"
-	for page := 0; next != "" && page < 100; page++ {
-		req, err := c.newRequest(ctx, http.MethodGet, next)
+	for page := 0; next != ""; page++ {
+		if page == maxTreePages {
+			return nil, fmt.Errorf("%s: the file list has more than %d pages: %w", repo, maxTreePages, ErrTooLarge)
+		}
+		got, link, err := c.treePage(ctx, repo, next)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := c.httpClient().Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("the Hugging Face Hub at %s: %w", c.Endpoint, err)
+		if entries += len(got); entries > maxTreeEntries {
+			return nil, fmt.Errorf("%s: the file list has more than %d entries: %w", repo, maxTreeEntries, ErrTooLarge)
 		}
-		if resp.StatusCode != http.StatusOK {
-			return nil, hubError(resp, repo)
-		}
-		var entries []treeEntry
-		err = json.NewDecoder(resp.Body).Decode(&entries)
-		resp.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: unreadable file list: %w", repo, err)
-		}
-		for _, e := range entries {
+		for _, e := range got {
 			if e.Type != "file" || !strings.HasSuffix(strings.ToLower(e.Path), ".gguf") {
 				continue
+			}
+			if err := checkRepoPath(e.Path); err != nil {
+				return nil, fmt.Errorf("%s: the Hub's file list: %w: refused", repo, err)
 			}
 			f := File{Path: e.Path, Size: e.Size}
 			if e.LFS != nil {
@@ -215,12 +215,33 @@ func (c *Client) Files(ctx context.Context, repo string) (*Listing, error) {
 			}
 			files = append(files, f)
 		}
-		next = nextLink(resp.Header.Get("Link"))
+		next = link
 	}
-	if strings.EqualFold(info.ID, repo) {
+	if strings.EqualFold(info.ID, repo) && repoRe.MatchString(info.ID) {
 		repo = info.ID // the Hub's spelling names the cache folder, as in the Hub's clients
 	}
 	return &Listing{Repo: repo, Commit: info.SHA, Gated: info.repo().Gated, Quants: Group(files)}, nil
+}
+
+// treePage reads one page of a tree listing, bounded in size, and its rel="next" link.
+func (c *Client) treePage(ctx context.Context, repo, pathOrURL string) ([]treeEntry, string, error) {
+	req, err := c.newRequest(ctx, http.MethodGet, pathOrURL)
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("the Hugging Face Hub at %s: %w", c.Endpoint, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", hubError(resp, repo)
+	}
+	defer resp.Body.Close()
+	var entries []treeEntry
+	if err := json.NewDecoder(capReader(resp.Body, maxAPIAnswer, repo+": the file list")).Decode(&entries); err != nil {
+		return nil, "", fmt.Errorf("%s: unreadable file list: %w", repo, err)
+	}
+	return entries, nextLink(resp.Header.Get("Link")), nil
 }
 
 // nextLink reads the rel="next" URL of a Link header (the tree listing is paginated).

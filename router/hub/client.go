@@ -219,7 +219,7 @@ func (c *Client) getJSON(ctx context.Context, path, repo string, out any) error 
 		return hubError(resp, repo)
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(out); err != nil {
+	if err := json.NewDecoder(capReader(resp.Body, maxAPIAnswer, "the answer to "+path)).Decode(out); err != nil {
 		return fmt.Errorf("the Hugging Face Hub at %s: unreadable answer to %s: %w", c.Endpoint, path, err)
 	}
 	return nil
