@@ -23,98 +23,140 @@ func CacheDir(getenv func(string) string) string { return config.HubCacheDir(get
 type Cache struct{ Dir string }
 
 // RepoDir is the folder of an ORG/REPO.
-func (c Cache) RepoDir(repo string) string {
-	return filepath.Join(c.Dir, "models--"+strings.ReplaceAll(repo, "/", "--"))
+func (c Cache) RepoDir(repo string) string { return filepath.Join(c.Dir, repoRel(repo)) }
+
+// repoRel is the folder of an ORG/REPO relative to the cache folder.
+func repoRel(repo string) string { return "models--" + strings.ReplaceAll(repo, "/", "--") }
+
+func blobRel(repo, sha string) string { return filepath.Join(repoRel(repo), "blobs", sha) }
+
+func snapshotRel(repo, commit, file string) string {
+	return filepath.Join(repoRel(repo), "snapshots", commit, filepath.FromSlash(file))
 }
 
-func (c Cache) blob(repo, sha string) string {
-	return filepath.Join(c.RepoDir(repo), "blobs", sha)
-}
+func refRel(repo, name string) string { return filepath.Join(repoRel(repo), "refs", name) }
 
-func (c Cache) snapshot(repo, commit, file string) string {
-	return filepath.Join(c.RepoDir(repo), "snapshots", commit, filepath.FromSlash(file))
+// open returns the cache folder as an os.Root, creating the folder: every file written from what
+// the Hub sends goes through it, so no name, link or hard link can lead out of the cache.
+func (c Cache) open() (*os.Root, error) {
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("the Hub cache %s: %w", c.Dir, err)
+	}
+	root, err := os.OpenRoot(c.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("the Hub cache %s: %w", c.Dir, err)
+	}
+	return root, nil
 }
 
 // link places the snapshot entry for file at the blob: a relative symlink, else a hard link,
-// else a copy (Windows without developer mode).
-func (c Cache) link(repo, commit, file, sha string) error {
-	dst := c.snapshot(repo, commit, file)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+// else a copy (Windows without developer mode). Paths are relative to root, the cache folder.
+func link(root *os.Root, repo, commit, file, sha string) error {
+	dst := snapshotRel(repo, commit, file)
+	if err := root.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	blob := c.blob(repo, sha)
-	if target, err := os.Readlink(dst); err == nil {
-		if abs(filepath.Dir(dst), target) == blob {
-			return nil
-		}
-	}
-	_ = os.Remove(dst)
+	blob := blobRel(repo, sha)
 	rel, err := filepath.Rel(filepath.Dir(dst), blob)
 	if err != nil {
 		return err
 	}
-	if err := os.Symlink(rel, dst); err == nil {
+	if target, err := root.Readlink(dst); err == nil && target == rel {
 		return nil
 	}
-	if err := os.Link(blob, dst); err == nil {
+	if err := root.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := root.Symlink(rel, dst); err == nil {
 		return nil
 	}
-	return copyFile(blob, dst)
-}
-
-func abs(dir, target string) string {
-	if filepath.IsAbs(target) {
-		return filepath.Clean(target)
+	if err := root.Link(blob, dst); err == nil {
+		return nil
 	}
-	return filepath.Join(dir, target)
+	return copyIn(root, blob, dst)
 }
 
 // setRef writes refs/<name> = commit.
-func (c Cache) setRef(repo, name, commit string) error {
-	p := filepath.Join(c.RepoDir(repo), "refs", name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+func setRef(root *os.Root, repo, name, commit string) error {
+	p := refRel(repo, name)
+	if err := root.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(commit), 0o644); err != nil {
+	if err := root.WriteFile(tmp, []byte(commit), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, p)
+	return root.Rename(tmp, p)
+}
+
+// blobOf returns the blob a snapshot entry links to, relative to the cache folder, when the link
+// is one the cache layout makes: a relative link to <repo>/blobs/<sha256 or git id>. Anything else
+// (a link to a user's own file, an absolute link, a link into another repo) is no blob of the
+// repo's, and removing the entry never touches its target.
+func blobOf(repo, entry, target string) (string, bool) {
+	if target == "" || filepath.IsAbs(target) || strings.HasPrefix(filepath.ToSlash(target), "/") {
+		return "", false
+	}
+	b := filepath.Join(filepath.Dir(entry), target)
+	if filepath.Dir(b) != filepath.Join(repoRel(repo), "blobs") || !validBlobName(filepath.Base(b)) {
+		return "", false
+	}
+	return b, true
 }
 
 // Remove deletes the snapshot entries of files (repo paths) in every snapshot of repo, then each
 // blob nothing else in the repo refers to, then the repo folder once no snapshot holds a file.
-// It returns the paths removed.
+// It returns the paths removed. It removes only what the cache layout names: a snapshot entry that
+// links anywhere but the repo's blobs folder loses the entry, never its target.
 func (c Cache) Remove(repo string, files []string) ([]string, error) {
-	dir := c.RepoDir(repo)
-	snaps, err := os.ReadDir(filepath.Join(dir, "snapshots"))
+	if !repoRe.MatchString(repo) || strings.Contains(repo, "..") {
+		return nil, fmt.Errorf("%w: %q is not ORG/REPO", ErrUnsafe, repo)
+	}
+	for _, f := range files {
+		if err := checkRepoPath(f); err != nil {
+			return nil, fmt.Errorf("%s: %w", repo, err)
+		}
+	}
+	root, err := os.OpenRoot(c.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not in the Hub cache %s: %w", repo, c.Dir, err)
+	}
+	defer root.Close()
+	dir := repoRel(repo)
+	snapsDir := filepath.Join(dir, "snapshots")
+	snaps, err := fs.ReadDir(root.FS(), filepath.ToSlash(snapsDir))
 	if err != nil {
 		return nil, fmt.Errorf("%s is not in the Hub cache %s: %w", repo, c.Dir, err)
 	}
 	var removed []string
 	blobs := map[string]bool{} // blobs the removed entries used
 	for _, s := range snaps {
-		for _, f := range keepShared(filepath.Join(dir, "snapshots", s.Name()), files) {
-			p := filepath.Join(dir, "snapshots", s.Name(), filepath.FromSlash(f))
-			if t, err := os.Readlink(p); err == nil {
-				blobs[abs(filepath.Dir(p), t)] = true
+		snap := filepath.Join(snapsDir, s.Name())
+		for _, f := range keepShared(root, snap, files) {
+			p := filepath.Join(snap, filepath.FromSlash(f))
+			if t, err := root.Readlink(p); err == nil {
+				if b, ok := blobOf(repo, p, t); ok {
+					blobs[b] = true
+				}
 			}
-			if err := os.Remove(p); err == nil {
-				removed = append(removed, p)
+			if err := root.Remove(p); err == nil {
+				removed = append(removed, filepath.Join(c.Dir, p))
 			} else if !errors.Is(err, fs.ErrNotExist) {
 				return removed, err
 			}
 		}
 	}
 	inUse := map[string]bool{}
-	files2 := 0
-	_ = filepath.WalkDir(filepath.Join(dir, "snapshots"), func(p string, d fs.DirEntry, err error) error {
+	left := 0
+	_ = fs.WalkDir(root.FS(), filepath.ToSlash(snapsDir), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil
 		}
-		files2++
-		if t, err := os.Readlink(p); err == nil {
-			inUse[abs(filepath.Dir(p), t)] = true
+		left++
+		if t, err := root.Readlink(filepath.FromSlash(p)); err == nil {
+			if b, ok := blobOf(repo, filepath.FromSlash(p), t); ok {
+				inUse[b] = true
+			}
 		}
 		return nil
 	})
@@ -122,21 +164,24 @@ func (c Cache) Remove(repo string, files []string) ([]string, error) {
 		if inUse[b] {
 			continue
 		}
-		if err := os.Remove(b); err == nil {
-			removed = append(removed, b)
-			_ = os.Remove(c.lockPath(repo, filepath.Base(b)))
+		if st, err := root.Lstat(b); err != nil || !st.Mode().IsRegular() {
+			continue // not a file the cache wrote
+		}
+		if err := root.Remove(b); err == nil {
+			removed = append(removed, filepath.Join(c.Dir, b))
+			_ = root.Remove(lockRel(repo, filepath.Base(b)))
 		}
 	}
-	if files2 == 0 {
-		if err := os.RemoveAll(dir); err != nil {
+	if left == 0 {
+		if err := root.RemoveAll(dir); err != nil {
 			return removed, err
 		}
-		removed = append(removed, dir)
-		locks := filepath.Dir(c.lockPath(repo, "x"))
-		_ = os.RemoveAll(locks)
-		_ = os.Remove(filepath.Dir(locks)) // only when empty
+		removed = append(removed, filepath.Join(c.Dir, dir))
+		locks := filepath.Dir(lockRel(repo, "x"))
+		_ = root.RemoveAll(locks)
+		_ = root.Remove(filepath.Dir(locks)) // only when empty
 	} else {
-		pruneEmpty(filepath.Join(dir, "snapshots"))
+		pruneEmpty(root, snapsDir)
 	}
 	return removed, nil
 }
@@ -176,8 +221,8 @@ func LocalFiles(m catalog.Model) (Cache, []string, bool) {
 }
 
 // keepShared leaves out of files the projectors that a model the removal keeps in the same
-// snapshot folder pairs with.
-func keepShared(snap string, files []string) []string {
+// snapshot folder (snap, relative to root) pairs with.
+func keepShared(root *os.Root, snap string, files []string) []string {
 	gone := map[string]bool{}
 	for _, f := range files {
 		gone[filepath.Clean(filepath.FromSlash(f))] = true
@@ -186,7 +231,7 @@ func keepShared(snap string, files []string) []string {
 	for _, f := range files {
 		rel := filepath.Clean(filepath.FromSlash(f))
 		if catalog.IsProjector(f) {
-			entries, _ := os.ReadDir(filepath.Join(snap, filepath.Dir(rel)))
+			entries, _ := fs.ReadDir(root.FS(), filepath.ToSlash(filepath.Join(snap, filepath.Dir(rel))))
 			shared := false
 			for _, e := range entries {
 				other := filepath.Join(filepath.Dir(rel), e.Name())
@@ -203,33 +248,34 @@ func keepShared(snap string, files []string) []string {
 	return out
 }
 
-// pruneEmpty removes empty folders under root (root kept).
-func pruneEmpty(root string) {
+// pruneEmpty removes empty folders under dir (dir kept), relative to root.
+func pruneEmpty(root *os.Root, dir string) {
 	var dirs []string
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() && p != root {
-			dirs = append(dirs, p)
+	_ = fs.WalkDir(root.FS(), filepath.ToSlash(dir), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && p != filepath.ToSlash(dir) {
+			dirs = append(dirs, filepath.FromSlash(p))
 		}
 		return nil
 	})
 	for i := len(dirs) - 1; i >= 0; i-- {
-		_ = os.Remove(dirs[i]) // fails on non-empty folders, as intended
+		_ = root.Remove(dirs[i]) // fails on non-empty folders, as intended
 	}
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+// copyIn copies src to dst, both relative to root.
+func copyIn(root *os.Root, src, dst string) error {
+	in, err := root.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.Create(dst)
+	out, err := root.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
 	if _, err := out.ReadFrom(in); err != nil {
 		out.Close()
-		os.Remove(dst)
+		root.Remove(dst)
 		return err
 	}
 	return out.Close()

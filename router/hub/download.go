@@ -41,78 +41,111 @@ func (e *DiskSpaceError) Error() string {
 // ErrCancelled is the error of a download stopped by its caller; it left nothing behind.
 var ErrCancelled = errors.New("download cancelled")
 
-// FileProgress is one file of a download.
-type FileProgress struct {
-	Path  string `json:"path"`
-	Done  int64  `json:"done"`
-	Total int64  `json:"total"`
+// NotGGUFError says a downloaded file is not a GGUF model although the Hub listed it as one; what
+// the download wrote was removed.
+type NotGGUFError struct {
+	Repo, File string
+	Start      []byte // its first bytes
 }
 
-// Progress is a download's state, reported as it goes.
-type Progress struct {
-	Files []FileProgress
-	Done  int64
-	Total int64
-	Rate  float64       // bytes per second over the last seconds
-	Left  time.Duration // time left at Rate; 0 when unknown
-	File  string        // the file being downloaded now
+func (e *NotGGUFError) Error() string {
+	return fmt.Sprintf("%s: %s is not a GGUF file (it starts with %q, not \"GGUF\"): refused and deleted", e.Repo, e.File, e.Start)
 }
 
-// Download fetches quant q of listing l into the cache, verifying every file's sha256, and links
-// it into snapshots/<commit>/ with refs/main pointing there. It returns the snapshot path of
-// every file. A cut connection resumes with a range request; a partial file left by an earlier
-// run (blobs/<sha256>.incomplete) is resumed too. Space for what is still missing is checked
-// before anything is written. When ctx ends (cancel) or a file fails verification, everything
-// this call created is removed; when the network fails for good, the partial files stay for the
-// next try. progress, if not nil, is called four times a second, from another goroutine, and
-// once more when the download is complete.
+// resumableError marks a failure that leaves the partial files for the next try: the network or the
+// Hub failed, or the disk filled up. Every other failure undoes what the download wrote.
+type resumableError struct{ err error }
+
+func (e *resumableError) Error() string { return e.err.Error() }
+func (e *resumableError) Unwrap() error { return e.err }
+
+// Download fetches quant q of listing l into the cache, verifying every file's sha256 and GGUF
+// magic, and links it into snapshots/<commit>/ with refs/main pointing there. It returns the
+// snapshot path of every file. A cut connection resumes with a range request; a partial file left
+// by an earlier run (blobs/<sha256>.incomplete) is resumed too. Names, sizes and digests are
+// checked and space for what is still missing is counted before anything is written, and every
+// write goes through the cache folder's os.Root. When the network or the Hub fails for good, the
+// partial files stay for the next try; on any other failure (cancel, a bad checksum, a file that
+// is not GGUF) everything this call created is removed. progress, if not nil, is called four
+// times a second, from another goroutine, and once more when the download is complete.
 func (c *Client) Download(ctx context.Context, cache Cache, l *Listing, q Quant, progress func(Progress)) ([]string, error) {
+	return c.DownloadThen(ctx, cache, l, q, progress, nil)
+}
+
+// DownloadThen is Download with a last check: accept, when not nil, is called with the snapshot
+// paths once refs/main names the commit (a caller rescans its catalog there). When it fails, the
+// download is undone, refs/main included, and its error returned.
+func (c *Client) DownloadThen(ctx context.Context, cache Cache, l *Listing, q Quant, progress func(Progress), accept func([]string) error) ([]string, error) {
 	files := q.All()
+	if err := checkDownload(l, files); err != nil {
+		return nil, err
+	}
 	d := &download{c: c, cache: cache, repo: l.Repo, commit: l.Commit, progress: progress, start: time.Now()}
 	for _, f := range files {
-		if !validSHA(f.SHA256) {
-			return nil, fmt.Errorf("%s: %s is not stored in LFS with a sha256, so it cannot be verified: refused", l.Repo, f.Path)
-		}
 		d.p.Files = append(d.p.Files, FileProgress{Path: f.Path, Total: f.Size})
 		d.p.Total += f.Size
 	}
 	if err := d.checkSpace(files); err != nil {
 		return nil, err
 	}
+	root, err := cache.open()
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	d.root = root
 	stopTicker := d.startTicker()
 	paths, err := d.run(ctx, files)
 	stopTicker()
 	if err == nil && progress != nil {
 		d.report() // the last call: the ticker has stopped
 	}
+	if err == nil {
+		err = d.finish(paths, accept)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%s: %w", Ref{l.Repo, q.Name}, ErrCancelled)
 		}
-		var ce *ChecksumError
-		if ctx.Err() != nil || errors.As(err, &ce) {
+		var re *resumableError
+		if ctx.Err() != nil || !errors.As(err, &re) {
 			d.undo()
 		}
 		return nil, err
 	}
-	if err := cache.setRef(l.Repo, "main", l.Commit); err != nil {
-		return nil, fmt.Errorf("%s: writing refs/main: %w", l.Repo, err)
-	}
 	return paths, nil
 }
 
-func validSHA(s string) bool {
-	if len(s) != 64 {
-		return false
+// checkDownload refuses, before anything is written, a listing whose names could lead out of the
+// cache or whose files cannot be verified.
+func checkDownload(l *Listing, files []File) error {
+	if !repoRe.MatchString(l.Repo) || strings.Contains(l.Repo, "..") {
+		return fmt.Errorf("%w: %q is not ORG/REPO", ErrUnsafe, l.Repo)
 	}
-	_, err := hex.DecodeString(s)
-	return err == nil
+	if !validCommit(l.Commit) {
+		return fmt.Errorf("%s: %w: the commit %q is not 40 hex digits", l.Repo, ErrUnsafe, l.Commit)
+	}
+	for _, f := range files {
+		if err := checkRepoPath(f.Path); err != nil {
+			return fmt.Errorf("%s: %w", l.Repo, err)
+		}
+		if !validSHA(f.SHA256) {
+			return fmt.Errorf("%s: %s is not stored in LFS with a sha256, so it cannot be verified: refused", l.Repo, f.Path)
+		}
+		if f.Size <= 0 {
+			return fmt.Errorf("%s: %s: the Hub lists a size of %d bytes: refused", l.Repo, f.Path, f.Size)
+		}
+	}
+	return nil
 }
 
-// download is one Download call's state; only its goroutine uses it.
+func validSHA(s string) bool { return len(s) == 64 && isHex(s) }
+
+// download is one Download call's state; only its goroutine uses it, but for p and samples.
 type download struct {
 	c            *Client
 	cache        Cache
+	root         *os.Root // the cache folder: every path below is relative to it
 	repo, commit string
 	progress     func(Progress)
 	start        time.Time
@@ -121,16 +154,16 @@ type download struct {
 	samples      []sample
 	created      []string // paths this download created, removed by undo
 	repoExisted  bool
-}
-
-type sample struct {
-	at    time.Time
-	bytes int64
+	refSet       bool   // refs/main was written
+	oldRef       []byte // what refs/main held before (nil: there was none)
 }
 
 // CheckSpace refuses, before anything is written, a download of q the disk cannot hold,
 // counting what the cache already has of it.
 func CheckSpace(cache Cache, l *Listing, q Quant) error {
+	if err := checkDownload(l, q.All()); err != nil {
+		return err
+	}
 	d := &download{cache: cache, repo: l.Repo}
 	return d.checkSpace(q.All())
 }
@@ -139,7 +172,7 @@ func CheckSpace(cache Cache, l *Listing, q Quant) error {
 func (d *download) checkSpace(files []File) error {
 	var need int64
 	for _, f := range files {
-		blob := d.cache.blob(d.repo, f.SHA256)
+		blob := filepath.Join(d.cache.Dir, blobRel(d.repo, f.SHA256))
 		if st, err := os.Stat(blob); err == nil && st.Size() == f.Size {
 			continue
 		}
@@ -171,7 +204,7 @@ func (d *download) checkSpace(files []File) error {
 }
 
 func (d *download) run(ctx context.Context, files []File) ([]string, error) {
-	_, err := os.Stat(d.cache.RepoDir(d.repo))
+	_, err := d.root.Lstat(repoRel(d.repo))
 	d.repoExisted = err == nil
 	var paths []string
 	for i, f := range files {
@@ -181,48 +214,68 @@ func (d *download) run(ctx context.Context, files []File) ([]string, error) {
 		if err := d.file(ctx, i, f); err != nil {
 			return nil, err
 		}
-		snap := d.cache.snapshot(d.repo, d.commit, f.Path)
-		_, statErr := os.Lstat(snap)
-		if err := d.cache.link(d.repo, d.commit, f.Path, f.SHA256); err != nil {
+		snap := snapshotRel(d.repo, d.commit, f.Path)
+		_, statErr := d.root.Lstat(snap)
+		if err := link(d.root, d.repo, d.commit, f.Path, f.SHA256); err != nil {
 			return nil, fmt.Errorf("%s: linking %s into the snapshot: %w", d.repo, f.Path, err)
 		}
 		if statErr != nil {
 			d.created = append(d.created, snap)
 		}
-		paths = append(paths, snap)
+		paths = append(paths, filepath.Join(d.cache.Dir, snap))
 	}
 	return paths, nil
 }
 
-// maxStalls is how many attempts in a row may bring no new byte before a download gives up.
+// finish points refs/main at the commit and asks accept, if any.
+func (d *download) finish(paths []string, accept func([]string) error) error {
+	ref := refRel(d.repo, "main")
+	if old, err := d.root.ReadFile(ref); err == nil {
+		d.oldRef = old
+	}
+	if err := setRef(d.root, d.repo, "main", d.commit); err != nil {
+		return fmt.Errorf("%s: writing refs/main: %w", d.repo, err)
+	}
+	d.refSet = true
+	if accept != nil {
+		if err := accept(paths); err != nil {
+			return fmt.Errorf("%s: %w", d.repo, err)
+		}
+	}
+	return nil
+}
+
+// Limits of one file's download: attempts in a row that bring no new byte, and attempts in all.
 const maxStalls = 5
+
+func maxAttempts(size int64) int { return 100 + int(size>>20) }
 
 // file brings one blob into the cache: resumed from its partial file, verified, renamed.
 func (d *download) file(ctx context.Context, i int, f File) error {
-	blob := d.cache.blob(d.repo, f.SHA256)
-	if _, err := os.Stat(d.cache.lockPath(d.repo, f.SHA256)); err != nil {
-		d.created = append(d.created, d.cache.lockPath(d.repo, f.SHA256))
+	blob := blobRel(d.repo, f.SHA256)
+	if _, err := d.root.Lstat(lockRel(d.repo, f.SHA256)); err != nil {
+		d.created = append(d.created, lockRel(d.repo, f.SHA256))
 	}
-	unlock, err := d.cache.lockBlob(ctx, d.repo, f.SHA256)
+	unlock, err := lockBlob(ctx, d.root, d.repo, f.SHA256)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if st, err := os.Stat(blob); err == nil && st.Size() == f.Size {
+	if st, err := d.root.Lstat(blob); err == nil && st.Mode().IsRegular() && st.Size() == f.Size {
 		d.mu.Lock()
 		have := d.p.Files[i].Done
 		d.mu.Unlock()
 		d.advance(i, f.Size-have)
-		return nil
+		return d.checkGGUF(f, blob)
 	}
-	if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
-		return err
+	if err := d.root.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
+		return &resumableError{err}
 	}
 	part := blob + ".incomplete"
-	_, statErr := os.Stat(part)
-	out, err := os.OpenFile(part, os.O_CREATE|os.O_RDWR, 0o644)
+	_, statErr := d.root.Lstat(part)
+	out, err := d.root.OpenFile(part, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return err
+		return &resumableError{err}
 	}
 	if statErr != nil {
 		d.created = append(d.created, part)
@@ -238,12 +291,59 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		if err := out.Truncate(0); err != nil {
 			return err
 		}
+		if _, err := out.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
 		h.stop()
 		off, h = 0, newAsyncHash()
 	}
 	d.advance(i, off)
+	if err := d.fill(ctx, i, f, out, h, off); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &resumableError{err}
+	}
+	got := hex.EncodeToString(h.Sum())
+	if got != f.SHA256 {
+		out.Close()
+		d.root.Remove(part)
+		return &ChecksumError{Repo: d.repo, File: f.Path, Want: f.SHA256, Got: got}
+	}
+	if err := out.Sync(); err != nil {
+		return &resumableError{err}
+	}
+	if err := out.Close(); err != nil {
+		return &resumableError{err}
+	}
+	if err := d.root.Rename(part, blob); err != nil {
+		return err
+	}
+	d.created = append(d.created, blob)
+	return d.checkGGUF(f, blob)
+}
+
+// checkGGUF refuses a blob that does not start with the GGUF magic, before it is linked.
+func (d *download) checkGGUF(f File, blob string) error {
+	in, err := d.root.Open(blob)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	start := make([]byte, 4)
+	n, _ := io.ReadFull(in, start)
+	if string(start[:n]) != "GGUF" {
+		return &NotGGUFError{Repo: d.repo, File: f.Path, Start: start[:n]}
+	}
+	return nil
+}
+
+// fill appends to out (and h) from byte off until it holds f.Size bytes, resuming after cuts. An
+// attempt that brings no new byte is a stall; maxStalls in a row, or maxAttempts in all, end the
+// download, with a growing pause between stalled attempts.
+func (d *download) fill(ctx context.Context, i int, f File, out io.Writer, h io.Writer, off int64) error {
 	stalls := 0
-	for off < f.Size {
+	for attempt := 1; off < f.Size; attempt++ {
 		n, err := d.fetch(ctx, f, out, h, off, i)
 		off += n
 		if err == nil {
@@ -253,22 +353,13 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		if ctx.Err() != nil || errors.As(err, &he) {
 			return err
 		}
-		if errors.Is(err, errRestart) {
-			if err := out.Truncate(0); err != nil {
-				return err
-			}
-			if _, err := out.Seek(0, io.SeekStart); err != nil {
-				return err
-			}
-			d.advance(i, -off)
-			h.stop()
-			off, h = 0, newAsyncHash()
-			continue
-		}
 		if n > 0 {
 			stalls = 0
-		} else if stalls++; stalls >= maxStalls {
-			return fmt.Errorf("%s: %s: download failed after %d tries (%d of %d bytes kept for the next try): %w", d.repo, f.Path, stalls, off, f.Size, err)
+		} else {
+			stalls++
+		}
+		if stalls >= maxStalls || attempt >= maxAttempts(f.Size) {
+			return fmt.Errorf("%s: %s: download failed after %d tries (%d of %d bytes kept for the next try): %w", d.repo, f.Path, attempt, off, f.Size, err)
 		}
 		t := time.NewTimer(time.Duration(stalls) * 500 * time.Millisecond)
 		select {
@@ -278,30 +369,15 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		case <-t.C:
 		}
 	}
-	got := hex.EncodeToString(h.Sum())
-	if got != f.SHA256 {
-		out.Close()
-		os.Remove(part)
-		return &ChecksumError{Repo: d.repo, File: f.Path, Want: f.SHA256, Got: got}
-	}
-	if err := out.Sync(); err != nil {
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(part, blob); err != nil {
-		return err
-	}
-	d.created = append(d.created, blob)
 	return nil
 }
 
-// errRestart says the server ignored the range and sent the file from its start.
-var errRestart = errors.New("server restarted the file")
+// errRange says the server answered a range request with another range.
+var errRange = errors.New("the server answered with another range than asked")
 
-// fetch sends one request for f from byte off and appends what arrives to out and h. It returns
-// the bytes appended.
+// fetch sends one request for f from byte off and appends what arrives to out and h, up to the
+// listed size and never more. A server that ignores the range and sends the file from its start
+// has its first off bytes skipped. It returns the bytes appended; nil only once f is complete.
 func (d *download) fetch(ctx context.Context, f File, out io.Writer, h io.Writer, off int64, i int) (int64, error) {
 	stallAfter := d.c.StallTimeout
 	if stallAfter <= 0 {
@@ -310,7 +386,7 @@ func (d *download) fetch(ctx context.Context, f File, out io.Writer, h io.Writer
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	errStalled := fmt.Errorf("no data for %s", stallAfter)
-	stall := time.AfterFunc(stallAfter, func() { cancel(errStalled) })
+	stall := time.AfterFunc(stallAfter, func() { cancel(errStalled) }) // also bounds the wait for headers
 	defer stall.Stop()
 	req, err := d.c.newRequest(rctx, http.MethodGet, d.c.ResolveURL(d.repo, d.commit, f.Path))
 	if err != nil {
@@ -321,46 +397,52 @@ func (d *download) fetch(ctx context.Context, f File, out io.Writer, h io.Writer
 	}
 	resp, err := d.c.httpClient().Do(req)
 	if err != nil {
+		if cause := context.Cause(rctx); cause == errStalled {
+			return 0, cause
+		}
 		return 0, err
 	}
+	defer resp.Body.Close()
+	skip := int64(0)
 	switch {
 	case resp.StatusCode == http.StatusPartialContent && off > 0:
 		if !strings.HasPrefix(resp.Header.Get("Content-Range"), "bytes "+strconv.FormatInt(off, 10)+"-") {
-			resp.Body.Close()
-			return 0, errRestart
+			return 0, fmt.Errorf("%w (asked from byte %d, got %q)", errRange, off, resp.Header.Get("Content-Range"))
 		}
-	case resp.StatusCode == http.StatusOK && off > 0:
-		resp.Body.Close()
-		return 0, errRestart
 	case resp.StatusCode == http.StatusOK:
+		skip = off // the range was ignored: the file comes from its start
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
-		resp.Body.Close()
-		return 0, errRestart
+		return 0, fmt.Errorf("the server has fewer than the %d bytes it listed (HTTP 416 from byte %d)", f.Size, off)
 	default:
 		return 0, hubError(resp, d.repo)
 	}
-	defer resp.Body.Close()
 	buf := make([]byte, 256<<10)
 	var n int64
 	for {
 		k, rerr := resp.Body.Read(buf)
 		stall.Reset(stallAfter)
-		if k > 0 {
-			if off+n+int64(k) > f.Size {
-				return n, fmt.Errorf("%s: %s: the server sent more than the listed %d bytes", d.repo, f.Path, f.Size)
-			}
-			if _, err := out.Write(buf[:k]); err != nil {
+		b := buf[:k]
+		if skip > 0 {
+			drop := min(skip, int64(len(b)))
+			skip -= drop
+			b = b[drop:]
+		}
+		if left := f.Size - off - n; int64(len(b)) > left {
+			b = b[:left] // what comes after the listed size is never written
+		}
+		if len(b) > 0 {
+			if _, err := out.Write(b); err != nil {
 				return n, err
 			}
-			h.Write(buf[:k])
-			n += int64(k)
-			d.advance(i, int64(k))
+			h.Write(b)
+			n += int64(len(b))
+			d.advance(i, int64(len(b)))
+		}
+		if off+n == f.Size {
+			return n, nil
 		}
 		if rerr == io.EOF {
-			if off+n < f.Size {
-				return n, io.ErrUnexpectedEOF
-			}
-			return n, nil
+			return n, io.ErrUnexpectedEOF
 		}
 		if rerr != nil {
 			if cause := context.Cause(rctx); cause == errStalled {
@@ -380,75 +462,26 @@ func (c *Client) ResolveURL(repo, rev, file string) string {
 	return c.Endpoint + "/" + repo + "/resolve/" + url.PathEscape(rev) + "/" + strings.Join(parts, "/")
 }
 
-// advance counts n more bytes of file i (negative: bytes dropped).
-func (d *download) advance(i int, n int64) {
-	d.mu.Lock()
-	d.p.Files[i].Done += n
-	d.p.Done += n
-	d.mu.Unlock()
-}
-
-// startTicker reports progress four times a second until the returned function is called; that
-// function returns once no report runs any more.
-func (d *download) startTicker() func() {
-	if d.progress == nil {
-		return func() {}
-	}
-	stop := make(chan struct{})
-	ticked := make(chan struct{})
-	go func() {
-		defer close(ticked)
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				d.report()
-			case <-stop:
-				return
-			}
-		}
-	}()
-	return func() { close(stop); <-ticked }
-}
-
-// report computes rate and time left over the last five seconds and calls progress. Only the
-// ticker calls it, and Download once after the ticker stopped, so calls never overlap.
-func (d *download) report() {
-	now := time.Now()
-	d.mu.Lock()
-	d.samples = append(d.samples, sample{now, d.p.Done})
-	for len(d.samples) > 2 && now.Sub(d.samples[0].at) > 5*time.Second {
-		d.samples = d.samples[1:]
-	}
-	first := d.samples[0]
-	d.p.Rate = 0
-	if dt := now.Sub(first.at).Seconds(); dt > 0.05 {
-		d.p.Rate = float64(d.p.Done-first.bytes) / dt
-	}
-	d.p.Left = 0
-	if d.p.Rate > 0 {
-		d.p.Left = time.Duration(float64(d.p.Total-d.p.Done) / d.p.Rate * float64(time.Second))
-	}
-	p := d.p
-	p.Files = append([]FileProgress(nil), d.p.Files...)
-	d.mu.Unlock()
-	d.progress(p)
-}
-
-// undo removes what this download created: partial and complete blobs, snapshot links, and the
-// repo folder when it did not exist before.
+// undo removes what this download created: partial and complete blobs, snapshot links, refs/main
+// (put back as it was), and the repo folder when it did not exist before.
 func (d *download) undo() {
-	for i := len(d.created) - 1; i >= 0; i-- {
-		_ = os.Remove(d.created[i])
+	if d.refSet {
+		ref := refRel(d.repo, "main")
+		if d.oldRef != nil {
+			_ = d.root.WriteFile(ref, d.oldRef, 0o644)
+		} else {
+			_ = d.root.Remove(ref)
+		}
 	}
-	locks := filepath.Dir(d.cache.lockPath(d.repo, "x"))
-	_ = os.Remove(locks) // only when empty
-	_ = os.Remove(filepath.Dir(locks))
-	dir := d.cache.RepoDir(d.repo)
+	for i := len(d.created) - 1; i >= 0; i-- {
+		_ = d.root.Remove(d.created[i])
+	}
+	locks := filepath.Dir(lockRel(d.repo, "x"))
+	_ = d.root.Remove(locks) // only when empty
+	_ = d.root.Remove(filepath.Dir(locks))
 	if !d.repoExisted {
-		_ = os.RemoveAll(dir)
+		_ = d.root.RemoveAll(repoRel(d.repo))
 		return
 	}
-	pruneEmpty(filepath.Join(dir, "snapshots"))
+	pruneEmpty(d.root, filepath.Join(repoRel(d.repo), "snapshots"))
 }

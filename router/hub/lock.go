@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 )
@@ -22,9 +21,10 @@ var (
 
 // lockBlob holds a blob for one download: in this process, and against other processes through
 // <cache>/.locks/models--ORG--REPO/<sha256>.lock, the lock file the Hub's clients take. It waits
-// for another holder until ctx ends.
-func (c Cache) lockBlob(ctx context.Context, repo, sha string) (func(), error) {
-	path := c.lockPath(repo, sha)
+// for another holder until ctx ends. root is the cache folder.
+func lockBlob(ctx context.Context, root *os.Root, repo, sha string) (func(), error) {
+	rel := lockRel(repo, sha)
+	path := filepath.Join(root.Name(), rel)
 	blobMu.Lock()
 	m := blobLocks[path]
 	if m == nil {
@@ -33,11 +33,11 @@ func (c Cache) lockBlob(ctx context.Context, repo, sha string) (func(), error) {
 	}
 	blobMu.Unlock()
 	m.Lock()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
 		m.Unlock()
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := root.OpenFile(rel, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		m.Unlock()
 		return nil, err
@@ -68,6 +68,5 @@ func (c Cache) lockBlob(ctx context.Context, repo, sha string) (func(), error) {
 	}, nil
 }
 
-func (c Cache) lockPath(repo, sha string) string {
-	return filepath.Join(c.Dir, ".locks", "models--"+strings.ReplaceAll(repo, "/", "--"), sha+".lock")
-}
+// lockRel is a blob's lock file, relative to the cache folder.
+func lockRel(repo, sha string) string { return filepath.Join(".locks", repoRel(repo), sha+".lock") }

@@ -118,16 +118,18 @@ func (m *Manager) Start(ctx context.Context, ref Ref) (PullStatus, error) {
 func (m *Manager) run(ctx context.Context, p *pull, l *Listing, q Quant) {
 	defer close(p.done)
 	defer p.cancel()
-	paths, err := m.client.Download(ctx, m.cache, l, q, func(pr Progress) {
+	var accept func([]string) error // a model the catalog does not list is undone like a bad checksum
+	if m.listed != nil {
+		name := p.st.Model // set before run started, never changed
+		accept = func(paths []string) error { return m.listed(name, paths) }
+	}
+	paths, err := m.client.DownloadThen(ctx, m.cache, l, q, func(pr Progress) {
 		m.mu.Lock()
 		p.st.Progress = pr
 		st := p.st
 		m.mu.Unlock()
 		m.publish(st)
-	})
-	if err == nil && m.listed != nil {
-		err = m.listed(p.st.Model, paths)
-	}
+	}, accept)
 	m.mu.Lock()
 	switch {
 	case err == nil:
