@@ -3,6 +3,7 @@ package fakehub
 import (
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -14,27 +15,35 @@ func (h *Hub) serveCDN(w http.ResponseWriter, req *http.Request) {
 	if req.Header.Get("Authorization") != "" {
 		h.cdnAuth.Add(1)
 	}
-	rest := strings.TrimPrefix(req.URL.Path, "/blobs/")
+	rest := strings.TrimPrefix(req.URL.EscapedPath(), "/blobs/")
 	parts := strings.SplitN(rest, "/", 4)
 	if len(parts) < 4 {
 		http.NotFound(w, req)
 		return
 	}
+	name, _ := url.PathUnescape(parts[3])
 	h.mu.Lock()
 	r := h.repos[parts[0]+"/"+parts[1]]
 	var f *file
 	if r != nil {
-		f = r.files[parts[3]]
+		f = r.files[name]
 	}
 	var cut, stall int64
 	var stalls chan struct{}
+	ignoreRange := false
 	if f != nil {
-		cut, stall, stalls = f.cutAt, f.stall, f.stalls
-		if req.Method == http.MethodGet && req.Header.Get("Range") == "" {
+		cut, stall, stalls, ignoreRange = f.cutAt, f.stall, f.stalls, f.ignoreRange
+		if req.Method == http.MethodGet && (req.Header.Get("Range") == "" || ignoreRange) {
 			f.cutAt = 0 // the cut happens once
+		}
+		if ignoreRange && f.cutEvery > 0 {
+			cut = f.cutEvery
 		}
 	}
 	h.mu.Unlock()
+	if ignoreRange {
+		req.Header.Del("Range") // the whole file from its start, 200, whatever was asked
+	}
 	if f == nil {
 		http.NotFound(w, req)
 		return

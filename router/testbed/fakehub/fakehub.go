@@ -36,6 +36,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -53,15 +54,17 @@ type Hub struct {
 	repos map[string]*repo
 
 	rangeRequests atomic.Int64
+	treeBytes     atomic.Int64 // bytes of endless tree listings sent
 	cdnAuth       atomic.Int64 // content requests that carried Authorization (must stay 0)
 	cdnRequests   atomic.Int64
 }
 
 type repo struct {
-	id     string
-	commit string
-	token  string // gated: the token that has access; "" = public
-	files  map[string]*file
+	id      string
+	commit  string
+	token   string // gated: the token that has access; "" = public
+	files   map[string]*file
+	endless bool // the tree listing never ends (a hostile mirror)
 }
 
 type file struct {
@@ -73,6 +76,11 @@ type file struct {
 	cutAt  int64  // > 0: the next content GET is cut after this many bytes, once
 	stall  int64  // > 0: content GETs stop after this offset until the client leaves
 	stalls chan struct{}
+	listed *int64 // the size the tree listing gives, when it lies
+	// ignoreRange: content GETs answer 200 with the whole file whatever Range asks, each cut after
+	// cutEvery bytes when that is > 0 (a hostile or broken mirror).
+	ignoreRange bool
+	cutEvery    int64
 }
 
 // New starts the stand-in. Close it when done.
@@ -233,7 +241,7 @@ func (r *repo) modelJSON() map[string]any {
 	}
 	org, _, _ := strings.Cut(r.id, "/")
 	return map[string]any{
-		"_id": r.commit[:24], "id": r.id, "modelId": r.id, "author": org, "sha": r.commit,
+		"_id": fmt.Sprintf("%x", sha1.Sum([]byte(r.id)))[:24], "id": r.id, "modelId": r.id, "author": org, "sha": r.commit,
 		"private": false, "disabled": false, "gated": gated, "downloads": 1000 + len(r.files), "likes": 7,
 		"tags": []string{"gguf", "text-generation"}, "library_name": "gguf",
 		"lastModified": "2026-11-01T10:00:00.000Z", "createdAt": "2026-10-01T10:00:00.000Z",
@@ -294,8 +302,15 @@ func (h *Hub) modelAPI(w http.ResponseWriter, req *http.Request, rest string) {
 		return
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	r := h.repos[strings.ToLower(parts[0]+"/"+parts[1])]
+	endless := r != nil && r.endless
+	h.mu.Unlock()
+	if endless && len(parts) >= 4 && parts[2] == "tree" {
+		h.serveEndless(w, req)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if r == nil {
 		hubError(w, http.StatusNotFound, "RepoNotFound", "Repository Not Found for url: "+req.URL.String()+".")
 		return
@@ -307,8 +322,12 @@ func (h *Hub) modelAPI(w http.ResponseWriter, req *http.Request, rest string) {
 		var out []map[string]any
 		for _, p := range r.sortedPaths() {
 			f := r.files[p]
-			out = append(out, map[string]any{"type": "file", "oid": gitOID(f), "size": f.size, "path": p,
-				"lfs": map[string]any{"oid": f.shown, "size": f.size, "pointerSize": 134}})
+			size := f.size
+			if f.listed != nil {
+				size = *f.listed
+			}
+			out = append(out, map[string]any{"type": "file", "oid": gitOID(f), "size": size, "path": p,
+				"lfs": map[string]any{"oid": f.shown, "size": size, "pointerSize": 134}})
 		}
 		writeJSON(w, out)
 	default:
@@ -324,8 +343,11 @@ func gitOID(f *file) string {
 
 // resolve serves /ORG/REPO/resolve/REV/PATH: 302 to the content host with the Hub's headers.
 func (h *Hub) resolve(w http.ResponseWriter, req *http.Request) {
-	before, after, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/resolve/")
-	rev, path, _ := strings.Cut(after, "/")
+	// The escaped path, so that a revision or file name holding "/" or ".." reads as it was sent.
+	before, after, _ := strings.Cut(strings.TrimPrefix(req.URL.EscapedPath(), "/"), "/resolve/")
+	revEsc, pathEsc, _ := strings.Cut(after, "/")
+	rev, _ := url.PathUnescape(revEsc)
+	path, _ := url.PathUnescape(pathEsc)
 	h.mu.Lock()
 	r := h.repos[strings.ToLower(before)]
 	var f *file
@@ -362,6 +384,6 @@ func (h *Hub) resolve(w http.ResponseWriter, req *http.Request) {
 	hd.Set("X-Linked-Etag", `"`+shown+`"`)
 	hd.Set("X-Linked-Size", strconv.FormatInt(size, 10))
 	hd.Set("ETag", `"`+gitOID(f)+`"`)
-	hd.Set("Location", h.cdn.URL+"/blobs/"+strings.ToLower(before)+"/"+commit+"/"+path)
+	hd.Set("Location", h.cdn.URL+"/blobs/"+strings.ToLower(before)+"/"+url.PathEscape(commit)+"/"+url.PathEscape(path))
 	w.WriteHeader(http.StatusFound)
 }
