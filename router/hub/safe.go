@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -71,6 +72,9 @@ func checkRepoPath(p string) error {
 		case ".", "..":
 			return bad("has a . or .. element")
 		}
+	}
+	if !filepath.IsLocal(filepath.FromSlash(p)) {
+		return bad("is not a plain file name on this system") // Windows: NUL, COM1, …
 	}
 	return nil
 }
