@@ -19,6 +19,7 @@ import (
 var (
 	errBodyTooLarge    = errors.New("request body too large")
 	errBodyRead        = errors.New("reading the request body failed")
+	errBodyTimeout     = errors.New("the request body did not arrive in time")
 	errModelRequired   = errors.New("model name is missing from the request")
 	errModelNotLoaded  = errors.New("model is not loaded") // ?autoload=false, as llama.cpp's router says it
 	errUnauthorized    = errors.New("invalid or missing API key")
@@ -94,6 +95,8 @@ func errorFor(err error) apiError {
 		}
 		return apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "body_too_large",
 			Message: "request body is larger than " + limit + " (raise body_limit in the configuration)"}
+	case errors.Is(err, errBodyTimeout):
+		return apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "body_timeout", Message: err.Error()}
 	case errors.Is(err, errBodyRead):
 		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "body_read_failed", Message: err.Error()}
 	case errors.Is(err, errInvalidJSON):

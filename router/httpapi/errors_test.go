@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,7 @@ func TestErrorFor(t *testing.T) {
 		{"closed wrapped", fmt.Errorf("x: %w", engine.ErrClosed), 503, "server_error", "shutting_down", "", ""},
 		{"body too large", &http.MaxBytesError{Limit: 64 << 20}, 413, "invalid_request_error", "body_too_large", "", "64 MiB"},
 		{"body read", fmt.Errorf("%w: %w", errBodyRead, io.ErrUnexpectedEOF), 400, "invalid_request_error", "body_read_failed", "", "unexpected EOF"},
+		{"body timeout", fmt.Errorf("%w (body timeout 2m0s): %w", errBodyTimeout, os.ErrDeadlineExceeded), 408, "invalid_request_error", "body_timeout", "", "did not arrive in time"},
 		{"invalid json", fmt.Errorf("%w: bad", errInvalidJSON), 400, "invalid_request_error", "invalid_json", "", "bad"},
 		{"model required", errModelRequired, 400, "invalid_request_error", "model_required", "", "missing"},
 		{"unauthorized", errUnauthorized, 401, "authentication_error", "invalid_api_key", "", ""},

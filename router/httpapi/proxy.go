@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -180,36 +179,6 @@ var copyBufferPool = sync.Pool{New: func() any { return make([]byte, 32<<10) }}
 
 func (copyBuffers) Get() []byte  { return copyBufferPool.Get().([]byte) }
 func (copyBuffers) Put(b []byte) { copyBufferPool.Put(b) }
-
-// readBody reads the whole request body, bounded by the body limit. A declared length is allocated
-// once; an unknown one (chunked) grows as it arrives.
-func (rt *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
-	}
-	if r.ContentLength > rt.limit {
-		return nil, &http.MaxBytesError{Limit: rt.limit}
-	}
-	body := http.MaxBytesReader(w, r.Body, rt.limit)
-	var (
-		buf []byte
-		err error
-	)
-	if r.ContentLength > 0 {
-		buf = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(body, buf)
-	} else {
-		buf, err = io.ReadAll(body)
-	}
-	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %w", errBodyRead, err)
-	}
-	return buf, nil
-}
 
 // looksLikePath reports names that can only be file paths, never catalog IDs or aliases.
 func looksLikePath(name string) bool {

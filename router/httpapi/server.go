@@ -70,6 +70,9 @@ type Options struct {
 	DefaultModel string
 	// BodyLimit bounds request bodies; 0 means DefaultBodyLimit. Larger bodies get 413.
 	BodyLimit int64
+	// BodyTimeout is how long a request body may take to arrive, from the request's start (408
+	// after it); 0 means DefaultBodyTimeout, negative none. It never bounds the answer.
+	BodyTimeout time.Duration
 	// APIKeys, when not empty, are required as "Authorization: Bearer K" or "x-api-key: K".
 	// The service must refuse to bind a non-loopback address without keys (see RequiresKey).
 	APIKeys []string
@@ -100,6 +103,7 @@ type Server struct {
 	o        Options
 	log      *slog.Logger
 	limit    int64
+	bodyWait time.Duration // bounds the arrival of a request body (bodyDeadline); <= 0: no bound
 	keys     [][]byte
 	children *upstream // connections to the children
 	proxy    *httputil.ReverseProxy
@@ -120,6 +124,7 @@ func New(o Options) *Server {
 		o:            o,
 		log:          o.Logger,
 		limit:        o.BodyLimit,
+		bodyWait:     o.BodyTimeout,
 		loadingAfter: time.Second,
 		loadingEvery: 2 * time.Second,
 		keepAlive:    15 * time.Second,
@@ -130,6 +135,9 @@ func New(o Options) *Server {
 	}
 	if rt.limit <= 0 {
 		rt.limit = DefaultBodyLimit
+	}
+	if rt.bodyWait == 0 {
+		rt.bodyWait = DefaultBodyTimeout
 	}
 	if rt.o.StartTime.IsZero() {
 		rt.o.StartTime = time.Now()
@@ -149,7 +157,7 @@ func New(o Options) *Server {
 	rt.children = newUpstream()
 	rt.proxy = rt.newProxy()
 	rt.mux = rt.routes()
-	rt.handler = rt.accessLog(rt.checkHost(rt.cors(rt.auth(rt.fastRoutes(rt.mux)))))
+	rt.handler = rt.accessLog(rt.bodyDeadline(rt.checkHost(rt.cors(rt.auth(rt.fastRoutes(rt.mux))))))
 	return rt
 }
 
