@@ -15,14 +15,18 @@ const requestIDHeader = "X-Request-Id"
 
 type infoKey struct{}
 
-// reqInfo is what a handler reports to the access log. Only the request's own goroutine (the
-// handler and the proxy it calls synchronously) touches it, so it needs no lock.
+// reqInfo is what the middlewares know of a request and what a handler reports to the access log.
+// Only the request's own goroutine (the handler and the proxy it calls synchronously) touches it,
+// so it needs no lock.
 type reqInfo struct {
 	id     string
 	model  string
 	waited time.Duration
 	status int // overrides the written status in the log (499 when the client left)
 	err    error
+	// crossSite: a page of another site sent it (cors decides, crossSite reads): it may read what
+	// runs, never start a load, a rescan or a call to the Hub or GitHub
+	crossSite bool
 }
 
 func infoFrom(ctx context.Context) *reqInfo {
@@ -94,6 +98,9 @@ func (rt *Server) accessLog(next http.Handler) http.Handler {
 			}
 			if info.err != nil {
 				attrs = append(attrs, slog.String("error", info.err.Error()))
+			}
+			if info.crossSite {
+				attrs = append(attrs, slog.Bool("cross_site", true))
 			}
 			rt.log.LogAttrs(context.Background(), level, "request", attrs...)
 		}()

@@ -31,6 +31,10 @@ var (
 	errBuildRequired   = errors.New(`build is missing from the request (a llama.cpp build such as "b7100", or "previous")`)
 )
 
+// errCrossSiteOutbound refuses a cross-site request (see crossSite) that would make Llamatray call
+// out: a page could make every visitor's browser send it.
+var errCrossSiteOutbound = fmt.Errorf("%w: a page of another site may not make Llamatray contact the Hugging Face Hub or GitHub", errOriginForbidden)
+
 // statusClientClosed is logged (never sent) when the client went away first, as nginx and Caddy do.
 const statusClientClosed = 499
 

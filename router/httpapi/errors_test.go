@@ -37,6 +37,7 @@ func TestErrorFor(t *testing.T) {
 		{"body too large", &http.MaxBytesError{Limit: 64 << 20}, 413, "invalid_request_error", "body_too_large", "", "64 MiB"},
 		{"body read", fmt.Errorf("%w: %w", errBodyRead, io.ErrUnexpectedEOF), 400, "invalid_request_error", "body_read_failed", "", "unexpected EOF"},
 		{"body timeout", fmt.Errorf("%w (body timeout 2m0s): %w", errBodyTimeout, os.ErrDeadlineExceeded), 408, "invalid_request_error", "body_timeout", "", "did not arrive in time"},
+		{"cross-site outbound", errCrossSiteOutbound, 403, "permission_error", "origin_not_allowed", "", "another site may not make Llamatray contact the Hugging Face Hub"},
 		{"invalid json", fmt.Errorf("%w: bad", errInvalidJSON), 400, "invalid_request_error", "invalid_json", "", "bad"},
 		{"model required", errModelRequired, 400, "invalid_request_error", "model_required", "", "missing"},
 		{"unauthorized", errUnauthorized, 401, "authentication_error", "invalid_api_key", "", ""},

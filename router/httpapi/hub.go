@@ -230,8 +230,12 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: removedOrEmpty(removed)})
 }
 
-// hubSearch serves GET /api/hub/search?q=TEXT[&limit=N]: GGUF repos on the Hub.
+// hubSearch serves GET /api/hub/search?q=TEXT[&limit=N]: GGUF repos on the Hub (403 cross-site).
 func (rt *Server) hubSearch(w http.ResponseWriter, r *http.Request) {
+	if err := outbound(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	if q == "" {
 		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "query_required", Message: "q (the text to search for) is missing"}.doc())
@@ -248,8 +252,12 @@ func (rt *Server) hubSearch(w http.ResponseWriter, r *http.Request) {
 }
 
 // hubFiles serves GET /api/hub/files?repo=ORG/REPO[&fit=false]: the repo's quants with sizes
-// and, unless fit=false, fit badges from the GGUF headers read with range requests.
+// and, unless fit=false, fit badges from the GGUF headers read with range requests (403 cross-site).
 func (rt *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
+	if err := outbound(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	repo := strings.TrimSpace(r.URL.Query().Get("repo"))
 	if repo == "" {
 		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "repo_required", Message: "repo (ORG/REPO) is missing"}.doc())

@@ -22,11 +22,18 @@ type LlamaServers interface {
 }
 
 // llamaServers serves GET /api/llama-server: the builds installed, and what a fresh install of the
-// latest release (or ?build=) would pick, with the other archives that run here.
+// latest release (or ?build=) would pick, with the other archives that run here. Asking GitHub
+// (?available, ?build=) cross-site is 403; the local listing is not.
 func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 	ls := rt.o.LlamaServers
 	if ls == nil {
 		writeError(w, r, errNotFound)
+		return
+	}
+	q := r.URL.Query()
+	askGitHub := q.Has("build") || q.Has("available")
+	if err := outbound(r); err != nil && askGitHub {
+		writeError(w, r, err)
 		return
 	}
 	builds, err := ls.InstalledBuilds()
@@ -41,7 +48,7 @@ func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 	if rt.o.Setup != nil {
 		out.InUse = rt.o.Setup().LlamaServer
 	}
-	if q := r.URL.Query(); q.Has("build") || q.Has("available") {
+	if askGitHub {
 		rel, c, err := ls.PlanBuild(r.Context(), releases.Request{Build: q.Get("build"), Backend: q.Get("backend")})
 		if err != nil {
 			out.AvailableError = err.Error()

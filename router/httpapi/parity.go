@@ -57,9 +57,9 @@ func (rt *Server) props(w http.ResponseWriter, r *http.Request) {
 const reloadTimeout = time.Minute
 
 // reload scans the model folders again when the request asks for it (?reload=1 or true), before
-// the list is answered, as llama.cpp's router does.
+// the list is answered, as llama.cpp's router does. A cross-site request gets the list as it is.
 func (rt *Server) reload(r *http.Request) error {
-	if v := r.URL.Query().Get("reload"); v != "1" && v != "true" || rt.o.Reload == nil {
+	if v := r.URL.Query().Get("reload"); v != "1" && v != "true" || rt.o.Reload == nil || crossSite(r) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), reloadTimeout)
@@ -70,10 +70,11 @@ func (rt *Server) reload(r *http.Request) error {
 	return nil
 }
 
-// checkAutoload refuses a request with ?autoload=false (or 0) whose model is not running: it must
-// not start a load. A sleeping model is running (waking it is not a load).
+// checkAutoload refuses a request with ?autoload=false (or 0), or a cross-site one (crossSite: an
+// <img> of another site's page must not load models and evict the user's), whose model is not
+// running: it must not start a load. A sleeping model is running (waking it is not a load).
 func (rt *Server) checkAutoload(r *http.Request, id string) error {
-	if v := r.URL.Query().Get("autoload"); v != "false" && v != "0" {
+	if v := r.URL.Query().Get("autoload"); v != "false" && v != "0" && !crossSite(r) {
 		return nil
 	}
 	st, err := rt.o.Engine.Model(id)

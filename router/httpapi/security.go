@@ -84,13 +84,22 @@ func (rt *Server) originAllowed(origin string) (bool, string) {
 	return isLoopbackHost(u.Hostname()), origin
 }
 
-// cors answers preflights and adds CORS headers for allowed origins. A disallowed origin gets no CORS
-// headers, so the browser hides the response; its preflights are refused with 403, and so are its
-// non-GET requests (a form or "simple" POST from another site must not load or unload models).
+// cors answers preflights and adds CORS headers for allowed origins, and decides whether a request
+// is cross-site: it carries an Origin the policy does not allow, or no Origin and
+// "Sec-Fetch-Site: cross-site" (an <img> or a no-cors fetch of another site's page). A cross-site
+// request gets no CORS headers, so the browser hides the response; its preflights and its non-GET
+// requests are refused with 403 (a form or "simple" POST must not load or unload models), and its
+// GETs and HEADs may only read: the handlers ask crossSite before they would start a load, a rescan
+// or a call to the Hub or GitHub. An allowed Origin is trusted whatever Sec-Fetch-Site says.
+// Requests with neither header (curl, SDKs) are not cross-site.
 func (rt *Server) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		if origin == "" {
+			if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+				serveCrossSite(w, r, next, false)
+				return
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -99,11 +108,7 @@ func (rt *Server) cors(next http.Handler) http.Handler {
 		h.Add("Vary", "Origin")
 		ok, allow := rt.originAllowed(origin)
 		if !ok {
-			if preflight || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
-				writeError(w, r, errOriginForbidden)
-				return
-			}
-			next.ServeHTTP(w, r)
+			serveCrossSite(w, r, next, preflight)
 			return
 		}
 		h.Set("Access-Control-Allow-Origin", allow)
@@ -123,6 +128,34 @@ func (rt *Server) cors(next http.Handler) http.Handler {
 		h.Set("Access-Control-Max-Age", "600")
 		w.WriteHeader(http.StatusNoContent)
 	})
+}
+
+// serveCrossSite refuses a cross-site preflight or write, and marks a cross-site read so that it
+// has no effects (see crossSite).
+func serveCrossSite(w http.ResponseWriter, r *http.Request, next http.Handler, preflight bool) {
+	if preflight || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		writeError(w, r, errOriginForbidden)
+		return
+	}
+	if info := infoFrom(r.Context()); info != nil {
+		info.crossSite = true
+	}
+	next.ServeHTTP(w, r)
+}
+
+// crossSite reports a read that a page of another site sent (cors decides): it is answered only from
+// models already running (checkAutoload), rescans nothing and calls nothing outside (outbound).
+func crossSite(r *http.Request) bool {
+	info := infoFrom(r.Context())
+	return info != nil && info.crossSite
+}
+
+// outbound refuses a cross-site request that would make Llamatray call the Hub or GitHub.
+func outbound(r *http.Request) error {
+	if crossSite(r) {
+		return errCrossSiteOutbound
+	}
+	return nil
 }
 
 // validHeaderList reports whether s is a comma-separated list of header-name tokens, so echoing it
