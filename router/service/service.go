@@ -34,7 +34,25 @@ type Options struct {
 	Logger     *slog.Logger
 	Memory     mem.Probe // nil → the machine
 	Env        []string  // extra environment for llama-server children
+	// IdleTimeout closes a client's keep-alive connection idle that long; 0 → $LLAMATRAY_IDLE_TIMEOUT,
+	// else DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// BodyTimeout is how long a request body may take to arrive (httpapi.Options.BodyTimeout);
+	// 0 → $LLAMATRAY_BODY_TIMEOUT, else httpapi.DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
+
+// DefaultIdleTimeout is how long a client's idle keep-alive connection stays open.
+const DefaultIdleTimeout = 2 * time.Minute
+
+// readHeaderTimeout is how long a client may take to send a request's headers.
+const readHeaderTimeout = 30 * time.Second
+
+// Environment variables that set Options.IdleTimeout and Options.BodyTimeout, as Go durations.
+const (
+	IdleTimeoutEnv = "LLAMATRAY_IDLE_TIMEOUT"
+	BodyTimeoutEnv = "LLAMATRAY_BODY_TIMEOUT"
+)
 
 // LlamaServer says which llama-server binary is used.
 type LlamaServer struct {
@@ -125,6 +143,8 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	if o.Memory == nil {
 		o.Memory = mem.Machine()
 	}
+	o.IdleTimeout = timeoutOf(o.IdleTimeout, IdleTimeoutEnv, DefaultIdleTimeout, o.Logger)
+	o.BodyTimeout = timeoutOf(o.BodyTimeout, BodyTimeoutEnv, httpapi.DefaultBodyTimeout, o.Logger)
 	s := &Service{o: o, log: o.Logger, cfg: cfg, started: time.Now(), activity: activity.New(0, 0)}
 	// GPUs are named after llama-server's devices, and devices only it sees are added.
 	s.o.Memory = mem.Named(o.Memory, func() string { return s.LlamaServer().Path })
@@ -215,6 +235,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Listen:                cfg.Listen,
 		DefaultModel:          cfg.DefaultModel,
 		BodyLimit:             int64(cfg.BodyLimit),
+		BodyTimeout:           s.o.BodyTimeout,
 		APIKeys:               cfg.APIKeys,
 		AllowedHosts:          cfg.AllowedHosts,
 		CORSOrigins:           cfg.CORSOrigins,
@@ -281,7 +302,11 @@ func (s *Service) listen(addr string) error {
 		s.setListen(nil, addr, err)
 		return err
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	// No ReadTimeout or WriteTimeout: they would bound long streamed answers and load waits. Bodies
+	// have their own deadline (httpapi's BodyTimeout); idle keep-alive connections close after
+	// IdleTimeout.
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: s.o.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.setListen(srv, ln.Addr().String(), nil)
 	s.log.Info("serving", "addr", ln.Addr().String())
 	go func() {
@@ -290,6 +315,24 @@ func (s *Service) listen(addr string) error {
 		}
 	}()
 	return nil
+}
+
+// timeoutOf is set when it is not zero, else the duration in the environment variable env, else def.
+// A variable that is not a positive duration is reported and ignored.
+func timeoutOf(set time.Duration, env string, def time.Duration, log *slog.Logger) time.Duration {
+	if set != 0 {
+		return set
+	}
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		log.Warn("ignored: not a positive duration such as 30s", "variable", env, "value", v, "default", def)
+		return def
+	}
+	return d
 }
 
 func (s *Service) setListen(srv *http.Server, addr string, err error) {
