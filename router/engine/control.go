@@ -88,3 +88,25 @@ func (e *Engine) SetPinned(name string, pinned bool) error {
 	})
 	return nil
 }
+
+// KeepAlive sets how long model name stays loaded once idle, for its current child only (Ollama's
+// keep_alive): negative keeps it until it is unloaded or evicted for room, 0 unloads it as soon as
+// no request holds it; nil goes back to the configured idle timer. Memory pressure still evicts it.
+func (e *Engine) KeepAlive(name string, d *time.Duration) error {
+	id, err := e.Resolve(name)
+	if err != nil {
+		return err
+	}
+	e.transact(func(time.Time) []action {
+		if m := e.models[id]; m != nil {
+			if d == nil {
+				m.keepAlive = nil
+			} else {
+				v := *d
+				m.keepAlive = &v
+			}
+		}
+		return nil
+	})
+	return nil
+}

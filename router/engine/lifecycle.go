@@ -165,6 +165,7 @@ func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
 	}
 	m.held, m.measured, m.devices = sched.Mem{}, sched.Mem{}, sched.Mem{}
 	m.draining, m.drainWhy, m.drainFor = false, "", ""
+	m.keepAlive = nil
 	for _, ch := range m.stopped {
 		close(ch)
 	}

@@ -40,6 +40,9 @@ type model struct {
 	drainFor string // the model whose queued requests a fair-wait drain is for; "" when asked for
 	pinned   bool
 	pinSet   bool // pinned was set at run time and overrides the configuration
+	// keepAlive, when set, replaces the idle-unload time for this child (an Ollama request's
+	// keep_alive): negative never unloads it, 0 unloads it once idle. Cleared when the child stops.
+	keepAlive *time.Duration
 
 	held     sched.Mem // what it holds now: measured while running, expected while loading or waking
 	plan     sched.Mem // the need this run was started with
@@ -148,7 +151,14 @@ func (e *Engine) unloadDue(m *model) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	return sched.UnloadDue(v, m.set.IdleUnload)
+	after := m.set.IdleUnload
+	if m.keepAlive != nil {
+		after = max(*m.keepAlive, 0)
+		if *m.keepAlive == 0 {
+			after = time.Nanosecond // as soon as it is idle
+		}
+	}
+	return sched.UnloadDue(v, after)
 }
 
 // args is the llama-server command line for m, without --host and --port.

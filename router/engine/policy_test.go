@@ -265,3 +265,49 @@ func TestTransientShortageWaitsTooLargeRefused(t *testing.T) {
 	}
 	r.lease.Release()
 }
+
+// Ollama's keep_alive: 0 unloads the model as soon as its last lease is released, a negative one
+// keeps it past the configured idle timer, and nil goes back to that timer.
+func TestKeepAlive(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.Settings = func(string) Settings { return Settings{IdleUnload: time.Hour} }
+	}, fakeModel{id: "a", estMiB: 10})
+	if err := h.e.Load(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	never := time.Duration(-1)
+	if err := h.e.KeepAlive("a", &never); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := h.e.Model("a"); !st.UnloadAt.IsZero() {
+		t.Fatalf("keep_alive -1: unload due at %v", st.UnloadAt)
+	}
+	if err := h.e.KeepAlive("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := h.e.Model("a"); st.UnloadAt.IsZero() {
+		t.Fatal("back to the configured timer: no unload due")
+	}
+	l, err := h.e.Acquire(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := time.Duration(0)
+	if err := h.e.KeepAlive("a", &zero); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := h.e.Model("a"); st.State != StateLoaded {
+		t.Fatalf("keep_alive 0 stopped a leased model: %s", st.State)
+	}
+	l.Release()
+	h.waitState("a", 10*time.Second, StateUnloaded)
+	if err := h.e.Load(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := h.e.Model("a"); st.UnloadAt.IsZero() || time.Until(st.UnloadAt) < 30*time.Minute {
+		t.Fatalf("a new child keeps the configured timer, due %v", st.UnloadAt)
+	}
+	if err := h.e.KeepAlive("nope", nil); err == nil {
+		t.Error("an unknown model was accepted")
+	}
+}
