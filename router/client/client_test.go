@@ -57,6 +57,8 @@ func (e *engineStub) Unload(ctx context.Context, name string, force bool) error 
 	e.record("unload " + name)
 	return nil
 }
+func (e *engineStub) KeepAlive(name string, d *time.Duration) error { return nil }
+
 func (e *engineStub) SetPinned(name string, pinned bool) error {
 	e.record(fmt.Sprintf("pin %s %v", name, pinned))
 	return nil

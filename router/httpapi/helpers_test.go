@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -166,6 +167,15 @@ func (f *fakeEngine) SetPinned(name string, pinned bool) error {
 		f.record("pin " + name)
 	} else {
 		f.record("unpin " + name)
+	}
+	return nil
+}
+
+func (f *fakeEngine) KeepAlive(name string, d *time.Duration) error {
+	if d == nil {
+		f.record("keepalive " + name + " default")
+	} else {
+		f.record(fmt.Sprintf("keepalive %s %s", name, *d))
 	}
 	return nil
 }

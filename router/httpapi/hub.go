@@ -68,6 +68,7 @@ func hubAPIError(err error) (apiError, bool) {
 		he   *hub.Error
 		disk *hub.DiskSpaceError
 		sum  *hub.ChecksumError
+		nh   *notHubModelError
 	)
 	switch {
 	case errors.As(err, &np):
@@ -84,6 +85,8 @@ func hubAPIError(err error) (apiError, bool) {
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "quant_not_found", Message: err.Error()}, true
 	case errors.As(err, &disk):
 		return apiError{Status: http.StatusInsufficientStorage, Type: "server_error", Code: "insufficient_disk_space", Message: disk.Error()}, true
+	case errors.As(err, &nh):
+		return apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "not_a_hub_model", Message: nh.Error()}, true
 	case errors.As(err, &sum):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "checksum_mismatch", Message: sum.Error()}, true
 	}
@@ -204,30 +207,18 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	cm, _ := rt.o.Catalog.Lookup(id)
-	cache, repoFiles, ok := hub.LocalFiles(cm)
-	if !ok {
-		writeJSON(w, http.StatusConflict, apiError{Type: "invalid_request_error", Code: "not_a_hub_model",
-			Message: fmt.Sprintf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", id, cm.Path)}.doc())
-		return
-	}
-	if err := rt.o.Engine.Unload(r.Context(), id, false); err != nil {
-		var unknown *engine.UnknownModelError
-		if !errors.As(err, &unknown) {
-			writeError(w, r, err)
-			return
-		}
-	}
-	removed, err := cache.Remove(cm.HubRepo, repoFiles)
+	ans, err := rt.removePulled(r, id)
 	if err != nil {
-		writeError(w, r, fmt.Errorf("removing %s: %w", id, err))
+		writeError(w, r, err)
 		return
 	}
-	if rt.o.Hub.Rescan != nil {
-		rt.o.Hub.Rescan()
-	}
-	rt.log.Info("model removed", "model", id, "paths", len(removed))
-	writeJSON(w, http.StatusOK, wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: removedOrEmpty(removed)})
+	writeJSON(w, http.StatusOK, ans)
+}
+
+// isUnknown reports an engine error for a model it does not know.
+func isUnknown(err error) bool {
+	var unknown *engine.UnknownModelError
+	return errors.As(err, &unknown)
 }
 
 // hubSearch serves GET /api/hub/search?q=TEXT[&limit=N]: GGUF repos on the Hub (403 cross-site).

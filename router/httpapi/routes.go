@@ -81,6 +81,8 @@ func (rt *Server) routes() *mux.Router {
 	m.HandleFunc("/slots/{slot}", rt.modelRoute).Methods(http.MethodPost)
 	m.HandleFunc("/props", rt.props).Methods(http.MethodGet, http.MethodPost)
 
+	rt.ollamaRoutes(m) // Ollama's API (ollama.go)
+
 	// Passthrough to one child, any method, prefix stripped (llama-server's web UI works through it).
 	m.HandleFunc("/upstream/{model}", rt.upstreamRoot)
 	m.PathPrefix("/upstream/{model}/").HandlerFunc(rt.upstream)

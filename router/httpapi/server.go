@@ -40,6 +40,8 @@ type Engine interface {
 	// Unload drains the model (or stops it at once with force) and waits until it stopped.
 	Unload(ctx context.Context, name string, force bool) error
 	SetPinned(name string, pinned bool) error
+	// KeepAlive sets how long the model stays loaded once idle (Ollama's keep_alive); nil: as configured.
+	KeepAlive(name string, d *time.Duration) error
 	Models() []engine.ModelStatus
 	Model(name string) (engine.ModelStatus, error)
 	Budget() engine.Budget

@@ -1,0 +1,265 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/ollama"
+)
+
+// Ollama's API (router/ollama translates): apps that speak only Ollama's API use Llamatray's models
+// with the same leases, queue, memory rules, Host check, CORS and keys as every other route.
+func (rt *Server) ollamaRoutes(m *mux.Router) {
+	m.HandleFunc("/", rt.ollamaRoot).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/api/version", rt.ollamaVersion).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/api/tags", rt.ollamaTags).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/api/ps", rt.ollamaPS).Methods(http.MethodGet)
+	m.HandleFunc("/api/show", rt.ollamaShow).Methods(http.MethodPost)
+	m.HandleFunc("/api/chat", rt.ollamaChat).Methods(http.MethodPost)
+	m.HandleFunc("/api/generate", rt.ollamaGenerate).Methods(http.MethodPost)
+	m.HandleFunc("/api/embed", rt.ollamaEmbed).Methods(http.MethodPost)
+	m.HandleFunc("/api/embeddings", rt.ollamaEmbeddings).Methods(http.MethodPost)
+	m.HandleFunc("/api/pull", rt.ollamaPull).Methods(http.MethodPost) // ollama_hub.go
+	m.HandleFunc("/api/delete", rt.ollamaDelete).Methods(http.MethodDelete)
+	m.HandleFunc("/api/create", rt.ollamaUnsupported).Methods(http.MethodPost)
+	m.HandleFunc("/api/push", rt.ollamaUnsupported).Methods(http.MethodPost)
+	m.HandleFunc("/api/copy", rt.ollamaUnsupported).Methods(http.MethodPost)
+}
+
+// ollamaRoot answers the probe Ollama's clients send before anything else.
+func (rt *Server) ollamaRoot(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write([]byte(ollama.Running))
+	}
+}
+
+func (rt *Server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"version": ollama.Version})
+}
+
+// ollamaError writes err in Ollama's shape, {"error": "…"}, with the status errorFor gives it.
+func (rt *Server) ollamaError(w http.ResponseWriter, r *http.Request, name string, err error) {
+	e := errorFor(err)
+	if info := infoFrom(r.Context()); info != nil {
+		info.err = err
+	}
+	if e.Status == statusClientClosed {
+		return
+	}
+	msg := e.Message
+	if errors.Is(err, ollama.ErrBadRequest) {
+		e.Status, msg = http.StatusBadRequest, strings.TrimPrefix(err.Error(), ollama.ErrBadRequest.Error()+": ")
+	}
+	var unknown *engine.UnknownModelError
+	var np *notPulledError
+	if errors.As(err, &unknown) || errors.As(err, &np) {
+		e.Status, msg = http.StatusNotFound, fmt.Sprintf("model %q not found, try pulling it first", name)
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(max(int(e.RetryAfter.Seconds()), 1)))
+	}
+	writeJSON(w, e.Status, ollama.ErrorResponse{Error: msg})
+}
+
+// ollamaRead reads a JSON body into v; false when it answered an error.
+func (rt *Server) ollamaRead(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := rt.readJSON(w, r, v); err != nil {
+		rt.ollamaError(w, r, "", err)
+		return false
+	}
+	return true
+}
+
+// ollamaResolve maps an Ollama name to a catalog ID: as sent, else without the ":latest" it was
+// listed with. false when it answered an error.
+func (rt *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name string) (string, bool) {
+	if name == "" {
+		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: "model is required"})
+		return "", false
+	}
+	id, err := rt.resolveRequest(r, name)
+	if base, tagged := ollama.Unlisted(name); err != nil && tagged {
+		if id2, err2 := rt.resolveRequest(r, base); err2 == nil {
+			id, err = id2, nil
+		}
+	}
+	if err != nil {
+		rt.ollamaError(w, r, name, err)
+		return "", false
+	}
+	return id, true
+}
+
+// applyKeepAlive applies a request's keep_alive to the model's current or next child; without one the
+// configured idle timers apply again, as Ollama goes back to its default.
+func (rt *Server) applyKeepAlive(id string, ka *ollama.Duration) {
+	var d *time.Duration
+	if ka != nil {
+		v := ka.Duration
+		d = &v
+	}
+	if err := rt.o.Engine.KeepAlive(id, d); err != nil {
+		rt.log.Debug("keep_alive not applied", "model", id, "err", err)
+	}
+}
+
+func (rt *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var req ollama.ChatRequest
+	if !rt.ollamaRead(w, r, &req) {
+		return
+	}
+	asked := req.Model
+	id, ok := rt.ollamaResolve(w, r, req.Model)
+	if !ok {
+		return
+	}
+	if len(req.Messages) == 0 {
+		rt.ollamaLoadOnly(w, r, id, asked, req.KeepAlive, ollama.KindChat)
+		return
+	}
+	req.Model = id
+	up, err := ollama.Chat(req)
+	if err != nil {
+		rt.ollamaError(w, r, asked, err)
+		return
+	}
+	rt.applyKeepAlive(id, req.KeepAlive)
+	rt.ollamaProxy(w, r, start, ollama.KindChat, asked, id, up)
+}
+
+func (rt *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var req ollama.GenerateRequest
+	if !rt.ollamaRead(w, r, &req) {
+		return
+	}
+	asked := req.Model
+	id, ok := rt.ollamaResolve(w, r, req.Model)
+	if !ok {
+		return
+	}
+	if req.Prompt == "" && len(req.Images) == 0 {
+		rt.ollamaLoadOnly(w, r, id, asked, req.KeepAlive, ollama.KindGenerate)
+		return
+	}
+	req.Model = id
+	up, err := ollama.Generate(req)
+	if err != nil {
+		rt.ollamaError(w, r, asked, err)
+		return
+	}
+	rt.applyKeepAlive(id, req.KeepAlive)
+	rt.ollamaProxy(w, r, start, ollama.KindGenerate, asked, id, up)
+}
+
+func (rt *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var req ollama.EmbedRequest
+	if !rt.ollamaRead(w, r, &req) {
+		return
+	}
+	id, ok := rt.ollamaResolve(w, r, req.Model)
+	if !ok {
+		return
+	}
+	inputs, err := ollama.EmbedInputs(req.Input)
+	if err != nil {
+		rt.ollamaError(w, r, req.Model, err)
+		return
+	}
+	if len(inputs) == 0 {
+		rt.ollamaLoadOnly(w, r, id, req.Model, req.KeepAlive, ollama.KindEmbed)
+		return
+	}
+	rt.applyKeepAlive(id, req.KeepAlive)
+	rt.ollamaProxy(w, r, start, ollama.KindEmbed, req.Model, id, ollama.Embeddings(id, inputs))
+}
+
+func (rt *Server) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var req ollama.EmbeddingsRequest
+	if !rt.ollamaRead(w, r, &req) {
+		return
+	}
+	id, ok := rt.ollamaResolve(w, r, req.Model)
+	if !ok {
+		return
+	}
+	if req.Prompt == "" {
+		rt.ollamaLoadOnly(w, r, id, req.Model, req.KeepAlive, ollama.KindEmbeddings)
+		return
+	}
+	rt.applyKeepAlive(id, req.KeepAlive)
+	rt.ollamaProxy(w, r, start, ollama.KindEmbeddings, req.Model, id, ollama.Embeddings(id, []string{req.Prompt}))
+}
+
+// ollamaProxy sends up to model id's child, holding a lease as every proxied request does, and
+// writes the child's answer in Ollama's shape.
+func (rt *Server) ollamaProxy(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, name, id string, up ollama.Upstream) {
+	ow := ollama.NewWriter(w, kind, name, up.Stream, start)
+	ow.Load = func() time.Duration {
+		if info := infoFrom(r.Context()); info != nil {
+			return info.waited
+		}
+		return 0
+	}
+	rt.serveModel(ow, r, id, up.Body, up.Stream, up.Path, "")
+	ow.Finish()
+}
+
+// ollamaLoadOnly serves a request with nothing to answer, as Ollama does: it loads the model (or,
+// with keep_alive 0, unloads it) and reports that in one object.
+func (rt *Server) ollamaLoadOnly(w http.ResponseWriter, r *http.Request, id, name string, ka *ollama.Duration, kind ollama.Kind) {
+	reason := "load"
+	if ka != nil && ka.Duration == 0 {
+		reason = "unload"
+		if err := rt.o.Engine.Unload(r.Context(), id, false); err != nil {
+			rt.ollamaError(w, r, name, err)
+			return
+		}
+	} else {
+		if err := rt.checkAutoload(r, id); err != nil { // a cross-site page never loads a model
+			rt.ollamaError(w, r, name, err)
+			return
+		}
+		rt.applyKeepAlive(id, ka)
+		if err := rt.o.Engine.Load(r.Context(), id); err != nil {
+			rt.ollamaError(w, r, name, err)
+			return
+		}
+	}
+	now := ollama.Stamp(time.Now())
+	switch kind {
+	case ollama.KindChat:
+		writeJSON(w, http.StatusOK, ollama.ChatResponse{Model: name, CreatedAt: now, Message: ollama.Message{Role: "assistant"}, Done: true, DoneReason: reason})
+	case ollama.KindGenerate:
+		writeJSON(w, http.StatusOK, ollama.GenerateResponse{Model: name, CreatedAt: now, Done: true, DoneReason: reason})
+	case ollama.KindEmbed:
+		writeJSON(w, http.StatusOK, ollama.EmbedResponse{Model: name, Embeddings: [][]float64{}})
+	default:
+		writeJSON(w, http.StatusOK, ollama.EmbeddingsResponse{Embedding: []float64{}})
+	}
+}
+
+// ollamaUnsupported answers what Llamatray does not do: it serves GGUF files, it does not build
+// or publish Ollama images.
+func (rt *Server) ollamaUnsupported(w http.ResponseWriter, r *http.Request) {
+	what := strings.TrimPrefix(r.URL.Path, "/api/")
+	msg := fmt.Sprintf("Llamatray does not %s Ollama models: it serves GGUF files from its model folders and the Hugging Face Hub", what)
+	switch what {
+	case "create":
+		msg += "; put the .gguf file in a model folder (or `llamatray pull ORG/REPO:QUANT`) and it is listed"
+	case "copy":
+		msg += "; give a model another name with an alias in its settings (`aliases` in the configuration)"
+	}
+	writeJSON(w, http.StatusNotImplemented, ollama.ErrorResponse{Error: msg})
+}

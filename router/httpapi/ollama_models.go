@@ -1,0 +1,141 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/ollama"
+	"github.com/llamatray/llamatray/router/view"
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// embeddingArchs are GGUF architectures that embed rather than generate.
+var embeddingArchs = map[string]bool{"bert": true, "nomic-bert": true, "nomic-bert-moe": true, "jina-bert-v2": true,
+	"t5encoder": true, "modern-bert": true, "neo-bert": true}
+
+// ollamaModel is the one view of a model in Ollama's terms.
+func ollamaModel(v view.Model) ollama.Model {
+	m := ollama.Model{Name: ollama.ListedName(v.ID), Digest: digestOf(v), Ctx: v.CtxSize,
+		Running: v.State == engine.StateLoaded || v.State == engine.StateSleeping, Memory: v.MemoryBytes, ExpiresAt: v.UnloadAt}
+	for _, b := range v.HeldGPU {
+		m.VRAM += b
+	}
+	if c := v.Meta; c != nil {
+		m.Size, m.Modified, m.Family, m.Parameters, m.Quantization = c.SizeBytes, c.ModTime, c.Architecture, c.Parameters, c.Quantization
+		m.ContextLength, m.Projector, m.ChatTemplate, m.Embedding = c.ContextLength, c.Mmproj != "", c.ChatTemplate, embeddingArchs[c.Architecture]
+	}
+	return m
+}
+
+// digestOf is a model's digest: an Ollama blob's own sha256 when the file is one, else a hash of
+// the file's name, size and time, stable while the file does not change.
+func digestOf(v view.Model) string {
+	if v.Meta == nil {
+		return ""
+	}
+	if hex, ok := strings.CutPrefix(filepath.Base(v.Meta.Path), "sha256-"); ok && len(hex) == 64 {
+		return hex
+	}
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d", v.Meta.Path, v.Meta.SizeBytes, v.Meta.ModTime.UnixNano())))
+	return hex.EncodeToString(h[:])
+}
+
+func (rt *Server) ollamaModels() []ollama.Model {
+	views := rt.views.Models()
+	out := make([]ollama.Model, 0, len(views))
+	for _, v := range views {
+		out = append(out, ollamaModel(v))
+	}
+	return out
+}
+
+// ollamaTags serves GET /api/tags: every model Llamatray serves.
+func (rt *Server) ollamaTags(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, ollama.Tags(rt.ollamaModels()))
+}
+
+// ollamaPS serves GET /api/ps: the models running now.
+func (rt *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, ollama.PS(rt.ollamaModels()))
+}
+
+// ollamaShow serves POST /api/show.
+func (rt *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
+	var req ollama.ShowRequest
+	if !rt.ollamaRead(w, r, &req) {
+		return
+	}
+	name := req.Model
+	if name == "" {
+		name = req.Name
+	}
+	id, ok := rt.ollamaResolve(w, r, name)
+	if !ok {
+		return
+	}
+	v, err := rt.views.Model(id)
+	if err != nil {
+		rt.ollamaError(w, r, name, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ollama.Show(ollamaModel(v)))
+}
+
+// ollamaDelete serves DELETE /api/delete: a model pulled from the Hub is removed as DELETE /models
+// removes it; a file of the user's own, or one in Ollama's store, is not deleted.
+func (rt *Server) ollamaDelete(w http.ResponseWriter, r *http.Request) {
+	var req ollama.NameRequest
+	if !rt.ollamaRead(w, r, &req) {
+		return
+	}
+	id, ok := rt.ollamaResolve(w, r, req.Named())
+	if !ok {
+		return
+	}
+	if _, err := rt.removePulled(r, id); err != nil {
+		rt.ollamaError(w, r, req.Named(), err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// removePulled unloads model id (its in-flight requests finish first) and deletes its files from
+// the Hub cache, blobs nothing else uses included. A model that is not a Hub pull is refused.
+func (rt *Server) removePulled(r *http.Request, id string) (wire.RemoveAnswer, error) {
+	if rt.o.Hub == nil || rt.o.Hub.Manager == nil {
+		return wire.RemoveAnswer{}, &notHubModelError{id: id}
+	}
+	cm, _ := rt.o.Catalog.Lookup(id)
+	cache, repoFiles, ok := hub.LocalFiles(cm)
+	if !ok {
+		return wire.RemoveAnswer{}, &notHubModelError{id: id, path: cm.Path}
+	}
+	if err := rt.o.Engine.Unload(r.Context(), id, false); err != nil && !isUnknown(err) {
+		return wire.RemoveAnswer{}, err
+	}
+	removed, err := cache.Remove(cm.HubRepo, repoFiles)
+	if err != nil {
+		return wire.RemoveAnswer{}, fmt.Errorf("removing %s: %w", id, err)
+	}
+	if rt.o.Hub.Rescan != nil {
+		rt.o.Hub.Rescan()
+	}
+	rt.log.Info("model removed", "model", id, "paths", len(removed))
+	return wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: removedOrEmpty(removed)}, nil
+}
+
+// notHubModelError refuses to delete a model that is not a Hub pull: a user's own file.
+type notHubModelError struct{ id, path string }
+
+func (e *notHubModelError) Error() string {
+	if e.path == "" {
+		return fmt.Sprintf("model %q cannot be deleted here: Hub downloads are off", e.id)
+	}
+	return fmt.Sprintf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", e.id, e.path)
+}

@@ -1,0 +1,207 @@
+package httpapi
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func postJSON(t *testing.T, url, body string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func ndjson(t *testing.T, b []byte) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%v in %q", err, l)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// An app that speaks only Ollama's API finds it, lists, shows and chats through the same leases.
+func TestOllamaThroughFakeLlamaServer(t *testing.T) {
+	fake, _ := startFakeLlama(t, "", "FAKE_LLAMA_TOKENS=12", "FAKE_LLAMA_TOKEN_DELAY=20ms")
+	srv, fe, _ := testRouter(t, fake, nil)
+
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		req, _ := http.NewRequest(m, srv.URL+"/", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || (m == http.MethodGet && string(b) != "Ollama is running") {
+			t.Errorf("%s /: %d %q", m, resp.StatusCode, b)
+		}
+	}
+	if code, b := getBody(t, srv.URL+"/api/version"); code != 200 || !strings.Contains(string(b), `"version"`) {
+		t.Errorf("version %d %s", code, b)
+	}
+	code, b := getBody(t, srv.URL+"/api/tags")
+	var tags struct {
+		Models []struct {
+			Name, Model, Digest string
+			Size                int64
+			Details             struct {
+				Format, Family, ParameterSize, QuantizationLevel string `json:"-"`
+			}
+			Raw map[string]any `json:"details"`
+		} `json:"models"`
+	}
+	if err := json.Unmarshal(b, &tags); err != nil || code != 200 || len(tags.Models) != 1 {
+		t.Fatalf("tags %d %s %v", code, b, err)
+	}
+	if m := tags.Models[0]; m.Name != "m1:latest" || m.Model != "m1:latest" || len(m.Digest) != 64 || m.Size != 4<<30 ||
+		m.Raw["family"] != "llama" || m.Raw["parameter_size"] != "7B" || m.Raw["quantization_level"] != "Q4_K_M" || m.Raw["format"] != "gguf" {
+		t.Errorf("tags %s", b)
+	}
+	resp, b := postJSON(t, srv.URL+"/api/show", `{"model":"m1:latest"}`)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"capabilities":["completion","tools"]`) {
+		t.Errorf("show %d %s", resp.StatusCode, b)
+	}
+	resp, b = postJSON(t, srv.URL+"/api/show", `{"model":"nope"}`)
+	if resp.StatusCode != 404 || string(b) != `{"error":"model \"nope\" not found, try pulling it first"}`+"\n" {
+		t.Errorf("show unknown %d %s", resp.StatusCode, b)
+	}
+
+	// A streamed chat: NDJSON objects arrive while the child still generates.
+	resp, err := http.Post(srv.URL+"/api/chat", "application/json", strings.NewReader(`{"model":"fast","messages":[{"role":"user","content":"hi"}],"keep_alive":"10m","options":{"seed":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+		t.Errorf("content type %q", ct)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var objs []map[string]any
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%v in %q", err, sc.Text())
+		}
+		objs = append(objs, m)
+		if len(objs) == 1 && fe.active("m1") != 1 {
+			t.Fatal("the first object came after the lease was released: the answer was buffered")
+		}
+	}
+	resp.Body.Close()
+	last := objs[len(objs)-1]
+	if len(objs) < 3 || last["done"] != true || last["done_reason"] != "stop" || last["eval_count"].(float64) < 1 || last["model"] != "fast" {
+		t.Fatalf("%d objects, last %v", len(objs), last)
+	}
+	var text strings.Builder
+	for _, o := range objs[:len(objs)-1] {
+		text.WriteString(o["message"].(map[string]any)["content"].(string))
+	}
+	if text.Len() == 0 {
+		t.Error("no text streamed")
+	}
+	waitReleased(t, fe, 1)
+
+	resp, b = postJSON(t, srv.URL+"/api/chat", `{"model":"m1","stream":false,"messages":[{"role":"user","content":"hi"}]}`)
+	var one map[string]any
+	if json.Unmarshal(b, &one); resp.StatusCode != 200 || one["done"] != true || one["message"].(map[string]any)["content"] == "" {
+		t.Errorf("chat without stream %d %s", resp.StatusCode, b)
+	}
+	resp, b = postJSON(t, srv.URL+"/api/generate", `{"model":"m1","prompt":"once","options":{"num_predict":3}}`)
+	if g := ndjson(t, b); resp.StatusCode != 200 || g[len(g)-1]["done"] != true || g[0]["response"] == nil {
+		t.Errorf("generate %d %s", resp.StatusCode, b)
+	}
+	resp, b = postJSON(t, srv.URL+"/api/generate", `{"model":"m1","prompt":"raw text","raw":true,"stream":false}`)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"done":true`) {
+		t.Errorf("raw generate %d %s", resp.StatusCode, b)
+	}
+	resp, b = postJSON(t, srv.URL+"/api/embed", `{"model":"m1","input":["a","b"]}`)
+	var emb struct{ Embeddings [][]float64 }
+	if json.Unmarshal(b, &emb); resp.StatusCode != 200 || len(emb.Embeddings) != 2 || len(emb.Embeddings[0]) == 0 {
+		t.Errorf("embed %d %s", resp.StatusCode, b)
+	}
+	resp, b = postJSON(t, srv.URL+"/api/embeddings", `{"model":"m1","prompt":"a"}`)
+	if resp.StatusCode != 200 || !strings.HasPrefix(string(b), `{"embedding":[`) {
+		t.Errorf("embeddings %d %s", resp.StatusCode, b)
+	}
+	fe.mu.Lock()
+	calls := strings.Join(fe.calls, ",")
+	fe.mu.Unlock()
+	if !strings.Contains(calls, "keepalive m1 10m0s") || !strings.Contains(calls, "keepalive m1 default") {
+		t.Errorf("keep_alive calls: %s", calls)
+	}
+}
+
+// Requests with nothing to answer load or unload the model, as Ollama's do; bad bodies and
+// unknown models answer Ollama's errors.
+func TestOllamaLoadUnloadAndErrors(t *testing.T) {
+	srv, fe, _ := testRouter(t, "http://127.0.0.1:1", nil)
+	resp, b := postJSON(t, srv.URL+"/api/generate", `{"model":"m1"}`)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"done_reason":"load"`) {
+		t.Errorf("load %d %s", resp.StatusCode, b)
+	}
+	resp, b = postJSON(t, srv.URL+"/api/chat", `{"model":"m1","messages":[],"keep_alive":0}`)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"done_reason":"unload"`) {
+		t.Errorf("unload %d %s", resp.StatusCode, b)
+	}
+	fe.mu.Lock()
+	calls := strings.Join(fe.calls, ",")
+	fe.mu.Unlock()
+	if !strings.Contains(calls, "load m1") || !strings.Contains(calls, "unload m1") {
+		t.Errorf("calls %s", calls)
+	}
+	for body, want := range map[string]string{
+		`{"model":`: "invalid", `{"messages":[]}`: "model is required",
+		`{"model":"m1","messages":[{"role":"user","content":"x"}],"options":{"temperature":"hot"}}`: "must be a number",
+		`{"model":"nope","messages":[{"role":"user","content":"x"}]}`:                               `model \"nope\" not found, try pulling it first`,
+	} {
+		resp, b := postJSON(t, srv.URL+"/api/chat", body)
+		if resp.StatusCode/100 != 4 || !strings.HasPrefix(string(b), `{"error":"`) || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %d %s", body, resp.StatusCode, b)
+		}
+	}
+	resp, b = postJSON(t, srv.URL+"/api/create", `{"model":"x"}`)
+	if resp.StatusCode != 501 || !strings.Contains(string(b), "GGUF") {
+		t.Errorf("create %d %s", resp.StatusCode, b)
+	}
+	resp, b = postJSON(t, srv.URL+"/api/pull", `{"model":"hf.co/org/repo:Q4_K_M"}`)
+	if resp.StatusCode != 501 || !strings.Contains(string(b), "Hugging Face") {
+		t.Errorf("pull without the Hub %d %s", resp.StatusCode, b)
+	}
+	// A page of another site cannot load a model through Ollama's load request.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/generate", strings.NewReader(`{"model":"m1"}`))
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	r2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Body.Close()
+	if r2.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-site load: %d", r2.StatusCode)
+	}
+	// The fake engine reports m1 loaded.
+	if code, b := getBody(t, srv.URL+"/api/ps"); code != 200 || !strings.Contains(string(b), `"name":"m1:latest"`) || !strings.Contains(string(b), `"expires_at":"`) {
+		t.Errorf("ps %d %s", code, b)
+	}
+}
+
+func TestHubNameOf(t *testing.T) {
+	for in, want := range map[string]string{"hf.co/Org/Repo:Q4_K_M": "Org/Repo:Q4_K_M", "https://huggingface.co/Org/Repo": "Org/Repo",
+		"Org/Repo:Q8_0": "Org/Repo:Q8_0", "hf.co/Org/Repo:latest": "Org/Repo", "HF.CO/Org/Repo:Q2_K": "Org/Repo:Q2_K"} {
+		if got := hubNameOf(in); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+}
