@@ -43,6 +43,11 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 	if err := sb.svc.ListenErr(); err != nil {
 		s.ListenErr = listenProblem(cfg.Listen, err)
 	}
+	if addr, err := sb.svc.OllamaListen(); err != nil {
+		s.OllamaErr = err.Error()
+	} else {
+		s.OllamaAddr = addr
+	}
 	if h := sb.svc.Hub(); h != nil {
 		s.Downloads = downloadsFrom(h.List())
 	}

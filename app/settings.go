@@ -25,6 +25,7 @@ type settingsValues struct {
 	CtxSize         string
 	GPULayers       string // "" = llama-server's default, "all" or "-1" = every layer
 	Autostart       bool
+	OllamaPort      bool // also answer on Ollama's port
 }
 
 // The keys of the settings fields, as TOML key paths; config.FieldError keys map onto them.
@@ -56,6 +57,7 @@ func valuesFrom(c config.Config, autostart bool) settingsValues {
 		LlamaServer:     c.LlamaServer,
 		CtxSize:         strconv.Itoa(c.Defaults.CtxSize),
 		Autostart:       autostart,
+		OllamaPort:      c.OllamaPort,
 	}
 	if _, port, err := net.SplitHostPort(c.Listen); err == nil {
 		v.Port = port
@@ -87,6 +89,7 @@ func (v settingsValues) apply(base config.Config) (config.Config, map[string]err
 		}
 	}
 	c.ScanDefaultDirs = v.ScanDefaultDirs
+	c.OllamaPort = v.OllamaPort
 
 	host := "127.0.0.1"
 	if h, _, err := net.SplitHostPort(base.Listen); err == nil {

@@ -129,6 +129,7 @@ func TestSettingsWindowValidatesSavesAndApplies(t *testing.T) {
 	set(keyIdleSleep, "10m")
 	l.wait(func() {
 		s.autostart.SetChecked(true)
+		s.ollama.SetChecked(true)
 		s.dirs = append(s.dirs, "/srv/models")
 		s.refreshDirs()
 		test.Tap(s.save)
@@ -141,7 +142,7 @@ func TestSettingsWindowValidatesSavesAndApplies(t *testing.T) {
 	cfg := fb.Config()
 	if cfg.Listen != "127.0.0.1:8181" || cfg.MemoryLimit != 24*config.GiB || cfg.MemoryReserve != 2*config.GiB ||
 		cfg.Defaults.GPULayers == nil || *cfg.Defaults.GPULayers != -1 || cfg.IdleSleep.Std() != 10*time.Minute ||
-		strings.Join(cfg.ModelDirs, ",") != "/srv/models" {
+		strings.Join(cfg.ModelDirs, ",") != "/srv/models" || !cfg.OllamaPort {
 		t.Errorf("applied config: %+v", cfg)
 	}
 	if !u.auto.enabled() {
@@ -151,5 +152,22 @@ func TestSettingsWindowValidatesSavesAndApplies(t *testing.T) {
 		if e := errText(k); e != "" {
 			t.Errorf("%s still shows %q after a good save", k, e)
 		}
+	}
+}
+
+// The settings window says whether Ollama's port answers, and why not when it is taken.
+func TestSettingsWindowShowsOllamaPort(t *testing.T) {
+	snap := windowSnapshot()
+	snap.OllamaErr = "cannot also listen on Ollama's port 127.0.0.1:11434 (is Ollama itself running? quit it, or turn ollama_port off): address already in use"
+	u, _, l := newTestUI(t, snap)
+	var text string
+	l.wait(func() { u.showSettings(); text = u.settings.ollamaIn.Text })
+	if !strings.Contains(text, "is Ollama itself running") {
+		t.Errorf("taken port: %q", text)
+	}
+	snap.OllamaErr, snap.OllamaAddr = "", "127.0.0.1:11434"
+	l.wait(func() { u.settings.update(snap); text = u.settings.ollamaIn.Text })
+	if !strings.Contains(text, "http://127.0.0.1:11434") {
+		t.Errorf("answering: %q", text)
 	}
 }

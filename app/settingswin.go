@@ -24,6 +24,8 @@ type settingsWindow struct {
 	entries   map[string]*widget.Entry // by settings key
 	errLabels map[string]*widget.Label // inline error under each field, by key
 	autostart *widget.Check
+	ollama    *widget.Check
+	ollamaIn  *widget.Label // whether Ollama's port answers, or why not
 	serverIn  *widget.Label // which llama-server is in use
 	general   *widget.Label // problems not tied to one field; the save result
 	save      *widget.Button
@@ -82,6 +84,11 @@ func newSettingsWindow(u *ui) *settingsWindow {
 	s.serverIn.Wrapping = fyne.TextWrapWord
 	s.autostart = widget.NewCheck("Start Llamatray when I log in", nil)
 	s.autostart.SetChecked(v.Autostart)
+	s.ollama = widget.NewCheck("Also answer on Ollama's port, 11434, for apps set up for Ollama", nil)
+	s.ollama.SetChecked(v.OllamaPort)
+	s.ollamaIn = widget.NewLabel("")
+	s.ollamaIn.SizeName = theme.SizeNameCaptionText
+	s.ollamaIn.Wrapping = fyne.TextWrapWord
 
 	form := widget.NewForm(
 		widget.NewFormItem("Model folders", container.NewVBox(s.dirList, container.NewHBox(addDir), s.scanDefs)),
@@ -95,6 +102,7 @@ func newSettingsWindow(u *ui) *settingsWindow {
 		widget.NewFormItem("llama-server", container.NewVBox(container.NewBorder(nil, nil, nil, browse, serverField), s.serverIn)),
 		hinted("Context size", field(keyCtxSize, v.CtxSize, "4096"), "Default for every model, in tokens; 0 = the model's trained context"),
 		hinted("GPU layers", field(keyGPULayers, v.GPULayers, "llama-server default"), "Layers offloaded to the GPU: a number, \"all\", or empty for llama-server's default"),
+		widget.NewFormItem("Ollama apps", container.NewVBox(s.ollama, s.ollamaIn)),
 		widget.NewFormItem("Login", s.autostart),
 	)
 	s.general = widget.NewLabel("")
@@ -110,8 +118,20 @@ func newSettingsWindow(u *ui) *settingsWindow {
 	return s
 }
 
-// update shows which llama-server is in use. Edits in progress are left alone.
+// update shows which llama-server is in use and whether Ollama's port answers. Edits in progress
+// are left alone.
 func (s *settingsWindow) update(snap Snapshot) {
+	switch {
+	case snap.OllamaErr != "":
+		s.ollamaIn.Importance = widget.DangerImportance
+		s.ollamaIn.SetText(snap.OllamaErr)
+	case snap.OllamaAddr != "":
+		s.ollamaIn.Importance = widget.MediumImportance
+		s.ollamaIn.SetText("Answering on http://" + snap.OllamaAddr + " too. Ollama's API is also at " + "http://" + snap.ListenAddr + ".")
+	default:
+		s.ollamaIn.Importance = widget.MediumImportance
+		s.ollamaIn.SetText("Ollama's API is at http://" + snap.ListenAddr + "; point an Ollama app there, or turn this on.")
+	}
 	switch {
 	case snap.ServerPath == "":
 		s.serverIn.SetText("None found. " + snap.ServerHint)
@@ -177,7 +197,7 @@ func (s *settingsWindow) values() settingsValues {
 		Port: t(keyListen), MemoryLimit: t(keyMemoryLimit), MemoryReserve: t(keyMemoryReserve),
 		MaxLoaded: t(keyMaxLoaded), IdleSleep: t(keyIdleSleep), IdleUnload: t(keyIdleUnload),
 		QueueTimeout: t(keyQueueTimeout), LlamaServer: t(keyLlamaServer), CtxSize: t(keyCtxSize),
-		GPULayers: t(keyGPULayers), Autostart: s.autostart.Checked,
+		GPULayers: t(keyGPULayers), Autostart: s.autostart.Checked, OllamaPort: s.ollama.Checked,
 	}
 }
 

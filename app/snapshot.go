@@ -16,6 +16,8 @@ type Snapshot struct {
 	ServerHint string // how to install llama-server on this OS, when none was found
 	ServerFrom string // where llama-server was found: config, env, beside, PATH, ...
 	ServerVer  string // its version, when known
+	OllamaAddr string // where Ollama's port is also answered (ollama_port), "" when not
+	OllamaErr  string // why Ollama's port is not answered although ollama_port is on
 	ModelDirs  []string
 	LogDir     string
 	Models     []Model // sorted by ID

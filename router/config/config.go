@@ -61,6 +61,7 @@ type Config struct {
 	CORSOrigins           []string         `toml:"cors_origins"`            // browser origins allowed
 	LogLevel              string           `toml:"log_level"`               // debug|info|warn|error
 	AutoPull              bool             `toml:"auto_pull"`               // a request for a missing ORG/REPO:QUANT starts its download
+	OllamaPort            bool             `toml:"ollama_port"`             // also listen on 127.0.0.1:11434, Ollama's port
 	DeviceMemoryLimit     map[string]Size  `toml:"device_memory_limit"`     // GPU memory models may use per device, by llama-server's device name (Vulkan0, CUDA1)
 	Defaults              ChildDefaults    `toml:"defaults"`
 	Models                map[string]Model `toml:"models"`

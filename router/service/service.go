@@ -40,6 +40,8 @@ type Options struct {
 	// BodyTimeout is how long a request body may take to arrive (httpapi.Options.BodyTimeout);
 	// 0 → $LLAMATRAY_BODY_TIMEOUT, else httpapi.DefaultBodyTimeout.
 	BodyTimeout time.Duration
+	// OllamaAddr is where ollama_port listens; "" → OllamaAddr (Ollama's own default).
+	OllamaAddr string
 }
 
 // DefaultIdleTimeout is how long a client's idle keep-alive connection stays open.
@@ -87,13 +89,14 @@ type Service struct {
 	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
 	// across I/O; only mu is taken under it, briefly.
 	saveMu    sync.Mutex
-	mu        sync.Mutex // guards cfg, llama, srv, addr, listenErr, cancel
+	mu        sync.Mutex // guards cfg, llama, srv, addr, listenErr, cancel and ollama
 	cfg       config.Config
 	llama     LlamaServer
 	srv       *http.Server
 	addr      string
 	listenErr error
 	cancel    context.CancelFunc
+	ollama    ollamaPort // the listener on Ollama's port, when ollama_port is on (ollama.go)
 }
 
 // ErrNeedsKey is returned when the listen address is not loopback and no API key is configured.
@@ -254,12 +257,18 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 // setup is the service's part of /api/status.
 func (s *Service) setup() wire.Setup {
 	ls := s.LlamaServer()
-	return wire.Setup{
+	st := wire.Setup{
 		LlamaServer:     wire.LlamaServer{Path: ls.Path, Source: ls.Source, Version: ls.Version, Build: ls.Build, Error: ls.Err, Hint: ls.Hint},
 		ConfigPath:      s.o.ConfigPath,
 		ModelDirs:       append([]string{}, s.config().ModelDirsResolved()...),
 		CatalogWarnings: append([]string{}, s.cat.Warnings()...),
 	}
+	addr, err := s.OllamaListen()
+	st.OllamaListen = addr
+	if err != nil {
+		st.OllamaError = err.Error()
+	}
+	return st
 }
 
 // ServeHTTP serves through the current router (replaced when settings change).
@@ -285,7 +294,11 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.eng.Start(ctx); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	return s.listen(s.config().Listen)
+	if err := s.listen(s.config().Listen); err != nil {
+		return err
+	}
+	s.syncOllamaPort()
+	return nil
 }
 
 // listen binds addr and serves on it.
@@ -302,11 +315,7 @@ func (s *Service) listen(addr string) error {
 		s.setListen(nil, addr, err)
 		return err
 	}
-	// No ReadTimeout or WriteTimeout: they would bound long streamed answers and load waits. Bodies
-	// have their own deadline (httpapi's BodyTimeout); idle keep-alive connections close after
-	// IdleTimeout.
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: s.o.IdleTimeout,
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	srv := s.newHTTPServer()
 	s.setListen(srv, ln.Addr().String(), nil)
 	s.log.Info("serving", "addr", ln.Addr().String())
 	go func() {
@@ -315,6 +324,14 @@ func (s *Service) listen(addr string) error {
 		}
 	}()
 	return nil
+}
+
+// newHTTPServer is the server of a listener. No ReadTimeout or WriteTimeout: they would bound long
+// streamed answers and load waits. Bodies have their own deadline (httpapi's BodyTimeout); idle
+// keep-alive connections close after IdleTimeout.
+func (s *Service) newHTTPServer() *http.Server {
+	return &http.Server{Handler: s, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: s.o.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 }
 
 // timeoutOf is set when it is not zero, else the duration in the environment variable env, else def.
@@ -344,9 +361,12 @@ func (s *Service) setListen(srv *http.Server, addr string, err error) {
 // Stop closes the listener, waits for in-flight requests (until ctx ends), then stops every child.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	srv, cancel := s.srv, s.cancel
-	s.srv = nil
+	srv, cancel, osrv := s.srv, s.cancel, s.ollama.srv
+	s.srv, s.ollama = nil, ollamaPort{}
 	s.mu.Unlock()
+	if osrv != nil {
+		osrv.Close()
+	}
 	if cancel != nil {
 		cancel()
 	}

@@ -165,6 +165,7 @@ func (s *Service) Apply(cfg config.Config) error {
 			}
 		}()
 	}
+	s.syncOllamaPort()
 	if cfg.Listen != old.Listen || s.ListenErr() != nil {
 		s.mu.Lock()
 		srv := s.srv

@@ -160,6 +160,8 @@ type Setup struct {
 	ConfigPath      string      `json:"config_path"`
 	ModelDirs       []string    `json:"model_dirs"`
 	CatalogWarnings []string    `json:"catalog_warnings"`
+	OllamaListen    string      `json:"ollama_listen,omitempty"` // where Ollama's port is also answered (ollama_port)
+	OllamaError     string      `json:"ollama_error,omitempty"`  // why not, when ollama_port is on
 }
 
 // LlamaServer says which llama-server binary the instance uses, or why none.
