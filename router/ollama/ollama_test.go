@@ -96,6 +96,14 @@ func TestGenerateMapping(t *testing.T) {
 	if up.Path != "/completion" || b["prompt"] != "raw text" || b["n_predict"] != 4.0 {
 		t.Errorf("raw %s", up.Body)
 	}
+	up, err = Generate(GenerateRequest{Model: "m", Prompt: "func a() {", Suffix: "}\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = decode(t, up.Body)
+	if up.Path != "/infill" || b["input_prefix"] != "func a() {" || b["input_suffix"] != "}\n" {
+		t.Errorf("suffix %s", up.Body)
+	}
 }
 
 func TestKeepAliveDuration(t *testing.T) {

@@ -220,6 +220,17 @@ func Generate(req GenerateRequest) (Upstream, error) {
 	}
 	stream := streamOf(req.Stream)
 	body := map[string]any{"model": req.Model, "stream": stream}
+	if req.Suffix != "" { // fill in the middle (code completion): llama-server's /infill
+		if len(req.Images) > 0 {
+			return Upstream{}, bad("images cannot be used with suffix")
+		}
+		body["input_prefix"], body["input_suffix"], body["prompt"] = req.Prompt, req.Suffix, ""
+		if err := common(body, req.Options, req.Format, nil); err != nil {
+			return Upstream{}, err
+		}
+		b, err := json.Marshal(body)
+		return Upstream{Path: "/infill", Body: b, Stream: stream}, err
+	}
 	if req.Raw {
 		if len(req.Images) > 0 {
 			return Upstream{}, bad("images need the model's template: leave raw off")
