@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/adrg/xdg"
@@ -89,8 +90,9 @@ func homeDir() string {
 }
 
 // DefaultModelDirs lists the usual model folders in the order they are scanned, whether or not
-// they exist: Llamatray's own folder, LM Studio's, llama.cpp's download cache ($LLAMA_CACHE) and
-// the Hugging Face hub cache (HubCacheDir).
+// they exist: Llamatray's own folder, LM Studio's, llama.cpp's download cache ($LLAMA_CACHE), the
+// Hugging Face hub cache (HubCacheDir) and Ollama's model stores (OllamaDirs), which the catalog
+// reads in place.
 func DefaultModelDirs() []string {
 	home := homeDir()
 	var dirs []string
@@ -106,6 +108,33 @@ func DefaultModelDirs() []string {
 	}
 	add(llamaCacheDir(home))
 	add(HubCacheDir(nil))
+	for _, d := range OllamaDirs(nil) {
+		add(d)
+	}
+	return dirs
+}
+
+// ollamaServiceDir is where the Linux service set up by Ollama's installer keeps its models:
+// the home folder of its "ollama" user. A variable so that tests can move it.
+var ollamaServiceDir = "/usr/share/ollama/.ollama/models"
+
+// OllamaDirs lists Ollama's model stores, whether or not they exist: $OLLAMA_MODELS when set
+// (as Ollama reads it: spaces and quotes around it dropped), else ~/.ollama/models (the same
+// folder on macOS and, as %USERPROFILE%\.ollama\models, on Windows), and on Linux also the
+// service's /usr/share/ollama/.ollama/models. getenv nil means os.Getenv.
+func OllamaDirs(getenv func(string) string) []string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var dirs []string
+	if d := strings.Trim(strings.TrimSpace(getenv("OLLAMA_MODELS")), "\"'"); d != "" {
+		dirs = append(dirs, filepath.Clean(ExpandHome(d)))
+	} else if home := homeDir(); home != "" {
+		dirs = append(dirs, filepath.Join(home, ".ollama", "models"))
+	}
+	if runtime.GOOS == "linux" && ollamaServiceDir != "" && !slices.Contains(dirs, filepath.Clean(ollamaServiceDir)) {
+		dirs = append(dirs, filepath.Clean(ollamaServiceDir))
+	}
 	return dirs
 }
 

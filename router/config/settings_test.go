@@ -63,10 +63,13 @@ func setHome(t *testing.T) string {
 	t.Cleanup(xdg.Reload) // registered first, so it runs after the variables are restored
 	t.Setenv("HOME", home)
 	t.Setenv("USERPROFILE", home)
-	for _, v := range []string{"XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "LLAMA_CACHE", "HF_HOME", "HF_HUB_CACHE", "LOCALAPPDATA"} {
+	for _, v := range []string{"XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "LLAMA_CACHE", "HF_HOME", "HF_HUB_CACHE", "LOCALAPPDATA", "OLLAMA_MODELS"} {
 		t.Setenv(v, "")
 		os.Unsetenv(v)
 	}
+	service := ollamaServiceDir
+	ollamaServiceDir = filepath.Join(home, "service", ".ollama", "models") // not this machine's Ollama service
+	t.Cleanup(func() { ollamaServiceDir = service })
 	xdg.Reload()
 	return home
 }
