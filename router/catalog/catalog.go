@@ -162,5 +162,13 @@ func (c *Catalog) Dirs() []string {
 func (m Model) clone() Model {
 	m.Files = slices.Clone(m.Files)
 	m.Aliases = slices.Clone(m.Aliases)
+	if m.Ollama != nil {
+		names := make([]OllamaName, len(m.Ollama))
+		for i, o := range m.Ollama {
+			names[i] = o.clone()
+		}
+		m.Ollama = names
+	}
+	m.Defaults = cloneJSONObject(m.Defaults)
 	return m
 }

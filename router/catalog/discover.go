@@ -28,6 +28,13 @@ type found struct {
 	hf    *hfRepo
 	hfSub string // folders between the snapshot and the file, "/"-separated
 	rev   string // snapshot revision
+
+	// In an Ollama store (ollama.go): the layer the blob is (blobModel or blobProjector; "" for a
+	// file found by name), the store folder, and the manifests naming the file, sorted by name
+	// after dedupe. A .gguf file that is also an Ollama blob keeps its blob's names.
+	blob   string
+	store  string
+	ollama []ollamaRef
 }
 
 // hfRepo is one models--org--name folder of a Hugging Face hub cache.
@@ -52,13 +59,14 @@ type walker struct {
 	ctx      context.Context
 	l        *listing
 	visited  map[string]bool // real paths of folders entered, against symlink loops
+	stores   map[string]bool // real paths of Ollama stores read
 	printBuf []string
 }
 
 // list walks every root and returns the .gguf files found, deduplicated.
 func list(ctx context.Context, roots []string) listing {
 	var l listing
-	w := &walker{ctx: ctx, l: &l, visited: map[string]bool{}}
+	w := &walker{ctx: ctx, l: &l, visited: map[string]bool{}, stores: map[string]bool{}}
 	for _, root := range roots {
 		st, err := os.Stat(root)
 		switch {
@@ -117,8 +125,15 @@ func (w *walker) walk(root, dir string, depth int, snap *hfSnapshot) {
 		w.l.problems = append(w.l.problems, problem{dir, fmt.Sprintf("cannot read folder: %v", err)})
 		return
 	}
+	store := snap == nil && isOllamaStore(dir, entries)
+	if store {
+		w.ollamaStore(root, dir)
+	}
 	for _, e := range entries {
 		name := e.Name()
+		if store && (name == "manifests" || name == "blobs") {
+			continue // read as a store
+		}
 		full := filepath.Join(dir, name)
 		switch t := e.Type(); {
 		case t.IsDir():
@@ -173,8 +188,13 @@ func (w *walker) add(root, path, real string, st fs.FileInfo, snap *hfSnapshot) 
 		}
 		f.dir = snap.repo.dir + "\x00" + f.hfSub
 	}
+	w.addFound(f)
+}
+
+// addFound lists f and adds it to the fingerprint.
+func (w *walker) addFound(f found) {
 	w.l.files = append(w.l.files, f)
-	w.printBuf = append(w.printBuf, strings.Join([]string{"file", path, real, strconv.FormatInt(f.size, 10), strconv.FormatInt(f.mtime.UnixNano(), 10)}, "\x00"))
+	w.printBuf = append(w.printBuf, strings.Join([]string{"file", f.path, f.real, strconv.FormatInt(f.size, 10), strconv.FormatInt(f.mtime.UnixNano(), 10)}, "\x00"))
 }
 
 // hfRepo walks the snapshots of one models--org--name folder.
@@ -251,16 +271,21 @@ func preferRevisions(files []found) []found {
 	return out
 }
 
-// dedupe drops files already seen through another path (overlapping folders, links).
+// dedupe drops files already seen through another path (overlapping folders, links, tags of one
+// Ollama blob); the file kept takes the Ollama names of those dropped.
 func dedupe(files []found) []found {
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	out := files[:0]
 	for _, f := range files {
-		if seen[f.real] {
+		if i, ok := seen[f.real]; ok {
+			out[i].ollama = append(out[i].ollama, f.ollama...)
 			continue
 		}
-		seen[f.real] = true
+		seen[f.real] = len(out)
 		out = append(out, f)
+	}
+	for i := range out {
+		out[i].ollama = sortRefs(out[i].ollama)
 	}
 	return out
 }

@@ -17,11 +17,11 @@ type entry struct {
 
 func (e *entry) first() found { return e.files[0] }
 
-// sig identifies the exact files an entry was parsed from.
+// sig identifies the exact files an entry was parsed from, and the Ollama layer a blob is.
 func (e *entry) sig() string {
 	var b strings.Builder
 	for _, f := range e.files {
-		fmt.Fprintf(&b, "%s\x00%s\x00%d\x00%d\n", f.path, f.real, f.size, f.mtime.UnixNano())
+		fmt.Fprintf(&b, "%s\x00%s\x00%d\x00%d\x00%s\n", f.path, f.real, f.size, f.mtime.UnixNano(), f.blob)
 	}
 	return b.String()
 }
@@ -49,6 +49,10 @@ func group(files []found) (models, projectors []*entry, problems []problem) {
 	for _, f := range files {
 		name := filepath.Base(f.path)
 		switch sh, ok := ParseShard(name); {
+		case f.blob == blobProjector:
+			projectors = append(projectors, &entry{files: []found{f}})
+		case f.blob == blobModel:
+			models = append(models, &entry{stem: f.ollama[0].Name, files: []found{f}})
 		case isProjectorName(name):
 			projectors = append(projectors, &entry{stem: stemOf(name), files: []found{f}})
 		case ok:
@@ -106,7 +110,9 @@ func group(files []found) (models, projectors []*entry, problems []problem) {
 
 // labels lists an entry's IDs from least to most qualified, used when stems clash:
 // "parent/stem", "grandparent/parent/stem", ... For the Hugging Face cache "org/name/stem" comes
-// first, then with the folders inside the snapshot, then the on-disk forms.
+// first, then with the folders inside the snapshot, then the on-disk forms. A blob of an Ollama
+// store, whose stem is its Ollama name, is qualified by the store's folders: "models/llama3.2:3b",
+// ".ollama/models/llama3.2:3b", ...
 func (e *entry) labels() []string {
 	f := e.first()
 	var out []string
@@ -121,6 +127,9 @@ func (e *entry) labels() []string {
 		}
 	}
 	dir := filepath.ToSlash(filepath.Dir(f.path))
+	if f.blob != "" {
+		dir = filepath.ToSlash(f.store)
+	}
 	parts := strings.FieldsFunc(dir, func(r rune) bool { return r == '/' })
 	for k := 1; k <= len(parts); k++ {
 		out = append(out, strings.Join(parts[len(parts)-k:], "/")+"/"+e.stem)

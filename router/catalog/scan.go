@@ -64,13 +64,15 @@ func (c *Catalog) Scan(ctx context.Context) error {
 	}
 	var good []*entry
 	projByDir := map[string][]*entry{}
+	projByReal := map[string]*entry{} // for Ollama's projector layers
 	for _, e := range all {
 		switch r := results[e]; {
 		case errors.Is(r.err, errNotModel):
 		case r.err != nil:
-			problems = append(problems, problem{e.first().path, r.err.Error()})
+			problems = append(problems, e.first().trouble(r.err.Error()))
 		case r.h.typ == "projector":
 			projByDir[e.first().dir] = append(projByDir[e.first().dir], e)
+			projByReal[e.first().real] = e
 		default:
 			good = append(good, e)
 		}
@@ -85,6 +87,9 @@ func (c *Catalog) Scan(ctx context.Context) error {
 	parallel(ctx, len(good), func(i int) {
 		e := good[i]
 		proj := pickProjector(e, projByDir[e.first().dir])
+		if proj == nil {
+			proj = ollamaProjector(e, projByReal)
+		}
 		out[i], estErrs[i] = c.model(e, results[e], proj, results)
 		vars[i], varErrs[i] = c.variants(out[i], variants[out[i].ID], results[e], proj, results)
 	})
@@ -93,11 +98,11 @@ func (c *Catalog) Scan(ctx context.Context) error {
 	}
 	for i, err := range estErrs {
 		if err != nil {
-			problems = append(problems, problem{good[i].first().path, "no memory estimate: " + err.Error()})
+			problems = append(problems, good[i].first().trouble("no memory estimate: "+err.Error()))
 		}
 		for j, err := range varErrs[i] {
 			if err != nil {
-				problems = append(problems, problem{good[i].first().path, vars[i][j].ID + ": no memory estimate: " + err.Error()})
+				problems = append(problems, good[i].first().trouble(vars[i][j].ID+": no memory estimate: "+err.Error()))
 			}
 		}
 	}
@@ -171,8 +176,20 @@ func (c *Catalog) parseAll(ctx context.Context, entries []*entry) (map[*entry]*c
 	return results, nil
 }
 
-// classify refuses files that are valid GGUF but cannot be served as a model or projector.
+// classify refuses files that are valid GGUF but cannot be served as a model or projector. A
+// blob of an Ollama store must hold what its layer says.
 func classify(e *entry, h *header) error {
+	switch e.first().blob {
+	case blobProjector:
+		if h.typ != "projector" {
+			return fmt.Errorf("the projector layer holds a %s", h.typ)
+		}
+		return nil
+	case blobModel:
+		if h.typ != "model" {
+			return fmt.Errorf("the model layer holds a %s, not a model", h.typ)
+		}
+	}
 	projName := isProjectorName(filepath.Base(e.first().path))
 	switch {
 	case h.typ == "projector":
@@ -273,6 +290,13 @@ func (c *Catalog) model(e *entry, r *cached, proj *entry, results map[*entry]*ca
 		Root:          e.first().root,
 	}
 	m.HubRepo, m.HubName = hubNameOf(e, h.quant)
+	if refs := e.first().ollama; len(refs) > 0 {
+		m.Ollama = make([]OllamaName, len(refs))
+		for i, r := range refs {
+			m.Ollama[i] = r.clone()
+		}
+		m.Defaults = cloneJSONObject(refs[0].Defaults)
+	}
 	for _, f := range e.files {
 		m.SizeBytes += f.size
 		if f.mtime.After(m.ModTime) {
@@ -335,7 +359,7 @@ func containsString(s []string, v string) bool {
 }
 
 // buildSnapshot indexes models (sorted by ID) for lookups: IDs first, then aliases that no ID or
-// earlier alias holds.
+// earlier alias holds, then Hugging Face names, then Ollama names.
 func buildSnapshot(models []Model, hidden []bool, warnings []string, print uint64) *snapshot {
 	idx := make([]int, len(models))
 	for i := range idx {
@@ -381,6 +405,18 @@ func buildSnapshot(models []Model, hidden []bool, warnings []string, print uint6
 		for _, a := range m.Aliases {
 			if !idFold[strings.ToLower(a)] {
 				foldAdd(s.fold, a, i)
+			}
+		}
+	}
+	for i, m := range s.all { // Ollama's names, last
+		for _, o := range m.Ollama {
+			for _, n := range ollamaLookupNames(o.Name) {
+				if _, taken := s.exact[n]; !taken {
+					s.exact[n] = i
+				}
+				if l := strings.ToLower(n); !idFold[l] || l == strings.ToLower(m.ID) {
+					foldAdd(s.fold, n, i)
+				}
 			}
 		}
 	}

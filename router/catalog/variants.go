@@ -10,8 +10,8 @@ import (
 const VariantSep = "@"
 
 // variants builds the entries of base's variants (names): each a copy of base with its own ID,
-// aliases and estimate, and no Hugging Face name (that names the file's own entry). errs holds
-// each one's estimate error.
+// aliases and estimate, and no Hugging Face or Ollama name (those name the file's own entry).
+// errs holds each one's estimate error.
 func (c *Catalog) variants(base Model, names []string, r *cached, proj *entry, results map[*entry]*cached) (out []Model, errs []error) {
 	if len(names) == 0 {
 		return nil, nil
@@ -28,6 +28,7 @@ func (c *Catalog) variants(base Model, names []string, r *cached, proj *entry, r
 		v.VariantOf, v.Variant = base.ID, name
 		v.Aliases = cleanAliases(c.opts.Aliases(v.ID), v.ID)
 		v.HubName = ""
+		v.Ollama = nil
 		var err error
 		v.Estimate, err = c.estimateFor(v.ID, r, ph, projSig)
 		out, errs = append(out, v), append(errs, err)
