@@ -11,7 +11,9 @@ import (
 
 // Watch rescans whenever the model folders change, until ctx ends. Every interval it walks the
 // folders and compares a fingerprint of what it sees (files, sizes, modification times, links,
-// Hugging Face refs) with the one of the last scan; file headers are read only by the rescan.
+// Hugging Face refs, Ollama manifests) with the one of the last scan; file headers are read only
+// by the rescan, so a manifest written by ollama pull or removed by ollama rm is seen as a .gguf
+// file is.
 func (c *Catalog) Watch(ctx context.Context, every time.Duration) {
 	if every <= 0 {
 		every = 5 * time.Second
