@@ -79,16 +79,21 @@ func (rt *Server) ollamaRead(w http.ResponseWriter, r *http.Request, v any) bool
 }
 
 // ollamaResolve maps an Ollama name to a catalog ID: as sent, else without the ":latest" it was
-// listed with. false when it answered an error.
+// listed with, else as the Hub name it was pulled by (hf.co/ORG/REPO:QUANT resolves as
+// ORG/REPO:QUANT, so the name a client pulled is the name it then uses). false when it answered
+// an error.
 func (rt *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name string) (string, bool) {
 	if name == "" {
 		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: "model is required"})
 		return "", false
 	}
 	id, err := rt.resolveRequest(r, name)
-	if base, tagged := ollama.Unlisted(name); err != nil && tagged {
-		if id2, err2 := rt.resolveRequest(r, base); err2 == nil {
-			id, err = id2, nil
+	for _, alt := range ollamaNames(name) {
+		if err == nil {
+			break
+		}
+		if id2, err2 := rt.resolveRequest(r, alt); err2 == nil || !isNotFound(err2) {
+			id, err = id2, err2
 		}
 	}
 	if err != nil {
@@ -96,6 +101,25 @@ func (rt *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name str
 		return "", false
 	}
 	return id, true
+}
+
+// ollamaNames are the other names an Ollama name may resolve by, in order: without the ":latest"
+// it was listed with, then as a Hub name.
+func ollamaNames(name string) []string {
+	var out []string
+	if base, tagged := ollama.Unlisted(name); tagged {
+		out = append(out, base)
+	}
+	if h := hubNameOf(name); h != name && (len(out) == 0 || h != out[0]) {
+		out = append(out, h)
+	}
+	return out
+}
+
+// isNotFound says err is a model that is not there (rather than, say, one being pulled).
+func isNotFound(err error) bool {
+	var np *notPulledError
+	return isUnknown(err) || errors.As(err, &np)
 }
 
 // applyKeepAlive applies a request's keep_alive to the model's current or next child; without one the
