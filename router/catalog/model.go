@@ -46,12 +46,12 @@ type Model struct {
 	HubName       string    // ORG/REPO:QUANT, llama.cpp's -hf spelling; it resolves like an alias
 	VariantOf     string    // for a variant (ID "BASE@NAME"): the ID of the model whose file it serves
 	Variant       string    // for a variant: its name
-	// Ollama lists the names the file has in an Ollama store (ollama.go), sorted: one per
-	// manifest whose model layer it is, with that manifest's settings. A blob found there gets
-	// its first name as ID ("llama3.2:3b"; store-qualified when two stores have it, as clashing
-	// stems are). Each name, and a "NAME:latest" without its ":latest", resolves like an alias
-	// (after IDs, aliases and Hugging Face names); OllamaNamed finds the one a request used. A
-	// variant has none: they name the model's own entry.
+	// Ollama lists the names the file has in an Ollama store (ollama.go), sorted part by part:
+	// one per manifest whose model layer it is, with that manifest's settings. A blob found there
+	// gets its first name as ID ("llama3.2:3b"; store-qualified when two stores have it, as
+	// clashing stems are). Each name, and a "NAME:latest" without its ":latest", resolves like an
+	// alias (after IDs, aliases and Hugging Face names); OllamaNamed finds the one a request
+	// used. A variant has none: they name the model's own entry.
 	Ollama []OllamaName
 	// Defaults are the request options the model's maker chose, for the API layers to apply to
 	// requests that leave them out: the params layer of its first Ollama name (OllamaName.Defaults

@@ -152,12 +152,16 @@ func cloneJSON(v any) any {
 	return v
 }
 
-// sortRefs orders a file's Ollama names by name and drops repeats (one store seen twice).
+// nameOrder orders names part by part, so that "tiny:latest" comes before "tiny2:v1".
+var nameOrder = strings.NewReplacer("/", "\x00", ":", "\x00")
+
+// sortRefs orders a file's Ollama names (part by part: host, namespace, model, tag) and drops
+// repeats (one store seen twice).
 func sortRefs(refs []ollamaRef) []ollamaRef {
 	if len(refs) < 2 {
 		return refs
 	}
-	sort.SliceStable(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	sort.SliceStable(refs, func(i, j int) bool { return nameOrder.Replace(refs[i].Name) < nameOrder.Replace(refs[j].Name) })
 	return slices.CompactFunc(refs, func(a, b ollamaRef) bool { return a.Name == b.Name })
 }
 

@@ -136,6 +136,7 @@ func TestOllamaDuplicates(t *testing.T) {
 	blob := s.model(ggufwrite.HeaderOptions{})
 	s.manifest("registry.ollama.ai/library/llama3.2/3b", blob)
 	s.manifest("registry.ollama.ai/library/llama3.2/latest", blob)
+	s.manifest("registry.ollama.ai/library/llama3.22/copy", blob) // ollama cp: a name sorted after llama3.2's, part by part
 
 	// A .gguf link to the blob is the same file: one entry, by whichever folder comes first,
 	// which keeps the store's names.
@@ -159,7 +160,7 @@ func TestOllamaDuplicates(t *testing.T) {
 			t.Errorf("%v: IDs = %v, want [%s]", tt.dirs, got, tt.id)
 		}
 		m, _ := c.Lookup("llama3.2")
-		if m.ID != tt.id || len(m.Ollama) != 2 || m.Ollama[0].Name != "llama3.2:3b" || m.Ollama[1].Name != "llama3.2:latest" {
+		if m.ID != tt.id || len(m.Ollama) != 3 || m.Ollama[0].Name != "llama3.2:3b" || m.Ollama[1].Name != "llama3.2:latest" || m.Ollama[2].Name != "llama3.22:copy" {
 			t.Errorf("%v: Lookup(llama3.2) = %q with names %+v", tt.dirs, m.ID, m.Ollama)
 		}
 		if w := c.Warnings(); len(w) != 0 {
