@@ -19,6 +19,11 @@
 //     changelog of 2025-06-03, "Releases now expose digests for release assets").
 //   - browser_download_url (https://github.com/{owner}/{repo}/releases/download/{tag}/{name}) answers
 //     with a 302 redirect to the storage host, which serves the bytes with a Content-Length.
+//
+// It can also be hostile, for the tests of what an install refuses: Add publishes any tag (state.json,
+// ../x); the archive builders of hostile.go pack link chains, hard links through them and bombs; and
+// faults a test switches on make downloads differ from the listing (Corrupt, CutAt, SetSize, Chunked)
+// or stall (StallAt, StallHeaders).
 package ghreleases
 
 import (
@@ -28,6 +33,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
@@ -48,12 +54,23 @@ type Server struct {
 	Corrupt atomic.Bool
 	// CutAt, when above 0, closes the connection after that many bytes of every download.
 	CutAt atomic.Int64
+	// Chunked, when set, sends every download without a Content-Length (chunked), so that only the
+	// listed size tells the client how much is to come.
+	Chunked atomic.Bool
+	// StallAt, when above 0, sends that many bytes of every download and then nothing more, holding
+	// the connection open until the client goes away or the server is closed.
+	StallAt atomic.Int64
+	// StallHeaders, when set, answers no download at all (not even its headers) until the client goes
+	// away or the server is closed.
+	StallHeaders atomic.Bool
 
 	mu       sync.Mutex // guards releases, blobs and nextID
 	releases []release  // newest first
 	blobs    map[int]blob
 	nextID   int
-	gets     atomic.Int64 // downloads started
+	gets     atomic.Int64  // downloads started
+	quit     chan struct{} // closed by Close: stalled downloads end
+	closing  sync.Once     // closes quit once
 }
 
 type blob struct {
@@ -98,14 +115,17 @@ type asset struct {
 
 // New starts a stand-in with no releases; call Add. Close it when done.
 func New() *Server {
-	s := &Server{blobs: map[int]blob{}, nextID: 1000}
+	s := &Server{blobs: map[int]blob{}, nextID: 1000, quit: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.Base = s.srv.URL + "/repos/" + Repo + "/releases"
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
+// Close stops the server (and ends the downloads it holds stalled).
+func (s *Server) Close() {
+	s.closing.Do(func() { close(s.quit) })
+	s.srv.Close()
+}
 
 // Downloads counts the asset downloads started.
 func (s *Server) Downloads() int64 { return s.gets.Load() }
@@ -149,11 +169,31 @@ func (s *Server) Add(tag string, files map[string][]byte) {
 		r.Assets = append(r.Assets, asset{
 			URL: s.Base + "/assets/" + strconv.Itoa(s.nextID), ID: s.nextID, Name: name, ContentType: ct, State: "uploaded",
 			Size: int64(len(data)), Digest: "sha256:" + hex.EncodeToString(sum[:]), CreatedAt: now, UpdatedAt: now,
-			BrowserDownloadURL: web + "/releases/download/" + tag + "/" + name,
+			BrowserDownloadURL: web + "/releases/download/" + url.PathEscape(tag) + "/" + url.PathEscape(name),
 		})
 		s.blobs[s.nextID] = blob{name: name, data: data}
 	}
 	s.releases = append([]release{r}, s.releases...)
+}
+
+// SetSize makes the API list release tag's asset name with size (0, negative, or other than its
+// content's length: an asset that lies); the download still serves the content. It reports whether
+// the asset exists.
+func (s *Server) SetSize(tag, name string, size int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.releases {
+		if s.releases[i].TagName != tag {
+			continue
+		}
+		for j := range s.releases[i].Assets {
+			if s.releases[i].Assets[j].Name == name {
+				s.releases[i].Assets[j].Size = size
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -200,7 +240,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, out)
 	case strings.HasPrefix(p, "/"+Repo+"/releases/download/"):
-		s.redirect(w, r, strings.TrimPrefix(p, "/"+Repo+"/releases/download/"))
+		s.redirect(w, r, strings.TrimPrefix(r.URL.EscapedPath(), "/"+Repo+"/releases/download/"))
 	case strings.HasPrefix(p, "/storage/"):
 		s.download(w, r, strings.TrimPrefix(p, "/storage/"))
 	default:
@@ -208,9 +248,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// redirect answers a browser_download_url as github.com does: 302 to the storage host.
+// redirect answers a browser_download_url as github.com does: 302 to the storage host. tagName is
+// the escaped path's {tag}/{name}.
 func (s *Server) redirect(w http.ResponseWriter, r *http.Request, tagName string) {
-	tag, name, _ := strings.Cut(tagName, "/")
+	etag, ename, _ := strings.Cut(tagName, "/")
+	tag, err1 := url.PathUnescape(etag)
+	name, err2 := url.PathUnescape(ename)
+	if err1 != nil || err2 != nil {
+		http.Error(w, "Not Found", http.StatusNotFound)
+		return
+	}
 	s.mu.Lock()
 	id := 0
 	for _, rel := range s.releases {
@@ -240,15 +287,27 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request, idText string)
 		return
 	}
 	s.gets.Add(1)
+	if s.StallHeaders.Load() {
+		s.hold(r)
+		return
+	}
 	data := b.data
 	if s.Corrupt.Load() && len(data) > 0 {
 		data = append([]byte(nil), data...)
 		data[len(data)/2] ^= 0xff
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	if !s.Chunked.Load() {
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	}
 	w.Header().Set("Content-Disposition", "attachment; filename="+b.name)
 	w.WriteHeader(http.StatusOK)
+	if stall := s.StallAt.Load(); stall > 0 && stall < int64(len(data)) {
+		w.Write(data[:stall])
+		http.NewResponseController(w).Flush()
+		s.hold(r)
+		return
+	}
 	if cut := s.CutAt.Load(); cut > 0 && cut < int64(len(data)) {
 		w.Write(data[:cut])
 		http.NewResponseController(w).Flush()
@@ -258,6 +317,15 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request, idText string)
 		return
 	}
 	w.Write(data)
+}
+
+// hold keeps a stalled download's connection open, sending nothing, until the client goes away or
+// the server is closed.
+func (s *Server) hold(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-s.quit:
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
