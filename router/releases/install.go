@@ -118,12 +118,12 @@ func (in *Installer) Install(ctx context.Context, req Request, progress func(Pro
 		return Build{}, err
 	}
 	tag := rel.TagName
+	if !validTag(tag) {
+		return Build{}, fmt.Errorf("llama.cpp release tag %q: %w (b and a number, such as b7100); nothing was installed", tag, ErrBadTag)
+	}
 	if req.Update && hasCur && !Newer(tag, cur.Build) {
 		progress(Progress{Phase: PhaseDone, Build: cur.Build, Asset: cur.Asset, Backend: cur.Backend, Message: "up to date: " + tag + " is the latest release"})
 		return cur, nil
-	}
-	if tag == "" || strings.HasPrefix(tag, ".") || strings.ContainsAny(tag, `/\:`) {
-		return Build{}, fmt.Errorf("llama.cpp release tag %q cannot name a folder", tag)
 	}
 	assets := append([]Asset{c.Asset}, c.Extras...)
 	var total int64

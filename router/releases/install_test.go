@@ -24,6 +24,7 @@ import (
 // archives are the fake llama-server packed once per test binary (packing is slow under -race).
 var archives struct {
 	once     sync.Once
+	build    *ghreleases.Build
 	zip, tgz []byte
 	err      error
 }
@@ -36,6 +37,7 @@ func fakeArchives(t *testing.T) (zipped, tgz []byte) {
 		if b, archives.err = ghreleases.FromBinary(testbed.FakeLlamaServer(t)); archives.err != nil {
 			return
 		}
+		archives.build = b
 		if archives.zip, archives.err = b.Zip(); archives.err != nil {
 			return
 		}

@@ -7,9 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/adrg/xdg"
@@ -21,7 +21,10 @@ import (
 //	b7100/llamatray-build.json what was installed (Build)
 //	b7100/...                  the archive's files as it holds them (llama-b7100/llama-server, libraries beside it)
 //
-// Files whose names start with "." are an install in progress (download, staging) and never a build.
+// Builds live apart from the store's own files: a build's folder is named by its llama.cpp tag, and
+// only a tag of the form b<number> (b7100; see validTag) names one, in Install, Get and Builds, so a
+// release can never name state.json, llamatray-build.json or the files whose names start with ".",
+// which are an install in progress (download, staging) and never a build.
 const (
 	stateFile    = "state.json"
 	manifestFile = "llamatray-build.json"
@@ -134,10 +137,20 @@ func writeJSON(path string, v any) error {
 // ErrNotInstalled is matched when a build named by the user is not in the store.
 var ErrNotInstalled = errors.New("build not installed")
 
+// ErrBadTag is matched when a release's tag is not a llama.cpp build (b7100): only those name a
+// build's folder.
+var ErrBadTag = errors.New("not a llama.cpp build tag")
+
+// tagPattern is a llama.cpp release tag: "b" and the build number.
+var tagPattern = regexp.MustCompile(`^b[0-9]{1,9}$`)
+
+// validTag reports whether tag is a llama.cpp build that may name a folder of the store.
+func validTag(tag string) bool { return tagPattern.MatchString(tag) }
+
 // Get reads build b's manifest and checks that its llama-server is there.
 func (s Store) Get(b string) (Build, error) {
-	if b == "" || strings.HasPrefix(b, ".") || strings.ContainsAny(b, `/\`) {
-		return Build{}, fmt.Errorf("%w: %q is not a build name", ErrNotInstalled, b)
+	if !validTag(b) {
+		return Build{}, fmt.Errorf("%w: %q is not a llama.cpp build (b and a number, such as b7100)", ErrNotInstalled, b)
 	}
 	raw, err := os.ReadFile(filepath.Join(s.Dir(b), manifestFile))
 	if err != nil {
@@ -171,7 +184,7 @@ func (s Store) Builds() ([]Build, error) {
 	}
 	var out []Build
 	for _, e := range ents {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+		if !e.IsDir() || !validTag(e.Name()) {
 			continue
 		}
 		if b, err := s.Get(e.Name()); err == nil {
