@@ -173,6 +173,68 @@ func wantErr(t *testing.T, err, target error, texts ...string) {
 	}
 }
 
+// (2) a/b/c/up -> ../../.. and a/b/c/up/esc -> ../../victim each stay inside read from their own
+// folder; written through up, esc landed at the staging folder's top and esc/.profile outside.
+func TestLinkChainRefused(t *testing.T) {
+	needSymlinks(t)
+	for _, ext := range []string{".zip", ".tar.gz"} {
+		t.Run(ext, func(t *testing.T) {
+			h := newHostile(t)
+			h.publish(t, "b7200", ext, append(ghreleases.LinkChain(victimRel, ".profile", []byte("pwned\n")), fakeEntries(t)...))
+			err := h.refused(t, Request{})
+			wantErr(t, err, errUnsafe, "a/b/c/up/esc", "a/b/c/up is a symbolic link")
+		})
+	}
+}
+
+// (2) A hard link whose source passes through a link (the chain's esc, or x that resolves to the
+// store's parent) linked a file outside, and the next entry of its name wrote into it in place.
+func TestHardLinkThroughLinkRefused(t *testing.T) {
+	needSymlinks(t)
+	for name, entries := range map[string][]ghreleases.Entry{
+		"chain": ghreleases.HardLinkChain(victimRel, ".profile", []byte("pwned\n")),
+		"out":   ghreleases.HardLinkOut(2, "victim/.profile", []byte("pwned\n")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHostile(t)
+			h.publish(t, "b7200", ".tar.gz", append(entries, fakeEntries(t)...))
+			err := h.refused(t, Request{})
+			wantErr(t, err, errUnsafe, "is a symbolic link")
+		})
+	}
+}
+
+// (2) x -> a/b/c/up/../../../.. reads as inside but leads four levels above the build: the install
+// is refused once the archive is unpacked, though nothing was written outside.
+func TestLinkLeadingOutRefused(t *testing.T) {
+	needSymlinks(t)
+	for _, ext := range []string{".zip", ".tar.gz"} {
+		t.Run(ext, func(t *testing.T) {
+			h := newHostile(t)
+			h.publish(t, "b7200", ext, append(fakeEntries(t), ghreleases.LinkOut(4)...))
+			err := h.refused(t, Request{})
+			wantErr(t, err, errUnsafe, "link x -> a/b/c/up/../../../..", "leads outside")
+		})
+	}
+}
+
+// (2) A llama-server that is a link leading outside (read as inside) was made executable there: the
+// chmod followed it. The install is refused before, and the chmod goes through the staging folder.
+func TestBinaryLinkOutRefused(t *testing.T) {
+	needSymlinks(t)
+	for _, ext := range []string{".zip", ".tar.gz"} {
+		t.Run(ext, func(t *testing.T) {
+			h := newHostile(t)
+			h.publish(t, "b7200", ext, []ghreleases.Entry{
+				{Name: "a/b/c/up", Mode: os.ModeSymlink | 0o777, Data: []byte("../../..")},
+				{Name: "llama-b7200/" + BinaryName(), Mode: os.ModeSymlink | 0o777, Data: []byte("../a/b/c/up/" + victimRel + "/.profile")},
+			})
+			err := h.refused(t, Request{})
+			wantErr(t, err, errUnsafe, "leads outside")
+		})
+	}
+}
+
 // (3) A release tag that names one of the store's own files (or anything but b<number>) is refused
 // before anything is downloaded or written.
 func TestHostileTagRefused(t *testing.T) {

@@ -211,7 +211,7 @@ func (in *Installer) fetch(ctx context.Context, tag string, c Choice, assets []A
 		return b, fmt.Errorf("llama.cpp %s (%s): %w", tag, c.Asset.Name, err)
 	}
 	bin := filepath.Join(staging, rel)
-	if err := os.Chmod(bin, 0o755); err != nil {
+	if err := chmodInside(staging, rel, 0o755); err != nil {
 		return b, fmt.Errorf("marking %s executable: %w", bin, err)
 	}
 	clearQuarantine(ctx, staging, in.log())

@@ -13,90 +13,36 @@ import (
 	"strings"
 )
 
-// errUnsafe is matched when an archive entry would land outside the folder it is unpacked into.
+// errUnsafe is matched when an archive entry would land outside the folder it is unpacked into, or
+// write through a symbolic link.
 var errUnsafe = errors.New("entry outside the archive's folder")
 
-// unpack extracts the .zip or .tar.gz archive at file into dir (which exists). Entries keep their
-// folders and permission bits; symbolic links are kept when they point inside dir; entries that
-// would leave dir are refused.
+// unpack extracts the .zip or .tar.gz archive at file into dir (which exists). Entries keep their folders and permission bits; symbolic links are kept when they lead inside
+// dir; hard links (.tar.gz) when they link files unpacked before them. Nothing is written outside dir
+// (see folder): entries that would are refused, as is an archive with a link that leads outside once
+// it is unpacked. On an error dir holds what was unpacked so far; the caller removes it.
 func unpack(file, name, dir string) error {
+	var unpackTo func(string, *folder) error
 	switch archiveExt(name) {
 	case ".zip":
-		return unzip(file, dir)
+		unpackTo = unzip
 	case ".tar.gz", ".tgz":
-		return untgz(file, dir)
+		unpackTo = untgz
+	default:
+		return fmt.Errorf("%s: not a .zip or .tar.gz archive", name)
 	}
-	return fmt.Errorf("%s: not a .zip or .tar.gz archive", name)
-}
-
-// target returns where the archive entry name goes under dir ("" for the archive's root). Absolute
-// names and names with a ".." element are refused.
-func target(dir, name string) (string, error) {
-	slashed := strings.ReplaceAll(name, `\`, "/")
-	if strings.HasPrefix(slashed, "/") || filepath.VolumeName(name) != "" || strings.Contains(strings.SplitN(slashed, "/", 2)[0], ":") {
-		return "", fmt.Errorf("%q: %w", name, errUnsafe)
-	}
-	var parts []string
-	for _, part := range strings.Split(slashed, "/") {
-		switch part {
-		case "..":
-			return "", fmt.Errorf("%q: %w", name, errUnsafe)
-		case "", ".":
-		default:
-			parts = append(parts, part)
-		}
-	}
-	if len(parts) == 0 {
-		return "", nil
-	}
-	return filepath.Join(append([]string{dir}, parts...)...), nil
-}
-
-// linkOK reports whether a symbolic link at p (under dir) with the given target stays inside dir.
-func linkOK(dir, p, link string) bool {
-	if link == "" || filepath.IsAbs(link) || strings.HasPrefix(link, "/") {
-		return false
-	}
-	resolved := filepath.Join(filepath.Dir(p), filepath.FromSlash(link))
-	rel, err := filepath.Rel(dir, resolved)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-func writeFile(p string, r io.Reader, mode fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return diskFull(err, filepath.Dir(p))
-	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode.Perm()|0o600)
+	f, err := openFolder(dir)
 	if err != nil {
-		return diskFull(err, p)
+		return err
 	}
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		if isDiskFull(err) {
-			return diskFull(err, p)
-		}
-		return fmt.Errorf("unpacking %s: %w", p, err)
+	defer f.Close()
+	if err := unpackTo(file, f); err != nil {
+		return err
 	}
-	if err := f.Close(); err != nil {
-		return diskFull(err, p)
-	}
-	return nil
+	return f.links()
 }
 
-func symlink(dir, p, link string) error {
-	if !linkOK(dir, p, link) {
-		return fmt.Errorf("link %s -> %s: %w", p, link, errUnsafe)
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return diskFull(err, filepath.Dir(p))
-	}
-	if err := os.Symlink(filepath.FromSlash(link), p); err != nil {
-		return diskFull(err, p)
-	}
-	return nil
-}
-
-func untgz(file, dir string) error {
+func untgz(file string, dir *folder) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
@@ -116,79 +62,65 @@ func untgz(file, dir string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", filepath.Base(file), err)
 		}
-		p, err := target(dir, h.Name)
-		if err != nil || p == "" {
-			if err != nil {
-				return err
-			}
+		rel, err := entryName(h.Name)
+		if err != nil {
+			return err
+		}
+		if rel == "" {
 			continue
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				return diskFull(err, p)
-			}
+			err = dir.mkdir(rel)
 		case tar.TypeReg:
-			if err := writeFile(p, tr, fs.FileMode(h.Mode)); err != nil {
-				return err
-			}
+			err = dir.file(rel, tr, fs.FileMode(h.Mode))
 		case tar.TypeSymlink:
-			if err := symlink(dir, p, h.Linkname); err != nil {
-				return err
-			}
+			err = dir.symlink(rel, h.Linkname)
 		case tar.TypeLink:
-			src, err := target(dir, h.Linkname)
-			if err != nil || src == "" {
-				return fmt.Errorf("hard link %s -> %s: %w", h.Name, h.Linkname, errUnsafe)
-			}
-			if err := os.Link(src, p); err != nil {
-				return diskFull(err, p)
-			}
+			err = dir.hardlink(rel, h.Linkname)
+		}
+		if err != nil {
+			return err
 		}
 	}
 }
 
-func unzip(file, dir string) error {
+func unzip(file string, dir *folder) error {
 	zr, err := zip.OpenReader(file)
 	if err != nil {
 		return fmt.Errorf("%s: %w", filepath.Base(file), err)
 	}
 	defer zr.Close()
 	for _, zf := range zr.File {
-		p, err := target(dir, zf.Name)
+		rel, err := entryName(zf.Name)
 		if err != nil {
 			return err
 		}
-		if p == "" {
+		if rel == "" {
 			continue
 		}
 		mode := zf.Mode()
 		switch {
 		case mode.IsDir() || strings.HasSuffix(zf.Name, "/"):
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				return diskFull(err, p)
-			}
+			err = dir.mkdir(rel)
 		case mode&fs.ModeSymlink != 0:
-			link, err := readZipEntry(zf)
-			if err != nil {
-				return err
-			}
-			if err := symlink(dir, p, link); err != nil {
-				return err
+			var link string
+			if link, err = readZipEntry(zf); err == nil {
+				err = dir.symlink(rel, link)
 			}
 		default:
-			rc, err := zf.Open()
-			if err != nil {
+			var rc io.ReadCloser
+			if rc, err = zf.Open(); err != nil {
 				return fmt.Errorf("%s: %w", zf.Name, err)
 			}
 			if mode.Perm() == 0 {
 				mode = 0o644 // archives made on Windows carry no Unix permissions
 			}
-			err = writeFile(p, rc, mode)
+			err = dir.file(rel, rc, mode)
 			rc.Close()
-			if err != nil {
-				return err
-			}
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,0 +1,275 @@
+package releases
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// folder writes an archive's entries into one folder through an os.Root, so that no name, symbolic
+// link or hard link reaches outside it whatever the archive holds:
+//
+//   - names are slash-separated paths inside the folder (entryName refuses the others);
+//   - no entry is written through a symbolic link: one whose parent path passes through a link is
+//     refused, and a file or link already at an entry's own name is removed first, never written
+//     into (llama.cpp's archives never write through a linked folder);
+//   - a symbolic link's target must stay inside read from the link's folder (which, its parents
+//     being real folders, is where the link really is); once the archive is unpacked, links
+//     checks where every link really leads, through the links it passes;
+//   - a hard link's source must be a file unpacked before it, not through a link.
+type folder struct {
+	root *os.Root
+	dir  string          // the folder's path, for messages
+	real map[string]bool // slash-separated folders checked or made to be real folders, not links
+}
+
+// openFolder opens dir (which exists) for unpacking an archive.
+func openFolder(dir string) (*folder, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("unpacking into %s: %w", dir, err)
+	}
+	return &folder{root: root, dir: dir, real: map[string]bool{}}, nil
+}
+
+func (f *folder) Close() error { return f.root.Close() }
+
+// entryName returns the archive entry name as a clean slash-separated path inside the folder ("" for
+// the folder itself). Absolute names, names with a volume or a ".." element, and (on Windows) names
+// Windows reserves are refused.
+func entryName(name string) (string, error) {
+	slashed := strings.ReplaceAll(name, `\`, "/")
+	if strings.HasPrefix(slashed, "/") || filepath.VolumeName(name) != "" || strings.Contains(strings.SplitN(slashed, "/", 2)[0], ":") {
+		return "", fmt.Errorf("%q: %w", name, errUnsafe)
+	}
+	var parts []string
+	for _, part := range strings.Split(slashed, "/") {
+		switch part {
+		case "..":
+			return "", fmt.Errorf("%q: %w", name, errUnsafe)
+		case "", ".":
+		default:
+			parts = append(parts, part)
+		}
+	}
+	rel := strings.Join(parts, "/")
+	if rel != "" && !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return "", fmt.Errorf("%q: %w", name, errUnsafe)
+	}
+	return rel, nil
+}
+
+// native is a slash-separated name inside the folder as the os.Root takes it.
+func native(rel string) string { return filepath.FromSlash(rel) }
+
+// realDirs makes sure that every folder of the slash-separated path dir ("" or "." for the folder
+// itself), the folder of the entry name, is a real folder, making the missing ones when mk is set. A
+// symbolic link on the way is refused: nothing is ever written through one.
+func (f *folder) realDirs(name, dir string, mk bool) error {
+	if dir == "" || dir == "." {
+		return nil
+	}
+	parts := strings.Split(dir, "/")
+	for i := range parts {
+		p := strings.Join(parts[:i+1], "/")
+		if f.real[p] {
+			continue
+		}
+		fi, err := f.root.Lstat(native(p))
+		if errors.Is(err, fs.ErrNotExist) && mk {
+			if err = f.root.Mkdir(native(p), 0o755); err == nil {
+				f.real[p] = true
+				continue
+			}
+			if !errors.Is(err, fs.ErrExist) {
+				return diskFull(err, filepath.Join(f.dir, native(p)))
+			}
+			fi, err = f.root.Lstat(native(p)) // it came meanwhile: check what it is
+		}
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s: %w", name, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s: %s is a symbolic link, and nothing is unpacked through one: %w", name, p, errUnsafe)
+		case !fi.IsDir():
+			return fmt.Errorf("%s: %s is not a folder", name, p)
+		}
+		f.real[p] = true
+	}
+	return nil
+}
+
+// place readies the entry rel's own name: its folders real (made when missing), and a file or link
+// left there by an earlier entry removed, so the new entry replaces it instead of writing into it.
+func (f *folder) place(rel string) error {
+	if err := f.realDirs(rel, path.Dir(rel), true); err != nil {
+		return err
+	}
+	fi, err := f.root.Lstat(native(rel))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: %w", rel, err)
+	case fi.IsDir():
+		return fmt.Errorf("%s: a folder of the archive has that name", rel)
+	}
+	if err := f.root.Remove(native(rel)); err != nil {
+		return fmt.Errorf("replacing %s: %w", rel, err)
+	}
+	return nil
+}
+
+// mkdir makes the folder rel and those above it.
+func (f *folder) mkdir(rel string) error { return f.realDirs(rel, rel, true) }
+
+// file writes the file rel with r's content.
+func (f *folder) file(rel string, r io.Reader, mode fs.FileMode) error {
+	if err := f.place(rel); err != nil {
+		return err
+	}
+	out, err := f.root.OpenFile(native(rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode.Perm()|0o600)
+	p := filepath.Join(f.dir, native(rel))
+	if err != nil {
+		return diskFull(err, p)
+	}
+	if _, err := io.Copy(out, r); err != nil {
+		out.Close()
+		if isDiskFull(err) {
+			return diskFull(err, p)
+		}
+		return fmt.Errorf("unpacking %s: %w", p, err)
+	}
+	if err := out.Close(); err != nil {
+		return diskFull(err, p)
+	}
+	return nil
+}
+
+// symlink makes rel a symbolic link to link (slash- or backslash-separated), which must stay inside
+// the folder read from rel's own folder.
+func (f *folder) symlink(rel, link string) error {
+	t := strings.ReplaceAll(link, `\`, "/")
+	if !linkOK(rel, t) {
+		return fmt.Errorf("link %s -> %s: %w", rel, link, errUnsafe)
+	}
+	if err := f.place(rel); err != nil {
+		return err
+	}
+	if err := f.root.Symlink(filepath.FromSlash(t), native(rel)); err != nil {
+		return diskFull(err, filepath.Join(f.dir, native(rel)))
+	}
+	return nil
+}
+
+// linkOK reports whether a symbolic link at rel with the slash-separated target link stays inside the
+// folder, read lexically from rel's folder.
+func linkOK(rel, link string) bool {
+	if link == "" || strings.HasPrefix(link, "/") || filepath.VolumeName(filepath.FromSlash(link)) != "" ||
+		strings.Contains(strings.SplitN(link, "/", 2)[0], ":") {
+		return false
+	}
+	to := path.Join(path.Dir(rel), link)
+	return to != ".." && !strings.HasPrefix(to, "../")
+}
+
+// hardlink makes rel a hard link to src, an archive name of a file unpacked before it.
+func (f *folder) hardlink(rel, src string) error {
+	from, err := entryName(src)
+	if err != nil || from == "" || from == rel {
+		return fmt.Errorf("hard link %s -> %s: %w", rel, src, errUnsafe)
+	}
+	if err := f.realDirs(from, path.Dir(from), false); err != nil {
+		return fmt.Errorf("hard link %s -> %s: %w", rel, src, err)
+	}
+	if fi, err := f.root.Lstat(native(from)); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("hard link %s -> %s: the source is not a file unpacked before it: %w", rel, src, errUnsafe)
+	}
+	if err := f.place(rel); err != nil {
+		return err
+	}
+	if err := f.root.Link(native(from), native(rel)); err != nil {
+		return diskFull(err, filepath.Join(f.dir, native(rel)))
+	}
+	return nil
+}
+
+// maxHops is how many symbolic links a resolution follows before it is taken for a loop (Linux's
+// MAXSYMLINKS).
+const maxHops = 40
+
+// links checks, once the archive is unpacked, that every symbolic link in the folder really leads
+// inside it: each is resolved through the links it passes (a chain such as x -> a/b/c/up/../../../..
+// with a/b/c/up -> ../../.. reads as inside and is not). A link whose target is missing is kept
+// when where it would lead (the links on its way followed, the missing part taken as named) is
+// inside: it cannot reach outside, and llama.cpp's archives have none; a loop is refused.
+func (f *folder) links() error {
+	return fs.WalkDir(f.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("checking %s: %w", f.dir, err)
+		}
+		if d.Type()&fs.ModeSymlink == 0 {
+			return nil
+		}
+		if err := f.resolve(p); err != nil {
+			link, _ := f.root.Readlink(native(p))
+			return fmt.Errorf("link %s -> %s: %w", p, filepath.ToSlash(link), err)
+		}
+		return nil
+	})
+}
+
+// resolve follows the slash-separated name rel through the folder's symbolic links, failing with
+// errUnsafe when the way leaves the folder.
+func (f *folder) resolve(rel string) error {
+	todo := strings.Split(rel, "/")
+	var at []string // the real folders (or missing names) reached so far, from the folder's top
+	for hops := 0; len(todo) > 0; {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(at) == 0 {
+				return fmt.Errorf("it leads outside the folder: %w", errUnsafe)
+			}
+			at = at[:len(at)-1]
+			continue
+		}
+		p := strings.Join(append(at, c), "/")
+		fi, err := f.root.Lstat(native(p))
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			at = append(at, c) // a file, a folder, or missing: taken as named
+			continue
+		}
+		if hops++; hops > maxHops {
+			return fmt.Errorf("too many levels of symbolic links: %w", errUnsafe)
+		}
+		link, err := f.root.Readlink(native(p))
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		link = filepath.ToSlash(link)
+		if strings.HasPrefix(link, "/") || filepath.VolumeName(filepath.FromSlash(link)) != "" {
+			return fmt.Errorf("%s is absolute: %w", p, errUnsafe)
+		}
+		todo = append(strings.Split(link, "/"), todo...)
+	}
+	return nil
+}
+
+// chmodInside changes the mode of rel (relative to dir) without leaving dir, even through a link.
+func chmodInside(dir, rel string, mode fs.FileMode) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.Chmod(rel, mode)
+}
