@@ -21,20 +21,23 @@ import (
 //   - a symbolic link's target must stay inside read from the link's folder (which, its parents
 //     being real folders, is where the link really is); once the archive is unpacked, links
 //     checks where every link really leads, through the links it passes;
-//   - a hard link's source must be a file unpacked before it, not through a link.
+//   - a hard link's source must be a file unpacked before it, not through a link;
+//   - the bytes written are counted against the limit (see limit).
 type folder struct {
 	root *os.Root
 	dir  string          // the folder's path, for messages
 	real map[string]bool // slash-separated folders checked or made to be real folders, not links
+	lim  limit
+	left int64 // what the archive may still write; below 0 once it wrote more than lim allows
 }
 
-// openFolder opens dir (which exists) for unpacking an archive.
-func openFolder(dir string) (*folder, error) {
+// openFolder opens dir (which exists) for unpacking an archive of at most lim.
+func openFolder(dir string, lim limit) (*folder, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("unpacking into %s: %w", dir, err)
 	}
-	return &folder{root: root, dir: dir, real: map[string]bool{}}, nil
+	return &folder{root: root, dir: dir, real: map[string]bool{}, lim: lim, left: lim.max}, nil
 }
 
 func (f *folder) Close() error { return f.root.Close() }
@@ -67,6 +70,15 @@ func entryName(name string) (string, error) {
 // native is a slash-separated name inside the folder as the os.Root takes it.
 func native(rel string) string { return filepath.FromSlash(rel) }
 
+// charge counts n more bytes written (or about to be), failing once the archive passes its limit.
+func (f *folder) charge(n int64) error {
+	f.left -= n
+	if f.left < 0 {
+		return f.lim.exceeded(-1)
+	}
+	return nil
+}
+
 // realDirs makes sure that every folder of the slash-separated path dir ("" or "." for the folder
 // itself), the folder of the entry name, is a real folder, making the missing ones when mk is set. A
 // symbolic link on the way is refused: nothing is ever written through one.
@@ -84,6 +96,9 @@ func (f *folder) realDirs(name, dir string, mk bool) error {
 		if errors.Is(err, fs.ErrNotExist) && mk {
 			if err = f.root.Mkdir(native(p), 0o755); err == nil {
 				f.real[p] = true
+				if err := f.charge(entryCost); err != nil {
+					return err
+				}
 				continue
 			}
 			if !errors.Is(err, fs.ErrExist) {
@@ -130,6 +145,9 @@ func (f *folder) mkdir(rel string) error { return f.realDirs(rel, rel, true) }
 
 // file writes the file rel with r's content.
 func (f *folder) file(rel string, r io.Reader, mode fs.FileMode) error {
+	if err := f.charge(entryCost); err != nil {
+		return err
+	}
 	if err := f.place(rel); err != nil {
 		return err
 	}
@@ -138,12 +156,18 @@ func (f *folder) file(rel string, r io.Reader, mode fs.FileMode) error {
 	if err != nil {
 		return diskFull(err, p)
 	}
-	if _, err := io.Copy(out, r); err != nil {
+	// One byte more than the limit allows tells that the entry is larger than it may be.
+	n, err := io.Copy(out, io.LimitReader(r, max(f.left, 0)+1))
+	if err != nil {
 		out.Close()
 		if isDiskFull(err) {
 			return diskFull(err, p)
 		}
 		return fmt.Errorf("unpacking %s: %w", p, err)
+	}
+	if err := f.charge(n); err != nil {
+		out.Close()
+		return err
 	}
 	if err := out.Close(); err != nil {
 		return diskFull(err, p)
@@ -154,6 +178,9 @@ func (f *folder) file(rel string, r io.Reader, mode fs.FileMode) error {
 // symlink makes rel a symbolic link to link (slash- or backslash-separated), which must stay inside
 // the folder read from rel's own folder.
 func (f *folder) symlink(rel, link string) error {
+	if err := f.charge(entryCost + int64(len(link))); err != nil {
+		return err
+	}
 	t := strings.ReplaceAll(link, `\`, "/")
 	if !linkOK(rel, t) {
 		return fmt.Errorf("link %s -> %s: %w", rel, link, errUnsafe)
@@ -180,6 +207,9 @@ func linkOK(rel, link string) bool {
 
 // hardlink makes rel a hard link to src, an archive name of a file unpacked before it.
 func (f *folder) hardlink(rel, src string) error {
+	if err := f.charge(entryCost); err != nil {
+		return err
+	}
 	from, err := entryName(src)
 	if err != nil || from == "" || from == rel {
 		return fmt.Errorf("hard link %s -> %s: %w", rel, src, errUnsafe)

@@ -65,8 +65,14 @@ type Installer struct {
 	// Verify runs the unpacked llama-server (`--version`) and returns its version; nil → no check.
 	Verify func(ctx context.Context, path string) (string, error)
 	Logger *slog.Logger
+	// MaxUnpacked is the most one archive may unpack to; 0 → DefaultMaxUnpacked (8 GiB). An archive
+	// may also unpack to no more than UnpackRatio times its size (0 → DefaultUnpackRatio, 200; at
+	// least 64 MiB), nor to more than the store's free space less 256 MiB.
+	MaxUnpacked int64
+	UnpackRatio int64
 
-	busy atomic.Bool // one Install or Use at a time
+	busy     atomic.Bool                    // one Install or Use at a time
+	diskFree func(dir string) (int64, bool) // the free space of dir's file system (tests); nil → the disk's
 }
 
 func (in *Installer) log() *slog.Logger {
@@ -197,7 +203,7 @@ func (in *Installer) fetch(ctx context.Context, tag string, c Choice, assets []A
 		before += a.Size
 		progress(Progress{Phase: PhaseVerified, Build: tag, Asset: a.Name, Message: "sha256 " + a.SHA256()})
 		progress(Progress{Phase: PhaseUnpacking, Build: tag, Asset: a.Name})
-		err = unpack(file, a.Name, staging)
+		err = unpack(file, a.Name, staging, in.unpackLimit(a.Size))
 		os.Remove(file)
 		if err != nil {
 			return b, fmt.Errorf("unpacking %s: %w", a.Name, err)

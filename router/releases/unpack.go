@@ -8,20 +8,24 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/llamatray/llamatray/router/config"
 )
 
 // errUnsafe is matched when an archive entry would land outside the folder it is unpacked into, or
 // write through a symbolic link.
 var errUnsafe = errors.New("entry outside the archive's folder")
 
-// unpack extracts the .zip or .tar.gz archive at file into dir (which exists). Entries keep their folders and permission bits; symbolic links are kept when they lead inside
+// unpack extracts the .zip or .tar.gz archive at file into dir (which exists), writing at most
+// lim. Entries keep their folders and permission bits; symbolic links are kept when they lead inside
 // dir; hard links (.tar.gz) when they link files unpacked before them. Nothing is written outside dir
 // (see folder): entries that would are refused, as is an archive with a link that leads outside once
 // it is unpacked. On an error dir holds what was unpacked so far; the caller removes it.
-func unpack(file, name, dir string) error {
+func unpack(file, name, dir string, lim limit) error {
 	var unpackTo func(string, *folder) error
 	switch archiveExt(name) {
 	case ".zip":
@@ -31,7 +35,7 @@ func unpack(file, name, dir string) error {
 	default:
 		return fmt.Errorf("%s: not a .zip or .tar.gz archive", name)
 	}
-	f, err := openFolder(dir)
+	f, err := openFolder(dir, lim)
 	if err != nil {
 		return err
 	}
@@ -91,6 +95,15 @@ func unzip(file string, dir *folder) error {
 		return fmt.Errorf("%s: %w", filepath.Base(file), err)
 	}
 	defer zr.Close()
+	// The sizes the central directory declares, before anything is written; the bytes written are
+	// counted as well, as declared sizes can lie.
+	var declared uint64
+	for _, zf := range zr.File {
+		declared += min(zf.UncompressedSize64, math.MaxInt64/2) + entryCost
+		if declared > uint64(dir.lim.max) {
+			return dir.lim.exceeded(int64(min(declared, math.MaxInt64/2)))
+		}
+	}
 	for _, zf := range zr.File {
 		rel, err := entryName(zf.Name)
 		if err != nil {
@@ -118,6 +131,9 @@ func unzip(file string, dir *folder) error {
 			}
 			err = dir.file(rel, rc, mode)
 			rc.Close()
+			if errors.Is(err, zip.ErrFormat) { // archive/zip reads no more than the entry declares
+				err = fmt.Errorf("%s holds more than the %s the archive declares: %w", zf.Name, config.HumanSize(int64(min(zf.UncompressedSize64, math.MaxInt64))), err)
+			}
 		}
 		if err != nil {
 			return err
