@@ -1,10 +1,14 @@
 package releases
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // The Installer's limits as the tests of hostile releases set them.
 
-func setMaxUnpacked(in *Installer, n int64) { in.MaxUnpacked = n }
+func setMaxUnpacked(in *Installer, n int64)   { in.MaxUnpacked = n }
+func setStall(in *Installer, d time.Duration) { in.StallTimeout = d }
 func setFree(in *Installer, free int64) {
 	in.diskFree = func(string) (int64, bool) { return free, true }
 }

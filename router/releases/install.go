@@ -65,6 +65,9 @@ type Installer struct {
 	// Verify runs the unpacked llama-server (`--version`) and returns its version; nil → no check.
 	Verify func(ctx context.Context, path string) (string, error)
 	Logger *slog.Logger
+	// StallTimeout cuts a download that sends no byte for that long (waiting for its answer too);
+	// 0 → DefaultStallTimeout (60 s).
+	StallTimeout time.Duration
 	// MaxUnpacked is the most one archive may unpack to; 0 → DefaultMaxUnpacked (8 GiB). An archive
 	// may also unpack to no more than UnpackRatio times its size (0 → DefaultUnpackRatio, 200; at
 	// least 64 MiB), nor to more than the store's free space less 256 MiB.
@@ -191,10 +194,14 @@ func (in *Installer) fetch(ctx context.Context, tag string, c Choice, assets []A
 	if hc == nil {
 		hc = &http.Client{}
 	}
+	stall := in.StallTimeout
+	if stall <= 0 {
+		stall = DefaultStallTimeout
+	}
 	var before int64
 	b := Build{Build: tag, Asset: c.Asset.Name, SHA256: c.Asset.SHA256(), Backend: c.Label(), Asked: asked, Reason: c.Reason, InstalledAt: time.Now().UTC()}
 	for _, a := range assets {
-		file, err := download(ctx, hc, a, in.Store.Root, func(done, _ int64) {
+		file, err := download(ctx, hc, a, in.Store.Root, stall, func(done, _ int64) {
 			progress(Progress{Phase: PhaseDownloading, Build: tag, Asset: a.Name, Done: before + done, Total: total})
 		})
 		if err != nil {
