@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Installs what the Ollama client tests in router/e2e (ollamaclients_test.go) need, when it is
+# missing; quiet when everything is there already:
+#   - the npm packages of router/e2e/ollamaclients (Ollama's JavaScript client and LangChain's),
+#     with `npm ci` from its lock file (again only when the lock file changed);
+#   - Debian's python3-ollama: `apt-get install python3-ollama` where the system's suite has it
+#     (trixie and later), for /usr/bin/python3. Where it does not (bookworm), Debian unstable's
+#     python3-ollama with the Python it is built for, unpacked into a cache folder outside the
+#     repository without installing anything system-wide, as fetch-llama-server.sh does; its
+#     wrapper is <cache>/python-ollama/bin/python3, where the tests look for it.
+#
+# Usage: scripts/ollama-clients.sh
+# Environment:
+#   LLAMATRAY_CACHE   cache root (default $HOME/.cache/llamatray-dev)
+#   FORCE=1           fetch the unpacked Python again even if a working copy is cached
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE_ROOT="${LLAMATRAY_CACHE:-$HOME/.cache/llamatray-dev}"
+DEST="$CACHE_ROOT/python-ollama"
+WRAPPER="$DEST/bin/python3"
+SUITE="sid"
+SUDO=""
+[[ "$(id -u)" -eq 0 ]] || SUDO="sudo"
+
+# say tells what this script does (on fd 3 once apt's output goes to the log); log is for
+# private-apt.sh's lines, which go to that log.
+SAY=2
+say() { echo "ollama-clients: $*" >&"$SAY"; }
+log() { echo "ollama-clients: $*" >&2; }
+die() {
+	say "error: $*"
+	exit 1
+}
+
+# --- the JavaScript clients -------------------------------------------------------------------
+JS="$REPO/router/e2e/ollamaclients"
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
+	die "node and npm are missing: install Node.js 20 or newer (Debian: apt-get install nodejs npm)"
+major="$(node -p 'process.versions.node.split(".")[0]')"
+[[ "$major" -ge 20 ]] || die "Node.js $(node --version) is too old: @langchain/ollama needs 20 or newer"
+stamp="$JS/node_modules/.llamatray-lock"
+want="$(sha256sum "$JS/package-lock.json" | cut -d' ' -f1)"
+if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+	say "npm ci in router/e2e/ollamaclients"
+	(cd "$JS" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || die "npm ci failed"
+	echo "$want" >"$stamp"
+fi
+
+# --- the Python client ------------------------------------------------------------------------
+has_ollama() { "$1" -c 'import ollama' >/dev/null 2>&1; }
+
+if has_ollama /usr/bin/python3; then
+	exit 0
+fi
+if [[ -z "${FORCE:-}" && -x "$WRAPPER" ]] && has_ollama "$WRAPPER"; then
+	exit 0
+fi
+if command -v apt-get >/dev/null 2>&1; then
+	candidate() { apt-cache policy python3-ollama 2>/dev/null | awk '/Candidate:/ {print $2}'; }
+	if [[ -z "$(candidate)" || "$(candidate)" == "(none)" ]]; then
+		$SUDO apt-get update -qq >&2 || say "apt-get update failed"
+	fi
+	if [[ -n "$(candidate)" && "$(candidate)" != "(none)" ]]; then
+		say "installing python3-ollama"
+		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-ollama >&2 ||
+			die "apt-get install python3-ollama failed"
+		has_ollama /usr/bin/python3 || die "python3-ollama is installed but /usr/bin/python3 cannot import ollama"
+		exit 0
+	fi
+fi
+
+# This suite has no python3-ollama: Debian unstable's, with its Python, into the cache folder.
+[[ "$(uname -m)" == "x86_64" ]] || die "python3-ollama is not in this system's suite, and fetching it is only done on Linux x86-64"
+say "python3-ollama is not in this system's suite: fetching Debian $SUITE's with its Python into $DEST"
+# shellcheck source=private-apt.sh
+source "$REPO/scripts/private-apt.sh"
+mkdir -p "$CACHE_ROOT"
+WORK="$(mktemp -d "$CACHE_ROOT/fetch.XXXXXX")"
+# apt's and dpkg's output goes to a log, shown only if this fails.
+exec 3>&2 2>"$WORK/log"
+SAY=3
+trap 'rc=$?; [ "$rc" -eq 0 ] || cat "$WORK/log" >&3; rm -rf "$WORK"' EXIT
+need_patchelf
+private_apt_init "$WORK/apt" "$SUITE"
+
+# Every package python3-ollama needs, as apt resolves it on an empty system: unpacked, not installed.
+mapfile -t PACKAGES < <("${APT[@]}" install -s --no-install-recommends python3-ollama | awk '/^Inst / {print $2}')
+[[ ${#PACKAGES[@]} -gt 0 ]] || die "apt could not resolve python3-ollama in $SUITE"
+UNPACK="$WORK/root"
+mkdir -p "$UNPACK"
+download_unpack "$UNPACK" "${PACKAGES[@]}"
+
+BIN="$(find "$UNPACK/usr/bin" -maxdepth 1 -type f -name 'python3.[0-9]*' ! -name '*-config' | sort -V | tail -n1)"
+[[ -n "$BIN" && -x "$BIN" ]] || die "no python3.X in the unpacked packages"
+LOADER="$(find "$UNPACK" -name 'ld-linux-x86-64.so.2' | head -n1)"
+[[ -n "$LOADER" ]] || die "ld-linux-x86-64.so.2 not found in libc6"
+
+FINAL="$DEST/root"
+rel() { echo "${1#"$UNPACK"/}"; }
+patchelf --set-interpreter "$FINAL/$(rel "$LOADER")" "$BIN"
+LIBPATH="$(lib_dirs "$UNPACK" | sed "s#^$UNPACK#$FINAL#" | paste -sd:)"
+STAGE="$WORK/stage"
+mkdir -p "$STAGE/bin"
+cat >"$STAGE/bin/python3" <<WRAP
+#!/bin/sh
+# Generated by scripts/ollama-clients.sh: Debian $SUITE's $(basename "$BIN") with python3-ollama,
+# unpacked with its own libraries.
+LD_LIBRARY_PATH="$LIBPATH"
+PYTHONHOME="$FINAL/usr"
+PYTHONNOUSERSITE=1
+PYTHONDONTWRITEBYTECODE=1
+export LD_LIBRARY_PATH PYTHONHOME PYTHONNOUSERSITE PYTHONDONTWRITEBYTECODE
+unset PYTHONPATH
+exec "$FINAL/$(rel "$BIN")" "\$@"
+WRAP
+chmod +x "$STAGE/bin/python3"
+mv "$UNPACK" "$STAGE/root"
+
+rm -rf "$DEST.old"
+if [[ -e "$DEST" ]]; then mv "$DEST" "$DEST.old"; fi
+mv "$STAGE" "$DEST"
+rm -rf "$DEST.old"
+
+has_ollama "$WRAPPER" || die "the wrapper $WRAPPER cannot import ollama: $("$WRAPPER" -c 'import ollama' 2>&1 | tail -n1)"
+say "python3-ollama $("$WRAPPER" -c 'import importlib.metadata as m; print(m.version("ollama"))') on $("$WRAPPER" --version)"
