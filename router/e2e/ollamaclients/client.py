@@ -199,22 +199,34 @@ if pull_model:
         check(client.delete(pull_model).status == "success", "status")
 
 
-# A model the server does not have: every call raises Ollama's 404.
+# A model the server does not have: every call raises Ollama's 404, with Ollama's message for that
+# endpoint (see notFound in lib.mjs).
 unknown = "x"
-not_found = f'model "{unknown}" not found, try pulling it first'
 
 
-def is_not_found(e):
-    check(isinstance(e, ollama.ResponseError), "a ResponseError", repr(e))
-    check(e.error == not_found, "the message", e.error)
-    check(e.status_code == 404, "status_code", e.status_code)
+def not_found(endpoint):
+    m = [f'model "{unknown}" not found, try pulling it first']
+    if endpoint in ("chat", "generate"):
+        m.append(f"model '{unknown}' not found")
+    if endpoint == "show":
+        m.append(f"model '{listed(unknown)}' not found")
+    return m
 
 
-raises("unknown_chat", lambda: client.chat(model=unknown, messages=messages), is_not_found)
-raises("unknown_chat_stream", lambda: list(client.chat(model=unknown, messages=messages, stream=True)), is_not_found)
-raises("unknown_generate", lambda: client.generate(model=unknown, prompt=prompt), is_not_found)
-raises("unknown_embed", lambda: client.embed(model=unknown, input="hello"), is_not_found)
-raises("unknown_show", lambda: client.show(unknown), is_not_found)
+def is_not_found(endpoint):
+    def check_error(e):
+        check(isinstance(e, ollama.ResponseError), "a ResponseError", repr(e))
+        check(e.error in not_found(endpoint), "the message", e.error)
+        check(e.status_code == 404, "status_code", e.status_code)
+
+    return check_error
+
+
+raises("unknown_chat", lambda: client.chat(model=unknown, messages=messages), is_not_found("chat"))
+raises("unknown_chat_stream", lambda: list(client.chat(model=unknown, messages=messages, stream=True)), is_not_found("chat"))
+raises("unknown_generate", lambda: client.generate(model=unknown, prompt=prompt), is_not_found("generate"))
+raises("unknown_embed", lambda: client.embed(model=unknown, input="hello"), is_not_found("embed"))
+raises("unknown_show", lambda: client.show(unknown), is_not_found("show"))
 
 print(json.dumps(out), flush=True)
 sys.exit(0 if out["ok"] else 1)

@@ -122,15 +122,15 @@ if (s.pullModel) {
 // for a minute, against Ollama as here: those clients get maxRetries 0.
 const unknown = "x";
 const once = { maxRetries: 0 };
-const isNotFound = (e) => {
-  check(e.message === notFound(unknown), "the message", e.message);
+const isNotFound = (endpoint) => (e) => {
+  check(notFound(unknown, endpoint).includes(e.message), "the message", e.message);
   check(e.status_code === 404, "status_code", e.status_code);
 };
-await run.raises("unknown_chat", () => new ChatOllama({ model: unknown, ...fields }).invoke(messages), isNotFound);
+await run.raises("unknown_chat", () => new ChatOllama({ model: unknown, ...fields }).invoke(messages), isNotFound("chat"));
 await run.raises("unknown_chat_stream", async () => {
   for await (const _ of await new ChatOllama({ model: unknown, ...fields }).stream(messages));
-}, isNotFound);
-await run.raises("unknown_generate", () => new Ollama({ model: unknown, ...fields, ...once }).invoke(prompt), isNotFound);
-await run.raises("unknown_embed", () => new OllamaEmbeddings({ model: unknown, baseUrl: s.base, ...once }).embedQuery("hello"), isNotFound);
+}, isNotFound("chat"));
+await run.raises("unknown_generate", () => new Ollama({ model: unknown, ...fields, ...once }).invoke(prompt), isNotFound("generate"));
+await run.raises("unknown_embed", () => new OllamaEmbeddings({ model: unknown, baseUrl: s.base, ...once }).embedQuery("hello"), isNotFound("embed"));
 
 run.finish();

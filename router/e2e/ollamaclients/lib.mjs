@@ -26,8 +26,16 @@ export function settings() {
 export const prompt = "Say something.";
 export const options = { num_predict: 8, seed: 1, temperature: 0 };
 
-// The message Ollama answers for a model it does not have, as the clients must raise it.
-export const notFound = (name) => `model "${name}" not found, try pulling it first`;
+// The messages Ollama answers for a model it does not have, by endpoint, as the clients must raise
+// them: 'model "x" not found, try pulling it first' everywhere, and Ollama 0.33's own wording where
+// it differs (router/testbed/testdata/ollama/errors.json): "model 'x' not found" for chat and
+// generate, "model 'x:latest' not found" for show.
+export function notFound(name, endpoint) {
+  const m = [`model "${name}" not found, try pulling it first`];
+  if (endpoint === "chat" || endpoint === "generate") m.push(`model '${name}' not found`);
+  if (endpoint === "show") m.push(`model '${listed(name)}' not found`);
+  return m;
+}
 
 export class Run {
   constructor(client, version) {

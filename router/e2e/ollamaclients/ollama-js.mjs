@@ -131,17 +131,17 @@ if (s.pullModel) {
 
 // A model the server does not have: every call raises Ollama's 404.
 const unknown = "x";
-const isNotFound = (e) => {
+const isNotFound = (endpoint) => (e) => {
   check(e.name === "ResponseError", "a ResponseError", e.name);
-  check(e.message === notFound(unknown) && e.error === notFound(unknown), "the message", e.message);
+  check(notFound(unknown, endpoint).includes(e.message) && e.error === e.message, "the message", e.message);
   check(e.status_code === 404, "status_code", e.status_code);
 };
-await run.raises("unknown_chat", () => ollama.chat({ model: unknown, messages, stream: false }), isNotFound);
+await run.raises("unknown_chat", () => ollama.chat({ model: unknown, messages, stream: false }), isNotFound("chat"));
 await run.raises("unknown_chat_stream", async () => {
   for await (const _ of await ollama.chat({ model: unknown, messages, stream: true }));
-}, isNotFound);
-await run.raises("unknown_generate", () => ollama.generate({ model: unknown, prompt }), isNotFound);
-await run.raises("unknown_embed", () => ollama.embed({ model: unknown, input: "hello" }), isNotFound);
-await run.raises("unknown_show", () => ollama.show({ model: unknown }), isNotFound);
+}, isNotFound("chat"));
+await run.raises("unknown_generate", () => ollama.generate({ model: unknown, prompt }), isNotFound("generate"));
+await run.raises("unknown_embed", () => ollama.embed({ model: unknown, input: "hello" }), isNotFound("embed"));
+await run.raises("unknown_show", () => ollama.show({ model: unknown }), isNotFound("show"));
 
 run.finish();
