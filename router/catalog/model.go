@@ -37,6 +37,8 @@ type Model struct {
 	Quantization  string // from general.file_type, e.g. "Q4_K_M", "F32"
 	SizeBytes     int64  // all files together
 	ContextLength int    // trained context length
+	EmbeddingLen  int    // width of its embeddings (<arch>.embedding_length), 0 = unknown
+	Pooling       bool   // it pools its output into one embedding (<arch>.pooling_type): an embedding model
 	ChatTemplate  bool   // the file carries a chat template
 	Splits        int    // number of files
 	Estimate      Estimate

@@ -19,6 +19,8 @@ type header struct {
 	quant        string
 	params       int64
 	ctxLen       int
+	embdLen      int  // <arch>.embedding_length
+	pooling      bool // <arch>.pooling_type set: an embedding model
 	chatTemplate bool
 }
 
@@ -125,12 +127,14 @@ func describe(gf *gguf.GGUFFile) *header {
 	md := gf.Metadata()
 	arch := gf.Architecture()
 	h := &header{
-		gf:     gf,
-		typ:    arch.Type,
-		arch:   md.Architecture,
-		name:   md.Name,
-		params: int64(min(uint64(gf.ModelParameters), math.MaxInt64)),
-		ctxLen: int(min(arch.MaximumContextLength, math.MaxInt32)),
+		gf:      gf,
+		typ:     arch.Type,
+		arch:    md.Architecture,
+		name:    md.Name,
+		params:  int64(min(uint64(gf.ModelParameters), math.MaxInt64)),
+		ctxLen:  int(min(arch.MaximumContextLength, math.MaxInt32)),
+		embdLen: int(min(arch.EmbeddingLength, math.MaxInt32)),
+		pooling: arch.PoolingType != 0,
 	}
 	if kv, ok := gf.Header.MetadataKV.Get("general.file_type"); ok && kv.ValueType.IsNumeric() {
 		h.quant = strings.TrimPrefix(gguf.GGUFFileType(gguf.ValueNumeric[uint32](kv)).String(), "MOSTLY_")

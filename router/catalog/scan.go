@@ -285,6 +285,8 @@ func (c *Catalog) model(e *entry, r *cached, proj *entry, results map[*entry]*ca
 		Parameters:    h.params,
 		Quantization:  h.quant,
 		ContextLength: h.ctxLen,
+		EmbeddingLen:  h.embdLen,
+		Pooling:       h.pooling,
 		ChatTemplate:  h.chatTemplate,
 		Splits:        len(e.files),
 		Root:          e.first().root,

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/ollama"
 )
 
@@ -58,10 +58,8 @@ func (rt *Server) ollamaError(w http.ResponseWriter, r *http.Request, name strin
 	if errors.Is(err, ollama.ErrBadRequest) {
 		e.Status, msg = http.StatusBadRequest, strings.TrimPrefix(err.Error(), ollama.ErrBadRequest.Error()+": ")
 	}
-	var unknown *engine.UnknownModelError
-	var np *notPulledError
-	if errors.As(err, &unknown) || errors.As(err, &np) {
-		e.Status, msg = http.StatusNotFound, fmt.Sprintf("model %q not found, try pulling it first", name)
+	if isNotFound(err) {
+		e.Status, msg = http.StatusNotFound, notFoundText(r.URL.Path, name)
 	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(max(int(e.RetryAfter.Seconds()), 1)))
@@ -69,9 +67,32 @@ func (rt *Server) ollamaError(w http.ResponseWriter, r *http.Request, name strin
 	writeJSON(w, e.Status, ollama.ErrorResponse{Error: msg})
 }
 
-// ollamaRead reads a JSON body into v; false when it answered an error.
+// notFoundText is Ollama's message for a model it does not have, which differs by endpoint (as
+// recorded from Ollama 0.33: router/testbed/testdata/ollama/errors.json).
+func notFoundText(path, name string) string {
+	switch path {
+	case "/api/embed", "/api/embeddings", "/api/pull":
+		return fmt.Sprintf("model %q not found, try pulling it first", name)
+	case "/api/show":
+		return fmt.Sprintf("model '%s' not found", ollama.ListedName(name))
+	}
+	return fmt.Sprintf("model '%s' not found", name)
+}
+
+// ollamaRead reads a JSON body into v; false when it answered an error. A request without a body
+// is refused as Ollama refuses it.
 func (rt *Server) ollamaRead(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := rt.readJSON(w, r, v); err != nil {
+	body, err := rt.readBody(w, r)
+	if err == nil && len(body) == 0 {
+		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: "missing request body"})
+		return false
+	}
+	if err == nil {
+		if jerr := json.Unmarshal(body, v); jerr != nil {
+			err = fmt.Errorf("%w: %w", errInvalidJSON, jerr)
+		}
+	}
+	if err != nil {
 		rt.ollamaError(w, r, "", err)
 		return false
 	}
@@ -84,7 +105,11 @@ func (rt *Server) ollamaRead(w http.ResponseWriter, r *http.Request, v any) bool
 // an error.
 func (rt *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name string) (string, bool) {
 	if name == "" {
-		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: "model is required"})
+		if r.URL.Path == "/api/generate" { // as Ollama answers it
+			writeJSON(w, http.StatusNotFound, ollama.ErrorResponse{Error: "model '' not found"})
+		} else {
+			writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: "model is required"})
+		}
 		return "", false
 	}
 	id, err := rt.resolveRequest(r, name)
@@ -150,7 +175,16 @@ func (rt *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		rt.ollamaLoadOnly(w, r, id, asked, req.KeepAlive, ollama.KindChat)
 		return
 	}
+	if err := rt.ollamaSupports(id, asked, "chat"); err != nil {
+		rt.ollamaError(w, r, asked, err)
+		return
+	}
 	req.Model = id
+	defaults, system := rt.ollamaDefaults(id)
+	req.Options = ollama.WithDefaults(req.Options, defaults)
+	if system != "" && (len(req.Messages) == 0 || req.Messages[0].Role != "system") {
+		req.Messages = append([]ollama.Message{{Role: "system", Content: system}}, req.Messages...)
+	}
 	up, err := ollama.Chat(req)
 	if err != nil {
 		rt.ollamaError(w, r, asked, err)
@@ -175,7 +209,16 @@ func (rt *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		rt.ollamaLoadOnly(w, r, id, asked, req.KeepAlive, ollama.KindGenerate)
 		return
 	}
+	if err := rt.ollamaSupports(id, asked, "generate"); err != nil {
+		rt.ollamaError(w, r, asked, err)
+		return
+	}
 	req.Model = id
+	defaults, system := rt.ollamaDefaults(id)
+	req.Options = ollama.WithDefaults(req.Options, defaults)
+	if req.System == "" && !req.Raw {
+		req.System = system
+	}
 	up, err := ollama.Generate(req)
 	if err != nil {
 		rt.ollamaError(w, r, asked, err)
@@ -224,6 +267,18 @@ func (rt *Server) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	rt.applyKeepAlive(id, req.KeepAlive)
 	rt.ollamaProxy(w, r, start, ollama.KindEmbeddings, req.Model, id, ollama.Embeddings(id, []string{req.Prompt}))
+}
+
+// ollamaSupports refuses what the model cannot do, in Ollama's words: an embedding model neither
+// chats nor generates.
+func (rt *Server) ollamaSupports(id, asked, what string) error {
+	v, err := rt.views.Model(id)
+	if err != nil {
+		return nil // the proxy path reports it
+	}
+	m := ollamaModel(v)
+	m.Asked = asked
+	return m.Supports(what)
 }
 
 // ollamaProxy sends up to model id's child, holding a lease as every proxied request does, and

@@ -28,7 +28,8 @@ func ollamaModel(v view.Model) ollama.Model {
 	}
 	if c := v.Meta; c != nil {
 		m.Size, m.Modified, m.Family, m.Parameters, m.Quantization = c.SizeBytes, c.ModTime, c.Architecture, c.Parameters, c.Quantization
-		m.ContextLength, m.Projector, m.ChatTemplate, m.Embedding = c.ContextLength, c.Mmproj != "", c.ChatTemplate, embeddingArchs[c.Architecture]
+		m.ContextLength, m.EmbeddingLen, m.Projector, m.ChatTemplate = c.ContextLength, c.EmbeddingLen, c.Mmproj != "", c.ChatTemplate
+		m.Embedding = c.Pooling || embeddingArchs[c.Architecture]
 	}
 	return m
 }
@@ -44,6 +45,23 @@ func digestOf(v view.Model) string {
 	}
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d", v.Meta.Path, v.Meta.SizeBytes, v.Meta.ModTime.UnixNano())))
 	return hex.EncodeToString(h[:])
+}
+
+// ollamaDefaults are what a model's Ollama manifest chose (its params and system layers), for the
+// requests that leave them out; nil for a model that is not in an Ollama store.
+func (rt *Server) ollamaDefaults(id string) (map[string]any, string) {
+	if rt.o.Catalog == nil {
+		return nil, ""
+	}
+	c, ok := rt.o.Catalog.Lookup(id)
+	if !ok {
+		return nil, ""
+	}
+	system := ""
+	if len(c.Ollama) > 0 {
+		system = c.Ollama[0].System
+	}
+	return c.Defaults, system
 }
 
 func (rt *Server) ollamaModels() []ollama.Model {

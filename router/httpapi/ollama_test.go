@@ -76,7 +76,7 @@ func TestOllamaThroughFakeLlamaServer(t *testing.T) {
 		t.Errorf("show %d %s", resp.StatusCode, b)
 	}
 	resp, b = postJSON(t, srv.URL+"/api/show", `{"model":"nope"}`)
-	if resp.StatusCode != 404 || string(b) != `{"error":"model \"nope\" not found, try pulling it first"}`+"\n" {
+	if resp.StatusCode != 404 || string(b) != `{"error":"model 'nope:latest' not found"}`+"\n" { // Ollama's words for /api/show
 		t.Errorf("show unknown %d %s", resp.StatusCode, b)
 	}
 
@@ -165,7 +165,7 @@ func TestOllamaLoadUnloadAndErrors(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"model":`: "invalid", `{"messages":[]}`: "model is required",
 		`{"model":"m1","messages":[{"role":"user","content":"x"}],"options":{"temperature":"hot"}}`: "must be a number",
-		`{"model":"nope","messages":[{"role":"user","content":"x"}]}`:                               `model \"nope\" not found, try pulling it first`,
+		`{"model":"nope","messages":[{"role":"user","content":"x"}]}`:                               `model 'nope' not found`,
 	} {
 		resp, b := postJSON(t, srv.URL+"/api/chat", body)
 		if resp.StatusCode/100 != 4 || !strings.HasPrefix(string(b), `{"error":"`) || !strings.Contains(string(b), want) {

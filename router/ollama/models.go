@@ -17,9 +17,12 @@ type Model struct {
 	Parameters    int64
 	Quantization  string
 	ContextLength int
+	EmbeddingLen  int  // embedding length (GGUF's <arch>.embedding_length); 0 = unknown
 	Projector     bool // it has a multimodal projector
 	ChatTemplate  bool
 	Embedding     bool // an embedding model (pooling, no causal head)
+
+	Asked string // the name the request used, for messages
 
 	Running   bool
 	Memory    int64     // held while running
@@ -76,7 +79,10 @@ func paramSize(n int64) string {
 func Tags(models []Model) ListResponse {
 	out := ListResponse{Models: make([]ListModel, 0, len(models))}
 	for _, m := range models {
-		out.Models = append(out.Models, ListModel{Name: m.Name, Model: m.Name, ModifiedAt: m.Modified, Size: m.Size, Digest: m.Digest, Details: m.details()})
+		d := m.details()
+		d.ContextLength, d.EmbeddingLength = m.ContextLength, m.EmbeddingLen
+		out.Models = append(out.Models, ListModel{Name: m.Name, Model: m.Name, ModifiedAt: m.Modified, Size: m.Size, Digest: m.Digest,
+			Details: d, Capabilities: m.Capabilities()})
 	}
 	sort.SliceStable(out.Models, func(i, j int) bool { return out.Models[i].ModifiedAt.After(out.Models[j].ModifiedAt) })
 	return out
@@ -118,11 +124,23 @@ func (m Model) Capabilities() []string {
 	return caps
 }
 
+// Supports says whether the model does what an endpoint asks ("chat", "generate", "embed"), and if
+// not, Ollama's words for it.
+func (m Model) Supports(what string) error {
+	if m.Embedding && (what == "chat" || what == "generate") {
+		return bad("%q does not support %s", m.Asked, what)
+	}
+	return nil
+}
+
 // Show is the answer of POST /api/show.
 func Show(m Model) ShowResponse {
 	info := map[string]any{"general.architecture": m.Family, "general.parameter_count": m.Parameters}
 	if m.Family != "" && m.ContextLength > 0 {
 		info[m.Family+".context_length"] = m.ContextLength
+	}
+	if m.Family != "" && m.EmbeddingLen > 0 {
+		info[m.Family+".embedding_length"] = m.EmbeddingLen
 	}
 	return ShowResponse{
 		Modelfile:    "# Served by Llamatray from a GGUF file; its chat template is the file's own.\nFROM " + m.Name + "\n",

@@ -291,3 +291,25 @@ func TestModelsShapes(t *testing.T) {
 		t.Errorf("%s %s", paramSize(1_000_000_000), paramSize(3_210_000_000))
 	}
 }
+
+// A stream cut before its last chunk ends with an error line, never with a complete-looking object.
+func TestCutStream(t *testing.T) {
+	rec := httptest.NewRecorder()
+	w := NewWriter(rec, KindChat, "m", true, time.Now())
+	w.WriteHeader(200)
+	w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"par\"}}]}\n\n"))
+	w.Write([]byte(`{"error":{"message":"upstream: connection reset","type":"server_error"}}`)) // the proxy's error after the headers
+	w.Finish()
+	got := lines(t, rec.Body.String())
+	if len(got) != 2 || got[1]["error"] != "upstream: connection reset" || got[1]["done"] != nil {
+		t.Errorf("%s", rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	w = NewWriter(rec, KindGenerate, "m", true, time.Now())
+	w.WriteHeader(200)
+	w.Write([]byte("data: {\"content\":\"a\",\"stop\":false}\n\n"))
+	w.Finish()
+	if got := lines(t, rec.Body.String()); len(got) != 2 || !strings.Contains(got[1]["error"].(string), "ended before") {
+		t.Errorf("%s", rec.Body)
+	}
+}

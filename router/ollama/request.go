@@ -101,6 +101,22 @@ func Sampling(opts map[string]any, out map[string]any) error {
 	return nil
 }
 
+// WithDefaults is a request's options over a model's defaults (its Ollama params layer): what the
+// request sets wins. Neither map is changed.
+func WithDefaults(opts, defaults map[string]any) map[string]any {
+	if len(defaults) == 0 {
+		return opts
+	}
+	out := make(map[string]any, len(defaults)+len(opts))
+	for k, v := range defaults {
+		out[k] = v
+	}
+	for k, v := range opts {
+		out[k] = v
+	}
+	return out
+}
+
 // optionField names the llama-server field of an Ollama option and its kind: f(loat), i(nt),
 // s(top list).
 func optionField(k string) (string, byte, bool) {

@@ -231,11 +231,11 @@ func argsObject(s string) json.RawMessage {
 // object builds one answer object of the Writer's kind.
 func (w *Writer) object(content, thinking string, calls []ToolCall, done bool) any {
 	now := Stamp(time.Now())
-	var m Metrics
+	var m *Metrics
 	reason := ""
 	if done {
-		m = w.metrics()
-		reason = doneReason(w.reason)
+		mm := w.metrics()
+		m, reason = &mm, doneReason(w.reason)
 	}
 	if w.kind == KindGenerate {
 		return GenerateResponse{Model: w.model, CreatedAt: now, Response: content, Thinking: thinking, Done: done, DoneReason: reason, Metrics: m}
@@ -282,7 +282,7 @@ func (w *Writer) emit(v any) {
 }
 
 // Finish writes what is still owed: the error with its status, the one object of an answer that
-// was not a stream, or the last object of a stream that ended without one.
+// was not a stream, or an error line for a stream that ended without its last chunk.
 func (w *Writer) Finish() {
 	switch {
 	case w.status == 0:
@@ -317,7 +317,16 @@ func (w *Writer) Finish() {
 		obj := w.object(content, thinking, calls, true)
 		w.emit(obj)
 	case !w.done:
-		w.final()
+		// The stream ended without its last chunk: llama-server failed or the connection to it was
+		// cut. Said as Ollama's clients read a failure mid-stream, never as a complete answer.
+		msg := "llama-server's answer ended before it was complete"
+		if rest := bytes.TrimSpace(w.buf); len(rest) > 0 && rest[0] == '{' {
+			if t := errorText(rest, w.model, http.StatusBadGateway); t != "" && t != string(rest) {
+				msg = t
+			}
+		}
+		w.emit(ErrorResponse{Error: msg})
+		w.done = true
 	}
 }
 
@@ -353,7 +362,7 @@ func (w *Writer) embeddings() {
 		return
 	}
 	m := w.metrics()
-	w.emit(EmbedResponse{Model: w.model, Embeddings: vecs, TotalDuration: m.TotalDuration, LoadDuration: m.LoadDuration, PromptEvalCount: doc.Usage.PromptTokens})
+	w.emit(EmbedResponse{Model: w.model, Embeddings: vecs, EmbedMetrics: &EmbedMetrics{TotalDuration: m.TotalDuration, LoadDuration: m.LoadDuration, PromptEvalCount: doc.Usage.PromptTokens}})
 }
 
 // errorText is the message of an error document (the router's OpenAI-shaped one, or

@@ -71,14 +71,15 @@ type GenerateRequest struct {
 	Think     json.RawMessage `json:"think,omitempty"`
 }
 
-// Metrics are the timings of a finished answer, in nanoseconds as Ollama sends them.
+// Metrics are the timings of a finished answer, in nanoseconds as Ollama sends them: in the last
+// object of an answer only (a nil *Metrics leaves them all out).
 type Metrics struct {
-	TotalDuration      int64 `json:"total_duration,omitempty"`
-	LoadDuration       int64 `json:"load_duration,omitempty"`
-	PromptEvalCount    int   `json:"prompt_eval_count,omitempty"`
-	PromptEvalDuration int64 `json:"prompt_eval_duration,omitempty"`
-	EvalCount          int   `json:"eval_count,omitempty"`
-	EvalDuration       int64 `json:"eval_duration,omitempty"`
+	TotalDuration      int64 `json:"total_duration"`
+	LoadDuration       int64 `json:"load_duration"`
+	PromptEvalCount    int   `json:"prompt_eval_count"`
+	PromptEvalDuration int64 `json:"prompt_eval_duration"`
+	EvalCount          int   `json:"eval_count"`
+	EvalDuration       int64 `json:"eval_duration"`
 }
 
 // ChatResponse is one object of /api/chat's answer (a stream sends many, the last with Done).
@@ -88,7 +89,7 @@ type ChatResponse struct {
 	Message    Message `json:"message"`
 	Done       bool    `json:"done"`
 	DoneReason string  `json:"done_reason,omitempty"`
-	Metrics
+	*Metrics
 }
 
 // GenerateResponse is one object of /api/generate's answer.
@@ -100,7 +101,7 @@ type GenerateResponse struct {
 	Done       bool   `json:"done"`
 	DoneReason string `json:"done_reason,omitempty"`
 	Context    []int  `json:"context,omitempty"`
-	Metrics
+	*Metrics
 }
 
 // EmbedRequest is the body of POST /api/embed; Input is a string or a list of strings.
@@ -112,13 +113,19 @@ type EmbedRequest struct {
 	Options   map[string]any  `json:"options,omitempty"`
 }
 
-// EmbedResponse is the answer of POST /api/embed.
+// EmbedResponse is the answer of POST /api/embed; one that only loaded or unloaded the model has no
+// metrics.
 type EmbedResponse struct {
-	Model           string      `json:"model"`
-	Embeddings      [][]float64 `json:"embeddings"`
-	TotalDuration   int64       `json:"total_duration,omitempty"`
-	LoadDuration    int64       `json:"load_duration,omitempty"`
-	PromptEvalCount int         `json:"prompt_eval_count,omitempty"`
+	Model      string      `json:"model"`
+	Embeddings [][]float64 `json:"embeddings"`
+	*EmbedMetrics
+}
+
+// EmbedMetrics are an embedding answer's timings and prompt size.
+type EmbedMetrics struct {
+	TotalDuration   int64 `json:"total_duration"`
+	LoadDuration    int64 `json:"load_duration"`
+	PromptEvalCount int   `json:"prompt_eval_count"`
 }
 
 // EmbeddingsRequest is the body of the older POST /api/embeddings.
@@ -142,16 +149,19 @@ type Details struct {
 	Families          []string `json:"families"`
 	ParameterSize     string   `json:"parameter_size"`
 	QuantizationLevel string   `json:"quantization_level"`
+	ContextLength     int      `json:"context_length,omitempty"`   // /api/tags only
+	EmbeddingLength   int      `json:"embedding_length,omitempty"` // /api/tags only
 }
 
 // ListModel is one model of GET /api/tags.
 type ListModel struct {
-	Name       string    `json:"name"`
-	Model      string    `json:"model"`
-	ModifiedAt time.Time `json:"modified_at"`
-	Size       int64     `json:"size"`
-	Digest     string    `json:"digest"`
-	Details    Details   `json:"details"`
+	Name         string    `json:"name"`
+	Model        string    `json:"model"`
+	ModifiedAt   time.Time `json:"modified_at"`
+	Size         int64     `json:"size"`
+	Digest       string    `json:"digest"`
+	Details      Details   `json:"details"`
+	Capabilities []string  `json:"capabilities"`
 }
 
 // ListResponse is the answer of GET /api/tags.
