@@ -16,7 +16,7 @@ DEB_BUILD := gcc pkg-config libgl1-mesa-dev xorg-dev
 DEB_TEST  := xvfb xauth dbus dbus-x11 imagemagick patchelf xdotool curl python3-gi gir1.2-dbusmenu-gtk3-0.4
 DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev
 
-.PHONY: all build run deps deps-test deps-package test test-short e2e e2e-vulkan gpu-check llama-server llama-server-vulkan bench bench-peers chaos chaos-small sim sim-small soak fuzz screenshot \
+.PHONY: all build run deps deps-test deps-package test test-short e2e e2e-vulkan gpu-check llama-server llama-server-vulkan bench bench-peers chaos chaos-small sim sim-small soak fuzz fuzz-hostile screenshot \
         package-linux package-windows package-macos lint-packaging check-packages clean wine test-windows
 
 all: build
@@ -119,6 +119,13 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzExtractModel$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/httpapi/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/config/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/catalog/
+	$(MAKE) fuzz-hostile FUZZTIME=$(FUZZTIME)
+
+# What a hostile mirror or archive sends: the Hub's tree paths and release archives. CI runs it briefly.
+# An unpacking run writes files, so minimizing is bounded by count, not time (5 s would eat the run).
+fuzz-hostile:
+	$(GO) test -run '^$$' -fuzz '^FuzzTreePath$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/hub/
+	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 200x ./router/releases/
 
 # The real window under Xvfb, one model loaded with an active stream → docs/screenshot.png.
 screenshot: deps-test
