@@ -129,6 +129,8 @@ func errorFor(err error) apiError {
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "build_not_found", Message: err.Error()}
 	case errors.Is(err, releases.ErrDiskFull):
 		return apiError{Status: http.StatusInsufficientStorage, Type: "server_error", Code: "disk_full", Message: err.Error()}
+	case errors.Is(err, releases.ErrBadTag), errors.Is(err, releases.ErrUnsafe), errors.Is(err, releases.ErrTooLarge):
+		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "release_refused", Message: err.Error()}
 	case errors.Is(err, releases.ErrDigest), errors.Is(err, releases.ErrNoDigest), errors.Is(err, releases.ErrCut):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "download_failed", Message: err.Error()}
 	case errors.Is(err, context.Canceled):

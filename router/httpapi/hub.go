@@ -81,6 +81,8 @@ func hubAPIError(err error) (apiError, bool) {
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "hub_not_found", Message: he.Error()}, true
 	case errors.As(err, &he):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "hub_error", Message: he.Error()}, true
+	case errors.Is(err, hub.ErrUnsafe), errors.Is(err, hub.ErrTooLarge), errors.As(err, new(*hub.NotGGUFError)):
+		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "hub_answer_refused", Message: err.Error()}, true
 	case errors.Is(err, hub.ErrNoSuchQuant):
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "quant_not_found", Message: err.Error()}, true
 	case errors.As(err, &disk):

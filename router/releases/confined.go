@@ -48,13 +48,13 @@ func (f *folder) Close() error { return f.root.Close() }
 func entryName(name string) (string, error) {
 	slashed := strings.ReplaceAll(name, `\`, "/")
 	if strings.HasPrefix(slashed, "/") || filepath.VolumeName(name) != "" || strings.Contains(strings.SplitN(slashed, "/", 2)[0], ":") {
-		return "", fmt.Errorf("%q: %w", name, errUnsafe)
+		return "", fmt.Errorf("%q: %w", name, ErrUnsafe)
 	}
 	var parts []string
 	for _, part := range strings.Split(slashed, "/") {
 		switch part {
 		case "..":
-			return "", fmt.Errorf("%q: %w", name, errUnsafe)
+			return "", fmt.Errorf("%q: %w", name, ErrUnsafe)
 		case "", ".":
 		default:
 			parts = append(parts, part)
@@ -62,7 +62,7 @@ func entryName(name string) (string, error) {
 	}
 	rel := strings.Join(parts, "/")
 	if rel != "" && !filepath.IsLocal(filepath.FromSlash(rel)) {
-		return "", fmt.Errorf("%q: %w", name, errUnsafe)
+		return "", fmt.Errorf("%q: %w", name, ErrUnsafe)
 	}
 	return rel, nil
 }
@@ -110,7 +110,7 @@ func (f *folder) realDirs(name, dir string, mk bool) error {
 		case err != nil:
 			return fmt.Errorf("%s: %w", name, err)
 		case fi.Mode()&fs.ModeSymlink != 0:
-			return fmt.Errorf("%s: %s is a symbolic link, and nothing is unpacked through one: %w", name, p, errUnsafe)
+			return fmt.Errorf("%s: %s is a symbolic link, and nothing is unpacked through one: %w", name, p, ErrUnsafe)
 		case !fi.IsDir():
 			return fmt.Errorf("%s: %s is not a folder", name, p)
 		}
@@ -183,7 +183,7 @@ func (f *folder) symlink(rel, link string) error {
 	}
 	t := strings.ReplaceAll(link, `\`, "/")
 	if !linkOK(rel, t) {
-		return fmt.Errorf("link %s -> %s: %w", rel, link, errUnsafe)
+		return fmt.Errorf("link %s -> %s: %w", rel, link, ErrUnsafe)
 	}
 	if err := f.place(rel); err != nil {
 		return err
@@ -212,13 +212,13 @@ func (f *folder) hardlink(rel, src string) error {
 	}
 	from, err := entryName(src)
 	if err != nil || from == "" || from == rel {
-		return fmt.Errorf("hard link %s -> %s: %w", rel, src, errUnsafe)
+		return fmt.Errorf("hard link %s -> %s: %w", rel, src, ErrUnsafe)
 	}
 	if err := f.realDirs(from, path.Dir(from), false); err != nil {
 		return fmt.Errorf("hard link %s -> %s: %w", rel, src, err)
 	}
 	if fi, err := f.root.Lstat(native(from)); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("hard link %s -> %s: the source is not a file unpacked before it: %w", rel, src, errUnsafe)
+		return fmt.Errorf("hard link %s -> %s: the source is not a file unpacked before it: %w", rel, src, ErrUnsafe)
 	}
 	if err := f.place(rel); err != nil {
 		return err
@@ -255,7 +255,7 @@ func (f *folder) links() error {
 }
 
 // resolve follows the slash-separated name rel through the folder's symbolic links, failing with
-// errUnsafe when the way leaves the folder.
+// ErrUnsafe when the way leaves the folder.
 func (f *folder) resolve(rel string) error {
 	todo := strings.Split(rel, "/")
 	var at []string // the real folders (or missing names) reached so far, from the folder's top
@@ -267,7 +267,7 @@ func (f *folder) resolve(rel string) error {
 			continue
 		case "..":
 			if len(at) == 0 {
-				return fmt.Errorf("it leads outside the folder: %w", errUnsafe)
+				return fmt.Errorf("it leads outside the folder: %w", ErrUnsafe)
 			}
 			at = at[:len(at)-1]
 			continue
@@ -279,7 +279,7 @@ func (f *folder) resolve(rel string) error {
 			continue
 		}
 		if hops++; hops > maxHops {
-			return fmt.Errorf("too many levels of symbolic links: %w", errUnsafe)
+			return fmt.Errorf("too many levels of symbolic links: %w", ErrUnsafe)
 		}
 		link, err := f.root.Readlink(native(p))
 		if err != nil {
@@ -287,7 +287,7 @@ func (f *folder) resolve(rel string) error {
 		}
 		link = filepath.ToSlash(link)
 		if strings.HasPrefix(link, "/") || filepath.VolumeName(filepath.FromSlash(link)) != "" {
-			return fmt.Errorf("%s is absolute: %w", p, errUnsafe)
+			return fmt.Errorf("%s is absolute: %w", p, ErrUnsafe)
 		}
 		todo = append(strings.Split(link, "/"), todo...)
 	}

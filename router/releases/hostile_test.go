@@ -182,7 +182,7 @@ func TestLinkChainRefused(t *testing.T) {
 			h := newHostile(t)
 			h.publish(t, "b7200", ext, append(ghreleases.LinkChain(victimRel, ".profile", []byte("pwned\n")), fakeEntries(t)...))
 			err := h.refused(t, Request{})
-			wantErr(t, err, errUnsafe, "a/b/c/up/esc", "a/b/c/up is a symbolic link")
+			wantErr(t, err, ErrUnsafe, "a/b/c/up/esc", "a/b/c/up is a symbolic link")
 		})
 	}
 }
@@ -199,7 +199,7 @@ func TestHardLinkThroughLinkRefused(t *testing.T) {
 			h := newHostile(t)
 			h.publish(t, "b7200", ".tar.gz", append(entries, fakeEntries(t)...))
 			err := h.refused(t, Request{})
-			wantErr(t, err, errUnsafe, "is a symbolic link")
+			wantErr(t, err, ErrUnsafe, "is a symbolic link")
 		})
 	}
 }
@@ -213,7 +213,7 @@ func TestLinkLeadingOutRefused(t *testing.T) {
 			h := newHostile(t)
 			h.publish(t, "b7200", ext, append(fakeEntries(t), ghreleases.LinkOut(4)...))
 			err := h.refused(t, Request{})
-			wantErr(t, err, errUnsafe, "link x -> a/b/c/up/../../../..", "leads outside")
+			wantErr(t, err, ErrUnsafe, "link x -> a/b/c/up/../../../..", "leads outside")
 		})
 	}
 }
@@ -230,7 +230,7 @@ func TestBinaryLinkOutRefused(t *testing.T) {
 				{Name: "llama-b7200/" + BinaryName(), Mode: os.ModeSymlink | 0o777, Data: []byte("../a/b/c/up/" + victimRel + "/.profile")},
 			})
 			err := h.refused(t, Request{})
-			wantErr(t, err, errUnsafe, "leads outside")
+			wantErr(t, err, ErrUnsafe, "leads outside")
 		})
 	}
 }

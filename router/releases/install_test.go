@@ -295,7 +295,7 @@ func TestUnpackRefusesEntriesOutside(t *testing.T) {
 	os.WriteFile(tgz, tb.Bytes(), 0o644)
 	out := filepath.Join(dir, "out")
 	os.Mkdir(out, 0o755)
-	if err := unpack(tgz, "a.tar.gz", out, noLimit); !errors.Is(err, errUnsafe) {
+	if err := unpack(tgz, "a.tar.gz", out, noLimit); !errors.Is(err, ErrUnsafe) {
 		t.Errorf("tar with ..: %v", err)
 	}
 
@@ -308,14 +308,14 @@ func TestUnpackRefusesEntriesOutside(t *testing.T) {
 	zw.Close()
 	zp := filepath.Join(dir, "a.zip")
 	os.WriteFile(zp, zb.Bytes(), 0o644)
-	if err := unpack(zp, "a.zip", out, noLimit); !errors.Is(err, errUnsafe) {
+	if err := unpack(zp, "a.zip", out, noLimit); !errors.Is(err, ErrUnsafe) {
 		t.Errorf("zip with a link outside: %v", err)
 	}
 	if f := files(t, out); len(f) > 0 {
 		t.Errorf("written: %v", f)
 	}
 	for _, name := range []string{"/abs", `C:\x`, "a/../../b"} {
-		if _, err := entryName(name); !errors.Is(err, errUnsafe) {
+		if _, err := entryName(name); !errors.Is(err, ErrUnsafe) {
 			t.Errorf("entryName(%q) = %v", name, err)
 		}
 	}

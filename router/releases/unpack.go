@@ -16,9 +16,9 @@ import (
 	"github.com/llamatray/llamatray/router/config"
 )
 
-// errUnsafe is matched when an archive entry would land outside the folder it is unpacked into, or
+// ErrUnsafe is matched when an archive entry would land outside the folder it is unpacked into, or
 // write through a symbolic link.
-var errUnsafe = errors.New("entry outside the archive's folder")
+var ErrUnsafe = errors.New("entry outside the archive's folder")
 
 // unpack extracts the .zip or .tar.gz archive at file into dir (which exists), writing at most
 // lim. Entries keep their folders and permission bits; symbolic links are kept when they lead inside

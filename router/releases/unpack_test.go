@@ -57,14 +57,14 @@ func TestUnpackLinks(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(out, "dangling")); err != nil {
 		t.Errorf("the dangling link inside was not kept: %v", err)
 	}
-	if _, err := unpacked(link("a", "b"), link("b", "a")); !errors.Is(err, errUnsafe) || !strings.Contains(err.Error(), "too many levels") {
+	if _, err := unpacked(link("a", "b"), link("b", "a")); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "too many levels") {
 		t.Errorf("a link loop: %v", err)
 	}
-	if _, err := unpacked(link("up", "."), link("x", "up/up/up/..")); !errors.Is(err, errUnsafe) {
+	if _, err := unpacked(link("up", "."), link("x", "up/up/up/..")); !errors.Is(err, ErrUnsafe) {
 		t.Errorf("a link through itself out: %v", err)
 	}
 	for _, to := range []string{"/etc/passwd", "../..", "../lib/../../x", `..\..\x`, "C:/x", ""} {
-		if _, err := unpacked(link("lib/x", to)); !errors.Is(err, errUnsafe) {
+		if _, err := unpacked(link("lib/x", to)); !errors.Is(err, ErrUnsafe) {
 			t.Errorf("a link to %q: %v", to, err)
 		}
 	}
@@ -87,7 +87,7 @@ func TestUnpackLinks(t *testing.T) {
 		{{Name: "g", HardLink: "../x"}},
 		{{Name: "g", HardLink: "g"}},
 	} {
-		if _, err := unpacked(e...); !errors.Is(err, errUnsafe) {
+		if _, err := unpacked(e...); !errors.Is(err, ErrUnsafe) {
 			t.Errorf("hard link %+v: %v", e, err)
 		}
 	}
