@@ -75,7 +75,9 @@ llama-server-vulkan:
 e2e-vulkan: llama-server-vulkan
 	LLAMA_SERVER_VULKAN=$(LLAMATRAY_CACHE)/llama-server-vulkan/bin/llama-server $(GO) test -race -count=1 -timeout 15m -v -run TestGPUDeviceBudget ./router/e2e/
 
+# The official Ollama clients (npm ollama, @langchain/ollama, Debian's python3-ollama) are installed first.
 e2e: llama-server
+	@bash scripts/ollama-clients.sh
 	LLAMA_SERVER=$(LLAMA_SERVER_BIN) $(GO) test -race -count=1 -timeout 30m -v ./router/e2e/
 
 # Benchmarks and proof runs (issue-level figures; none of them are timed assertions in unit tests).
