@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/llamatray/llamatray/router/catalog"
 )
 
 // Footprints persist RAM and each device apart; the older forms (one number; RAM and a VRAM sum)
@@ -115,5 +118,21 @@ func TestMemoryArgs(t *testing.T) {
 	want := []string{"-m", "/m.gguf", "-c", "512", "-ngl", "99", "-ctk", "q8_0", "-fa", "on", "-b", "256"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("memoryArgs = %v, want %v", got, want)
+	}
+}
+
+// An embedding model (its GGUF pools) is started with --embeddings, once, whatever its own args say.
+func TestEmbeddingModelArgs(t *testing.T) {
+	e := &Engine{}
+	emb := &model{id: "e", entry: catalog.Model{Path: "/e.gguf", Pooling: true}}
+	if got := e.args(emb); !slices.Contains(got, "--embeddings") {
+		t.Errorf("args %v", got)
+	}
+	emb.set.Args = []string{"--embedding", "--pooling", "mean"}
+	if got := strings.Join(e.args(emb), " "); strings.Count(got, "--embedding") != 1 {
+		t.Errorf("args %s", got)
+	}
+	if got := e.args(&model{id: "c", entry: catalog.Model{Path: "/c.gguf"}}); slices.Contains(got, "--embeddings") {
+		t.Errorf("a chat model got %v", got)
 	}
 }

@@ -169,6 +169,9 @@ func (e *Engine) args(m *model) []string {
 	}
 	a = append(a, "--alias", m.id)
 	a = append(a, "-c", strconv.Itoa(max(m.set.CtxSize, 0))) // 0: the model's trained context
+	if m.entry.Pooling && !slices.ContainsFunc(m.set.Args, isEmbeddingFlag) {
+		a = append(a, "--embeddings") // an embedding model: llama-server serves /v1/embeddings only with it
+	}
 	if m.set.IdleSleep > 0 {
 		secs := int(m.set.IdleSleep.Round(time.Second) / time.Second)
 		if secs < 1 {
@@ -178,6 +181,8 @@ func (e *Engine) args(m *model) []string {
 	}
 	return append(a, m.set.Args...)
 }
+
+func isEmbeddingFlag(s string) bool { return s == "--embedding" || s == "--embeddings" }
 
 // views is the scheduling snapshot: every model holding or about to hold a process.
 func (e *Engine) views() []sched.View {

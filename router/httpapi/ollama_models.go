@@ -26,6 +26,9 @@ func ollamaModel(v view.Model) ollama.Model {
 	for _, b := range v.HeldGPU {
 		m.VRAM += b
 	}
+	if c := v.Meta; c != nil && c.HubName != "" && len(c.Ollama) == 0 {
+		m.Name = "hf.co/" + c.HubName // a Hub pull is listed by the name it was pulled by, as Ollama lists it
+	}
 	if c := v.Meta; c != nil {
 		m.Size, m.Modified, m.Family, m.Parameters, m.Quantization = c.SizeBytes, c.ModTime, c.Architecture, c.Parameters, c.Quantization
 		m.ContextLength, m.EmbeddingLen, m.Projector, m.ChatTemplate = c.ContextLength, c.EmbeddingLen, c.Mmproj != "", c.ChatTemplate

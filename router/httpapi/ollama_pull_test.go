@@ -16,6 +16,9 @@ func TestOllamaPulledNameResolves(t *testing.T) {
 	if resp.StatusCode != 200 || string(b) != `{"status":"success"}`+"\n" {
 		t.Fatalf("pull %d %s", resp.StatusCode, b)
 	}
+	if _, tags := getBody(t, srv.URL+"/api/tags"); !strings.Contains(string(tags), `"name":"`+name+`"`) {
+		t.Errorf("tags list the pull under another name: %s", tags) // LangChain's checkOrPullModel looks for the pulled name
+	}
 	for _, n := range []string{name, "HF.co/" + hubRepo + ":Q4_K_M", "https://huggingface.co/" + hubRepo + ":Q4_K_M"} {
 		if resp, b := postJSON(t, srv.URL+"/api/show", `{"model":"`+n+`"}`); resp.StatusCode != 200 || !strings.Contains(string(b), `"format":"gguf"`) {
 			t.Errorf("show %s: %d %s", n, resp.StatusCode, b)
