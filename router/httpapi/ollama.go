@@ -180,7 +180,7 @@ func (rt *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Model = id
-	defaults, system := rt.ollamaDefaults(id)
+	defaults, system := rt.ollamaDefaults(id, asked)
 	req.Options = ollama.WithDefaults(req.Options, defaults)
 	if system != "" && (len(req.Messages) == 0 || req.Messages[0].Role != "system") {
 		req.Messages = append([]ollama.Message{{Role: "system", Content: system}}, req.Messages...)
@@ -214,7 +214,7 @@ func (rt *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Model = id
-	defaults, system := rt.ollamaDefaults(id)
+	defaults, system := rt.ollamaDefaults(id, asked)
 	req.Options = ollama.WithDefaults(req.Options, defaults)
 	if req.System == "" && !req.Raw {
 		req.System = system

@@ -51,27 +51,38 @@ func digestOf(v view.Model) string {
 }
 
 // ollamaDefaults are what a model's Ollama manifest chose (its params and system layers), for the
-// requests that leave them out; nil for a model that is not in an Ollama store.
-func (rt *Server) ollamaDefaults(id string) (map[string]any, string) {
+// requests that leave them out: the manifest of the name the request used (one blob may have
+// several, each its own), else the model's first; nil for a model that is not in an Ollama store.
+func (rt *Server) ollamaDefaults(id, asked string) (map[string]any, string) {
 	if rt.o.Catalog == nil {
 		return nil, ""
 	}
 	c, ok := rt.o.Catalog.Lookup(id)
-	if !ok {
+	if !ok || len(c.Ollama) == 0 {
 		return nil, ""
 	}
-	system := ""
-	if len(c.Ollama) > 0 {
-		system = c.Ollama[0].System
+	if n, ok := c.OllamaNamed(asked); ok {
+		return n.Defaults, n.System
 	}
-	return c.Defaults, system
+	return c.Defaults, c.Ollama[0].System
 }
 
 func (rt *Server) ollamaModels() []ollama.Model {
 	views := rt.views.Models()
 	out := make([]ollama.Model, 0, len(views))
 	for _, v := range views {
-		out = append(out, ollamaModel(v))
+		m := ollamaModel(v)
+		out = append(out, m)
+		if v.Meta == nil {
+			continue
+		}
+		for _, n := range v.Meta.Ollama { // the other names of an Ollama store's blob (ollama cp)
+			if n.Name != m.Name {
+				other := m
+				other.Name = n.Name
+				out = append(out, other)
+			}
+		}
 	}
 	return out
 }

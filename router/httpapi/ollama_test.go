@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/llamatray/llamatray/router/catalog"
 )
 
 func postJSON(t *testing.T, url, body string) (*http.Response, []byte) {
@@ -203,5 +205,43 @@ func TestHubNameOf(t *testing.T) {
 		if got := hubNameOf(in); got != want {
 			t.Errorf("%s: %s, want %s", in, got, want)
 		}
+	}
+}
+
+// A model of an Ollama store gets the params and system layers of the name the request used, under
+// what the request itself sets.
+func TestOllamaStoreDefaults(t *testing.T) {
+	up, seenCh := recordingUpstream(t)
+	srv, fe, _ := testRouter(t, up.URL, func(o *Options) {
+		o.Catalog = fakeCatalog{"m1": {ID: "m1", Path: "/store/blobs/sha256-" + strings.Repeat("a", 64), Architecture: "llama", ChatTemplate: true,
+			Ollama: []catalog.OllamaName{
+				{Name: "m1:latest", Defaults: map[string]any{"temperature": 0.7, "stop": []any{"<|im_end|>"}}, System: "You are m1."},
+				{Name: "coder:v1", Defaults: map[string]any{"temperature": 0.1}, System: "You write code."}},
+			Defaults: map[string]any{"temperature": 0.7, "stop": []any{"<|im_end|>"}}}}
+	})
+	fe.add("m1", up.URL, "fast", "coder:v1") // the catalog resolves a store's every name
+	body := func(req string) map[string]any {
+		if resp, b := postJSON(t, srv.URL+"/api/chat", req); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", req, resp.StatusCode, b)
+		}
+		s := <-seenCh
+		var b map[string]any
+		if err := json.Unmarshal(s.Body, &b); err != nil {
+			t.Fatalf("%v: %s", err, s.Body)
+		}
+		return b
+	}
+	b := body(`{"model":"m1","stream":false,"messages":[{"role":"user","content":"hi"}],"options":{"seed":3}}`)
+	first := b["messages"].([]any)[0].(map[string]any)
+	if b["temperature"] != 0.7 || b["seed"] != 3.0 || first["role"] != "system" || first["content"] != "You are m1." {
+		t.Errorf("m1: %v", b)
+	}
+	b = body(`{"model":"coder:v1","stream":false,"messages":[{"role":"user","content":"hi"}],"options":{"temperature":0.5}}`)
+	first = b["messages"].([]any)[0].(map[string]any)
+	if b["temperature"] != 0.5 || first["content"] != "You write code." || b["stop"] != nil {
+		t.Errorf("coder:v1: %v", b)
+	}
+	if _, tags := getBody(t, srv.URL+"/api/tags"); !strings.Contains(string(tags), `"name":"coder:v1"`) {
+		t.Errorf("tags: %s", tags)
 	}
 }
