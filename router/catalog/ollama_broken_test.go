@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
 
@@ -40,15 +41,7 @@ func rawManifest(t *testing.T, s *testStore, name string, config any, layers ...
 	return s.raw(name, b)
 }
 
-func symlinkOrSkip(t *testing.T, target, link string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(target, link); err != nil {
-		t.Skipf("symlinks unavailable: %v", err)
-	}
-}
+func symlinkOrSkip(t *testing.T, target, link string) { testbed.Symlink(t, target, link) }
 
 func brokenCases() []brokenCase {
 	const lib = "registry.ollama.ai/library/"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
 
@@ -104,13 +105,7 @@ func TestOllamaStore(t *testing.T) {
 	// The same facts and estimates as for the same files found by name.
 	plain := t.TempDir()
 	for name, blob := range map[string]string{"v/llava.gguf": s.blobPath(llava), "v/mmproj-llava.gguf": s.blobPath(proj), "llama.gguf": s.blobPath(llama)} {
-		p := filepath.Join(plain, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(blob, p); err != nil {
-			t.Skipf("symlinks unavailable: %v", err)
-		}
+		testbed.Symlink(t, blob, filepath.Join(plain, filepath.FromSlash(name)))
 	}
 	pc, _ := newCatalog(t, Options{Dirs: []string{plain}})
 	for id, pid := range map[string]string{"llava:7b": "llava", "llama3.2:3b": "llama"} {
@@ -141,12 +136,7 @@ func TestOllamaDuplicates(t *testing.T) {
 	// A .gguf link to the blob is the same file: one entry, by whichever folder comes first,
 	// which keeps the store's names.
 	plain := filepath.Join(base, "plain")
-	if err := os.MkdirAll(plain, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(s.blobPath(blob), filepath.Join(plain, "linked.gguf")); err != nil {
-		t.Skipf("symlinks unavailable: %v", err)
-	}
+	testbed.Symlink(t, s.blobPath(blob), filepath.Join(plain, "linked.gguf"))
 	for _, tt := range []struct {
 		dirs []string
 		id   string

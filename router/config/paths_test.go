@@ -53,11 +53,11 @@ func TestModelDirsResolvedOllama(t *testing.T) {
 	// $OLLAMA_MODELS replaces ~/.ollama/models, and is scanned only when it exists.
 	moved := filepath.Join(home, "elsewhere")
 	t.Setenv("OLLAMA_MODELS", moved)
-	if got := c.ModelDirsResolved(); !reflect.DeepEqual(got, want[1:]) {
+	if got := c.ModelDirsResolved(); !slices.Equal(got, want[1:]) {
 		t.Errorf("OLLAMA_MODELS missing: ModelDirsResolved() = %v, want %v", got, want[1:])
 	}
 	mkdirs(t, moved)
-	if got := c.ModelDirsResolved(); !reflect.DeepEqual(got, append([]string{moved}, want[1:]...)) {
+	if got := c.ModelDirsResolved(); !slices.Equal(got, append([]string{moved}, want[1:]...)) {
 		t.Errorf("OLLAMA_MODELS: ModelDirsResolved() = %v", got)
 	}
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
 
@@ -175,9 +176,7 @@ func TestCacheRootConfinesBlobs(t *testing.T) {
 	if err := os.MkdirAll(repo, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join("..", "..", "..", "models"), filepath.Join(repo, "blobs")); err != nil {
-		t.Fatal(err)
-	}
+	testbed.Symlink(t, filepath.Join("..", "..", "..", "models"), filepath.Join(repo, "blobs"))
 	if _, err := h.c.Download(context.Background(), h.cache, l, q, nil); err == nil {
 		t.Fatal("the download wrote through a link out of the cache")
 	}
@@ -215,9 +214,7 @@ func TestRemoveKeepsForeignTargets(t *testing.T) {
 	entry := filepath.Join(snap, q.Files[0].Path)
 	rel, _ := filepath.Rel(filepath.Dir(entry), h.victim)
 	os.Remove(entry)
-	if err := os.Symlink(rel, entry); err != nil {
-		t.Fatal(err)
-	}
+	testbed.Symlink(t, rel, entry)
 	removed, err := h.cache.Remove(repoID, []string{q.Files[0].Path, q.Mmproj.Path})
 	if err != nil {
 		t.Fatal(err)

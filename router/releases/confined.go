@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -29,7 +30,13 @@ type folder struct {
 	real map[string]bool // slash-separated folders checked or made to be real folders, not links
 	lim  limit
 	left int64 // what the archive may still write; below 0 once it wrote more than lim allows
+	// copied are the symbolic links Windows would not make (no Developer Mode, or Wine): each becomes
+	// a copy of the file it names once the archive is unpacked (copyLinks)
+	copied []linkEntry
 }
+
+// linkEntry is a symbolic link of an archive: rel names target (slash-separated, from rel's folder).
+type linkEntry struct{ rel, target string }
 
 // openFolder opens dir (which exists) for unpacking an archive of at most lim.
 func openFolder(dir string, lim limit) (*folder, error) {
@@ -189,9 +196,66 @@ func (f *folder) symlink(rel, link string) error {
 		return err
 	}
 	if err := f.root.Symlink(filepath.FromSlash(t), native(rel)); err != nil {
+		if runtime.GOOS == "windows" {
+			f.copied = append(f.copied, linkEntry{rel, t})
+			return nil
+		}
 		return diskFull(err, filepath.Join(f.dir, native(rel)))
 	}
 	return nil
+}
+
+// copyLinks makes each link Windows would not make a hard link to, or else a copy of, the file it
+// names, once every file is unpacked; a link to another such link waits for that one. A link to a
+// folder, or to nothing, is left out: the unpacked tree has no entry there. The name each link gives
+// was checked to stay inside (linkOK), and everything goes through the folder's os.Root.
+func (f *folder) copyLinks() error {
+	todo := f.copied
+	for len(todo) > 0 {
+		var later []linkEntry
+		for _, l := range todo {
+			from := path.Join(path.Dir(l.rel), l.target)
+			fi, err := f.root.Stat(native(from))
+			switch {
+			case err != nil:
+				later = append(later, l)
+				continue
+			case !fi.Mode().IsRegular():
+				continue
+			}
+			if err := f.charge(fi.Size()); err != nil {
+				return err
+			}
+			if err := f.root.Link(native(from), native(l.rel)); err != nil {
+				if err := f.copyFile(from, l.rel, fi.Mode()); err != nil {
+					return err
+				}
+			}
+		}
+		if len(later) == len(todo) {
+			break // what is left names nothing
+		}
+		todo = later
+	}
+	return nil
+}
+
+// copyFile copies the file from to rel, both inside the folder.
+func (f *folder) copyFile(from, rel string, mode fs.FileMode) error {
+	in, err := f.root.Open(native(from))
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := f.root.OpenFile(native(rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode.Perm()|0o600)
+	if err != nil {
+		return diskFull(err, filepath.Join(f.dir, native(rel)))
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return diskFull(err, filepath.Join(f.dir, native(rel)))
+	}
+	return out.Close()
 }
 
 // linkOK reports whether a symbolic link at rel with the slash-separated target link stays inside the

@@ -43,6 +43,9 @@ func unpack(file, name, dir string, lim limit) error {
 	if err := unpackTo(file, f); err != nil {
 		return err
 	}
+	if err := f.copyLinks(); err != nil {
+		return err
+	}
 	return f.links()
 }
 

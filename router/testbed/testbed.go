@@ -267,3 +267,20 @@ func ReadRecord(tb testing.TB, path string) []RecordEvent {
 	}
 	return events
 }
+
+// Symlink makes link a symbolic link to target, or skips the test where this system makes none: a
+// Windows without Developer Mode refuses, and Wine's CreateSymbolicLink reports success and makes
+// no link, so the link is checked to be one.
+func Symlink(tb testing.TB, target, link string) {
+	tb.Helper()
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		tb.Skipf("no symbolic links here: %v", err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		os.Remove(link)
+		tb.Skip("no symbolic links here: the link made is not one")
+	}
+}
