@@ -29,7 +29,7 @@ func (rt *Server) ollamaRoutes(m *mux.Router) {
 	m.HandleFunc("/api/delete", rt.ollamaDelete).Methods(http.MethodDelete)
 	m.HandleFunc("/api/create", rt.ollamaUnsupported).Methods(http.MethodPost)
 	m.HandleFunc("/api/push", rt.ollamaUnsupported).Methods(http.MethodPost)
-	m.HandleFunc("/api/copy", rt.ollamaUnsupported).Methods(http.MethodPost)
+	m.HandleFunc("/api/copy", rt.ollamaCopy).Methods(http.MethodPost)
 }
 
 // ollamaRoot answers the probe Ollama's clients send before anything else.
@@ -341,4 +341,46 @@ func (rt *Server) ollamaUnsupported(w http.ResponseWriter, r *http.Request) {
 		msg += "; give a model another name with an alias in its settings (`aliases` in the configuration)"
 	}
 	writeJSON(w, http.StatusNotImplemented, ollama.ErrorResponse{Error: msg})
+}
+
+// ollamaCopy serves POST /api/copy: the destination becomes one more name of the source's model,
+// an alias saved in the configuration (Llamatray never copies a model's file).
+func (rt *Server) ollamaCopy(w http.ResponseWriter, r *http.Request) {
+	if rt.o.Alias == nil {
+		rt.ollamaUnsupported(w, r)
+		return
+	}
+	var req ollama.CopyRequest
+	if !rt.ollamaRead(w, r, &req) {
+		return
+	}
+	if req.Source == "" || req.Destination == "" {
+		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: "source and destination are required"})
+		return
+	}
+	id, err := rt.resolve(req.Source)
+	if err != nil {
+		if base, ok := ollama.Unlisted(req.Source); ok {
+			id, err = rt.resolve(base)
+		}
+	}
+	if err != nil {
+		if isNotFound(err) {
+			writeJSON(w, http.StatusNotFound, ollama.ErrorResponse{Error: fmt.Sprintf("model %q not found", req.Source)}) // Ollama's words
+			return
+		}
+		rt.ollamaError(w, r, req.Source, err)
+		return
+	}
+	dest, _ := ollama.Unlisted(req.Destination) // listed again with the default tag
+	if looksLikePath(dest) {
+		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: fmt.Sprintf("%q is not a model name", req.Destination)})
+		return
+	}
+	if err := rt.o.Alias(id, dest, true); err != nil {
+		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: err.Error()})
+		return
+	}
+	rt.log.Info("alias added", "model", id, "alias", dest)
+	w.WriteHeader(http.StatusOK)
 }

@@ -76,10 +76,17 @@ func (rt *Server) ollamaModels() []ollama.Model {
 		if v.Meta == nil {
 			continue
 		}
+		names := make([]string, 0, len(v.Meta.Ollama)+len(v.Meta.Aliases))
 		for _, n := range v.Meta.Ollama { // the other names of an Ollama store's blob (ollama cp)
-			if n.Name != m.Name {
+			names = append(names, n.Name)
+		}
+		for _, a := range v.Meta.Aliases { // aliases: names given with /api/copy or in the settings
+			names = append(names, ollama.ListedName(a))
+		}
+		for _, n := range names {
+			if n != m.Name {
 				other := m
-				other.Name = n.Name
+				other.Name = n
 				out = append(out, other)
 			}
 		}
@@ -130,11 +137,39 @@ func (rt *Server) ollamaDelete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if alias := rt.configuredAlias(id, req.Named()); alias != "" && rt.o.Alias != nil {
+		// a copy (/api/copy): the name goes, the model and its other names stay
+		if err := rt.o.Alias(id, alias, false); err != nil {
+			rt.ollamaError(w, r, req.Named(), err)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	if _, err := rt.removePulled(r, id); err != nil {
 		rt.ollamaError(w, r, req.Named(), err)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// configuredAlias is the alias of model id that name (as an Ollama client sends it) is, "" when
+// it is not one.
+func (rt *Server) configuredAlias(id, name string) string {
+	if rt.o.Catalog == nil {
+		return ""
+	}
+	c, ok := rt.o.Catalog.Lookup(id)
+	if !ok {
+		return ""
+	}
+	base, _ := ollama.Unlisted(name)
+	for _, a := range c.Aliases {
+		if strings.EqualFold(a, name) || strings.EqualFold(a, base) {
+			return a
+		}
+	}
+	return ""
 }
 
 // removePulled unloads model id (its in-flight requests finish first) and deletes its files from

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -243,5 +244,41 @@ func TestOllamaStoreDefaults(t *testing.T) {
 	}
 	if _, tags := getBody(t, srv.URL+"/api/tags"); !strings.Contains(string(tags), `"name":"coder:v1"`) {
 		t.Errorf("tags: %s", tags)
+	}
+}
+
+// POST /api/copy makes the destination an alias of the source's model; deleting that name takes the
+// alias away and leaves the model.
+func TestOllamaCopyIsAnAlias(t *testing.T) {
+	var calls []string
+	cat := fakeCatalog{"m1": {ID: "m1", Path: "/models/m1.gguf", Architecture: "llama", Aliases: []string{"kept"}}}
+	srv, fe, _ := testRouter(t, "http://127.0.0.1:1", func(o *Options) {
+		o.Catalog = cat
+		o.Alias = func(id, alias string, add bool) error {
+			calls = append(calls, fmt.Sprintf("%s %s %v", id, alias, add))
+			return nil
+		}
+	})
+	if resp, b := postJSON(t, srv.URL+"/api/copy", `{"source":"m1:latest","destination":"my-copy:latest"}`); resp.StatusCode != 200 || len(b) != 0 {
+		t.Fatalf("copy %d %q", resp.StatusCode, b)
+	}
+	if resp, b := postJSON(t, srv.URL+"/api/copy", `{"source":"nope","destination":"x"}`); resp.StatusCode != 404 || string(b) != `{"error":"model \"nope\" not found"}`+"\n" {
+		t.Errorf("copy of an unknown model %d %s", resp.StatusCode, b)
+	}
+	if resp, _ := postJSON(t, srv.URL+"/api/copy", `{"source":"m1","destination":"../x"}`); resp.StatusCode != 400 {
+		t.Errorf("copy to a path: %d", resp.StatusCode)
+	}
+	if _, tags := getBody(t, srv.URL+"/api/tags"); !strings.Contains(string(tags), `"name":"kept:latest"`) || !strings.Contains(string(tags), `"name":"m1:latest"`) {
+		t.Errorf("tags: %s", tags)
+	}
+	fe.add("m1", "http://127.0.0.1:1", "fast", "kept") // the engine resolves the catalog's aliases
+	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/api/delete", strings.NewReader(`{"model":"kept:latest"}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := strings.Join(calls, ","); resp.StatusCode != 200 || got != "m1 my-copy true,m1 kept false" {
+		t.Errorf("delete of a copy: %d, calls %s", resp.StatusCode, got)
 	}
 }

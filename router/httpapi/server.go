@@ -66,6 +66,9 @@ type Options struct {
 	// Pin pins or unpins a model by ID for POST /models/pin: the service's, which also saves the
 	// choice in the configuration file; nil → Engine.SetPinned, which lasts the run.
 	Pin func(id string, pinned bool) error
+	// Alias gives a model one more name, or takes one away, saved in the configuration and resolving
+	// before it returns (Ollama's /api/copy and /api/delete of a copy); nil → /api/copy answers 501.
+	Alias func(id, alias string, add bool) error
 	// Listen is the bound address, for Host checks and /api/status.
 	Listen string
 	// DefaultModel is used when a request names no model.

@@ -235,6 +235,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Catalog:               s.cat,
 		Views:                 s,
 		Pin:                   s.SetPinned,
+		Alias:                 s.SetAlias,
 		Listen:                cfg.Listen,
 		DefaultModel:          cfg.DefaultModel,
 		BodyLimit:             int64(cfg.BodyLimit),
