@@ -83,19 +83,18 @@ type Engine struct {
 	wg    sync.WaitGroup // background loops
 	spawn sync.WaitGroup // Effects.Spawn calls whose started callback has not returned
 
-	mu        sync.Mutex // guards the live fields of o (see SetLimits), every field below, and every *model reachable from models
-	models    map[string]*model
-	queue     []*waiter // FIFO of requests waiting for a load, a wake or a slot
-	subs      map[*subscriber]struct{}
-	seq       uint64
-	closed    bool
-	sys       mem.System // last memory sample
-	sysOK     bool
-	timer     Timer // next idle-unload or fair-wait deadline
-	timerAt   time.Time
-	timerSeq  uint64 // bumped by each arm, so a replaced timer's late call changes nothing
-	gen       uint64 // child generations, so events of an old child are ignored
-	pressured time.Time
+	mu       sync.Mutex // guards the live fields of o (see SetLimits), every field below, and every *model reachable from models
+	models   map[string]*model
+	queue    []*waiter // FIFO of requests waiting for a load, a wake or a slot
+	subs     map[*subscriber]struct{}
+	seq      uint64
+	closed   bool
+	sys      mem.System // last memory sample
+	sysOK    bool
+	timer    Timer // next idle-unload or fair-wait deadline
+	timerAt  time.Time
+	timerSeq uint64 // bumped by each arm, so a replaced timer's late call changes nothing
+	gen      uint64 // child generations, so events of an old child are ignored
 }
 
 // New builds an Engine. Call Start to begin its background loops.

@@ -174,6 +174,5 @@ func (e *Engine) pressure(now time.Time) []action {
 		e.publish(Event{Kind: "pressure", Model: id, State: m.state, Active: m.leases,
 			Message: fmt.Sprintf("unloaded under memory pressure: %d MiB available, reserve %d MiB", e.sys.Available>>20, e.o.Reserve>>20)})
 	}
-	e.pressured = now
 	return acts
 }
