@@ -1,0 +1,51 @@
+package config
+
+import (
+	"maps"
+	"slices"
+)
+
+// Clone is a copy of c that shares no memory with it: a change made to the copy (a model's
+// section, a list, a variant) leaves c as it was. Service.Edit hands one to each change.
+func (c Config) Clone() Config {
+	out := c
+	out.ModelDirs = slices.Clone(c.ModelDirs)
+	out.APIKeys = slices.Clone(c.APIKeys)
+	out.AllowedHosts = slices.Clone(c.AllowedHosts)
+	out.CORSOrigins = slices.Clone(c.CORSOrigins)
+	out.DeviceMemoryLimit = maps.Clone(c.DeviceMemoryLimit)
+	out.Defaults.GPULayers = clonePtr(c.Defaults.GPULayers)
+	out.Defaults.Args = slices.Clone(c.Defaults.Args)
+	if c.Models != nil {
+		out.Models = make(map[string]Model, len(c.Models))
+		for id, m := range c.Models {
+			out.Models[id] = m.clone()
+		}
+	}
+	return out
+}
+
+// clone is a copy of m, its variants included, that shares no memory with it.
+func (m Model) clone() Model {
+	out := m
+	out.Aliases = slices.Clone(m.Aliases)
+	out.Args = slices.Clone(m.Args)
+	out.GPULayers = clonePtr(m.GPULayers)
+	out.IdleSleep = clonePtr(m.IdleSleep)
+	out.IdleUnload = clonePtr(m.IdleUnload)
+	if m.Variants != nil {
+		out.Variants = make(map[string]Model, len(m.Variants))
+		for name, v := range m.Variants {
+			out.Variants[name] = v.clone()
+		}
+	}
+	return out
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
