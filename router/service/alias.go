@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/llamatray/llamatray/router/config"
 )
 
 // ErrNotAlias is matched when an alias to take away is not one of the model's configured aliases.
@@ -35,37 +37,39 @@ func (s *Service) SetAlias(name, alias string, add bool) error {
 	return nil
 }
 
-// saveAlias records the alias change in the configuration in force and in its file.
+// saveAlias records the alias change in the configuration in force and in its file, through the
+// one writer (edit.go). The alias holds for this run even when the file cannot be written.
 func (s *Service) saveAlias(id, alias string, add bool) error {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
-	s.mu.Lock()
-	m, _ := s.cfg.Section(id)
-	has := slices.Contains(m.Aliases, alias)
-	switch {
-	case add && has:
-		s.mu.Unlock()
+	_, cfg, err := s.changed(func(c *config.Config) error {
+		m, _ := c.Section(id)
+		has := slices.Contains(m.Aliases, alias)
+		switch {
+		case add && has:
+			return errUnchanged
+		case add:
+			m.Aliases = append(m.Aliases, alias)
+		case !has:
+			return fmt.Errorf("%q: %w %s", alias, ErrNotAlias, id)
+		default:
+			m.Aliases = slices.DeleteFunc(m.Aliases, func(a string) bool { return a == alias })
+		}
+		*c = c.WithSection(id, m)
 		return nil
-	case add:
-		m.Aliases = append(slices.Clone(m.Aliases), alias)
-	case !has:
-		s.mu.Unlock()
-		return fmt.Errorf("%q: %w %s", alias, ErrNotAlias, id)
-	default:
-		m.Aliases = slices.DeleteFunc(slices.Clone(m.Aliases), func(a string) bool { return a == alias })
+	})
+	if errors.Is(err, errUnchanged) {
+		return nil
 	}
-	cfg := s.cfg.WithSection(id, m)
-	if err := cfg.Validate(); err != nil {
-		s.mu.Unlock()
+	if err != nil {
+		if errors.Is(err, ErrNotAlias) {
+			return err
+		}
 		return fmt.Errorf("%s: %w", alias, err)
 	}
-	s.cfg = cfg
-	s.mu.Unlock()
-	if s.o.ConfigPath == "" {
-		return nil
-	}
-	if err := cfg.Save(s.o.ConfigPath); err != nil {
-		return fmt.Errorf("the alias %s of %s holds for this run, but saving the configuration failed: %w", alias, id, err)
+	s.setConfig(cfg)
+	if err := s.save(cfg); err != nil {
+		return fmt.Errorf("the alias %s of %s holds for this run, but %w", alias, id, err)
 	}
 	return nil
 }

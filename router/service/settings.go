@@ -4,9 +4,8 @@ package service
 // estimate parameters that match them; a new configuration applied live; pins saved.
 
 import (
-	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -115,70 +114,44 @@ func (s *Service) SetPinned(name string, pinned bool) error {
 	return s.savePinned(id, pinned)
 }
 
-// savePinned records a pin in the configuration in force and in its file.
+// savePinned records a pin in the configuration in force and in its file, through the one writer
+// (edit.go). The pin holds for this run even when the file cannot be written.
 func (s *Service) savePinned(id string, pinned bool) error {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
-	s.mu.Lock()
-	m, _ := s.cfg.Section(id) // a variant's pin is its own
-	if m.Pinned == pinned {
-		s.mu.Unlock()
+	_, cfg, err := s.changed(func(c *config.Config) error {
+		m, _ := c.Section(id) // a variant's pin is its own
+		if m.Pinned == pinned {
+			return errUnchanged
+		}
+		m.Pinned = pinned
+		*c = c.WithSection(id, m)
+		return nil
+	})
+	if errors.Is(err, errUnchanged) {
 		return nil
 	}
-	m.Pinned = pinned
-	cfg := s.cfg.WithSection(id, m)
-	s.cfg = cfg
-	s.mu.Unlock()
-	if s.o.ConfigPath == "" {
-		return nil
+	if err != nil {
+		return fmt.Errorf("%s is pinned for this run, but the configuration refused it: %w", id, err)
 	}
-	if err := cfg.Save(s.o.ConfigPath); err != nil {
-		return fmt.Errorf("%s is pinned for this run, but saving the configuration failed: %w", id, err)
+	s.setConfig(cfg)
+	if err := s.save(cfg); err != nil {
+		return fmt.Errorf("%s is pinned for this run, but %w", id, err)
 	}
 	return nil
 }
 
-// Apply validates and applies a new configuration live: catalog folders rescanned, engine limits
-// updated, the listener restarted only when the listen address changed. It does not save the file.
+// Apply validates and applies a whole new configuration live: catalog folders rescanned, engine
+// limits updated, the listener restarted only when the listen address changed. It does not save
+// the file; Edit changes the configuration and saves it. It waits for an Edit under way, and a
+// change of the folders, variants or aliases is rescanned before it returns, as Edit's.
 func (s *Service) Apply(cfg config.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	old := s.config()
-	ls := s.LlamaServer()
-	if cfg.LlamaServer != old.LlamaServer || ls.Path == "" {
-		ls = s.findLlamaServer(cfg.LlamaServer)
-	}
-	s.mu.Lock()
-	s.cfg = cfg
-	s.llama = ls
-	s.mu.Unlock()
-	s.eng.SetLimits(limits(cfg, ls))
-	s.eng.SyncCatalog() // the per-model settings count from the next load on, not from the next scan
-	s.handler.Store(s.newRouter(cfg))
-	if !slices.Equal(cfg.ModelDirsResolved(), old.ModelDirsResolved()) || cfg.ScanDefaultDirs != old.ScanDefaultDirs {
-		s.cat.SetDirs(cfg.ModelDirsResolved())
-	} else {
-		go func() {
-			if err := s.cat.Scan(context.Background()); err != nil {
-				s.log.Warn("rescan failed", "err", err)
-			}
-		}()
-	}
-	s.syncOllamaPort()
-	if cfg.Listen != old.Listen || s.ListenErr() != nil {
-		s.mu.Lock()
-		srv := s.srv
-		s.srv = nil
-		s.mu.Unlock()
-		if srv != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			srv.Shutdown(ctx)
-			cancel()
-		}
-		return s.listen(cfg.Listen)
-	}
-	return nil
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	return s.apply(s.config(), cfg.Clone())
 }
 
 // variantsOf is every model's variant names, by model ID, for the catalog.

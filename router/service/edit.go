@@ -1,0 +1,149 @@
+package service
+
+// One writer for the configuration: a window's save, a pin and an alias each change the
+// configuration in force at the time, under saveMu, and the file is written from there, so that no
+// change made meanwhile is dropped by a save of an older copy.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/llamatray/llamatray/router/config"
+)
+
+// errUnchanged is returned by a change that finds the configuration already as it wants it:
+// nothing is saved or applied.
+var errUnchanged = errors.New("configuration unchanged")
+
+// Edit changes the configuration in force and its file. Under saveMu, change runs on a copy of
+// the configuration in force (Clone), and the result is validated, saved to the configuration
+// file (when the service has one) and applied live as Apply applies it. When change fails, or the
+// result does not validate or cannot be saved, nothing changes and the error says why. A change
+// of the model folders, of scan_default_dirs or of any model's variants or aliases is rescanned
+// before Edit returns, so that a name the change made resolves (and a name it took away no longer
+// does) once it has; other changes are rescanned in the background, for the estimates.
+//
+// A change is a function rather than a whole configuration so that what others changed since the
+// caller last read the configuration (a pin through the API, an alias, another window) survives.
+func (s *Service) Edit(change func(*config.Config) error) error {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	old, cfg, err := s.changed(change)
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.save(cfg); err != nil {
+		return fmt.Errorf("not saved, nor applied: %w", err)
+	}
+	return s.apply(old, cfg)
+}
+
+// changed runs change on a copy of the configuration in force and validates the result. The
+// caller holds saveMu, so the configuration in force is still old when it puts cfg in force.
+func (s *Service) changed(change func(*config.Config) error) (old, cfg config.Config, err error) {
+	old = s.config()
+	cfg = old.Clone()
+	if err := change(&cfg); err != nil {
+		return old, old, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return old, old, fmt.Errorf("configuration: %w", err)
+	}
+	return old, cfg, nil
+}
+
+// save writes cfg to the configuration file, when the service has one: the one place the file is
+// written. The caller holds saveMu.
+func (s *Service) save(cfg config.Config) error {
+	if s.o.ConfigPath == "" {
+		return nil
+	}
+	if err := cfg.Save(s.o.ConfigPath); err != nil {
+		return fmt.Errorf("saving the configuration: %w", err)
+	}
+	return nil
+}
+
+// setConfig puts cfg in force without applying anything else: for a pin or an alias, which the
+// engine and the catalog take in by themselves.
+func (s *Service) setConfig(cfg config.Config) {
+	s.mu.Lock()
+	s.cfg = cfg
+	s.mu.Unlock()
+}
+
+// apply puts cfg, validated, in force in place of old: catalog folders rescanned, engine limits
+// updated, the listener restarted only when the listen address changed. The caller holds saveMu.
+func (s *Service) apply(old, cfg config.Config) error {
+	ls := s.LlamaServer()
+	if cfg.LlamaServer != old.LlamaServer || ls.Path == "" {
+		ls = s.findLlamaServer(cfg.LlamaServer)
+	}
+	s.mu.Lock()
+	s.cfg = cfg
+	s.llama = ls
+	s.mu.Unlock()
+	s.eng.SetLimits(limits(cfg, ls))
+	s.handler.Store(s.newRouter(cfg))
+	switch {
+	case !slices.Equal(cfg.ModelDirsResolved(), old.ModelDirsResolved()) || cfg.ScanDefaultDirs != old.ScanDefaultDirs:
+		s.cat.SetDirs(cfg.ModelDirsResolved()) // scans before it returns
+		s.eng.SyncCatalog()
+	case namesChanged(old, cfg):
+		if err := s.rescan(context.Background()); err != nil {
+			s.log.Warn("rescan failed", "err", err)
+			s.eng.SyncCatalog()
+		}
+	default:
+		s.eng.SyncCatalog() // the per-model settings count from the next load on, not from the next scan
+		go func() {
+			if err := s.cat.Scan(context.Background()); err != nil {
+				s.log.Warn("rescan failed", "err", err)
+			}
+		}()
+	}
+	s.syncOllamaPort()
+	if cfg.Listen != old.Listen || s.ListenErr() != nil {
+		s.mu.Lock()
+		srv := s.srv
+		s.srv = nil
+		s.mu.Unlock()
+		if srv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			srv.Shutdown(ctx)
+			cancel()
+		}
+		return s.listen(cfg.Listen)
+	}
+	return nil
+}
+
+// namesChanged says whether a and b give the models different names: any model's variants, or any
+// model's or variant's aliases, differ.
+func namesChanged(a, b config.Config) bool {
+	return !maps.EqualFunc(variantsOf(a), variantsOf(b), slices.Equal) ||
+		!maps.EqualFunc(aliasesOf(a), aliasesOf(b), slices.Equal)
+}
+
+// aliasesOf is the aliases of every section, by model or variant ID; sections without are left out.
+func aliasesOf(cfg config.Config) map[string][]string {
+	out := map[string][]string{}
+	for id, m := range cfg.Models {
+		if len(m.Aliases) > 0 {
+			out[id] = m.Aliases
+		}
+		for name, v := range m.Variants {
+			if len(v.Aliases) > 0 {
+				out[config.VariantID(id, name)] = v.Aliases
+			}
+		}
+	}
+	return out
+}
