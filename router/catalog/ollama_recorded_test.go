@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 // recordedStore is the store a real Ollama wrote (router/testbed/testdata/ollama/README.md): its
@@ -16,25 +16,14 @@ import (
 const recordedStore = "../testbed/testdata/ollama/store"
 
 // TestOllamaRecordedStore reads a copy of the store Ollama 0.33 wrote, its model layers put back
-// as the recording's README tells how they were made: mkgguf's -width 64 -blocks 2 -seed 1
-// -name tiny llama, rewritten by ollama create, which adds general.quantization_version (and
+// (testbed.OllamaStore) as the recording's README tells how they were made: mkgguf's -width 64
+// -blocks 2 -seed 1 -name tiny llama, rewritten by ollama create, which adds general.quantization_version (and
 // tiny-embed has llama.pooling_type 1). The catalog reads headers and checks sizes, not
 // digests, so these stand-ins, of the same header and size, serve for the layers Ollama wrote.
 // What the catalog gives is checked against what Ollama itself answered (tags.json).
 func TestOllamaRecordedStore(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "models")
-	if err := os.CopyFS(dir, os.DirFS(recordedStore)); err != nil {
-		t.Fatal(err)
-	}
-	for digest, extra := range map[string][]ggufwrite.KV{
-		"06aa59e320f2ba33eff0b81ef639be9929e4e7ca92ae9795a28e01861409ab6b": nil,                                             // tiny, tiny2:v1
-		"f0cf3b32ab9fd00ec5f49d7a38cd154c982caa0c8c782c69c620f7ffa9a22cb3": nil,                                             // tiny-raw
-		"5ba1be8d41d007e244c831a13e937b53ebc22451d96722079cc11e43ddcb0dc5": {{Key: "llama.pooling_type", Value: uint32(1)}}, // tiny-embed
-	} {
-		f := ggufwrite.Llama(ggufwrite.LlamaOptions{Width: 64, Blocks: 2, Seed: 1, Name: "tiny"})
-		f.KVs = append(append(f.KVs, ggufwrite.KV{Key: "general.quantization_version", Value: uint32(2)}), extra...)
-		writeFile(t, filepath.Join(dir, "blobs", "sha256-"+digest), f)
-	}
+	testbed.OllamaStore(t, dir)
 
 	c, _ := newCatalog(t, Options{Dirs: []string{dir}})
 	if w := c.Warnings(); len(w) != 0 {

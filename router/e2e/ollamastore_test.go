@@ -6,37 +6,13 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/llamatray/llamatray/router/config"
-	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
+	"github.com/llamatray/llamatray/router/testbed"
 )
-
-// recordedStore is the store a real Ollama wrote (router/testbed/testdata/ollama): its manifests and
-// small layers, the model layers put back as its README says they were made.
-const recordedStore = "../testbed/testdata/ollama/store"
-
-// ollamaStore copies the recorded store under dir and writes its model layers.
-func ollamaStore(t *testing.T, dir string) {
-	t.Helper()
-	if err := os.CopyFS(dir, os.DirFS(recordedStore)); err != nil {
-		t.Fatal(err)
-	}
-	for digest, extra := range map[string][]ggufwrite.KV{
-		"06aa59e320f2ba33eff0b81ef639be9929e4e7ca92ae9795a28e01861409ab6b": nil,                                             // tiny, tiny2:v1
-		"f0cf3b32ab9fd00ec5f49d7a38cd154c982caa0c8c782c69c620f7ffa9a22cb3": nil,                                             // tiny-raw
-		"5ba1be8d41d007e244c831a13e937b53ebc22451d96722079cc11e43ddcb0dc5": {{Key: "llama.pooling_type", Value: uint32(1)}}, // tiny-embed
-	} {
-		f := ggufwrite.Llama(ggufwrite.LlamaOptions{Width: 64, Blocks: 2, Seed: 1, Name: "tiny"})
-		f.KVs = append(append(f.KVs, ggufwrite.KV{Key: "general.quantization_version", Value: uint32(2)}), extra...)
-		if err := ggufwrite.WriteFile(filepath.Join(dir, "blobs", "sha256-"+digest), f); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // snapshotTree lists every path under dir with its size and time, to tell whether anything changed.
 func snapshotTree(t *testing.T, dir string) string {
@@ -63,7 +39,7 @@ func snapshotTree(t *testing.T, dir string) string {
 // Ollama's API and the OpenAI API alike, and nothing is written into the store.
 func TestOllamaStoreServedInPlace(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "ollama", "models")
-	ollamaStore(t, store)
+	testbed.OllamaStore(t, store)
 	before := snapshotTree(t, store)
 	in := start(t, nil, func(c *config.Config) { c.ModelDirs = append(c.ModelDirs, store) })
 

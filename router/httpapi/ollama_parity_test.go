@@ -3,8 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +13,7 @@ const recordedOllama = "../testbed/testdata/ollama"
 
 func readOllama(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(recordedOllama, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return readRecordedIn(t, recordedOllama, name)
 }
 
 // ndjsonLines are a recorded stream's objects, as raw JSON.

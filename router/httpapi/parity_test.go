@@ -24,7 +24,13 @@ const recorded = "../testbed/testdata/llamacpp-router"
 
 func readRecorded(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(recorded, name))
+	return readRecordedIn(t, recorded, name)
+}
+
+// readRecordedIn reads a recorded answer of another server (llama.cpp's router, Ollama) from dir.
+func readRecordedIn(t *testing.T, dir, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,8 @@
 package service
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -30,18 +28,7 @@ func TestOllamaPort(t *testing.T) {
 	cfg.ModelDirs, cfg.ScanDefaultDirs, cfg.LlamaServer = []string{models}, false, "/nonexistent/llama-server"
 	cfg.OllamaPort = true
 	ollamaAddr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
-	svc, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OllamaAddr: ollamaAddr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		svc.Stop(ctx)
-	})
+	svc := startedServiceWith(t, cfg, Options{OllamaAddr: ollamaAddr})
 	get := func(url string) (int, string) {
 		resp, err := http.Get(url)
 		if err != nil {

@@ -35,7 +35,16 @@ func isolateHome(t *testing.T) {
 // startedService builds and starts a service from cfg (its file at cfgPath), stopped when the test ends.
 func startedService(t *testing.T, cfg config.Config, cfgPath string) *Service {
 	t.Helper()
-	svc, err := New(cfg, Options{ConfigPath: cfgPath, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return startedServiceWith(t, cfg, Options{ConfigPath: cfgPath})
+}
+
+// startedServiceWith is startedService with options of its own (a discarding logger when o has none).
+func startedServiceWith(t *testing.T, cfg config.Config, o Options) *Service {
+	t.Helper()
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	svc, err := New(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,7 @@
 package ghreleases
 
 import (
-	"archive/tar"
-	"archive/zip"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -147,59 +144,12 @@ func (b *Build) TarGz(tag string) ([]byte, error) {
 }
 
 func (b *Build) tarGz(tag string) ([]byte, error) {
-	var buf bytes.Buffer
-	gz, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	tw := tar.NewWriter(gz)
 	dir := "llama-" + tag + "/"
-	if err := tw.WriteHeader(&tar.Header{Name: dir, Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
-		return nil, err
-	}
-	for _, f := range b.files {
-		h := &tar.Header{Name: dir + f.name, Mode: int64(f.mode.Perm()), Size: int64(len(f.data)), Typeflag: tar.TypeReg}
-		if f.mode&fs.ModeSymlink != 0 {
-			h = &tar.Header{Name: dir + f.name, Mode: 0o777, Typeflag: tar.TypeSymlink, Linkname: string(f.data)}
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write(f.data); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := gz.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return TarGz(append([]Entry{{Name: dir, Mode: fs.ModeDir | 0o755}}, b.Entries(dir)...)...)
 }
 
 // Zip packs the build the way llama.cpp's Windows releases do (and its Linux ones did before
 // .tar.gz): the files at the archive's top, symbolic links kept as links (`7z a -snl`).
 func (b *Build) Zip() ([]byte, error) { return b.cached("flat.zip", b.zip) }
 
-func (b *Build) zip() ([]byte, error) {
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, f := range b.files {
-		h := &zip.FileHeader{Name: f.name, Method: zip.Deflate}
-		if len(f.data) > 1<<20 {
-			h.Method = zip.Store // keeps the test bed's CPU time low
-		}
-		h.SetMode(f.mode)
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := w.Write(f.data); err != nil {
-			return nil, err
-		}
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+func (b *Build) zip() ([]byte, error) { return Zip(b.Entries("")...) }
