@@ -1,0 +1,154 @@
+// Package metrics is Llamatray's Prometheus exposition (GET /metrics without a model): per model,
+// the requests by status, tokens, time to first token, queue wait and duration, fed by the HTTP
+// layer where each request ends; loads, load time, unloads and sleeps by reason, fed from the
+// engine's events; and the state, memory, queue and budget read from the engine at scrape time.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/llamatray/llamatray/router/engine"
+)
+
+// Source is what the metrics read from the engine; *engine.Engine satisfies it.
+type Source interface {
+	Models() []engine.ModelStatus
+	Budget() engine.Budget
+	// Subscribe returns a channel of engine events and a function that ends the subscription.
+	Subscribe() (<-chan engine.Event, func())
+}
+
+// Request is one model-routed request as it ended, with what the access log knows of it.
+type Request struct {
+	Model    string        // canonical ID
+	Code     int           // the status the client got (499: it left; 502: aborted mid-answer)
+	Duration time.Duration // from its arrival to its end
+	Leased   bool          // it got a lease on the model, so Wait is its queue wait
+	Wait     time.Duration // queued or loading
+	// What the answer reported of itself (llama-server's timings and usage); Has* false when not.
+	TokensIn, TokensOut int64
+	HasTTFT             bool
+	TTFT                time.Duration // the queue wait plus llama-server's prompt time, as /api/activity
+}
+
+// Metrics holds every metric and the registry that exposes them. Its methods are safe for
+// concurrent use.
+type Metrics struct {
+	reg     *prometheus.Registry
+	handler http.Handler
+
+	requests    *prometheus.CounterVec
+	tokensIn    *prometheus.CounterVec
+	tokensOut   *prometheus.CounterVec
+	ttft        *prometheus.HistogramVec
+	queueWait   *prometheus.HistogramVec
+	duration    *prometheus.HistogramVec
+	loads       *prometheus.CounterVec
+	loadSeconds *prometheus.HistogramVec
+	unloads     *prometheus.CounterVec
+	sleeps      *prometheus.CounterVec
+}
+
+// New builds the metrics of the engine src (nil: only the request metrics and the Go runtime's).
+func New(src Source) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
+		m.reg.MustRegister(c)
+		return c
+	}
+	histogram := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets}, labels)
+		m.reg.MustRegister(h)
+		return h
+	}
+	m.requests = counter("requests_total", "Model-routed requests by the status the client got.", "model", "code")
+	m.tokensIn = counter("tokens_in_total", "Prompt tokens, as the answers reported them.", "model")
+	m.tokensOut = counter("tokens_out_total", "Generated tokens, as the answers reported them.", "model")
+	m.ttft = histogram("time_to_first_token_seconds", "Queue wait plus llama-server's prompt time, for answers that reported timings.",
+		[]float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}, "model")
+	m.queueWait = histogram("queue_wait_seconds", "Time a request waited for its model (queue and load).",
+		[]float64{.001, .01, .1, .5, 1, 2.5, 5, 10, 30, 60, 300}, "model")
+	m.duration = histogram("request_duration_seconds", "Model-routed requests from arrival to the answer's end.",
+		[]float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}, "model")
+	m.loads = counter("loads_total", "Loads that ended, by result: loaded, failed, or stopped before ready.", "model", "result")
+	m.loadSeconds = histogram("load_duration_seconds", "Time from a load's start to ready, for loads that succeeded.",
+		[]float64{.5, 1, 2, 5, 10, 20, 30, 60, 120, 300}, "model")
+	m.unloads = counter("unloads_total", "Running models stopped, by reason: idle, memory_pressure, evicted, asked, over_limit, shutdown, crashed, other.", "model", "reason")
+	m.sleeps = counter("sleeps_total", "Times a model's llama-server went to sleep (its --sleep-idle-seconds).", "model", "reason")
+	if src != nil {
+		m.reg.MustRegister(engineCollector{src: src})
+	}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return m
+}
+
+const namespace = "llamatray"
+
+// ServeHTTP answers the Prometheus text exposition.
+func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.handler.ServeHTTP(w, r) }
+
+// Registry is where the metrics are registered, for a caller that adds its own.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Request counts one model-routed request that ended. It takes no lock of its own beyond the
+// metric vectors' and does no I/O.
+func (m *Metrics) Request(q Request) {
+	if m == nil || q.Model == "" {
+		return
+	}
+	m.requests.WithLabelValues(q.Model, strconv.Itoa(q.Code)).Inc()
+	m.duration.WithLabelValues(q.Model).Observe(q.Duration.Seconds())
+	if q.Leased {
+		m.queueWait.WithLabelValues(q.Model).Observe(q.Wait.Seconds())
+	}
+	if q.TokensIn > 0 {
+		m.tokensIn.WithLabelValues(q.Model).Add(float64(q.TokensIn))
+	}
+	if q.TokensOut > 0 {
+		m.tokensOut.WithLabelValues(q.Model).Add(float64(q.TokensOut))
+	}
+	if q.HasTTFT {
+		m.ttft.WithLabelValues(q.Model).Observe(q.TTFT.Seconds())
+	}
+}
+
+// Watch feeds the load, unload and sleep counters from src's events on one goroutine until the
+// returned stop is called (or the engine closes the subscription); stop waits for that goroutine
+// and may be called more than once. The subscription is made before Watch returns.
+func (m *Metrics) Watch(src Source) (stop func()) {
+	ch, cancel := src.Subscribe()
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		f := newFeed(m)
+		for {
+			select {
+			case <-done:
+				return
+			case ev, ok := <-ch:
+				if !ok {
+					return
+				}
+				f.event(ev)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			cancel()
+			<-exited
+		})
+	}
+}
