@@ -24,8 +24,11 @@ type Backend interface {
 	Logs(name string) []string
 	// Config returns the configuration in effect.
 	Config() config.Config
-	// ApplyConfig validates cfg, saves it to the config file and applies it live.
-	ApplyConfig(cfg config.Config) error
+	// EditConfig changes the configuration: change runs on a copy of the configuration in force
+	// when the edit is made (not when a window read it), and the result is validated, saved to the
+	// config file and applied live; when change fails or the result does not validate, nothing
+	// changes. The app never writes the file itself, so a pin made meanwhile is kept.
+	EditConfig(change func(*config.Config) error) error
 	// Rescan looks for model files again.
 	Rescan(ctx context.Context) error
 	// ModelsDir is Llamatray's own model folder, where added models go.

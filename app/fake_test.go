@@ -79,11 +79,15 @@ func (f *fakeBackend) Config() config.Config {
 	defer f.mu.Unlock()
 	return f.cfg
 }
-func (f *fakeBackend) ApplyConfig(cfg config.Config) error {
+func (f *fakeBackend) EditConfig(change func(*config.Config) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.applyErr != nil {
 		return f.applyErr
+	}
+	cfg := f.cfg.Clone()
+	if err := change(&cfg); err != nil {
+		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return err

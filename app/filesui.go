@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -13,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/app/platform"
+	"github.com/llamatray/llamatray/router/config"
 )
 
 // The choices offered when adding a model file.
@@ -153,14 +155,15 @@ func (m *modelsWindow) addFolder() {
 		}
 		path := dir.Path()
 		m.u.background("Add folder", func() error {
-			cfg := m.u.b.Config()
-			for _, d := range cfg.ModelDirs {
-				if d == path {
-					return m.u.b.Rescan(context.Background())
-				}
+			if slices.Contains(m.u.b.Config().ModelDirs, path) {
+				return m.u.b.Rescan(context.Background())
 			}
-			cfg.ModelDirs = append(cfg.ModelDirs, path)
-			return m.u.b.ApplyConfig(cfg)
+			return m.u.b.EditConfig(func(c *config.Config) error {
+				if !slices.Contains(c.ModelDirs, path) {
+					c.ModelDirs = append(c.ModelDirs, path)
+				}
+				return nil
+			})
 		})
 	}, m.win)
 }
@@ -178,9 +181,10 @@ func (m *modelsWindow) locateServer() {
 		path := r.URI().Path()
 		r.Close()
 		m.u.background("Use "+path, func() error {
-			cfg := m.u.b.Config()
-			cfg.LlamaServer = path
-			return m.u.b.ApplyConfig(cfg)
+			return m.u.b.EditConfig(func(c *config.Config) error {
+				c.LlamaServer = path
+				return nil
+			})
 		})
 	}, m.win)
 }

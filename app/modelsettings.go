@@ -103,6 +103,45 @@ func (f modelForm) apply(cfg config.Config, id string, m Model) (config.Config, 
 	return out, nil
 }
 
+// edit is apply of the form over cfg as it is now, for a window whose form stood at orig when it
+// opened or last saved (see over).
+func (f modelForm) edit(cfg config.Config, id string, orig modelForm, m Model) (config.Config, []formProblem) {
+	cur, _ := cfg.Section(id)
+	return f.over(orig, formFrom(cur)).apply(cfg, id, m)
+}
+
+// over is the form f, edited from orig, laid over cur, the form the section as it is now would
+// show: a field the user left as orig had it takes cur's value, so that what was changed
+// elsewhere since (a pin through the API, an alias given by /api/copy) is kept.
+func (f modelForm) over(orig, cur modelForm) modelForm {
+	return modelForm{
+		CtxSize: keep(f.CtxSize, orig.CtxSize, cur.CtxSize), GPULayers: keep(f.GPULayers, orig.GPULayers, cur.GPULayers),
+		Parallel: keep(f.Parallel, orig.Parallel, cur.Parallel), CacheType: keep(f.CacheType, orig.CacheType, cur.CacheType),
+		FlashAttn: keep(f.FlashAttn, orig.FlashAttn, cur.FlashAttn), Args: keep(f.Args, orig.Args, cur.Args),
+		Aliases: keep(f.Aliases, orig.Aliases, cur.Aliases), IdleSleep: keep(f.IdleSleep, orig.IdleSleep, cur.IdleSleep),
+		IdleUnload: keep(f.IdleUnload, orig.IdleUnload, cur.IdleUnload), Pinned: keep(f.Pinned, orig.Pinned, cur.Pinned),
+		LoadOnStart: keep(f.LoadOnStart, orig.LoadOnStart, cur.LoadOnStart),
+	}
+}
+
+// keep is mine, unless it is still was: then now.
+func keep[T comparable](mine, was, now T) T {
+	if mine == was {
+		return now
+	}
+	return mine
+}
+
+// problemsError is the form's problems as one error, for a save that finds them only once the
+// configuration in force is known.
+func problemsError(probs []formProblem) error {
+	lines := make([]string, len(probs))
+	for i, p := range probs {
+		lines[i] = p.String()
+	}
+	return errors.New(strings.Join(lines, "; "))
+}
+
 // applyAsVariant returns cfg with a new variant name of the model the form is open on (of its
 // model, when that is a variant itself) holding what the form sets differently from that model's
 // section, and the new variant's ID; or the problems found, as apply finds them.

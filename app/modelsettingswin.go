@@ -38,6 +38,7 @@ type modelSettingsWindow struct {
 	apply, asVariant                                 *widget.Button
 
 	seq   uint64          // the latest estimate asked for; older answers are dropped
+	orig  modelForm       // the form as the window opened or last saved it (see modelForm.over)
 	known map[string]bool // llama-server's flags, nil until read (or when they cannot be)
 }
 
@@ -64,6 +65,7 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	cfg := u.b.Config()
 	own, _ := cfg.Section(id) // a variant's own section
 	f := formFrom(own)
+	w.orig = f
 	m, _ := w.model()
 	eff := cfg.ModelSettings(id)
 	base, variant, isVariant := cfg.Variant(id)
@@ -291,32 +293,45 @@ func (w *modelSettingsWindow) showProblems(probs []formProblem) {
 // setting its llama-server is started with changed, else the settings wait for its next load.
 func (w *modelSettingsWindow) save() {
 	m, _ := w.model()
-	old := w.u.b.Config()
-	f := w.form()
-	cfg, probs := f.apply(old, w.id, m)
+	f, orig := w.form(), w.orig
 	if w.known != nil {
-		probs = append(probs, unknownFlags(f.Args, w.known)...)
+		if probs := unknownFlags(f.Args, w.known); len(probs) > 0 {
+			w.showProblems(probs)
+			return
+		}
 	}
-	if len(probs) > 0 {
+	if _, probs := f.edit(w.u.b.Config(), w.id, orig, m); len(probs) > 0 {
 		w.showProblems(probs)
 		return
 	}
-	restart, note := applyPlan(m)
-	if !needsRestart(old, cfg, w.id) {
-		restart, note = false, "Saved and applied."
-	}
-	was, _ := old.Section(w.id)
-	now, _ := cfg.Section(w.id)
-	pinChanged := was.Pinned != now.Pinned
+	plan, planNote := applyPlan(m)
 	w.apply.Disable()
 	w.result.Importance = widget.MediumImportance
 	w.result.SetText("Saving…")
 	w.result.Show()
 	b, id := w.u.b, w.id
 	go func() {
-		err := b.ApplyConfig(cfg)
+		// The form goes over the configuration in force when the edit is made: what the user
+		// left as it was keeps what others changed meanwhile (a pin, an alias).
+		var restart, pinChanged, pinned bool
+		var note string
+		err := b.EditConfig(func(c *config.Config) error {
+			next, probs := f.edit(*c, id, orig, m)
+			if len(probs) > 0 {
+				return problemsError(probs)
+			}
+			restart, note = plan, planNote
+			if !needsRestart(*c, next, id) {
+				restart, note = false, "Saved and applied."
+			}
+			was, _ := c.Section(id)
+			now, _ := next.Section(id)
+			pinChanged, pinned = was.Pinned != now.Pinned, now.Pinned
+			*c = next
+			return nil
+		})
 		if err == nil && pinChanged {
-			err = b.SetPinned(id, now.Pinned)
+			err = b.SetPinned(id, pinned)
 		}
 		if err == nil && restart {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -336,6 +351,7 @@ func (w *modelSettingsWindow) save() {
 				w.result.SetText(err.Error())
 				return
 			}
+			w.orig = f
 			w.result.Importance = widget.SuccessImportance
 			w.result.SetText(note)
 			w.changed()

@@ -3,6 +3,8 @@ package app
 import (
 	"fmt"
 
+	"github.com/llamatray/llamatray/router/config"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
@@ -35,7 +37,7 @@ func (w *modelSettingsWindow) askVariant() {
 func (w *modelSettingsWindow) createVariant(name string) {
 	m, _ := w.model()
 	f := w.form()
-	cfg, vid, probs := f.applyAsVariant(w.u.b.Config(), w.id, name, m)
+	_, vid, probs := f.applyAsVariant(w.u.b.Config(), w.id, name, m)
 	if w.known != nil {
 		probs = append(probs, unknownFlags(f.Args, w.known)...)
 	}
@@ -48,9 +50,18 @@ func (w *modelSettingsWindow) createVariant(name string) {
 	w.result.Importance = widget.MediumImportance
 	w.result.SetText("Saving the variant…")
 	w.result.Show()
-	b := w.u.b
+	b, id := w.u.b, w.id
 	go func() {
-		err := b.ApplyConfig(cfg)
+		// Made over the configuration in force when the edit is made; the service rescans before
+		// it returns, so the new variant's window finds it in the catalog.
+		err := b.EditConfig(func(c *config.Config) error {
+			next, _, probs := f.applyAsVariant(*c, id, name, m)
+			if len(probs) > 0 {
+				return problemsError(probs)
+			}
+			*c = next
+			return nil
+		})
 		w.u.onUI(func() {
 			w.apply.Enable()
 			w.asVariant.Enable()

@@ -98,7 +98,7 @@ func TestModelSettingsWindowSavesVariant(t *testing.T) {
 	// The model's own settings, which its variants follow where they set nothing.
 	base := b.Config()
 	base.Models = map[string]config.Model{id: {CacheType: "f32", FlashAttn: "on"}}
-	if err := b.ApplyConfig(base); err != nil {
+	if err := b.EditConfig(func(c *config.Config) error { c.Models = base.Models; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the snapshot", func() bool {

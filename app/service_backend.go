@@ -115,19 +115,11 @@ func (sb *serviceBackend) Logs(name string) []string { return sb.svc.Engine().Lo
 
 func (sb *serviceBackend) Config() config.Config { return sb.svc.Config() }
 
-// ApplyConfig validates, saves to the config file, then applies live. A configuration that does
-// not validate is neither saved nor applied.
-func (sb *serviceBackend) ApplyConfig(cfg config.Config) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	if err := cfg.Save(sb.svc.ConfigPath()); err != nil {
-		return err
-	}
-	if err := sb.svc.Apply(cfg); err != nil {
-		return fmt.Errorf("saved, but applying failed: %w", err)
-	}
-	return nil
+// EditConfig changes the configuration through the service's one writer (Service.Edit): on the
+// configuration in force, validated, saved, applied, and rescanned before it returns when it
+// names models differently.
+func (sb *serviceBackend) EditConfig(change func(*config.Config) error) error {
+	return sb.svc.Edit(change)
 }
 
 func (sb *serviceBackend) Rescan(ctx context.Context) error { return sb.svc.Catalog().Scan(ctx) }
@@ -139,12 +131,16 @@ func (sb *serviceBackend) ModelsDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cfg := sb.svc.Config()
-	if slices.Contains(cfg.ModelDirsResolved(), dir) {
+	if slices.Contains(sb.svc.Config().ModelDirsResolved(), dir) {
 		return dir, nil
 	}
-	cfg.ModelDirs = append(slices.Clone(cfg.ModelDirs), dir)
-	if err := sb.ApplyConfig(cfg); err != nil {
+	err = sb.EditConfig(func(c *config.Config) error {
+		if !slices.Contains(c.ModelDirsResolved(), dir) {
+			c.ModelDirs = append(c.ModelDirs, dir)
+		}
+		return nil
+	})
+	if err != nil {
 		return "", fmt.Errorf("add %s to the model folders: %w", dir, err)
 	}
 	return dir, nil

@@ -1,7 +1,10 @@
 package app
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -10,6 +13,8 @@ import (
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/llamatray/llamatray/router/config"
 )
 
 // settingsWindow edits the configuration: validated, saved to the config file and applied live.
@@ -262,7 +267,16 @@ func (s *settingsWindow) submit() {
 	s.save.Disable()
 	autostartChanged := v.Autostart != s.u.snap.Autostart
 	go func() {
-		err := s.u.b.ApplyConfig(cfg)
+		// The window's values go over the configuration in force when the edit is made, so that a
+		// pin or an alias made since the window read it is kept.
+		err := s.u.b.EditConfig(func(c *config.Config) error {
+			next, parseErrs := v.apply(*c)
+			if parseErrs != nil {
+				return fmt.Errorf("settings: %w", errors.Join(slices.Collect(maps.Values(parseErrs))...))
+			}
+			*c = next
+			return nil
+		})
 		var autoErr error
 		if err == nil && autostartChanged {
 			autoErr = s.u.auto.set(v.Autostart)
