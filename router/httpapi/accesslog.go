@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/llamatray/llamatray/router/activity"
 )
 
 // requestIDHeader carries the request ID from the client, to the child and back.
@@ -24,6 +26,11 @@ type reqInfo struct {
 	waited time.Duration
 	status int // overrides the written status in the log (499 when the client left)
 	err    error
+	// routed: a model-routed request whose model resolved (serveModel), counted in the metrics;
+	// leased: it got a lease, so waited is its queue wait; usage: what the answer reported
+	routed bool
+	leased bool
+	usage  *activity.Usage
 	// crossSite: a page of another site sent it (cors decides, crossSite reads): it may read what
 	// runs, never start a load, a rescan or a call to the Hub or GitHub
 	crossSite bool
@@ -79,6 +86,10 @@ func (rt *Server) accessLog(next http.Handler) http.Handler {
 					status = http.StatusBadGateway // aborted by us: the upstream failed mid-response
 				}
 			}
+			took := time.Since(start)
+			if info.routed {
+				rt.countRequest(info, status, took)
+			}
 			level := slog.LevelInfo
 			if isHealth(r.URL.Path) {
 				level = slog.LevelDebug // polled by clients and the tray
@@ -92,7 +103,7 @@ func (rt *Server) accessLog(next http.Handler) http.Handler {
 				slog.String("model", info.model),
 				slog.Int("status", status),
 				slog.Int64("bytes", lw.bytes),
-				slog.Duration("duration", time.Since(start)),
+				slog.Duration("duration", took),
 				slog.Duration("queue_wait", info.waited),
 				slog.String("request_id", info.id),
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/activity"
+	"github.com/llamatray/llamatray/router/metrics"
 )
 
 // watchUsage wraps the child's answer body in a scanner that reads its "timings" and "usage" as the
@@ -28,6 +29,20 @@ func watchUsage(resp *http.Response, t *proxyTarget) {
 // request's goroutine after the proxy returned, when the scanner is done with t.
 func (rt *Server) record(t *proxyTarget, waited time.Duration) {
 	rt.o.Activity.Record(activity.Sample{Model: t.model, Status: t.status, Wait: waited, Usage: t.usage})
+}
+
+// countRequest adds one model-routed request that ended to the metrics, with what the access log
+// has of it: the status the client got, its duration, its queue wait and the answer's usage.
+func (rt *Server) countRequest(info *reqInfo, status int, took time.Duration) {
+	q := metrics.Request{Model: info.model, Code: status, Duration: took, Leased: info.leased, Wait: info.waited}
+	if u := info.usage; u != nil {
+		q.TokensIn, q.TokensOut = u.In(), u.Out()
+		if u.HasTimings {
+			q.HasTTFT = true
+			q.TTFT = info.waited + time.Duration(u.Timings.PromptMs*float64(time.Millisecond))
+		}
+	}
+	rt.metrics.Request(q)
 }
 
 // activityDoc serves GET /api/activity: per model, the last hour in buckets.

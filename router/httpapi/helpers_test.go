@@ -280,6 +280,9 @@ func testRouter(t testing.TB, upstream string, tweak func(*Options), tweaks ...f
 		tweak(&o)
 	}
 	rt := New(o)
+	if o.Engine == Engine(fe) && o.Metrics == nil {
+		<-fe.subscribed // the Server's own metrics subscribed in New; tests wait for the next one
+	}
 	for _, f := range tweaks {
 		f(rt)
 	}

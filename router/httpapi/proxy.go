@@ -230,7 +230,7 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 		return
 	}
 	if info != nil {
-		info.model = id
+		info.model, info.routed = id, true
 	}
 	if err := rt.checkAutoload(r, id); err != nil {
 		writeError(w, r, err)
@@ -254,7 +254,7 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 		return
 	}
 	if info != nil {
-		info.waited = lease.Waited
+		info.waited, info.leased = lease.Waited, true
 	}
 	if lease.URL == nil {
 		writeError(w, r, fmt.Errorf("%w: the engine gave no address for model %q", errUpstream, id))
@@ -274,4 +274,7 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 	}
 	rt.proxy.ServeHTTP(w, r)
 	rt.record(t, lease.Waited)
+	if info != nil {
+		info.usage = t.usage
+	}
 }

@@ -200,13 +200,13 @@ func TestProxyDefaultModel(t *testing.T) {
 			t.Fatalf("body changed: %q", s.Body)
 		}
 	}
-	resp, err := http.Get(srv.URL + "/metrics")
+	resp, err := http.Get(srv.URL + "/slots")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		t.Fatalf("GET /metrics with default model: %d", resp.StatusCode)
+		t.Fatalf("GET /slots with default model: %d", resp.StatusCode)
 	}
 	<-got
 }

@@ -21,7 +21,7 @@ var proxiedPOST = []string{
 }
 
 // proxiedGET are the model-routed endpoints whose model comes from ?model= (the body, if any,
-// still counts first).
+// still counts first). /metrics naming no model is Llamatray's own (metricsRoute).
 var proxiedGET = []string{"/slots", "/metrics", "/lora-adapters"}
 
 // fastRoutes sends a POST to one of proxiedPOST straight to modelRoute, as the mux would, without
@@ -76,7 +76,11 @@ func (rt *Server) routes() *mux.Router {
 		m.HandleFunc(p, rt.modelRoute).Methods(http.MethodPost)
 	}
 	for _, p := range proxiedGET {
-		m.HandleFunc(p, rt.modelRoute).Methods(http.MethodGet, http.MethodPost)
+		h := rt.modelRoute
+		if p == "/metrics" {
+			h = rt.metricsRoute
+		}
+		m.HandleFunc(p, h).Methods(http.MethodGet, http.MethodPost)
 	}
 	m.HandleFunc("/slots/{slot}", rt.modelRoute).Methods(http.MethodPost)
 	m.HandleFunc("/props", rt.props).Methods(http.MethodGet, http.MethodPost)
@@ -92,21 +96,45 @@ func (rt *Server) routes() *mux.Router {
 // modelRoute proxies a model-routed request: the model is the body's "model", else ?model=, else
 // the default model. The body is read once and replayed upstream byte for byte.
 func (rt *Server) modelRoute(w http.ResponseWriter, r *http.Request) {
+	body, f, ok := rt.routedBody(w, r)
+	if !ok {
+		return
+	}
+	rt.serveModel(w, r, f.Model, body, f.Stream, "", "")
+}
+
+// metricsRoute serves /metrics: a request naming a model (body or ?model=) is that model's
+// llama-server's, proxied as modelRoute does; one naming none gets Llamatray's own metrics in
+// Prometheus's text format (router/metrics), whatever the default model.
+func (rt *Server) metricsRoute(w http.ResponseWriter, r *http.Request) {
+	body, f, ok := rt.routedBody(w, r)
+	if !ok {
+		return
+	}
+	if f.Model == "" {
+		rt.metrics.ServeHTTP(w, r)
+		return
+	}
+	rt.serveModel(w, r, f.Model, body, f.Stream, "", "")
+}
+
+// routedBody reads a model-routed request's body and scans it; the model is the body's "model",
+// else ?model= ("" when neither names one). On an error it has answered, and ok is false.
+func (rt *Server) routedBody(w http.ResponseWriter, r *http.Request) (body []byte, f bodyFields, ok bool) {
 	body, err := rt.readBody(w, r)
 	if err != nil {
 		writeError(w, r, err)
-		return
+		return nil, f, false
 	}
-	f, err := scanBody(body)
+	f, err = scanBody(body)
 	if err != nil {
 		writeError(w, r, err)
-		return
+		return nil, f, false
 	}
-	name := f.Model
-	if name == "" {
-		name = r.URL.Query().Get("model")
+	if f.Model == "" {
+		f.Model = r.URL.Query().Get("model")
 	}
-	rt.serveModel(w, r, name, body, f.Stream, "", "")
+	return body, f, true
 }
 
 // upstreamRoot sends /upstream/{model} to /upstream/{model}/ so the web UI's relative links resolve.

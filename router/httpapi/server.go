@@ -20,6 +20,7 @@ import (
 	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/metrics"
 	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
@@ -101,6 +102,10 @@ type Options struct {
 	// Activity records every model-routed request (GET /api/activity); it outlives the Server
 	// when the service replaces the router. nil → the Server keeps its own.
 	Activity *activity.Recorder
+	// Metrics is what GET /metrics (no model) exposes; requests are counted into it. nil → the
+	// Server keeps its own, fed from Engine's events until Close. One given here is not watched by
+	// the Server: its owner calls its Watch, so it can outlive the Server.
+	Metrics *metrics.Metrics
 }
 
 // Server is the HTTP handler of a Llamatray instance.
@@ -115,6 +120,8 @@ type Server struct {
 	mux      *mux.Router
 	handler  http.Handler
 	views    view.Source
+	metrics  *metrics.Metrics
+	unwatch  func() // ends the metrics' event subscription (the Server's own metrics); nil when none
 
 	loadingAfter time.Duration // how long a streaming request waits before loading comments start
 	loadingEvery time.Duration // interval of loading comments
@@ -159,6 +166,13 @@ func New(o Options) *Server {
 	if rt.views == nil {
 		rt.views = view.Builder{Engine: o.Engine, Catalog: o.Catalog}
 	}
+	rt.metrics = o.Metrics
+	if rt.metrics == nil {
+		rt.metrics = metrics.New(o.Engine)
+		if o.Engine != nil {
+			rt.unwatch = rt.metrics.Watch(o.Engine)
+		}
+	}
 	rt.children = newUpstream()
 	rt.proxy = rt.newProxy()
 	rt.mux = rt.routes()
@@ -171,9 +185,13 @@ func (rt *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt.handler.ServeHTTP(w, r)
 }
 
-// Close drops idle upstream connections. In-flight requests are not affected.
+// Close drops idle upstream connections and ends the metrics' event subscription. In-flight
+// requests are not affected.
 func (rt *Server) Close() {
 	rt.children.CloseIdleConnections()
+	if rt.unwatch != nil {
+		rt.unwatch()
+	}
 }
 
 // DropIdle closes the idle connections to model id's children: its child is about to stop, and
