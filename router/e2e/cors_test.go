@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/llamatray/llamatray/router/engine"
 )
 
 // llama-server echoes any Origin in Access-Control-Allow-Origin and sends an empty one without an
@@ -14,6 +16,20 @@ import (
 func TestChildCORSNeverLeaks(t *testing.T) {
 	in := start(t, []string{"alpha"}, nil)
 	const evil = "https://evil.example"
+	// A page of another site reads only from a model already running: it never loads one.
+	req, _ := http.NewRequest("GET", in.base+"/props?model=alpha", nil)
+	req.Header.Set("Origin", evil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || in.state("alpha").State != engine.StateUnloaded {
+		t.Fatalf("a cross-site GET of a stopped model: %d, alpha %s", resp.StatusCode, in.state("alpha").State)
+	}
+	if err := in.svc.Engine().Load(t.Context(), "alpha"); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		method, path string
 		body         []byte

@@ -21,7 +21,9 @@ import (
 // and beta's streaming client, which asked for progress, is told the same in its comment lines.
 func TestWhyItWaits(t *testing.T) {
 	in := startWidth(t, slowWidth, []string{"alpha", "beta"}, func(c *config.Config) {
-		c.Defaults.CtxSize = 2048
+		// alpha's stream must outlast beta's first progress comment (a second) and the polls below on
+		// any machine: 15,000 tokens, not 1,500, which a fast CPU makes in under a second
+		c.Defaults.CtxSize = 16384
 		c.MaxLoaded = 1
 		c.FairWait = config.Duration(time.Minute) // no drain during the test: beta stays blocked
 		c.QueueTimeout = config.Duration(time.Minute)
@@ -32,7 +34,7 @@ func TestWhyItWaits(t *testing.T) {
 	if err := in.svc.Engine().Load(ctx, "alpha"); err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequestWithContext(ctx, "POST", in.base+"/v1/chat/completions", bytes.NewReader(chatBody("alpha", true, 1500)))
+	req, _ := http.NewRequestWithContext(ctx, "POST", in.base+"/v1/chat/completions", bytes.NewReader(chatBody("alpha", true, 15000)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("alpha's stream: %v %v", err, resp)
