@@ -118,7 +118,10 @@ func Run(ctx context.Context, o Options) error {
 	if inst != nil {
 		go inst.serve(runCtx, log, func() { u.onUI(u.showModels) })
 	}
-	stopQuit := context.AfterFunc(ctx, func() { u.onUI(fa.Quit) })
+	// The driver's Quit, as Fyne's own SIGINT and SIGTERM handler quits: when that handler was first,
+	// the loop is gone and fyne.Do runs this at once, off the UI thread, where the driver's Quit does
+	// nothing (fa.Quit would close the windows of a GLFW already terminated, and panic).
+	stopQuit := context.AfterFunc(ctx, func() { u.onUI(fa.Driver().Quit) })
 	defer stopQuit()
 
 	log.Info("desktop app started", "listen", u.snap.ListenAddr, "llama_server", u.snap.ServerPath, "models", len(u.snap.Models))
