@@ -124,6 +124,9 @@ func New() *Server {
 // Close stops the server (and ends the downloads it holds stalled).
 func (s *Server) Close() {
 	s.closing.Do(func() { close(s.quit) })
+	// An answer the client refused midway (more bytes than listed) may still be writing: under Wine a
+	// closed client socket does not always fail the server's write, so the connections are cut first.
+	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
 
