@@ -22,6 +22,7 @@ import (
 	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/mem"
+	"github.com/llamatray/llamatray/router/metrics"
 	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
@@ -83,7 +84,11 @@ type Service struct {
 	installer *releases.Installer
 	// activity is every model's last hour of requests; it outlives the routers Apply replaces
 	activity *activity.Recorder
-	flags    flagCache // llama-server flags by binary (flags.go)
+	// metrics are GET /metrics' counters, fed by every router and by the engine's events; they too
+	// outlive the routers, so a settings change resets no counter. Set in New, before any goroutine.
+	metrics     *metrics.Metrics
+	stopMetrics func()
+	flags       flagCache // llama-server flags by binary (flags.go)
 
 	// saveMu serializes the writes of the configuration file, so that a later change is never
 	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
@@ -198,6 +203,8 @@ func (s *Service) newEngine() error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	s.eng = eng
+	s.metrics = metrics.New(eng)
+	s.stopMetrics = s.metrics.Watch(eng)
 	s.views = view.Builder{Engine: eng, Catalog: s.cat, CtxSize: func(id string) int { return s.config().ModelSettings(id).CtxSize }}
 	s.hub = s.newHub()
 	s.handler.Store(s.newRouter(cfg))
@@ -252,6 +259,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Reload:                s.rescan,
 		Hub:                   s.hubOptions(cfg.AutoPull),
 		Activity:              s.activity,
+		Metrics:               s.metrics,
 	})
 }
 
@@ -383,6 +391,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	if err := s.eng.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	s.stopMetrics()
 	return errors.Join(errs...)
 }
 
