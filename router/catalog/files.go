@@ -63,12 +63,17 @@ func CheckGGUF(path string) error {
 		return err
 	}
 	defer f.Close()
+	return CheckGGUFStart(f, filepath.Base(path))
+}
+
+// CheckGGUFStart is CheckGGUF of a file already open (name is for the message): r is its start.
+func CheckGGUFStart(r io.Reader, name string) error {
 	var magic [4]byte
-	if _, err := io.ReadFull(f, magic[:]); err != nil {
-		return fmt.Errorf("%s is not a GGUF model: too short", filepath.Base(path))
+	if _, err := io.ReadFull(r, magic[:]); err != nil {
+		return fmt.Errorf("%s is not a GGUF model: too short", name)
 	}
 	if err := checkMagic(magic); err != nil {
-		return fmt.Errorf("%s is not a GGUF model: %w", filepath.Base(path), err)
+		return fmt.Errorf("%s is not a GGUF model: %w", name, err)
 	}
 	return nil
 }

@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 )
 
@@ -45,12 +47,14 @@ var ErrCancelled = errors.New("download cancelled")
 // the download wrote was removed.
 type NotGGUFError struct {
 	Repo, File string
-	Start      []byte // its first bytes
+	Err        error // catalog.CheckGGUFStart's reason
 }
 
 func (e *NotGGUFError) Error() string {
-	return fmt.Sprintf("%s: %s is not a GGUF file (it starts with %q, not \"GGUF\"): refused and deleted", e.Repo, e.File, e.Start)
+	return fmt.Sprintf("%s: %v: refused and deleted", e.Repo, e.Err)
 }
+
+func (e *NotGGUFError) Unwrap() error { return e.Err }
 
 // resumableError marks a failure that leaves the partial files for the next try: the network or the
 // Hub failed, or the disk filled up. Every other failure undoes what the download wrote.
@@ -330,10 +334,8 @@ func (d *download) checkGGUF(f File, blob string) error {
 		return err
 	}
 	defer in.Close()
-	start := make([]byte, 4)
-	n, _ := io.ReadFull(in, start)
-	if string(start[:n]) != "GGUF" {
-		return &NotGGUFError{Repo: d.repo, File: f.Path, Start: start[:n]}
+	if err := catalog.CheckGGUFStart(in, path.Base(f.Path)); err != nil {
+		return &NotGGUFError{Repo: d.repo, File: f.Path, Err: err}
 	}
 	return nil
 }

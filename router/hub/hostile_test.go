@@ -323,7 +323,7 @@ func TestNotGGUFUndone(t *testing.T) {
 	q, _ := l.Pick("Q4_K_M")
 	_, err = h.c.Download(context.Background(), h.cache, l, q, nil)
 	var ng *NotGGUFError
-	if !errors.As(err, &ng) || !strings.Contains(err.Error(), "not a GGUF file") {
+	if !errors.As(err, &ng) || !strings.Contains(err.Error(), "x-Q4_K_M.gguf is not a GGUF model") {
 		t.Fatalf("err = %v", err)
 	}
 	assertNothing(t, h.cache)
