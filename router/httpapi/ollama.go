@@ -167,31 +167,18 @@ func (rt *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	asked := req.Model
-	id, ok := rt.ollamaResolve(w, r, req.Model)
+	id, ok := rt.ollamaTarget(w, r, asked, req.KeepAlive, ollama.KindChat, len(req.Messages) == 0)
 	if !ok {
-		return
-	}
-	if len(req.Messages) == 0 {
-		rt.ollamaLoadOnly(w, r, id, asked, req.KeepAlive, ollama.KindChat)
-		return
-	}
-	if err := rt.ollamaSupports(id, asked, "chat"); err != nil {
-		rt.ollamaError(w, r, asked, err)
 		return
 	}
 	req.Model = id
 	defaults, system := rt.ollamaDefaults(id, asked)
 	req.Options = ollama.WithDefaults(req.Options, defaults)
-	if system != "" && (len(req.Messages) == 0 || req.Messages[0].Role != "system") {
+	if system != "" && req.Messages[0].Role != "system" {
 		req.Messages = append([]ollama.Message{{Role: "system", Content: system}}, req.Messages...)
 	}
 	up, err := ollama.Chat(req)
-	if err != nil {
-		rt.ollamaError(w, r, asked, err)
-		return
-	}
-	rt.applyKeepAlive(id, req.KeepAlive)
-	rt.ollamaProxy(w, r, start, ollama.KindChat, asked, id, up)
+	rt.ollamaSend(w, r, start, ollama.KindChat, asked, id, req.KeepAlive, up, err)
 }
 
 func (rt *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
@@ -201,16 +188,8 @@ func (rt *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	asked := req.Model
-	id, ok := rt.ollamaResolve(w, r, req.Model)
+	id, ok := rt.ollamaTarget(w, r, asked, req.KeepAlive, ollama.KindGenerate, req.Prompt == "" && len(req.Images) == 0)
 	if !ok {
-		return
-	}
-	if req.Prompt == "" && len(req.Images) == 0 {
-		rt.ollamaLoadOnly(w, r, id, asked, req.KeepAlive, ollama.KindGenerate)
-		return
-	}
-	if err := rt.ollamaSupports(id, asked, "generate"); err != nil {
-		rt.ollamaError(w, r, asked, err)
 		return
 	}
 	req.Model = id
@@ -220,12 +199,7 @@ func (rt *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		req.System = system
 	}
 	up, err := ollama.Generate(req)
-	if err != nil {
-		rt.ollamaError(w, r, asked, err)
-		return
-	}
-	rt.applyKeepAlive(id, req.KeepAlive)
-	rt.ollamaProxy(w, r, start, ollama.KindGenerate, asked, id, up)
+	rt.ollamaSend(w, r, start, ollama.KindGenerate, asked, id, req.KeepAlive, up, err)
 }
 
 func (rt *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
@@ -234,21 +208,12 @@ func (rt *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
 	if !rt.ollamaRead(w, r, &req) {
 		return
 	}
-	id, ok := rt.ollamaResolve(w, r, req.Model)
+	inputs, err := ollama.EmbedInputs(req.Input) // said once the model is known to exist
+	id, ok := rt.ollamaTarget(w, r, req.Model, req.KeepAlive, ollama.KindEmbed, err == nil && len(inputs) == 0)
 	if !ok {
 		return
 	}
-	inputs, err := ollama.EmbedInputs(req.Input)
-	if err != nil {
-		rt.ollamaError(w, r, req.Model, err)
-		return
-	}
-	if len(inputs) == 0 {
-		rt.ollamaLoadOnly(w, r, id, req.Model, req.KeepAlive, ollama.KindEmbed)
-		return
-	}
-	rt.applyKeepAlive(id, req.KeepAlive)
-	rt.ollamaProxy(w, r, start, ollama.KindEmbed, req.Model, id, ollama.Embeddings(id, inputs))
+	rt.ollamaSend(w, r, start, ollama.KindEmbed, req.Model, id, req.KeepAlive, ollama.Embeddings(id, inputs), err)
 }
 
 func (rt *Server) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
@@ -257,16 +222,42 @@ func (rt *Server) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
 	if !rt.ollamaRead(w, r, &req) {
 		return
 	}
-	id, ok := rt.ollamaResolve(w, r, req.Model)
+	id, ok := rt.ollamaTarget(w, r, req.Model, req.KeepAlive, ollama.KindEmbeddings, req.Prompt == "")
 	if !ok {
 		return
 	}
-	if req.Prompt == "" {
-		rt.ollamaLoadOnly(w, r, id, req.Model, req.KeepAlive, ollama.KindEmbeddings)
+	rt.ollamaSend(w, r, start, ollama.KindEmbeddings, req.Model, id, req.KeepAlive, ollama.Embeddings(id, []string{req.Prompt}), nil)
+}
+
+// ollamaTarget resolves the model a request asks for and checks that it does what kind asks; a
+// request with nothing to answer (empty) it serves itself by loading or unloading the model. false
+// when it answered.
+func (rt *Server) ollamaTarget(w http.ResponseWriter, r *http.Request, asked string, ka *ollama.Duration, kind ollama.Kind, empty bool) (string, bool) {
+	id, ok := rt.ollamaResolve(w, r, asked)
+	if !ok {
+		return "", false
+	}
+	if empty {
+		rt.ollamaLoadOnly(w, r, id, asked, ka, kind)
+		return "", false
+	}
+	what := map[ollama.Kind]string{ollama.KindChat: "chat", ollama.KindGenerate: "generate"}[kind]
+	if err := rt.ollamaSupports(id, asked, what); err != nil {
+		rt.ollamaError(w, r, asked, err)
+		return "", false
+	}
+	return id, true
+}
+
+// ollamaSend applies keep_alive and sends up to model id's child, or answers err (the request could
+// not be turned into one).
+func (rt *Server) ollamaSend(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, asked, id string, ka *ollama.Duration, up ollama.Upstream, err error) {
+	if err != nil {
+		rt.ollamaError(w, r, asked, err)
 		return
 	}
-	rt.applyKeepAlive(id, req.KeepAlive)
-	rt.ollamaProxy(w, r, start, ollama.KindEmbeddings, req.Model, id, ollama.Embeddings(id, []string{req.Prompt}))
+	rt.applyKeepAlive(id, ka)
+	rt.ollamaProxy(w, r, start, kind, asked, id, up)
 }
 
 // ollamaSupports refuses what the model cannot do, in Ollama's words: an embedding model neither
