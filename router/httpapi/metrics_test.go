@@ -10,11 +10,10 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/metrics/metricstest"
 	"github.com/llamatray/llamatray/router/testbed"
 )
 
@@ -34,43 +33,7 @@ func scrapeMetrics(t *testing.T, base string, header ...string) map[string]*dto.
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("GET /metrics: %d %s: %.300s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
-	}
-	return fams
-}
-
-// metricValue is family name's metric with exactly labels (name, value pairs): a counter's or
-// gauge's value, a histogram's count; ok false when there is none.
-func metricValue(fams map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
-	fam := fams[name]
-	if fam == nil {
-		return 0, false
-	}
-	for _, m := range fam.Metric {
-		got := map[string]string{}
-		for _, l := range m.Label {
-			got[l.GetName()] = l.GetValue()
-		}
-		match := len(got) == len(labels)/2
-		for i := 0; match && i+1 < len(labels); i += 2 {
-			match = got[labels[i]] == labels[i+1]
-		}
-		if !match {
-			continue
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
+	return metricstest.Parse(t, resp.Body)
 }
 
 func TestMetricsCountTraffic(t *testing.T) {
@@ -123,12 +86,12 @@ func TestMetricsCountTraffic(t *testing.T) {
 	var fams map[string]*dto.MetricFamily
 	testbed.WaitFor(t, 10*time.Second, "every request to be counted", func() bool {
 		fams = scrapeMetrics(t, srv.URL)
-		v, _ := metricValue(fams, "llamatray_request_duration_seconds", "model", "m1")
+		v, _ := metricstest.Value(fams, "llamatray_request_duration_seconds", "model", "m1")
 		return v == n+3
 	})
 	check := func(want float64, name string, labels ...string) {
 		t.Helper()
-		if got, ok := metricValue(fams, name, labels...); !ok || got != want {
+		if got, ok := metricstest.Value(fams, name, labels...); !ok || got != want {
 			t.Errorf("%s%v = %v (present %v), want %v", name, labels, got, ok, want)
 		}
 	}
@@ -164,7 +127,7 @@ func TestMetricsCountTraffic(t *testing.T) {
 	fe.publish(engine.Event{Kind: "state", Model: "m1", State: engine.StateSleeping, Time: t0.Add(9 * time.Second)})
 	testbed.WaitFor(t, 10*time.Second, "the events to be counted", func() bool {
 		fams = scrapeMetrics(t, srv.URL)
-		v, _ := metricValue(fams, "llamatray_sleeps_total", "model", "m1", "reason", "idle")
+		v, _ := metricstest.Value(fams, "llamatray_sleeps_total", "model", "m1", "reason", "idle")
 		return v == 1
 	})
 	check(1, "llamatray_model_state", "model", "m1", "state", "sleeping")
@@ -178,7 +141,7 @@ func TestMetricsWithModelProxies(t *testing.T) {
 	srv, fe, _ := testRouter(t, up.URL, func(o *Options) { o.DefaultModel = "fast" })
 	// No model, even with a default model: Llamatray's own, the child untouched.
 	fams := scrapeMetrics(t, srv.URL)
-	if _, ok := metricValue(fams, "llamatray_model_state", "model", "m1", "state", "loaded"); !ok {
+	if _, ok := metricstest.Value(fams, "llamatray_model_state", "model", "m1", "state", "loaded"); !ok {
 		t.Fatal("no llamatray_model_state for m1")
 	}
 	for _, c := range []struct{ method, path, body string }{

@@ -8,10 +8,9 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/metrics/metricstest"
 	"github.com/llamatray/llamatray/router/testbed"
 )
 
@@ -45,52 +44,12 @@ func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(rec.Body)
-	if err != nil {
-		t.Fatalf("parsing the exposition: %v", err)
-	}
-	return fams
-}
-
-// value is the value of family name's metric with exactly labels (name=value pairs); found false
-// when there is none. A histogram's value is its count.
-func value(fams map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
-	fam := fams[name]
-	if fam == nil {
-		return 0, false
-	}
-next:
-	for _, m := range fam.Metric {
-		if len(m.Label) != len(labels)/2 {
-			continue
-		}
-		for i := 0; i < len(labels); i += 2 {
-			found := false
-			for _, l := range m.Label {
-				if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
-					found = true
-				}
-			}
-			if !found {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
+	return metricstest.Parse(t, rec.Body)
 }
 
 func want(t *testing.T, fams map[string]*dto.MetricFamily, v float64, name string, labels ...string) {
 	t.Helper()
-	got, ok := value(fams, name, labels...)
+	got, ok := metricstest.Value(fams, name, labels...)
 	if !ok || got != v {
 		t.Errorf("%s%v = %v (present %v), want %v", name, labels, got, ok, v)
 	}
@@ -127,7 +86,7 @@ func TestEventsCountLoadsUnloadsSleeps(t *testing.T) {
 	fams := scrape(t, m)
 	want(t, fams, 1, "llamatray_loads_total", "model", "a", "result", "loaded")
 	want(t, fams, 1, "llamatray_loads_total", "model", "a", "result", "failed")
-	if _, ok := value(fams, "llamatray_loads_total", "model", "b", "result", "loaded"); ok {
+	if _, ok := metricstest.Value(fams, "llamatray_loads_total", "model", "b", "result", "loaded"); ok {
 		t.Error("a model first seen loaded counted a load")
 	}
 	want(t, fams, 1, "llamatray_load_duration_seconds", "model", "a")
@@ -218,7 +177,7 @@ func TestWatchStops(t *testing.T) {
 	src.ch <- engine.Event{Kind: "state", Model: "a", State: engine.StateLoading, Time: time.Unix(1, 0)}
 	src.ch <- engine.Event{Kind: "state", Model: "a", State: engine.StateLoaded, Time: time.Unix(2, 0)}
 	testbed.WaitFor(t, 10*time.Second, "the watcher to count the load", func() bool {
-		v, _ := value(scrape(t, m), "llamatray_loads_total", "model", "a", "result", "loaded")
+		v, _ := metricstest.Value(scrape(t, m), "llamatray_loads_total", "model", "a", "result", "loaded")
 		return v == 1
 	})
 	stop()
