@@ -267,9 +267,7 @@ func (rt *Server) ollamaSupports(id, asked, what string) error {
 	if err != nil {
 		return nil // the proxy path reports it
 	}
-	m := ollamaModel(v)
-	m.Asked = asked
-	return m.Supports(what)
+	return ollamaModel(v).Supports(what, asked)
 }
 
 // ollamaProxy sends up to model id's child, holding a lease as every proxied request does, and

@@ -22,8 +22,6 @@ type Model struct {
 	ChatTemplate  bool
 	Embedding     bool // an embedding model (pooling, no causal head)
 
-	Asked string // the name the request used, for messages
-
 	Running   bool
 	Memory    int64     // held while running
 	VRAM      int64     // of Memory, on GPUs
@@ -125,10 +123,10 @@ func (m Model) Capabilities() []string {
 }
 
 // Supports says whether the model does what an endpoint asks ("chat", "generate", "embed"), and if
-// not, Ollama's words for it.
-func (m Model) Supports(what string) error {
+// not, Ollama's words for it, naming the model as the request did (asked).
+func (m Model) Supports(what, asked string) error {
 	if m.Embedding && (what == "chat" || what == "generate") {
-		return bad("%q does not support %s", m.Asked, what)
+		return bad("%q does not support %s", asked, what)
 	}
 	return nil
 }
