@@ -2,6 +2,7 @@ package ollama
 
 import (
 	"bytes"
+	"errors"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -110,11 +111,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-type tooLong struct{}
-
-func (tooLong) Error() string { return "llama-server's answer is too long" }
-
-var errTooLong error = tooLong{}
+// errTooLong ends an answer longer than maxAnswer.
+var errTooLong = errors.New("llama-server's answer is too long")
 
 // Flush is a no-op: every object is flushed as it is written.
 func (w *Writer) Flush() {}
