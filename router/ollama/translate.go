@@ -2,8 +2,8 @@ package ollama
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
