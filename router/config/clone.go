@@ -33,6 +33,10 @@ func (m Model) clone() Model {
 	out.GPULayers = clonePtr(m.GPULayers)
 	out.IdleSleep = clonePtr(m.IdleSleep)
 	out.IdleUnload = clonePtr(m.IdleUnload)
+	out.DraftGPULayers = clonePtr(m.DraftGPULayers)
+	out.StripParams = slices.Clone(m.StripParams)
+	out.SetParams = cloneParams(m.SetParams)
+	out.DefaultParams = cloneParams(m.DefaultParams)
 	if m.Variants != nil {
 		out.Variants = make(map[string]Model, len(m.Variants))
 		for name, v := range m.Variants {

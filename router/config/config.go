@@ -3,6 +3,7 @@
 package config
 
 import (
+	"slices"
 	"time"
 )
 
@@ -29,6 +30,17 @@ type Model struct {
 	FlashAttn   string    `toml:"flash_attn"`    // "" = [defaults].flash_attn; "auto", "on", "off"
 	Parallel    int       `toml:"parallel"`      // -np; 0 = [defaults].parallel
 	CacheType   string    `toml:"cache_type"`    // KV cache type, -ctk and -ctv; "" = llama-server's (f16)
+	// Draft is another model (a catalog ID or a Hub name, ORG/REPO:QUANT) the child loads with
+	// --model-draft for speculative decoding; "" = none. Its vocabulary must match this model's.
+	Draft          string `toml:"draft"`
+	DraftGPULayers *int   `toml:"draft_gpu_layers"` // -ngld; nil = llama-server's default; -1 = all
+	DraftMax       int    `toml:"draft_max"`        // --draft-max, tokens drafted per step; 0 = llama-server's
+	// Request rules, applied to the JSON body of every request for this model, whatever API it
+	// speaks, before it is proxied. SetParams' fields replace the request's; StripParams' are
+	// removed; DefaultParams' are added when the request gives none of that name.
+	SetParams     map[string]any `toml:"set_params"`
+	StripParams   []string       `toml:"strip_params"`
+	DefaultParams map[string]any `toml:"default_params"`
 	// Variants are more model IDs, "ID@NAME", for the same file, each with its own settings layered
 	// over this section ([models."ID".variants."NAME"]; see variants.go). Only a model has them.
 	Variants map[string]Model `toml:"variants"`
@@ -62,6 +74,8 @@ type Config struct {
 	LogLevel              string           `toml:"log_level"`               // debug|info|warn|error
 	AutoPull              bool             `toml:"auto_pull"`               // a request for a missing ORG/REPO:QUANT starts its download
 	OllamaPort            bool             `toml:"ollama_port"`             // also listen on 127.0.0.1:11434, Ollama's port
+	UpdateCheck           bool             `toml:"update_check"`            // daily: read Llamatray's releases list and say when a newer one exists
+	UpdatePrerelease      bool             `toml:"update_prerelease"`       // also offer pre-releases
 	DeviceMemoryLimit     map[string]Size  `toml:"device_memory_limit"`     // GPU memory models may use per device, by llama-server's device name (Vulkan0, CUDA1)
 	Defaults              ChildDefaults    `toml:"defaults"`
 	Models                map[string]Model `toml:"models"`
@@ -81,6 +95,7 @@ func Default() Config {
 		StopTimeout:     Duration(10 * time.Second),
 		BodyLimit:       64 * MiB,
 		LogLevel:        "info",
+		UpdateCheck:     true,
 		Defaults: ChildDefaults{
 			CtxSize:   4096,
 			FlashAttn: "auto",
@@ -96,15 +111,23 @@ func Default() Config {
 func (c Config) ModelSettings(id string) Model {
 	m, _ := c.Layered(id)
 	out := Model{
-		Aliases:     append([]string(nil), m.Aliases...),
-		Args:        append(append([]string(nil), c.Defaults.Args...), m.Args...),
-		CtxSize:     m.CtxSize,
-		Pinned:      m.Pinned,
-		LoadOnStart: m.LoadOnStart,
-		Hidden:      m.Hidden,
-		FlashAttn:   m.FlashAttn,
-		Parallel:    m.Parallel,
-		CacheType:   m.CacheType,
+		Aliases:       append([]string(nil), m.Aliases...),
+		Args:          append(append([]string(nil), c.Defaults.Args...), m.Args...),
+		CtxSize:       m.CtxSize,
+		Pinned:        m.Pinned,
+		LoadOnStart:   m.LoadOnStart,
+		Hidden:        m.Hidden,
+		FlashAttn:     m.FlashAttn,
+		Parallel:      m.Parallel,
+		CacheType:     m.CacheType,
+		Draft:         m.Draft,
+		DraftMax:      m.DraftMax,
+		StripParams:   slices.Clone(m.StripParams),
+		SetParams:     cloneParams(m.SetParams),
+		DefaultParams: cloneParams(m.DefaultParams),
+	}
+	if m.DraftGPULayers != nil {
+		out.DraftGPULayers = ptr(*m.DraftGPULayers)
 	}
 	if out.FlashAttn == "" {
 		out.FlashAttn = c.Defaults.FlashAttn

@@ -84,6 +84,8 @@ func (c Config) render() (string, error) {
 		{comment: "Log detail: debug, info, warn or error.", key: "log_level", value: r.str(c.LogLevel)},
 		{comment: "A request for an ORG/REPO:QUANT model that is not on this machine starts its download from\nthe Hugging Face Hub (it is answered 503 until the download is done). Off: it gets 404.", key: "auto_pull", value: strconv.FormatBool(c.AutoPull)},
 		{comment: "Also answer on 127.0.0.1:11434, Ollama's own port, so that apps set up for Ollama work unchanged\n(Ollama's API is served on the main address too). Ollama itself must not be running.", key: "ollama_port", value: strconv.FormatBool(c.OllamaPort)},
+		{comment: "Once a day, read the list of Llamatray's releases and say in the window and the tray when a newer\none exists. Nothing is downloaded or installed.", key: "update_check", value: strconv.FormatBool(c.UpdateCheck)},
+		{comment: "Also offer pre-releases.", key: "update_prerelease", value: strconv.FormatBool(c.UpdatePrerelease)},
 	})
 
 	r.b.WriteString("\n# Settings every model starts with.\n[defaults]\n")
@@ -150,6 +152,13 @@ const modelExample = `
 # flash_attn = "on"           # unset: [defaults].flash_attn
 # parallel = 2                # slots (-np); unset: [defaults].parallel
 # cache_type = "q8_0"         # KV cache type (-ctk, -ctv); unset: f16
+# draft = "qwen2.5-0.5b-instruct-q8_0"   # a small model with the same vocabulary, for
+#                             # speculative decoding (--model-draft); a catalog ID or ORG/REPO:QUANT
+# draft_gpu_layers = -1       # the draft's -ngld; unset: llama-server's default
+# draft_max = 16              # tokens drafted per step (--draft-max); unset: llama-server's
+# set_params = { temperature = 0.2 }        # fields forced into every request's body
+# strip_params = ["logit_bias"]             # fields removed from every request's body
+# default_params = { top_k = 40, min_p = 0.05 }  # used when a request gives no value of its own
 #
 # Variants: more model IDs for the same file, "ID@NAME", each with its own settings. Unset keys
 # come from the model's section above (args are added after its args); aliases, pinned,
@@ -211,6 +220,24 @@ func (r *renderer) section(m Model) {
 	}
 	if m.CacheType != "" {
 		w("cache_type", r.str(m.CacheType))
+	}
+	if m.Draft != "" {
+		w("draft", r.str(m.Draft))
+	}
+	if m.DraftGPULayers != nil {
+		w("draft_gpu_layers", strconv.Itoa(*m.DraftGPULayers))
+	}
+	if m.DraftMax != 0 {
+		w("draft_max", strconv.Itoa(m.DraftMax))
+	}
+	if len(m.SetParams) > 0 {
+		w("set_params", r.value(m.SetParams))
+	}
+	if len(m.StripParams) > 0 {
+		w("strip_params", r.list(m.StripParams))
+	}
+	if len(m.DefaultParams) > 0 {
+		w("default_params", r.value(m.DefaultParams))
 	}
 }
 

@@ -233,6 +233,7 @@ func checkSection(m Model, inherit string, bad func(reason string, key ...string
 	if m.CacheType != "" && !slices.Contains(CacheTypes, m.CacheType) {
 		bad(fmt.Sprintf("%q is not a KV cache type; use one of %s", m.CacheType, strings.Join(CacheTypes, ", ")), at("cache_type")...)
 	}
+	checkRules(m, bad, at)
 }
 
 func checkListen(s string) error {

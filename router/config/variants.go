@@ -141,6 +141,18 @@ func (c Config) Layered(id string) (Model, bool) {
 	if out.IdleSleep == nil {
 		out.IdleSleep = b.IdleSleep
 	}
+	if out.Draft == "" {
+		out.Draft = b.Draft
+	}
+	if out.DraftGPULayers == nil {
+		out.DraftGPULayers = b.DraftGPULayers
+	}
+	if out.DraftMax == 0 {
+		out.DraftMax = b.DraftMax
+	}
+	out.SetParams = mergeParams(b.SetParams, v.SetParams)
+	out.DefaultParams = mergeParams(b.DefaultParams, v.DefaultParams)
+	out.StripParams = unionStrings(b.StripParams, v.StripParams)
 	if out.IdleUnload == nil {
 		out.IdleUnload = b.IdleUnload
 	}

@@ -1,0 +1,201 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// A request rule's value is what TOML decodes into and JSON can carry: a string, a bool, an
+// int64, a float64, a list of values or a table of them.
+
+// ruleReserved are the body fields no request rule may touch: Llamatray routes by "model" and
+// streams by "stream", and a rule over the conversation itself would replace every request's.
+var ruleReserved = []string{"model", "stream", "messages", "prompt", "input", "system"}
+
+// cloneParams is a deep copy of p; nil stays nil.
+func cloneParams(p map[string]any) map[string]any {
+	if p == nil {
+		return nil
+	}
+	out := make(map[string]any, len(p))
+	for k, v := range p {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return cloneParams(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = cloneValue(e)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// mergeParams is base with over's fields laid over it (a variant's rules over its model's).
+func mergeParams(base, over map[string]any) map[string]any {
+	if len(base) == 0 && len(over) == 0 {
+		return nil
+	}
+	out := cloneParams(base)
+	if out == nil {
+		out = map[string]any{}
+	}
+	maps.Copy(out, cloneParams(over))
+	return out
+}
+
+// unionStrings is a followed by the strings of b it lacks.
+func unionStrings(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// checkRules checks one section's request rules.
+func checkRules(m Model, bad func(reason string, key ...string), at func(string) []string) {
+	for _, r := range []struct {
+		key    string
+		params map[string]any
+	}{{"set_params", m.SetParams}, {"default_params", m.DefaultParams}} {
+		for _, name := range sortedKeys(r.params) {
+			if err := checkRuleName(name); err != nil {
+				bad(err.Error(), at(r.key)...)
+			}
+			if err := checkValue(r.params[name]); err != nil {
+				bad(fmt.Sprintf("%s: %v", name, err), at(r.key)...)
+			}
+		}
+	}
+	for _, name := range m.StripParams {
+		if err := checkRuleName(name); err != nil {
+			bad(err.Error(), at("strip_params")...)
+		}
+	}
+	if m.DraftMax < 0 {
+		bad("must not be negative (0 = llama-server's default)", at("draft_max")...)
+	}
+	if m.DraftGPULayers != nil && *m.DraftGPULayers < -1 {
+		bad("must be -1 (all layers) or more", at("draft_gpu_layers")...)
+	}
+	if strings.TrimSpace(m.Draft) != m.Draft {
+		bad(fmt.Sprintf("%q has spaces around it", m.Draft), at("draft")...)
+	}
+}
+
+func checkRuleName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("a field name must not be empty")
+	case slices.Contains(ruleReserved, name):
+		return fmt.Errorf("%q is set by the request and Llamatray; a rule cannot change it", name)
+	}
+	return nil
+}
+
+func checkValue(v any) error {
+	switch v := v.(type) {
+	case string, bool, int64:
+		return nil
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return fmt.Errorf("%v cannot be sent as JSON", v)
+		}
+		return nil
+	case []any:
+		for _, e := range v {
+			if err := checkValue(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	case map[string]any:
+		for _, e := range v {
+			if err := checkValue(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	default:
+		return fmt.Errorf("a %T cannot be sent as JSON; use a string, number, boolean, list or table", v)
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// value writes v as TOML: tables inline, keys sorted.
+func (r *renderer) value(v any) string {
+	switch v := v.(type) {
+	case string:
+		return r.str(v)
+	case bool:
+		return strconv.FormatBool(v)
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case int:
+		return strconv.Itoa(v)
+	case float64:
+		s := strconv.FormatFloat(v, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".eE") {
+			s += ".0" // stays a float when read back
+		}
+		return s
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = r.value(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]any:
+		keys := sortedKeys(v)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = r.key(k) + " = " + r.value(v[k])
+		}
+		return "{ " + strings.Join(parts, ", ") + " }"
+	default:
+		if r.err == nil {
+			r.err = fmt.Errorf("a %T cannot be written to the configuration", v)
+		}
+		return `""`
+	}
+}
+
+// key writes a table key: bare when TOML allows, else quoted.
+func (r *renderer) key(k string) string {
+	if k == "" {
+		return `""`
+	}
+	for _, c := range k {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return r.str(k)
+		}
+	}
+	return k
+}
