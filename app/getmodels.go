@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/hub"
 )
 
@@ -156,11 +157,11 @@ func (g *getModelsWindow) openRepo(repo string) {
 // fitText is a fit badge in words.
 func fitText(q hub.QuantFit) string {
 	switch q.Fit {
-	case hub.FitNow:
+	case fit.Now:
 		return "Fits now"
-	case hub.FitAfterUnload:
+	case fit.AfterUnload:
 		return "Fits after unloading other models"
-	case hub.FitTooLarge:
+	case fit.TooLarge:
 		return "Too large for this machine"
 	}
 	return "Fit unknown"
@@ -174,11 +175,11 @@ func fitReason(q hub.QuantFit) string {
 	return "Needs about " + humanBytes(q.MemoryBytes) + " of memory to run (estimated from its header)."
 }
 
-func fitImportance(f hub.Fit) widget.Importance {
+func fitImportance(f fit.Fit) widget.Importance {
 	switch f {
-	case hub.FitNow:
+	case fit.Now:
 		return widget.SuccessImportance
-	case hub.FitTooLarge:
+	case fit.TooLarge:
 		return widget.DangerImportance
 	}
 	return widget.WarningImportance
@@ -221,7 +222,7 @@ func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) 
 			if g.pulling != "" {
 				b.Disable() // one download at a time from this window
 			}
-			if q.Fit == hub.FitTooLarge {
+			if q.Fit == fit.TooLarge {
 				b.Importance = widget.LowImportance
 			}
 			action = b

@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/fakehub"
@@ -60,7 +61,7 @@ func TestGetModelsWindow(t *testing.T) {
 	cat := catalog.New(catalog.Options{Dirs: []string{cache.Dir}})
 	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, cache, func(string, []string) error { return cat.Scan(context.Background()) }, nil)
 	hb := &managerHub{m: m,
-		room:   func() hub.Room { return hub.Room{Limit: 8 << 30, Free: 8 << 30} },
+		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
 		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
 		has:    func(name string) bool { _, ok := cat.Lookup(name); return ok },
 	}

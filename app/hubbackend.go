@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/service"
 )
@@ -27,7 +28,7 @@ type hubSource interface{ Hub() HubBackend }
 // managerHub drives a hub.Manager: the service's, or a test's.
 type managerHub struct {
 	m      *hub.Manager
-	room   func() hub.Room
+	room   func() fit.Room
 	params func() catalog.EstimateParams
 	has    func(name string) bool // on this machine already
 }
@@ -60,8 +61,8 @@ func (h *managerHub) Events() (<-chan hub.Event, func()) { return h.m.Subscribe(
 func serviceHub(svc *service.Service) HubBackend {
 	return &managerHub{
 		m: svc.Hub(),
-		room: func() hub.Room {
-			return hub.RoomFrom(svc.Engine().Budget(), svc.Engine().Models())
+		room: func() fit.Room {
+			return svc.Engine().Room()
 		},
 		params: svc.NewModelParams,
 		has:    func(name string) bool { _, ok := svc.Catalog().Lookup(name); return ok },

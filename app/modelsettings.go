@@ -10,20 +10,20 @@ import (
 
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
-	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/fit"
 )
 
 // estimateSource is a backend that estimates a model's memory need for settings not applied yet
 // (the service: the engine's estimate, the learned footprint when the settings are the current ones).
 type estimateSource interface {
 	// EstimateWith returns the need, whether it was measured in an earlier load, and the room now.
-	EstimateWith(id string, cfg config.Config) (need int64, learned bool, room hub.Room, err error)
+	EstimateWith(id string, cfg config.Config) (need int64, learned bool, room fit.Room, err error)
 }
 
 // EstimateWith asks the service, and judges against the engine's budget now.
-func (sb *serviceBackend) EstimateWith(id string, cfg config.Config) (int64, bool, hub.Room, error) {
+func (sb *serviceBackend) EstimateWith(id string, cfg config.Config) (int64, bool, fit.Room, error) {
 	need, learned, err := sb.svc.EstimateWith(id, cfg)
-	return need, learned, hub.RoomFrom(sb.svc.Engine().Budget(), sb.svc.Engine().Models()), err
+	return need, learned, sb.svc.Engine().Room(), err
 }
 
 // modelForm is the text of the per-model settings form, as typed. Empty means "the default".
@@ -327,18 +327,18 @@ func applyPlan(m Model) (restart bool, note string) {
 
 // fitLine says what the settings need and whether that fits, in the engine's words. own is what the
 // model holds now, freed by the restart.
-func fitLine(need int64, learned bool, room hub.Room, own int64) (string, hub.Fit) {
+func fitLine(need int64, learned bool, room fit.Room, own int64) (string, fit.Fit) {
 	room.Free += own
-	fit, why := hub.FitFor(need, room)
+	f, why := fit.For(need, room)
 	src := " (the engine's estimate for these settings)"
 	if learned {
 		src = " (measured when it last ran with these settings)"
 	}
-	switch fit {
-	case hub.FitNow:
-		return "Fits: " + why + src, fit
-	case hub.FitTooLarge:
-		return "Too large: " + why + src, fit
+	switch f {
+	case fit.Now:
+		return "Fits: " + why + src, f
+	case fit.TooLarge:
+		return "Too large: " + why + src, f
 	}
-	return "Fits later: " + why + src, fit
+	return "Fits later: " + why + src, f
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/testbed"
 )
@@ -101,7 +102,7 @@ func TestModelSettingsValidation(t *testing.T) {
 	if r, _ := applyPlan(Model{ModelStatus: engine.ModelStatus{State: engine.StateUnloaded}}); r {
 		t.Error("an unloaded model restarts")
 	}
-	if line, fit := fitLine(3<<30, false, hub.Room{Limit: 4 << 30, Free: 1 << 30}, 2<<30); fit != hub.FitNow || !strings.HasPrefix(line, "Fits: needs 3") {
+	if line, f := fitLine(3<<30, false, fit.Room{Limit: 4 << 30, Free: 1 << 30}, 2<<30); f != fit.Now || !strings.HasPrefix(line, "Fits: needs 3") {
 		t.Errorf("the model's own memory is not counted as freed: %q", line)
 	}
 }

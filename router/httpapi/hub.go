@@ -270,7 +270,7 @@ func (rt *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
 	if rt.o.Catalog != nil {
 		downloaded = func(name string) bool { _, ok := rt.o.Catalog.Lookup(name); return ok }
 	}
-	room := hub.RoomFrom(rt.o.Engine.Budget(), rt.o.Engine.Models())
+	room := engine.RoomOf(rt.o.Engine.Budget(), rt.o.Engine.Models())
 	quants := c.Badges(r.Context(), l, params, room, downloaded, r.URL.Query().Get("fit") != "false")
 	writeJSON(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": quants})
 }

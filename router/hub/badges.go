@@ -5,24 +5,24 @@ import (
 	"sync"
 
 	"github.com/llamatray/llamatray/router/catalog"
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/fit"
 )
 
 // QuantFit is one quant of a repo as the Get-models views show it: sizes, whether it is on this
 // machine already, and its fit badge.
 type QuantFit struct {
 	Quant
-	Model       string `json:"model"`                  // ORG/REPO:QUANT
-	Downloaded  bool   `json:"downloaded"`             // on this machine already
-	Fit         Fit    `json:"fit,omitempty"`          // fits, fits_after_unload, too_large
-	FitReason   string `json:"fit_reason,omitempty"`   // the fit in words, or why it is unknown
-	MemoryBytes int64  `json:"memory_bytes,omitempty"` // the estimate: RAM + VRAM
+	Model       string  `json:"model"`                  // ORG/REPO:QUANT
+	Downloaded  bool    `json:"downloaded"`             // on this machine already
+	Fit         fit.Fit `json:"fit,omitempty"`          // fits, fits_after_unload, too_large
+	FitReason   string  `json:"fit_reason,omitempty"`   // the fit in words, or why it is unknown
+	MemoryBytes int64   `json:"memory_bytes,omitempty"` // the estimate: RAM + VRAM
 }
 
 // Badges judges every quant of l against room, reading only GGUF headers (four quants at a
-// time). downloaded, if not nil, tells names already on this machine. With fit false it gives
+// time). downloaded, if not nil, tells names already on this machine. With judge false it gives
 // sizes only.
-func (c *Client) Badges(ctx context.Context, l *Listing, p catalog.EstimateParams, room Room, downloaded func(name string) bool, fit bool) []QuantFit {
+func (c *Client) Badges(ctx context.Context, l *Listing, p catalog.EstimateParams, room fit.Room, downloaded func(name string) bool, judge bool) []QuantFit {
 	out := make([]QuantFit, len(l.Quants))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
@@ -31,7 +31,7 @@ func (c *Client) Badges(ctx context.Context, l *Listing, p catalog.EstimateParam
 		if downloaded != nil {
 			out[i].Downloaded = downloaded(out[i].Model)
 		}
-		if !fit {
+		if !judge {
 			continue
 		}
 		wg.Add(1)
@@ -45,21 +45,9 @@ func (c *Client) Badges(ctx context.Context, l *Listing, p catalog.EstimateParam
 				return
 			}
 			qf.MemoryBytes = est.RAM + est.VRAM
-			qf.Fit, qf.FitReason = FitFor(qf.MemoryBytes, room)
+			qf.Fit, qf.FitReason = fit.For(qf.MemoryBytes, room)
 		}(&out[i])
 	}
 	wg.Wait()
 	return out
-}
-
-// RoomFrom is the room the engine's budget leaves: free memory, and what idle models (loaded,
-// serving nothing, not pinned) hold.
-func RoomFrom(b engine.Budget, models []engine.ModelStatus) Room {
-	r := Room{Limit: b.Limit, Free: b.Free}
-	for _, st := range models {
-		if st.State.Running() && st.Active == 0 && st.Queued == 0 && !st.Pinned {
-			r.Idle += max(st.MemoryBytes, st.EstimateBytes)
-		}
-	}
-	return r
 }

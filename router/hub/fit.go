@@ -9,41 +9,7 @@ import (
 	"strconv"
 
 	"github.com/llamatray/llamatray/router/catalog"
-	"github.com/llamatray/llamatray/router/config"
 )
-
-// Fit says whether a model would fit the memory budget.
-type Fit string
-
-// The fit badges.
-const (
-	FitNow         Fit = "fits"              // fits in the free budget now
-	FitAfterUnload Fit = "fits_after_unload" // fits once idle (or, later, busy) models are unloaded
-	FitTooLarge    Fit = "too_large"         // more than the whole budget of this machine
-)
-
-// Room is the memory budget a fit is judged against, as the engine reports it.
-type Room struct {
-	Limit int64 // the whole budget
-	Free  int64 // not held by any model
-	Idle  int64 // held by loaded models that serve nothing and are not pinned
-}
-
-// FitFor judges a model that needs need bytes, and says why in words.
-func FitFor(need int64, r Room) (Fit, string) {
-	switch {
-	case need <= 0:
-		return FitAfterUnload, "memory need unknown"
-	case need > r.Limit:
-		return FitTooLarge, fmt.Sprintf("needs %s, more than the %s budget of this machine", config.HumanSize(need), config.HumanSize(r.Limit))
-	case need <= r.Free:
-		return FitNow, fmt.Sprintf("needs %s, %s free", config.HumanSize(need), config.HumanSize(r.Free))
-	case need <= r.Free+r.Idle:
-		return FitAfterUnload, fmt.Sprintf("needs %s, fits after unloading idle models", config.HumanSize(need))
-	default:
-		return FitAfterUnload, fmt.Sprintf("needs %s, fits once busy models finish and unload", config.HumanSize(need))
-	}
-}
 
 // Header reading bounds: the first request asks for headerStart bytes, each retry for as much
 // again, up to headerMax (the catalog's own bound).

@@ -381,18 +381,6 @@ func TestEstimateRemote(t *testing.T) {
 	}
 }
 
-func TestFitFor(t *testing.T) {
-	r := Room{Limit: 100, Free: 30, Idle: 40}
-	for _, c := range []struct {
-		need int64
-		want Fit
-	}{{20, FitNow}, {30, FitNow}, {60, FitAfterUnload}, {90, FitAfterUnload}, {101, FitTooLarge}, {0, FitAfterUnload}} {
-		if got, why := FitFor(c.need, r); got != c.want || why == "" {
-			t.Errorf("need %d: %s (%s), want %s", c.need, got, why, c.want)
-		}
-	}
-}
-
 // A disk too small for the model is refused before anything is written.
 func TestDiskSpaceRefusedFirst(t *testing.T) {
 	f := newFixture(t)
