@@ -232,6 +232,10 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 	if info != nil {
 		info.model, info.routed = id, true
 	}
+	if body, err = rt.applyRules(r, id, body, path); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	if err := rt.checkAutoload(r, id); err != nil {
 		writeError(w, r, err)
 		return

@@ -106,6 +106,8 @@ type Options struct {
 	// Server keeps its own, fed from Engine's events until Close. One given here is not watched by
 	// the Server: its owner calls its Watch, so it can outlive the Server.
 	Metrics *metrics.Metrics
+	// Rules are the models' request rules (rules.go), applied to the bodies proxied to them.
+	Rules RuleSet
 }
 
 // Server is the HTTP handler of a Llamatray instance.

@@ -260,6 +260,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Hub:                   s.hubOptions(cfg.AutoPull),
 		Activity:              s.activity,
 		Metrics:               s.metrics,
+		Rules:                 requestRules(cfg, s.log),
 	})
 }
 

@@ -1,0 +1,333 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+)
+
+// Request rules ([models."ID"] set_params, strip_params, default_params) change the top-level
+// fields of a request's JSON body before it is proxied to the model's llama-server, whatever API
+// the request spoke: the body is spliced, never decoded and encoded again, so every byte of a field
+// no rule names reaches the child as the client sent it, in its place.
+
+// RuleSet is the request rules of every model that has any, by canonical model ID (a variant's
+// "ID@NAME" with its model's rules layered under its own).
+type RuleSet map[string]*Rules
+
+// Rules is one model's request rules, compiled: each value already written as JSON.
+type Rules struct {
+	set      []ruleField // replace the request's field of that name, or are added
+	strip    []string    // removed
+	defaults []ruleField // added when the request has no field of that name, or only null
+}
+
+// ruleField is one field a rule writes: its name and its value in JSON.
+type ruleField struct {
+	name  string
+	value []byte // JSON
+	field []byte // "name":value, as added to a body
+}
+
+// NewRules compiles one model's rules; nil (and no error) when it has none. A value is a string,
+// bool, int64, float64, []any or map[string]any, as config gives them.
+func NewRules(set map[string]any, strip []string, defaults map[string]any) (*Rules, error) {
+	if len(set) == 0 && len(strip) == 0 && len(defaults) == 0 {
+		return nil, nil
+	}
+	r := &Rules{}
+	var err error
+	if r.set, err = ruleFields("set_params", set); err != nil {
+		return nil, err
+	}
+	if r.defaults, err = ruleFields("default_params", defaults); err != nil {
+		return nil, err
+	}
+	for _, name := range strip {
+		if name == "" {
+			return nil, fmt.Errorf("strip_params: a field name must not be empty")
+		}
+		if !slices.Contains(r.strip, name) {
+			r.strip = append(r.strip, name)
+		}
+	}
+	return r, nil
+}
+
+func ruleFields(key string, params map[string]any) ([]ruleField, error) {
+	names := make([]string, 0, len(params))
+	for k := range params {
+		names = append(names, k)
+	}
+	sort.Strings(names) // fields are added in this order
+	out := make([]ruleField, 0, len(names))
+	for _, name := range names {
+		if name == "" {
+			return nil, fmt.Errorf("%s: a field name must not be empty", key)
+		}
+		v, err := jsonValue(params[name])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", key, name, err)
+		}
+		n, _ := jsonValue(name)
+		out = append(out, ruleField{name: name, value: v, field: slices.Concat(n, []byte(":"), v)})
+	}
+	return out, nil
+}
+
+// jsonValue writes v as compact JSON, leaving <, > and & as they are (a stop string "</s>" stays
+// readable in the child's log).
+func jsonValue(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// rulePaths are the llama-server paths whose bodies rules change: every model-routed POST
+// (proxiedPOST), whether it came as itself, through /upstream/{model}, or translated from
+// Ollama's API.
+var rulePaths = func() map[string]bool {
+	m := make(map[string]bool, len(proxiedPOST))
+	for _, p := range proxiedPOST {
+		m[p] = true
+	}
+	return m
+}()
+
+// applyRules is body as model id's rules make it, for a request to be proxied to path ("" = the
+// request's own). With no rules for id, or for another path, body is returned as it is without
+// allocating. A body the rules cannot splice is an error wrapping errInvalidJSON (400).
+func (rt *Server) applyRules(r *http.Request, id string, body []byte, path string) ([]byte, error) {
+	rules := rt.o.Rules[id]
+	if rules == nil || r.Method != http.MethodPost {
+		return body, nil
+	}
+	if path == "" {
+		path = r.URL.Path
+	}
+	if !rulePaths[path] {
+		return body, nil
+	}
+	out, err := rules.Apply(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w (model %q has request rules, and they apply to a JSON object)", err, id)
+	}
+	return out, nil
+}
+
+// member is one top-level field of a body: bytes [start,end) are the field with the whitespace
+// around it (between the '{' or ',' before it and the ',' or '}' after it); [vs,ve) its value.
+type member struct {
+	start, ks, ke, vs, ve, end int
+	esc                        bool
+}
+
+// ruleAction is what a rule does to one member.
+type ruleAction uint8
+
+const (
+	keep ruleAction = iota
+	drop
+	replace // its value becomes val
+)
+
+// Apply returns body with r's rules applied to its top-level fields. strip_params' fields are
+// removed (every occurrence). A set_params field replaces the value of the first field of its name,
+// in its place (later ones are removed), or is added at the end; set_params wins over strip_params
+// and default_params of the same name. A default_params field counts as given when some field of
+// its name has a value other than null: then nothing changes; else it replaces the first null one
+// (later ones are removed) or is added at the end. Fields are added after the last field kept, in
+// name order. When nothing changes, body itself is returned. A body that is not one JSON object is
+// an error wrapping errInvalidJSON.
+func (r *Rules) Apply(body []byte) ([]byte, error) {
+	var arr [32]member
+	ms, open, closing, err := members(body, arr[:0])
+	if err != nil {
+		return nil, err
+	}
+	// What each member is to the rules: a set_params field, a stripped one, a default_params one.
+	const (
+		none = iota
+		isSet
+		isStrip
+		isDefault
+	)
+	type match struct {
+		kind, i int
+	}
+	matches := make([]match, len(ms))
+	given := make([]bool, len(r.defaults)) // a non-null value of that default is in the body
+	for j, m := range ms {
+		name := string(body[m.ks:m.ke]) // no copy: compared only
+		if m.esc {
+			name = unquote(body[m.ks-1 : m.ke+1])
+		}
+		if i := slices.IndexFunc(r.set, func(f ruleField) bool { return f.name == name }); i >= 0 {
+			matches[j] = match{isSet, i}
+		} else if slices.Contains(r.strip, name) {
+			matches[j] = match{isStrip, 0}
+		} else if i := slices.IndexFunc(r.defaults, func(f ruleField) bool { return f.name == name }); i >= 0 {
+			matches[j] = match{isDefault, i}
+			if string(body[m.vs:m.ve]) != "null" {
+				given[i] = true
+			}
+		}
+	}
+	acts := make([]ruleAction, len(ms))
+	vals := make([][]byte, len(ms))
+	seenSet := make([]bool, len(r.set))
+	seenDefault := make([]bool, len(r.defaults))
+	changed := false
+	for j, m := range ms {
+		switch mt := matches[j]; mt.kind {
+		case isSet:
+			if seenSet[mt.i] {
+				acts[j] = drop
+			} else {
+				seenSet[mt.i] = true
+				acts[j], vals[j] = replace, r.set[mt.i].value
+			}
+		case isStrip:
+			acts[j] = drop
+		case isDefault:
+			switch {
+			case given[mt.i]:
+			case seenDefault[mt.i]:
+				acts[j] = drop
+			default:
+				seenDefault[mt.i] = true
+				acts[j], vals[j] = replace, r.defaults[mt.i].value
+			}
+		}
+		if acts[j] == replace && bytes.Equal(vals[j], body[m.vs:m.ve]) {
+			acts[j], vals[j] = keep, nil
+		}
+		changed = changed || acts[j] != keep
+	}
+	var add [][]byte
+	for i, f := range r.set {
+		if !seenSet[i] {
+			add = append(add, f.field)
+		}
+	}
+	for i, f := range r.defaults {
+		if !given[i] && !seenDefault[i] && !slices.ContainsFunc(r.set, func(s ruleField) bool { return s.name == f.name }) {
+			add = append(add, f.field)
+		}
+	}
+	if !changed && len(add) == 0 {
+		return body, nil
+	}
+	return splice(body, ms, acts, vals, add, open, closing), nil
+}
+
+// splice writes body with each member kept, dropped or given a new value, and add appended after
+// the last kept field's value.
+func splice(body []byte, ms []member, acts []ruleAction, vals [][]byte, add [][]byte, open, closing int) []byte {
+	n := len(body)
+	for _, a := range add {
+		n += len(a) + 1
+	}
+	for j, v := range vals {
+		n += len(v) - (ms[j].ve - ms[j].vs)
+	}
+	out := make([]byte, 0, max(n, 2))
+	out = append(out, body[:open+1]...)
+	kept := false
+	tail := 0 // length of the whitespace after the last kept value
+	for j, m := range ms {
+		if acts[j] == drop {
+			continue
+		}
+		if kept {
+			out = append(out, ',')
+		}
+		kept = true
+		if acts[j] == replace {
+			out = append(out, body[m.start:m.vs]...)
+			out = append(out, vals[j]...)
+		} else {
+			out = append(out, body[m.start:m.ve]...)
+		}
+		out = append(out, body[m.ve:m.end]...)
+		tail = m.end - m.ve
+	}
+	if len(add) > 0 {
+		trailing := slices.Clone(out[len(out)-tail:])
+		out = out[:len(out)-tail]
+		for _, a := range add {
+			if kept {
+				out = append(out, ',')
+			}
+			kept = true
+			out = append(out, a...)
+		}
+		out = append(out, trailing...)
+	}
+	if len(ms) == 0 {
+		out = append(out, body[open+1:closing]...) // an empty object's inner whitespace
+	}
+	return append(out, body[closing:]...)
+}
+
+// members lists the top-level fields of a JSON object body, appended to ms, with the offsets of
+// its '{' and its '}'; anything but one well-formed JSON object is an error wrapping errInvalidJSON.
+func members(body []byte, ms []member) (_ []member, open, closing int, err error) {
+	s := scanner{b: body}
+	s.ws()
+	if s.peek() != '{' {
+		return nil, 0, 0, s.fail("request body must be a JSON object")
+	}
+	open = s.i
+	s.i++
+	start := s.i
+	s.ws()
+	if s.peek() == '}' {
+		closing = s.i
+		s.i++
+	} else {
+		for {
+			s.ws()
+			ks, ke, esc, err := s.str()
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			s.ws()
+			if s.peek() != ':' {
+				return nil, 0, 0, s.fail("expected ':' after object key")
+			}
+			s.i++
+			s.ws()
+			vs := s.i
+			if err := s.value(); err != nil {
+				return nil, 0, 0, err
+			}
+			ve := s.i
+			s.ws()
+			ms = append(ms, member{start: start, ks: ks, ke: ke, vs: vs, ve: ve, end: s.i, esc: esc})
+			c := s.peek()
+			if c == '}' {
+				closing = s.i
+				s.i++
+				break
+			}
+			if c != ',' {
+				return nil, 0, 0, s.fail("expected ',' or '}' in object")
+			}
+			s.i++
+			start = s.i
+		}
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return nil, 0, 0, s.fail("unexpected data after the JSON object")
+	}
+	return ms, open, closing, nil
+}
