@@ -222,7 +222,7 @@ func (e *Engine) tryLease(m *model, now time.Time) *Lease {
 			return nil
 		}
 		need := e.need(m).Sub(m.held)
-		if d := sched.Plan(e.views(), need, e.room(), m.id); d.Start {
+		if d := sched.Fit(e.views(), need, e.room(), m.id); d.Start {
 			e.expectWake(m)
 			return e.grant(m, now)
 		}

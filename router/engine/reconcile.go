@@ -92,7 +92,7 @@ func (e *Engine) reconcile(now time.Time) []action {
 		if m.state == StateSleeping {
 			need = need.Sub(m.held)
 		}
-		d := sched.Plan(views, need, e.room(), m.id)
+		d := sched.Fit(views, need, e.room(), m.id)
 		switch {
 		case d.TooLarge:
 			e.failWaiters(m, e.tooLarge(m.id, need, e.room().Ceiling))

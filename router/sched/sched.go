@@ -139,6 +139,8 @@ const (
 	Loaded                // ready
 	Sleeping              // process kept, weights freed
 	Stopping              // going away; its memory is about to come back
+	Unloaded              // no process (a Plan snapshot only: never in a View)
+	Failed                // its last load failed; no process (a Plan snapshot only)
 )
 
 // View is one running model in a snapshot. Models without a process are not listed.
@@ -150,7 +152,7 @@ type View struct {
 	Draining bool
 	LastUsed time.Time
 	Held     Mem // what it really holds now (measured), or what it is expected to hold (loading)
-	Queued   int // requests waiting for it (for Plan and Drain: ahead of self): never a victim, nor unloaded while idle
+	Queued   int // requests waiting for it (for Fit and Drain: ahead of self): never a victim, nor unloaded while idle
 }
 
 // Reserve returns views with need booked for model id, once: added to what id holds when it is in
@@ -191,7 +193,7 @@ type Room struct {
 	MaxLoaded int // 0 = no cap
 }
 
-// Decision is the outcome of Plan for one model that needs memory.
+// Decision is the outcome of Fit for one model that needs memory.
 type Decision struct {
 	Start    bool     // it fits now: start it
 	Victims  []string // stop these idle models first; it fits once they are gone
@@ -200,11 +202,11 @@ type Decision struct {
 	TooLarge bool     // it can never fit, even with every model gone and the whole ceiling free
 }
 
-// Plan decides what to do for model self, which needs `need` more memory than it holds now. Models in
+// Fit decides what to do for model self, which needs `need` more memory than it holds now. Models in
 // views other than self are the competition. Victims are idle (no lease, no queued request),
 // unpinned, not draining, loaded or sleeping models, least recently used first, counting what each
 // really holds. Loads already decided are in views through Reserve.
-func Plan(views []View, need Mem, room Room, self string) Decision {
+func Fit(views []View, need Mem, room Room, self string) Decision {
 	ceiling := room.Ceiling
 	if ceiling == (Mem{}) {
 		ceiling = room.Budget

@@ -13,7 +13,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 func ram(g int64) Mem    { return Mem{RAM: g * gib} }
 
-func TestPlan(t *testing.T) {
+func TestFit(t *testing.T) {
 	room8 := Room{Budget: ram(8)}
 	tests := []struct {
 		name  string
@@ -103,9 +103,9 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Plan(tc.views, tc.need, tc.room, tc.self)
+			got := Fit(tc.views, tc.need, tc.room, tc.self)
 			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("Plan = %+v, want %+v", got, tc.want)
+				t.Fatalf("Fit = %+v, want %+v", got, tc.want)
 			}
 		})
 	}
@@ -198,11 +198,11 @@ func TestReserve(t *testing.T) {
 	// Room for three: s (waking), y and one more. Counted twice, s would fill the last slot and be
 	// the victim of the next load.
 	room := Room{Budget: ram(10), MaxLoaded: 3}
-	if d := Plan(Reserve(sleeping, "s", ram(3)), ram(1), room, "b"); !reflect.DeepEqual(d, Decision{Start: true}) {
-		t.Fatalf("Plan after the wake's reservation = %+v, want Start", d)
+	if d := Fit(Reserve(sleeping, "s", ram(3)), ram(1), room, "b"); !reflect.DeepEqual(d, Decision{Start: true}) {
+		t.Fatalf("Fit after the wake's reservation = %+v, want Start", d)
 	}
-	if d := Plan(Reserve(sleeping, "s", ram(3)), ram(3), room, "b"); !reflect.DeepEqual(d, Decision{Blocked: true}) {
-		t.Fatalf("Plan short of memory = %+v, want Blocked (s is no victim)", d)
+	if d := Fit(Reserve(sleeping, "s", ram(3)), ram(3), room, "b"); !reflect.DeepEqual(d, Decision{Blocked: true}) {
+		t.Fatalf("Fit short of memory = %+v, want Blocked (s is no victim)", d)
 	}
 }
 
