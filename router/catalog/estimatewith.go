@@ -42,7 +42,8 @@ func checkCacheType(h *header, cacheType string) error {
 
 // EstimateWith estimates the memory model id needs when run with p, from the headers the last scan
 // read (no file is opened): what a settings editor shows before the settings are saved. Settings
-// the model cannot run with are a *SettingsError.
+// the model cannot run with are a *SettingsError; so is a draft (p.Draft) that is missing or whose
+// vocabulary does not match. A draft's memory is part of the estimate (draft.go).
 func (c *Catalog) EstimateWith(id string, p EstimateParams) (Estimate, error) {
 	m, ok := c.Lookup(id)
 	if !ok {
@@ -65,5 +66,20 @@ func (c *Catalog) EstimateWith(id string, p EstimateParams) (Estimate, error) {
 	if proj != nil {
 		ph = proj.h
 	}
-	return estimate(r.h, ph, p)
+	est, err := estimate(r.h, ph, p)
+	if err != nil || p.Draft == "" {
+		return est, err
+	}
+	d, found := c.snap.Load().lookup(p.Draft)
+	if !found {
+		return est, &SettingsError{Key: "draft", Reason: (&DraftMissingError{Model: m.ID, Draft: p.Draft}).Error()}
+	}
+	if err := DraftVocab(m.ID, m.Vocab, d.ID, d.Vocab); err != nil {
+		return est, &SettingsError{Key: "draft", Reason: err.Error()}
+	}
+	m.Estimate = est
+	if err := c.addDraft(&m, d, p); err != nil {
+		return est, err
+	}
+	return m.Estimate, nil
 }

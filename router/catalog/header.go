@@ -67,8 +67,9 @@ type fileHeader struct {
 	nKVs     uint64
 	kvs      []gguf.GGUFMetadataKV
 	tensors  []gguf.GGUFTensorInfo
-	end      int64 // offset just past the tensor infos
-	size     int64 // file size
+	end      int64        // offset just past the tensor infos
+	size     int64        // file size
+	tokens   *tokenDigest // tokenizer.ggml.tokens digested (vocab.go); nil without
 }
 
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
@@ -123,6 +124,9 @@ type hdr struct {
 	limit int64 // bytes that may be read: min(file size, maxHeaderBytes)
 	err   error
 	buf   [8]byte
+
+	tokens *tokenDigest // tokenizer.ggml.tokens, digested as its items go by (vocab.go)
+	text   []byte       // a token's text being digested, reused
 }
 
 func (h *hdr) file(size int64) (*fileHeader, error) {
@@ -181,6 +185,7 @@ func (h *hdr) file(size int64) (*fileHeader, error) {
 		fh.tensors = append(fh.tensors, ti)
 	}
 	fh.end = h.pos
+	fh.tokens = h.tokens
 	return fh, nil
 }
 
@@ -400,6 +405,8 @@ func (h *hdr) array(key string) gguf.GGUFMetadataKVArrayValue {
 				v.Array[i] = h.scalar(typ)
 			}
 		}
+	case typ == tString && key == "tokenizer.ggml.tokens":
+		h.digestTokens(v.Len)
 	case typ == tString:
 		for i := uint64(0); i < v.Len && h.err == nil; i++ {
 			h.str(maxStringLen, false)
@@ -409,6 +416,32 @@ func (h *hdr) array(key string) gguf.GGUFMetadataKVArrayValue {
 	}
 	v.Size = h.pos - start
 	return v
+}
+
+// digestTokens reads n token texts, as they are (untrimmed), into a tokenDigest.
+func (h *hdr) digestTokens(n uint64) {
+	d := newTokenDigest(int(n)) // n ≤ the header's limit
+	for i := uint64(0); i < n && h.err == nil; i++ {
+		l := h.u64()
+		switch {
+		case h.err != nil:
+			return
+		case l > maxStringLen:
+			h.fail(fmt.Errorf("absurd string length %d", l))
+			return
+		case l > uint64(h.limit-h.pos):
+			h.fail(h.short())
+			return
+		}
+		if uint64(cap(h.text)) < l {
+			h.text = make([]byte, l)
+		}
+		h.read(h.text[:l])
+		d.add(h.text[:l])
+	}
+	if h.err == nil {
+		h.tokens = d
+	}
 }
 
 // tensor reads one tensor info and returns it with its size in bytes.

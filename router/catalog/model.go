@@ -13,6 +13,7 @@ type Estimate struct {
 	VRAM        int64 // GPU memory over all devices
 	ContextSize int   // the context size estimated for
 	GPULayers   int   // layers offloaded (the output layer counts as one)
+	Draft       int64 // of RAM and VRAM, what the draft model takes (weights, KV cache, buffers); 0 = none
 }
 
 // EstimateParams are the load parameters an estimate is made for.
@@ -22,6 +23,10 @@ type EstimateParams struct {
 	GPULayers      int // -1 = all, 0 = CPU only
 	FlashAttention bool
 	CacheType      string // KV cache type for keys and values ("q8_0"); "" = f16
+	// Draft is the draft model for speculative decoding as configured (a catalog ID, alias or
+	// ORG/REPO:QUANT); "" = none. A scan resolves it (draft.go) and adds its memory to the estimate.
+	Draft          string
+	DraftGPULayers int // the draft's offload: -1 = all, 0 = CPU only
 }
 
 // Model is one catalog entry.
@@ -40,14 +45,20 @@ type Model struct {
 	EmbeddingLen  int    // width of its embeddings (<arch>.embedding_length), 0 = unknown
 	Pooling       bool   // it pools its output into one embedding (<arch>.pooling_type): an embedding model
 	ChatTemplate  bool   // the file carries a chat template
-	Splits        int    // number of files
-	Estimate      Estimate
-	ModTime       time.Time // newest of the files
-	Root          string    // the scanned folder it was found in
-	HubRepo       string    // ORG/REPO when found in a Hugging Face cache
-	HubName       string    // ORG/REPO:QUANT, llama.cpp's -hf spelling; it resolves like an alias
-	VariantOf     string    // for a variant (ID "BASE@NAME"): the ID of the model whose file it serves
-	Variant       string    // for a variant: its name
+	Vocab         Vocab  // its vocabulary, from the header (vocab.go)
+	// The draft model configured for it (EstimateParams.Draft), as the scan resolved it
+	// (draft.go): its ID and file, or why it cannot be used (missing, another vocabulary).
+	Draft      string
+	DraftPath  string
+	DraftError string
+	Splits     int // number of files
+	Estimate   Estimate
+	ModTime    time.Time // newest of the files
+	Root       string    // the scanned folder it was found in
+	HubRepo    string    // ORG/REPO when found in a Hugging Face cache
+	HubName    string    // ORG/REPO:QUANT, llama.cpp's -hf spelling; it resolves like an alias
+	VariantOf  string    // for a variant (ID "BASE@NAME"): the ID of the model whose file it serves
+	Variant    string    // for a variant: its name
 	// Ollama lists the names the file has in an Ollama store (ollama.go), sorted part by part:
 	// one per manifest whose model layer it is, with that manifest's settings. A blob found there
 	// gets its first name as ID ("llama3.2:3b"; store-qualified when two stores have it, as

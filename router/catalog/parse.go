@@ -22,6 +22,7 @@ type header struct {
 	embdLen      int  // <arch>.embedding_length
 	pooling      bool // <arch>.pooling_type set: an embedding model
 	chatTemplate bool
+	vocab        Vocab
 }
 
 // panicError is a panic of the GGUF parser, recovered.
@@ -63,6 +64,7 @@ func parseHeader(path string, files []string) (*header, error) {
 			return err
 		}
 		h = describe(gf)
+		h.vocab = vocabOf(gf, parts[0].tokens)
 		return nil
 	})
 	if err != nil {

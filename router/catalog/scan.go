@@ -108,6 +108,7 @@ func (c *Catalog) Scan(ctx context.Context) error {
 	}
 	var vwarn []string
 	out, vwarn = withVariants(out, vars, variants)
+	c.withDrafts(out)
 	hidden := make([]bool, len(out))
 	for i := range out {
 		hidden[i] = c.opts.Hidden(out[i].ID)
@@ -288,6 +289,7 @@ func (c *Catalog) model(e *entry, r *cached, proj *entry, results map[*entry]*ca
 		EmbeddingLen:  h.embdLen,
 		Pooling:       h.pooling,
 		ChatTemplate:  h.chatTemplate,
+		Vocab:         h.vocab,
 		Splits:        len(e.files),
 		Root:          e.first().root,
 	}
