@@ -41,6 +41,7 @@ type options struct {
 	floor       bool
 	peers       bool
 	llamaSwap   string
+	nginx       string
 }
 
 func main() {
@@ -97,6 +98,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.floor, "floor", false, "also measure a bare net/http ReverseProxy in its own process (with -router-env and Llamatray's GOMAXPROCS): the floor of any Go router")
 	fs.BoolVar(&o.peers, "peers", false, "instead: Llamatray, llama.cpp's router and llama-swap side by side with room for one model (the Peers section of -out)")
 	fs.StringVar(&o.llamaSwap, "llama-swap", os.Getenv("LLAMA_SWAP"), "llama-swap binary for -peers (default $LLAMA_SWAP)")
+	fs.StringVar(&o.nginx, "nginx", os.Getenv("NGINX"), "nginx binary for -peers (default $NGINX, else scripts/fetch-nginx.sh's copy in the cache, else nginx on PATH)")
 	cells := fs.String("cells", "", "only these load cells, comma separated MODE/C (e.g. \"json/8,stream/8\"); default all")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -25,6 +25,7 @@ type peer struct {
 	pid   int
 	stop  func()
 	note  string // how it was started, for the report
+	front bool   // in front of the direct llama-server (nginx): the load cells only, no models of its own
 }
 
 // peerFiles are the models of the peer run: three small ones for the swaps and the mixed run, and a

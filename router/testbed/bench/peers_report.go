@@ -17,21 +17,29 @@ func (r peerReport) markdown() string {
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("%s\n\n", peersHeading)
 	w("Llamatray, llama.cpp's router and llama-swap in one run on one machine, each with room for one model, in front of the same\n")
-	w("llama-server (`-c 2048 -t 1`: one thread for every model server), with the same requests, against that llama-server called directly.\n")
+	w("llama-server (`-c 2048 -t 1`: one thread for every model server), with the same requests, against that llama-server called directly;\n")
+	w("nginx in front of that direct llama-server is the floor a proxy hop costs here.\n")
 	w("Written by `make bench-peers`:\n\n```sh\nLLAMA_SWAP=PATH make bench-peers\n%s\n```\n\n", r.cmdline)
 	w("llama-swap is not served by the Go module proxy: build it from its source, `git clone https://github.com/mostlygeek/llama-swap && cd llama-swap && git checkout v250 && go build -o llama-swap .`\n")
-	w("(the web UI is not needed), and pass its path in `LLAMA_SWAP`.\n\n")
+	w("(the web UI is not needed), and pass its path in `LLAMA_SWAP`. nginx is Debian's `nginx-light`, which `make bench-peers` unpacks\n")
+	w("into the cache with `scripts/fetch-nginx.sh` (nothing installed system-wide); `NGINX=PATH` picks another.\n\n")
 	w("%s.\n\n", r.machine)
 	for _, p := range r.peers {
 		w("- **%s**: %s\n", p.name, p.note)
 	}
 	w("\nLoad average (1, 5, 15 min): %s.\n\n", strings.Join(r.loadAvg, "; "))
+	r.summary(w)
 
 	w("| router | throughput c=8 vs direct | added p50 c=1 | router CPU µs/request c=8 | c=1 | router RSS | swap A↔B median | mixed run: failures / requests, wall | long stream while another model is asked for |\n")
 	w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
 	w("| direct llama-server | %.1f req/s | p50 %.2f ms | %.0f | %.0f | – | – | – | – |\n", r.direct8.rps(), ms(pct(r.direct1.lat, 50)),
 		us(r.direct8.serverCPUPerRequest()), us(r.direct1.serverCPUPerRequest()))
 	for _, p := range r.peers {
+		if p.front {
+			w("| %s | %.3f× (%.1f req/s) | %+.2f ms | %.0f | %.0f | %s | – | – | – |\n", p.name, ratioOf(p.json8, r.direct8), p.json8.rps(), ms(pct(p.json1.lat, 50))-ms(pct(r.direct1.lat, 50)),
+				us(p.json8.serverCPUPerRequest()), us(p.json1.serverCPUPerRequest()), config.HumanSize(p.rss))
+			continue
+		}
 		surv := "cut: " + p.survival.why
 		if p.survival.survived {
 			surv = "survives"
@@ -68,6 +76,31 @@ func (r peerReport) markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// summary is the proxy's cost beside each peer's: one column a router, nginx first.
+func (r peerReport) summary(w func(string, ...any)) {
+	w("|")
+	for _, p := range r.peers {
+		w(" | %s", p.name)
+	}
+	w(" |\n| ---")
+	for range r.peers {
+		w(" | ---:")
+	}
+	w(" |\n| c=8 throughput × direct")
+	for _, p := range r.peers {
+		w(" | %.2f", ratioOf(p.json8, r.direct8))
+	}
+	w(" |\n| c=1 p50 added")
+	for _, p := range r.peers {
+		w(" | %+.2f ms", ms(pct(p.json1.lat, 50))-ms(pct(r.direct1.lat, 50)))
+	}
+	w(" |\n| router CPU per request (c=8)")
+	for _, p := range r.peers {
+		w(" | %.0f µs", us(p.json8.serverCPUPerRequest()))
+	}
+	w(" |\n\n")
 }
 
 func firstNonEmpty(a, b string) string {

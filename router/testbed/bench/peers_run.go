@@ -21,6 +21,7 @@ import (
 // peerResult is what one router did in the side-by-side run.
 type peerResult struct {
 	name, note   string
+	front        bool // nginx: in front of the direct llama-server, the load cells only
 	json8, json1 cellResult
 	rss          int64
 	swaps        []time.Duration // each request of an A, B, A, B … sequence, every one a swap
@@ -64,7 +65,14 @@ func runPeers(ctx context.Context, o options) (peerReport, error) {
 	if o.llamaSwap == "" {
 		return r, errNoSwap
 	}
+	nginx, err := findNginx(o.nginx)
+	if err != nil {
+		return r, err
+	}
 	r.cmdline = strings.ReplaceAll(r.cmdline, "-llama-swap "+o.llamaSwap, "-llama-swap $LLAMA_SWAP") // the command in the docs names no one machine's path
+	if o.nginx != "" {
+		r.cmdline = strings.ReplaceAll(r.cmdline, "-nginx "+o.nginx, "-nginx $NGINX")
+	}
 	r.machine = harness.Describe(ctx, o.llamaServer)
 	r.loadAvg = append(r.loadAvg, "start "+harness.LoadAvg())
 	tmp, cleanup, err := workDir("llamatray-peers-", o.keep)
@@ -94,6 +102,7 @@ func runPeers(ctx context.Context, o options) (peerReport, error) {
 		}
 	}()
 	for _, start := range []func() (*peer, error){
+		func() (*peer, error) { return startNginx(ctx, nginx, direct.URL, "bench", tmp) },
 		func() (*peer, error) { return startLlamatrayPeer(ctx, bin, o.llamaServer, f, tmp) },
 		func() (*peer, error) { return startLlamaCppRouter(ctx, o.llamaServer, f, tmp) },
 		func() (*peer, error) { return startLlamaSwap(ctx, o.llamaSwap, o.llamaServer, f, tmp) },
@@ -114,7 +123,7 @@ func runPeers(ctx context.Context, o options) (peerReport, error) {
 	}
 	res := make([]peerResult, len(peers))
 	for i, p := range peers {
-		res[i].name, res[i].note = p.name, p.note
+		res[i].name, res[i].note, res[i].front = p.name, p.note, p.front
 	}
 	// A router's failed warm-up requests are counted, not fatal: what it answers is what is measured.
 	if err := warm(ctx, client, targets[0], params, 20); err != nil {
@@ -147,9 +156,17 @@ func runPeers(ctx context.Context, o options) (peerReport, error) {
 		res[i].rss, _ = harness.RSS(p.pid)
 	}
 	r.loadAvg = append(r.loadAvg, "after the load cells "+harness.LoadAvg())
+	for _, p := range peers {
+		if p.front {
+			p.stop()
+		}
+	}
 	direct.Stop()
 
 	for i, p := range peers {
+		if p.front {
+			continue
+		}
 		progress("swaps, mixed run and long stream: " + p.name)
 		res[i].swaps, res[i].swapFails, res[i].swapErr = measureSwaps(ctx, client, p, f, params, r.swapRounds)
 		res[i].mixedOK, res[i].mixedFails, res[i].mixedWall, res[i].mixedErr = measureMixed(ctx, client, p, f, params, r.mixedClients, r.mixedEach)
