@@ -45,10 +45,14 @@ import (
 // Repo is the repository whose releases are served.
 const Repo = "ggml-org/llama.cpp"
 
-// Server is the stand-in. Its Base is what LLAMATRAY_RELEASES_URL takes.
+// Server is the stand-in. Its Base is what LLAMATRAY_RELEASES_URL takes (LLAMATRAY_UPDATE_URL for
+// a stand-in of Llamatray's own releases, NewRepo(LlamatrayRepo)).
 type Server struct {
 	Base string // http://127.0.0.1:PORT/repos/ggml-org/llama.cpp/releases
 	srv  *httptest.Server
+	repo string // owner/name whose releases are served
+
+	listFaults // faults of the releases list (list.go)
 
 	// Corrupt, when set, changes one byte of every download (the digest stays the published one).
 	Corrupt atomic.Bool
@@ -113,11 +117,14 @@ type asset struct {
 	BrowserDownloadURL string    `json:"browser_download_url"`
 }
 
-// New starts a stand-in with no releases; call Add. Close it when done.
-func New() *Server {
-	s := &Server{blobs: map[int]blob{}, nextID: 1000, quit: make(chan struct{})}
+// New starts a stand-in of llama.cpp's releases with no releases; call Add. Close it when done.
+func New() *Server { return NewRepo(Repo) }
+
+// NewRepo starts a stand-in of repository repo's ("owner/name") releases, with none yet.
+func NewRepo(repo string) *Server {
+	s := &Server{repo: repo, blobs: map[int]blob{}, nextID: 1000, quit: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.Base = s.srv.URL + "/repos/" + Repo + "/releases"
+	s.Base = s.srv.URL + "/repos/" + repo + "/releases"
 	return s
 }
 
@@ -156,11 +163,11 @@ func (s *Server) Add(tag string, files map[string][]byte) {
 	now := time.Now().UTC().Truncate(time.Second)
 	s.nextID++
 	rid := s.nextID
-	web := s.srv.URL + "/" + Repo
+	web := s.srv.URL + "/" + s.repo
 	r := release{
 		URL: s.Base + "/" + strconv.Itoa(rid), HTMLURL: web + "/releases/tag/" + tag, AssetsURL: s.Base + "/" + strconv.Itoa(rid) + "/assets",
 		ID: rid, TagName: tag, Target: "master", Name: tag, CreatedAt: now, PublishedAt: now,
-		TarballURL: s.srv.URL + "/repos/" + Repo + "/tarball/" + tag, ZipballURL: s.srv.URL + "/repos/" + Repo + "/zipball/" + tag,
+		TarballURL: s.srv.URL + "/repos/" + s.repo + "/tarball/" + tag, ZipballURL: s.srv.URL + "/repos/" + s.repo + "/zipball/" + tag,
 	}
 	for name, data := range files {
 		s.nextID++
@@ -200,9 +207,10 @@ func (s *Server) SetSize(tag, name string, size int64) bool {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	api := "/repos/" + Repo + "/releases"
+	api := "/repos/" + s.repo + "/releases"
 	p := r.URL.Path
 	switch {
+	case p == api && s.listFault(w, r):
 	case p == api:
 		n := 30
 		if v, err := strconv.Atoi(r.URL.Query().Get("per_page")); err == nil && v > 0 {
@@ -242,8 +250,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, out)
-	case strings.HasPrefix(p, "/"+Repo+"/releases/download/"):
-		s.redirect(w, r, strings.TrimPrefix(r.URL.EscapedPath(), "/"+Repo+"/releases/download/"))
+	case strings.HasPrefix(p, "/"+s.repo+"/releases/download/"):
+		s.redirect(w, r, strings.TrimPrefix(r.URL.EscapedPath(), "/"+s.repo+"/releases/download/"))
 	case strings.HasPrefix(p, "/storage/"):
 		s.download(w, r, strings.TrimPrefix(p, "/storage/"))
 	default:
