@@ -162,6 +162,19 @@ type Setup struct {
 	CatalogWarnings []string    `json:"catalog_warnings"`
 	OllamaListen    string      `json:"ollama_listen,omitempty"` // where Ollama's port is also answered (ollama_port)
 	OllamaError     string      `json:"ollama_error,omitempty"`  // why not, when ollama_port is on
+	Update          *Update     `json:"update,omitempty"`        // the daily check of Llamatray's releases; absent while update_check is off or before the first check
+}
+
+// Update is what the check of Llamatray's own releases found (router/update).
+type Update struct {
+	Current   string    `json:"current"`          // the running version ("dev" for a development build)
+	Build     string    `json:"build"`            // what the running version is: release, snapshot or development
+	Latest    string    `json:"latest,omitempty"` // the newest release offered (pre-releases only with update_prerelease), "" when none
+	URL       string    `json:"url,omitempty"`    // its release page
+	Available bool      `json:"available"`        // Latest is newer than Current: "Llamatray <latest> is available"
+	Message   string    `json:"message"`          // the result in one line, as `llamatray update --check` prints it
+	CheckedAt time.Time `json:"checked_at,omitzero"`
+	Error     string    `json:"error,omitempty"` // why the last check failed (the last result, if any, is kept)
 }
 
 // LlamaServer says which llama-server binary the instance uses, or why none.
