@@ -59,6 +59,7 @@ Usage:
   llamatray pull ORG/REPO[:QUANT]  download a model from the Hub (verified, resumable)
   llamatray rm ID               delete a model pulled from the Hub
   llamatray version             print version, commit and Go version
+  llamatray update --check      say whether a newer Llamatray is released (installs nothing)
   llamatray llama-server install|list|use|update
                                 get and switch llama.cpp's own builds of llama-server
 
@@ -94,6 +95,8 @@ func run(args []string, b Build, desktop Desktop, env Env) int {
 		err = runPull(args, env)
 	case "rm":
 		err = runRm(args, env)
+	case "update":
+		err = runUpdate(args, b, env)
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString(b))
 		return 0
