@@ -44,7 +44,7 @@ const anthropicStream = "event: message_start\ndata: {\"type\":\"message_start\"
 	"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":4}}\n\n"
 
 func TestScannerReadsTimingsAndUsage(t *testing.T) {
-	for _, chunk := range []int{0, 1} {
+	for _, chunk := range []int{0, 1, 2, 3, 5, 7, 9, 11, 13} { // keys and objects split across reads at every place
 		out, u := scanAll(t, chatJSON, chunk)
 		if out != chatJSON {
 			t.Fatalf("chunk %d: body changed", chunk)
@@ -164,16 +164,16 @@ func TestScannerAllocatesPerAnswerNotPerEvent(t *testing.T) {
 
 func TestNumbersReadsTopLevelNumbersOnly(t *testing.T) {
 	got := map[string]float64{}
-	ok := numbers([]byte(` {"a": 1, "s":"x\"}{", "n":{"a":9,"b":[1,{"c":2}]}, "t":true, "z":null, "f":false, "b":-2.5e1 , "arr":[3]} `), func(k string, v float64) { got[k] = v })
+	ok := numbers([]byte(` {"a": 1, "s":"x\"}{", "n":{"a":9,"b":[1,{"c":2}]}, "t":true, "z":null, "f":false, "b":-2.5e1 , "arr":[3]} `), func(k []byte, v float64) { got[string(k)] = v })
 	if !ok || len(got) != 2 || got["a"] != 1 || got["b"] != -25 {
 		t.Fatalf("ok %v got %v", ok, got)
 	}
 	for _, bad := range []string{``, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":1}x`, `[1]`, `{"a":"x}`, `{"a":1 "b":2}`, `{"a":tru}`, `{"a":1-}`} {
-		if numbers([]byte(bad), func(string, float64) {}) {
+		if numbers([]byte(bad), func([]byte, float64) {}) {
 			t.Errorf("%q read as an object", bad)
 		}
 	}
-	if !numbers([]byte(`{}`), func(string, float64) {}) {
+	if !numbers([]byte(`{}`), func([]byte, float64) {}) {
 		t.Error("{} refused")
 	}
 }

@@ -6,7 +6,7 @@ import "strconv"
 // top level only: nested objects and arrays, strings, true, false and null are skipped. It reports
 // whether obj was one well-formed object. It reads the few small objects of an answer ("timings",
 // "usage") as the bytes go by, without the reflection and allocations of encoding/json.
-func numbers(obj []byte, set func(key string, v float64)) bool {
+func numbers(obj []byte, set func(key []byte, v float64)) bool {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return false
@@ -42,7 +42,7 @@ func numbers(obj []byte, set func(key string, v float64)) bool {
 			if err != nil {
 				return false
 			}
-			set(string(key), v)
+			set(key, v)
 			i = j
 		default:
 			if i = skipValue(obj, i); i < 0 {

@@ -35,8 +35,8 @@ type Tokens struct {
 
 type timings struct{ Timings }
 
-func (t *timings) set(key string, v float64) {
-	switch key {
+func (t *timings) set(key []byte, v float64) {
+	switch string(key) {
 	case "prompt_n":
 		t.PromptN = int64(v)
 	case "cache_n":
@@ -52,8 +52,8 @@ func (t *timings) set(key string, v float64) {
 
 type tokens struct{ Tokens }
 
-func (t *tokens) set(key string, v float64) {
-	switch key {
+func (t *tokens) set(key []byte, v float64) {
+	switch string(key) {
 	case "prompt_tokens":
 		t.PromptTokens = int64(v)
 	case "completion_tokens":
@@ -103,17 +103,20 @@ type Scanner struct {
 
 	mt, mu  int    // bytes of keyTimings and keyUsage matched so far
 	which   int    // 1 timings, 2 usage: the key just matched, waiting for its '{'
-	obj     []byte // the object being captured
-	depth   int    // brace depth inside obj
-	inStr   bool   // inside a string of obj
-	escaped bool   // the previous byte of a string was a backslash
-	skip    bool   // obj grew past maxObject: drop it
+	obj     []byte // the object being captured, in buf while it fits
+	buf     [512]byte
+	depth   int  // brace depth inside obj
+	inStr   bool // inside a string of obj
+	escaped bool // the previous byte of a string was a backslash
+	skip    bool // obj grew past maxObject: drop it
 	closed  bool
 }
 
 // NewScanner wraps body; done gets the usage when the body is closed.
 func NewScanner(body io.ReadCloser, done func(*Usage)) *Scanner {
-	return &Scanner{body: body, done: done, now: time.Now}
+	s := &Scanner{body: body, done: done, now: time.Now}
+	s.obj = s.buf[:0]
+	return s
 }
 
 func (s *Scanner) Read(p []byte) (int, error) {
@@ -144,7 +147,7 @@ func (s *Scanner) scan(b []byte) {
 		c := b[i]
 		switch {
 		case s.depth > 0:
-			s.capture(c)
+			i += s.capture(b[i:]) - 1
 		case s.which != 0:
 			switch c {
 			case ' ', '\t', '\r', '\n':
@@ -154,14 +157,26 @@ func (s *Scanner) scan(b []byte) {
 				s.which = 0
 			}
 		default:
-			if s.mt == 0 && s.mu == 0 && c != '"' {
+			if s.mt == 0 && s.mu == 0 {
 				// Fast path: skip to the next quote.
-				j := bytes.IndexByte(b[i:], '"')
-				if j < 0 {
-					return
+				if c != '"' {
+					j := bytes.IndexByte(b[i:], '"')
+					if j < 0 {
+						return
+					}
+					i += j
+					c = b[i]
 				}
-				i += j
-				c = b[i]
+				if rest := b[i:]; len(rest) >= len(keyTimings) {
+					// The whole key, if it is one, is in b: compare at once.
+					switch {
+					case bytes.HasPrefix(rest, keyTimings):
+						s.which, i = 1, i+len(keyTimings)-1
+					case bytes.HasPrefix(rest, keyUsage):
+						s.which, i = 2, i+len(keyUsage)-1
+					}
+					continue
+				}
 			}
 			s.mt = step(keyTimings, s.mt, c)
 			s.mu = step(keyUsage, s.mu, c)
@@ -186,34 +201,43 @@ func step(key []byte, m int, c byte) int {
 	return 0
 }
 
-func (s *Scanner) capture(c byte) {
+// capture reads b, the next bytes of the object being captured, up to the object's end: it
+// returns how many bytes of b belong to the object, and reads the object once it is whole.
+func (s *Scanner) capture(b []byte) int {
+	n, whole := len(b), false
+loop:
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case s.inStr:
+			switch {
+			case s.escaped:
+				s.escaped = false
+			case c == '\\':
+				s.escaped = true
+			case c == '"':
+				s.inStr = false
+			}
+		case c == '"':
+			s.inStr = true
+		case c == '{':
+			s.depth++
+		case c == '}':
+			if s.depth--; s.depth == 0 {
+				n, whole = i+1, true
+				break loop
+			}
+		}
+	}
 	if !s.skip {
-		if len(s.obj) >= maxObject {
+		if len(s.obj)+n > maxObject {
 			s.skip, s.obj = true, s.obj[:0]
 		} else {
-			s.obj = append(s.obj, c)
+			s.obj = append(s.obj, b[:n]...)
 		}
 	}
-	switch {
-	case s.inStr:
-		switch {
-		case s.escaped:
-			s.escaped = false
-		case c == '\\':
-			s.escaped = true
-		case c == '"':
-			s.inStr = false
-		}
-		return
-	case c == '"':
-		s.inStr = true
-	case c == '{':
-		s.depth++
-	case c == '}':
-		s.depth--
-	}
-	if s.depth > 0 {
-		return
+	if !whole {
+		return n
 	}
 	if !s.skip {
 		switch s.which {
@@ -230,4 +254,5 @@ func (s *Scanner) capture(c byte) {
 		}
 	}
 	s.which, s.obj = 0, s.obj[:0]
+	return n
 }
