@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llamatray/llamatray/router/sched"
 )
 
 // State is the lifecycle state of one model.
@@ -56,17 +58,17 @@ type ModelStatus struct {
 	Wait          *WaitReason // why its queued requests wait; nil when none is queued
 }
 
-// WaitKind names why a model's queued requests wait.
-type WaitKind string
+// WaitKind names why a model's queued requests wait (sched.Plan decides it).
+type WaitKind = sched.WaitKind
 
 // The reasons a queued request waits, as the scheduler last decided them.
 const (
-	WaitLoading  WaitKind = "loading"  // its load is in progress; the requests are served once it is ready
-	WaitStopping WaitKind = "stopping" // its last child is stopping; it loads again once that is gone
-	WaitDraining WaitKind = "draining" // it is unloading once its own requests end (asked for, or for a queued load); then it loads again
-	WaitMemory   WaitKind = "memory"   // memory is being freed for it: the Victims are stopping
-	WaitBusy     WaitKind = "busy"     // every model that could make room has requests in flight (Holders); after fair_wait the Victims drain for it
-	WaitBehind   WaitKind = "behind"   // first come, first served: an earlier queued load (Behind) is blocked, so this one waits its turn
+	WaitLoading  = sched.WaitLoading  // its load is in progress; the requests are served once it is ready
+	WaitStopping = sched.WaitStopping // its last child is stopping; it loads again once that is gone
+	WaitDraining = sched.WaitDraining // it is unloading once its own requests end (asked for, or for a queued load); then it loads again
+	WaitMemory   = sched.WaitMemory   // memory is being freed for it: the Victims are stopping
+	WaitBusy     = sched.WaitBusy     // every model that could make room has requests in flight (Holders); after fair_wait the Victims drain for it
+	WaitBehind   = sched.WaitBehind   // first come, first served: an earlier queued load (Behind) is blocked, so this one waits its turn
 )
 
 // WaitReason is why a model's queued requests wait, computed where the scheduler decides.
@@ -94,15 +96,84 @@ type WaitModel struct {
 	Pinned bool // never unloaded for another model
 }
 
-// Event is one change of a model's state or lease count.
+// Event is one change of a model's state, lease count or queue. Its fields carry the data;
+// Message is a sentence for people only (the /models/events stream shows it), never to be parsed.
 type Event struct {
-	Seq     uint64
-	Time    time.Time
-	Model   string
-	Kind    string // "state", "lease", "catalog", "pressure", "resync"
-	State   State
-	Active  int
-	Message string
+	Seq      uint64
+	Time     time.Time
+	Model    string
+	Kind     EventKind
+	State    State
+	Active   int
+	Queued   int      // EventQueue: requests waiting for Model now
+	Wait     WaitKind // EventQueue: the new reason they wait, when the event tells one ("" when only their number changed)
+	Position int      // EventQueue with Wait: the model's place in line, 1 = first
+	Cause    Cause    // EventState, EventPressure: why the model stops, drains, fails, wakes…; "" for a plain change
+	For      string   // CauseEvicted, CauseFairWait: the model whose queued requests it is done for
+	Progress float64  // CauseProgress: how far its load is, 0..1
+	Pinned   bool     // CausePinned: whether it is pinned now
+	Models   int      // EventCatalog: how many models the catalog has
+	Message  string
+}
+
+// EventKind is what an Event is about.
+type EventKind string
+
+// The kinds of events.
+const (
+	EventState    EventKind = "state"    // a model's state changed, or it started or stopped draining, was pinned, or made progress
+	EventLease    EventKind = "lease"    // a lease was taken or given back (Active)
+	EventQueue    EventKind = "queue"    // a model's queue changed (Queued), or the reason it waits (Wait, Position)
+	EventCatalog  EventKind = "catalog"  // the catalog was taken in (Models)
+	EventPressure EventKind = "pressure" // a model is unloaded under memory pressure
+	EventResync   EventKind = "resync"   // events were lost: re-read the snapshot
+)
+
+// Cause is why a model changed, as an event tells it.
+type Cause string
+
+// The causes of events.
+const (
+	CauseIdle      Cause = "idle"       // stopping: its idle-unload time passed
+	CauseEvicted   Cause = "evicted"    // stopping: idle, it makes room for For
+	CauseFairWait  Cause = "fair_wait"  // draining (then stopping): for For, whose load waited fair_wait behind it
+	CauseAsked     Cause = "asked"      // draining (then stopping): an unload was asked for
+	CauseForced    Cause = "forced"     // stopping: a forced unload
+	CauseOverLimit Cause = "over_limit" // stopping: idle, over a lowered memory limit or max_loaded
+	CausePressure  Cause = "pressure"   // stopping, and its EventPressure: other programs need the memory
+	CauseShutdown  Cause = "shutdown"   // stopping: Llamatray is shutting down
+	CauseDrainOff  Cause = "drain_off"  // a fair-wait drain is called off: the requests it was for are gone
+	CauseFailed    Cause = "failed"     // failed: its load failed or its child crashed (Message says how)
+	CauseWoke      Cause = "woke"       // loaded again after sleeping
+	CauseProgress  Cause = "progress"   // loading: Progress moved
+	CausePinned    Cause = "pinned"     // Pinned changed
+)
+
+// message is the sentence the stream shows for a change of cause c (forModel: its For).
+func (c Cause) message(forModel string) string {
+	switch c {
+	case CauseIdle:
+		return "idle"
+	case CauseEvicted:
+		return "evicted for " + forModel
+	case CauseFairWait:
+		return "draining for " + forModel + " (fair wait)"
+	case CauseAsked:
+		return "unload requested"
+	case CauseForced:
+		return "forced unload"
+	case CauseOverLimit:
+		return "over the memory limit or max_loaded"
+	case CausePressure:
+		return "memory pressure"
+	case CauseShutdown:
+		return "shutting down"
+	case CauseDrainOff:
+		return "drain called off"
+	case CauseWoke:
+		return "woke"
+	}
+	return string(c)
 }
 
 // Budget describes the memory Llamatray may use for models.

@@ -57,9 +57,9 @@ func (e *Engine) Unload(ctx context.Context, name string, force bool) error {
 		done = make(chan struct{})
 		m.stopped = append(m.stopped, done)
 		if force {
-			return e.stopModel(m, true, "forced unload")
+			return e.stopModel(m, true, CauseForced, "")
 		}
-		e.setDraining(m, "unload requested", "")
+		e.setDraining(m, CauseAsked, "")
 		return nil
 	})
 	if done == nil {
@@ -82,7 +82,7 @@ func (e *Engine) SetPinned(name string, pinned bool) error {
 	e.transact(func(time.Time) []action {
 		if m := e.models[id]; m != nil {
 			m.pinned, m.pinSet = pinned, true
-			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases, Message: fmt.Sprintf("pinned=%v", pinned)})
+			e.publish(Event{Kind: EventState, Model: id, State: m.state, Active: m.leases, Cause: CausePinned, Pinned: pinned, Message: fmt.Sprintf("pinned=%v", pinned)})
 		}
 		return nil
 	})

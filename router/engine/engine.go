@@ -41,6 +41,9 @@ type Settings struct {
 	LoadOnStart bool          // loaded when the engine starts
 	IdleSleep   time.Duration // --sleep-idle-seconds; <=0 off
 	IdleUnload  time.Duration // stop after this long without leases; <=0 off
+	// Refuse, when set, fails every load of the model at once with this reason, before any child
+	// starts: settings it cannot run with (a draft model that is missing or of another vocabulary).
+	Refuse string
 }
 
 // Options configure an Engine.
@@ -246,7 +249,7 @@ func (e *Engine) syncCatalog() {
 			}
 			delete(e.models, id)
 		}
-		e.publish(Event{Kind: "catalog", Message: fmt.Sprintf("%d models", len(list))})
+		e.publish(Event{Kind: EventCatalog, Models: len(list), Message: fmt.Sprintf("%d models", len(list))})
 		return nil
 	})
 }
@@ -280,7 +283,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		var acts []action
 		for _, m := range e.models {
 			if m.state.Running() {
-				acts = append(acts, e.stopModel(m, false, "shutting down")...)
+				acts = append(acts, e.stopModel(m, false, CauseShutdown, "")...)
 			}
 			if m.child != nil {
 				children = append(children, m.child)

@@ -38,7 +38,7 @@ func (e *Engine) publish(ev Event) {
 	for s := range e.subs {
 		if s.lost {
 			select {
-			case s.ch <- Event{Seq: ev.Seq, Time: ev.Time, Kind: "resync"}:
+			case s.ch <- Event{Seq: ev.Seq, Time: ev.Time, Kind: EventResync}:
 				s.lost = false
 			default:
 				continue

@@ -1,11 +1,8 @@
 package engine
 
 import (
-	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/llamatray/llamatray/router/sched"
 )
 
 // Device shares. A child's --fit decides how many layers it offloads inside one child; the engine
@@ -93,42 +90,4 @@ func (e *Engine) freeFor(m *model, i int) int64 {
 		}
 	}
 	return free
-}
-
-// loadingBeside is the first (by ID) other model loading, or waking (a sleeping child given a
-// request reloads its weights), on a nearly full GPU device that m, needing need, would share, when
-// m's child measures the devices' free memory as it starts (llama.cpp's --fit, on unless the user
-// fixed the offload): a child still loading has not allocated all it was promised, so m's child
-// would count that memory as free for itself, and two children loading at once could together take
-// more than the device has when their estimates run low. m starts once that load is done and the
-// child has reported what it holds. A device counts as nearly full when what would be left on it is
-// less than 1/8 of what m and the loads there need (the pad of padUnfitted: as far as an estimate is
-// trusted to be off). "" when there is none, and on unified memory, where a child's margin is taken
-// from the whole working set. Called with mu held.
-func (e *Engine) loadingBeside(m *model, need sched.Mem) string {
-	if e.sys.Unified || userOffload(m.set.Args) {
-		return ""
-	}
-	var ids []string
-	for i := range e.gpus() {
-		if need.GPU[i] == 0 {
-			continue
-		}
-		var loading []string
-		promised := int64(0)
-		for _, o := range e.models {
-			waking := o.state == StateSleeping && o.leases > 0 // its weights come back for a request
-			if o != m && (o.state == StateLoading || waking) && o.held.GPU[i] > 0 {
-				loading = append(loading, o.id)
-				promised += o.held.GPU[i]
-			}
-		}
-		if len(loading) > 0 && e.freeFor(m, i)-need.GPU[i] < (need.GPU[i]+promised)/8 {
-			ids = append(ids, loading...)
-		}
-	}
-	if len(ids) == 0 {
-		return ""
-	}
-	return slices.Min(ids)
 }

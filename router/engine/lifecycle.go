@@ -43,13 +43,13 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 		Logger:      e.log,
 	}
 	e.log.Info("loading model", "model", m.id, "need_mib", e.shown(m.held)>>20, "need_devices_mib", mibPerDevice(e.deviceBytes(m.held)), "learned", !m.learned.zero(), "fit", m.fit)
-	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases})
+	e.publish(Event{Kind: EventState, Model: m.id, State: m.state, Active: m.leases})
 	return action{start: &spec, id: m.id, gen: m.gen}
 }
 
-// stopModel moves m to stopping and returns the stop action, if its child is registered yet. Called
-// with mu held.
-func (e *Engine) stopModel(m *model, force bool, why string) []action {
+// stopModel moves m to stopping for cause c (forModel: the model it is done for, if any) and returns
+// the stop action, if its child is registered yet. Called with mu held.
+func (e *Engine) stopModel(m *model, force bool, c Cause, forModel string) []action {
 	if !m.state.Running() {
 		return nil
 	}
@@ -57,7 +57,7 @@ func (e *Engine) stopModel(m *model, force bool, why string) []action {
 		return nil
 	}
 	m.state = StateStopping
-	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases, Message: why})
+	e.publish(Event{Kind: EventState, Model: m.id, State: m.state, Active: m.leases, Cause: c, For: forModel, Message: c.message(forModel)})
 	if m.child == nil {
 		m.stopReq = true
 		m.forceReq = m.forceReq || force
@@ -85,7 +85,8 @@ func (e *Engine) childEvent(m *model, ev child.Event, now time.Time) []action {
 		m.pid, m.port, m.socket = ev.PID, ev.Port, ev.Socket
 		if ev.Progress > m.progress+0.05 || ev.Progress >= 1 {
 			m.progress = ev.Progress
-			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases, Message: fmt.Sprintf("loading %.0f%%", ev.Progress*100)})
+			e.publish(Event{Kind: EventState, Model: id, State: m.state, Active: m.leases, Cause: CauseProgress, Progress: ev.Progress,
+				Message: fmt.Sprintf("loading %.0f%%", ev.Progress*100)})
 		}
 	case child.Ready:
 		m.pid, m.port, m.socket = ev.PID, ev.Port, ev.Socket
@@ -107,7 +108,7 @@ func (e *Engine) childEvent(m *model, ev child.Event, now time.Time) []action {
 			} else {
 				e.log.Info("model ready", "model", id, "pid", ev.PID, "addr", ev.Addr)
 			}
-			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases})
+			e.publish(Event{Kind: EventState, Model: id, State: m.state, Active: m.leases})
 			// Its waiters get their leases in this same critical section, before any eviction can
 			// see it idle.
 			if !e.closed {
@@ -116,19 +117,19 @@ func (e *Engine) childEvent(m *model, ev child.Event, now time.Time) []action {
 			e.measureSoon()
 		case StateSleeping:
 			m.state = StateLoaded
-			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases, Message: "woke"})
+			e.publish(Event{Kind: EventState, Model: id, State: m.state, Active: m.leases, Cause: CauseWoke, Message: CauseWoke.message("")})
 		}
 	case child.Woke:
 		if m.state == StateSleeping {
 			m.state = StateLoaded
 			e.expectWake(m)
-			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases, Message: "woke"})
+			e.publish(Event{Kind: EventState, Model: id, State: m.state, Active: m.leases, Cause: CauseWoke, Message: CauseWoke.message("")})
 		}
 	case child.Sleeping:
 		if m.state == StateLoaded {
 			m.state = StateSleeping
 			e.log.Info("model sleeping", "model", id, "pid", m.pid)
-			e.publish(Event{Kind: "state", Model: id, State: m.state, Active: m.leases})
+			e.publish(Event{Kind: EventState, Model: id, State: m.state, Active: m.leases})
 			e.measureSoon()
 		}
 	case child.Exited:
@@ -151,7 +152,7 @@ func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
 		m.state = StateUnloaded
 		m.failures = 0
 		m.errMsg = ""
-		e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases})
+		e.publish(Event{Kind: EventState, Model: m.id, State: m.state, Active: m.leases})
 	} else {
 		reason := "llama-server exited unexpectedly"
 		if ev.Err != nil {
@@ -164,7 +165,7 @@ func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
 		acts = e.fail(m, reason, &code, ev.Err, now)
 	}
 	m.held, m.measured, m.devices = sched.Mem{}, sched.Mem{}, sched.Mem{}
-	m.draining, m.drainWhy, m.drainFor = false, "", ""
+	m.draining, m.drainCause, m.drainFor = false, "", ""
 	m.keepAlive = nil
 	for _, ch := range m.stopped {
 		close(ch)
@@ -193,7 +194,7 @@ func (e *Engine) fail(m *model, reason string, code *int, cause error, now time.
 		le.Err = errors.New(reason)
 	}
 	e.failWaiters(m, le)
-	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases, Message: reason})
+	e.publish(Event{Kind: EventState, Model: m.id, State: m.state, Active: m.leases, Cause: CauseFailed, Message: reason})
 	for _, ch := range m.stopped {
 		close(ch)
 	}

@@ -33,13 +33,13 @@ type model struct {
 	binary   string   // the llama-server the current child runs
 	progress float64
 
-	leases   int
-	lastUsed time.Time
-	draining bool
-	drainWhy string
-	drainFor string // the model whose queued requests a fair-wait drain is for; "" when asked for
-	pinned   bool
-	pinSet   bool // pinned was set at run time and overrides the configuration
+	leases     int
+	lastUsed   time.Time
+	draining   bool
+	drainCause Cause  // why it drains: asked for, or a fair wait
+	drainFor   string // the model whose queued requests a fair-wait drain is for; "" when asked for
+	pinned     bool
+	pinSet     bool // pinned was set at run time and overrides the configuration
 	// keepAlive, when set, replaces the idle-unload time for this child (an Ollama request's
 	// keep_alive): negative never unloads it, 0 unloads it once idle. Cleared when the child stops.
 	keepAlive *time.Duration
@@ -151,14 +151,19 @@ func (e *Engine) unloadDue(m *model) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	after := m.set.IdleUnload
-	if m.keepAlive != nil {
-		after = max(*m.keepAlive, 0)
-		if *m.keepAlive == 0 {
-			after = time.Nanosecond // as soon as it is idle
-		}
+	return sched.UnloadDue(v, m.unloadAfter())
+}
+
+// unloadAfter is m's idle-unload time: its keep-alive when set (0: as soon as it is idle, negative:
+// never), else the configured one (<=0: never).
+func (m *model) unloadAfter() time.Duration {
+	if m.keepAlive == nil {
+		return m.set.IdleUnload
 	}
-	return sched.UnloadDue(v, after)
+	if *m.keepAlive == 0 {
+		return time.Nanosecond // as soon as it is idle
+	}
+	return max(*m.keepAlive, 0)
 }
 
 // args is the llama-server command line for m, without --host and --port.

@@ -170,8 +170,8 @@ func (e *Engine) pressure(now time.Time) []action {
 	var acts []action
 	for _, id := range ids {
 		m := e.models[id]
-		acts = append(acts, e.stopModel(m, false, "memory pressure")...)
-		e.publish(Event{Kind: "pressure", Model: id, State: m.state, Active: m.leases,
+		acts = append(acts, e.stopModel(m, false, CausePressure, "")...)
+		e.publish(Event{Kind: EventPressure, Model: id, State: m.state, Active: m.leases, Cause: CausePressure,
 			Message: fmt.Sprintf("unloaded under memory pressure: %d MiB available, reserve %d MiB", e.sys.Available>>20, e.o.Reserve>>20)})
 	}
 	return acts

@@ -2,170 +2,160 @@ package engine
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/llamatray/llamatray/router/sched"
 )
 
-// reconcile makes every decision the current state calls for and returns the actions to carry out
-// once the lock is released. Called with mu held.
-//
-//  1. Requests whose deadline passed during a load that ended without them time out; fair-wait
-//     drains whose requests are gone are called off; draining models with no lease left start
-//     stopping.
-//  2. Idle models over the configured memory limit or max_loaded stop (stopExcess).
-//  3. The queue is served in the order of each model's first waiter: a ready model hands its waiters
-//     leases; a model that needs memory is planned by sched.Plan (start, evict idle victims, wait for
-//     stopping ones, or blocked). A blocked model blocks every later load (strict FIFO); once its head
-//     waiter has waited FairWait, sched.Drain picks busy models to drain for it. A load that would
-//     measure a nearly full GPU's free memory while another child loads or wakes there waits for
-//     it (loadingBeside), and blocks the later ones as well. Each model that still waits gets its
-//     reason (model.wait, wait.go) from the decision made for it.
-//  4. Idle timers stop models unused for their idle-unload time.
+// reconcile makes every decision the current state calls for, carries out under the lock what
+// changes the engine's own state, and returns the actions (spawn, stop) to carry out once the lock
+// is released. The decisions are sched.Plan's, over a snapshot (the numbered decision tree is in its
+// comment); reconcile only takes the snapshot and applies the steps, in order. Called with mu held.
 func (e *Engine) reconcile(now time.Time) []action {
 	if e.closed {
 		return nil
 	}
-	e.timeOutLate(now)
-	e.undrain()
+	queue := slices.Clone(e.queue) // the snapshot's waiters, by index
+	steps, next := sched.Plan(e.snapshot(now, queue))
 	var acts []action
+	waiting := map[*model]bool{}
+	for _, st := range steps {
+		acts = append(acts, e.apply(st, queue, waiting, now)...)
+	}
 	for _, m := range e.models {
-		if m.draining && m.leases == 0 && (m.state == StateLoaded || m.state == StateSleeping) {
-			acts = append(acts, e.stopModel(m, false, m.drainWhy)...)
+		if !waiting[m] {
+			m.wait = nil // it does not wait any more
 		}
-	}
-	acts = append(acts, e.stopExcess()...)
-	next := time.Time{}
-	wake := func(t time.Time) {
-		if next.IsZero() || t.Before(next) {
-			next = t
-		}
-	}
-
-	// Models in order of their first waiter, each with that waiter's enqueue time.
-	var order []*model
-	firstEnq := map[string]time.Time{}
-	for _, w := range e.queue {
-		if _, ok := firstEnq[w.model]; !ok {
-			firstEnq[w.model] = w.enq
-			if m := e.models[w.model]; m != nil {
-				order = append(order, m)
-			}
-		}
-	}
-	reserved := map[string]sched.Mem{} // loads and wakes decided but not started: they hold their need already
-	booked := func(views []sched.View) []sched.View {
-		for id, need := range reserved {
-			views = sched.Reserve(views, id, need)
-		}
-		return views
-	}
-	ws := e.newWaits(now, firstEnq)
-	blockedBy := "" // the first blocked model: every later load waits behind it
-	for i, m := range order {
-		switch {
-		case m.removed:
-			e.failWaiters(m, &UnknownModelError{Name: m.id})
-			continue
-		case m.state == StateLoaded && !m.draining:
-			e.grantWaiters(m, now)
-			continue
-		case m.state == StateLoading:
-			ws.add(m, WaitLoading, m.plan, booked(e.views()))
-			continue
-		case m.state == StateStopping:
-			ws.add(m, WaitStopping, e.need(m), booked(e.views()))
-			continue
-		case m.draining:
-			ws.add(m, WaitDraining, e.need(m), booked(e.views()))
-			continue
-		case m.state == StateFailed && now.Before(m.nextRetry):
-			e.failWaiters(m, e.loadError(m))
-			continue
-		}
-		if blockedBy != "" {
-			ws.add(m, WaitBehind, e.need(m), booked(e.views())).Behind = blockedBy
-			continue
-		}
-		views := booked(shieldAhead(e.views(), order[:i]))
-		need := e.need(m)
-		if m.state == StateSleeping {
-			need = need.Sub(m.held)
-		}
-		d := sched.Fit(views, need, e.room(), m.id)
-		switch {
-		case d.TooLarge:
-			e.failWaiters(m, e.tooLarge(m.id, need, e.room().Ceiling))
-		case d.Start && m.state == StateSleeping:
-			e.expectWake(m)
-			e.grantWaiters(m, now)
-		case d.Start:
-			if o := e.loadingBeside(m, need); o != "" {
-				blockedBy = m.id
-				ws.add(m, WaitBehind, need, views).Behind = o
-				break
-			}
-			acts = append(acts, e.startModel(m, now))
-			ws.add(m, WaitLoading, m.plan, booked(e.views()))
-		case len(d.Victims) > 0:
-			for _, id := range d.Victims {
-				v := e.models[id]
-				e.log.Info("evicting idle model", "model", id, "for", m.id, "held_mib", e.shown(v.held)>>20, "need_mib", e.shown(need)>>20)
-				acts = append(acts, e.stopModel(v, false, "evicted for "+m.id)...)
-			}
-			ws.add(m, WaitMemory, need, views).Victims = e.waitModels(e.stoppingFor(m.id))
-			reserved[m.id] = need
-		case d.Wait:
-			ws.add(m, WaitMemory, need, views).Victims = e.waitModels(e.stoppingFor(m.id))
-			reserved[m.id] = need
-		default: // blocked behind busy models
-			blockedBy = m.id
-			w := ws.add(m, WaitBusy, need, views)
-			var holders []string
-			for _, h := range sched.Holders(views, m.id) {
-				holders = append(holders, h.ID)
-			}
-			w.Holders = e.waitModels(holders)
-			if need.Within(sched.Free(views, e.room().Budget)) && e.o.MaxLoaded > 0 {
-				w.MaxLoaded = e.o.MaxLoaded
-			}
-			due := firstEnq[m.id].Add(e.o.FairWait)
-			drain, ok := sched.Drain(views, need, e.room(), m.id)
-			if now.Before(due) {
-				if ok && len(drain) > 0 {
-					w.DrainAt = due
-				}
-				wake(due)
-				break
-			}
-			if ok {
-				for _, id := range drain {
-					v := e.models[id]
-					if !v.draining {
-						e.log.Info("draining busy model so a queued load gets its turn", "model", id, "for", m.id, "waited", now.Sub(firstEnq[m.id]).Round(time.Millisecond), "active", v.leases)
-						e.setDraining(v, "draining for "+m.id+" (fair wait)", m.id)
-					}
-				}
-			}
-			w.Victims = e.waitModels(e.drainingFor(m.id))
-		}
-	}
-	ws.done()
-
-	for _, m := range e.models {
-		due, ok := e.unloadDue(m)
-		if !ok {
-			continue
-		}
-		if !due.After(now) {
-			e.log.Info("idle unload", "model", m.id, "idle", now.Sub(m.lastUsed).Round(time.Second))
-			acts = append(acts, e.stopModel(m, false, "idle")...)
-			continue
-		}
-		wake(due)
 	}
 	e.arm(next, now)
 	return acts
+}
+
+// snapshot is the state sched.Plan decides over; queue is e.queue's copy whose indexes its steps
+// use. Called with mu held.
+func (e *Engine) snapshot(now time.Time, queue []*waiter) sched.State {
+	s := sched.State{Now: now, Room: e.room(), Limits: e.limits(), FairWait: e.o.FairWait, Devices: len(e.gpus())}
+	for i, g := range e.gpus() {
+		if i < sched.MaxGPUs {
+			s.DeviceFree[i] = g.Free
+		}
+	}
+	ids := make([]string, 0, len(e.models))
+	for id, m := range e.models {
+		ids = append(ids, id)
+		if m.state.Running() {
+			for i := range s.DeviceFree {
+				s.DeviceFree[i] += m.measured.GPU[i]
+			}
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		m := e.models[id]
+		sm := sched.Model{ID: id, Phase: phase(m.state), Removed: m.removed, Leases: m.leases, Pinned: m.pinned,
+			Draining: m.draining, DrainFor: m.drainFor, LastUsed: m.lastUsed, Held: m.held, Plan: m.plan, Need: e.need(m),
+			RetryAt: m.nextRetry, UnloadAfter: m.unloadAfter(), Measures: !e.sys.Unified && !userOffload(m.set.Args)}
+		if m.wait != nil && m.wait.Kind == WaitBusy {
+			sm.BusySince = m.wait.BusySince
+		}
+		s.Models = append(s.Models, sm)
+	}
+	for _, w := range queue {
+		s.Queue = append(s.Queue, sched.Waiter{Model: w.model, Enq: w.enq, Late: w.late})
+	}
+	return s
+}
+
+// phase is a state as the scheduler sees it.
+func phase(s State) sched.Phase {
+	switch s {
+	case StateLoading:
+		return sched.Loading
+	case StateLoaded:
+		return sched.Loaded
+	case StateSleeping:
+		return sched.Sleeping
+	case StateStopping:
+		return sched.Stopping
+	case StateFailed:
+		return sched.Failed
+	}
+	return sched.Unloaded
+}
+
+// apply carries out one step of a plan; queue is the snapshot's waiters, waiting collects the
+// models given a reason. Called with mu held.
+func (e *Engine) apply(st sched.Step, queue []*waiter, waiting map[*model]bool, now time.Time) []action {
+	m := e.models[st.Model]
+	switch st.Op {
+	case sched.OpTimeOut:
+		e.timeOut(queue[st.Waiter], now)
+	case sched.OpUndrain:
+		e.log.Info("drain called off: the request it was for is gone", "model", m.id, "for", m.drainFor)
+		m.draining, m.drainCause, m.drainFor = false, "", ""
+		e.publish(Event{Kind: EventState, Model: m.id, State: m.state, Active: m.leases, Cause: CauseDrainOff, Message: CauseDrainOff.message("")})
+	case sched.OpStop:
+		return e.planStop(m, st, now)
+	case sched.OpDrain:
+		e.log.Info("draining busy model so a queued load gets its turn", "model", m.id, "for", st.For, "active", m.leases)
+		e.setDraining(m, CauseFairWait, st.For)
+	case sched.OpStart:
+		return []action{e.startModel(m, now)}
+	case sched.OpWake:
+		e.expectWake(m)
+		e.grantWaiters(m, now)
+	case sched.OpAdmit:
+		e.grantWaiters(m, now)
+	case sched.OpFail:
+		switch st.Why {
+		case sched.FailRemoved:
+			e.failWaiters(m, &UnknownModelError{Name: m.id})
+		case sched.FailTooLarge:
+			e.failWaiters(m, e.tooLarge(m.id, st.Need, e.room().Ceiling))
+		default:
+			e.failWaiters(m, e.loadError(m))
+		}
+	case sched.OpWait:
+		waiting[m] = true
+		e.setWait(m, st.Wait)
+	}
+	return nil
+}
+
+// planStop carries out a stop the plan decided. Called with mu held.
+func (e *Engine) planStop(m *model, st sched.Step, now time.Time) []action {
+	switch st.Why {
+	case sched.StopDrained:
+		return e.stopModel(m, false, m.drainCause, m.drainFor)
+	case sched.StopEvicted:
+		e.log.Info("evicting idle model", "model", m.id, "for", st.For, "held_mib", e.shown(m.held)>>20, "need_mib", e.shown(st.Need)>>20)
+		return e.stopModel(m, false, CauseEvicted, st.For)
+	case sched.StopOverLimit:
+		e.log.Info("stopping idle model over the limits", "model", m.id, "memory_limit_mib", e.o.MemoryLimit>>20, "max_loaded", e.o.MaxLoaded)
+		return e.stopModel(m, false, CauseOverLimit, "")
+	default:
+		e.log.Info("idle unload", "model", m.id, "idle", now.Sub(m.lastUsed).Round(time.Second))
+		return e.stopModel(m, false, CauseIdle, "")
+	}
+}
+
+// limits are the configured limits only, as the budget of sched.Excess: a lowered memory limit or
+// max_loaded stops idle models; what other programs take is the pressure monitor's. Called with mu held.
+func (e *Engine) limits() sched.Room {
+	limit := sched.Room{Budget: sched.Mem{RAM: math.MaxInt64 / 4}, MaxLoaded: e.o.MaxLoaded}
+	for i := range limit.Budget.GPU {
+		limit.Budget.GPU[i] = math.MaxInt64 / 4
+	}
+	if e.o.MemoryLimit > 0 {
+		limit.Budget.RAM = e.o.MemoryLimit
+	}
+	for i, g := range e.gpus() {
+		if l := e.deviceLimit(g, i); l > 0 {
+			limit.Budget.GPU[i] = l
+		}
+	}
+	return limit
 }
 
 // grantWaiters hands every waiter of m a lease, in FIFO order. Called with mu held.
@@ -206,29 +196,16 @@ func (e *Engine) failWaiters(m *model, err error) {
 
 // setDraining stops m from taking new leases; reconcile stops it once its last lease is released.
 // forModel is the model whose queued requests the drain is for ("": asked for, as by Unload); such a
-// drain is called off when they are all gone (see undrain). Called with mu held.
-func (e *Engine) setDraining(m *model, why, forModel string) {
+// drain is called off when they are all gone (sched.Plan). Called with mu held.
+func (e *Engine) setDraining(m *model, c Cause, forModel string) {
 	if m.draining {
 		if forModel == "" { // an asked-for drain outlasts the one it joins
-			m.drainFor, m.drainWhy = "", why
+			m.drainFor, m.drainCause = "", c
 		}
 		return
 	}
-	m.draining, m.drainWhy, m.drainFor = true, why, forModel
-	e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases, Message: why})
-}
-
-// undrain calls off the fair-wait drains whose requests left the queue (served, timed out or gone),
-// so the drained model takes requests again. Called with mu held.
-func (e *Engine) undrain() {
-	for _, m := range e.models {
-		if !m.draining || m.drainFor == "" || e.queued(m.drainFor) > 0 || m.state == StateStopping {
-			continue
-		}
-		e.log.Info("drain called off: the request it was for is gone", "model", m.id, "for", m.drainFor)
-		m.draining, m.drainWhy, m.drainFor = false, "", ""
-		e.publish(Event{Kind: "state", Model: m.id, State: m.state, Active: m.leases, Message: "drain called off"})
-	}
+	m.draining, m.drainCause, m.drainFor = true, c, forModel
+	e.publish(Event{Kind: EventState, Model: m.id, State: m.state, Active: m.leases, Cause: c, For: forModel, Message: c.message(forModel)})
 }
 
 // loadError describes why m is failed.
@@ -251,50 +228,4 @@ func backoff(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, time.Minute)
-}
-
-// stopExcess stops the idle models a lowered memory limit or max_loaded leaves no room for. Only the
-// configured limits count here; what other programs take is the pressure monitor's. Called with mu held.
-func (e *Engine) stopExcess() []action {
-	limit := sched.Room{Budget: sched.Mem{RAM: math.MaxInt64 / 4}, MaxLoaded: e.o.MaxLoaded}
-	for i := range limit.Budget.GPU {
-		limit.Budget.GPU[i] = math.MaxInt64 / 4
-	}
-	if e.o.MemoryLimit > 0 {
-		limit.Budget.RAM = e.o.MemoryLimit
-	}
-	for i, g := range e.gpus() {
-		if l := e.deviceLimit(g, i); l > 0 {
-			limit.Budget.GPU[i] = l
-		}
-	}
-	var acts []action
-	for _, id := range sched.Excess(e.views(), limit) {
-		m := e.models[id]
-		e.log.Info("stopping idle model over the limits", "model", id, "memory_limit_mib", e.o.MemoryLimit>>20, "max_loaded", e.o.MaxLoaded)
-		acts = append(acts, e.stopModel(m, false, "over the memory limit or max_loaded")...)
-	}
-	return acts
-}
-
-// shieldAhead keeps the queued mark (never a victim) only on the models whose requests are queued
-// ahead of the one being planned: first come, first served, so a load queued first may evict a
-// sleeping model whose wake was asked for after it rather than wait behind it.
-func shieldAhead(views []sched.View, ahead []*model) []sched.View {
-	for i := range views {
-		if views[i].Queued == 0 {
-			continue
-		}
-		first := false
-		for _, m := range ahead {
-			if m.id == views[i].ID {
-				first = true
-				break
-			}
-		}
-		if !first {
-			views[i].Queued = 0
-		}
-	}
-	return views
 }

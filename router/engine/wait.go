@@ -4,58 +4,25 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/llamatray/llamatray/router/sched"
 )
 
-// Why a request waits: reconcile, which decides for every queued model in turn, leaves each one's
-// reason on the model (model.wait) as it decides; status copies it out. Nothing here decides.
+// Why a request waits: sched.Plan, which decides for every queued model in turn, gives each one
+// that still waits its reason (sched.Wait) as it decides; reconcile leaves it on the model
+// (model.wait) in the engine's terms and status copies it out. Nothing here decides.
 
-// waits collects the reasons of one reconcile pass: positions are given in queue order to the models
-// still waiting, and models that no longer wait lose their reason when the pass ends.
-type waits struct {
-	e     *Engine
-	now   time.Time
-	first map[string]time.Time // each queued model's first waiter's enqueue time
-	pos   int
-	set   map[*model]bool
-}
-
-func (e *Engine) newWaits(now time.Time, first map[string]time.Time) *waits {
-	return &waits{e: e, now: now, first: first, set: map[*model]bool{}}
-}
-
-// add gives m its reason of kind k: need is what its load needs, views the snapshot the decision was
-// made over (loads booked ahead of it included). The caller fills in the kind's own fields. Called
-// with mu held.
-func (ws *waits) add(m *model, k WaitKind, need sched.Mem, views []sched.View) *WaitReason {
-	e := ws.e
-	ws.pos++
-	free := sched.Free(views, e.room().Budget)
-	w := &WaitReason{Kind: k, Position: ws.pos, Since: ws.first[m.id], Need: e.shown(need), NeedGPU: e.deviceBytes(need),
-		Free: e.shown(free), FreeGPU: e.freeDevices(free)}
+// setWait gives m the reason w that the plan decided, and publishes a queue event when its kind or
+// its place in line changed. Called with mu held.
+func (e *Engine) setWait(m *model, w *sched.Wait) {
+	r := &WaitReason{Kind: w.Kind, Position: w.Position, Since: w.Since, Need: e.shown(w.Need), NeedGPU: e.deviceBytes(w.Need),
+		Free: e.shown(w.Free), FreeGPU: e.freeDevices(w.Free), Victims: e.waitModels(w.Victims), Holders: e.waitModels(w.Holders),
+		BusySince: w.BusySince, DrainAt: w.DrainAt, MaxLoaded: w.MaxLoaded, Behind: w.Behind}
 	prev := m.wait
-	if k == WaitBusy {
-		w.BusySince = ws.now
-		if prev != nil && prev.Kind == WaitBusy {
-			w.BusySince = prev.BusySince
-		}
-	}
-	m.wait = w
-	ws.set[m] = true
-	if prev == nil || prev.Kind != w.Kind || prev.Position != w.Position {
-		e.publish(Event{Kind: "queue", Model: m.id, State: m.state, Active: m.leases, Message: fmt.Sprintf("waiting: %s, %d in line", k, w.Position)})
-	}
-	return w
-}
-
-// done clears the reason of every model that does not wait any more. Called with mu held.
-func (ws *waits) done() {
-	for _, m := range ws.e.models {
-		if !ws.set[m] {
-			m.wait = nil
-		}
+	m.wait = r
+	if prev == nil || prev.Kind != r.Kind || prev.Position != r.Position {
+		e.publish(Event{Kind: EventQueue, Model: m.id, State: m.state, Active: m.leases, Queued: e.queued(m.id), Wait: r.Kind, Position: r.Position,
+			Message: fmt.Sprintf("waiting: %s, %d in line", r.Kind, r.Position)})
 	}
 }
 
@@ -68,30 +35,6 @@ func (e *Engine) waitModels(ids []string) []WaitModel {
 		}
 	}
 	return out
-}
-
-// stoppingFor lists the models stopping now, whose memory comes back for self. Called with mu held.
-func (e *Engine) stoppingFor(self string) []string {
-	var ids []string
-	for id, m := range e.models {
-		if id != self && m.state == StateStopping {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// drainingFor lists the busy models draining for self's queued requests (fair wait). Called with mu held.
-func (e *Engine) drainingFor(self string) []string {
-	var ids []string
-	for id, m := range e.models {
-		if m.draining && m.drainFor == self && m.state != StateStopping {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 // freeDevices is free memory on each GPU device by name, zeros included. Called with mu held.

@@ -128,7 +128,7 @@ func (rt *Server) events(w http.ResponseWriter, r *http.Request) {
 			buf = append(buf, ": "+comment+"\n\n"...)
 		}
 		for _, ev := range evs {
-			b, _ := json.Marshal(wire.Event{Seq: ev.Seq, Time: ev.Time.UTC(), Model: ev.Model, Kind: ev.Kind,
+			b, _ := json.Marshal(wire.Event{Seq: ev.Seq, Time: ev.Time.UTC(), Model: ev.Model, Kind: string(ev.Kind),
 				State: string(ev.State), Active: ev.Active, Message: ev.Message})
 			buf = append(buf, "id: "+strconv.FormatUint(ev.Seq, 10)+"\ndata: "...)
 			buf = append(append(buf, b...), "\n\n"...)
