@@ -1,0 +1,292 @@
+package sched
+
+import (
+	"slices"
+	"time"
+)
+
+// State is the snapshot Plan decides over: every model the engine knows, the queue of waiting
+// requests in arrival order, the budget and the configured limits. It is a value: Plan changes
+// nothing in it.
+type State struct {
+	Now      time.Time
+	Room     Room          // the budget now (memory other programs use moves it), its ceiling, max_loaded
+	Limits   Room          // the configured limits only (memory_limit, device limits, max_loaded): what a lowered limit stops idle models for
+	FairWait time.Duration // how long a blocked load waits before busy models drain for it
+	// Devices is how many GPU devices there are; DeviceFree is what each had free at the last sample
+	// plus what our children measured there (what a starting child that measures free memory sees,
+	// before what other children hold or are promised is taken off).
+	Devices    int
+	DeviceFree [MaxGPUs]int64
+	Models     []Model  // every model, in a stable order (the engine gives them by ID)
+	Queue      []Waiter // the waiting requests, first come first
+}
+
+// Model is one model in a State.
+type Model struct {
+	ID       string
+	Phase    Phase // Unloaded and Failed: no process
+	Removed  bool  // gone from the catalog: its waiters fail
+	Leases   int
+	Pinned   bool
+	Draining bool
+	DrainFor string // the model a fair-wait drain is for; "" when the drain was asked for
+	LastUsed time.Time
+	Held     Mem // what it holds now (measured), or is expected to hold (loading, waking)
+	Plan     Mem // loading: the need its run was started with
+	Need     Mem // what a load of it takes
+	RetryAt  time.Time
+	// UnloadAfter is its idle-unload time (<=0: never).
+	UnloadAfter time.Duration
+	// Measures is whether its child measures the devices' free memory as it starts (llama.cpp's
+	// --fit): such a load waits for a neighbour's load on a nearly full device.
+	Measures bool
+	// BusySince is when it became blocked behind busy models, if its last reason was that; else zero.
+	BusySince time.Time
+}
+
+// Waiter is one waiting request.
+type Waiter struct {
+	Model string
+	Enq   time.Time
+	Late  bool // its deadline passed while its model was loading: the load answers it, or it times out
+}
+
+// Op is what a Step does.
+type Op int
+
+// The steps of a plan.
+const (
+	OpTimeOut Op = iota // Queue[Waiter] times out: its deadline passed during a load that ended without it
+	OpUndrain           // Model's fair-wait drain is called off: the requests it was for are gone
+	OpStop              // Model stops (Why; For: the model an eviction is for)
+	OpDrain             // Model takes no new leases and stops once its last ends, for For's queued requests
+	OpStart             // Model starts loading
+	OpWake              // sleeping Model is woken: its waiters get leases and its weights come back
+	OpAdmit             // loaded Model's waiters get leases
+	OpFail              // Model's waiters fail (Why)
+	OpWait              // Model's waiters wait, for Wait's reason
+)
+
+// Why is the reason of a stop or a failure.
+type Why int
+
+// The reasons of OpStop and OpFail.
+const (
+	StopDrained   Why = iota + 1 // its drain (asked for, or a fair wait) is done: no lease is left
+	StopOverLimit                // idle, and a lowered memory limit or max_loaded leaves no room for it
+	StopEvicted                  // idle, stopped to make room for For
+	StopIdle                     // its idle-unload time passed
+	FailRemoved                  // the model left the catalog
+	FailBackoff                  // its last load failed and the retry backoff has not passed
+	FailTooLarge                 // it can never fit, even with every model gone (Need says how much)
+)
+
+// Step is one thing to do, in order.
+type Step struct {
+	Op     Op
+	Model  string
+	Waiter int    // OpTimeOut: the index in State.Queue
+	Why    Why    // OpStop, OpFail
+	For    string // OpStop (StopEvicted), OpDrain: the model it is done for
+	Need   Mem    // OpStop (StopEvicted): what For needs; OpFail (FailTooLarge): what the model needs
+	Wait   *Wait  // OpWait
+}
+
+// WaitKind names why a model's queued requests wait.
+type WaitKind string
+
+// The reasons a queued request waits.
+const (
+	WaitLoading  WaitKind = "loading"  // its load is in progress; the requests are served once it is ready
+	WaitStopping WaitKind = "stopping" // its last child is stopping; it loads again once that is gone
+	WaitDraining WaitKind = "draining" // it is unloading once its own requests end (asked for, or for a queued load); then it loads again
+	WaitMemory   WaitKind = "memory"   // memory is being freed for it: the Victims are stopping
+	WaitBusy     WaitKind = "busy"     // every model that could make room has requests in flight (Holders); after fair_wait the Victims drain for it
+	WaitBehind   WaitKind = "behind"   // first come, first served: an earlier queued load (Behind) is blocked, so this one waits its turn
+)
+
+// Wait is why a model's queued requests wait, as Plan decided it.
+type Wait struct {
+	Kind      WaitKind
+	Position  int       // place in the queue of models, 1 = first in line
+	Since     time.Time // when its first waiting request was queued
+	Need      Mem       // what its load needs
+	Free      Mem       // free for models after what is held and booked
+	Victims   []string  // stopping for it (memory), or draining for it (busy)
+	Holders   []string  // busy: the models holding memory that cannot be unloaded now
+	BusySince time.Time // busy: since when it is blocked
+	DrainAt   time.Time // busy: when fair_wait is up and draining can help; zero once they drain, or when it cannot help
+	MaxLoaded int       // busy: the max_loaded cap is what is full (memory would fit)
+	Behind    string    // behind: the model ahead of it that it waits for
+}
+
+// Plan makes every decision s calls for and returns the steps, in the order they are to be carried
+// out, and when to plan again (zero: no timer). The steps are decided on a private copy of s that
+// each step changes as carrying it out will (a start makes a model loading, an admission takes its
+// waiters out of the queue), so that every later decision sees the earlier ones.
+//
+//  1. Requests whose deadline passed during a load that ended without them time out.
+//  2. Fair-wait drains whose requests are all gone are called off.
+//  3. Draining models with no lease left stop.
+//  4. Idle models over the configured memory limit or max_loaded stop (Excess), least recently used first.
+//  5. The queue is served in the order of each model's first waiter:
+//     5.1 a removed model's waiters fail;
+//     5.2 a loaded model's waiters get leases;
+//     5.3 a loading, stopping or draining model waits for that to end;
+//     5.4 a failed model within its backoff fails its waiters;
+//     5.5 once a load is blocked, every later load waits behind it (strict FIFO);
+//     5.6 else Fit decides over the snapshot, loads decided ahead of it booked, the queued mark kept
+//     only on the models queued ahead of it (a load queued first may evict a sleeper asked for later):
+//     a. too large for the ceiling: its waiters fail;
+//     b. fits and sleeping: it is woken and its waiters get leases;
+//     c. fits, but its child would measure a nearly full device while another loads or wakes
+//     there: it waits behind that one, and blocks the later loads;
+//     d. fits: it starts;
+//     e. fits once idle victims stop: they stop, its need is booked;
+//     f. fits once models already stopping are gone: it waits, its need booked;
+//     g. blocked behind busy models: it blocks the later loads; once its first waiter has waited
+//     FairWait, the busy models Drain picks drain for it.
+//     Each model that still waits gets its reason here, from the decision made for it.
+//  6. Idle models whose idle-unload time passed stop; the next such time arms the timer.
+func Plan(s State) ([]Step, time.Time) {
+	p := newPlanner(s)
+	p.timeOutLate() // 1
+	p.undrain()     // 2
+	p.stopDrained() // 3
+	p.stopExcess()  // 4
+	p.serveQueue()  // 5
+	p.unloadIdle()  // 6
+	return p.steps, p.next
+}
+
+// planner is Plan's private copy of the state, changed by each step it decides.
+type planner struct {
+	s      State
+	models []*Model
+	byID   map[string]*Model
+	queue  []Waiter
+	gone   []bool // queue[i] left the queue
+	steps  []Step
+	next   time.Time
+}
+
+func newPlanner(s State) *planner {
+	p := &planner{s: s, byID: map[string]*Model{}, queue: slices.Clone(s.Queue), gone: make([]bool, len(s.Queue))}
+	for i := range s.Models {
+		m := s.Models[i]
+		p.models = append(p.models, &m)
+		p.byID[m.ID] = &m
+	}
+	return p
+}
+
+func (p *planner) add(st Step) { p.steps = append(p.steps, st) }
+
+func (p *planner) wakeAt(t time.Time) {
+	if p.next.IsZero() || t.Before(p.next) {
+		p.next = t
+	}
+}
+
+// queued counts the requests still waiting for id.
+func (p *planner) queued(id string) int {
+	n := 0
+	for i, w := range p.queue {
+		if !p.gone[i] && w.Model == id {
+			n++
+		}
+	}
+	return n
+}
+
+// dequeue takes every waiter of id out of the queue and returns how many there were.
+func (p *planner) dequeue(id string) int {
+	n := 0
+	for i, w := range p.queue {
+		if !p.gone[i] && w.Model == id {
+			p.gone[i] = true
+			n++
+		}
+	}
+	return n
+}
+
+// views is the scheduling snapshot of the copy now: every model holding or about to hold a process.
+func (p *planner) views() []View {
+	var out []View
+	for _, m := range p.models {
+		if v, ok := p.view(m); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (p *planner) view(m *Model) (View, bool) {
+	if m.Phase > Stopping {
+		return View{}, false
+	}
+	return View{ID: m.ID, Phase: m.Phase, Leases: m.Leases, Pinned: m.Pinned, Draining: m.Draining,
+		LastUsed: m.LastUsed, Held: m.Held, Queued: p.queued(m.ID)}, true
+}
+
+func (p *planner) stop(m *Model, why Why, forModel string, need Mem) {
+	m.Phase = Stopping
+	p.add(Step{Op: OpStop, Model: m.ID, Why: why, For: forModel, Need: need})
+}
+
+// 1.
+func (p *planner) timeOutLate() {
+	for i, w := range p.queue {
+		if m := p.byID[w.Model]; w.Late && (m == nil || m.Phase != Loading) {
+			p.gone[i] = true
+			p.add(Step{Op: OpTimeOut, Model: w.Model, Waiter: i})
+		}
+	}
+}
+
+// 2.
+func (p *planner) undrain() {
+	for _, m := range p.models {
+		if m.Draining && m.DrainFor != "" && p.queued(m.DrainFor) == 0 && m.Phase != Stopping {
+			m.Draining, m.DrainFor = false, ""
+			p.add(Step{Op: OpUndrain, Model: m.ID})
+		}
+	}
+}
+
+// 3.
+func (p *planner) stopDrained() {
+	for _, m := range p.models {
+		if m.Draining && m.Leases == 0 && (m.Phase == Loaded || m.Phase == Sleeping) {
+			p.stop(m, StopDrained, "", Mem{})
+		}
+	}
+}
+
+// 4.
+func (p *planner) stopExcess() {
+	for _, id := range Excess(p.views(), p.s.Limits) {
+		p.stop(p.byID[id], StopOverLimit, "", Mem{})
+	}
+}
+
+// 6.
+func (p *planner) unloadIdle() {
+	for _, m := range p.models {
+		v, ok := p.view(m)
+		if !ok {
+			continue
+		}
+		due, ok := UnloadDue(v, m.UnloadAfter)
+		if !ok {
+			continue
+		}
+		if !due.After(p.s.Now) {
+			p.stop(m, StopIdle, "", Mem{})
+			continue
+		}
+		p.wakeAt(due)
+	}
+}
