@@ -135,11 +135,12 @@ func (e *Engine) unqueue(w *waiter) {
 	}
 }
 
-// queueChanged publishes a "queue" event with id's queue length ("2 queued"). Every change of a
+// queueChanged publishes a queue event with id's queue length (Queued). Every change of a
 // model's queue length has one: a request queued, and waiters leaving it (served, failed, timed out
 // or gone), so a subscriber can follow each model's waiters. Called with mu held.
 func (e *Engine) queueChanged(id string) {
-	ev := Event{Kind: "queue", Model: id, Message: fmt.Sprintf("%d queued", e.queued(id))}
+	n := e.queued(id)
+	ev := Event{Kind: EventQueue, Model: id, Queued: n, Message: fmt.Sprintf("%d queued", n)}
 	if m := e.models[id]; m != nil {
 		ev.State, ev.Active = m.state, m.leases
 	}
@@ -248,7 +249,7 @@ func (e *Engine) grant(m *model, now time.Time) *Lease {
 	var once sync.Once
 	l := &Lease{Model: m.id, URL: u, Socket: m.socket}
 	l.release = func() { once.Do(func() { e.release(m) }) }
-	e.publish(Event{Kind: "lease", Model: m.id, State: m.state, Active: m.leases})
+	e.publish(Event{Kind: EventLease, Model: m.id, State: m.state, Active: m.leases})
 	return l
 }
 
@@ -261,7 +262,7 @@ func (e *Engine) release(m *model) {
 		}
 		m.leases--
 		m.lastUsed = now
-		e.publish(Event{Kind: "lease", Model: m.id, State: m.state, Active: m.leases})
+		e.publish(Event{Kind: EventLease, Model: m.id, State: m.state, Active: m.leases})
 		return nil
 	})
 }

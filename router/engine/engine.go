@@ -249,7 +249,7 @@ func (e *Engine) syncCatalog() {
 			}
 			delete(e.models, id)
 		}
-		e.publish(Event{Kind: "catalog", Message: fmt.Sprintf("%d models", len(list))})
+		e.publish(Event{Kind: EventCatalog, Models: len(list), Message: fmt.Sprintf("%d models", len(list))})
 		return nil
 	})
 }
@@ -283,7 +283,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		var acts []action
 		for _, m := range e.models {
 			if m.state.Running() {
-				acts = append(acts, e.stopModel(m, false, "shutting down")...)
+				acts = append(acts, e.stopModel(m, false, CauseShutdown, "")...)
 			}
 			if m.child != nil {
 				children = append(children, m.child)
