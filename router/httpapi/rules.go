@@ -91,12 +91,16 @@ func jsonValue(v any) ([]byte, error) {
 }
 
 // rulePaths are the llama-server paths whose bodies rules change: every model-routed POST
-// (proxiedPOST), whether it came as itself, through /upstream/{model}, or translated from
-// Ollama's API.
+// (proxiedPOST) that makes an answer of the model, whether it came as itself, through
+// /upstream/{model}, or translated from Ollama's API. Those that only tokenize, detokenize, apply
+// the chat template or count tokens are left as they are.
 var rulePaths = func() map[string]bool {
 	m := make(map[string]bool, len(proxiedPOST))
 	for _, p := range proxiedPOST {
 		m[p] = true
+	}
+	for _, p := range []string{"/tokenize", "/detokenize", "/apply-template", "/v1/messages/count_tokens"} {
+		delete(m, p)
 	}
 	return m
 }()
