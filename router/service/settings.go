@@ -69,8 +69,12 @@ func (s *Service) settings(id string) engine.Settings {
 	if ms.CacheType != "" {
 		args = append(args, "-ctk", ms.CacheType, "-ctv", ms.CacheType)
 	}
-	args = append(args, ms.Args...)
+	draft, err := draftArgs(s.cat, id, ms) // draft.go
+	args = append(append(args, draft...), ms.Args...)
 	st := engine.Settings{Args: args, CtxSize: ms.CtxSize, Pinned: ms.Pinned, LoadOnStart: ms.LoadOnStart}
+	if err != nil {
+		st.Refuse = err.Error()
+	}
 	if ms.IdleSleep != nil {
 		st.IdleSleep = ms.IdleSleep.Std()
 	}
@@ -88,11 +92,15 @@ func (s *Service) estimateParams(id string) catalog.EstimateParams {
 // paramsFor is how a model with settings ms is run, for the estimate.
 func (s *Service) paramsFor(ms config.Model) catalog.EstimateParams {
 	// ContextSize 0 is the model's trained context, for the estimate as for llama-server's -c.
-	p := catalog.EstimateParams{ContextSize: ms.CtxSize, Parallel: ms.Parallel, FlashAttention: ms.FlashAttn == "on", CacheType: ms.CacheType}
+	p := catalog.EstimateParams{ContextSize: ms.CtxSize, Parallel: ms.Parallel, FlashAttention: ms.FlashAttn == "on", CacheType: ms.CacheType, Draft: ms.Draft}
 	if s.gpu {
 		p.GPULayers = -1
 		if ms.GPULayers != nil {
 			p.GPULayers = *ms.GPULayers
+		}
+		p.DraftGPULayers = -1 // llama-server's auto offloads what fits
+		if ms.DraftGPULayers != nil {
+			p.DraftGPULayers = *ms.DraftGPULayers
 		}
 	}
 	return p
