@@ -43,6 +43,11 @@ func (e *DiskSpaceError) Error() string {
 // ErrCancelled is the error of a download stopped by its caller; it left nothing behind.
 var ErrCancelled = errors.New("download cancelled")
 
+// ErrPaused is the error of a download stopped to go on later: its partial files stay in the cache
+// and the next pull of the same model resumes them. Cancel a context with it as the cause
+// (context.WithCancelCause) to pause.
+var ErrPaused = errors.New("download paused")
+
 // NotGGUFError says a downloaded file is not a GGUF model although the Hub listed it as one; what
 // the download wrote was removed.
 type NotGGUFError struct {
@@ -108,11 +113,15 @@ func (c *Client) DownloadThen(ctx context.Context, cache Cache, l *Listing, q Qu
 		err = d.finish(paths, accept)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
+		paused := ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrPaused)
+		switch {
+		case paused:
+			err = fmt.Errorf("%s: %w", Ref{l.Repo, q.Name}, ErrPaused)
+		case ctx.Err() != nil:
 			err = fmt.Errorf("%s: %w", Ref{l.Repo, q.Name}, ErrCancelled)
 		}
 		var re *resumableError
-		if ctx.Err() != nil || !errors.As(err, &re) {
+		if !paused && (ctx.Err() != nil || !errors.As(err, &re)) {
 			d.undo()
 		}
 		return nil, err

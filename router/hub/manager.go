@@ -17,6 +17,7 @@ const (
 	StateDownloaded  = "downloaded" // verified and listed by the catalog
 	StateFailed      = "failed"
 	StateCancelled   = "cancelled"
+	StatePaused      = "paused" // stopped with its partial files kept; the next pull resumes it
 )
 
 // PullStatus is a snapshot of one pull.
@@ -52,8 +53,8 @@ type Manager struct {
 
 type pull struct {
 	st     PullStatus
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the pull ended
+	cancel context.CancelCauseFunc // nil cause: cancel; ErrPaused: pause
+	done   chan struct{}           // closed when the pull ended
 }
 
 // NewManager returns a manager downloading with c into cache. listed may be nil.
@@ -100,7 +101,7 @@ func (m *Manager) Start(ctx context.Context, ref Ref) (PullStatus, error) {
 		m.mu.Unlock()
 		return st, nil
 	}
-	pctx, cancel := context.WithCancel(context.Background())
+	pctx, cancel := context.WithCancelCause(context.Background())
 	p := &pull{cancel: cancel, done: make(chan struct{}),
 		st: PullStatus{Model: name, State: StateDownloading, Started: time.Now(), Progress: Progress{Total: q.Size}}}
 	for _, f := range q.All() {
@@ -117,7 +118,7 @@ func (m *Manager) Start(ctx context.Context, ref Ref) (PullStatus, error) {
 
 func (m *Manager) run(ctx context.Context, p *pull, l *Listing, q Quant) {
 	defer close(p.done)
-	defer p.cancel()
+	defer p.cancel(nil)
 	var accept func([]string) error // a model the catalog does not list is undone like a bad checksum
 	if m.listed != nil {
 		name := p.st.Model // set before run started, never changed
@@ -136,6 +137,8 @@ func (m *Manager) run(ctx context.Context, p *pull, l *Listing, q Quant) {
 		p.st.State, p.st.Paths = StateDownloaded, paths
 	case errors.Is(err, ErrCancelled):
 		p.st.State, p.st.Error = StateCancelled, err.Error()
+	case errors.Is(err, ErrPaused):
+		p.st.State, p.st.Error = StatePaused, err.Error()
 	default:
 		p.st.State, p.st.Error = StateFailed, err.Error()
 	}
@@ -150,14 +153,19 @@ func (m *Manager) run(ctx context.Context, p *pull, l *Listing, q Quant) {
 }
 
 // Cancel stops a running pull; it removes what the pull wrote before Wait returns.
-func (m *Manager) Cancel(name string) bool {
+func (m *Manager) Cancel(name string) bool { return m.stop(name, nil) }
+
+// Pause stops a running pull and keeps its partial files: Start of the same model resumes it.
+func (m *Manager) Pause(name string) bool { return m.stop(name, ErrPaused) }
+
+func (m *Manager) stop(name string, cause error) bool {
 	m.mu.Lock()
 	p, ok := m.pulls[key(name)]
 	m.mu.Unlock()
 	if !ok {
 		return false
 	}
-	p.cancel()
+	p.cancel(cause)
 	return true
 }
 
