@@ -56,7 +56,7 @@ Usage:
   llamatray pin ID              keep a model loaded: never evicted (saved in the config, as the tray's pin)
   llamatray unpin ID            let a pinned model be evicted again
   llamatray search TEXT         find GGUF models on the Hugging Face Hub (ORG/REPO: its quants)
-  llamatray pull ORG/REPO[:QUANT]  download a model from the Hub (verified, resumable)
+  llamatray pull ORG/REPO[:QUANT]  download a model from the Hub (verified; Ctrl-C pauses, pull again resumes)
   llamatray rm ID               delete a model pulled from the Hub
   llamatray version             print version, commit and Go version
   llamatray update --check      say whether a newer Llamatray is released (installs nothing)

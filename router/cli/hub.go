@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/catalog"
-	"github.com/llamatray/llamatray/router/client"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/hub"
 )
@@ -33,17 +32,6 @@ func (f *clientFlags) config() config.Config {
 		}
 	}
 	return config.Default()
-}
-
-// instance returns a client of the running instance, or nil when none answers.
-func (f *clientFlags) instance(ctx context.Context) *client.Client {
-	c := f.client()
-	pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
-	if c.Ping(pctx) != nil {
-		return nil
-	}
-	return c
 }
 
 // runSearch: `llamatray search TEXT` lists GGUF repos on the Hugging Face Hub; `llamatray search
@@ -105,7 +93,8 @@ func runSearch(args []string, env Env) error {
 
 // runPull: `llamatray pull ORG/REPO[:QUANT]` downloads through the running instance, or
 // directly when none runs, with a progress bar. It succeeds only once every file is verified and
-// the model is listed under its name. Ctrl-C cancels and leaves nothing behind.
+// the model is listed under its name. Ctrl-C (or SIGTERM) never deletes what came: through an
+// instance the download goes on there; directly it pauses, and the next pull resumes it.
 func runPull(args []string, env Env) error {
 	f := newClientFlags("pull", env, false)
 	pos, err := f.parse(args)
@@ -121,14 +110,36 @@ func runPull(args []string, env Env) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	bar := newProgressBar(env.Stderr)
-	if c := f.instance(ctx); c != nil {
-		return pullVia(ctx, c, ref, bar, env)
+	m, err := f.hubModels(ctx)
+	if err != nil {
+		return err
 	}
-	return pullDirect(ctx, f.config(), ref, bar, env)
+	return m.pull(ctx, ref, newProgressBar(env.Stderr), env)
 }
 
-func pullVia(ctx context.Context, c *client.Client, ref hub.Ref, bar *progressBar, env Env) error {
+// hubModels is what pull and rm act on: the running instance, or the Hub cache directly (the
+// same choice the llama-server commands make, clientFlags.running).
+type hubModels interface {
+	pull(ctx context.Context, ref hub.Ref, bar *progressBar, env Env) error
+	remove(ctx context.Context, name string, env Env) error
+}
+
+func (f *clientFlags) hubModels(ctx context.Context) (hubModels, error) {
+	c, _, err := f.running(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case c != nil:
+		return viaInstance{c}, nil
+	}
+	return directModels{cfg: f.config()}, nil
+}
+
+// errDetached ends a pull the user interrupted while the running instance downloads.
+var errDetached = errors.New("interrupted; the download goes on in the running Llamatray")
+
+func (v viaInstance) pull(ctx context.Context, ref hub.Ref, bar *progressBar, env Env) error {
+	c := v.c
 	ectx, cancelEvents := context.WithCancel(ctx)
 	defer cancelEvents()
 	events, err := c.PullEvents(ectx) // subscribed before the pull starts: no event is missed
@@ -146,14 +157,8 @@ func pullVia(ctx context.Context, c *client.Client, ref hub.Ref, bar *progressBa
 	for {
 		select {
 		case <-ctx.Done():
-			rctx, rc := context.WithTimeout(context.Background(), time.Minute)
-			_, err := c.Remove(rctx, a.Model)
-			rc()
 			bar.done()
-			if err != nil {
-				return fmt.Errorf("%s: cancelling the download: %w", a.Model, err)
-			}
-			return fmt.Errorf("%s: %w", a.Model, hub.ErrCancelled)
+			return fmt.Errorf("%s: %w (`llamatray pull %s` follows it again, `llamatray rm %s` cancels it)", a.Model, errDetached, a.Model, a.Model)
 		case ev, open := <-events:
 			if !open {
 				bar.done()
@@ -172,7 +177,7 @@ func pullVia(ctx context.Context, c *client.Client, ref hub.Ref, bar *progressBa
 				}
 				fmt.Fprintf(env.Stdout, "%s: downloaded, verified (sha256) and listed as %s\n", a.Model, id)
 				return nil
-			case hub.StateFailed, hub.StateCancelled:
+			case hub.StateFailed, hub.StateCancelled, hub.StatePaused:
 				bar.done()
 				return errors.New(ev.Error)
 			}
@@ -180,8 +185,25 @@ func pullVia(ctx context.Context, c *client.Client, ref hub.Ref, bar *progressBa
 	}
 }
 
-// pullDirect downloads without an instance and checks the catalog lists the model.
-func pullDirect(ctx context.Context, cfg config.Config, ref hub.Ref, bar *progressBar, env Env) error {
+func (v viaInstance) remove(ctx context.Context, name string, env Env) error {
+	a, err := v.c.Remove(ctx, name)
+	if err != nil {
+		return err
+	}
+	if a.Status == hub.StateCancelled {
+		fmt.Fprintf(env.Stdout, "%s: download cancelled\n", a.Model)
+		return nil
+	}
+	fmt.Fprintf(env.Stdout, "%s removed (%d paths)\n", a.ID, len(a.Removed))
+	return nil
+}
+
+// directModels changes the Hub cache itself, when no instance runs.
+type directModels struct{ cfg config.Config }
+
+// pull downloads without an instance and checks the catalog lists the model.
+func (d directModels) pull(ctx context.Context, ref hub.Ref, bar *progressBar, env Env) error {
+	cfg := d.cfg
 	cache := hub.Cache{Dir: hub.CacheDir(env.Getenv)}
 	listedAs := ""
 	m := hub.NewManager(hub.FromEnv(env.Getenv), cache, func(name string, _ []string) error {
@@ -207,13 +229,18 @@ func pullDirect(ctx context.Context, cfg config.Config, ref hub.Ref, bar *progre
 	for {
 		select {
 		case <-ctx.Done():
-			m.Cancel(st.Model)
+			m.Pause(st.Model)
 			end, _ := m.Wait(context.Background(), st.Model)
 			bar.done()
-			if end.Error != "" {
-				return errors.New(end.Error)
+			switch end.State {
+			case hub.StateDownloaded:
+				fmt.Fprintf(env.Stdout, "%s: downloaded, verified (sha256) and listed as %s\n", end.Model, listedAs)
+				return nil
+			case hub.StatePaused:
+				p := end.Progress
+				return fmt.Errorf("%s: %w: %s of %s kept in %s; `llamatray pull %s` resumes it", end.Model, hub.ErrPaused, humanBytes(p.Done), humanBytes(p.Total), cache.Dir, end.Model)
 			}
-			return fmt.Errorf("%s: %w", st.Model, hub.ErrCancelled)
+			return errors.New(end.Error)
 		case ev := <-events:
 			p := ev.Progress
 			bar.show(ev.Model, p.Done, p.Total, p.Rate, p.Left)
@@ -257,25 +284,21 @@ func runRm(args []string, env Env) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if c := f.instance(ctx); c != nil {
-		a, err := c.Remove(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		if a.Status == hub.StateCancelled {
-			fmt.Fprintf(env.Stdout, "%s: download cancelled\n", a.Model)
-			return nil
-		}
-		fmt.Fprintf(env.Stdout, "%s removed (%d paths)\n", a.ID, len(a.Removed))
-		return nil
+	m, err := f.hubModels(ctx)
+	if err != nil {
+		return err
 	}
-	cat := newCatalog(f.config())
+	return m.remove(ctx, pos[0], env)
+}
+
+func (d directModels) remove(ctx context.Context, name string, env Env) error {
+	cat := newCatalog(d.cfg)
 	if err := cat.Scan(ctx); err != nil {
 		return err
 	}
-	m, ok := cat.Lookup(pos[0])
+	m, ok := cat.Lookup(name)
 	if !ok {
-		return fmt.Errorf("model %q not found", pos[0])
+		return fmt.Errorf("model %q not found", name)
 	}
 	cache, files, ok := hub.LocalFiles(m)
 	if !ok {

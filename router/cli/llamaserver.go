@@ -151,11 +151,12 @@ func runLlamaServer(args []string, env Env) error {
 
 // builds returns the running instance when one answers, else the folder; via says which, for messages.
 func (f *clientFlags) builds(ctx context.Context) (builds, string, error) {
-	c := f.client()
-	if err := c.Ping(ctx); err == nil {
-		return viaInstance{c}, " (in the running Llamatray at " + c.Base + ")", nil
-	} else if f.addr != "" {
-		return nil, "", fmt.Errorf("is Llamatray running at %s? %w", f.addr, err)
+	c, via, err := f.running(ctx)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case c != nil:
+		return viaInstance{c}, via, nil
 	}
 	d, err := newDirect()
 	return d, "", err

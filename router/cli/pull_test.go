@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/testbed/fakehub"
+)
+
+// interruptedPull runs `llamatray pull` of cliRepo:Q8_0, stalled halfway by the Hub, and sends
+// this process SIGINT once the download reached the stall (runPull has its handler by then).
+func interruptedPull(t *testing.T, fh *fakehub.Hub, cfgPath string) (int, *out) {
+	t.Helper()
+	started := fh.Stall(cliRepo, fakehub.FileName(cliRepo, "Q8_0"), 4096)
+	type result struct {
+		code int
+		o    *out
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, o := runCLIEnv(t, "pull", cliRepo+":Q8_0", "--config", cfgPath)
+		done <- result{code, o}
+	}()
+	select {
+	case <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("the pull never reached the Hub")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		return r.code, r.o
+	case <-time.After(time.Minute):
+		t.Fatal("the pull did not end on SIGINT")
+	}
+	return 0, nil
+}
+
+// partials lists the .incomplete files of the Hub cache.
+func partials(t *testing.T) []string {
+	t.Helper()
+	found, _ := filepath.Glob(filepath.Join(os.Getenv("HF_HOME"), "hub", "models--Org--Tiny-GGUF", "blobs", "*.incomplete"))
+	return found
+}
+
+// Ctrl-C during a pull without an instance pauses it: the partial file stays and the next pull
+// resumes it.
+func TestPullInterruptedDirectKeepsPartial(t *testing.T) {
+	fh, cfgPath := hubHome(t)
+	code, o := interruptedPull(t, fh, cfgPath)
+	if code == 0 || !strings.Contains(o.stderr.String(), "download paused") || !strings.Contains(o.stderr.String(), "resumes it") {
+		t.Fatalf("interrupted pull: %d %q", code, o.stderr.String())
+	}
+	if len(partials(t)) != 1 {
+		t.Fatalf("partial files after Ctrl-C: %v", partials(t))
+	}
+	fh.Stall(cliRepo, fakehub.FileName(cliRepo, "Q8_0"), 1<<62)
+	code, o = runCLIEnv(t, "pull", cliRepo+":Q8_0", "--config", cfgPath)
+	if code != 0 || !strings.Contains(o.stdout.String(), "verified (sha256) and listed as") {
+		t.Fatalf("resumed pull: %d %q %q", code, o.stdout.String(), o.stderr.String())
+	}
+	if len(partials(t)) != 0 {
+		t.Errorf("partial files after the resumed pull: %v", partials(t))
+	}
+}
+
+// Ctrl-C during a pull through a running instance detaches: the instance goes on downloading.
+func TestPullInterruptedThroughInstanceDetaches(t *testing.T) {
+	fh, cfgPath := hubHome(t)
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LlamaServer = "/nonexistent/llama-server"
+	svc := startService(t, cfg, cfgPath)
+	code, o := interruptedPull(t, fh, cfgPath)
+	if code == 0 || !strings.Contains(o.stderr.String(), "goes on in the running Llamatray") {
+		t.Fatalf("interrupted pull: %d %q", code, o.stderr.String())
+	}
+	name := cliRepo + ":Q8_0"
+	if st, ok := svc.Hub().Status(name); !ok || st.State != hub.StateDownloading {
+		t.Fatalf("the instance's pull after the CLI was interrupted: %+v %v", st, ok)
+	}
+	fh.Stall(cliRepo, fakehub.FileName(cliRepo, "Q8_0"), 1<<62)
+	svc.Hub().Pause(name) // the stalled connection is cut; the pull starts again with the Hub back
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if end, err := svc.Hub().Wait(ctx, name); err != nil || end.State != hub.StatePaused {
+		t.Fatalf("pause: %+v %v", end, err)
+	}
+	code, o = runCLIEnv(t, "pull", name, "--config", cfgPath)
+	if code != 0 || !strings.Contains(o.stdout.String(), "listed as") {
+		t.Fatalf("pull again: %d %q %q", code, o.stdout.String(), o.stderr.String())
+	}
+}
