@@ -36,7 +36,7 @@ func runUpdate(args []string, b Build, env Env) error {
 	fs.SetOutput(env.Stderr)
 	check := fs.Bool("check", false, "check for a newer release (required: nothing is ever installed)")
 	pre := fs.Bool("prerelease", false, "also offer pre-releases (default: the config's update_prerelease)")
-	asJSON := fs.Bool("json", false, "print the result as JSON: the object of GET /api/status \"setup\".\"update\"")
+	asJSON := fs.Bool("json", false, "print the result as JSON: the object of GET /api/status \"update\"")
 	configPath := fs.String("config", "", "configuration `file` (for update_prerelease)")
 	fs.Usage = func() {
 		fmt.Fprint(env.Stderr, updateUsage)

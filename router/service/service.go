@@ -88,7 +88,8 @@ type Service struct {
 	// outlive the routers, so a settings change resets no counter. Set in New, before any goroutine.
 	metrics     *metrics.Metrics
 	stopMetrics func()
-	flags       flagCache // llama-server flags by binary (flags.go)
+	flags       flagCache    // llama-server flags by binary (flags.go)
+	releases    releaseCheck // the daily check of Llamatray's own releases (update.go)
 
 	// saveMu serializes the writes of the configuration file, so that a later change is never
 	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
@@ -272,6 +273,7 @@ func (s *Service) setup() wire.Setup {
 		ConfigPath:      s.o.ConfigPath,
 		ModelDirs:       append([]string{}, s.config().ModelDirsResolved()...),
 		CatalogWarnings: append([]string{}, s.cat.Warnings()...),
+		Update:          s.Update(),
 	}
 	addr, err := s.OllamaListen()
 	st.OllamaListen = addr
@@ -301,6 +303,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.mu.Unlock()
 	go s.cat.Watch(wctx, 5*time.Second)
 	go s.updateDaily(wctx, firstUpdateCheck, updateEvery)
+	go s.checkReleasesDaily(wctx, firstReleaseCheck, releaseCheckEvery)
 	if err := s.eng.Start(ctx); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // DefaultURL is Llamatray's releases collection in GitHub's REST API.
@@ -228,7 +229,7 @@ func (c *Checker) Check(ctx context.Context, cur string, prerelease bool) (Resul
 		return Result{Current: cur}, err
 	}
 	res := Pick(rels, cur, prerelease)
-	res.CheckedAt = time.Now()
+	res.CheckedAt = time.Now().UTC()
 	return res, nil
 }
 
@@ -256,4 +257,16 @@ func (r Result) Message() string {
 		return fmt.Sprintf("Llamatray %s is newer than the newest release, %s", cv, r.Latest.Version)
 	}
 	return fmt.Sprintf("Llamatray %s is the newest release", cv)
+}
+
+// Wire is the result as /api/status gives it (setup.update).
+func (r Result) Wire() wire.Update {
+	w := wire.Update{Current: r.Current, Build: r.Build, Available: r.Available, Message: r.Message(), CheckedAt: r.CheckedAt}
+	if w.Current == "" {
+		w.Current = "dev"
+	}
+	if r.Latest != nil {
+		w.Latest, w.URL = r.Latest.Version.String(), r.Latest.URL
+	}
+	return w
 }
