@@ -29,6 +29,11 @@ var reservedArgs = map[string]string{
 	"-hf": "the catalog", "--hf-repo": "the catalog", "--models-dir": "the catalog",
 	"-c": "ctx_size", "--ctx-size": "ctx_size", "-ngl": "gpu_layers", "--gpu-layers": "gpu_layers",
 	"--n-gpu-layers": "gpu_layers", "--sleep-idle-seconds": "idle_sleep", "--api-key": "api_keys",
+	"-md": "draft", "--model-draft": "draft", "--spec-draft-model": "draft",
+	"-hfd": "draft", "-hfrd": "draft", "--hf-repo-draft": "draft", "--spec-draft-hf": "draft",
+	"-ngld": "draft_gpu_layers", "--gpu-layers-draft": "draft_gpu_layers",
+	"--n-gpu-layers-draft": "draft_gpu_layers", "--spec-draft-ngl": "draft_gpu_layers",
+	"--spec-draft-n-max": "draft_max", "--draft-max": "draft_max", "--draft-n": "draft_max", "--draft": "draft_max",
 }
 
 // Validate checks every value and returns all problems found, joined; each is a *FieldError.
