@@ -121,6 +121,9 @@ func activityLine(s wire.ActivityStats) string {
 	if s.TokensPerSecond > 0 {
 		parts = append(parts, fmt.Sprintf("%.1f tokens/s", s.TokensPerSecond))
 	}
+	if s.DraftTokens > 0 {
+		parts = append(parts, fmt.Sprintf("draft accepted %.0f%% (%d of %d)", 100*s.DraftAcceptance, s.DraftAccepted, s.DraftTokens))
+	}
 	parts = append(parts, fmt.Sprintf("waited %s on average, at most %s", millis(s.QueueWaitMs), millis(s.MaxQueueWaitMs)))
 	return strings.Join(parts, " · ")
 }

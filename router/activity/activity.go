@@ -54,6 +54,7 @@ type sums struct {
 	genMs            float64
 	waitN            int
 	wait, maxWait    time.Duration
+	drafted, taken   int64 // draft tokens proposed and accepted
 }
 
 func (a *sums) add(b sums) {
@@ -68,6 +69,8 @@ func (a *sums) add(b sums) {
 	a.waitN += b.waitN
 	a.wait += b.wait
 	a.maxWait = max(a.maxWait, b.maxWait)
+	a.drafted += b.drafted
+	a.taken += b.taken
 }
 
 // New returns a Recorder of n buckets of width bucket (zeros: the defaults).
@@ -104,6 +107,7 @@ func (r *Recorder) Record(s Sample) {
 			if u.Timings.PredictedMs > 0 {
 				v.genTokens, v.genMs = u.Timings.PredictedN, u.Timings.PredictedMs
 			}
+			v.drafted, v.taken = u.Timings.DraftN, u.Timings.DraftAccepted
 		}
 	}
 	idx := s.End.UnixNano() / int64(r.bucket)
@@ -177,6 +181,10 @@ func (s sums) stats(start time.Time) wire.ActivityStats {
 	}
 	if s.waitN > 0 {
 		st.QueueWaitMs = ms(s.wait) / float64(s.waitN)
+	}
+	if s.drafted > 0 {
+		st.DraftTokens, st.DraftAccepted = s.drafted, s.taken
+		st.DraftAcceptance = float64(s.taken) / float64(s.drafted)
 	}
 	return st
 }

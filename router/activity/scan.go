@@ -23,6 +23,10 @@ type Timings struct {
 	PromptMs    float64
 	PredictedN  int64
 	PredictedMs float64
+	// Speculative decoding (a draft model): tokens the draft proposed and how many of them the
+	// model accepted; llama-server 0.7.0 adds draft_n and draft_n_accepted only with a draft.
+	DraftN        int64
+	DraftAccepted int64
 }
 
 // Tokens is an answer's "usage" object, OpenAI's or Anthropic's keys.
@@ -47,6 +51,10 @@ func (t *timings) set(key []byte, v float64) {
 		t.PredictedN = int64(v)
 	case "predicted_ms":
 		t.PredictedMs = v
+	case "draft_n":
+		t.DraftN = int64(v)
+	case "draft_n_accepted":
+		t.DraftAccepted = int64(v)
 	}
 }
 

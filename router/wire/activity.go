@@ -31,4 +31,9 @@ type ActivityStats struct {
 	TokensPerSecond float64   `json:"tokens_per_second"` // generation speed
 	QueueWaitMs     float64   `json:"queue_wait_ms"`     // mean wait for the model (queue and load)
 	MaxQueueWaitMs  float64   `json:"max_queue_wait_ms"`
+	// Speculative decoding, where llama-server reports it (a model with a draft): tokens the draft
+	// proposed, how many were accepted, and their ratio. Absent without a draft.
+	DraftTokens     int64   `json:"draft_tokens,omitempty"`
+	DraftAccepted   int64   `json:"draft_accepted,omitempty"`
+	DraftAcceptance float64 `json:"draft_acceptance,omitempty"`
 }
