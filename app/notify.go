@@ -28,7 +28,7 @@ func newNotifier() *notifier { return &notifier{lastFailed: map[string]time.Time
 // event returns the notification for ev at time at, if any.
 func (n *notifier) event(ev engine.Event, at time.Time) (note, bool) {
 	switch {
-	case ev.Kind == "pressure":
+	case ev.Kind == engine.EventPressure:
 		if !n.lastPressure.IsZero() && at.Sub(n.lastPressure) < pressureQuiet {
 			n.pressureHeld = append(n.pressureHeld, ev.Model)
 			return note{}, false
@@ -40,7 +40,7 @@ func (n *notifier) event(ev engine.Event, at time.Time) (note, bool) {
 			n.pressureHeld = nil
 		}
 		return note{Title: "Memory is low", Body: body}, true
-	case ev.Kind == "state" && ev.State == engine.StateFailed:
+	case ev.Kind == engine.EventState && ev.State == engine.StateFailed:
 		if last, ok := n.lastFailed[ev.Model]; ok && at.Sub(last) < failQuiet {
 			return note{}, false
 		}
@@ -50,7 +50,7 @@ func (n *notifier) event(ev engine.Event, at time.Time) (note, bool) {
 			body = "See its logs in Llamatray."
 		}
 		return note{Title: "Model " + ev.Model + " failed", Body: body}, true
-	case ev.Kind == "state" && ev.State == engine.StateLoaded:
+	case ev.Kind == engine.EventState && ev.State == engine.StateLoaded:
 		delete(n.lastFailed, ev.Model) // a success re-arms the failure notification
 	}
 	return note{}, false

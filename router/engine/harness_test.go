@@ -195,7 +195,7 @@ func (h *harness) checkNoStoppingWithLease() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, ev := range h.events {
-		if ev.Kind == "state" && ev.State == StateStopping && ev.Active > 0 && !strings.Contains(ev.Message, "forced") && !strings.Contains(ev.Message, "shutting down") {
+		if ev.Kind == "state" && ev.State == StateStopping && ev.Active > 0 && ev.Cause != CauseForced && ev.Cause != CauseShutdown {
 			h.t.Errorf("model %s went stopping with %d active leases (%s)", ev.Model, ev.Active, ev.Message)
 		}
 	}

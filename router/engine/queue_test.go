@@ -2,19 +2,18 @@ package engine
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
 
-// queueMessages drains ch and returns id's queue lengths ("2 queued"; not the wait reasons).
-func queueMessages(ch <-chan Event, id string) []string {
-	var out []string
+// queueLengths drains ch and returns id's queue lengths (not the wait reasons).
+func queueLengths(ch <-chan Event, id string) []int {
+	var out []int
 	for {
 		select {
 		case ev := <-ch:
-			if ev.Kind == "queue" && ev.Model == id && strings.HasSuffix(ev.Message, " queued") {
-				out = append(out, ev.Message)
+			if ev.Kind == EventQueue && ev.Model == id && ev.Wait == "" {
+				out = append(out, ev.Queued)
 			}
 		default:
 			return out
@@ -37,9 +36,9 @@ func TestSchedQueueEventsEveryChange(t *testing.T) {
 	pa.exitStopped()
 	s.fx.proc(t, "b").ready()
 	s.lease(wb).Release()
-	want := []string{"1 queued", "2 queued", "1 queued", "0 queued", "1 queued", "0 queued"}
-	if got := queueMessages(ch, "b"); !slices.Equal(got, want) {
-		t.Fatalf("b's queue events %q, want %q", got, want)
+	want := []int{1, 2, 1, 0, 1, 0}
+	if got := queueLengths(ch, "b"); !slices.Equal(got, want) {
+		t.Fatalf("b's queue events %v, want %v", got, want)
 	}
 }
 

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"strings"
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
@@ -51,7 +50,7 @@ func (f *feed) event(ev engine.Event) {
 	case engine.StateLoading:
 		f.loading[id] = ev.Time
 	case engine.StateStopping:
-		m.unloads.WithLabelValues(id, stopReason(ev.Message)).Inc()
+		m.unloads.WithLabelValues(id, stopReason(ev.Cause)).Inc()
 	case engine.StateSleeping:
 		m.sleeps.WithLabelValues(id, "idle").Inc()
 	case engine.StateFailed:
@@ -65,20 +64,20 @@ func (f *feed) event(ev engine.Event) {
 	}
 }
 
-// stopReason maps the message of the engine's event into stopping to a reason label.
-func stopReason(msg string) string {
-	switch {
-	case msg == "idle":
+// stopReason maps the cause of the engine's event into stopping to a reason label.
+func stopReason(c engine.Cause) string {
+	switch c {
+	case engine.CauseIdle:
 		return "idle"
-	case strings.HasPrefix(msg, "memory pressure"):
+	case engine.CausePressure:
 		return "memory_pressure"
-	case strings.HasPrefix(msg, "evicted for "), strings.HasPrefix(msg, "draining for "):
+	case engine.CauseEvicted, engine.CauseFairWait:
 		return "evicted"
-	case msg == "unload requested", msg == "forced unload":
+	case engine.CauseAsked, engine.CauseForced:
 		return "asked"
-	case strings.HasPrefix(msg, "over the memory limit"):
+	case engine.CauseOverLimit:
 		return "over_limit"
-	case msg == "shutting down":
+	case engine.CauseShutdown:
 		return "shutdown"
 	}
 	return "other"

@@ -59,29 +59,29 @@ func TestEventsCountLoadsUnloadsSleeps(t *testing.T) {
 	m := New(nil)
 	f := newFeed(m)
 	t0 := time.Unix(1700000000, 0)
-	state := func(id string, s engine.State, at time.Duration, msg string) {
-		f.event(engine.Event{Kind: "state", Model: id, State: s, Time: t0.Add(at), Message: msg})
+	state := func(id string, s engine.State, at time.Duration, c engine.Cause) {
+		f.event(engine.Event{Kind: engine.EventState, Model: id, State: s, Time: t0.Add(at), Cause: c})
 	}
 	state("a", engine.StateLoading, 0, "")
-	state("a", engine.StateLoading, time.Second, "loading 50%") // progress: no new load
+	state("a", engine.StateLoading, time.Second, engine.CauseProgress) // progress: no new load
 	state("a", engine.StateLoaded, 3*time.Second, "")
 	state("a", engine.StateSleeping, 10*time.Second, "")
-	state("a", engine.StateLoaded, 11*time.Second, "woke")
-	state("a", engine.StateLoaded, 12*time.Second, "unload requested") // the drain: no move
-	state("a", engine.StateStopping, 13*time.Second, "unload requested")
+	state("a", engine.StateLoaded, 11*time.Second, engine.CauseWoke)
+	state("a", engine.StateLoaded, 12*time.Second, engine.CauseAsked) // the drain: no move
+	state("a", engine.StateStopping, 13*time.Second, engine.CauseAsked)
 	state("a", engine.StateUnloaded, 14*time.Second, "")
 	state("a", engine.StateLoading, 20*time.Second, "")
-	state("a", engine.StateFailed, 21*time.Second, "load failed: boom")
+	state("a", engine.StateFailed, 21*time.Second, engine.CauseFailed)
 	f.event(engine.Event{Kind: "lease", Model: "a", State: engine.StateLoaded, Active: 1})
 	state("b", engine.StateLoaded, 0, "") // first seen loaded: no load counted
-	state("b", engine.StateStopping, time.Second, "evicted for a")
-	state("b", engine.StateStopping, 2*time.Second, "forced unload") // already stopping
+	state("b", engine.StateStopping, time.Second, engine.CauseEvicted)
+	state("b", engine.StateStopping, 2*time.Second, engine.CauseForced) // already stopping
 	state("c", engine.StateLoaded, 0, "")
-	state("c", engine.StateStopping, time.Second, "memory pressure")
+	state("c", engine.StateStopping, time.Second, engine.CausePressure)
 	state("d", engine.StateLoaded, 0, "")
-	state("d", engine.StateStopping, time.Second, "idle")
+	state("d", engine.StateStopping, time.Second, engine.CauseIdle)
 	state("e", engine.StateLoaded, 0, "")
-	state("e", engine.StateFailed, time.Second, "llama-server exited unexpectedly")
+	state("e", engine.StateFailed, time.Second, engine.CauseFailed)
 
 	fams := scrape(t, m)
 	want(t, fams, 1, "llamatray_loads_total", "model", "a", "result", "loaded")
@@ -105,13 +105,13 @@ func TestEventsCountLoadsUnloadsSleeps(t *testing.T) {
 }
 
 func TestStopReasons(t *testing.T) {
-	for msg, want := range map[string]string{
-		"idle": "idle", "memory pressure": "memory_pressure", "evicted for x": "evicted",
-		"draining for x (fair wait)": "evicted", "unload requested": "asked", "forced unload": "asked",
-		"over the memory limit or max_loaded": "over_limit", "shutting down": "shutdown", "": "other",
+	for c, want := range map[engine.Cause]string{
+		engine.CauseIdle: "idle", engine.CausePressure: "memory_pressure", engine.CauseEvicted: "evicted",
+		engine.CauseFairWait: "evicted", engine.CauseAsked: "asked", engine.CauseForced: "asked",
+		engine.CauseOverLimit: "over_limit", engine.CauseShutdown: "shutdown", "": "other",
 	} {
-		if got := stopReason(msg); got != want {
-			t.Errorf("stopReason(%q) = %q, want %q", msg, got, want)
+		if got := stopReason(c); got != want {
+			t.Errorf("stopReason(%q) = %q, want %q", c, got, want)
 		}
 	}
 }

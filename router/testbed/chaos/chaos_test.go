@@ -110,24 +110,24 @@ func TestClassify(t *testing.T) {
 
 func TestAnalyze(t *testing.T) {
 	t0 := time.Now()
-	ev := func(ms int, model, kind string, st engine.State, active int, msg string) engine.Event {
-		return engine.Event{Time: t0.Add(time.Duration(ms) * time.Millisecond), Model: model, Kind: kind, State: st, Active: active, Message: msg}
+	ev := func(ms int, model string, kind engine.EventKind, st engine.State, active int, c engine.Cause, forModel string) engine.Event {
+		return engine.Event{Time: t0.Add(time.Duration(ms) * time.Millisecond), Model: model, Kind: kind, State: st, Active: active, Cause: c, For: forModel}
 	}
 	f := analyze([]engine.Event{
-		ev(0, "a", "state", engine.StateLoading, 0, ""),
-		ev(1, "a", "state", engine.StateLoaded, 0, ""),
-		ev(2, "a", "lease", engine.StateLoaded, 1, ""),
-		ev(3, "a", "lease", engine.StateLoaded, 0, ""),
-		ev(4, "a", "state", engine.StateStopping, 0, "evicted for b"),
-		ev(5, "b", "state", engine.StateLoading, 0, ""),
-		ev(6, "a", "state", engine.StateUnloaded, 0, ""),
-		ev(7, "b", "state", engine.StateLoaded, 0, ""),
-		ev(8, "b", "state", engine.StateLoaded, 2, "draining for c (fair wait)"),
-		ev(9, "b", "state", engine.StateStopping, 2, "memory pressure"),
-		ev(10, "b", "state", engine.StateStopping, 1, "forced unload"),
-		ev(11, "b", "state", engine.StateFailed, 0, "llama-server exited unexpectedly"),
-		ev(12, "", "resync", "", 0, ""),
-		ev(13, "c", "pressure", engine.StateStopping, 0, "unloaded under memory pressure"),
+		ev(0, "a", engine.EventState, engine.StateLoading, 0, "", ""),
+		ev(1, "a", engine.EventState, engine.StateLoaded, 0, "", ""),
+		ev(2, "a", engine.EventLease, engine.StateLoaded, 1, "", ""),
+		ev(3, "a", engine.EventLease, engine.StateLoaded, 0, "", ""),
+		ev(4, "a", engine.EventState, engine.StateStopping, 0, engine.CauseEvicted, "b"),
+		ev(5, "b", engine.EventState, engine.StateLoading, 0, "", ""),
+		ev(6, "a", engine.EventState, engine.StateUnloaded, 0, "", ""),
+		ev(7, "b", engine.EventState, engine.StateLoaded, 0, "", ""),
+		ev(8, "b", engine.EventState, engine.StateLoaded, 2, engine.CauseFairWait, "c"),
+		ev(9, "b", engine.EventState, engine.StateStopping, 2, engine.CausePressure, ""),
+		ev(10, "b", engine.EventState, engine.StateStopping, 1, engine.CauseForced, ""),
+		ev(11, "b", engine.EventState, engine.StateFailed, 0, engine.CauseFailed, ""),
+		ev(12, "", engine.EventResync, "", 0, "", ""),
+		ev(13, "c", engine.EventPressure, engine.StateStopping, 0, engine.CausePressure, ""),
 	})
 	if f.loads != 2 || f.evictions != 1 || f.drains != 1 || f.pressure != 1 || f.resyncs != 1 {
 		t.Errorf("loads %d evictions %d drains %d pressure %d resyncs %d, want 2 1 1 1 1", f.loads, f.evictions, f.drains, f.pressure, f.resyncs)
@@ -135,7 +135,7 @@ func TestAnalyze(t *testing.T) {
 	if f.maxRunning != 2 {
 		t.Errorf("maxRunning %d, want 2 (b loading while a still stopping)", f.maxRunning)
 	}
-	if len(f.stoppingWithLease) != 1 || f.stoppingWithLease[0].Message != "memory pressure" {
+	if len(f.stoppingWithLease) != 1 || f.stoppingWithLease[0].Cause != engine.CausePressure {
 		t.Errorf("stoppingWithLease = %+v, want only the memory pressure one", f.stoppingWithLease)
 	}
 	if got := f.failedAfter("b", t0.Add(10*time.Millisecond)); !got.Equal(t0.Add(11 * time.Millisecond)) {

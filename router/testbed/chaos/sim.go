@@ -335,10 +335,10 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 	res.violations = append(res.violations, qv...)
 	res.queue = qs
 	for _, ev := range evs {
-		if ev.Kind == "state" && ev.State == engine.StateLoading && ev.Message == "" {
+		if ev.Kind == engine.EventState && ev.State == engine.StateLoading && ev.Cause == "" {
 			res.loads++
 		}
-		if ev.Kind == "state" && strings.HasPrefix(ev.Message, "evicted for") {
+		if ev.Kind == engine.EventState && ev.Cause == engine.CauseEvicted {
 			res.evictions++
 		}
 	}

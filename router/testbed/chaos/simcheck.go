@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
@@ -110,7 +108,7 @@ func checkQueue(events []engine.Event) ([]string, queueStats) {
 		if i == 0 {
 			start = ev.Time
 		}
-		if ev.Kind == "resync" {
+		if ev.Kind == engine.EventResync {
 			out = append(out, fmt.Sprintf("the event subscription lost events (%s): the queue checks are incomplete", at(ev)))
 			continue
 		}
@@ -119,13 +117,13 @@ func checkQueue(events []engine.Event) ([]string, queueStats) {
 		}
 		m := get(ev.Model)
 		switch ev.Kind {
-		case "queue":
-			if strings.HasPrefix(ev.Message, "waiting: ") {
+		case engine.EventQueue:
+			if ev.Wait != "" {
 				continue // why it waits, as the engine says: the checks judge by what happens instead
 			}
-			n, ok := queuedCount(ev.Message)
-			if !ok {
-				out = append(out, fmt.Sprintf("queue event of %s with message %q (%s)", ev.Model, ev.Message, at(ev)))
+			n := ev.Queued
+			if n < 0 {
+				out = append(out, fmt.Sprintf("queue event of %s with %d queued (%s)", ev.Model, n, at(ev)))
 				continue
 			}
 			for len(m.waiters) < n {
@@ -137,21 +135,21 @@ func checkQueue(events []engine.Event) ([]string, queueStats) {
 			if n == 0 {
 				m.admitted = false
 			}
-		case "lease":
+		case engine.EventLease:
 			if ev.Active > m.active && ev.State == engine.StateSleeping {
 				admit(ev.Model, m, ev, "was woken")
 			}
 			m.active = ev.Active
-		case "state":
-			switch {
-			case strings.HasPrefix(ev.Message, "draining for"):
+		case engine.EventState:
+			switch ev.Cause {
+			case engine.CauseFairWait:
 				m.draining = true
-			case ev.Message == "drain called off":
+			case engine.CauseDrainOff:
 				m.draining = false
 			}
 			if ev.State == engine.StateStopping && m.state == engine.StateSleeping && len(m.waiters) > 0 {
-				by, evicted := strings.CutPrefix(ev.Message, "evicted for ")
-				if w := models[by]; !evicted || w == nil || len(w.waiters) == 0 || w.waiters[0] > m.waiters[0] {
+				evicted := ev.Cause == engine.CauseEvicted
+				if w := models[ev.For]; !evicted || w == nil || len(w.waiters) == 0 || w.waiters[0] > m.waiters[0] {
 					out = append(out, fmt.Sprintf("sleeper killed: %s, asleep with %d queued (oldest seq %d), was stopped (%q, %s) instead of woken",
 						ev.Model, len(m.waiters), m.waiters[0], ev.Message, at(ev)))
 				}
@@ -171,14 +169,4 @@ func checkQueue(events []engine.Event) ([]string, queueStats) {
 		}
 	}
 	return out, st
-}
-
-// queuedCount reads a queue event's "N queued".
-func queuedCount(msg string) (int, bool) {
-	s, ok := strings.CutSuffix(msg, " queued")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(s)
-	return n, err == nil && n >= 0
 }

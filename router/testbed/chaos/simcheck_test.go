@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,15 +19,19 @@ func evs(list ...engine.Event) []engine.Event {
 }
 
 func queued(id string, st engine.State, n int) engine.Event {
-	return engine.Event{Kind: "queue", Model: id, State: st, Message: fmt.Sprintf("%d queued", n)}
+	return engine.Event{Kind: engine.EventQueue, Model: id, State: st, Queued: n}
 }
 
-func state(id string, st engine.State, msg string) engine.Event {
-	return engine.Event{Kind: "state", Model: id, State: st, Message: msg}
+func state(id string, st engine.State, c engine.Cause, forModel ...string) engine.Event {
+	ev := engine.Event{Kind: engine.EventState, Model: id, State: st, Cause: c}
+	if len(forModel) > 0 {
+		ev.For = forModel[0]
+	}
+	return ev
 }
 
 func lease(id string, st engine.State, active int) engine.Event {
-	return engine.Event{Kind: "lease", Model: id, State: st, Active: active}
+	return engine.Event{Kind: engine.EventLease, Model: id, State: st, Active: active}
 }
 
 const (
@@ -63,11 +66,11 @@ func TestCheckQueue(t *testing.T) {
 		), []string{"FIFO: s was woken", "ahead of a"}},
 		{"a later model starts beside the earlier one's victims stopping", evs(
 			state("v", loaded, ""),
-			queued("a", unloaded, 1), state("v", stopping, "evicted for a"), queued("b", unloaded, 1),
+			queued("a", unloaded, 1), state("v", stopping, engine.CauseEvicted, "a"), queued("b", unloaded, 1),
 			state("b", loading, ""), state("v", unloaded, ""), state("a", loading, ""),
 		), nil},
 		{"the engine's wait reasons are no queue lengths", evs(
-			queued("a", unloaded, 1), engine.Event{Kind: "queue", Model: "a", State: unloaded, Message: "waiting: busy, 1 in line"},
+			queued("a", unloaded, 1), engine.Event{Kind: engine.EventQueue, Model: "a", State: unloaded, Queued: 1, Wait: engine.WaitBusy, Position: 1},
 			state("a", loading, ""),
 		), nil},
 		{"the earlier waiter timed out first", evs(
@@ -86,26 +89,26 @@ func TestCheckQueue(t *testing.T) {
 			state("b", loading, ""),
 		), nil},
 		{"a queued sleeper woken", evs(
-			state("s", sleeping, ""), queued("s", sleeping, 1), lease("s", sleeping, 1), queued("s", sleeping, 0), state("s", loaded, "woke"),
+			state("s", sleeping, ""), queued("s", sleeping, 1), lease("s", sleeping, 1), queued("s", sleeping, 0), state("s", loaded, engine.CauseWoke),
 		), nil},
 		{"a queued sleeper idle-unloaded", evs(
-			state("s", sleeping, ""), queued("s", sleeping, 1), state("s", stopping, "idle"),
+			state("s", sleeping, ""), queued("s", sleeping, 1), state("s", stopping, engine.CauseIdle),
 		), []string{"sleeper killed: s"}},
 		{"a queued sleeper stopped for pressure", evs(
-			state("s", sleeping, ""), queued("s", sleeping, 2), state("s", stopping, "memory pressure"),
+			state("s", sleeping, ""), queued("s", sleeping, 2), state("s", stopping, engine.CausePressure),
 		), []string{"sleeper killed: s, asleep with 2 queued"}},
 		{"a queued sleeper evicted for a model queued after it", evs(
-			state("s", sleeping, ""), queued("s", sleeping, 1), queued("a", unloaded, 1), state("s", stopping, "evicted for a"),
+			state("s", sleeping, ""), queued("s", sleeping, 1), queued("a", unloaded, 1), state("s", stopping, engine.CauseEvicted, "a"),
 		), []string{"sleeper killed: s"}},
 		{"a queued sleeper evicted for a model queued before it", evs(
 			state("s", sleeping, ""), queued("a", unloaded, 1), queued("s", sleeping, 1),
-			state("s", stopping, "evicted for a"), state("s", unloaded, ""), state("a", loading, ""),
+			state("s", stopping, engine.CauseEvicted, "a"), state("s", unloaded, ""), state("a", loading, ""),
 		), nil},
 		{"a sleeper without waiters may go", evs(
 			state("s", sleeping, ""), queued("s", sleeping, 1), lease("s", sleeping, 1), queued("s", sleeping, 0),
-			state("s", loaded, "woke"), lease("s", loaded, 0), state("s", sleeping, ""), state("s", stopping, "idle"),
+			state("s", loaded, engine.CauseWoke), lease("s", loaded, 0), state("s", sleeping, ""), state("s", stopping, engine.CauseIdle),
 		), nil},
-		{"lost events", evs(engine.Event{Kind: "resync"}), []string{"lost events"}},
+		{"lost events", evs(engine.Event{Kind: engine.EventResync}), []string{"lost events"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -131,7 +134,7 @@ func TestCheckQueue(t *testing.T) {
 func TestCheckQueueStats(t *testing.T) {
 	_, st := checkQueue(evs(
 		state("v", loaded, ""), state("s", sleeping, ""),
-		queued("a", unloaded, 1), state("v", stopping, "evicted for a"), queued("b", unloaded, 1),
+		queued("a", unloaded, 1), state("v", stopping, engine.CauseEvicted, "a"), queued("b", unloaded, 1),
 		state("b", loading, ""), state("v", unloaded, ""), state("a", loading, ""),
 		queued("s", sleeping, 1), lease("s", sleeping, 1), queued("s", sleeping, 0),
 	))

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -58,23 +57,23 @@ func analyze(events []engine.Event) eventFacts {
 	state := map[string]engine.State{}
 	for _, ev := range events {
 		switch ev.Kind {
-		case "resync":
+		case engine.EventResync:
 			f.resyncs++
 			continue
-		case "pressure":
+		case engine.EventPressure:
 			f.pressure++
-		case "state":
+		case engine.EventState:
 			switch {
-			case ev.State == engine.StateLoading && ev.Message == "":
+			case ev.State == engine.StateLoading && ev.Cause == "":
 				f.loads++
-			case ev.State == engine.StateStopping && strings.HasPrefix(ev.Message, "evicted for"):
+			case ev.State == engine.StateStopping && ev.Cause == engine.CauseEvicted:
 				f.evictions++
-			case strings.HasPrefix(ev.Message, "draining for"):
+			case ev.Cause == engine.CauseFairWait:
 				f.drains++
 			case ev.State == engine.StateFailed:
 				f.failedAt[ev.Model] = append(f.failedAt[ev.Model], ev.Time)
 			}
-			if ev.State == engine.StateStopping && ev.Active > 0 && !strings.Contains(ev.Message, "forced") {
+			if ev.State == engine.StateStopping && ev.Active > 0 && ev.Cause != engine.CauseForced {
 				f.stoppingWithLease = append(f.stoppingWithLease, ev)
 			}
 		}
