@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/llamatray/llamatray/router/config"
+)
+
+// A model's request rules reach the real llama-server whatever API the request speaks: set_params
+// n_predict = 3 and max_tokens = 3 (llama-server reads the one or the other by API; with
+// ignore_eos, so a random-weight model cannot stop early) cap every answer at three tokens though
+// each request asks for twenty, and set_params temperature shows in
+// llama-server's own generation_settings. alpha has the rules, beta none and answers in full.
+func TestRequestRulesReachTheChild(t *testing.T) {
+	in := start(t, []string{"alpha", "beta"}, func(c *config.Config) {
+		c.Models = map[string]config.Model{"alpha": {
+			SetParams:     map[string]any{"n_predict": int64(3), "max_tokens": int64(3), "ignore_eos": true, "temperature": 0.125},
+			StripParams:   []string{"logit_bias"},
+			DefaultParams: map[string]any{"top_k": int64(7)},
+		}}
+	})
+	post := func(path, body string) map[string]any {
+		t.Helper()
+		resp, err := http.Post(in.base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s: %v in %s", path, err, b)
+		}
+		return m
+	}
+	num := func(m map[string]any, keys ...string) float64 {
+		var v any = m
+		for _, k := range keys {
+			o, _ := v.(map[string]any)
+			v = o[k]
+		}
+		f, _ := v.(float64)
+		return f
+	}
+	msgs := `"messages":[{"role":"user","content":"Say something."}]`
+	for _, model := range []string{"alpha", "beta"} {
+		want := 3.0
+		if model == "beta" {
+			want = 20
+		}
+		openai := post("/v1/chat/completions", `{"model":"`+model+`","max_tokens":20,"ignore_eos":true,"logit_bias":{"1":-100},`+msgs+`}`)
+		if got := num(openai, "usage", "completion_tokens"); got != want {
+			t.Errorf("OpenAI %s: completion_tokens %v, want %v: %v", model, got, want, openai)
+		}
+		anthropic := post("/v1/messages", `{"model":"`+model+`","max_tokens":20,"ignore_eos":true,`+msgs+`}`)
+		if got := num(anthropic, "usage", "output_tokens"); got != want {
+			t.Errorf("Anthropic %s: output_tokens %v, want %v: %v", model, got, want, anthropic)
+		}
+		ollama := post("/api/chat", `{"model":"`+model+`","stream":false,"options":{"num_predict":20,"temperature":0.9},`+msgs+`}`)
+		if model == "beta" {
+			continue // Ollama's options carry no ignore_eos: beta may stop early
+		}
+		if got := num(ollama, "eval_count"); got != want {
+			t.Errorf("Ollama %s: eval_count %v, want %v: %v", model, got, want, ollama)
+		}
+		native := post("/completion", `{"model":"`+model+`","prompt":"Once","n_predict":20,"temperature":0.9,"top_k":2}`)
+		gs, _ := native["generation_settings"].(map[string]any)
+		if got := num(native, "tokens_predicted"); got != want || gs["temperature"] != 0.125 || gs["top_k"] != 2.0 {
+			t.Errorf("native %s: tokens_predicted %v, temperature %v, top_k %v; want %v, 0.125 (set), 2 (the request's, over the default)", model, got, gs["temperature"], gs["top_k"], want)
+		}
+		native = post("/completion", `{"model":"`+model+`","prompt":"Once"}`)
+		if gs, _ := native["generation_settings"].(map[string]any); gs["top_k"] != 7.0 {
+			t.Errorf("native %s without top_k: top_k %v, want the default 7", model, gs["top_k"])
+		}
+	}
+}
