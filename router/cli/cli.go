@@ -39,6 +39,9 @@ type Env struct {
 
 // Main runs the command line and returns the exit code: 0 ok, 1 failure, 2 usage.
 func Main(args []string, b Build, desktop Desktop) int {
+	if consoleCommand(args) {
+		attachConsole() // Windows: print to the console the command was typed in
+	}
 	setProcs(os.Getenv)
 	return run(args, b, desktop, Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, GOOS: runtime.GOOS})
 }
