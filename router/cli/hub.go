@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/client"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/hub"
 )
@@ -146,7 +149,7 @@ func (v viaInstance) pull(ctx context.Context, ref hub.Ref, bar *progressBar, en
 	if err != nil {
 		return err
 	}
-	a, err := c.Pull(ctx, ref.String())
+	a, err := c.PullWithToken(ctx, ref.String(), tokenFor(c, env))
 	if err != nil {
 		return err
 	}
@@ -183,6 +186,19 @@ func (v viaInstance) pull(ctx context.Context, ref hub.Ref, bar *progressBar, en
 			}
 		}
 	}
+}
+
+// tokenFor is the Hub token this shell has (HF_TOKEN, or the token file), for the instance to use
+// for this pull; sent only to an instance on this machine, never over the network.
+func tokenFor(c *client.Client, env Env) string {
+	u, err := url.Parse(c.Base)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return ""
+	}
+	return hub.FromEnv(env.Getenv).Token
 }
 
 func (v viaInstance) remove(ctx context.Context, name string, env Env) error {

@@ -102,3 +102,28 @@ func TestPullInterruptedThroughInstanceDetaches(t *testing.T) {
 		t.Fatalf("pull again: %d %q %q", code, o.stdout.String(), o.stderr.String())
 	}
 }
+
+// The Hub token in the shell of `llamatray pull` reaches the running instance's download of a
+// gated repo, though the instance started without one.
+func TestPullPassesTokenToInstance(t *testing.T) {
+	fh, cfgPath := hubHome(t)
+	fh.Gate(cliRepo, "hf_shell_token")
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LlamaServer = "/nonexistent/llama-server"
+	svc := startService(t, cfg, cfgPath) // HF_TOKEN is empty in its environment (hubHome)
+	code, o := runCLIEnv(t, "pull", cliRepo+":Q4_K_M", "--config", cfgPath)
+	if code == 0 || !strings.Contains(o.stderr.String(), "401") {
+		t.Fatalf("gated pull without a token: %d %q", code, o.stderr.String())
+	}
+	t.Setenv("HF_TOKEN", "hf_shell_token") // only the CLI reads it now; the service read its own at start
+	code, o = runCLIEnv(t, "pull", cliRepo+":Q4_K_M", "--config", cfgPath)
+	if code != 0 || !strings.Contains(o.stdout.String(), "listed as") {
+		t.Fatalf("gated pull with the shell's token: %d %q %q", code, o.stdout.String(), o.stderr.String())
+	}
+	if _, ok := svc.Catalog().Lookup(cliRepo + ":Q4_K_M"); !ok {
+		t.Error("the instance does not list the pulled model")
+	}
+}

@@ -13,8 +13,17 @@ import (
 
 // Pull starts downloading ORG/REPO[:QUANT] from the Hugging Face Hub.
 func (c *Client) Pull(ctx context.Context, name string) (wire.PullAnswer, error) {
+	return c.PullWithToken(ctx, name, "")
+}
+
+// PullWithToken is Pull with a Hub token the instance uses for this pull only ("" = its own).
+func (c *Client) PullWithToken(ctx context.Context, name, hfToken string) (wire.PullAnswer, error) {
 	var a wire.PullAnswer
-	err := c.do(ctx, http.MethodPost, "/models", map[string]any{"model": name}, &a)
+	body := map[string]any{"model": name}
+	if hfToken != "" {
+		body["hf_token"] = hfToken
+	}
+	err := c.do(ctx, http.MethodPost, "/models", body, &a)
 	return a, err
 }
 

@@ -136,6 +136,9 @@ func (rt *Server) resolveRequest(r *http.Request, name string) (string, error) {
 func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Model string `json:"model"`
+		// HFToken is a Hub token for this pull only (`llamatray pull` sends the one in its shell);
+		// it is sent to the Hub's host alone and never logged.
+		HFToken string `json:"hf_token"`
 	}
 	if err := rt.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
@@ -159,7 +162,7 @@ func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	st, err := rt.o.Hub.Manager.Start(r.Context(), ref)
+	st, err := rt.o.Hub.Manager.StartWithToken(r.Context(), ref, strings.TrimSpace(req.HFToken))
 	if err != nil {
 		writeError(w, r, err)
 		return

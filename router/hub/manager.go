@@ -77,10 +77,22 @@ func key(name string) string { return strings.ToLower(name) }
 // background. It returns the pull's status; a pull of the same model already running is returned
 // as is. Errors (no such repo or quant, a gated repo, no disk space) come before anything is written.
 func (m *Manager) Start(ctx context.Context, ref Ref) (PullStatus, error) {
+	return m.StartWithToken(ctx, ref, "")
+}
+
+// StartWithToken is Start with a Hub token for this pull only (the one `llamatray pull` has in
+// its shell, passed to the running instance); "" uses the manager's own.
+func (m *Manager) StartWithToken(ctx context.Context, ref Ref, token string) (PullStatus, error) {
 	if st, ok := m.Status(ref.String()); ok && st.State == StateDownloading {
 		return st, nil
 	}
-	l, err := m.client.Files(ctx, ref.Repo)
+	c := m.client
+	if token != "" {
+		own := *m.client
+		own.Token = token
+		c = &own
+	}
+	l, err := c.Files(ctx, ref.Repo)
 	if err != nil {
 		return PullStatus{}, err
 	}
@@ -91,7 +103,7 @@ func (m *Manager) Start(ctx context.Context, ref Ref) (PullStatus, error) {
 	if err := CheckSpace(m.cache, l, q); err != nil {
 		return PullStatus{}, err
 	}
-	if err := m.client.CheckAccess(ctx, l, q); err != nil {
+	if err := c.CheckAccess(ctx, l, q); err != nil {
 		return PullStatus{}, err
 	}
 	name := Ref{Repo: l.Repo, Quant: q.Name}.String()
@@ -112,11 +124,11 @@ func (m *Manager) Start(ctx context.Context, ref Ref) (PullStatus, error) {
 	m.mu.Unlock()
 	m.publish(st)
 	m.log.Info("pull started", "model", name, "bytes", q.Size)
-	go m.run(pctx, p, l, q)
+	go m.run(pctx, c, p, l, q)
 	return st, nil
 }
 
-func (m *Manager) run(ctx context.Context, p *pull, l *Listing, q Quant) {
+func (m *Manager) run(ctx context.Context, c *Client, p *pull, l *Listing, q Quant) {
 	defer close(p.done)
 	defer p.cancel(nil)
 	var accept func([]string) error // a model the catalog does not list is undone like a bad checksum
@@ -124,7 +136,7 @@ func (m *Manager) run(ctx context.Context, p *pull, l *Listing, q Quant) {
 		name := p.st.Model // set before run started, never changed
 		accept = func(paths []string) error { return m.listed(name, paths) }
 	}
-	paths, err := m.client.DownloadThen(ctx, m.cache, l, q, func(pr Progress) {
+	paths, err := c.DownloadThen(ctx, m.cache, l, q, func(pr Progress) {
 		m.mu.Lock()
 		p.st.Progress = pr
 		st := p.st
