@@ -31,6 +31,8 @@ type reqInfo struct {
 	routed bool
 	leased bool
 	usage  *activity.Usage
+	// target: where serveModel proxies it (proxy.go), read by the proxy's hooks and the upstream
+	target *proxyTarget
 	// crossSite: a page of another site sent it (cors decides, crossSite reads): it may read what
 	// runs, never start a load, a rescan or a call to the Hub or GitHub
 	crossSite bool

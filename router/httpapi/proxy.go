@@ -39,8 +39,15 @@ type proxyTarget struct {
 	usage   *activity.Usage // what the answer reported of itself (activity.go), nil when nothing
 }
 
-func targetFrom(r *http.Request) *proxyTarget {
-	t, _ := r.Context().Value(targetKey{}).(*proxyTarget)
+func targetFrom(r *http.Request) *proxyTarget { return targetOf(r.Context()) }
+
+// targetOf is the target of the exchange ctx is of: in the request's reqInfo (accessLog), or, for a
+// request that came by no access log, in a context value of its own.
+func targetOf(ctx context.Context) *proxyTarget {
+	if info := infoFrom(ctx); info != nil && info.target != nil {
+		return info.target
+	}
+	t, _ := ctx.Value(targetKey{}).(*proxyTarget)
 	return t
 }
 
@@ -272,11 +279,21 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 		r.Body, r.GetBody = http.NoBody, nil
 	}
 	t := &proxyTarget{model: id, name: name, url: lease.URL, socket: lease.Socket, path: path, rawPath: rawPath, early: early, stream: stream}
-	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
+	if info != nil {
+		info.target = t // no copy of the request and its context for it
+	} else {
+		r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
+	}
 	if early {
 		w = &sentWriter{ResponseWriter: w, h: make(http.Header)}
 	}
 	rt.proxy.ServeHTTP(w, r)
+	if lw, ok := w.(*logWriter); ok && lw.Header().Get("Content-Length") != "" {
+		// The whole answer of a declared length was copied (else the proxy panicked): send it now,
+		// in the write net/http would make when the handler returns, rather than after the lease is
+		// given back and the request recorded. Nothing more is written for it then.
+		lw.Flush()
+	}
 	rt.record(t, lease.Waited)
 	if info != nil {
 		info.usage = t.usage

@@ -56,7 +56,7 @@ var errUpstreamClosed = errors.New("llama-server closed the connection before an
 func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	network, addr, model := "tcp", req.URL.Host, ""
-	if t, _ := ctx.Value(targetKey{}).(*proxyTarget); t != nil {
+	if t := targetOf(ctx); t != nil {
 		model = t.model
 		if t.socket != "" {
 			network, addr = "unix", t.socket
