@@ -155,7 +155,7 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 		of.Wrapping = fyne.TextWrapWord
 		top = append(top, of)
 	}
-	body := container.NewVBox(append(top, form, w.pinned, w.onStart, widget.NewSeparator(), w.memory, w.problems, w.result,
+	body := container.NewVBox(append(top, form, w.pinned, w.onStart, newModelRules(u, id).box, widget.NewSeparator(), w.memory, w.problems, w.result,
 		container.NewHBox(w.apply, w.asVariant, closeBtn))...)
 	w.win.SetContent(container.NewVScroll(body))
 	w.changed()
