@@ -12,8 +12,9 @@ import (
 // releaseCheck is the daily check of Llamatray's own releases (update_check): its last result.
 // It only reads the releases list; nothing is downloaded.
 type releaseCheck struct {
-	mu   sync.Mutex   // guards last
-	last *wire.Update // nil before the first check
+	mu      sync.Mutex    // guards last and changed
+	last    *wire.Update  // nil before the first check
+	changed chan struct{} // closed when last changes, then replaced; nil until UpdateChanged asks
 }
 
 // Timing of the check of Llamatray's releases: a while after the start, then once a day.
@@ -70,6 +71,10 @@ func (s *Service) checkReleases(ctx context.Context) bool {
 		w = res.Wire()
 	}
 	s.releases.last = &w
+	if s.releases.changed != nil {
+		close(s.releases.changed)
+		s.releases.changed = nil
+	}
 	s.releases.mu.Unlock()
 	switch {
 	case err != nil:
@@ -95,4 +100,15 @@ func (s *Service) Update() *wire.Update {
 	}
 	w := *s.releases.last
 	return &w
+}
+
+// UpdateChanged returns a channel closed when the next check of Llamatray's releases ends, so that
+// the app shows its result without polling.
+func (s *Service) UpdateChanged() <-chan struct{} {
+	s.releases.mu.Lock()
+	defer s.releases.mu.Unlock()
+	if s.releases.changed == nil {
+		s.releases.changed = make(chan struct{})
+	}
+	return s.releases.changed
 }

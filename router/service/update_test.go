@@ -64,6 +64,7 @@ func TestReleaseCheckInStatus(t *testing.T) {
 	if svc.Update() != nil {
 		t.Fatal("a result before any check")
 	}
+	changed := svc.UpdateChanged()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { svc.checkReleasesDaily(ctx, 0, time.Hour); close(done) }()
@@ -72,7 +73,11 @@ func TestReleaseCheckInStatus(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the daily check did not read the list")
 	}
-	testbed.WaitFor(t, 10*time.Second, "the result", func() bool { return svc.Update() != nil })
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("UpdateChanged not closed by the check")
+	}
 	cancel()
 	<-done // the loop ends with its context
 
