@@ -36,6 +36,8 @@ type modelSettingsWindow struct {
 	pinned, onStart                                  *widget.Check
 	head, memory, problems, result                   *widget.Label
 	apply, asVariant                                 *widget.Button
+	rules                                            *modelRules // request rules (modelrules.go)
+	draft                                            *draftFields // modeldraft.go
 
 	seq   uint64          // the latest estimate asked for; older answers are dropped
 	orig  modelForm       // the form as the window opened or last saved it (see modelForm.over)
@@ -121,6 +123,7 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	w.pinned.SetChecked(f.Pinned)
 	w.onStart = widget.NewCheck("Load when Llamatray starts", func(bool) { w.changed() })
 	w.onStart.SetChecked(f.LoadOnStart)
+	w.draft = newDraftFields(w, f.Draft, w.changed)
 
 	w.memory = widget.NewLabel("")
 	w.memory.Wrapping = fyne.TextWrapWord
@@ -134,6 +137,7 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	w.apply.Importance = widget.HighImportance
 	w.asVariant = widget.NewButton("Save as variant…", w.askVariant)
 	closeBtn := widget.NewButton("Close", w.win.Close)
+	w.rules = newModelRules(u, id)
 
 	form := widget.NewForm(
 		widget.NewFormItem("Context size", w.ctx),
@@ -146,6 +150,9 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 		widget.NewFormItem("Sleep when idle for", w.sleep),
 		widget.NewFormItem("Unload when idle for", w.unload),
 	)
+	for _, it := range w.draft.items() {
+		form.AppendItem(it)
+	}
 	w.head = widget.NewLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
 		id, m.Parameters, m.Quantization, trained, eff.CtxSize))
 	w.head.Wrapping = fyne.TextWrapWord
@@ -155,7 +162,7 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 		of.Wrapping = fyne.TextWrapWord
 		top = append(top, of)
 	}
-	body := container.NewVBox(append(top, form, w.pinned, w.onStart, newModelRules(u, id).box, widget.NewSeparator(), w.memory, w.problems, w.result,
+	body := container.NewVBox(append(top, form, w.pinned, w.onStart, w.rules.box, widget.NewSeparator(), w.memory, w.problems, w.result,
 		container.NewHBox(w.apply, w.asVariant, closeBtn))...)
 	w.win.SetContent(container.NewVScroll(body))
 	w.changed()
@@ -210,7 +217,7 @@ func (w *modelSettingsWindow) model() (Model, bool) {
 func (w *modelSettingsWindow) form() modelForm {
 	f := modelForm{CtxSize: w.ctx.Text, GPULayers: w.gpu.Text, Parallel: w.parallel.Text, Args: w.args.Text,
 		Aliases: w.aliases.Text, IdleSleep: w.sleep.Text, IdleUnload: w.unload.Text,
-		Pinned: w.pinned.Checked, LoadOnStart: w.onStart.Checked}
+		Pinned: w.pinned.Checked, LoadOnStart: w.onStart.Checked, Draft: w.draft.form()}
 	if w.cache.SelectedIndex() > 0 {
 		f.CacheType = w.cache.Selected
 	}
