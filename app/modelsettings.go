@@ -33,12 +33,13 @@ type modelForm struct {
 	Args, Aliases                string // space-separated arguments, comma-separated aliases
 	IdleSleep, IdleUnload        string
 	Pinned, LoadOnStart          bool
+	Draft                        draftForm // modeldraft.go
 }
 
 // formFrom fills the form from a model's own [models."ID"] section (not the defaults).
 func formFrom(m config.Model) modelForm {
 	f := modelForm{CacheType: m.CacheType, FlashAttn: m.FlashAttn, Pinned: m.Pinned, LoadOnStart: m.LoadOnStart,
-		Args: strings.Join(m.Args, " "), Aliases: strings.Join(m.Aliases, ", ")}
+		Args: strings.Join(m.Args, " "), Aliases: strings.Join(m.Aliases, ", "), Draft: draftFormFrom(m)}
 	if m.CtxSize != 0 {
 		f.CtxSize = strconv.Itoa(m.CtxSize)
 	}
@@ -120,7 +121,7 @@ func (f modelForm) over(orig, cur modelForm) modelForm {
 		FlashAttn: keep(f.FlashAttn, orig.FlashAttn, cur.FlashAttn), Args: keep(f.Args, orig.Args, cur.Args),
 		Aliases: keep(f.Aliases, orig.Aliases, cur.Aliases), IdleSleep: keep(f.IdleSleep, orig.IdleSleep, cur.IdleSleep),
 		IdleUnload: keep(f.IdleUnload, orig.IdleUnload, cur.IdleUnload), Pinned: keep(f.Pinned, orig.Pinned, cur.Pinned),
-		LoadOnStart: keep(f.LoadOnStart, orig.LoadOnStart, cur.LoadOnStart),
+		LoadOnStart: keep(f.LoadOnStart, orig.LoadOnStart, cur.LoadOnStart), Draft: keep(f.Draft, orig.Draft, cur.Draft),
 	}
 }
 
@@ -168,6 +169,7 @@ func (f modelForm) applyAsVariant(cfg config.Config, id, name string, m Model) (
 // the model's; aliases the model has stay the model's.
 func variantOver(own, sec config.Model) config.Model {
 	v := config.Model{Pinned: sec.Pinned, LoadOnStart: sec.LoadOnStart}
+	draftOver(&v, own, sec)
 	if sec.CtxSize != own.CtxSize {
 		v.CtxSize = sec.CtxSize
 	}
@@ -264,6 +266,7 @@ func (f modelForm) section(cfg config.Config, id string, m Model) (config.Model,
 	}
 	sec.IdleSleep = dur("idle_sleep", f.IdleSleep)
 	sec.IdleUnload = dur("idle_unload", f.IdleUnload)
+	probs = f.Draft.onto(&sec, probs)
 	return sec, probs
 }
 
@@ -304,7 +307,7 @@ func flatten(err error) []error {
 func needsRestart(a, b config.Config, id string) bool {
 	x, y := a.ModelSettings(id), b.ModelSettings(id)
 	return x.CtxSize != y.CtxSize || x.FlashAttn != y.FlashAttn || x.Parallel != y.Parallel ||
-		x.CacheType != y.CacheType || !slices.Equal(x.Args, y.Args) || !equalInt(x.GPULayers, y.GPULayers)
+		x.CacheType != y.CacheType || !slices.Equal(x.Args, y.Args) || !equalInt(x.GPULayers, y.GPULayers) || draftChanged(x, y)
 }
 
 func equalInt(a, b *int) bool {

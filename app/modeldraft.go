@@ -1,0 +1,194 @@
+package app
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/llamatray/llamatray/router/config"
+)
+
+// The draft model of a model's settings (speculative decoding): draft, draft_gpu_layers and
+// draft_max of its section. The window offers as drafts only the models whose vocabulary matches
+// the model's (the catalog compares their GGUF headers, as llama.cpp does) and says why each other
+// model is not offered; a draft configured by hand that does not match is a problem of the form, as
+// the catalog's estimate reports it, and Apply stays off. The draft's memory is in the estimate the
+// window shows.
+
+// draftForm is the draft part of the settings form, as typed: the draft's name ("" = none, or the
+// model's for a variant), its GPU layers and the tokens drafted per step ("" = llama-server's).
+type draftForm struct {
+	Model, GPULayers, Max string
+}
+
+func draftFormFrom(m config.Model) draftForm {
+	d := draftForm{Model: m.Draft}
+	if m.DraftGPULayers != nil {
+		d.GPULayers = strconv.Itoa(*m.DraftGPULayers)
+	}
+	if m.DraftMax != 0 {
+		d.Max = strconv.Itoa(m.DraftMax)
+	}
+	return d
+}
+
+// onto parses d into sec, adding the problems of its values to probs.
+func (d draftForm) onto(sec *config.Model, probs []formProblem) []formProblem {
+	sec.Draft = strings.TrimSpace(d.Model)
+	if s := strings.TrimSpace(d.GPULayers); s != "" {
+		if n, err := strconv.Atoi(s); err != nil || n < -1 {
+			probs = append(probs, formProblem{"draft_gpu_layers", fmt.Sprintf("%q is not a whole number of -1 or more", s)})
+		} else {
+			sec.DraftGPULayers = &n
+		}
+	}
+	if s := strings.TrimSpace(d.Max); s != "" {
+		if n, err := strconv.Atoi(s); err != nil || n < 1 {
+			probs = append(probs, formProblem{"draft_max", fmt.Sprintf("%q is not a whole number of 1 or more", s)})
+		} else {
+			sec.DraftMax = n
+		}
+	}
+	return probs
+}
+
+// draftChanged reports whether the draft a child is started with differs between x and y.
+func draftChanged(x, y config.Model) bool {
+	return x.Draft != y.Draft || x.DraftMax != y.DraftMax || !equalInt(x.DraftGPULayers, y.DraftGPULayers)
+}
+
+// draftOver sets on v, a variant's section over its model's own, the draft settings of sec that
+// differ from own's.
+func draftOver(v *config.Model, own, sec config.Model) {
+	if sec.Draft != own.Draft {
+		v.Draft = sec.Draft
+	}
+	if !equalInt(sec.DraftGPULayers, own.DraftGPULayers) {
+		v.DraftGPULayers = sec.DraftGPULayers
+	}
+	if sec.DraftMax != own.DraftMax {
+		v.DraftMax = sec.DraftMax
+	}
+}
+
+// draftSource is a backend that knows which models can draft for a model: those whose vocabulary
+// matches, and for every other model why not.
+type draftSource interface {
+	DraftCandidates(id string) (ok []string, refused map[string]string, err error)
+}
+
+// DraftCandidates asks the catalog, which compares the models' vocabularies from their headers.
+func (sb *serviceBackend) DraftCandidates(id string) ([]string, map[string]string, error) {
+	return sb.svc.Catalog().DraftCandidates(id)
+}
+
+// noDraft is the draft select's first choice: no draft, or for a variant its model's.
+const noDraft = "none"
+
+// draftFields are the draft's widgets of a settings window.
+type draftFields struct {
+	model    *widget.Select
+	gpu, max *widget.Entry
+	note     *widget.Label // the models not offered, and why
+}
+
+// newDraftFields builds the draft's widgets of window w, showing f; changed is called on every edit.
+func newDraftFields(w *modelSettingsWindow, f draftForm, changed func()) *draftFields {
+	d := &draftFields{note: widget.NewLabel("")}
+	d.note.Wrapping = fyne.TextWrapWord
+	d.note.SizeName = theme.SizeNameCaptionText
+	first := noDraft
+	if base, _, ok := w.u.b.Config().Variant(w.id); ok {
+		first = unsetChoice + " (" + base + "'s: " + orDefault(w.u.b.Config().ModelSettings(base).Draft, noDraft) + ")"
+	}
+	options, note := draftChoices(w.u.b, w.id, f.Model)
+	d.note.SetText(note)
+	if note == "" {
+		d.note.Hide()
+	}
+	d.model = widget.NewSelect(append([]string{first}, options...), func(string) { changed() })
+	d.model.SetSelected(orDefault(f.Model, first))
+	entry := func(text, hint string) *widget.Entry {
+		e := widget.NewEntry()
+		e.SetText(text)
+		e.SetPlaceHolder(hint)
+		e.OnChanged = func(string) { changed() }
+		return e
+	}
+	d.gpu = entry(f.GPULayers, "llama-server's default (auto); -1: all layers, 0: CPU only")
+	d.max = entry(f.Max, "llama-server's default (3)")
+	return d
+}
+
+// draftChoices are the models b offers as drafts for id, the configured one (current) always among
+// them, and a note naming the models not offered with the reason.
+func draftChoices(b Backend, id, current string) ([]string, string) {
+	var ok []string
+	var refused map[string]string
+	if src, is := b.(draftSource); is {
+		var err error
+		if ok, refused, err = src.DraftCandidates(id); err != nil {
+			return nonEmpty(current), "Drafts unknown: " + err.Error()
+		}
+	}
+	base := id
+	if b, _, is := b.Config().Variant(id); is {
+		base = b
+	}
+	ok = slices.DeleteFunc(ok, func(c string) bool { return c == base }) // drafting for itself gains nothing
+	if current != "" && !slices.Contains(ok, current) {
+		ok = append(ok, current) // as configured; the estimate says what is wrong with it
+	}
+	var lines []string
+	for _, name := range sortedKeys(refused) {
+		lines = append(lines, refused[name])
+	}
+	note := ""
+	switch {
+	case len(lines) > 4:
+		note = "Not offered, another vocabulary: " + strings.Join(lines[:4], "; ") + fmt.Sprintf("; and %d more.", len(lines)-4)
+	case len(lines) > 0:
+		note = "Not offered, another vocabulary: " + strings.Join(lines, "; ") + "."
+	}
+	return ok, note
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// items are the draft's rows of the settings form.
+func (d *draftFields) items() []*widget.FormItem {
+	return []*widget.FormItem{
+		widget.NewFormItem("Draft model", d.model),
+		widget.NewFormItem("", d.note),
+		widget.NewFormItem("Draft GPU layers", d.gpu),
+		widget.NewFormItem("Draft tokens per step", d.max),
+	}
+}
+
+// form reads the draft's widgets.
+func (d *draftFields) form() draftForm {
+	f := draftForm{GPULayers: d.gpu.Text, Max: d.max.Text}
+	if d.model.SelectedIndex() > 0 {
+		f.Model = d.model.Selected
+	}
+	return f
+}
