@@ -36,7 +36,7 @@ type modelSettingsWindow struct {
 	pinned, onStart                                  *widget.Check
 	head, memory, problems, result                   *widget.Label
 	apply, asVariant                                 *widget.Button
-	rules                                            *modelRules // request rules (modelrules.go)
+	rules                                            *modelRules  // request rules (modelrules.go)
 	draft                                            *draftFields // modeldraft.go
 
 	seq   uint64          // the latest estimate asked for; older answers are dropped
