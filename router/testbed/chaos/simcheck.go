@@ -20,7 +20,7 @@ import (
 // FIFO among waiters for memory: when a model that waited for memory is admitted, no model ahead of
 // it in line still waits for memory unless some model is stopping then. The engine may start a
 // later model beside an earlier one only when the earlier one's memory is on its way (its victims,
-// or another model, stopping: sched.Plan's Wait and Victims); when the earlier one is blocked,
+// or another model, stopping: sched.Fit's Wait and Victims); when the earlier one is blocked,
 // every later load waits behind it.
 //
 // Queued sleepers woken, not killed: a sleeping model with waiters is never stopped (not idle, not
