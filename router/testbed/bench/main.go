@@ -40,6 +40,7 @@ type options struct {
 	routerEnv   []string
 	floor       bool
 	peers       bool
+	draft       bool // draft.go
 	llamaSwap   string
 	nginx       string
 }
@@ -64,6 +65,9 @@ func main() {
 	defer stop()
 	if o.peers {
 		os.Exit(mainPeers(ctx, o))
+	}
+	if o.draft {
+		os.Exit(mainDraft(ctx, o))
 	}
 	r, err := run(ctx, o)
 	if err != nil {
@@ -96,6 +100,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.llamatray, "llamatray", "", "llamatray binary to measure (default: go build . into the temporary folder)")
 	routerEnv := fs.String("router-env", "", "more environment for the llamatray process, space separated (e.g. \"GOMAXPROCS=1\")")
 	fs.BoolVar(&o.floor, "floor", false, "also measure a bare net/http ReverseProxy in its own process (with -router-env and Llamatray's GOMAXPROCS): the floor of any Go router")
+	fs.BoolVar(&o.draft, "draft", false, "instead: tokens/s of one model without a draft and with two (the Draft models section of -out)")
 	fs.BoolVar(&o.peers, "peers", false, "instead: Llamatray, llama.cpp's router and llama-swap side by side with room for one model (the Peers section of -out)")
 	fs.StringVar(&o.llamaSwap, "llama-swap", os.Getenv("LLAMA_SWAP"), "llama-swap binary for -peers (default $LLAMA_SWAP)")
 	fs.StringVar(&o.nginx, "nginx", os.Getenv("NGINX"), "nginx binary for -peers (default $NGINX, else scripts/fetch-nginx.sh's copy in the cache, else nginx on PATH)")
