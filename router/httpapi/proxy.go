@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
@@ -24,8 +22,8 @@ const upstreamIdleTimeout = 3 * time.Second
 
 type targetKey struct{}
 
-// proxyTarget is where and how one request is proxied; the Rewrite and error hooks read it from the
-// request context.
+// proxyTarget is where and how one request is proxied; forward, its hooks and the upstream read it
+// from the request's reqInfo (targetOf).
 type proxyTarget struct {
 	model   string // canonical ID
 	name    string // the model as the client named it
@@ -49,49 +47,6 @@ func targetOf(ctx context.Context) *proxyTarget {
 	}
 	t, _ := ctx.Value(targetKey{}).(*proxyTarget)
 	return t
-}
-
-func (rt *Server) newProxy() *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
-		Transport: rt.children,
-		// Zero: a complete document (Content-Length known) goes out in one write when it is done. The
-		// proxy flushes SSE and bodies of unknown length after every write by itself, so stream
-		// tokens still go out as soon as they arrive. A negative value would also flush the headers
-		// of every JSON answer on their own from a timer goroutine: one more write per request.
-		FlushInterval:  0,
-		Rewrite:        rt.rewrite,
-		ModifyResponse: rt.modifyResponse,
-		ErrorHandler:   rt.proxyError,
-		ErrorLog:       slog.NewLogLogger(rt.log.Handler(), slog.LevelDebug),
-		BufferPool:     copyBuffers{},
-	}
-}
-
-// rewrite points the request at the child and changes nothing else but the credentials (the
-// router's own, never forwarded) and the request ID.
-func (rt *Server) rewrite(pr *httputil.ProxyRequest) {
-	t := targetFrom(pr.In)
-	pr.SetURL(t.url)
-	if pr.Out.GetBody != nil && pr.Out.ContentLength > 0 {
-		// The proxy wraps the body in a type net/http does not know to be in memory, and then the
-		// transport sends the headers and the body in two writes (two packets, two reads in the
-		// child). The body is our own byte slice, so hand the transport a reader it knows.
-		if body, err := pr.Out.GetBody(); err == nil {
-			pr.Out.Body = body
-		}
-	}
-	if t.path != "" {
-		pr.Out.URL.Path, pr.Out.URL.RawPath = t.path, t.rawPath
-	}
-	// llama-server closes the connection after a stream. Kept in the pool, that connection would be
-	// picked by a later request before its close is noticed, costing a failed write and a retry on
-	// a new one; so a stream's connection is not kept.
-	pr.Out.Close = t.stream
-	pr.Out.Header.Del("Authorization")
-	pr.Out.Header.Del("X-Api-Key")
-	if info := infoFrom(pr.In.Context()); info != nil {
-		pr.Out.Header.Set(requestIDHeader, info.id)
-	}
 }
 
 // modifyResponse drops the child's X-Request-Id (ours is already set) and every CORS header it
@@ -179,13 +134,8 @@ func (s *sentWriter) Header() http.Header         { return s.h }
 func (s *sentWriter) WriteHeader(int)             {}
 func (s *sentWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// copyBuffers recycles the proxy's 32 KiB copy buffers.
-type copyBuffers struct{}
-
+// copyBufferPool recycles the proxy's 32 KiB copy buffers (forward.go).
 var copyBufferPool = sync.Pool{New: func() any { return make([]byte, 32<<10) }}
-
-func (copyBuffers) Get() []byte  { return copyBufferPool.Get().([]byte) }
-func (copyBuffers) Put(b []byte) { copyBufferPool.Put(b) }
 
 // looksLikePath reports names that can only be file paths, never catalog IDs or aliases.
 func looksLikePath(name string) bool {
@@ -287,7 +237,7 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 	if early {
 		w = &sentWriter{ResponseWriter: w, h: make(http.Header)}
 	}
-	rt.proxy.ServeHTTP(w, r)
+	rt.forward(w, r, t)
 	if lw, ok := w.(*logWriter); ok && lw.Header().Get("Content-Length") != "" {
 		// The whole answer of a declared length was copied (else the proxy panicked): send it now,
 		// in the write net/http would make when the handler returns, rather than after the lease is

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/netip"
 	"strings"
 	"time"
@@ -118,7 +117,6 @@ type Server struct {
 	bodyWait time.Duration // bounds the arrival of a request body (bodyDeadline); <= 0: no bound
 	keys     [][]byte
 	children *upstream // connections to the children
-	proxy    *httputil.ReverseProxy
 	mux      *mux.Router
 	handler  http.Handler
 	views    view.Source
@@ -176,7 +174,6 @@ func New(o Options) *Server {
 		}
 	}
 	rt.children = newUpstream()
-	rt.proxy = rt.newProxy()
 	rt.mux = rt.routes()
 	rt.handler = rt.accessLog(rt.bodyDeadline(rt.checkHost(rt.cors(rt.auth(rt.fastRoutes(rt.mux))))))
 	return rt
