@@ -171,7 +171,7 @@ func installBuild(ctx context.Context, b builds, via string, req releases.Reques
 			fmt.Fprintf(env.Stdout, "llama.cpp %s: %s (%s, %s)\n  why: %s\n", p.Build, p.Asset, p.Backend, humanBytes(p.Total), p.Reason)
 			fmt.Fprintf(env.Stdout, "  (another build: --backend or --asset; see llamatray llama-server list --available)\n")
 		case releases.PhaseDownloading:
-			line.show("downloading", p.Done, p.Total, 0, 0)
+			line.show("downloading", p.Done, p.Total, p.BytesPerSecond, time.Duration(p.ETASeconds*float64(time.Second)))
 		case releases.PhaseVerified:
 			line.done()
 			fmt.Fprintf(env.Stdout, "verified %s\n", p.Message)

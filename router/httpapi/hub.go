@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/download"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/wire"
@@ -66,7 +67,7 @@ func hubAPIError(err error) (apiError, bool) {
 		np   *notPulledError
 		pe   *pullingError
 		he   *hub.Error
-		disk *hub.DiskSpaceError
+		disk *download.SpaceError
 		sum  *hub.ChecksumError
 		nh   *notHubModelError
 	)

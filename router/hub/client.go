@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
+	dl "github.com/llamatray/llamatray/router/download"
 )
 
 // DefaultEndpoint is the Hub; the env var HF_ENDPOINT replaces it, as in the Hub's own clients.
@@ -35,7 +36,7 @@ type Client struct {
 }
 
 // DefaultStallTimeout is how long a download may bring no byte before it is retried.
-const DefaultStallTimeout = 60 * time.Second
+const DefaultStallTimeout = dl.DefaultStall
 
 // FromEnv returns a client configured like the Hub's own clients: HF_ENDPOINT, HF_TOKEN, else the
 // token file ($HF_HOME/token, ~/.cache/huggingface/token). getenv nil means os.Getenv.

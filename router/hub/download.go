@@ -11,13 +11,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/llamatray/llamatray/router/catalog"
-	"github.com/llamatray/llamatray/router/config"
+	dl "github.com/llamatray/llamatray/router/download"
 )
 
 // ChecksumError says a downloaded file is not what the Hub listed; the file was deleted.
@@ -28,16 +27,6 @@ type ChecksumError struct {
 
 func (e *ChecksumError) Error() string {
 	return fmt.Sprintf("%s: %s: sha256 mismatch (the Hub lists %s, the download is %s): refused and deleted", e.Repo, e.File, e.Want, e.Got)
-}
-
-// DiskSpaceError says a download was refused before it started for want of space.
-type DiskSpaceError struct {
-	Dir        string
-	Need, Free int64
-}
-
-func (e *DiskSpaceError) Error() string {
-	return fmt.Sprintf("not enough disk space in %s: the download needs %s, %s is free", e.Dir, config.HumanSize(e.Need), config.HumanSize(e.Free))
 }
 
 // ErrCancelled is the error of a download stopped by its caller; it left nothing behind.
@@ -162,9 +151,9 @@ type download struct {
 	repo, commit string
 	progress     func(Progress)
 	start        time.Time
-	mu           sync.Mutex // guards p and samples: the download and the progress ticker share them
+	mu           sync.Mutex // guards p and speed: the download and the progress ticker share them
 	p            Progress
-	samples      []sample
+	speed        dl.Speed
 	created      []string // paths this download created, removed by undo
 	repoExisted  bool
 	refSet       bool   // refs/main was written
@@ -181,7 +170,8 @@ func CheckSpace(cache Cache, l *Listing, q Quant) error {
 	return d.checkSpace(q.All())
 }
 
-// checkSpace refuses a download the disk cannot hold, counting what is already there.
+// checkSpace refuses a download the disk cannot hold (a *download.SpaceError), counting what is
+// already there.
 func (d *download) checkSpace(files []File) error {
 	var need int64
 	for _, f := range files {
@@ -195,25 +185,7 @@ func (d *download) checkSpace(files []File) error {
 		}
 		need += f.Size - have
 	}
-	dir := d.cache.Dir
-	for { // the nearest folder that exists
-		if _, err := os.Stat(dir); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	free, err := freeBytes(dir)
-	if err != nil {
-		return nil // cannot tell: let the writes say
-	}
-	if need > free {
-		return &DiskSpaceError{Dir: d.cache.Dir, Need: need, Free: free}
-	}
-	return nil
+	return dl.CheckSpace(d.cache.Dir, need)
 }
 
 func (d *download) run(ctx context.Context, files []File) ([]string, error) {
@@ -312,8 +284,13 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 	}
 	d.advance(i, off)
 	if err := d.fill(ctx, i, f, out, h, off); err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return ctx.Err()
+		case errors.Is(err, dl.ErrTooLarge): // the Hub lies about the file: nothing of it is kept
+			return fmt.Errorf("%w: %w", ErrTooLarge, err)
+		case errors.Is(err, dl.ErrCut):
+			return &resumableError{fmt.Errorf("%w; what came is kept for the next try", err)}
 		}
 		return &resumableError{err}
 	}
@@ -349,119 +326,26 @@ func (d *download) checkGGUF(f File, blob string) error {
 	return nil
 }
 
-// fill appends to out (and h) from byte off until it holds f.Size bytes, resuming after cuts. An
-// attempt that brings no new byte is a stall; maxStalls in a row, or maxAttempts in all, end the
-// download, with a growing pause between stalled attempts.
+// fill appends to out (and h) from byte off until it holds f.Size bytes, resuming after cuts
+// with the one downloader's rules (router/download): maxStalls attempts in a row that bring no
+// byte, or maxAttempts in all, end it.
 func (d *download) fill(ctx context.Context, i int, f File, out io.Writer, h io.Writer, off int64) error {
-	stalls := 0
-	for attempt := 1; off < f.Size; attempt++ {
-		n, err := d.fetch(ctx, f, out, h, off, i)
-		off += n
-		if err == nil {
-			continue
-		}
-		var he *Error
-		if ctx.Err() != nil || errors.As(err, &he) {
-			return err
-		}
-		if n > 0 {
-			stalls = 0
-		} else {
-			stalls++
-		}
-		if stalls >= maxStalls || attempt >= maxAttempts(f.Size) {
-			return fmt.Errorf("%s: %s: download failed after %d tries (%d of %d bytes kept for the next try): %w", d.repo, f.Path, attempt, off, f.Size, err)
-		}
-		t := time.NewTimer(time.Duration(stalls) * 500 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
+	src := dl.Source{
+		Request: func(ctx context.Context) (*http.Request, error) {
+			return d.c.newRequest(ctx, http.MethodGet, d.c.ResolveURL(d.repo, d.commit, f.Path))
+		},
+		Client:    d.c.httpClient(),
+		Refuse:    func(resp *http.Response) error { return hubError(resp, d.repo) },
+		Size:      f.Size,
+		Stall:     d.c.StallTimeout,
+		Attempts:  maxAttempts(f.Size),
+		MaxStalls: maxStalls,
+	}
+	_, err := dl.Fill(ctx, src, io.MultiWriter(out, h), off, func(n int64) { d.advance(i, n) })
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", d.repo, f.Path, err)
 	}
 	return nil
-}
-
-// errRange says the server answered a range request with another range.
-var errRange = errors.New("the server answered with another range than asked")
-
-// fetch sends one request for f from byte off and appends what arrives to out and h, up to the
-// listed size and never more. A server that ignores the range and sends the file from its start
-// has its first off bytes skipped. It returns the bytes appended; nil only once f is complete.
-func (d *download) fetch(ctx context.Context, f File, out io.Writer, h io.Writer, off int64, i int) (int64, error) {
-	stallAfter := d.c.StallTimeout
-	if stallAfter <= 0 {
-		stallAfter = DefaultStallTimeout
-	}
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	errStalled := fmt.Errorf("no data for %s", stallAfter)
-	stall := time.AfterFunc(stallAfter, func() { cancel(errStalled) }) // also bounds the wait for headers
-	defer stall.Stop()
-	req, err := d.c.newRequest(rctx, http.MethodGet, d.c.ResolveURL(d.repo, d.commit, f.Path))
-	if err != nil {
-		return 0, err
-	}
-	if off > 0 {
-		req.Header.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-")
-	}
-	resp, err := d.c.httpClient().Do(req)
-	if err != nil {
-		if cause := context.Cause(rctx); cause == errStalled {
-			return 0, cause
-		}
-		return 0, err
-	}
-	defer resp.Body.Close()
-	skip := int64(0)
-	switch {
-	case resp.StatusCode == http.StatusPartialContent && off > 0:
-		if !strings.HasPrefix(resp.Header.Get("Content-Range"), "bytes "+strconv.FormatInt(off, 10)+"-") {
-			return 0, fmt.Errorf("%w (asked from byte %d, got %q)", errRange, off, resp.Header.Get("Content-Range"))
-		}
-	case resp.StatusCode == http.StatusOK:
-		skip = off // the range was ignored: the file comes from its start
-	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
-		return 0, fmt.Errorf("the server has fewer than the %d bytes it listed (HTTP 416 from byte %d)", f.Size, off)
-	default:
-		return 0, hubError(resp, d.repo)
-	}
-	buf := make([]byte, 256<<10)
-	var n int64
-	for {
-		k, rerr := resp.Body.Read(buf)
-		stall.Reset(stallAfter)
-		b := buf[:k]
-		if skip > 0 {
-			drop := min(skip, int64(len(b)))
-			skip -= drop
-			b = b[drop:]
-		}
-		if left := f.Size - off - n; int64(len(b)) > left {
-			b = b[:left] // what comes after the listed size is never written
-		}
-		if len(b) > 0 {
-			if _, err := out.Write(b); err != nil {
-				return n, err
-			}
-			h.Write(b)
-			n += int64(len(b))
-			d.advance(i, int64(len(b)))
-		}
-		if off+n == f.Size {
-			return n, nil
-		}
-		if rerr == io.EOF {
-			return n, io.ErrUnexpectedEOF
-		}
-		if rerr != nil {
-			if cause := context.Cause(rctx); cause == errStalled {
-				return n, cause
-			}
-			return n, rerr
-		}
-	}
 }
 
 // ResolveURL is the download URL of a file at a revision: /ORG/REPO/resolve/REV/PATH.

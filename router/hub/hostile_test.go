@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	dl "github.com/llamatray/llamatray/router/download"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
@@ -287,8 +288,8 @@ func TestRangeIgnoredResumesBySkipping(t *testing.T) {
 	assertBlob(t, h.fixture, q.Files[0])
 }
 
-// Sizes that lie: 0 or negative is refused before a byte is fetched; a smaller one stops the
-// download at the listed size, which then fails its checksum and leaves nothing.
+// Sizes that lie: 0 or negative is refused before a byte is fetched; a smaller one is refused as
+// soon as the answer says it is larger (download.ErrTooLarge) and leaves nothing.
 func TestListedSizeLies(t *testing.T) {
 	for _, size := range []int64{0, -5} {
 		h := newHostile(t)
@@ -305,8 +306,7 @@ func TestListedSizeLies(t *testing.T) {
 	real := h.quant(t, l, "Q4_K_M").Files[0].Size
 	h.hub.ListSize(repoID, "tiny-Q4_K_M.gguf", real/2)
 	l = h.listing(t)
-	var ce *ChecksumError
-	if _, err := h.c.Download(context.Background(), h.cache, l, h.quant(t, l, "Q4_K_M"), nil); !errors.As(err, &ce) {
+	if _, err := h.c.Download(context.Background(), h.cache, l, h.quant(t, l, "Q4_K_M"), nil); !errors.Is(err, dl.ErrTooLarge) || !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("smaller size: %v", err)
 	}
 	assertNothing(t, h.cache)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/catalog"
+	dl "github.com/llamatray/llamatray/router/download"
 	"github.com/llamatray/llamatray/router/testbed/fakehub"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
@@ -392,7 +393,7 @@ func TestDiskSpaceRefusedFirst(t *testing.T) {
 	cache := Cache{Dir: filepath.Join(dir, "hub")}
 	l := f.listing(t)
 	_, err := f.c.Download(context.Background(), cache, l, f.quant(t, l, "Q8_0"), nil)
-	var de *DiskSpaceError
+	var de *dl.SpaceError
 	if !errors.As(err, &de) || f.hub.ContentRequests() != 0 {
 		t.Fatalf("err = %v, %d content requests", err, f.hub.ContentRequests())
 	}

@@ -19,11 +19,6 @@ type Progress struct {
 	File  string        // the file being downloaded now
 }
 
-type sample struct {
-	at    time.Time
-	bytes int64
-}
-
 // advance counts n more bytes of file i (negative: bytes dropped).
 func (d *download) advance(i int, n int64) {
 	d.mu.Lock()
@@ -56,24 +51,11 @@ func (d *download) startTicker() func() {
 	return func() { close(stop); <-ticked }
 }
 
-// report computes rate and time left over the last five seconds and calls progress. Only the
+// report computes rate and time left over the last seconds (download.Speed) and calls progress. Only the
 // ticker calls it, and Download once after the ticker stopped, so calls never overlap.
 func (d *download) report() {
-	now := time.Now()
 	d.mu.Lock()
-	d.samples = append(d.samples, sample{now, d.p.Done})
-	for len(d.samples) > 2 && now.Sub(d.samples[0].at) > 5*time.Second {
-		d.samples = d.samples[1:]
-	}
-	first := d.samples[0]
-	d.p.Rate = 0
-	if dt := now.Sub(first.at).Seconds(); dt > 0.05 {
-		d.p.Rate = float64(d.p.Done-first.bytes) / dt
-	}
-	d.p.Left = 0
-	if d.p.Rate > 0 {
-		d.p.Left = time.Duration(float64(d.p.Total-d.p.Done) / d.p.Rate * float64(time.Second))
-	}
+	d.p.Rate, d.p.Left = d.speed.At(time.Now(), d.p.Done, d.p.Total)
 	p := d.p
 	p.Files = append([]FileProgress(nil), d.p.Files...)
 	d.mu.Unlock()

@@ -3,6 +3,7 @@ package releases
 import (
 	"errors"
 	"fmt"
+	"github.com/llamatray/llamatray/router/download"
 	"io"
 	"io/fs"
 	"os"
@@ -109,7 +110,7 @@ func (f *folder) realDirs(name, dir string, mk bool) error {
 				continue
 			}
 			if !errors.Is(err, fs.ErrExist) {
-				return diskFull(err, filepath.Join(f.dir, native(p)))
+				return download.DiskFull(err, filepath.Join(f.dir, native(p)))
 			}
 			fi, err = f.root.Lstat(native(p)) // it came meanwhile: check what it is
 		}
@@ -161,14 +162,14 @@ func (f *folder) file(rel string, r io.Reader, mode fs.FileMode) error {
 	out, err := f.root.OpenFile(native(rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode.Perm()|0o600)
 	p := filepath.Join(f.dir, native(rel))
 	if err != nil {
-		return diskFull(err, p)
+		return download.DiskFull(err, p)
 	}
 	// One byte more than the limit allows tells that the entry is larger than it may be.
 	n, err := io.Copy(out, io.LimitReader(r, max(f.left, 0)+1))
 	if err != nil {
 		out.Close()
-		if isDiskFull(err) {
-			return diskFull(err, p)
+		if download.IsDiskFull(err) {
+			return download.DiskFull(err, p)
 		}
 		return fmt.Errorf("unpacking %s: %w", p, err)
 	}
@@ -177,7 +178,7 @@ func (f *folder) file(rel string, r io.Reader, mode fs.FileMode) error {
 		return err
 	}
 	if err := out.Close(); err != nil {
-		return diskFull(err, p)
+		return download.DiskFull(err, p)
 	}
 	return nil
 }
@@ -200,7 +201,7 @@ func (f *folder) symlink(rel, link string) error {
 			f.copied = append(f.copied, linkEntry{rel, t})
 			return nil
 		}
-		return diskFull(err, filepath.Join(f.dir, native(rel)))
+		return download.DiskFull(err, filepath.Join(f.dir, native(rel)))
 	}
 	return nil
 }
@@ -249,11 +250,11 @@ func (f *folder) copyFile(from, rel string, mode fs.FileMode) error {
 	defer in.Close()
 	out, err := f.root.OpenFile(native(rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode.Perm()|0o600)
 	if err != nil {
-		return diskFull(err, filepath.Join(f.dir, native(rel)))
+		return download.DiskFull(err, filepath.Join(f.dir, native(rel)))
 	}
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
-		return diskFull(err, filepath.Join(f.dir, native(rel)))
+		return download.DiskFull(err, filepath.Join(f.dir, native(rel)))
 	}
 	return out.Close()
 }
@@ -288,7 +289,7 @@ func (f *folder) hardlink(rel, src string) error {
 		return err
 	}
 	if err := f.root.Link(native(from), native(rel)); err != nil {
-		return diskFull(err, filepath.Join(f.dir, native(rel)))
+		return download.DiskFull(err, filepath.Join(f.dir, native(rel)))
 	}
 	return nil
 }

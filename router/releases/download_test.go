@@ -44,9 +44,9 @@ func TestMoreThanListedRefused(t *testing.T) {
 			h.s.Add("b7200", map[string][]byte{name: tgz})
 			h.s.SetSize("b7200", name, 190)
 			err := h.refused(t, Request{})
-			want := "the release lists 190 B"
+			want := "more than the 190 B listed; nothing of it was kept"
 			if chunked {
-				want = "more than the 190 B the release lists came"
+				want = "more than the 190 B listed came"
 			}
 			wantErr(t, err, ErrTooLarge, want)
 		})

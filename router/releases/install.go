@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/llamatray/llamatray/router/download"
 	"io"
 	"log/slog"
 	"net/http"
@@ -43,7 +44,11 @@ type Progress struct {
 	Reason  string `json:"reason,omitempty"`
 	Done    int64  `json:"done,omitempty"`
 	Total   int64  `json:"total,omitempty"`
-	Message string `json:"message,omitempty"`
+	// BytesPerSecond and ETASeconds are the download's speed over its last seconds and the time
+	// left at it; 0 when not known yet.
+	BytesPerSecond float64 `json:"bytes_per_second,omitempty"`
+	ETASeconds     float64 `json:"eta_seconds,omitempty"`
+	Message        string  `json:"message,omitempty"`
 }
 
 // ErrBusy is matched when another install or switch is running.
@@ -156,15 +161,15 @@ func (in *Installer) Install(ctx context.Context, req Request, progress func(Pro
 	}
 
 	if err := os.MkdirAll(in.Store.Root, 0o755); err != nil {
-		return Build{}, diskFull(err, in.Store.Root)
+		return Build{}, download.DiskFull(err, in.Store.Root)
 	}
 	in.sweep()
-	if err := checkSpace(in.Store.Root, total*unpackFactor); err != nil {
+	if err := download.CheckSpace(in.Store.Root, total*unpackFactor); err != nil {
 		return Build{}, err
 	}
 	staging, err := os.MkdirTemp(in.Store.Root, ".staging-"+tag+"-")
 	if err != nil {
-		return Build{}, diskFull(err, in.Store.Root)
+		return Build{}, download.DiskFull(err, in.Store.Root)
 	}
 	defer os.RemoveAll(staging) // empty after the rename when all went well
 
@@ -201,8 +206,9 @@ func (in *Installer) fetch(ctx context.Context, tag string, c Choice, assets []A
 	var before int64
 	b := Build{Build: tag, Asset: c.Asset.Name, SHA256: c.Asset.SHA256(), Backend: c.Label(), Asked: asked, Reason: c.Reason, InstalledAt: time.Now().UTC()}
 	for _, a := range assets {
-		file, err := download(ctx, hc, a, in.Store.Root, stall, func(done, _ int64) {
-			progress(Progress{Phase: PhaseDownloading, Build: tag, Asset: a.Name, Done: before + done, Total: total})
+		file, err := fetchAsset(ctx, hc, a, in.Store.Root, stall, func(done, _ int64, rate float64, left time.Duration) {
+			progress(Progress{Phase: PhaseDownloading, Build: tag, Asset: a.Name, Done: before + done, Total: total,
+				BytesPerSecond: rate, ETASeconds: left.Seconds()})
 		})
 		if err != nil {
 			return b, err
@@ -248,7 +254,7 @@ func (in *Installer) swap(staging, dst string) error {
 	if _, err := os.Stat(dst); err == nil {
 		o, err := os.MkdirTemp(in.Store.Root, "."+filepath.Base(dst)+"-old-")
 		if err != nil {
-			return diskFull(err, in.Store.Root)
+			return download.DiskFull(err, in.Store.Root)
 		}
 		os.Remove(o)
 		old = o

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/llamatray/llamatray/router/download"
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ghreleases"
@@ -273,11 +274,11 @@ func TestNoSuchBuild(t *testing.T) {
 }
 
 func TestCheckSpace(t *testing.T) {
-	err := checkSpace(t.TempDir(), 1<<60)
+	err := download.CheckSpace(t.TempDir(), 1<<60)
 	if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "needed") {
 		t.Fatalf("err = %v, want not enough space", err)
 	}
-	if err := checkSpace(t.TempDir(), 1); err != nil {
+	if err := download.CheckSpace(t.TempDir(), 1); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,18 +1,16 @@
 package releases
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
-	"github.com/shirou/gopsutil/v4/disk"
-
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/download"
 )
 
 // ErrTooLarge is matched when a download is larger than its release lists, or an archive unpacks to
 // more than an install accepts (see Installer.MaxUnpacked).
-var ErrTooLarge = errors.New("too large")
+var ErrTooLarge = download.ErrTooLarge
 
 // The limits of one install, the defaults of the Installer's fields.
 const (
@@ -81,11 +79,7 @@ func (in *Installer) freeSpace() (int64, bool) {
 	if in.diskFree != nil {
 		return in.diskFree(in.Store.Root)
 	}
-	u, err := disk.Usage(in.Store.Root)
-	if err != nil || u.Free > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(u.Free), true
+	return download.Free(in.Store.Root)
 }
 
 // mulSat is a×b for non-negative a and b, math.MaxInt64 when that overflows.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llamatray/llamatray/router/download"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -118,7 +119,7 @@ func writeJSON(path string, v any) error {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
-		return diskFull(err, filepath.Dir(path))
+		return download.DiskFull(err, filepath.Dir(path))
 	}
 	_, err = tmp.Write(append(b, '\n'))
 	if cerr := tmp.Close(); err == nil {
@@ -129,7 +130,7 @@ func writeJSON(path string, v any) error {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return diskFull(err, path)
+		return download.DiskFull(err, path)
 	}
 	return nil
 }

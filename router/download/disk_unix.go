@@ -1,6 +1,6 @@
 //go:build unix
 
-package hub
+package download
 
 import "golang.org/x/sys/unix"
 

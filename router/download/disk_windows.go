@@ -1,6 +1,6 @@
 //go:build windows
 
-package hub
+package download
 
 import "golang.org/x/sys/windows"
 

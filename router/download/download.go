@@ -1,0 +1,238 @@
+// Package download is the one downloader behind the Hub's model pulls and the llama-server
+// installs: it brings one file over HTTP into a file open for writing, resumed after cuts with
+// range requests (skipping what an answer that ignores the range sends again), bounded by the
+// file's listed size, cut when nothing comes for a while, retried with a bound, counted for
+// progress (Speed), and it owns the free-space check and the full-disk errors. What to do with
+// the bytes (verify, rename, link, unpack) stays with its callers.
+package download
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llamatray/llamatray/router/config"
+)
+
+// ErrCut is matched by the error of a download that ended before the whole file came: the
+// connection cut, the server sent less than it listed, or nothing came for the stall timeout.
+var ErrCut = errors.New("download cut")
+
+// ErrTooLarge is matched when a server sends, or says it will send, more than the file's listed size.
+var ErrTooLarge = errors.New("too large")
+
+// Defaults of a Source's bounds.
+const (
+	DefaultStall     = 60 * time.Second       // no byte for this long cuts an attempt
+	DefaultMaxStalls = 5                      // attempts in a row that bring nothing before giving up
+	DefaultBackoff   = 500 * time.Millisecond // the pause after the k-th such attempt is k times this
+)
+
+// Source is one file to download and the rules of its download.
+type Source struct {
+	// Request builds one attempt's GET; Fill adds the Range header.
+	Request func(ctx context.Context) (*http.Request, error)
+	Client  *http.Client // nil: http.DefaultClient
+	// Refuse is the error of an answer other than 200 and 206, in the server's own words; such an
+	// error ends the download without another attempt. nil: "HTTP N from URL".
+	Refuse func(*http.Response) error
+	Size   int64         // the listed size: Fill writes no byte past it, and more is ErrTooLarge
+	Stall  time.Duration // an attempt that brings no byte (its answer's headers included) for this long is cut; 0: DefaultStall
+	// Attempts bounds the attempts in all; 0 or 1: one, so a cut is not resumed (the caller
+	// starts again from nothing). MaxStalls bounds the attempts in a row that bring no byte.
+	Attempts  int
+	MaxStalls int           // 0: DefaultMaxStalls
+	Backoff   time.Duration // 0: DefaultBackoff
+}
+
+// StallError is the error of an attempt that brought nothing for After; it matches ErrCut.
+type StallError struct {
+	After       time.Duration
+	Done, Total int64
+}
+
+func (e *StallError) Error() string {
+	return fmt.Sprintf("no data for %s after %s of %s", stallText(e.After), config.HumanSize(e.Done), config.HumanSize(e.Total))
+}
+
+func (e *StallError) Is(target error) bool { return target == ErrCut }
+
+// GaveUpError is the error of a download that was retried Tries times and still is not whole;
+// Done bytes of it were written. It matches ErrCut, and Err is the last attempt's error.
+type GaveUpError struct {
+	Tries       int
+	Done, Total int64
+	Err         error
+}
+
+func (e *GaveUpError) Error() string {
+	return fmt.Sprintf("download failed after %d tries (%s of %s came): %v", e.Tries, config.HumanSize(e.Done), config.HumanSize(e.Total), e.Err)
+}
+
+func (e *GaveUpError) Unwrap() []error { return []error{ErrCut, e.Err} }
+
+// refusal marks an error that ends the download without another attempt.
+type refusal struct{ err error }
+
+func (r refusal) Error() string { return r.err.Error() }
+func (r refusal) Unwrap() error { return r.err }
+
+// stallText says a stall timeout as a person would: "60 s", "1.5 s", "200ms".
+func stallText(d time.Duration) string {
+	if d >= time.Second {
+		return fmt.Sprintf("%g s", d.Seconds())
+	}
+	return d.String()
+}
+
+// Fill writes the file from byte off to w until w holds src.Size bytes and returns the bytes it
+// wrote. counted, if not nil, is called after every write with its length. Each attempt after a
+// cut asks for the rest with a Range request; an answer that ignores the range has its first off
+// bytes skipped. Errors: the server's refusal (Refuse), ErrTooLarge, a write error as it came
+// (wrap it with DiskFull), ctx's error, or — once the attempts are spent — the cut (a *StallError
+// or io.ErrUnexpectedEOF, matching ErrCut; a *GaveUpError when there were retries).
+func Fill(ctx context.Context, src Source, w io.Writer, off int64, counted func(int64)) (int64, error) {
+	if src.Size <= 0 {
+		return 0, fmt.Errorf("the listed size is %d bytes; refusing a download of unknown size", src.Size)
+	}
+	maxStalls := src.MaxStalls
+	if maxStalls <= 0 {
+		maxStalls = DefaultMaxStalls
+	}
+	backoff := src.Backoff
+	if backoff <= 0 {
+		backoff = DefaultBackoff
+	}
+	var wrote int64
+	stalls := 0
+	for attempt := 1; off+wrote < src.Size; attempt++ {
+		n, err := fetch(ctx, src, w, off+wrote, counted)
+		wrote += n
+		if err == nil {
+			continue
+		}
+		var r refusal
+		if ctx.Err() != nil {
+			return wrote, ctx.Err()
+		}
+		if errors.As(err, &r) || src.Attempts <= 1 { // refused, or no retries: as it came
+			return wrote, err
+		}
+		if n > 0 {
+			stalls = 0
+		} else {
+			stalls++
+		}
+		if stalls >= maxStalls || attempt >= src.Attempts {
+			return wrote, &GaveUpError{Tries: attempt, Done: off + wrote, Total: src.Size, Err: err}
+		}
+		t := time.NewTimer(time.Duration(stalls) * backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return wrote, ctx.Err()
+		case <-t.C:
+		}
+	}
+	return wrote, nil
+}
+
+// fetch is one attempt: a request from byte off, what arrives appended to w up to the listed size.
+// It returns the bytes written; nil only once the file is whole.
+func fetch(ctx context.Context, src Source, w io.Writer, off int64, counted func(int64)) (int64, error) {
+	stallAfter := src.Stall
+	if stallAfter <= 0 {
+		stallAfter = DefaultStall
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var n int64
+	errStalled := errors.New("stalled")
+	stall := time.AfterFunc(stallAfter, func() { cancel(errStalled) }) // also bounds the wait for headers
+	defer stall.Stop()
+	stalled := func(err error) error {
+		if context.Cause(rctx) == errStalled && ctx.Err() == nil {
+			return &StallError{After: stallAfter, Done: off + n, Total: src.Size}
+		}
+		return err
+	}
+	req, err := src.Request(rctx)
+	if err != nil {
+		return 0, refusal{err}
+	}
+	if off > 0 {
+		req.Header.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-")
+	}
+	hc := src.Client
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, stalled(err)
+	}
+	defer resp.Body.Close()
+	skip := int64(0)
+	switch {
+	case resp.StatusCode == http.StatusPartialContent && off > 0:
+		if want := "bytes " + strconv.FormatInt(off, 10) + "-"; !strings.HasPrefix(resp.Header.Get("Content-Range"), want) {
+			return 0, fmt.Errorf("%w: asked from byte %d, the server answered with the range %q", ErrCut, off, resp.Header.Get("Content-Range"))
+		}
+	case resp.StatusCode == http.StatusOK:
+		skip = off // the range was ignored: the file comes from its start
+	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
+		return 0, refusal{fmt.Errorf("the server has fewer than the %s it listed (HTTP 416 from byte %d)", config.HumanSize(src.Size), off)}
+	default:
+		if src.Refuse != nil {
+			return 0, refusal{src.Refuse(resp)}
+		}
+		return 0, refusal{fmt.Errorf("HTTP %d from %s", resp.StatusCode, req.URL.Redacted())}
+	}
+	if cl := resp.ContentLength; cl > src.Size-off+skip {
+		return 0, refusal{fmt.Errorf("%w: the server sends %s, more than the %s listed; nothing of it was kept", ErrTooLarge,
+			config.HumanSize(cl+off-skip), config.HumanSize(src.Size))}
+	}
+	buf := make([]byte, 256<<10)
+	for {
+		k, rerr := resp.Body.Read(buf)
+		stall.Reset(stallAfter)
+		b := buf[:k]
+		if skip > 0 {
+			drop := min(skip, int64(len(b)))
+			skip -= drop
+			b = b[drop:]
+		}
+		if left := src.Size - off - n; int64(len(b)) > left {
+			return n, refusal{fmt.Errorf("%w: more than the %s listed came", ErrTooLarge, config.HumanSize(src.Size))}
+		}
+		if len(b) > 0 {
+			if _, err := w.Write(b); err != nil {
+				return n, refusal{err} // the caller's disk, not the network: no retry
+			}
+			n += int64(len(b))
+			if counted != nil {
+				counted(int64(len(b)))
+			}
+		}
+		if rerr == io.EOF {
+			if off+n == src.Size {
+				return n, nil
+			}
+			return n, fmt.Errorf("%w: it stopped after %s of %s: %w", ErrCut, config.HumanSize(off+n), config.HumanSize(src.Size), io.ErrUnexpectedEOF)
+		}
+		if rerr != nil {
+			if off+n == src.Size {
+				return n, nil // whole; the server only failed to end its answer
+			}
+			if err := stalled(nil); err != nil {
+				return n, err
+			}
+			return n, fmt.Errorf("%w: it stopped after %s of %s: %w", ErrCut, config.HumanSize(off+n), config.HumanSize(src.Size), rerr)
+		}
+	}
+}
