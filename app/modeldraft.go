@@ -140,7 +140,7 @@ func draftChoices(b Backend, id, current string) ([]string, string) {
 	if b, _, is := b.Config().Variant(id); is {
 		base = b
 	}
-	ok = slices.DeleteFunc(ok, func(c string) bool { return c == base }) // drafting for itself gains nothing
+	ok = slices.DeleteFunc(slices.Clone(ok), func(c string) bool { return c == base }) // drafting for itself gains nothing
 	if current != "" && !slices.Contains(ok, current) {
 		ok = append(ok, current) // as configured; the estimate says what is wrong with it
 	}
