@@ -110,6 +110,11 @@ func (g *getModelsWindow) runSearch() {
 	if text == "" {
 		return
 	}
+	if ref, err := hub.ParsePasted(text); err == nil { // ORG/REPO[:QUANT] or a Hub link: that repo
+		g.status.SetText(fmt.Sprintf("%s: its files, read from the Hub.", ref.Repo))
+		g.openRepo(ref.Repo)
+		return
+	}
 	g.status.SetText("Searching…")
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

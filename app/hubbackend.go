@@ -46,7 +46,7 @@ func (h *managerHub) Quants(ctx context.Context, repo string) ([]hub.QuantFit, e
 }
 
 func (h *managerHub) Pull(ctx context.Context, name string) (hub.PullStatus, error) {
-	ref, err := hub.ParseRef(name)
+	ref, err := hub.ParsePasted(name)
 	if err != nil {
 		return hub.PullStatus{}, err
 	}

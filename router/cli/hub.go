@@ -54,7 +54,7 @@ func runSearch(args []string, env Env) error {
 	defer cancel()
 	c := hub.FromEnv(env.Getenv)
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	if ref, err := hub.ParseRef(text); err == nil && ref.Quant == "" {
+	if ref, err := hub.ParsePasted(text); err == nil { // ORG/REPO[:QUANT] or a Hub link: that repo's files
 		if l, err := c.Files(ctx, ref.Repo); err == nil {
 			fmt.Fprintln(tw, "MODEL\tSIZE\tFILES")
 			for _, q := range l.Quants {
@@ -107,7 +107,7 @@ func runPull(args []string, env Env) error {
 	if len(pos) != 1 {
 		return usageError{errors.New("usage: llamatray pull ORG/REPO[:QUANT]")}
 	}
-	ref, err := hub.ParseRef(pos[0])
+	ref, err := hub.ParsePasted(pos[0])
 	if err != nil {
 		return usageError{err}
 	}

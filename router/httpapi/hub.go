@@ -152,7 +152,7 @@ func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errModelRequired)
 		return
 	}
-	ref, err := hub.ParseRef(req.Model)
+	ref, err := hub.ParsePasted(req.Model)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "invalid_model_name", Message: err.Error()}.doc())
 		return

@@ -1,0 +1,58 @@
+package app
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/test"
+
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/fit"
+	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/testbed/fakehub"
+)
+
+// A name as users paste it — ORG/REPO:QUANT, hf.co/…, a huggingface.co link — opens that repo's
+// files at once instead of searching for the text.
+func TestGetModelsTakesPastedNames(t *testing.T) {
+	const repo = "Org/Tiny-GGUF"
+	fh := fakehub.New()
+	t.Cleanup(fh.Close)
+	if err := fh.AddModelRepo(t.TempDir(), repo, "Q4_K_M", "Q8_0"); err != nil {
+		t.Fatal(err)
+	}
+	cache := hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}
+	cat := catalog.New(catalog.Options{Dirs: []string{cache.Dir}})
+	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, cache, func(string, []string) error { return cat.Scan(context.Background()) }, nil)
+	hb := &managerHub{m: m,
+		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
+		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
+		has:    func(name string) bool { _, ok := cat.Lookup(name); return ok },
+	}
+	fb := newFakeBackend(windowSnapshot())
+	u, l := newTestUIWith(t, &hubFakeBackend{fakeBackend: fb, h: hb})
+	for _, pasted := range []string{repo + ":Q8_0", "hf.co/" + repo, "https://huggingface.co/" + repo + "/blob/main/Tiny-GGUF-Q8_0.gguf"} {
+		var g *getModelsWindow
+		l.wait(func() {
+			u.showGetModels()
+			g = u.getModels
+			test.Type(g.search, pasted)
+			test.Tap(findButton(t, g.win.Content(), "Search"))
+		})
+		testbed.WaitFor(t, 10*time.Second, "the quants of "+repo+" for "+pasted, func() bool {
+			var ok bool
+			l.wait(func() { ok = hasText(g.quants, "Q8_0") && hasText(g.quants, "Q4_K_M") })
+			return ok
+		})
+		l.wait(func() {
+			if all := strings.Join(texts(g.results), " | "); all != "" {
+				t.Errorf("%s: searched instead of opening the repo: %s", pasted, all)
+			}
+			g.win.Close()
+		})
+	}
+}
