@@ -43,6 +43,7 @@ type options struct {
 	draft       bool // draft.go
 	llamaSwap   string
 	nginx       string
+	baseline    string
 }
 
 func main() {
@@ -101,6 +102,7 @@ func parseFlags(args []string) (options, error) {
 	routerEnv := fs.String("router-env", "", "more environment for the llamatray process, space separated (e.g. \"GOMAXPROCS=1\")")
 	fs.BoolVar(&o.floor, "floor", false, "also measure a bare net/http ReverseProxy in its own process (with -router-env and Llamatray's GOMAXPROCS): the floor of any Go router")
 	fs.BoolVar(&o.draft, "draft", false, "instead: tokens/s of one model without a draft and with two (the Draft models section of -out)")
+	fs.StringVar(&o.baseline, "baseline", "", "also measure this other llamatray binary (an earlier build) as a target of its own, in the same rotation")
 	fs.BoolVar(&o.peers, "peers", false, "instead: Llamatray, llama.cpp's router and llama-swap side by side with room for one model (the Peers section of -out)")
 	fs.StringVar(&o.llamaSwap, "llama-swap", os.Getenv("LLAMA_SWAP"), "llama-swap binary for -peers (default $LLAMA_SWAP)")
 	fs.StringVar(&o.nginx, "nginx", os.Getenv("NGINX"), "nginx binary for -peers (default $NGINX, else scripts/fetch-nginx.sh's copy in the cache, else nginx on PATH)")
@@ -200,6 +202,16 @@ func run(ctx context.Context, o options) (report, error) {
 		defer fl.stop()
 		targets = append(targets, target{name: "floor", url: fl.url + "/v1/chat/completions", model: id, cpu: fl.cpu})
 	}
+	stopBaseline := func() {}
+	if o.baseline != "" {
+		bt, stop, err := startBaseline(ctx, o.baseline, pcfg, model, tmp)
+		if err != nil {
+			return r, err
+		}
+		defer stop()
+		stopBaseline = stop
+		targets = append(targets, bt)
+	}
 	for _, t := range targets {
 		// The bare proxy answers 502 when it reuses a connection llama-server closed after a stream
 		// (one of the things Llamatray does more): its failures are counted, not fatal.
@@ -220,6 +232,7 @@ func run(ctx context.Context, o options) (report, error) {
 		return r, fmt.Errorf("the direct llama-server exited during the run: %v", err)
 	}
 	direct.Stop() // idle, but one process less while measuring cold loads
+	stopBaseline()
 
 	progress("cold loads")
 	r.cold, err = measureCold(ctx, client, svc, o.llamaServer, model, id, args, tmp, o.coldRuns)

@@ -150,6 +150,7 @@ func (r report) markdown() string {
 				ms(harness.Median(f.lat)-harness.Median(d.lat)), us(f.serverCPUPerRequest()))
 		}
 	}
+	w("%s", r.baselineMarkdown(specs))
 	w("\n| cold load (median of %d) | ms |\n| --- | ---: |\n", r.coldRuns)
 	w("| direct: spawn → first /health 200 | %s |\n", harness.Ms(harness.Median(r.cold.direct)))
 	w("| Llamatray: request for an unloaded model → first byte | %s |\n", harness.Ms(harness.Median(r.cold.router)))
@@ -190,8 +191,9 @@ func (r report) writeDoc(path string) error {
 	w("`-llamatray PATH` (default: `go build .` into a temporary folder), `-router-env` (more environment for the\n")
 	w("Llamatray process), `-extra-args` (more llama-server arguments for both targets), `-cpuprofile FILE`\n")
 	w("(Llamatray writes a CPU profile of its whole run there, through `LLAMATRAY_CPUPROFILE`:\n")
-	w("`go tool pprof -top FILE`), `-floor` (a bare `httputil.ReverseProxy` as a third target), `-peers` with\n")
-	w("`-llama-swap PATH` (instead: the Peers section below, `make bench-peers`).\n\n")
+	w("`go tool pprof -top FILE`), `-floor` (a bare `httputil.ReverseProxy` as a third target), `-baseline PATH`\n")
+	w("(another llamatray binary, an earlier build, as one more target in the same rotation), `-peers` with\n")
+	w("`-llama-swap PATH` and `-nginx PATH` (instead: the Peers section below, `make bench-peers`).\n\n")
 	w("What runs:\n\n")
 	w("- A 64-wide, 2-block llama model written by `router/testbed/ggufwrite`.\n")
 	w("- **direct**: `llama-server -m MODEL -c 2048 -t 1 --host 127.0.0.1 --port P`, ready when `/health` answers 200.\n")
