@@ -62,9 +62,9 @@ func (rt *Server) ollamaDefaults(id, asked string) (map[string]any, string) {
 		return nil, ""
 	}
 	if n, ok := c.OllamaNamed(asked); ok {
-		return n.Defaults, n.System
+		return rt.underRules(id, n.Defaults), n.System
 	}
-	return c.Defaults, c.Ollama[0].System
+	return rt.underRules(id, c.Defaults), c.Ollama[0].System
 }
 
 func (rt *Server) ollamaModels() []ollama.Model {

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
+
+	"github.com/llamatray/llamatray/router/ollama"
 )
 
 // Request rules ([models."ID"] set_params, strip_params, default_params) change the top-level
@@ -28,8 +31,26 @@ type Rules struct {
 // ruleField is one field a rule writes: its name and its value in JSON.
 type ruleField struct {
 	name  string
-	value []byte // JSON
-	field []byte // "name":value, as added to a body
+	value []byte   // JSON
+	field []byte   // "name":value, as added to a body
+	also  []string // the other names llama-server reads the same setting by (ruleSynonyms)
+}
+
+// ruleSynonyms are the fields llama-server reads one setting from, by API: a request that gives
+// any of them gives that setting, so a default of another of them is not added (llama-server would
+// prefer n_predict, say, to the request's own max_tokens).
+var ruleSynonyms = [][]string{
+	{"n_predict", "max_tokens", "max_completion_tokens"},
+	{"stop", "stop_sequences"},
+}
+
+func synonymsOf(name string) []string {
+	for _, g := range ruleSynonyms {
+		if slices.Contains(g, name) {
+			return slices.DeleteFunc(slices.Clone(g), func(n string) bool { return n == name })
+		}
+	}
+	return nil
 }
 
 // NewRules compiles one model's rules; nil (and no error) when it has none. A value is a string,
@@ -73,7 +94,7 @@ func ruleFields(key string, params map[string]any) ([]ruleField, error) {
 			return nil, fmt.Errorf("%s: %s: %w", key, name, err)
 		}
 		n, _ := jsonValue(name)
-		out = append(out, ruleField{name: name, value: v, field: slices.Concat(n, []byte(":"), v)})
+		out = append(out, ruleField{name: name, value: v, field: slices.Concat(n, []byte(":"), v), also: synonymsOf(name)})
 	}
 	return out, nil
 }
@@ -146,8 +167,9 @@ const (
 // removed (every occurrence). A set_params field replaces the value of the first field of its name,
 // in its place (later ones are removed), or is added at the end; set_params wins over strip_params
 // and default_params of the same name. A default_params field counts as given when some field of
-// its name has a value other than null: then nothing changes; else it replaces the first null one
-// (later ones are removed) or is added at the end. Fields are added after the last field kept, in
+// its name, or of a synonym (ruleSynonyms: max_tokens for n_predict), has a value other than null,
+// or set_params sets a synonym: then nothing changes; else it replaces the first null one (later
+// ones are removed) or is added at the end. Fields are added after the last field kept, in
 // name order. When nothing changes, body itself is returned. A body that is not one JSON object is
 // an error wrapping errInvalidJSON.
 func (r *Rules) Apply(body []byte) ([]byte, error) {
@@ -167,7 +189,10 @@ func (r *Rules) Apply(body []byte) ([]byte, error) {
 		kind, i int
 	}
 	matches := make([]match, len(ms))
-	given := make([]bool, len(r.defaults)) // a non-null value of that default is in the body
+	given := make([]bool, len(r.defaults)) // a non-null value of that default (or a synonym) is in the body
+	for i, d := range r.defaults {
+		given[i] = slices.ContainsFunc(r.set, func(f ruleField) bool { return slices.Contains(d.also, f.name) })
+	}
 	for j, m := range ms {
 		name := string(body[m.ks:m.ke]) // no copy: compared only
 		if m.esc {
@@ -181,6 +206,13 @@ func (r *Rules) Apply(body []byte) ([]byte, error) {
 			matches[j] = match{isDefault, i}
 			if string(body[m.vs:m.ve]) != "null" {
 				given[i] = true
+			}
+		}
+		if k := matches[j].kind; k != isStrip && k != isSet && string(body[m.vs:m.ve]) != "null" {
+			for i, d := range r.defaults {
+				if slices.Contains(d.also, name) {
+					given[i] = true
+				}
 			}
 		}
 	}
@@ -334,4 +366,29 @@ func members(body []byte, ms []member) (_ []member, open, closing int, err error
 		return nil, 0, 0, s.fail("unexpected data after the JSON object")
 	}
 	return ms, open, closing, nil
+}
+
+// underRules is an Ollama model's own defaults (its Modelfile's parameters) less those whose
+// llama-server field model id's default_params give: the configuration's defaults come before the
+// model file's, and a request's own options before both. defaults itself is never changed.
+func (rt *Server) underRules(id string, defaults map[string]any) map[string]any {
+	r := rt.o.Rules[id]
+	if r == nil || len(r.defaults) == 0 || len(defaults) == 0 {
+		return defaults
+	}
+	var out map[string]any
+	for k := range defaults {
+		f, ok := ollama.OptionField(k)
+		if !ok || !slices.ContainsFunc(r.defaults, func(d ruleField) bool { return d.name == f || slices.Contains(d.also, f) }) {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(defaults)
+		}
+		delete(out, k)
+	}
+	if out == nil {
+		return defaults
+	}
+	return out
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llamatray/llamatray/router/catalog"
 )
 
 // rulesRouter is testRouter with request rules for m1 (none for m2), both served by a recording
@@ -204,5 +206,39 @@ func TestRulesStream(t *testing.T) {
 	}
 	if total-firstAt < 80*time.Millisecond {
 		t.Errorf("the first token came %v in, the end %v: the stream was buffered", firstAt, total)
+	}
+}
+
+// A model from Ollama's store has its Modelfile's parameters; the configuration's default_params
+// come before them, and the request's own options before both.
+func TestRulesOverOllamaModelfile(t *testing.T) {
+	up, seenCh := recordingUpstream(t)
+	srv, _, _ := testRouter(t, up.URL, func(o *Options) {
+		o.Rules = RuleSet{"m1": mustRules(t, nil, nil, map[string]any{"temperature": 0.3, "n_predict": int64(64)})}
+		o.Catalog = fakeCatalog{"m1": {ID: "m1", Path: "/store/blobs/sha256-" + strings.Repeat("a", 64), Architecture: "llama", ChatTemplate: true,
+			Ollama:   []catalog.OllamaName{{Name: "m1:latest", Defaults: map[string]any{"temperature": 0.7, "num_predict": 10.0, "top_k": 20.0}}},
+			Defaults: map[string]any{"temperature": 0.7, "num_predict": 10.0, "top_k": 20.0}}}
+	})
+	for _, tt := range []struct {
+		options string
+		want    map[string]any // nil: absent
+	}{
+		{`{}`, map[string]any{"temperature": 0.3, "n_predict": 64.0, "max_tokens": nil, "top_k": 20.0}},
+		// Chat's num_predict is max_tokens, which gives n_predict too: the default is not added.
+		{`{"temperature": 0.9, "num_predict": 5}`, map[string]any{"temperature": 0.9, "max_tokens": 5.0, "n_predict": nil, "top_k": 20.0}},
+	} {
+		if resp, b := postJSON(t, srv.URL+"/api/chat", `{"model":"m1","stream":false,"messages":[{"role":"user","content":"hi"}],"options":`+tt.options+`}`); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		var got map[string]any
+		s := received(t, seenCh)
+		if err := json.Unmarshal(s.Body, &got); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range tt.want {
+			if got[k] != v {
+				t.Errorf("options %s: %s = %v, want %v (body %s)", tt.options, k, got[k], v, s.Body)
+			}
+		}
 	}
 }

@@ -117,6 +117,13 @@ func WithDefaults(opts, defaults map[string]any) map[string]any {
 	return out
 }
 
+// OptionField names the llama-server request field an Ollama option becomes (num_predict:
+// n_predict); false for an option that becomes none.
+func OptionField(k string) (string, bool) {
+	f, _, ok := optionField(k)
+	return f, ok
+}
+
 // optionField names the llama-server field of an Ollama option and its kind: f(loat), i(nt),
 // s(top list).
 func optionField(k string) (string, byte, bool) {
