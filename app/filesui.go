@@ -214,6 +214,11 @@ func (m *modelsWindow) confirmDelete(id, path string) {
 		files = x.Files
 	}
 	msg := fmt.Sprintf("Move %s to the %s?\n\n%s", id, platform.TrashName(), strings.Join(files, "\n"))
+	done := "Moved " + id + " to the " + platform.TrashName() + "."
+	if name, ok := pulledName(m.u.b, id); ok {
+		msg = fmt.Sprintf("Delete %s (%s) from the Hugging Face cache?\n\nIts files are removed for good, as `llamatray rm` does; a file another\ndownloaded model shares is kept. Pull it again to get it back.", id, name)
+		done = "Deleted " + id + " from the Hugging Face cache."
+	}
 	dialog.ShowConfirm("Delete model", msg, func(ok bool) {
 		if !ok {
 			return
@@ -222,14 +227,25 @@ func (m *modelsWindow) confirmDelete(id, path string) {
 			if err := deleteModel(m.u.b, id, path, m.u.trash); err != nil {
 				return err
 			}
-			m.u.onUI(func() { m.setStatus("Moved " + id + " to the " + platform.TrashName() + ".") })
+			m.u.onUI(func() { m.setStatus(done) })
 			return nil
 		})
 	}, m.win)
 }
 
-// deleteModel moves a model's files to the trash and rescans. It is refused while the model runs,
-// checked against the engine at the moment of deletion.
+// pulledName is the ORG/REPO:QUANT a model was pulled from the Hub as; false for a user's own file.
+func pulledName(b Backend, id string) (string, bool) {
+	src, ok := b.(hubSource)
+	if !ok {
+		return "", false
+	}
+	return src.Hub().Pulled(id)
+}
+
+// deleteModel deletes a model's files and rescans: a model pulled from the Hub leaves the Hub
+// cache as with `llamatray rm` (its blobs freed, not only its snapshot link), any other model's
+// files go to the trash. It is refused while the model runs, checked against the engine at the
+// moment of deletion.
 func deleteModel(b Backend, id, path string, trash func(string) error) error {
 	files := modelFilesToDelete(path)
 	for _, x := range b.Snapshot().Models {
@@ -242,6 +258,12 @@ func deleteModel(b Backend, id, path string, trash func(string) error) error {
 		if len(x.Files) > 0 {
 			files = x.Files
 		}
+	}
+	if _, ok := pulledName(b, id); ok {
+		if _, err := b.(hubSource).Hub().Remove(id); err != nil {
+			return err
+		}
+		return b.Rescan(context.Background())
 	}
 	if len(files) == 0 {
 		return fmt.Errorf("%s: no files found at %s", id, path)

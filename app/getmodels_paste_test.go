@@ -31,7 +31,7 @@ func TestGetModelsTakesPastedNames(t *testing.T) {
 	hb := &managerHub{m: m,
 		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
 		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
-		has:    func(name string) bool { _, ok := cat.Lookup(name); return ok },
+		lookup: cat.Lookup,
 	}
 	fb := newFakeBackend(windowSnapshot())
 	u, l := newTestUIWith(t, &hubFakeBackend{fakeBackend: fb, h: hb})

@@ -63,7 +63,7 @@ func TestGetModelsWindow(t *testing.T) {
 	hb := &managerHub{m: m,
 		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
 		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
-		has:    func(name string) bool { _, ok := cat.Lookup(name); return ok },
+		lookup: cat.Lookup,
 	}
 	empty := windowSnapshot()
 	empty.Models = nil

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/fit"
@@ -20,6 +21,12 @@ type HubBackend interface {
 	Cancel(name string) bool
 	// Events delivers pull progress until cancel is called.
 	Events() (events <-chan hub.Event, cancel func())
+	// Pulled tells a model pulled from the Hub (and the ORG/REPO:QUANT it was pulled as) from a
+	// user's own file.
+	Pulled(id string) (name string, ok bool)
+	// Remove deletes a pulled model's files from the Hub cache, as `llamatray rm` does: its
+	// snapshot links and the blobs no other snapshot uses. It returns the paths removed.
+	Remove(id string) ([]string, error)
 }
 
 // hubSource is a Backend that also offers models from the Hub.
@@ -30,7 +37,36 @@ type managerHub struct {
 	m      *hub.Manager
 	room   func() fit.Room
 	params func() catalog.EstimateParams
-	has    func(name string) bool // on this machine already
+	lookup func(name string) (catalog.Model, bool) // the catalog: what is on this machine already
+}
+
+func (h *managerHub) has(name string) bool { _, ok := h.lookup(name); return ok }
+
+func (h *managerHub) Pulled(id string) (string, bool) {
+	m, ok := h.lookup(id)
+	if !ok {
+		return "", false
+	}
+	if _, _, ok := hub.LocalFiles(m); !ok {
+		return "", false
+	}
+	return m.HubName, true
+}
+
+func (h *managerHub) Remove(id string) ([]string, error) {
+	m, ok := h.lookup(id)
+	if !ok {
+		return nil, fmt.Errorf("model %q is not on this machine", id)
+	}
+	cache, files, ok := hub.LocalFiles(m)
+	if !ok {
+		return nil, fmt.Errorf("model %q is the file %s, not a model pulled from the Hugging Face Hub", id, m.Path)
+	}
+	removed, err := cache.Remove(m.HubRepo, files)
+	if err != nil {
+		return nil, fmt.Errorf("removing %s: %w", id, err)
+	}
+	return removed, nil
 }
 
 func (h *managerHub) Search(ctx context.Context, text string) ([]hub.Repo, error) {
@@ -65,7 +101,7 @@ func serviceHub(svc *service.Service) HubBackend {
 			return svc.Engine().Room()
 		},
 		params: svc.NewModelParams,
-		has:    func(name string) bool { _, ok := svc.Catalog().Lookup(name); return ok },
+		lookup: svc.Catalog().Lookup,
 	}
 }
 
