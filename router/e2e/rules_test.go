@@ -81,3 +81,51 @@ func TestRequestRulesReachTheChild(t *testing.T) {
 		}
 	}
 }
+
+// A default never beats the request's own value, under whichever name llama-server reads it by:
+// default_params n_predict = 3 caps an answer whose request gives no cap, not one that asks for
+// five tokens by max_tokens (OpenAI, Anthropic) or num_predict (Ollama).
+func TestRequestRuleDefaultsYield(t *testing.T) {
+	in := start(t, []string{"gamma"}, func(c *config.Config) {
+		c.Models = map[string]config.Model{"gamma": {
+			SetParams:     map[string]any{"ignore_eos": true},
+			DefaultParams: map[string]any{"n_predict": int64(3)},
+		}}
+	})
+	tokens := func(path, body string, keys ...string) float64 {
+		t.Helper()
+		resp, err := http.Post(in.base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var v any
+		if resp.StatusCode != 200 || json.Unmarshal(b, &v) != nil {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		}
+		for _, k := range keys {
+			o, _ := v.(map[string]any)
+			v = o[k]
+		}
+		f, _ := v.(float64)
+		return f
+	}
+	msgs := `"messages":[{"role":"user","content":"Say something."}]`
+	for _, tt := range []struct {
+		name, path, body string
+		keys             []string
+		want             float64
+	}{
+		{"OpenAI, no cap", "/v1/chat/completions", `{"model":"gamma",` + msgs + `}`, []string{"usage", "completion_tokens"}, 3},
+		{"OpenAI max_tokens", "/v1/chat/completions", `{"model":"gamma","max_tokens":5,` + msgs + `}`, []string{"usage", "completion_tokens"}, 5},
+		{"Anthropic max_tokens", "/v1/messages", `{"model":"gamma","max_tokens":5,` + msgs + `}`, []string{"usage", "output_tokens"}, 5},
+		{"Ollama, no cap", "/api/chat", `{"model":"gamma","stream":false,` + msgs + `}`, []string{"eval_count"}, 3},
+		{"Ollama num_predict", "/api/chat", `{"model":"gamma","stream":false,"options":{"num_predict":5},` + msgs + `}`, []string{"eval_count"}, 5},
+		{"native n_predict", "/completion", `{"model":"gamma","prompt":"Once","n_predict":5}`, []string{"tokens_predicted"}, 5},
+	} {
+		if got := tokens(tt.path, tt.body, tt.keys...); got != tt.want {
+			t.Errorf("%s: %v tokens, want %v", tt.name, got, tt.want)
+		}
+	}
+}
