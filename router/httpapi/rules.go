@@ -194,7 +194,7 @@ func (r *Rules) Apply(body []byte) ([]byte, error) {
 		given[i] = slices.ContainsFunc(r.set, func(f ruleField) bool { return slices.Contains(d.also, f.name) })
 	}
 	for j, m := range ms {
-		name := string(body[m.ks:m.ke]) // no copy: compared only
+		name := string(body[m.ks:m.ke])
 		if m.esc {
 			name = unquote(body[m.ks-1 : m.ke+1])
 		}
