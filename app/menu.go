@@ -25,6 +25,7 @@ const (
 	ActOpenLogsFolder             // open the logs folder in the file manager
 	ActToggleAutostart            // turn start at login on or off
 	ActQuit                       // stop every child and exit
+	ActOpenURL                    // open Action.Text in the browser
 )
 
 // Action is what a click does, as data, so menus can be compared in tests.
@@ -99,6 +100,7 @@ func header(s Snapshot) []MenuItem {
 	if s.ServerPath == "" {
 		out = append(out, MenuItem{Label: "llama-server not found — how to install…", Action: Action{Kind: ActOpenWindow}})
 	}
+	out = append(out, updateItems(s)...)
 	for _, d := range s.Downloads {
 		out = append(out, MenuItem{Key: "download " + d.Model, Label: downloadLabel(d), Action: Action{Kind: ActOpenWindow}})
 	}

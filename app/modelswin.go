@@ -216,7 +216,7 @@ func notice(title, text string, buttons ...fyne.CanvasObject) fyne.CanvasObject 
 }
 
 func (m *modelsWindow) updateBanners(s Snapshot) {
-	key := fmt.Sprint(s.ServerPath == "", s.ServerHint, s.ListenErr)
+	key := fmt.Sprint(s.ServerPath == "", s.ServerHint, s.ListenErr, s.UpdateURL)
 	if key == m.bannersKey {
 		return
 	}
@@ -234,6 +234,9 @@ func (m *modelsWindow) updateBanners(s Snapshot) {
 		settings := widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), m.u.showSettings)
 		out = append(out, notice("Not serving",
 			"The router is not listening: "+s.ListenErr+". Choose another port in Settings; models can still be managed here.", settings))
+	}
+	if b := m.updateBanner(s); b != nil {
+		out = append(out, b)
 	}
 	if len(out) > 0 {
 		out = append(out, widget.NewSeparator())

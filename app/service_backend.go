@@ -48,6 +48,7 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 	} else {
 		s.OllamaAddr = addr
 	}
+	s.UpdateVersion, s.UpdateURL = updateFrom(sb.svc.Update())
 	if h := sb.svc.Hub(); h != nil {
 		s.Downloads = downloadsFrom(h.List())
 	}

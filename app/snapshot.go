@@ -25,6 +25,9 @@ type Snapshot struct {
 	Autostart  bool
 	Scanning   bool       // the catalog is being rescanned
 	Downloads  []Download // models being downloaded from the Hub, oldest first
+	// UpdateVersion is a newer Llamatray release ("0.4.0") found by the daily check (update_check),
+	// "" when none; UpdateURL is its page.
+	UpdateVersion, UpdateURL string
 }
 
 // Download is one model being downloaded from the Hugging Face Hub.

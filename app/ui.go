@@ -110,6 +110,7 @@ func (u *ui) watch(ctx context.Context) {
 	}
 	refreshed := make(chan struct{})
 	go func() { u.refresh.run(ctx); close(refreshed) }()
+	go u.watchUpdates(ctx)
 	defer func() { <-refreshed }() // returns only when no refresh can start any more
 	var tick *time.Ticker
 	var ticks <-chan time.Time // nil while not polling
@@ -229,6 +230,8 @@ func (u *ui) do(a Action) {
 		u.background("Start at login", func() error { return u.auto.set(on) })
 	case ActQuit:
 		u.quit()
+	case ActOpenURL:
+		u.openLink(a.Text)
 	}
 }
 

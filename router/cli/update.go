@@ -21,7 +21,8 @@ Reads the list of Llamatray's releases (GitHub's releases API; $LLAMATRAY_UPDATE
 Nothing is downloaded or installed. Drafts are never offered; pre-releases only with --prerelease
 or update_prerelease = true in the configuration. A development build ("dev") or a snapshot build
 says so: a development build is never told that a release is newer, a snapshot only of a release
-with a greater MAJOR.MINOR.PATCH.
+with a greater MAJOR.MINOR.PATCH. update_check = false turns off the daily check of the tray
+app and of serve, not this one.
 
 Exit status: 0 when the check worked (whether or not a newer release exists: --json tells
 scripts which), 1 when the list could not be read, 2 for a usage error.

@@ -34,7 +34,7 @@ func (s *Service) checkReleasesDaily(ctx context.Context, first, every time.Dura
 			return
 		case <-t.C:
 		}
-		s.checkReleases(ctx)
+		s.CheckReleases(ctx)
 		t.Reset(every)
 	}
 }
@@ -47,10 +47,10 @@ func (s *Service) version() string {
 	return s.o.Version
 }
 
-// checkReleases is one check, when update_check is on: it reads the releases list
+// CheckReleases is one check, when update_check is on: it reads the releases list
 // ($LLAMATRAY_UPDATE_URL, else GitHub's) and keeps the result for Update. A failed check keeps the
 // last result, with the error. It reports whether it looked.
-func (s *Service) checkReleases(ctx context.Context) bool {
+func (s *Service) CheckReleases(ctx context.Context) bool {
 	cfg := s.config()
 	if !cfg.UpdateCheck {
 		return false

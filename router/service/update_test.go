@@ -96,7 +96,7 @@ func TestReleaseCheckInStatus(t *testing.T) {
 
 	garbage := []byte("[{")
 	gh.ListBody.Store(&garbage)
-	if !svc.checkReleases(context.Background()) {
+	if !svc.CheckReleases(context.Background()) {
 		t.Fatal("did not check")
 	}
 	if u := svc.Update(); !u.Available || u.Latest != "0.4.0" || !strings.Contains(u.Error, "not a list of releases") {
@@ -109,7 +109,7 @@ func TestReleaseCheckInStatus(t *testing.T) {
 	if err := svc.Apply(c); err != nil {
 		t.Fatal(err)
 	}
-	svc.checkReleases(context.Background())
+	svc.CheckReleases(context.Background())
 	if u := svc.Update(); !u.Available || u.Latest != "0.5.0-rc.1" || u.Error != "" {
 		t.Errorf("with update_prerelease: %+v", u)
 	}
@@ -120,7 +120,7 @@ func TestReleaseCheckInStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := gh.Lists()
-	if svc.checkReleases(context.Background()) || gh.Lists() != n || svc.Update() != nil || status(t, svc).Update != nil {
+	if svc.CheckReleases(context.Background()) || gh.Lists() != n || svc.Update() != nil || status(t, svc).Update != nil {
 		t.Errorf("update_check off: checked %d times, update %+v", gh.Lists()-n, svc.Update())
 	}
 }
