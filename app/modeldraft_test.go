@@ -1,11 +1,20 @@
 package app
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2/test"
+
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
 
 // draftBackend is a fake backend that knows which models can draft for which.
@@ -80,4 +89,71 @@ func TestDraftChoices(t *testing.T) {
 	if got, _ := draftChoices(b, "big", "org/repo:Q4_K_M"); strings.Join(got, ",") != "small,tiny,org/repo:Q4_K_M" {
 		t.Errorf("with a configured draft: %q", got)
 	}
+}
+
+// The settings window over the real service: it offers the model of the same vocabulary as a draft
+// and says why the other is not offered; choosing the draft raises the estimate and Apply saves it;
+// a draft of another vocabulary set by hand is a problem of the form and Apply stays off.
+func TestDraftSettingsWindow(t *testing.T) {
+	svc, _ := startService(t, "127.0.0.1:"+strconv.Itoa(testbed.FreePort(t)))
+	dir := svc.Config().ModelDirs[0]
+	for name, vocab := range map[string]int{"tiny-draft": 32000, "other-vocab": 512} {
+		f := ggufwrite.Header(ggufwrite.HeaderOptions{Blocks: 1, Embedding: 64, FFN: 128, Heads: 4, Vocab: vocab, ContextLength: 512})
+		if err := ggufwrite.WriteFile(filepath.Join(dir, name+".gguf"), f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := svc.Catalog().Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	svc.Engine().SyncCatalog()
+	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	u, l := newWatchedUI(t, b)
+	const id = "tiny-chat"
+	var w *modelSettingsWindow
+	l.wait(func() { u.showModelSettings(id); w = u.modelSettings[id] })
+	text := func(get func() string) string {
+		var s string
+		l.wait(func() { s = get() })
+		return s
+	}
+	memory := func() string { return text(func() string { return w.memory.Text }) }
+	waitFor(t, "the estimate", func() bool { return strings.HasPrefix(memory(), "Fits: needs ") })
+	before := memory()
+	l.wait(func() {
+		if got := strings.Join(w.draft.model.Options, ","); got != "none,tiny-draft" {
+			t.Errorf("drafts offered %q", got)
+		}
+		if !strings.Contains(w.draft.note.Text, "other-vocab cannot draft for tiny-chat: tiny-chat has 32000 tokens and other-vocab 512") {
+			t.Errorf("note %q", w.draft.note.Text)
+		}
+		w.draft.model.SetSelected("tiny-draft")
+		w.draft.max.SetText("4")
+	})
+	waitFor(t, "the estimate with the draft", func() bool { m := memory(); return strings.HasPrefix(m, "Fits: needs ") && m != before })
+	shoot(t, l, w.win, "model-settings-draft")
+	l.wait(func() { test.Tap(w.apply) })
+	waitFor(t, "the save", func() bool { return svc.Config().Models[id].Draft == "tiny-draft" })
+	if m := svc.Config().Models[id]; m.DraftMax != 4 {
+		t.Fatalf("saved %+v", m)
+	}
+
+	if err := b.EditConfig(func(c *config.Config) error {
+		m := c.Models[id]
+		m.Draft = "other-vocab"
+		c.Models[id] = m
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	l.wait(func() { w.win.Close() })
+	l.wait(func() { u.showModelSettings(id); w = u.modelSettings[id] })
+	waitFor(t, "the draft refused", func() bool {
+		return strings.Contains(text(func() string { return w.problems.Text }), "draft: other-vocab cannot draft for tiny-chat")
+	})
+	l.wait(func() {
+		if !w.apply.Disabled() {
+			t.Error("Apply enabled with a draft of another vocabulary")
+		}
+	})
 }
