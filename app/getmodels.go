@@ -78,6 +78,7 @@ func newGetModelsWindow(u *ui, h HubBackend) *getModelsWindow {
 	g.repoHead = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	g.quants = container.NewVBox()
 	g.pullLine = widget.NewLabel("")
+	g.pullLine.Wrapping = fyne.TextWrapWord // a download's error can be long: it wraps, the window keeps its width
 	g.progress = widget.NewProgressBar()
 	g.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), g.cancelPull)
 	g.setPulling("", "")

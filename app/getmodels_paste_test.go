@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
 	"github.com/llamatray/llamatray/router/catalog"
@@ -55,4 +56,31 @@ func TestGetModelsTakesPastedNames(t *testing.T) {
 			g.win.Close()
 		})
 	}
+}
+
+// A long download error wraps inside the window: at 1,280 px wide its content needs no more.
+func TestGetModelsLongErrorWraps(t *testing.T) {
+	fh := fakehub.New()
+	t.Cleanup(fh.Close)
+	cache := hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}
+	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, cache, nil, nil)
+	hb := &managerHub{m: m,
+		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
+		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
+		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
+	}
+	u, l := newTestUIWith(t, &hubFakeBackend{fakeBackend: newFakeBackend(windowSnapshot()), h: hb})
+	long := "Org/Tiny-GGUF:Q8_0: tiny-Q8_0.gguf: sha256 mismatch: the Hub lists " + strings.Repeat("0123456789abcdef", 4) +
+		", the file has " + strings.Repeat("fedcba9876543210", 4) + "; the download was refused and deleted. " + strings.Repeat("Check your network or mirror (HF_ENDPOINT) and try again. ", 6)
+	l.wait(func() {
+		u.showGetModels()
+		g := u.getModels
+		g.win.Resize(fyne.NewSize(1280, 700))
+		g.setPulling("", long)
+		g.status.SetText("Search failed: " + long)
+		if w := g.win.Content().MinSize().Width; w > 1280 {
+			t.Errorf("the window needs %.0f px for a long error; it must wrap inside 1280", w)
+		}
+		g.win.Close()
+	})
 }
