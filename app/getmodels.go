@@ -54,6 +54,7 @@ func (u *ui) showGetModels() {
 		u.getModels = nil
 	})
 	g.win.Show()
+	g.win.Canvas().Focus(g.search)
 }
 
 // getModelsButton is the "Get models…" button, or nil when the backend has no Hub.
@@ -136,15 +137,42 @@ func (g *getModelsWindow) showResults(text string, repos []hub.Repo, err error) 
 		g.status.SetText(fmt.Sprintf("%s for “%s”. Pick one to see its files.", plural(len(repos), "repo"), text))
 	}
 	for _, r := range repos {
-		label := r.ID
-		if r.Gated {
-			label += " (gated)"
-		}
-		b := widget.NewButton(label, func() { g.openRepo(r.ID) })
+		b := widget.NewButton(repoLabel(r), func() { g.openRepo(r.ID) })
 		b.Alignment = widget.ButtonAlignLeading
 		g.results.Objects = append(g.results.Objects, b)
 	}
 	g.results.Refresh()
+}
+
+// repoLabel is a search result in words: the repo and what the Hub says of it.
+func repoLabel(r hub.Repo) string {
+	parts := []string{r.ID}
+	if r.Downloads > 0 {
+		parts = append(parts, countText(r.Downloads, "download"))
+	}
+	if r.Likes > 0 {
+		parts = append(parts, countText(r.Likes, "like"))
+	}
+	if t, err := time.Parse(time.RFC3339, r.Modified); err == nil {
+		parts = append(parts, "updated "+t.Format("2 Jan 2006"))
+	}
+	if r.Gated {
+		parts = append(parts, "gated: needs a token with access")
+	}
+	return strings.Join(parts, " · ")
+}
+
+// countText is a count for people: 950 downloads, 12.3k downloads, 4.1M downloads.
+func countText(n int64, what string) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM %ss", float64(n)/1e6, what)
+	case n >= 10_000:
+		return fmt.Sprintf("%.0fk %ss", float64(n)/1e3, what)
+	case n >= 1_000:
+		return fmt.Sprintf("%.1fk %ss", float64(n)/1e3, what)
+	}
+	return plural(int(n), what)
 }
 
 // openRepo lists a repo's quants with their fit badges (headers read, nothing downloaded).
@@ -199,6 +227,12 @@ func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) 
 	if err != nil {
 		l := widget.NewLabel(err.Error())
 		l.Wrapping = fyne.TextWrapWord
+		g.quants.Objects = append(g.quants.Objects, l, widget.NewButtonWithIcon("Retry", theme.ViewRefreshIcon(), func() { g.openRepo(repo) }))
+	}
+	if len(qs) > 0 && qs[0].NoAccess != "" {
+		l := widget.NewLabel(qs[0].NoAccess + ". Then open this repo again.")
+		l.Wrapping = fyne.TextWrapWord
+		l.Importance = widget.WarningImportance
 		g.quants.Objects = append(g.quants.Objects, l)
 	}
 	if err == nil && len(qs) == 0 {
@@ -230,6 +264,9 @@ func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) 
 			}
 			if q.Fit == fit.TooLarge {
 				b.Importance = widget.LowImportance
+			}
+			if q.NoAccess != "" {
+				b.Disable() // gated, and this token has no access: the Hub would refuse
 			}
 			action = b
 		}

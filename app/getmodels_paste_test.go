@@ -9,6 +9,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/fit"
@@ -83,4 +84,72 @@ func TestGetModelsLongErrorWraps(t *testing.T) {
 		}
 		g.win.Close()
 	})
+}
+
+// Search results say downloads, likes and gated; a gated repo without access explains how to get
+// it and its Download buttons stay off; a repo that fails to load offers Retry.
+func TestGetModelsGatedAndRetry(t *testing.T) {
+	const repo = "Org/Tiny-GGUF"
+	fh := fakehub.New()
+	t.Cleanup(fh.Close)
+	if err := fh.AddModelRepo(t.TempDir(), repo, "Q4_K_M"); err != nil {
+		t.Fatal(err)
+	}
+	fh.Gate(repo, "hf_has_access")
+	cache := hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}
+	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, cache, nil, nil)
+	hb := &managerHub{m: m,
+		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
+		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
+		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
+	}
+	u, l := newTestUIWith(t, &hubFakeBackend{fakeBackend: newFakeBackend(windowSnapshot()), h: hb})
+	var g *getModelsWindow
+	l.wait(func() {
+		u.showGetModels()
+		g = u.getModels
+		if f := g.win.Canvas().Focused(); f != g.search {
+			t.Errorf("the search field is not focused when the window opens (%T)", f)
+		}
+		test.Type(g.search, "tiny")
+		test.Tap(findButton(t, g.win.Content(), "Search"))
+	})
+	testbed.WaitFor(t, 10*time.Second, "a result with its downloads, likes and gated flag", func() bool {
+		var ok bool
+		l.wait(func() { ok = hasText(g.results, "likes") && hasText(g.results, "gated: needs a token") })
+		return ok
+	})
+	l.wait(func() { test.Tap(findButtonPrefix(t, g.results, repo)) })
+	testbed.WaitFor(t, 10*time.Second, "how to get access", func() bool {
+		var ok bool
+		l.wait(func() { ok = hasText(g.quants, "accept its terms") })
+		return ok
+	})
+	l.wait(func() {
+		if b := quantButton(t, g, "Q4_K_M"); !b.Disabled() {
+			t.Error("Download is enabled for a gated repo this client has no access to")
+		}
+	})
+	shoot(t, l, g.win, "getmodels-gated")
+
+	// A repo the Hub does not have: the error, and Retry.
+	l.wait(func() { g.openRepo("Org/Missing-GGUF") })
+	testbed.WaitFor(t, 10*time.Second, "Retry after a failed repo", func() bool {
+		var ok bool
+		l.wait(func() { ok = hasText(g.quants, "Retry") })
+		return ok
+	})
+	l.wait(func() { g.win.Close() })
+}
+
+// findButtonPrefix finds a visible button whose label starts with prefix.
+func findButtonPrefix(t *testing.T, o fyne.CanvasObject, prefix string) *widget.Button {
+	t.Helper()
+	for _, x := range test.LaidOutObjects(o) {
+		if b, ok := x.(*widget.Button); ok && strings.HasPrefix(b.Text, prefix) && b.Visible() {
+			return b
+		}
+	}
+	t.Fatalf("no button starting %q in %q", prefix, texts(o))
+	return nil
 }

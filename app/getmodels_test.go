@@ -98,7 +98,7 @@ func TestGetModelsWindow(t *testing.T) {
 	})
 	see(repo, content)
 	shoot(t, l, g.win, "getmodels-1-search")
-	l.wait(func() { test.Tap(findButton(t, g.results, repo)) })
+	l.wait(func() { test.Tap(findButtonPrefix(t, g.results, repo)) })
 	see("Fits now", func() fyne.CanvasObject { return g.quants })
 	l.wait(func() {
 		all := strings.Join(texts(g.quants), " | ")
