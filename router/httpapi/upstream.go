@@ -106,7 +106,7 @@ func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Requ
 		}
 		return nil, err
 	}
-	if err := req.Write(c.bw); err != nil {
+	if err := writeRequest(c.bw, req); err != nil {
 		return fail(err)
 	}
 	if err := c.bw.Flush(); err != nil {
