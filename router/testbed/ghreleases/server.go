@@ -24,6 +24,10 @@
 // ../x); the archive builders of hostile.go pack link chains, hard links through them and bombs; and
 // faults a test switches on make downloads differ from the listing (Corrupt, CutAt, SetSize, Chunked)
 // or stall (StallAt, StallHeaders).
+//
+// NewRepo serves another repository's releases the same way: Llamatray's own (LlamatrayRepo), which
+// router/update reads; the faults of list.go make its list hostile (garbage, an error status, an
+// endless body, no answer).
 package ghreleases
 
 import (
