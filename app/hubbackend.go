@@ -27,6 +27,11 @@ type HubBackend interface {
 	// Remove deletes a pulled model's files from the Hub cache, as `llamatray rm` does: its
 	// snapshot links and the blobs no other snapshot uses. It returns the paths removed.
 	Remove(id string) ([]string, error)
+	// TokenSource says where the Hub token in use comes from, "" when there is none.
+	TokenSource() string
+	// SaveToken keeps token ("" removes it) where the Hub's own tools read it ($HF_HOME/token)
+	// and uses it from the next request on; it returns the file's path.
+	SaveToken(token string) (string, error)
 }
 
 // hubSource is a Backend that also offers models from the Hub.
@@ -39,6 +44,10 @@ type managerHub struct {
 	params func() catalog.EstimateParams
 	lookup func(name string) (catalog.Model, bool) // the catalog: what is on this machine already
 }
+
+func (h *managerHub) TokenSource() string { return hub.TokenSource(nil) }
+
+func (h *managerHub) SaveToken(token string) (string, error) { return h.m.SaveToken(nil, token) }
 
 func (h *managerHub) has(name string) bool { _, ok := h.lookup(name); return ok }
 

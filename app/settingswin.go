@@ -110,6 +110,9 @@ func newSettingsWindow(u *ui) *settingsWindow {
 		widget.NewFormItem("Ollama apps", container.NewVBox(s.ollama, s.ollamaIn)),
 		widget.NewFormItem("Login", s.autostart),
 	)
+	if t := newTokenField(u); t != nil {
+		form.AppendItem(t.item())
+	}
 	s.general = widget.NewLabel("")
 	s.general.Wrapping = fyne.TextWrapWord
 	s.general.Hide()

@@ -13,11 +13,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/llamatray/llamatray/router/config"
 	dl "github.com/llamatray/llamatray/router/download"
 )
 
@@ -56,16 +54,12 @@ func tokenFromEnv(getenv func(string) string) string {
 	if t := strings.TrimSpace(getenv("HF_TOKEN")); t != "" {
 		return t
 	}
-	path := getenv("HF_TOKEN_PATH")
+	path := TokenPath(getenv)
 	if path == "" {
-		home := config.HubHome(getenv)
-		if home == "" {
-			return ""
-		}
-		path = filepath.Join(home, "token")
+		return ""
 	}
-	b, err := os.ReadFile(config.ExpandHome(path))
-	if err != nil || len(b) > 4096 {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) > maxToken {
 		return ""
 	}
 	return strings.TrimSpace(string(b))

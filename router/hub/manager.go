@@ -39,16 +39,16 @@ type Event struct {
 // Manager runs pulls in the background, one per ORG/REPO:QUANT, and tells subscribers how they
 // go. Its methods are safe for concurrent use.
 type Manager struct {
-	client *Client
-	cache  Cache
+	cache Cache
 	// listed is called after a download verified; it rescans the catalog and says whether the
 	// model is now listed under its name. nil: always listed.
 	listed func(name string, paths []string) error
 	log    *slog.Logger
 
-	mu    sync.Mutex // guards pulls and subs
-	pulls map[string]*pull
-	subs  map[chan Event]struct{}
+	mu     sync.Mutex // guards client, pulls and subs
+	client *Client    // replaced whole, never changed in place (SetToken)
+	pulls  map[string]*pull
+	subs   map[chan Event]struct{}
 }
 
 type pull struct {
@@ -66,7 +66,20 @@ func NewManager(c *Client, cache Cache, listed func(name string, paths []string)
 }
 
 // Client returns the Hub client.
-func (m *Manager) Client() *Client { return m.client }
+func (m *Manager) Client() *Client {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.client
+}
+
+// SetToken makes token ("" = none) the Hub token of the pulls and requests that start from now on.
+func (m *Manager) SetToken(token string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := *m.client
+	c.Token = token
+	m.client = &c
+}
 
 // Cache returns the cache pulls go to.
 func (m *Manager) Cache() Cache { return m.cache }
@@ -86,9 +99,9 @@ func (m *Manager) StartWithToken(ctx context.Context, ref Ref, token string) (Pu
 	if st, ok := m.Status(ref.String()); ok && st.State == StateDownloading {
 		return st, nil
 	}
-	c := m.client
+	c := m.Client()
 	if token != "" {
-		own := *m.client
+		own := *c
 		own.Token = token
 		c = &own
 	}

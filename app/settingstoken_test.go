@@ -1,0 +1,63 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/test"
+
+	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/fit"
+	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/testbed/fakehub"
+)
+
+// Settings keeps a pasted Hugging Face token in $HF_HOME/token, where the Hub's own tools read
+// it, and the next listing of a gated repo has access with it.
+func TestSettingsSavesHubToken(t *testing.T) {
+	const repo = "Org/Tiny-GGUF"
+	home := t.TempDir()
+	t.Setenv("HF_HOME", home)
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("HF_TOKEN_PATH", "")
+	fh := fakehub.New()
+	t.Cleanup(fh.Close)
+	if err := fh.AddModelRepo(t.TempDir(), repo, "Q4_K_M"); err != nil {
+		t.Fatal(err)
+	}
+	fh.Gate(repo, "hf_granted")
+	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}, nil, nil)
+	hb := &managerHub{m: m,
+		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
+		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
+		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
+	}
+	u, l := newTestUIWith(t, &hubFakeBackend{fakeBackend: newFakeBackend(windowSnapshot()), h: hb})
+	var tf *tokenField
+	l.wait(func() {
+		u.showSettings()
+		if !hasText(u.settings.win.Content(), "No token") {
+			t.Errorf("Settings does not say there is no token: %q", texts(u.settings.win.Content()))
+		}
+		tf = newTokenField(u)
+		test.Type(tf.entry, "hf_granted")
+		test.Tap(tf.save)
+	})
+	testbed.WaitFor(t, 10*time.Second, "the token saved", func() bool {
+		var ok bool
+		l.wait(func() { ok = strings.Contains(tf.state.Text, "Saved in") })
+		return ok
+	})
+	if b, err := os.ReadFile(filepath.Join(home, "token")); err != nil || string(b) != "hf_granted" {
+		t.Fatalf("token file: %q %v", b, err)
+	}
+	qs, err := hb.Quants(t.Context(), repo)
+	if err != nil || len(qs) == 0 || qs[0].NoAccess != "" {
+		t.Fatalf("a gated repo after the token was saved: %+v %v", qs, err)
+	}
+	l.wait(func() { u.settings.win.Close() })
+}
