@@ -22,6 +22,7 @@ DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev
 all: build
 
 build:
+	@test -e llamatray || echo "building llamatray: the first build compiles Fyne (cgo) and takes about five minutes on two cores; later ones take seconds"
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o llamatray .
 
 # deps installs the Debian/Ubuntu packages Fyne needs when they are missing.
