@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	parser "github.com/gpustack/gguf-parser-go"
@@ -35,20 +34,6 @@ func rawSplitNo(path string) (uint16, error) {
 		return 0, errors.New("split.no is not a uint16")
 	}
 	return binary.LittleEndian.Uint16(raw[i+4:]), nil
-}
-
-// diskBytes returns the disk space a file takes.
-func diskBytes(t *testing.T, path string) int64 {
-	t.Helper()
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		t.Skip("no block counts on this system")
-	}
-	return sys.Blocks * 512
 }
 
 func TestHeaderSparse(t *testing.T) {
