@@ -1,15 +1,13 @@
 // Command llamatray serves the GGUF models on this computer through one HTTP endpoint, from a tray
-// app or headless (`llamatray serve`). This file only wires the pieces together.
+// app or headless (`llamatray serve`). This file only wires the pieces together; the tray app comes
+// from main_desktop.go, and a build with the `headless` tag (main_headless.go) has none, so it needs
+// no cgo or Fyne and cross-compiles anywhere Go does.
 package main
 
 import (
-	"context"
-	"log/slog"
 	"os"
 
-	"github.com/llamatray/llamatray/app"
 	"github.com/llamatray/llamatray/router/cli"
-	"github.com/llamatray/llamatray/router/config"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.commit=...".
@@ -19,8 +17,5 @@ var (
 )
 
 func main() {
-	desktop := func(ctx context.Context, cfg config.Config, configPath string, log *slog.Logger) error {
-		return app.Run(ctx, app.Options{Config: cfg, ConfigPath: configPath, Version: version, Logger: log})
-	}
-	os.Exit(cli.Main(os.Args[1:], cli.Build{Version: version, Commit: commit}, desktop))
+	os.Exit(cli.Main(os.Args[1:], cli.Build{Version: version, Commit: commit}, desktop()))
 }
