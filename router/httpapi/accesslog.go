@@ -145,8 +145,13 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Flush sends buffered data to the client at once (SSE).
+// Flush sends buffered data to the client at once (SSE): once per event of a stream, so straight
+// to net/http's writer when it is one, without a ResponseController each time.
 func (w *logWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+		return
+	}
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
