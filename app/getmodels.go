@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -119,18 +120,32 @@ func (g *getModelsWindow) runSearch() {
 	}
 	g.status.SetText("Searching…")
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		repos, err := g.h.Search(ctx, text)
+		var repos []hub.Repo
+		var err error
+		for try := 1; ; try++ { // a network failure is tried once more, visibly, before it is shown
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			repos, err = g.h.Search(ctx, text)
+			cancel()
+			if !errors.Is(err, hub.ErrUnreachable) || try == searchTries {
+				break
+			}
+			g.u.onUI(func() { g.status.SetText(fmt.Sprintf("%v. Trying again (%d of %d)…", err, try+1, searchTries)) })
+			t := time.NewTimer(2 * time.Second)
+			<-t.C
+		}
 		g.u.onUI(func() { g.showResults(text, repos, err) })
 	}()
 }
+
+// searchTries bounds the tries of a search the network fails.
+const searchTries = 2
 
 func (g *getModelsWindow) showResults(text string, repos []hub.Repo, err error) {
 	g.results.Objects = nil
 	switch {
 	case err != nil:
 		g.status.SetText("Search failed: " + err.Error())
+		g.results.Objects = append(g.results.Objects, widget.NewButtonWithIcon("Retry", theme.ViewRefreshIcon(), g.runSearch))
 	case len(repos) == 0:
 		g.status.SetText(fmt.Sprintf("No GGUF models match “%s”.", text))
 	default:

@@ -153,3 +153,40 @@ func findButtonPrefix(t *testing.T, o fyne.CanvasObject, prefix string) *widget.
 	t.Fatalf("no button starting %q in %q", prefix, texts(o))
 	return nil
 }
+
+// A Hub the network cannot reach: the search is tried once more where the user sees it, then
+// the error says what failed and offers Retry.
+func TestGetModelsUnreachableHub(t *testing.T) {
+	m := hub.NewManager(&hub.Client{Endpoint: "http://no-such-host.invalid"}, hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}, nil, nil)
+	hb := &managerHub{m: m,
+		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
+		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
+		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
+	}
+	u, l := newTestUIWith(t, &hubFakeBackend{fakeBackend: newFakeBackend(windowSnapshot()), h: hb})
+	var g *getModelsWindow
+	var saw []string
+	l.wait(func() {
+		u.showGetModels()
+		g = u.getModels
+		test.Type(g.search, "qwen")
+		test.Tap(findButton(t, g.win.Content(), "Search"))
+	})
+	testbed.WaitFor(t, 20*time.Second, "the failed search with Retry", func() bool {
+		var ok bool
+		l.wait(func() {
+			saw = append(saw, g.status.Text)
+			ok = hasText(g.results, "Retry")
+		})
+		return ok
+	})
+	l.wait(func() {
+		if !strings.Contains(g.status.Text, "does not resolve") {
+			t.Errorf("the error does not say what failed: %q", g.status.Text)
+		}
+		g.win.Close()
+	})
+	if !strings.Contains(strings.Join(saw, "\n"), "Trying again (2 of 2)") {
+		t.Errorf("the second try was not shown: %q", saw)
+	}
+}

@@ -30,6 +30,7 @@ func TestErrorFor(t *testing.T) {
 		{"hostile archive", fmt.Errorf("unpacking x.zip: %w", releases.ErrUnsafe), 502, "server_error", "release_refused", "", "x.zip"},
 		{"hostile hub path", fmt.Errorf("org/r: %w: file path %q is absolute", hub.ErrUnsafe, "/etc/x"), 502, "server_error", "hub_answer_refused", "", "/etc/x"},
 		{"endless hub listing", fmt.Errorf("org/r: %w", hub.ErrTooLarge), 502, "server_error", "hub_answer_refused", "", "org/r"},
+		{"hub unreachable", fmt.Errorf("%w at https://huggingface.co: its name does not resolve", hub.ErrUnreachable), 502, "server_error", "hub_unreachable", "", "does not resolve"},
 		{"unknown", &engine.UnknownModelError{Name: "qwen", Suggestions: []string{"qwen2.5-7b", "qwen3-8b"}}, 404, "invalid_request_error", "model_not_found", "", "qwen2.5-7b, qwen3-8b"},
 		{"unknown wrapped", fmt.Errorf("acquire: %w", &engine.UnknownModelError{Name: "x"}), 404, "invalid_request_error", "model_not_found", "", `"x"`},
 		{"queue timeout", &engine.QueueTimeoutError{Model: "m", Waited: time.Minute, RetryAfter: 2500 * time.Millisecond}, 503, "server_error", "queue_timeout", "3", "no memory or slot"},

@@ -82,6 +82,8 @@ func hubAPIError(err error) (apiError, bool) {
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "hub_not_found", Message: he.Error()}, true
 	case errors.As(err, &he):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "hub_error", Message: he.Error()}, true
+	case errors.Is(err, hub.ErrUnreachable):
+		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "hub_unreachable", Message: err.Error()}, true
 	case errors.Is(err, hub.ErrUnsafe), errors.Is(err, hub.ErrTooLarge), errors.As(err, new(*hub.NotGGUFError)):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "hub_answer_refused", Message: err.Error()}, true
 	case errors.Is(err, hub.ErrNoSuchQuant):

@@ -231,7 +231,7 @@ func (c *Client) treePage(ctx context.Context, repo, pathOrURL string) ([]treeEn
 	}
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
-		return nil, "", fmt.Errorf("the Hugging Face Hub at %s: %w", c.Endpoint, err)
+		return nil, "", c.unreachable(err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, "", hubError(resp, repo)

@@ -208,7 +208,7 @@ func (c *Client) getJSON(ctx context.Context, path, repo string, out any) error 
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
-		return fmt.Errorf("the Hugging Face Hub at %s: %w", c.Endpoint, err)
+		return c.unreachable(err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return hubError(resp, repo)
