@@ -69,9 +69,10 @@ func runPeers(ctx context.Context, o options) (peerReport, error) {
 	if err != nil {
 		return r, err
 	}
-	r.cmdline = strings.ReplaceAll(r.cmdline, "-llama-swap "+o.llamaSwap, "-llama-swap $LLAMA_SWAP") // the command in the docs names no one machine's path
+	// The command in the docs names no one machine's paths (cmdline has the home folder as ~ already).
+	r.cmdline = strings.ReplaceAll(r.cmdline, "-llama-swap "+homeTilde(o.llamaSwap), "-llama-swap $LLAMA_SWAP")
 	if o.nginx != "" {
-		r.cmdline = strings.ReplaceAll(r.cmdline, "-nginx "+o.nginx, "-nginx $NGINX")
+		r.cmdline = strings.ReplaceAll(r.cmdline, "-nginx "+homeTilde(o.nginx), "-nginx $NGINX")
 	}
 	r.machine = harness.Describe(ctx, o.llamaServer)
 	r.loadAvg = append(r.loadAvg, "start "+harness.LoadAvg())
