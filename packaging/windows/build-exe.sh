@@ -7,9 +7,9 @@
 # Environment:
 #   COMMIT   commit shown by `llamatray version` (default: git rev-parse --short HEAD)
 #   CC       C compiler for cgo (default x86_64-w64-mingw32-gcc, else gcc)
-#   WINDRES  resource compiler (default x86_64-w64-mingw32-windres, else windres)
+#   WINDRES  resource compiler (see build-syso.sh)
 #
-# The resources are compiled into a .syso that is copied into the main package folder only
+# The resources are compiled by build-syso.sh into a .syso that is copied into the main package folder only
 # for the `go build` and removed afterwards, also when the build fails.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -19,7 +19,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 [[ $# -eq 2 ]] || die "usage: $0 VERSION OUT.exe"
 VERSION="$(plain_version "$1")"
-NUMVER="$(numeric_version "$VERSION")"
 mkdir -p "$(dirname "$2")"
 OUT="$(abs_path "$2")"
 need go
@@ -35,7 +34,6 @@ pick() { # pick CANDIDATE...: the first command found
 	die "none of $* is installed (Debian/Ubuntu: apt-get install gcc-mingw-w64-x86-64)"
 }
 CC="${CC:-$(pick x86_64-w64-mingw32-gcc gcc)}"
-WINDRES="${WINDRES:-$(pick x86_64-w64-mingw32-windres windres)}"
 COMMIT="${COMMIT:-$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 
 SYSO="$REPO_ROOT/zz_packaging_rsrc_windows_amd64.syso"
@@ -47,11 +45,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-make_ico "$(app_icon "$WORK")" "$WORK/llamatray.ico"
-sed "s/@NUMVER@/$NUMVER/" "$PACKAGING_DIR/windows/llamatray.exe.manifest" >"$WORK/llamatray.exe.manifest"
-sed -e "s/@VERSION@/$VERSION/g" -e "s/@NUMVER_COMMAS@/${NUMVER//./,}/g" \
-	"$PACKAGING_DIR/windows/llamatray.rc.in" >"$WORK/llamatray.rc"
-(cd "$WORK" && "$WINDRES" --target=pe-x86-64 -O coff -i llamatray.rc -o rsrc.syso)
+"$PACKAGING_DIR/windows/build-syso.sh" "$VERSION" "$WORK/rsrc.syso" >/dev/null
 
 cp "$WORK/rsrc.syso" "$SYSO"
 log "building $OUT ($VERSION, commit $COMMIT) with $CC"
