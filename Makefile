@@ -14,10 +14,11 @@ WINE_BIN := $(LLAMATRAY_CACHE)/wine/bin/wine
 # Debian packages: Fyne's cgo build, plus the headless desktop test tools.
 DEB_BUILD := gcc pkg-config libgl1-mesa-dev xorg-dev
 DEB_TEST  := xvfb xauth dbus dbus-x11 imagemagick patchelf xdotool curl python3-gi gir1.2-dbusmenu-gtk3-0.4
-DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev
+DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev rpm rpmlint
 
 .PHONY: all build run deps deps-test deps-package test test-short e2e e2e-vulkan gpu-check llama-server llama-server-vulkan bench bench-peers chaos chaos-small sim sim-small soak fuzz fuzz-hostile screenshot \
-        package-linux package-windows package-macos lint-packaging check-packages clean wine test-windows
+        package-linux package-windows package-macos lint-packaging check-packages clean wine test-windows \
+        e2e-release release-snapshot release-dist check-release build-darwin build-headless vet-darwin vet-windows lint-workflows
 
 all: build
 
@@ -80,6 +81,12 @@ e2e-vulkan: llama-server-vulkan
 e2e: llama-server
 	@bash scripts/ollama-clients.sh
 	LLAMA_SERVER=$(LLAMA_SERVER_BIN) $(GO) test -race -count=1 -timeout 30m -v ./router/e2e/
+
+# The end-to-end suite with llama.cpp's own release build (Metal on macOS arm64, CPU elsewhere),
+# installed by Llamatray itself: the hosted CI's (.github/workflows/ci.yml) on each system.
+e2e-release:
+	LLAMA_SERVER="$$(bash scripts/llama-server-release.sh)" && export LLAMA_SERVER && \
+	  $(GO) test -race -count=1 -timeout 30m -v ./router/e2e/
 
 # Benchmarks and proof runs (issue-level figures; none of them are timed assertions in unit tests).
 # The router is measured as users run it: the llamatray binary of `make build`, as its own process.
@@ -176,6 +183,66 @@ test-windows: package-windows wine
 	LLAMATRAY_WINE=$(WINE_BIN) LLAMATRAY_WINDOWS_EXE=$(CURDIR)/build/windows/llamatray.exe \
 	  LLAMATRAY_WINDOWS_SETUP=$(abspath $(DIST))/Llamatray-Setup-$(PKG_VERSION).exe \
 	  $(GO) test -race -count=1 -timeout 15m -v ./router/testbed/wintest/
+
+# Release tools, pinned, built once into the cache (GoReleaser takes minutes to compile).
+TOOLS := $(LLAMATRAY_CACHE)/tools
+GORELEASER_VERSION := v2.15.1
+ACTIONLINT_VERSION := v1.7.12
+GORELEASER := $(TOOLS)/goreleaser-$(GORELEASER_VERSION)/goreleaser
+ACTIONLINT := $(TOOLS)/actionlint-$(ACTIONLINT_VERSION)/actionlint
+$(GORELEASER):
+	GOBIN=$(dir $@) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+$(ACTIONLINT):
+	GOBIN=$(dir $@) $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+
+# release-snapshot: every artifact Linux can make, into dist/, from .goreleaser.yaml, versioned from
+# git (the last v* tag, else FyneApp.toml's version, plus -snapshot.<commit>), then checked
+# (scripts/check-release.sh). release-dist is the same for the v* tag checked out (the release
+# workflow). Neither publishes anything.
+SYSO_TMP := zz_packaging_rsrc_windows_amd64.syso
+RELEASE_BASE_TAG := $(shell git describe --tags --match 'v[0-9]*' --abbrev=0 2>/dev/null || echo v$(shell sed -n 's/^ *Version = "\(.*\)"/\1/p' FyneApp.toml))
+release-snapshot: deps-package $(GORELEASER)
+	@rm -f $(SYSO_TMP)
+	LLAMATRAY_COMMIT=$(COMMIT) GORELEASER_CURRENT_TAG=$(RELEASE_BASE_TAG) $(GORELEASER) release --snapshot --clean || { rm -f $(SYSO_TMP); exit 1; }
+	@rm -f $(SYSO_TMP)
+	bash scripts/check-release.sh dist
+	bash packaging/linux/check-install.sh dist
+
+release-dist: deps-package $(GORELEASER)
+	@rm -f $(SYSO_TMP)
+	LLAMATRAY_COMMIT=$(COMMIT) $(GORELEASER) release --clean --skip=publish,announce,validate || { rm -f $(SYSO_TMP); exit 1; }
+	@rm -f $(SYSO_TMP)
+	bash scripts/check-release.sh dist
+
+check-release:
+	bash scripts/check-release.sh dist
+
+# build-darwin: the headless server (`llamatray serve`, no tray, no cgo) for macOS on Apple silicon
+# and Intel, cross-built here, then vetted for macOS. build-headless: the same for Linux.
+HEADLESS := CGO_ENABLED=0 $(GO) build -trimpath -tags headless -ldflags "$(LDFLAGS)"
+build-darwin:
+	GOOS=darwin GOARCH=arm64 $(HEADLESS) -o build/darwin/llamatray-darwin-arm64 .
+	GOOS=darwin GOARCH=amd64 $(HEADLESS) -o build/darwin/llamatray-darwin-amd64 .
+	file build/darwin/llamatray-darwin-arm64 | grep -q 'Mach-O 64-bit arm64 executable'
+	file build/darwin/llamatray-darwin-amd64 | grep -q 'Mach-O 64-bit x86_64 executable'
+	@file build/darwin/llamatray-darwin-*
+	$(MAKE) --no-print-directory vet-darwin
+
+vet-darwin:
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet -tags headless . ./router/...
+
+vet-windows:
+	GOOS=windows GOARCH=amd64 $(GO) vet ./router/...
+
+build-headless:
+	GOOS=linux GOARCH=amd64 $(HEADLESS) -o build/headless/llamatray-linux-amd64 .
+	GOOS=linux GOARCH=arm64 $(HEADLESS) -o build/headless/llamatray-linux-arm64 .
+	@file build/headless/llamatray-linux-*
+
+# lint-workflows: the GitHub Actions workflows with actionlint (shellcheck on their run: steps when
+# it is installed).
+lint-workflows: $(ACTIONLINT)
+	$(ACTIONLINT) .github/workflows/*.yml
 
 clean:
 	rm -rf llamatray dist build

@@ -127,35 +127,7 @@ install_linux_files "$ROOT" /usr "$BINARY" "$WORK"
 
 DOC="$ROOT/usr/share/doc/$APP_BIN"
 install -d "$DOC"
-cat >"$DOC/copyright" <<EOF
-Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
-Upstream-Name: $APP_BIN
-Upstream-Contact: $MAINTAINER
-Source: $APP_HOMEPAGE
-Comment: The llamatray binary also contains the Go modules listed in the source's go.mod,
- each under its own license (BSD-3-Clause, MIT, Apache-2.0).
-
-Files: *
-Copyright: 2026 $APP_PUBLISHER
-License: MIT
- Permission is hereby granted, free of charge, to any person obtaining a copy
- of this software and associated documentation files (the "Software"), to deal
- in the Software without restriction, including without limitation the rights
- to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
- copies of the Software, and to permit persons to whom the Software is
- furnished to do so, subject to the following conditions:
- .
- The above copyright notice and this permission notice shall be included in all
- copies or substantial portions of the Software.
- .
- THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
- IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
- FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
- AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
- LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
- OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
- SOFTWARE.
-EOF
+write_copyright "$DOC/copyright" "$MAINTAINER"
 # A version without a Debian revision makes this a native package: changelog.gz.
 CHANGELOG_DATE="$(date -R -u ${SOURCE_DATE_EPOCH:+-d "@$SOURCE_DATE_EPOCH"})"
 cat <<EOF | gzip -9n >"$DOC/changelog.gz"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the generic Linux archive of Llamatray: llamatray-<version>-linux-<arch>.tar.xz with
-# the same layout as `fyne package` (usr/local/bin, usr/local/share/{applications,icons,...})
-# and a Makefile whose install / user-install targets copy it into place.
+# llamatray at its top, share/{applications,icons,metainfo,man} as they go under a prefix, and a
+# Makefile whose install / user-install targets copy them into place. `make release-snapshot`
+# makes the same archive with GoReleaser from the files tarball_extras stages.
 #
 # Usage: packaging/linux/build-tarball.sh VERSION BINARY OUTDIR
 # shellcheck source-path=SCRIPTDIR
@@ -34,18 +35,8 @@ umask 022
 
 NAME="$APP_BIN-$VERSION-linux-$ARCH"
 TOP="$WORK/$NAME"
-install_linux_files "$TOP" /usr/local "$BINARY" "$WORK"
-install -m 0644 "$PACKAGING_DIR/linux/tarball.mk" "$TOP/Makefile"
-cat >"$TOP/README.txt" <<TXT
-$APP_NAME $VERSION for Linux ($ARCH)
-
-Install for yourself:    make user-install      (files go under ~/.local)
-Install for everyone:    sudo make install      (files go under /usr/local)
-Uninstall:               make user-uninstall  /  sudo make uninstall
-
-Then start $APP_NAME from the applications menu, or run: llamatray
-It needs llama.cpp's llama-server: see $APP_HOMEPAGE#installing-llama-server
-TXT
+install -D -m 0755 "$BINARY" "$TOP/$APP_BIN"
+tarball_extras "$TOP" "$VERSION" "$ARCH" "$WORK"
 
 TARBALL="$OUTDIR/$NAME.tar.xz"
 MTIME="@${SOURCE_DATE_EPOCH:-$(date +%s)}"

@@ -10,7 +10,7 @@
 PREFIX  ?= /usr/local
 DESTDIR ?=
 APP_ID  := io.github.llamatray
-ICONS   := $(patsubst usr/local/%,%,$(wildcard usr/local/share/icons/hicolor/*/apps/$(APP_ID).png))
+ICONS   := $(wildcard share/icons/hicolor/*/apps/$(APP_ID).png)
 FILES   := bin/llamatray share/applications/$(APP_ID).desktop share/metainfo/$(APP_ID).metainfo.xml \
            share/man/man1/llamatray.1.gz $(ICONS)
 TARGET  := $(DESTDIR)$(PREFIX)
@@ -22,9 +22,10 @@ help:
 	@sed -n '1,9s/^# \{0,1\}//p' Makefile
 
 install:
+	@# The archive holds llamatray at its top and the rest as it goes under PREFIX (share/...).
 	@for f in $(FILES); do \
-	  mode=0644; case $$f in bin/*) mode=0755;; esac; \
-	  install -D -m $$mode "usr/local/$$f" "$(TARGET)/$$f" || exit 1; \
+	  mode=0644; src=$$f; case $$f in bin/*) mode=0755; src=$${f#bin/};; esac; \
+	  install -D -m $$mode "$$src" "$(TARGET)/$$f" || exit 1; \
 	  echo "installed $(TARGET)/$$f"; \
 	done
 	@# The menu entry runs the installed binary even when PREFIX/bin is not in PATH.
