@@ -45,16 +45,22 @@ type Manager struct {
 	listed func(name string, paths []string) error
 	log    *slog.Logger
 
-	mu     sync.Mutex // guards client, pulls and subs
+	mu     sync.Mutex // guards client, pulls, subs, file and saves
 	client *Client    // replaced whole, never changed in place (SetToken)
 	pulls  map[string]*pull
-	subs   map[chan Event]struct{}
+	// The state file of unfinished pulls (Remember): its path, the writer's wake-ups (nil
+	// without Remember, and after Close) and its end.
+	file      string
+	saves     chan struct{}
+	saverDone chan struct{}
+	subs      map[chan Event]struct{}
 }
 
 type pull struct {
 	st     PullStatus
 	cancel context.CancelCauseFunc // nil cause: cancel; ErrPaused: pause
 	done   chan struct{}           // closed when the pull ended
+	blobs  []string                // the sha256 of each of its files: what a Discard removes
 }
 
 // NewManager returns a manager downloading with c into cache. listed may be nil.
@@ -131,11 +137,13 @@ func (m *Manager) StartWithToken(ctx context.Context, ref Ref, token string) (Pu
 		st: PullStatus{Model: name, State: StateDownloading, Started: time.Now(), Progress: Progress{Total: q.Size}}}
 	for _, f := range q.All() {
 		p.st.Progress.Files = append(p.st.Progress.Files, FileProgress{Path: f.Path, Total: f.Size})
+		p.blobs = append(p.blobs, f.SHA256)
 	}
 	m.pulls[key(name)] = p
 	st := p.st
 	m.mu.Unlock()
 	m.publish(st)
+	m.kick()
 	m.log.Info("pull started", "model", name, "bytes", q.Size)
 	go m.run(pctx, c, p, l, q)
 	return st, nil
@@ -175,6 +183,7 @@ func (m *Manager) run(ctx context.Context, c *Client, p *pull, l *Listing, q Qua
 		m.log.Info("pull done", "model", st.Model, "bytes", st.Progress.Total, "took", time.Since(st.Started).Round(time.Millisecond))
 	}
 	m.publish(st)
+	m.kick()
 }
 
 // Cancel stops a running pull; it removes what the pull wrote before Wait returns.
