@@ -184,7 +184,7 @@ func runDraft(ctx context.Context, o options) (string, error) {
 	}
 	args := ""
 	if st, err := svc.Engine().Model("bench-target@agree"); err == nil {
-		args = strings.Join(st.Args, " ")
+		args = strings.ReplaceAll(strings.Join(st.Args, " "), dir+string(filepath.Separator), "")
 	}
 	return draftMarkdown(machine, loadStart+" → "+harness.LoadAvg(), args, o, cases), nil
 }
@@ -254,6 +254,13 @@ func draftMarkdown(machine harness.Machine, load, args string, o options, cases 
 		}
 		w("| %s | %.1f | %.1f | %.1f | %s | %.2f |\n", c.desc, medianRate(c.perSec), run, c.activity.TokensPerSecond, acc, run/base)
 	}
-	w("\nThe agreeing draft's child: `llama-server %s`.\n", homeTilde(args))
+	w("\nThe agreeing draft's child (files in the bench's model folder): `llama-server %s`.\n\n", args)
+	w("How to read it: a step drafts up to `draft_max` tokens with the draft, one after the other, then the model\n")
+	w("checks them all in one batch and keeps the accepted ones plus one of its own. The gain is bounded by how\n")
+	w("much cheaper a draft token is than a model token (here the draft does 2 blocks of the model's 8, and both\n")
+	w("share the one thread of `-t 1`) and by how cheap a batch of `draft_max`+1 tokens is against one: on a\n")
+	w("CPU a batch costs more than one token, on a GPU nearly the same, where real pairs (a 0.5B draft for a\n")
+	w("7B–32B model of the same family) are the usual case. A draft that disagrees costs its drafting and the\n")
+	w("batch for one token per step: never configure one whose acceptance GET /api/activity shows near 0.\n")
 	return b.String()
 }
