@@ -104,6 +104,24 @@ func TestDraftModel(t *testing.T) {
 		t.Errorf("self drafting for itself, greedy: acceptance %.2f (%d of %d)", s.DraftAcceptance, s.DraftAccepted, s.DraftTokens)
 	}
 
+	meta := func(id string) wire.ModelMeta {
+		resp, err := http.Get(in.base + "/v1/models/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m wire.Model
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || m.Meta == nil {
+			t.Fatalf("GET /v1/models/%s: %v %+v", id, err, m)
+		}
+		return *m.Meta
+	}
+	if m := meta("target"); m.Draft != "draft" || m.DraftBytes <= 0 || m.DraftError != "" {
+		t.Errorf("target's meta: %+v", m)
+	}
+	if m := meta("lonely"); m.Draft != "" || !strings.Contains(m.DraftError, "alien cannot draft for lonely") {
+		t.Errorf("lonely's meta: %+v", m)
+	}
 	code, body, err := in.chat(ctx, "lonely", false, 4)
 	if err != nil || code == 200 || !strings.Contains(body, "alien cannot draft for lonely: lonely has 329 tokens and alien 32000") {
 		t.Fatalf("lonely: %d %v %s", code, err, body)

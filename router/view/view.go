@@ -152,6 +152,9 @@ func (m Model) Wire(started time.Time) wire.Model {
 		HubName:       m.Meta.HubName,
 		VariantOf:     m.Meta.VariantOf,
 		Variant:       m.Meta.Variant,
+		Draft:         m.Meta.Draft,
+		DraftBytes:    m.Meta.Estimate.Draft,
+		DraftError:    m.Meta.DraftError,
 	}
 	return e
 }

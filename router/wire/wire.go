@@ -98,6 +98,11 @@ type ModelMeta struct {
 	HubName       string `json:"hub_name"`             // ORG/REPO:QUANT for a model from the Hugging Face Hub cache, else ""
 	VariantOf     string `json:"variant_of,omitempty"` // for a variant ("ID@NAME" of [models."ID".variants."NAME"]): the ID of the model whose file it serves
 	Variant       string `json:"variant,omitempty"`    // for a variant: its name
+	// The draft model configured for speculative decoding (`draft`): its ID once resolved, the
+	// bytes of the memory estimate that are the draft's, or why its loads are refused.
+	Draft      string `json:"draft,omitempty"`
+	DraftBytes int64  `json:"draft_bytes,omitempty"`
+	DraftError string `json:"draft_error,omitempty"`
 }
 
 // Event is the data line of one /models/events server-sent event.
