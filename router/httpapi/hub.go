@@ -29,6 +29,8 @@ type HubOptions struct {
 	Params func() catalog.EstimateParams
 	// Rescan rescans the model folders (after a removal), before the answer is sent.
 	Rescan func()
+	// Installs, when set, adds the llama-server install to GET /api/downloads.
+	Installs Installs
 }
 
 // hubRoutes declares the Hub routes when the Hub is enabled.
@@ -41,6 +43,7 @@ func (rt *Server) hubRoutes(m *mux.Router) {
 	m.HandleFunc("/api/hub/search", rt.hubSearch).Methods(http.MethodGet)
 	m.HandleFunc("/api/hub/files", rt.hubFiles).Methods(http.MethodGet)
 	m.HandleFunc("/api/hub/pulls", rt.hubPulls).Methods(http.MethodGet)
+	rt.downloadRoutes(m)
 }
 
 // notPulledError says a request named an ORG/REPO:QUANT that is not on this machine.

@@ -35,6 +35,7 @@ func (s *Service) pulled(name string, paths []string) error {
 func (s *Service) hubOptions(autoPull bool) *httpapi.HubOptions {
 	return &httpapi.HubOptions{
 		Manager:  s.hub,
+		Installs: &s.installs,
 		AutoPull: autoPull,
 		Params:   s.NewModelParams,
 		Rescan: func() {

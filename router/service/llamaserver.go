@@ -114,7 +114,9 @@ func (s *Service) PlanBuild(ctx context.Context, req releases.Request) (releases
 // InstallBuild installs a llama.cpp release build and switches new loads to it (unless the
 // configuration or $LLAMA_SERVER names another llama-server, which still wins).
 func (s *Service) InstallBuild(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error) {
-	b, err := s.installer.Install(ctx, req, progress)
+	b, err := s.installs.track(ctx, func(ctx context.Context, p func(releases.Progress)) (releases.Build, error) {
+		return s.installer.Install(ctx, req, p)
+	}, progress)
 	if err != nil {
 		return b, err
 	}

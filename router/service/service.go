@@ -90,6 +90,7 @@ type Service struct {
 	stopMetrics func()
 	flags       flagCache    // llama-server flags by binary (flags.go)
 	releases    releaseCheck // the daily check of Llamatray's own releases (update.go)
+	installs    installs     // the llama-server install, as a download (downloads.go)
 
 	// saveMu serializes the writes of the configuration file, so that a later change is never
 	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
@@ -208,6 +209,7 @@ func (s *Service) newEngine() error {
 	s.stopMetrics = s.metrics.Watch(eng)
 	s.views = view.Builder{Engine: eng, Catalog: s.cat, CtxSize: func(id string) int { return s.config().ModelSettings(id).CtxSize }}
 	s.hub = s.newHub()
+	s.rememberPulls()
 	s.handler.Store(s.newRouter(cfg))
 	return nil
 }
@@ -392,6 +394,7 @@ func (s *Service) Stop(ctx context.Context) error {
 		c()
 	}
 	s.handler.Load().Close()
+	s.hub.Close()
 	if err := s.eng.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
