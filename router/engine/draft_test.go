@@ -11,7 +11,9 @@ import (
 func TestFootprintKeyedByDraft(t *testing.T) {
 	cm := catalog.Model{Path: "/m/big.gguf", SizeBytes: 1 << 30}
 	base := []string{"-m", cm.Path, "--alias", "big", "-c", "4096"}
-	with := func(extra ...string) string { return footprintKey(cm, append(append([]string(nil), base...), extra...)) }
+	with := func(extra ...string) string {
+		return footprintKey(cm, append(append([]string(nil), base...), extra...))
+	}
 	none := with()
 	small := with("--model-draft", "/m/small.gguf", "--spec-type", "draft-simple")
 	tiny := with("--model-draft", "/m/tiny.gguf", "--spec-type", "draft-simple")
