@@ -16,6 +16,7 @@ import (
 // its memory to the model's estimate. Called by Scan before the snapshot is built.
 func (c *Catalog) withDrafts(models []Model) {
 	idx := buildSnapshot(models, make([]bool, len(models)), nil, 0)
+	prev := c.snap.Load()
 	for i := range models {
 		m := &models[i]
 		p := c.opts.Params(m.ID)
@@ -34,7 +35,9 @@ func (c *Catalog) withDrafts(models []Model) {
 		}
 		if err != nil {
 			m.DraftError = err.Error()
-			c.log.Warn("draft model refused", "model", m.ID, "draft", p.Draft, "reason", m.DraftError)
+			if j, ok := prev.exact[m.ID]; !ok || prev.all[j].DraftError != m.DraftError { // once, not every scan
+				c.log.Warn("draft model refused", "model", m.ID, "draft", p.Draft, "reason", m.DraftError)
+			}
 			continue
 		}
 		m.Draft, m.DraftPath = d.ID, d.Path

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -162,3 +163,20 @@ func TestDraftEstimate(t *testing.T) {
 }
 
 func total(e Estimate) int64 { return e.RAM + e.VRAM }
+
+// A refused draft is logged once, not at every scan that finds it still refused.
+func TestDraftRefusalLoggedOnce(t *testing.T) {
+	dir := t.TempDir()
+	writeModel(t, filepath.Join(dir, "big.gguf"), ggufwrite.HeaderOptions{})
+	var logs logBuffer
+	cat := New(Options{Dirs: []string{dir}, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Params: func(string) EstimateParams { return EstimateParams{Draft: "gone"} }})
+	for range 3 {
+		if err := cat.Scan(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := logs.count("draft model refused"); n != 1 {
+		t.Fatalf("logged %d times:\n%s", n, logs.String())
+	}
+}
