@@ -166,10 +166,11 @@ const (
 // Apply returns body with r's rules applied to its top-level fields. strip_params' fields are
 // removed (every occurrence). A set_params field replaces the value of the first field of its name,
 // in its place (later ones are removed), or is added at the end; set_params wins over strip_params
-// and default_params of the same name. A default_params field counts as given when some field of
-// its name, or of a synonym (ruleSynonyms: max_tokens for n_predict), has a value other than null,
-// or set_params sets a synonym: then nothing changes; else it replaces the first null one (later
-// ones are removed) or is added at the end. Fields are added after the last field kept, in
+// and default_params of the same name. A default_params field counts as given when the last field
+// of its name, or of a synonym (ruleSynonyms: max_tokens for n_predict), has a value other than
+// null (the last of duplicates is the one llama-server reads), or set_params sets a synonym: then
+// nothing changes; else it replaces the first field of its name (later ones are removed) or is
+// added at the end. Fields are added after the last field kept, in
 // name order. When nothing changes, body itself is returned. A body that is not one JSON object is
 // an error wrapping errInvalidJSON.
 func (r *Rules) Apply(body []byte) ([]byte, error) {
@@ -189,32 +190,36 @@ func (r *Rules) Apply(body []byte) ([]byte, error) {
 		kind, i int
 	}
 	matches := make([]match, len(ms))
-	given := make([]bool, len(r.defaults)) // a non-null value of that default (or a synonym) is in the body
-	for i, d := range r.defaults {
-		given[i] = slices.ContainsFunc(r.set, func(f ruleField) bool { return slices.Contains(d.also, f.name) })
-	}
+	names := make([]string, len(ms))
 	for j, m := range ms {
 		name := string(body[m.ks:m.ke])
 		if m.esc {
 			name = unquote(body[m.ks-1 : m.ke+1])
 		}
+		names[j] = name
 		if i := slices.IndexFunc(r.set, func(f ruleField) bool { return f.name == name }); i >= 0 {
 			matches[j] = match{isSet, i}
 		} else if slices.Contains(r.strip, name) {
 			matches[j] = match{isStrip, 0}
 		} else if i := slices.IndexFunc(r.defaults, func(f ruleField) bool { return f.name == name }); i >= 0 {
 			matches[j] = match{isDefault, i}
-			if string(body[m.vs:m.ve]) != "null" {
-				given[i] = true
+		}
+	}
+	// gives: the body gives name a value, as llama-server and encoding/json read it: the last field
+	// of that name is not null (and no rule sets or strips it).
+	gives := func(name string) bool {
+		for j := len(ms) - 1; j >= 0; j-- {
+			if names[j] == name {
+				k := matches[j].kind
+				return k != isSet && k != isStrip && string(body[ms[j].vs:ms[j].ve]) != "null"
 			}
 		}
-		if k := matches[j].kind; k != isStrip && k != isSet && string(body[m.vs:m.ve]) != "null" {
-			for i, d := range r.defaults {
-				if slices.Contains(d.also, name) {
-					given[i] = true
-				}
-			}
-		}
+		return false
+	}
+	given := make([]bool, len(r.defaults)) // the body or set_params gives that default's setting
+	for i, d := range r.defaults {
+		given[i] = slices.ContainsFunc(r.set, func(f ruleField) bool { return slices.Contains(d.also, f.name) }) ||
+			gives(d.name) || slices.ContainsFunc(d.also, gives)
 	}
 	acts := make([]ruleAction, len(ms))
 	vals := make([][]byte, len(ms))
@@ -271,8 +276,13 @@ func splice(body []byte, ms []member, acts []ruleAction, vals [][]byte, add [][]
 	for _, a := range add {
 		n += len(a) + 1
 	}
-	for j, v := range vals {
-		n += len(v) - (ms[j].ve - ms[j].vs)
+	for j, m := range ms {
+		switch acts[j] {
+		case replace:
+			n += len(vals[j]) - (m.ve - m.vs)
+		case drop:
+			n -= m.end - m.start
+		}
 	}
 	out := make([]byte, 0, max(n, 2))
 	out = append(out, body[:open+1]...)
