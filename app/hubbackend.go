@@ -27,6 +27,12 @@ type HubBackend interface {
 	// Remove deletes a pulled model's files from the Hub cache, as `llamatray rm` does: its
 	// snapshot links and the blobs no other snapshot uses. It returns the paths removed.
 	Remove(id string) ([]string, error)
+	// Pause stops a running pull, keeping what came for a resume.
+	Pause(name string) bool
+	// Resume goes on with a paused or failed pull, from what came (after a restart too).
+	Resume(ctx context.Context, name string) error
+	// Discard stops a pull and deletes what it left on disk.
+	Discard(name string) error
 	// TokenSource says where the Hub token in use comes from, "" when there is none.
 	TokenSource() string
 	// SaveToken keeps token ("" removes it) where the Hub's own tools read it ($HF_HOME/token)
@@ -43,6 +49,22 @@ type managerHub struct {
 	room   func() fit.Room
 	params func() catalog.EstimateParams
 	lookup func(name string) (catalog.Model, bool) // the catalog: what is on this machine already
+}
+
+func (h *managerHub) Pause(name string) bool { return h.m.Pause(name) }
+
+func (h *managerHub) Resume(ctx context.Context, name string) error {
+	ref, err := hub.ParseRef(name)
+	if err != nil {
+		return err
+	}
+	_, err = h.m.Start(ctx, ref)
+	return err
+}
+
+func (h *managerHub) Discard(name string) error {
+	_, err := h.m.Discard(name)
+	return err
 }
 
 func (h *managerHub) TokenSource() string { return hub.TokenSource(nil) }

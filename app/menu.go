@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/hub"
 )
 
 // ActionKind says what a menu item does when clicked.
@@ -101,18 +102,30 @@ func header(s Snapshot) []MenuItem {
 		out = append(out, MenuItem{Label: "llama-server not found — how to install…", Action: Action{Kind: ActOpenWindow}})
 	}
 	out = append(out, updateItems(s)...)
+	stopped := 0
 	for _, d := range s.Downloads {
+		if d.State != "" && d.State != hub.StateDownloading {
+			stopped++
+			continue
+		}
 		out = append(out, MenuItem{Key: "download " + d.Model, Label: downloadLabel(d), Action: Action{Kind: ActOpenWindow}})
+	}
+	if stopped > 0 {
+		out = append(out, MenuItem{Key: "downloads stopped", Label: fmt.Sprintf("⇣ %s paused or failed — resume in the window", plural(stopped, "download")), Action: Action{Kind: ActOpenWindow}})
 	}
 	return out
 }
 
-// downloadLabel is "⇣ org/repo:Q4_K_M — 42% of 4.1 GiB".
+// downloadLabel is "⇣ org/repo:Q4_K_M — 42% of 4.1 GiB · 12 MiB/s".
 func downloadLabel(d Download) string {
 	if d.Total <= 0 {
 		return "⇣ " + d.Model + " — starting"
 	}
-	return fmt.Sprintf("⇣ %s — %d%% of %s", d.Model, d.Done*100/d.Total, humanBytes(d.Total))
+	l := fmt.Sprintf("⇣ %s — %d%% of %s", d.Model, d.Done*100/d.Total, humanBytes(d.Total))
+	if d.Rate > 0 {
+		l += " · " + humanBytes(int64(d.Rate)) + "/s"
+	}
+	return l
 }
 
 // runningLabel is "● id — 2 active · 4.1 GiB", "◐ id" for a sleeping model, "◌ id — loading 40%".

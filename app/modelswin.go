@@ -33,12 +33,13 @@ type modelsWindow struct {
 	shownSensor *canvas.Raster
 
 	// Content, nil until build.
-	filter   *widget.Entry
-	bar      *memoryBar
-	banners  *fyne.Container // not serving, llama-server missing
-	list     *fyne.Container // group headers and rows
-	status   *widget.Label   // progress of adding a model, last result
-	progress *widget.ProgressBar
+	filter    *widget.Entry
+	bar       *memoryBar
+	banners   *fyne.Container   // not serving, llama-server missing
+	downloads *downloadsSection // pulls running, paused or failed
+	list      *fyne.Container   // group headers and rows
+	status    *widget.Label     // progress of adding a model, last result
+	progress  *widget.ProgressBar
 
 	snap         Snapshot
 	statusText   string    // what status shows; "" hides it
@@ -87,7 +88,8 @@ func (m *modelsWindow) build() {
 	m.setStatus(m.statusText)
 	m.setProgress(m.progressShow, m.progressVal)
 
-	top := container.NewVBox(toolbar, m.banners, memoryBox(m.bar), m.status, m.progress, widget.NewSeparator())
+	m.downloads = newDownloadsSection(m.u)
+	top := container.NewVBox(toolbar, m.banners, m.downloads.box, memoryBox(m.bar), m.status, m.progress, widget.NewSeparator())
 	body := container.NewBorder(top, nil, nil, nil, container.NewVScroll(m.list))
 	m.win.SetContent(container.NewStack(m.shownSensor, body))
 }
@@ -144,6 +146,7 @@ func (m *modelsWindow) update(s Snapshot) {
 	}
 	m.bar.set(s.Budget)
 	m.updateBanners(s)
+	m.downloads.update(s)
 
 	rows := modelRows(s, m.filter.Text, now())
 	key := m.emptyKey(s)

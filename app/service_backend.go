@@ -61,12 +61,14 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 	return s
 }
 
-// downloadsFrom keeps the pulls still downloading, oldest first.
+// downloadsFrom keeps the pulls running or stopped with something to resume, oldest first.
 func downloadsFrom(pulls []hub.PullStatus) []Download {
 	var out []Download
 	for i := len(pulls) - 1; i >= 0; i-- { // List is newest first
-		if p := pulls[i]; p.State == hub.StateDownloading {
-			out = append(out, Download{Model: p.Model, Done: p.Progress.Done, Total: p.Progress.Total})
+		switch p := pulls[i]; p.State {
+		case hub.StateDownloading, hub.StatePaused, hub.StateFailed:
+			out = append(out, Download{Model: p.Model, State: p.State, Done: p.Progress.Done, Total: p.Progress.Total,
+				Rate: p.Progress.Rate, Left: p.Progress.Left, Error: p.Error})
 		}
 	}
 	return out

@@ -24,17 +24,22 @@ type Snapshot struct {
 	Budget     engine.Budget
 	Autostart  bool
 	Scanning   bool       // the catalog is being rescanned
-	Downloads  []Download // models being downloaded from the Hub, oldest first
+	Downloads  []Download // models being downloaded from the Hub, paused or failed, oldest first
 	// UpdateVersion is a newer Llamatray release ("0.4.0") found by the daily check (update_check),
 	// "" when none; UpdateURL is its page.
 	UpdateVersion, UpdateURL string
 }
 
-// Download is one model being downloaded from the Hugging Face Hub.
+// Download is one model being downloaded from the Hugging Face Hub, or stopped with what came kept
+// on disk (paused, failed, or cut by a restart).
 type Download struct {
-	Model string // ORG/REPO:QUANT
-	Done  int64  // bytes on disk
-	Total int64  // bytes in all
+	Model string        // ORG/REPO:QUANT
+	State string        // hub.StateDownloading, StatePaused or StateFailed
+	Done  int64         // bytes on disk
+	Total int64         // bytes in all
+	Rate  float64       // bytes per second over the last seconds, while it runs
+	Left  time.Duration // time left at Rate, 0 when unknown
+	Error string        // why it stopped
 }
 
 // Model is one catalog entry together with its engine status.

@@ -95,8 +95,8 @@ func (c *Client) DownloadThen(ctx context.Context, cache Cache, l *Listing, q Qu
 	stopTicker := d.startTicker()
 	paths, err := d.run(ctx, files)
 	stopTicker()
-	if err == nil && progress != nil {
-		d.report() // the last call: the ticker has stopped
+	if progress != nil {
+		d.report() // the last call, the ticker stopped: what a paused or cut pull holds is its last word
 	}
 	if err == nil {
 		err = d.finish(paths, accept)
