@@ -76,6 +76,9 @@ func TestNewer(t *testing.T) {
 		{"v0.4.1", "0.4.0-SNAPSHOT-887b233", true},
 		{"v0.5.0-rc.1", "0.4.0-snapshot", true},
 		{"v0.3.9", "0.4.0-SNAPSHOT-887b233", false},
+		// .goreleaser.yaml's snapshots: "{{ incpatch .Version }}-snapshot.<commit>".
+		{"v0.1.1", "0.1.1-snapshot.6050798", false},
+		{"v0.2.0", "0.1.1-snapshot.6050798", true},
 	} {
 		if got := Newer(mustParse(t, tc.release), mustParse(t, tc.current)); got != tc.want {
 			t.Errorf("Newer(%s, %s) = %v, want %v", tc.release, tc.current, got, tc.want)
