@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the packaging files without building anything: shell scripts (bash -n, shellcheck),
 # the desktop entry, the AppStream metadata, the macOS Info.plist and Windows manifest, the
-# NSIS script (compiled against a dummy program) and the release workflow (actionlint).
+# NSIS script (compiled against a dummy program), the workflows (actionlint) and .goreleaser.yaml.
 # A check whose tool is missing is reported as skipped; STRICT=1 makes that a failure.
 #
 # Usage: packaging/lint.sh
@@ -71,11 +71,16 @@ if have makensis; then
 else
 	skip "NSIS script" makensis
 fi
-actionlint="$(command -v actionlint || echo "$(go env GOPATH 2>/dev/null)/bin/actionlint")"
-if [[ -x "$actionlint" ]]; then
-	check "release workflow" "$actionlint" "$REPO_ROOT/.github/workflows/release.yml"
+# The pinned actionlint of `make lint-workflows`, else one on PATH.
+actionlint="${LLAMATRAY_CACHE:-$HOME/.cache/llamatray-dev}/tools/actionlint-v1.7.12/actionlint"
+[[ -x "$actionlint" ]] || actionlint="$(command -v actionlint || true)"
+if [[ -n "$actionlint" ]]; then
+	check "workflows" "$actionlint" "$REPO_ROOT"/.github/workflows/*.yml
 else
-	skip "release workflow" "actionlint (go install github.com/rhysd/actionlint/cmd/actionlint@latest)"
+	skip "workflows" "actionlint (make lint-workflows installs it)"
+fi
+if have python3; then
+	check "release configuration is YAML" python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))' "$REPO_ROOT/.goreleaser.yaml"
 fi
 
 if [[ "${STRICT:-0}" == 1 && $skipped == 1 ]]; then
