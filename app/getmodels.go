@@ -152,16 +152,22 @@ func (g *getModelsWindow) showResults(text string, repos []hub.Repo, err error) 
 		g.status.SetText(fmt.Sprintf("%s for “%s”. Pick one to see its files.", plural(len(repos), "repo"), text))
 	}
 	for _, r := range repos {
-		b := widget.NewButton(repoLabel(r), func() { g.openRepo(r.ID) })
+		b := widget.NewButton(r.ID, func() { g.openRepo(r.ID) })
 		b.Alignment = widget.ButtonAlignLeading
-		g.results.Objects = append(g.results.Objects, b)
+		about := widget.NewLabel(repoLabel(r))
+		about.Wrapping = fyne.TextWrapWord
+		about.SizeName = theme.SizeNameCaptionText
+		if r.Gated {
+			about.Importance = widget.WarningImportance
+		}
+		g.results.Objects = append(g.results.Objects, b, about)
 	}
 	g.results.Refresh()
 }
 
-// repoLabel is a search result in words: the repo and what the Hub says of it.
+// repoLabel is what the Hub says of a search result, in words.
 func repoLabel(r hub.Repo) string {
-	parts := []string{r.ID}
+	var parts []string
 	if r.Downloads > 0 {
 		parts = append(parts, countText(r.Downloads, "download"))
 	}

@@ -82,8 +82,9 @@ func TestGetModelsLongErrorWraps(t *testing.T) {
 		if w := g.win.Content().MinSize().Width; w > 1280 {
 			t.Errorf("the window needs %.0f px for a long error; it must wrap inside 1280", w)
 		}
-		g.win.Close()
 	})
+	shoot(t, l, u.getModels.win, "getmodels-long-error")
+	l.wait(func() { u.getModels.win.Close() })
 }
 
 // Search results say downloads, likes and gated; a gated repo without access explains how to get
