@@ -56,7 +56,7 @@ func newModelsWindow(u *ui) *modelsWindow {
 	m := &modelsWindow{u: u, win: u.app.NewWindow("Llamatray")}
 	m.win.SetIcon(appIcon)
 	m.win.Resize(fyne.NewSize(920, 640))
-	m.win.SetCloseIntercept(m.hide)
+	m.win.SetCloseIntercept(u.closeModels)
 	m.win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { m.dropped(uris) })
 	m.shownSensor = canvas.NewRaster(m.drawn)
 	m.win.SetContent(m.shownSensor) // a raster has no minimum size to measure: no fonts load
@@ -219,7 +219,7 @@ func notice(title, text string, buttons ...fyne.CanvasObject) fyne.CanvasObject 
 }
 
 func (m *modelsWindow) updateBanners(s Snapshot) {
-	key := fmt.Sprint(s.ServerPath == "", s.ServerHint, s.ListenErr, s.UpdateURL)
+	key := fmt.Sprint(s.ServerPath == "", s.ServerHint, s.ListenErr, s.UpdateURL, m.u.noTray)
 	if key == m.bannersKey {
 		return
 	}
@@ -239,6 +239,9 @@ func (m *modelsWindow) updateBanners(s Snapshot) {
 			"The router is not listening: "+s.ListenErr+". Choose another port in Settings; models can still be managed here.", settings))
 	}
 	if b := m.updateBanner(s); b != nil {
+		out = append(out, b)
+	}
+	if b := m.noTrayBanner(); b != nil {
 		out = append(out, b)
 	}
 	if len(out) > 0 {

@@ -28,7 +28,7 @@ func startFyneTray(u *ui) trayHost {
 		return nil
 	}
 	desk.SetSystemTrayWindow(u.models.win)
-	u.models.win.SetCloseIntercept(u.models.hide) // SetSystemTrayWindow installed a plain Hide
+	u.models.win.SetCloseIntercept(u.closeModels) // SetSystemTrayWindow installed a plain Hide
 	return &fyneTray{u: u, desk: desk}
 }
 

@@ -25,11 +25,13 @@ func startTray(u *ui) trayHost {
 		Title:      "Llamatray",
 		Icon:       trayResource(TrayIcon(u.snap)).Content(),
 		OnActivate: func() { u.onUI(u.showModels) },
+		OnHost:     func(ok bool) { u.onUI(func() { u.setTrayHosted(ok) }) },
 		Logger:     u.log,
 	})
 	if err != nil {
 		u.log.Warn("no tray icon", "err", err)
 		u.park = nil // nothing but the window reaches the app: keep Fyne's loop going
+		u.setTrayHosted(false)
 		return nil
 	}
 	return &sniTray{u: u, t: t}

@@ -56,6 +56,7 @@ type ui struct {
 	refresh *throttle
 	pollOn  chan bool                // capacity 1: whether watch should poll (pollEvery), latest first
 	park    *loopPark                // nil where Fyne's loop must keep running (the tray lives in it)
+	noTray  bool                     // no tray host shows the icon: the window is the way in (UI thread; notray.go)
 	notes   *notifier                // used by the event goroutine only
 	trash   func(path string) error  // platform.MoveToTrash; tests use a trash in a temporary folder
 	onUI    func(func())             // runs a function on the UI thread without waiting: fyne.Do, waking a parked loop

@@ -35,7 +35,10 @@ type Options struct {
 	Title      string // its name, as the host may show it
 	Icon       []byte // PNG
 	OnActivate func() // a primary click on the icon; nil: a click opens the menu. Runs on its own goroutine.
-	Logger     *slog.Logger
+	// OnHost, when set, is told whether a tray host shows the icon: after each try to register
+	// with it, and when it goes away. Runs on the tray's goroutine.
+	OnHost func(hosted bool)
+	Logger *slog.Logger
 }
 
 // pixmap is one icon image: width, height, ARGB32 pixels in network byte order.
@@ -61,6 +64,7 @@ type Tray struct {
 	menu     *menu
 	log      *slog.Logger
 	activate func()
+	onHost   func(bool)
 }
 
 // Start connects to the session bus, shows the icon and keeps it registered with the tray host
@@ -75,7 +79,7 @@ func Start(o Options) (*Tray, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tray: connect to the session bus: %w", err)
 	}
-	t := &Tray{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", os.Getpid()), log: log, activate: o.OnActivate}
+	t := &Tray{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", os.Getpid()), log: log, activate: o.OnActivate, onHost: o.OnHost}
 	t.menu = newMenu(conn, log)
 	answers.menu = t.menu
 	answers.conn.Store(conn)
@@ -162,6 +166,8 @@ func (t *Tray) stayRegistered(signals chan *dbus.Signal) {
 		}
 		if owner, _ := sig.Body[2].(string); owner != "" {
 			t.register()
+		} else {
+			t.hosted(false) // the tray host went away
 		}
 	}
 }
@@ -170,9 +176,17 @@ func (t *Tray) register() {
 	call := t.conn.Object(watcherName, watcherPath).Call(watcherIface+".RegisterStatusNotifierItem", 0, t.name)
 	if call.Err != nil {
 		t.log.Info("no system tray yet; the icon shows when one starts", "err", call.Err)
+		t.hosted(false)
 		return
 	}
 	t.log.Debug("tray icon registered", "name", t.name)
+	t.hosted(true)
+}
+
+func (t *Tray) hosted(ok bool) {
+	if t.onHost != nil {
+		t.onHost(ok)
+	}
 }
 
 // SetIcon changes the icon (PNG).
