@@ -16,7 +16,7 @@ DEB_BUILD := gcc pkg-config libgl1-mesa-dev xorg-dev
 DEB_TEST  := xvfb xauth dbus dbus-x11 imagemagick patchelf xdotool curl python3-gi gir1.2-dbusmenu-gtk3-0.4
 DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev rpm rpmlint
 
-.PHONY: all build run deps deps-test deps-package test test-short e2e e2e-vulkan gpu-check llama-server llama-server-vulkan bench bench-peers chaos chaos-small sim sim-small soak fuzz fuzz-hostile screenshot \
+.PHONY: all build run deps deps-test deps-package test test-short e2e e2e-vulkan gpu-check llama-server llama-server-vulkan bench bench-draft bench-peers chaos chaos-small sim sim-small soak fuzz fuzz-hostile screenshot \
         package-linux package-windows package-macos lint-packaging check-packages clean wine test-windows \
         e2e-release release-snapshot release-dist check-release build-darwin build-headless vet-darwin vet-windows lint-workflows
 
@@ -92,6 +92,11 @@ e2e-release:
 # The router is measured as users run it: the llamatray binary of `make build`, as its own process.
 bench: llama-server deps build
 	$(GO) run ./router/testbed/bench -llama-server $(LLAMA_SERVER_BIN) -llamatray ./llamatray -duration 10s -out docs/benchmarks.md
+
+# Tokens per second of one model through Llamatray without a draft, with a draft that agrees and
+# with one that does not (speculative decoding): the Draft models section of docs/benchmarks.md.
+bench-draft: llama-server deps build
+	$(GO) run ./router/testbed/bench -draft -llama-server $(LLAMA_SERVER_BIN) -llamatray ./llamatray -out docs/benchmarks.md
 
 # On a machine with a GPU: the memory probe (NVML, nvidia-smi), the simulated workload on its real
 # sizes and, with LLAMA_SERVER_GPU (a CUDA/ROCm llama-server), two real-size models on the device.
