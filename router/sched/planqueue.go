@@ -64,8 +64,8 @@ func (q *pass) fit(m *Model, ahead []*Model) {
 	}
 	d := Fit(views, need, q.s.Room, m.ID)
 	switch {
-	case d.TooLarge: // a
-		q.fail(m, FailTooLarge, need)
+	case d.TooLarge || !m.Need.Within(q.s.Room.ceiling()): // a: a sleeper's whole footprint, not only what its wake adds
+		q.fail(m, FailTooLarge, m.Need)
 	case d.Start && m.Phase == Sleeping: // b
 		m.Held = m.Held.Max(m.Need)
 		q.admit(m, OpWake)

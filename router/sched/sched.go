@@ -193,6 +193,14 @@ type Room struct {
 	MaxLoaded int // 0 = no cap
 }
 
+// ceiling is the most the budget can ever be: Ceiling, or Budget when no ceiling is set.
+func (r Room) ceiling() Mem {
+	if r.Ceiling == (Mem{}) {
+		return r.Budget
+	}
+	return r.Ceiling
+}
+
 // Decision is the outcome of Fit for one model that needs memory.
 type Decision struct {
 	Start    bool     // it fits now: start it
@@ -207,11 +215,7 @@ type Decision struct {
 // unpinned, not draining, loaded or sleeping models, least recently used first, counting what each
 // really holds. Loads already decided are in views through Reserve.
 func Fit(views []View, need Mem, room Room, self string) Decision {
-	ceiling := room.Ceiling
-	if ceiling == (Mem{}) {
-		ceiling = room.Budget
-	}
-	if !need.Within(ceiling) {
+	if !need.Within(room.ceiling()) {
 		return Decision{TooLarge: true, Blocked: true}
 	}
 	var used, stopping Mem
