@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -53,15 +53,15 @@ func TestTryItWaitsWithTheModelState(t *testing.T) {
 			u.snap = s
 			w.update(s)
 		}
-		set(func(m *Model) { m.State, m.Progress = engine.StateLoading, 0.4 })
+		set(func(m *Model) { m.State, m.Progress = service.StateLoading, 0.4 })
 		if w.status.Text != "Waiting: loading 40%…" {
 			t.Errorf("loading: %q", w.status.Text)
 		}
 		since := time.Date(2026, 1, 1, 12, 3, 4, 0, time.Local)
 		set(func(m *Model) {
-			m.State, m.Queued = engine.StateUnloaded, 1
-			m.Wait = &engine.WaitReason{Kind: engine.WaitBusy, Position: 1, Since: since, BusySince: since,
-				Holders: []engine.WaitModel{{ID: "llama-3b", State: engine.StateLoaded, Active: 2}}}
+			m.State, m.Queued = service.StateUnloaded, 1
+			m.Wait = &service.WaitReason{Kind: service.WaitBusy, Position: 1, Since: since, BusySince: since,
+				Holders: []service.WaitModel{{ID: "llama-3b", State: service.StateLoaded, Active: 2}}}
 		})
 		if want := "Waiting: every model is busy since 12:03:04 (llama-3b 2 requests)…"; w.status.Text != want {
 			t.Errorf("queued: %q, want %q", w.status.Text, want)

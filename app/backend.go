@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/llamatray/llamatray/router/config"
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // Backend is what the tray and the windows drive: the running service, or a fake in tests. Methods
@@ -13,7 +13,7 @@ type Backend interface {
 	// Snapshot copies the current state: listener, llama-server, models, budget.
 	Snapshot() Snapshot
 	// Subscribe delivers engine and catalog changes until cancel is called.
-	Subscribe() (events <-chan engine.Event, cancel func())
+	Subscribe() (events <-chan service.Event, cancel func())
 	// Load starts loading a model and returns at once.
 	Load(name string) error
 	// Unload stops a model: after in-flight requests finish, or at once when force is set.

@@ -14,7 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/app/platform"
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // TestMain runs the tests, or, with LLAMATRAY_DEMO set, the real Fyne app over a fake backend so the
@@ -35,30 +35,30 @@ func demoSnapshot() Snapshot {
 		ListenAddr: "127.0.0.1:8080", ServerPath: "/usr/local/bin/llama-server", ServerFrom: "PATH", ServerVer: "b6890",
 		ModelDirs: []string{"/home/ann/.local/share/llamatray/models", "/home/ann/.cache/llama.cpp"},
 		LogDir:    os.TempDir(),
-		Budget: engine.Budget{Limit: 24 * gb, Used: 9_300_000_000, Free: 14_700_000_000, Reserve: 2 * gb,
+		Budget: service.Budget{Limit: 24 * gb, Used: 9_300_000_000, Free: 14_700_000_000, Reserve: 2 * gb,
 			SystemTotal: 32 * gb, SystemAvailable: 17 * gb, MaxLoaded: 3, Loaded: 2},
 	}
-	add := func(id string, st engine.State, q, params, arch string, est int64, mod func(*Model)) {
-		m := Model{ModelStatus: engine.ModelStatus{ID: id, State: st, EstimateBytes: est, Path: "/home/ann/models/" + id + ".gguf"},
+	add := func(id string, st service.State, q, params, arch string, est int64, mod func(*Model)) {
+		m := Model{ModelStatus: service.ModelStatus{ID: id, State: st, EstimateBytes: est, Path: "/home/ann/models/" + id + ".gguf"},
 			Quantization: q, Parameters: params, Architecture: arch, SizeBytes: est * 8 / 10, CtxSize: 4096}
 		if mod != nil {
 			mod(&m)
 		}
 		s.Models = append(s.Models, m)
 	}
-	add("qwen2.5-7b-instruct", engine.StateLoaded, "Q4_K_M", "7.6B", "qwen2", 5_200_000_000, func(m *Model) {
+	add("qwen2.5-7b-instruct", service.StateLoaded, "Q4_K_M", "7.6B", "qwen2", 5_200_000_000, func(m *Model) {
 		m.Active, m.Queued, m.MemoryBytes, m.LastUsed = 2, 1, 5_400_000_000, at.Add(-10*time.Second)
 	})
-	add("llama-3.2-3b-instruct", engine.StateLoading, "Q8_0", "3.2B", "llama", 3_900_000_000, func(m *Model) { m.Progress = 0.42 })
-	add("gemma-2-2b-it", engine.StateSleeping, "Q4_K_M", "2.6B", "gemma2", 2_100_000_000, func(m *Model) {
+	add("llama-3.2-3b-instruct", service.StateLoading, "Q8_0", "3.2B", "llama", 3_900_000_000, func(m *Model) { m.Progress = 0.42 })
+	add("gemma-2-2b-it", service.StateSleeping, "Q4_K_M", "2.6B", "gemma2", 2_100_000_000, func(m *Model) {
 		m.Pinned, m.LastUsed = true, at.Add(-14*time.Minute)
 	})
-	add("phi-3-mini", engine.StateFailed, "Q4_0", "3.8B", "phi3", 2_600_000_000, func(m *Model) {
+	add("phi-3-mini", service.StateFailed, "Q4_0", "3.8B", "phi3", 2_600_000_000, func(m *Model) {
 		m.Error = "llama-server exited with code 1: error loading model: unknown model architecture 'phi3v'"
 	})
-	add("mistral-7b-instruct-v0.3", engine.StateUnloaded, "Q5_K_M", "7.2B", "llama", 5_800_000_000, func(m *Model) { m.LastUsed = at.Add(-50 * time.Hour) })
-	add("llama-3.1-70b-instruct", engine.StateUnloaded, "Q4_K_M", "70B", "llama", 43_000_000_000, nil)
-	add("smollm2-360m", engine.StateUnloaded, "F16", "362M", "llama", 900_000_000, nil)
+	add("mistral-7b-instruct-v0.3", service.StateUnloaded, "Q5_K_M", "7.2B", "llama", 5_800_000_000, func(m *Model) { m.LastUsed = at.Add(-50 * time.Hour) })
+	add("llama-3.1-70b-instruct", service.StateUnloaded, "Q4_K_M", "70B", "llama", 43_000_000_000, nil)
+	add("smollm2-360m", service.StateUnloaded, "F16", "362M", "llama", 900_000_000, nil)
 	sortModels(s.Models)
 	return s
 }
@@ -72,7 +72,7 @@ func runDemo(demo string) {
 		s = Snapshot{ListenAddr: "127.0.0.1:8080", ListenErr: "127.0.0.1:8080 is already in use by another program",
 			ServerHint: "Install llama.cpp: download a release from https://github.com/ggml-org/llama.cpp/releases and put llama-server on your PATH, or choose it with Locate…",
 			ModelDirs:  []string{"/home/ann/.local/share/llamatray/models", "/home/ann/.cache/huggingface/hub"},
-			Budget:     engine.Budget{Limit: 24 * gb, Free: 24 * gb, SystemTotal: 32 * gb, SystemAvailable: 26 * gb, Reserve: gb}}
+			Budget:     service.Budget{Limit: 24 * gb, Free: 24 * gb, SystemTotal: 32 * gb, SystemAvailable: 26 * gb, Reserve: gb}}
 	}
 	fb := newFakeBackend(s)
 	fb.dir = os.TempDir()
@@ -121,13 +121,13 @@ func demoProgress(ctx context.Context, fb *fakeBackend) {
 		}
 		s := fb.Snapshot()
 		for i := range s.Models {
-			if s.Models[i].State == engine.StateLoading && s.Models[i].Progress < 0.95 {
+			if s.Models[i].State == service.StateLoading && s.Models[i].Progress < 0.95 {
 				s.Models[i].Progress += 0.05
 			}
 		}
 		fb.setSnapshot(s)
 		select {
-		case fb.events <- engine.Event{Kind: "state", Model: "llama-3.2-3b-instruct", State: engine.StateLoading}:
+		case fb.events <- service.Event{Kind: "state", Model: "llama-3.2-3b-instruct", State: service.StateLoading}:
 		default:
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/router/config"
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // fakeBackend records what the UI asks for and serves snapshots the test sets.
@@ -28,11 +28,11 @@ type fakeBackend struct {
 	applied  []config.Config
 	applyErr error
 	dir      string
-	events   chan engine.Event
+	events   chan service.Event
 }
 
 func newFakeBackend(s Snapshot) *fakeBackend {
-	return &fakeBackend{snap: s, cfg: config.Default(), logs: map[string][]string{}, events: make(chan engine.Event, 16)}
+	return &fakeBackend{snap: s, cfg: config.Default(), logs: map[string][]string{}, events: make(chan service.Event, 16)}
 }
 
 func (f *fakeBackend) record(format string, args ...any) error {
@@ -56,8 +56,8 @@ func (f *fakeBackend) setSnapshot(s Snapshot) {
 	f.mu.Unlock()
 }
 
-func (f *fakeBackend) Subscribe() (<-chan engine.Event, func()) { return f.events, func() {} }
-func (f *fakeBackend) Load(name string) error                   { return f.record("load %s", name) }
+func (f *fakeBackend) Subscribe() (<-chan service.Event, func()) { return f.events, func() {} }
+func (f *fakeBackend) Load(name string) error                    { return f.record("load %s", name) }
 func (f *fakeBackend) Unload(_ context.Context, name string, force bool) error {
 	return f.record("unload %s force=%v", name, force)
 }

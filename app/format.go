@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/view"
 )
 
@@ -15,7 +15,7 @@ var humanBytes = config.HumanSize
 // waitText says why the model's queued requests wait, in the words of every surface (view.WaitText),
 // "" when none waits or when its own load is what they wait for (its state says "loading 40%").
 func waitText(m Model) string {
-	if m.Wait == nil || m.Wait.Kind == engine.WaitLoading {
+	if m.Wait == nil || m.Wait.Kind == service.WaitLoading {
 		return ""
 	}
 	return view.WaitText(m.ModelStatus)

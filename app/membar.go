@@ -12,13 +12,13 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // memorySegments splits the machine's memory for the bar: held by models, used by everything else,
 // free, and the reserve (the part of the free memory Llamatray leaves alone), as fractions of the
 // scale, plus where the budget ends. The scale is the system total when known, else the budget.
-func memorySegments(b engine.Budget) (held, others, free, reserve, limit float64) {
+func memorySegments(b service.Budget) (held, others, free, reserve, limit float64) {
 	scale := b.SystemTotal
 	if scale <= 0 {
 		scale = b.Limit
@@ -54,7 +54,7 @@ func memorySegments(b engine.Budget) (held, others, free, reserve, limit float64
 }
 
 // memoryLegend is the text under the bar.
-func memoryLegend(b engine.Budget) string {
+func memoryLegend(b service.Budget) string {
 	var p []string
 	limit := "budget " + humanBytes(b.Limit)
 	if !b.Configured {
@@ -90,7 +90,7 @@ func newMemoryBar() *memoryBar {
 }
 
 // set shows a budget. Call on the UI thread.
-func (m *memoryBar) set(b engine.Budget) {
+func (m *memoryBar) set(b service.Budget) {
 	m.held, m.others, m.free, m.reserve, m.limit = memorySegments(b)
 	m.legend.SetText(memoryLegend(b))
 	m.Refresh()

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // ActionKind says what a menu item does when clicked.
@@ -133,16 +133,16 @@ func runningLabel(m Model) string {
 	var parts []string
 	mark := "●"
 	switch m.State {
-	case engine.StateSleeping:
+	case service.StateSleeping:
 		mark = "◐"
-	case engine.StateLoading:
+	case service.StateLoading:
 		mark = "◌"
 		if m.Progress > 0 {
 			parts = append(parts, fmt.Sprintf("loading %d%%", int(m.Progress*100)))
 		} else {
 			parts = append(parts, "loading")
 		}
-	case engine.StateStopping:
+	case service.StateStopping:
 		mark = "○"
 		if m.Wait == nil { // else the reason says it
 			parts = append(parts, "stopping")
@@ -156,10 +156,10 @@ func runningLabel(m Model) string {
 	} else if m.Queued > 0 {
 		parts = append(parts, fmt.Sprintf("%d queued", m.Queued))
 	}
-	if m.Draining && m.State != engine.StateStopping {
+	if m.Draining && m.State != service.StateStopping {
 		parts = append(parts, "unloading")
 	}
-	if m.State != engine.StateSleeping && m.State != engine.StateLoading && m.Held() > 0 {
+	if m.State != service.StateSleeping && m.State != service.StateLoading && m.Held() > 0 {
 		parts = append(parts, humanBytes(m.Held()))
 	}
 	if m.Pinned {
@@ -178,12 +178,12 @@ func modelSubmenu(m Model) []MenuItem {
 	force := item("Force unload", ActForceUnload, m.ID)
 	force.Disabled = m.Active == 0
 	switch {
-	case m.State == engine.StateStopping:
+	case m.State == service.StateStopping:
 		unload = MenuItem{Label: "Stopping…", Disabled: true}
 		force.Disabled = true
 	case m.Draining:
 		unload = MenuItem{Label: fmt.Sprintf("Unloading — draining, %d active", m.Active), Disabled: true}
-	case m.State == engine.StateLoading:
+	case m.State == service.StateLoading:
 		unload.Label = "Cancel load"
 	case m.Active > 0:
 		unload.Label = fmt.Sprintf("Unload — busy, %d active", m.Active)
@@ -222,7 +222,7 @@ func availableMenu(s Snapshot, ms []Model) MenuItem {
 	return top
 }
 
-func availableItem(b engine.Budget, m Model) MenuItem {
+func availableItem(b service.Budget, m Model) MenuItem {
 	var parts []string
 	if m.EstimateBytes > 0 {
 		parts = append(parts, "~"+humanBytes(m.EstimateBytes))
@@ -232,7 +232,7 @@ func availableItem(b engine.Budget, m Model) MenuItem {
 	case waitText(m) != "": // the label changes as it waits; the item, keyed by its action, stays
 		it.Label = "◌ " + m.ID
 		parts = []string{waitText(m)}
-	case m.State == engine.StateFailed:
+	case m.State == service.StateFailed:
 		it.Label = "✕ " + m.ID
 		parts = append(parts, "failed, click to retry")
 	case !m.Fits(b):

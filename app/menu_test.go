@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 const gb = int64(1_000_000_000)
@@ -17,12 +17,12 @@ func snap(models ...Model) Snapshot {
 		ListenAddr: "127.0.0.1:8080",
 		ServerPath: "/usr/bin/llama-server",
 		Models:     models,
-		Budget:     engine.Budget{Limit: 16 * gb, Configured: true, ConfiguredLimit: 16 * gb, Used: 6 * gb, Measured: 4 * gb, Free: 10 * gb},
+		Budget:     service.Budget{Limit: 16 * gb, Configured: true, ConfiguredLimit: 16 * gb, Used: 6 * gb, Measured: 4 * gb, Free: 10 * gb},
 	}
 }
 
-func model(id string, st engine.State, mod func(*Model)) Model {
-	m := Model{ModelStatus: engine.ModelStatus{ID: id, State: st, EstimateBytes: 4 * gb}}
+func model(id string, st service.State, mod func(*Model)) Model {
+	m := Model{ModelStatus: service.ModelStatus{ID: id, State: st, EstimateBytes: 4 * gb}}
 	if mod != nil {
 		mod(&m)
 	}
@@ -54,10 +54,10 @@ func find(t *testing.T, items []MenuItem, prefix string) MenuItem {
 
 func TestBuildMenuSections(t *testing.T) {
 	s := snap(
-		model("qwen-7b", engine.StateLoaded, func(m *Model) { m.Active = 2; m.MemoryBytes = 4_100_000_000 }),
-		model("llama-3b", engine.StateSleeping, nil),
-		model("gemma-2b", engine.StateUnloaded, nil),
-		model("phi-mini", engine.StateUnloaded, nil),
+		model("qwen-7b", service.StateLoaded, func(m *Model) { m.Active = 2; m.MemoryBytes = 4_100_000_000 }),
+		model("llama-3b", service.StateSleeping, nil),
+		model("gemma-2b", service.StateUnloaded, nil),
+		model("phi-mini", service.StateUnloaded, nil),
 	)
 	s.Autostart = true
 	got := labels(BuildMenu(s))
@@ -108,41 +108,41 @@ func TestBuildMenuModelSubmenu(t *testing.T) {
 	}{
 		{
 			name:     "idle loaded",
-			m:        model("a", engine.StateLoaded, func(m *Model) { m.MemoryBytes = 812_000_000 }),
+			m:        model("a", service.StateLoaded, func(m *Model) { m.MemoryBytes = 812_000_000 }),
 			label:    "● a — 774 MiB",
 			want:     []string{"Unload", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
 			disabled: []string{"Force unload"},
 		},
 		{
 			name:  "busy",
-			m:     model("a", engine.StateLoaded, func(m *Model) { m.Active = 2; m.Queued = 1; m.MemoryBytes = 4_100_000_000 }),
+			m:     model("a", service.StateLoaded, func(m *Model) { m.Active = 2; m.Queued = 1; m.MemoryBytes = 4_100_000_000 }),
 			label: "● a — 2 active · 1 queued · 3.8 GiB",
 			want:  []string{"Unload — busy, 2 active", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
 		},
 		{
 			name:     "draining",
-			m:        model("a", engine.StateLoaded, func(m *Model) { m.Active = 1; m.Draining = true; m.MemoryBytes = gb }),
+			m:        model("a", service.StateLoaded, func(m *Model) { m.Active = 1; m.Draining = true; m.MemoryBytes = gb }),
 			label:    "● a — 1 active · unloading · 954 MiB",
 			want:     []string{"Unloading — draining, 1 active", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
 			disabled: []string{"Unloading — draining, 1 active"},
 		},
 		{
 			name:     "pinned sleeping",
-			m:        model("a", engine.StateSleeping, func(m *Model) { m.Pinned = true }),
+			m:        model("a", service.StateSleeping, func(m *Model) { m.Pinned = true }),
 			label:    "◐ a — pinned",
 			want:     []string{"Unload", "Force unload", "Unpin", "---", "Copy model ID", "Show logs"},
 			disabled: []string{"Force unload"},
 		},
 		{
 			name:     "loading",
-			m:        model("a", engine.StateLoading, func(m *Model) { m.Progress = 0.42; m.Queued = 3 }),
+			m:        model("a", service.StateLoading, func(m *Model) { m.Progress = 0.42; m.Queued = 3 }),
 			label:    "◌ a — loading 42% · 3 queued",
 			want:     []string{"Cancel load", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
 			disabled: []string{"Force unload"},
 		},
 		{
 			name:     "stopping",
-			m:        model("a", engine.StateStopping, func(m *Model) { m.MemoryBytes = 2 * gb }),
+			m:        model("a", service.StateStopping, func(m *Model) { m.MemoryBytes = 2 * gb }),
 			label:    "○ a — stopping · 1.9 GiB",
 			want:     []string{"Stopping…", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
 			disabled: []string{"Stopping…", "Force unload"},
@@ -181,7 +181,7 @@ func TestBuildMenuModelSubmenu(t *testing.T) {
 }
 
 func TestBuildMenuBusyUnloadDrains(t *testing.T) {
-	m := model("busy", engine.StateLoaded, func(m *Model) { m.Active = 2 })
+	m := model("busy", service.StateLoaded, func(m *Model) { m.Active = 2 })
 	sub := BuildMenu(snap(m))[2].Children
 	if sub[0].Action != (Action{Kind: ActUnload, Model: "busy"}) {
 		t.Errorf("busy unload action = %+v, want a draining unload", sub[0].Action)
@@ -193,11 +193,11 @@ func TestBuildMenuBusyUnloadDrains(t *testing.T) {
 
 func TestBuildMenuAvailableMarks(t *testing.T) {
 	s := snap(
-		model("small", engine.StateUnloaded, func(m *Model) { m.EstimateBytes = 2 * gb }),
-		model("medium", engine.StateUnloaded, func(m *Model) { m.EstimateBytes = 12 * gb }),
-		model("huge", engine.StateUnloaded, func(m *Model) { m.EstimateBytes = 70 * gb }),
-		model("broken", engine.StateFailed, func(m *Model) { m.Error = "exit code 1" }),
-		model("unknown", engine.StateUnloaded, func(m *Model) { m.EstimateBytes = 0 }),
+		model("small", service.StateUnloaded, func(m *Model) { m.EstimateBytes = 2 * gb }),
+		model("medium", service.StateUnloaded, func(m *Model) { m.EstimateBytes = 12 * gb }),
+		model("huge", service.StateUnloaded, func(m *Model) { m.EstimateBytes = 70 * gb }),
+		model("broken", service.StateFailed, func(m *Model) { m.Error = "exit code 1" }),
+		model("unknown", service.StateUnloaded, func(m *Model) { m.EstimateBytes = 0 }),
 	)
 	avail := find(t, BuildMenu(s), "Available")
 	tests := []struct {
@@ -237,7 +237,7 @@ func TestBuildMenuProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := snap(model("a", engine.StateLoaded, nil))
+			s := snap(model("a", service.StateLoaded, nil))
 			tt.edit(&s)
 			menu := BuildMenu(s)
 			var head []string
@@ -269,10 +269,10 @@ func TestTrayIcon(t *testing.T) {
 		s    Snapshot
 		want IconState
 	}{
-		{"idle", snap(model("a", engine.StateLoaded, nil)), IconIdle},
-		{"serving", snap(model("a", engine.StateLoaded, func(m *Model) { m.Active = 1 })), IconServing},
-		{"loading beats serving", snap(model("a", engine.StateLoaded, func(m *Model) { m.Active = 1 }), model("b", engine.StateLoading, nil)), IconLoading},
-		{"failed model", snap(model("a", engine.StateFailed, nil), model("b", engine.StateLoading, nil)), IconError},
+		{"idle", snap(model("a", service.StateLoaded, nil)), IconIdle},
+		{"serving", snap(model("a", service.StateLoaded, func(m *Model) { m.Active = 1 })), IconServing},
+		{"loading beats serving", snap(model("a", service.StateLoaded, func(m *Model) { m.Active = 1 }), model("b", service.StateLoading, nil)), IconLoading},
+		{"failed model", snap(model("a", service.StateFailed, nil), model("b", service.StateLoading, nil)), IconError},
 		{"port in use", func() Snapshot { s := snap(); s.ListenErr = "in use"; return s }(), IconError},
 		{"no llama-server", func() Snapshot { s := snap(); s.ServerPath = ""; return s }(), IconError},
 	}
@@ -286,7 +286,7 @@ func TestTrayIcon(t *testing.T) {
 // Downloads from the Hub stand in the menu's header with their progress, keyed by model, and open
 // the window.
 func TestBuildMenuDownloads(t *testing.T) {
-	s := snap(model("a", engine.StateLoaded, nil))
+	s := snap(model("a", service.StateLoaded, nil))
 	s.Downloads = []Download{
 		{Model: "org/big-GGUF:Q4_K_M", Done: 3 << 30, Total: 4 << 30},
 		{Model: "org/tiny-GGUF:Q8_0"},

@@ -3,7 +3,7 @@ package app
 import (
 	"testing"
 
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // keyed finds the item whose tray identity (itemKey) is key.
@@ -40,9 +40,9 @@ func distinctKeys(t *testing.T, where string, items []MenuItem) {
 // stays while its label changes.
 func TestBuildMenuVariants(t *testing.T) {
 	first := BuildMenu(snap(
-		model("qwen", engine.StateLoaded, func(m *Model) { m.Active = 1; m.MemoryBytes = 4 << 30 }),
-		model("qwen@32k", engine.StateSleeping, nil),
-		model("qwen@8k", engine.StateUnloaded, nil),
+		model("qwen", service.StateLoaded, func(m *Model) { m.Active = 1; m.MemoryBytes = 4 << 30 }),
+		model("qwen@32k", service.StateSleeping, nil),
+		model("qwen@8k", service.StateUnloaded, nil),
 	))
 	distinctKeys(t, "top level", first)
 	base := keyed(t, first, "model qwen")
@@ -73,9 +73,9 @@ func TestBuildMenuVariants(t *testing.T) {
 
 	// The base gets busier and the short variant fails: labels change, identities do not.
 	second := BuildMenu(snap(
-		model("qwen", engine.StateLoaded, func(m *Model) { m.Active = 3; m.MemoryBytes = 4 << 30 }),
-		model("qwen@32k", engine.StateSleeping, nil),
-		model("qwen@8k", engine.StateFailed, nil),
+		model("qwen", service.StateLoaded, func(m *Model) { m.Active = 3; m.MemoryBytes = 4 << 30 }),
+		model("qwen@32k", service.StateSleeping, nil),
+		model("qwen@8k", service.StateFailed, nil),
 	))
 	if got := keyed(t, second, "model qwen").Label; got != "● qwen — 3 active · 4.0 GiB" {
 		t.Errorf("qwen's entry %q", got)
@@ -89,8 +89,8 @@ func TestBuildMenuVariants(t *testing.T) {
 	// The variant loaded while its model is unloaded: the variant has the running entry, the model
 	// is loaded from Available; neither takes the other's identity.
 	third := BuildMenu(snap(
-		model("qwen", engine.StateUnloaded, nil),
-		model("qwen@32k", engine.StateLoaded, func(m *Model) { m.MemoryBytes = 6 * gb }),
+		model("qwen", service.StateUnloaded, nil),
+		model("qwen@32k", service.StateLoaded, func(m *Model) { m.MemoryBytes = 6 * gb }),
 	))
 	distinctKeys(t, "top level", third)
 	for _, it := range third {

@@ -12,7 +12,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"github.com/llamatray/llamatray/router/config"
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
@@ -34,7 +34,7 @@ func (d draftBackend) DraftCandidates(string) ([]string, map[string]string, erro
 func TestDraftForm(t *testing.T) {
 	cfg := config.Default()
 	cfg.Models = map[string]config.Model{"big": {CtxSize: 4096}}
-	m := Model{ModelStatus: engine.ModelStatus{ID: "big"}, ContextLength: 8192}
+	m := Model{ModelStatus: service.ModelStatus{ID: "big"}, ContextLength: 8192}
 	f := formFrom(cfg.Models["big"])
 	f.Draft = draftForm{Model: "small", GPULayers: "-1", Max: "8"}
 	out, probs := f.apply(cfg, "big", m)

@@ -6,7 +6,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // rowObject draws one model row: name and state, details, why it failed, load progress, and its
@@ -104,5 +104,5 @@ func (m *modelsWindow) modelByID(id string) (Model, bool) {
 // running reports whether a model has a process, by the last snapshot.
 func (m *modelsWindow) running(id string) bool {
 	x, ok := m.modelByID(id)
-	return ok && x.State != engine.StateUnloaded && x.State != engine.StateFailed
+	return ok && x.State != service.StateUnloaded && x.State != service.StateFailed
 }

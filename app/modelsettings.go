@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/llamatray/llamatray/router/config"
-	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/fit"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // estimateSource is a backend that estimates a model's memory need for settings not applied yet
@@ -323,7 +323,7 @@ func applyPlan(m Model) (restart bool, note string) {
 	switch {
 	case !m.Running():
 		return false, "Saved; the settings apply at the next load."
-	case m.Active > 0 || m.Queued > 0 || m.State == engine.StateLoading || m.State == engine.StateStopping:
+	case m.Active > 0 || m.Queued > 0 || m.State == service.StateLoading || m.State == service.StateStopping:
 		return false, fmt.Sprintf("Saved; %s is busy, so the settings apply at its next load.", m.ID)
 	}
 	return true, fmt.Sprintf("Saved; %s was idle and is restarting with the new settings.", m.ID)

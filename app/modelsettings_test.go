@@ -13,8 +13,8 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"github.com/llamatray/llamatray/router/config"
-	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/fit"
+	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
 )
 
@@ -22,7 +22,7 @@ import (
 func TestModelSettingsValidation(t *testing.T) {
 	cfg := config.Default()
 	cfg.Models = map[string]config.Model{"other": {Aliases: []string{"taken"}}, "qwen": {Hidden: true}}
-	m := Model{ModelStatus: engine.ModelStatus{ID: "qwen"}, ContextLength: 8192}
+	m := Model{ModelStatus: service.ModelStatus{ID: "qwen"}, ContextLength: 8192}
 	good := modelForm{CtxSize: "8192", GPULayers: "-1", Parallel: "2", CacheType: "q8_0", FlashAttn: "on",
 		Args: "--jinja  --temp 0.7", Aliases: "q, qw ", IdleSleep: "10m", IdleUnload: "-1", Pinned: true}
 	out, probs := good.apply(cfg, "qwen", m)
@@ -69,7 +69,7 @@ func TestModelSettingsValidation(t *testing.T) {
 	}
 
 	// Empty fields are the defaults; an unknown trained context allows any size.
-	out, probs = modelForm{CtxSize: "100000"}.apply(cfg, "new", Model{ModelStatus: engine.ModelStatus{ID: "new"}})
+	out, probs = modelForm{CtxSize: "100000"}.apply(cfg, "new", Model{ModelStatus: service.ModelStatus{ID: "new"}})
 	if len(probs) != 0 || out.Models["new"].GPULayers != nil || out.ModelSettings("new").FlashAttn != "auto" {
 		t.Fatalf("defaults: %v %+v", probs, out.Models["new"])
 	}
@@ -89,7 +89,7 @@ func TestModelSettingsValidation(t *testing.T) {
 	if needsRestart(cfg, pinOnly, "qwen") {
 		t.Error("a pin or an alias restarts the model")
 	}
-	idle := Model{ModelStatus: engine.ModelStatus{ID: "qwen", State: engine.StateLoaded}}
+	idle := Model{ModelStatus: service.ModelStatus{ID: "qwen", State: service.StateLoaded}}
 	busy := idle
 	busy.Active = 1
 	if r, note := applyPlan(idle); !r || !strings.Contains(note, "restarting") {
@@ -98,7 +98,7 @@ func TestModelSettingsValidation(t *testing.T) {
 	if r, note := applyPlan(busy); r || !strings.Contains(note, "next load") {
 		t.Errorf("busy: %v %q", r, note)
 	}
-	if r, _ := applyPlan(Model{ModelStatus: engine.ModelStatus{State: engine.StateUnloaded}}); r {
+	if r, _ := applyPlan(Model{ModelStatus: service.ModelStatus{State: service.StateUnloaded}}); r {
 		t.Error("an unloaded model restarts")
 	}
 	if line, f := fitLine(3<<30, false, fit.Room{Limit: 4 << 30, Free: 1 << 30}, 2<<30); f != fit.Now || !strings.HasPrefix(line, "Fits: needs 3") {
@@ -122,7 +122,7 @@ func TestModelSettingsWindowRestartsIdleModel(t *testing.T) {
 	firstPID := b.Snapshot().Models[0].PID
 	waitFor(t, "the snapshot", func() bool {
 		var ok bool
-		l.wait(func() { ok = len(u.snap.Models) == 1 && u.snap.Models[0].State == engine.StateLoaded })
+		l.wait(func() { ok = len(u.snap.Models) == 1 && u.snap.Models[0].State == service.StateLoaded })
 		return ok
 	})
 
@@ -174,7 +174,7 @@ func TestModelSettingsWindowRestartsIdleModel(t *testing.T) {
 	})
 	waitFor(t, "the model with its new flags", func() bool {
 		st, err := svc.Engine().Model(id)
-		return err == nil && st.State == engine.StateLoaded && st.PID != firstPID &&
+		return err == nil && st.State == service.StateLoaded && st.PID != firstPID &&
 			strings.Contains(strings.Join(st.Args, " "), "-ctk f32 -ctv f32") && strings.Contains(strings.Join(st.Args, " "), "-np 2")
 	})
 	c, err := config.Load(cfgPath)

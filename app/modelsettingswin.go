@@ -13,7 +13,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // Choices of the selects; the first stands for "unset".
@@ -205,7 +205,7 @@ func (w *modelSettingsWindow) model() (Model, bool) {
 			of = &w.u.snap.Models[i]
 		}
 	}
-	m := Model{ModelStatus: engine.ModelStatus{ID: w.id}}
+	m := Model{ModelStatus: service.ModelStatus{ID: w.id}}
 	if of != nil {
 		m.Architecture, m.Parameters, m.Quantization = of.Architecture, of.Parameters, of.Quantization
 		m.SizeBytes, m.ContextLength, m.Files = of.SizeBytes, of.ContextLength, of.Files

@@ -3,7 +3,7 @@ package app
 import (
 	"time"
 
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // note is a notification to show: a title and a body.
@@ -26,9 +26,9 @@ type notifier struct {
 func newNotifier() *notifier { return &notifier{lastFailed: map[string]time.Time{}} }
 
 // event returns the notification for ev at time at, if any.
-func (n *notifier) event(ev engine.Event, at time.Time) (note, bool) {
+func (n *notifier) event(ev service.Event, at time.Time) (note, bool) {
 	switch {
-	case ev.Kind == engine.EventPressure:
+	case ev.Kind == service.EventPressure:
 		if !n.lastPressure.IsZero() && at.Sub(n.lastPressure) < pressureQuiet {
 			n.pressureHeld = append(n.pressureHeld, ev.Model)
 			return note{}, false
@@ -40,7 +40,7 @@ func (n *notifier) event(ev engine.Event, at time.Time) (note, bool) {
 			n.pressureHeld = nil
 		}
 		return note{Title: "Memory is low", Body: body}, true
-	case ev.Kind == engine.EventState && ev.State == engine.StateFailed:
+	case ev.Kind == service.EventState && ev.State == service.StateFailed:
 		if last, ok := n.lastFailed[ev.Model]; ok && at.Sub(last) < failQuiet {
 			return note{}, false
 		}
@@ -50,7 +50,7 @@ func (n *notifier) event(ev engine.Event, at time.Time) (note, bool) {
 			body = "See its logs in Llamatray."
 		}
 		return note{Title: "Model " + ev.Model + " failed", Body: body}, true
-	case ev.Kind == engine.EventState && ev.State == engine.StateLoaded:
+	case ev.Kind == service.EventState && ev.State == service.StateLoaded:
 		delete(n.lastFailed, ev.Model) // a success re-arms the failure notification
 	}
 	return note{}, false

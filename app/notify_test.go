@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 func TestNotifierPressureOncePerBurst(t *testing.T) {
 	n := newNotifier()
 	t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
-	ev := func(model string) engine.Event { return engine.Event{Kind: "pressure", Model: model} }
+	ev := func(model string) service.Event { return service.Event{Kind: "pressure", Model: model} }
 
 	got, ok := n.event(ev("a"), t0)
 	if !ok || got.Title != "Memory is low" || !strings.Contains(got.Body, "Unloaded a") {
@@ -31,7 +31,7 @@ func TestNotifierPressureOncePerBurst(t *testing.T) {
 func TestNotifierFailures(t *testing.T) {
 	n := newNotifier()
 	t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
-	fail := engine.Event{Kind: "state", State: engine.StateFailed, Model: "qwen", Message: "exit code 1: out of memory"}
+	fail := service.Event{Kind: "state", State: service.StateFailed, Model: "qwen", Message: "exit code 1: out of memory"}
 	got, ok := n.event(fail, t0)
 	if !ok || got != (note{Title: "Model qwen failed", Body: "exit code 1: out of memory"}) {
 		t.Fatalf("failure: %+v %v", got, ok)
@@ -39,15 +39,15 @@ func TestNotifierFailures(t *testing.T) {
 	if _, ok := n.event(fail, t0.Add(time.Minute)); ok {
 		t.Error("a retry's failure a minute later notified again")
 	}
-	if _, ok := n.event(engine.Event{Kind: "state", State: engine.StateFailed, Model: "other"}, t0.Add(time.Minute)); !ok {
+	if _, ok := n.event(service.Event{Kind: "state", State: service.StateFailed, Model: "other"}, t0.Add(time.Minute)); !ok {
 		t.Error("another model's failure was held back")
 	}
-	n.event(engine.Event{Kind: "state", State: engine.StateLoaded, Model: "qwen"}, t0.Add(2*time.Minute))
+	n.event(service.Event{Kind: "state", State: service.StateLoaded, Model: "qwen"}, t0.Add(2*time.Minute))
 	if _, ok := n.event(fail, t0.Add(3*time.Minute)); !ok {
 		t.Error("failure after a successful load was held back")
 	}
-	for _, ev := range []engine.Event{
-		{Kind: "state", State: engine.StateLoaded, Model: "a"},
+	for _, ev := range []service.Event{
+		{Kind: "state", State: service.StateLoaded, Model: "a"},
 		{Kind: "lease", Model: "a", Active: 3},
 		{Kind: "catalog"},
 	} {

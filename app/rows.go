@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // rowView is what one model's row in the models window shows, as plain data.
@@ -72,7 +72,7 @@ func modelRows(s Snapshot, filter string, at time.Time) []rowView {
 	return out
 }
 
-func rowFor(b engine.Budget, m Model, at time.Time) rowView {
+func rowFor(b service.Budget, m Model, at time.Time) rowView {
 	r := rowView{ID: m.ID, Group: GroupOf(m), Title: m.ID, Path: m.Path, LastUsed: m.LastUsed, Draining: m.Draining}
 	r.State = stateText(m)
 	r.Wait = waitText(m)
@@ -84,22 +84,22 @@ func rowFor(b engine.Budget, m Model, at time.Time) rowView {
 		pin = button{Label: "Unpin", Action: act(ActUnpin)}
 	}
 	logs := button{Label: "Logs", Action: act(ActShowLogs)}
-	force := button{Label: "Force unload", Action: act(ActForceUnload), Disabled: m.Active == 0 || m.State == engine.StateStopping}
+	force := button{Label: "Force unload", Action: act(ActForceUnload), Disabled: m.Active == 0 || m.State == service.StateStopping}
 	copyID := button{Label: "Copy model ID", Action: rowAction{Action: Action{Kind: ActCopy, Text: id}}}
 	reveal := button{Label: "Show in folder", Action: rowAction{File: fileReveal}, Disabled: m.Path == ""}
 	del := button{Label: "Delete…", Action: rowAction{File: fileDelete}, Disabled: m.Path == "" || m.Running()}
 
 	switch m.State {
-	case engine.StateLoading:
+	case service.StateLoading:
 		r.Loading = true
 		r.Progress = -1
 		if m.Progress > 0 {
 			r.Progress = m.Progress
 		}
 		r.Buttons = []button{{Label: "Cancel", Action: act(ActUnload)}, pin, logs}
-	case engine.StateStopping:
+	case service.StateStopping:
 		r.Buttons = []button{{Label: "Stopping…", Disabled: true}, pin, logs}
-	case engine.StateLoaded, engine.StateSleeping:
+	case service.StateLoaded, service.StateSleeping:
 		unload := button{Label: "Unload", Action: act(ActUnload)}
 		switch {
 		case m.Draining:
@@ -108,7 +108,7 @@ func rowFor(b engine.Budget, m Model, at time.Time) rowView {
 			unload.Label = fmt.Sprintf("Unload (busy, %d active)", m.Active)
 		}
 		r.Buttons = []button{unload, pin, logs}
-	case engine.StateFailed:
+	case service.StateFailed:
 		r.Failed = true
 		r.Error = m.Error
 		if r.Error == "" {
@@ -133,17 +133,17 @@ func rowFor(b engine.Budget, m Model, at time.Time) rowView {
 func stateText(m Model) string {
 	var s string
 	switch m.State {
-	case engine.StateLoading:
+	case service.StateLoading:
 		s = "loading"
 		if m.Progress > 0 {
 			s = fmt.Sprintf("loading %d%%", int(m.Progress*100))
 		}
-	case engine.StateLoaded:
+	case service.StateLoaded:
 		s = "loaded"
 		if m.Draining {
 			s = "unloading when idle"
 		}
-	case engine.StateUnloaded:
+	case service.StateUnloaded:
 		s = "not loaded"
 		if m.Wait != nil {
 			s = "waiting"
@@ -211,7 +211,7 @@ func groupCounts(rows []rowView) [3]int {
 
 // tooBig explains why a model cannot load, naming what bounds the budget: the configured limit, or
 // the memory available on the system minus the reserve.
-func tooBig(need int64, b engine.Budget) string {
+func tooBig(need int64, b service.Budget) string {
 	if b.ConfiguredLimit > 0 && b.Limit >= b.ConfiguredLimit {
 		return fmt.Sprintf("Needs ~%s but the memory budget is %s: raise memory_limit in Settings or use a smaller quantization.",
 			humanBytes(need), humanBytes(b.Limit))

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/app/platform"
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 func TestModelRows(t *testing.T) {
@@ -56,22 +56,22 @@ func TestModelRows(t *testing.T) {
 		t.Errorf("sleeping row buttons = %+v", r.Buttons)
 	}
 
-	s.Models[0].State, s.Models[0].NextRetry = engine.StateFailed, at.Add(30*time.Second)
+	s.Models[0].State, s.Models[0].NextRetry = service.StateFailed, at.Add(30*time.Second)
 	if r := modelRows(s, "broken", at)[0]; !strings.HasSuffix(r.Error, "(automatic retry in 30s)") {
 		t.Errorf("failed row with a retry due = %q", r.Error)
 	}
-	draining := model("d", engine.StateLoaded, func(m *Model) { m.Draining = true; m.Active = 3 })
+	draining := model("d", service.StateLoaded, func(m *Model) { m.Draining = true; m.Active = 3 })
 	if r := rowFor(s.Budget, draining, at); r.Buttons[0].Label != "Draining, 3 active" || !r.Buttons[0].Disabled || r.State != "unloading when idle" {
 		t.Errorf("draining row = %+v", r)
 	}
-	loading := model("l", engine.StateLoading, nil)
+	loading := model("l", service.StateLoading, nil)
 	if r := rowFor(s.Budget, loading, at); !r.Loading || r.Progress != -1 || r.Buttons[0].Label != "Cancel" {
 		t.Errorf("loading row without progress = %+v", r)
 	}
 }
 
 func TestMemorySegments(t *testing.T) {
-	b := engine.Budget{Limit: 24 * gb, Used: 8 * gb, Measured: 8 * gb, Free: 16 * gb, Reserve: 2 * gb, SystemTotal: 32 * gb, SystemAvailable: 20 * gb}
+	b := service.Budget{Limit: 24 * gb, Used: 8 * gb, Measured: 8 * gb, Free: 16 * gb, Reserve: 2 * gb, SystemTotal: 32 * gb, SystemAvailable: 20 * gb}
 	held, others, free, reserve, limit := memorySegments(b)
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 	// 32e9 bytes (30 GiB): 8e9 held by models, 32-20-8 = 4 by other programs, 20 available of which 2 reserved.
@@ -82,14 +82,14 @@ func TestMemorySegments(t *testing.T) {
 		t.Errorf("segments do not fill the bar: %v", held+others+free+reserve)
 	}
 	// Nothing known about the system: the scale is the budget.
-	held, others, free, _, limit = memorySegments(engine.Budget{Limit: 10 * gb, Used: 5 * gb})
+	held, others, free, _, limit = memorySegments(service.Budget{Limit: 10 * gb, Used: 5 * gb})
 	if !near(held, 0.5) || others != 0 || !near(free, 0.5) || !near(limit, 1) {
 		t.Errorf("budget-only segments = %v %v %v limit %v", held, others, free, limit)
 	}
-	if h, o, f, r, l := memorySegments(engine.Budget{}); h+o+f+r+l != 0 {
+	if h, o, f, r, l := memorySegments(service.Budget{}); h+o+f+r+l != 0 {
 		t.Error("an empty budget draws something")
 	}
-	got := memoryLegend(engine.Budget{Limit: 24 * gb, Configured: true, Used: 8 * gb, Measured: 5 * gb, Free: 16 * gb, Reserve: gb,
+	got := memoryLegend(service.Budget{Limit: 24 * gb, Configured: true, Used: 8 * gb, Measured: 5 * gb, Free: 16 * gb, Reserve: gb,
 		SystemTotal: 32 * gb, SystemAvailable: 20 * gb, MaxLoaded: 3, Loaded: 2})
 	want := "Models reserve 7.5 GiB (4.7 GiB in use) of the budget 22 GiB · 15 GiB free for models · system: 19 GiB available of 30 GiB · reserve 954 MiB · 2 of 3 models loaded"
 	if got != want {
@@ -105,7 +105,7 @@ func TestDeleteModel(t *testing.T) {
 		writeGGUF(t, filepath.Join(dir, "models", "big-0000"+string(rune('0'+i))+"-of-00002.gguf"), 64)
 	}
 	path := filepath.Join(dir, "models", "big-00001-of-00002.gguf")
-	s := snap(model("big", engine.StateLoaded, func(m *Model) { m.Path = path }))
+	s := snap(model("big", service.StateLoaded, func(m *Model) { m.Path = path }))
 	fb := newFakeBackend(s)
 
 	if err := deleteModel(fb, "big", path, trash); err == nil || !strings.Contains(err.Error(), "unload it before deleting") {
@@ -115,7 +115,7 @@ func TestDeleteModel(t *testing.T) {
 		t.Fatalf("refused delete touched the file: %v", err)
 	}
 
-	s.Models[0].State = engine.StateUnloaded
+	s.Models[0].State = service.StateUnloaded
 	fb.setSnapshot(s)
 	if err := deleteModel(fb, "big", path, trash); err != nil {
 		t.Fatal(err)
@@ -129,15 +129,15 @@ func TestDeleteModel(t *testing.T) {
 }
 
 func TestTooBigNamesWhatBoundsTheBudget(t *testing.T) {
-	configured := engine.Budget{Limit: 8 * gb, Configured: true, ConfiguredLimit: 8 * gb}
+	configured := service.Budget{Limit: 8 * gb, Configured: true, ConfiguredLimit: 8 * gb}
 	if got := tooBig(9*gb, configured); !strings.Contains(got, "raise memory_limit") {
 		t.Errorf("configured limit: %q", got)
 	}
-	capped := engine.Budget{Limit: 6 * gb, Configured: true, ConfiguredLimit: 24 * gb, Reserve: gb}
+	capped := service.Budget{Limit: 6 * gb, Configured: true, ConfiguredLimit: 24 * gb, Reserve: gb}
 	if got := tooBig(9*gb, capped); strings.Contains(got, "raise memory_limit") || !strings.Contains(got, "lower memory_reserve") {
 		t.Errorf("capped by available memory: %q", got)
 	}
-	if got := tooBig(9*gb, engine.Budget{Limit: 6 * gb, Reserve: gb}); !strings.Contains(got, "close other programs") {
+	if got := tooBig(9*gb, service.Budget{Limit: 6 * gb, Reserve: gb}); !strings.Contains(got, "close other programs") {
 		t.Errorf("automatic budget: %q", got)
 	}
 }

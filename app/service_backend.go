@@ -10,7 +10,6 @@ import (
 
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
-	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/view"
@@ -54,7 +53,7 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 	}
 	for _, v := range sb.svc.Models() {
 		// A model that left the catalog is listed while it still runs or has failed.
-		if v.Meta != nil || v.State.Running() || v.State == engine.StateFailed {
+		if v.Meta != nil || v.State.Running() || v.State == service.StateFailed {
 			s.Models = append(s.Models, modelFrom(v))
 		}
 	}
@@ -99,7 +98,7 @@ func listenProblem(addr string, err error) string {
 	return err.Error()
 }
 
-func (sb *serviceBackend) Subscribe() (<-chan engine.Event, func()) {
+func (sb *serviceBackend) Subscribe() (<-chan service.Event, func()) {
 	return sb.svc.Engine().Subscribe()
 }
 

@@ -18,7 +18,6 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"github.com/llamatray/llamatray/router/config"
-	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
@@ -94,7 +93,7 @@ func TestWindowDrivesRealService(t *testing.T) {
 		t.Fatalf("snapshot: listen error %q, llama-server %q, %d models", s.ListenErr, s.ServerPath, len(s.Models))
 	}
 	m := s.Models[0]
-	if m.State != engine.StateUnloaded || m.Architecture != "llama" || m.ContextLength != 512 {
+	if m.State != service.StateUnloaded || m.Architecture != "llama" || m.ContextLength != 512 {
 		t.Errorf("model = %+v", m)
 	}
 	if menu := BuildMenu(s); menu[0].Label != "Serving on 127.0.0.1:"+strconv.Itoa(port) {
@@ -113,7 +112,7 @@ func TestWindowDrivesRealService(t *testing.T) {
 	// Load from the window; engine events refresh the row.
 	tap("Load")
 	waitFor(t, "the model to load", func() bool { return rowShows("Loaded (1)") && rowShows("[Unload]") })
-	if got := b.Snapshot().Models[0]; got.State != engine.StateLoaded || got.PID == 0 {
+	if got := b.Snapshot().Models[0]; got.State != service.StateLoaded || got.PID == 0 {
 		t.Errorf("engine state after Load: %+v", got.ModelStatus)
 	}
 

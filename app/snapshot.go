@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // Snapshot is everything the tray menu and the models window show, copied out of the running
@@ -21,7 +21,7 @@ type Snapshot struct {
 	ModelDirs  []string
 	LogDir     string
 	Models     []Model // sorted by ID
-	Budget     engine.Budget
+	Budget     service.Budget
 	Autostart  bool
 	Scanning   bool       // the catalog is being rescanned
 	Downloads  []Download // models being downloaded from the Hub, paused or failed, oldest first
@@ -44,7 +44,7 @@ type Download struct {
 
 // Model is one catalog entry together with its engine status.
 type Model struct {
-	engine.ModelStatus
+	service.ModelStatus
 	Architecture  string
 	Parameters    string // "7B", "" when unknown
 	Quantization  string
@@ -59,12 +59,12 @@ func (m Model) Running() bool { return m.State.Running() }
 
 // Fits reports whether the model can be loaded at all within the budget, with every other model
 // unloaded. A model without an estimate is assumed to fit.
-func (m Model) Fits(b engine.Budget) bool {
+func (m Model) Fits(b service.Budget) bool {
 	return b.Limit <= 0 || m.EstimateBytes <= b.Limit
 }
 
 // NeedsEviction reports whether loading the model would unload others first.
-func (m Model) NeedsEviction(b engine.Budget) bool {
+func (m Model) NeedsEviction(b service.Budget) bool {
 	return b.Limit > 0 && m.EstimateBytes > b.Free && m.Fits(b)
 }
 
@@ -94,9 +94,9 @@ const (
 // GroupOf says in which section a model is listed.
 func GroupOf(m Model) Group {
 	switch m.State {
-	case engine.StateSleeping:
+	case service.StateSleeping:
 		return GroupSleeping
-	case engine.StateLoading, engine.StateLoaded, engine.StateStopping:
+	case service.StateLoading, service.StateLoaded, service.StateStopping:
 		return GroupLoaded
 	default:
 		return GroupAvailable
@@ -127,9 +127,9 @@ func TrayIcon(s Snapshot) IconState {
 	loading, serving := false, false
 	for _, m := range s.Models {
 		switch {
-		case m.State == engine.StateFailed:
+		case m.State == service.StateFailed:
 			return IconError
-		case m.State == engine.StateLoading:
+		case m.State == service.StateLoading:
 			loading = true
 		case m.Active > 0:
 			serving = true

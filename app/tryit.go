@@ -17,7 +17,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // tryItWindow is "Try it": pick a model, type a prompt, and see the answer stream in with its time
@@ -137,9 +137,9 @@ func (t *tryItWindow) waitText(s Snapshot) string {
 			continue
 		}
 		switch {
-		case m.State == engine.StateLoading:
+		case m.State == service.StateLoading:
 			return "Waiting: " + stateText(m) + "…"
-		case m.State == engine.StateSleeping:
+		case m.State == service.StateSleeping:
 			return "Waiting: waking " + m.ID + "…"
 		}
 	}

@@ -9,12 +9,12 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 func windowSnapshot() Snapshot {
 	s := snap(
-		model("qwen-7b", engine.StateLoaded, func(m *Model) {
+		model("qwen-7b", service.StateLoaded, func(m *Model) {
 			m.Active = 2
 			m.MemoryBytes = 4_100_000_000
 			m.Quantization = "Q4_K_M"
@@ -22,10 +22,10 @@ func windowSnapshot() Snapshot {
 			m.Architecture = "qwen2"
 			m.CtxSize = 4096
 		}),
-		model("llama-3b", engine.StateSleeping, func(m *Model) { m.Pinned = true }),
-		model("gemma-2b", engine.StateUnloaded, func(m *Model) { m.SizeBytes = 1_600_000_000; m.Path = "/models/gemma-2b.gguf" }),
-		model("broken", engine.StateFailed, func(m *Model) { m.Error = "llama-server exited with code 1: unknown model architecture" }),
-		model("huge", engine.StateUnloaded, func(m *Model) { m.EstimateBytes = 90 * gb }),
+		model("llama-3b", service.StateSleeping, func(m *Model) { m.Pinned = true }),
+		model("gemma-2b", service.StateUnloaded, func(m *Model) { m.SizeBytes = 1_600_000_000; m.Path = "/models/gemma-2b.gguf" }),
+		model("broken", service.StateFailed, func(m *Model) { m.Error = "llama-server exited with code 1: unknown model architecture" }),
+		model("huge", service.StateUnloaded, func(m *Model) { m.EstimateBytes = 90 * gb }),
 	)
 	s.Budget.SystemTotal, s.Budget.SystemAvailable, s.Budget.Reserve = 32*gb, 20*gb, gb
 	s.ModelDirs = []string{"/models"}
@@ -109,7 +109,7 @@ func TestModelsWindowActions(t *testing.T) {
 
 	// A new snapshot from the engine replaces the rows.
 	s := windowSnapshot()
-	s.Models[0].State, s.Models[0].Progress = engine.StateLoading, 0.5 // broken → loading
+	s.Models[0].State, s.Models[0].Progress = service.StateLoading, 0.5 // broken → loading
 	sortModels(s.Models)
 	fb.setSnapshot(s)
 	u.pull()
@@ -139,7 +139,7 @@ func TestModelsWindowEmptyStates(t *testing.T) {
 	})
 	// Once llama-server is located and models appear, the problems go away.
 	s.ServerPath, s.ListenErr = "/usr/bin/llama-server", ""
-	s.Models = []Model{model("a", engine.StateUnloaded, nil)}
+	s.Models = []Model{model("a", service.StateUnloaded, nil)}
 	fb.setSnapshot(s)
 	u.pull()
 	l.wait(func() {
@@ -196,9 +196,9 @@ func TestNotificationsFromEvents(t *testing.T) {
 	go func() { u.watch(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	fb.events <- engine.Event{Kind: "pressure", Model: "qwen-7b"}
-	fb.events <- engine.Event{Kind: "pressure", Model: "llama-3b"} // same burst: no second notification
-	fb.events <- engine.Event{Kind: "state", State: engine.StateFailed, Model: "broken", Message: "exit code 1"}
+	fb.events <- service.Event{Kind: "pressure", Model: "qwen-7b"}
+	fb.events <- service.Event{Kind: "pressure", Model: "llama-3b"} // same burst: no second notification
+	fb.events <- service.Event{Kind: "state", State: service.StateFailed, Model: "broken", Message: "exit code 1"}
 	var got []string
 	for len(got) < 2 {
 		select {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/service"
 )
 
 // waitSnapshot is a room for one model: alpha streams two answers, beta waits for it first in line,
@@ -14,17 +14,17 @@ import (
 func waitSnapshot(alphaActive int) Snapshot {
 	since := time.Date(2026, 1, 1, 12, 3, 4, 0, time.Local)
 	s := snap(
-		model("alpha", engine.StateLoaded, func(m *Model) {
+		model("alpha", service.StateLoaded, func(m *Model) {
 			m.Active, m.MemoryBytes, m.Quantization, m.Parameters, m.Architecture, m.CtxSize = alphaActive, 5_100_000_000, "Q4_K_M", "7B", "qwen2", 4096
 		}),
-		model("beta", engine.StateUnloaded, func(m *Model) {
+		model("beta", service.StateUnloaded, func(m *Model) {
 			m.Queued, m.EstimateBytes, m.SizeBytes, m.Quantization, m.Parameters, m.Architecture = 1, 5_476_083_302, 4_700_000_000, "Q4_K_M", "8B", "llama"
-			m.Wait = &engine.WaitReason{Kind: engine.WaitBusy, Position: 1, Since: since, BusySince: since, Need: 5_476_083_302, Free: 2 << 30,
-				Holders: []engine.WaitModel{{ID: "alpha", State: engine.StateLoaded, Active: alphaActive}}}
+			m.Wait = &service.WaitReason{Kind: service.WaitBusy, Position: 1, Since: since, BusySince: since, Need: 5_476_083_302, Free: 2 << 30,
+				Holders: []service.WaitModel{{ID: "alpha", State: service.StateLoaded, Active: alphaActive}}}
 		}),
-		model("gamma", engine.StateUnloaded, func(m *Model) {
+		model("gamma", service.StateUnloaded, func(m *Model) {
 			m.Queued, m.EstimateBytes, m.SizeBytes, m.Quantization, m.Parameters, m.Architecture = 2, 3_000_000_000, 2_700_000_000, "Q8_0", "3B", "qwen2"
-			m.Wait = &engine.WaitReason{Kind: engine.WaitBehind, Position: 2, Since: since.Add(5 * time.Second), Need: 3_000_000_000, Free: 2 << 30, Behind: "beta"}
+			m.Wait = &service.WaitReason{Kind: service.WaitBehind, Position: 2, Since: since.Add(5 * time.Second), Need: 3_000_000_000, Free: 2 << 30, Behind: "beta"}
 		}),
 	)
 	s.Budget.SystemTotal, s.Budget.SystemAvailable, s.Budget.Reserve = 32*gb, 20*gb, gb
@@ -96,8 +96,8 @@ func TestTrayLabelSaysWhyItWaits(t *testing.T) {
 
 	// A running model that waits (stopping, then loading again) says so in its own label.
 	s := waitSnapshot(1)
-	s.Models[1].State = engine.StateStopping
-	s.Models[1].Wait = &engine.WaitReason{Kind: engine.WaitStopping, Position: 1}
+	s.Models[1].State = service.StateStopping
+	s.Models[1].Wait = &service.WaitReason{Kind: service.WaitStopping, Position: 1}
 	if got := find(t, BuildMenu(s), "○ beta").Label; got != "○ beta — waiting: 1st in line; its last run is stopping, then it loads again · 5.1 GiB" {
 		t.Errorf("stopping beta: %q", got)
 	}
