@@ -238,12 +238,6 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 		w = &sentWriter{ResponseWriter: w, h: make(http.Header)}
 	}
 	rt.forward(w, r, t)
-	if lw, ok := w.(*logWriter); ok && lw.Header().Get("Content-Length") != "" {
-		// The whole answer of a declared length was copied (else the proxy panicked): send it now,
-		// in the write net/http would make when the handler returns, rather than after the lease is
-		// given back and the request recorded. Nothing more is written for it then.
-		lw.Flush()
-	}
 	rt.record(t, lease.Waited)
 	if info != nil {
 		info.usage = t.usage
