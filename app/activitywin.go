@@ -17,14 +17,6 @@ import (
 	"github.com/llamatray/llamatray/router/wire"
 )
 
-// activitySource is a backend that keeps the models' activity (the service does: GET /api/activity).
-type activitySource interface {
-	Activity() wire.Activity
-}
-
-// Activity is the service's record of the last hour, as GET /api/activity serves it.
-func (sb *serviceBackend) Activity() wire.Activity { return sb.svc.Activity() }
-
 // activityEvery is how often an open Activity window reads the activity again.
 const activityEvery = 2 * time.Second
 
@@ -32,7 +24,7 @@ const activityEvery = 2 * time.Second
 // used on the UI thread only; it reads the activity on a ticker only while it is open.
 type activityWindow struct {
 	u    *ui
-	src  activitySource
+	src  Backend
 	win  fyne.Window
 	list *fyne.Container
 	stop chan struct{} // closed when the window closes
@@ -41,8 +33,7 @@ type activityWindow struct {
 
 // showActivity opens the Activity window, or brings it forward.
 func (u *ui) showActivity() {
-	src, ok := u.b.(activitySource)
-	if !ok {
+	if !u.b.Offers().Activity {
 		return
 	}
 	if u.activity != nil {
@@ -50,7 +41,7 @@ func (u *ui) showActivity() {
 		u.activity.win.RequestFocus()
 		return
 	}
-	a := &activityWindow{u: u, src: src, win: u.app.NewWindow("Activity"), list: container.NewVBox(), stop: make(chan struct{})}
+	a := &activityWindow{u: u, src: u.b, win: u.app.NewWindow("Activity"), list: container.NewVBox(), stop: make(chan struct{})}
 	a.win.SetIcon(appIcon)
 	a.win.Resize(fyne.NewSize(760, 520))
 	intro := widget.NewLabel("The last hour of requests per model. Times and token counts come from llama-server's own timings; no prompt or answer text is kept.")
@@ -61,7 +52,7 @@ func (u *ui) showActivity() {
 		u.activity = nil
 	})
 	u.activity = a
-	a.show(src.Activity())
+	a.show(u.b.Activity())
 	a.win.Show()
 	go a.poll()
 }

@@ -48,7 +48,7 @@ func TestDeletePulledModelFreesBlob(t *testing.T) {
 	}
 	empty := windowSnapshot()
 	empty.Models = nil
-	b := &hubFakeBackend{fakeBackend: newFakeBackend(empty), h: hb}
+	b := withHub(newFakeBackend(empty), hb)
 	if name, ok := pulledName(b, cm.ID); !ok || name != st.Model {
 		t.Fatalf("pulledName = %q %v", name, ok)
 	}

@@ -34,13 +34,12 @@ func (d *downloadsSection) update(s Snapshot) {
 		return
 	}
 	d.key = key
-	src, ok := d.u.b.(hubSource)
-	if !ok || len(s.Downloads) == 0 {
+	if !d.u.b.Offers().Hub || len(s.Downloads) == 0 {
 		d.box.Objects = nil
 		d.box.Refresh()
 		return
 	}
-	h := src.Hub()
+	h := d.u.b
 	objs := []fyne.CanvasObject{widget.NewLabelWithStyle("Downloads", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})}
 	for _, dl := range s.Downloads {
 		objs = append(objs, d.row(h, dl))
@@ -50,7 +49,7 @@ func (d *downloadsSection) update(s Snapshot) {
 }
 
 // row is one download: its name and state in words, a bar, and what can be done.
-func (d *downloadsSection) row(h HubBackend, dl Download) fyne.CanvasObject {
+func (d *downloadsSection) row(h Backend, dl Download) fyne.CanvasObject {
 	name := dl.Model
 	bar := widget.NewProgressBar()
 	if dl.Total > 0 {
@@ -69,15 +68,15 @@ func (d *downloadsSection) row(h HubBackend, dl Download) fyne.CanvasObject {
 	}
 	switch dl.State {
 	case hub.StateDownloading, "":
-		act("Pause", theme.MediaPauseIcon(), "Pause", func() error { h.Pause(name); return nil })
+		act("Pause", theme.MediaPauseIcon(), "Pause", func() error { h.PausePull(name); return nil })
 	case hub.StatePaused, hub.StateFailed:
 		act("Resume", theme.MediaPlayIcon(), "Resume", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			return h.Resume(ctx, name)
+			return h.ResumePull(ctx, name)
 		})
 	}
-	act("Cancel", theme.CancelIcon(), "Cancel", func() error { return h.Discard(name) })
+	act("Cancel", theme.CancelIcon(), "Cancel", func() error { return h.DiscardPull(name) })
 	head := widget.NewLabelWithStyle(name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	return container.NewBorder(nil, nil, nil, container.NewHBox(buttons...), container.NewVBox(head, bar, line))
 }

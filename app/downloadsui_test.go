@@ -34,7 +34,7 @@ func TestDownloadsSection(t *testing.T) {
 		lookup: cat.Lookup,
 	}
 	fb := newFakeBackend(windowSnapshot())
-	u, l := newTestUIWith(t, &hubFakeBackend{fakeBackend: fb, h: hb})
+	u, l := newTestUIWith(t, withHub(fb, hb))
 	name := repo + ":Q8_0"
 	started := fh.Stall(repo, fakehub.FileName(repo, "Q8_0"), 64<<10)
 	ref, _ := hub.ParseRef(name)

@@ -15,21 +15,28 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/fit"
+	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
-// fakeBackend records what the UI asks for and serves snapshots the test sets.
+// fakeBackend records what the UI asks for and serves snapshots the test sets. It has no Hub
+// unless a test gives it one (withHub), and none of the service's other parts (Offers).
 type fakeBackend struct {
-	mu       sync.Mutex // guards every field below
-	snap     Snapshot
-	cfg      config.Config
-	calls    []string
-	logs     map[string][]string
-	applied  []config.Config
-	applyErr error
-	dir      string
-	events   chan service.Event
+	*managerHub            // nil: no Hub
+	mu          sync.Mutex // guards every field below
+	snap        Snapshot
+	cfg         config.Config
+	calls       []string
+	logs        map[string][]string
+	applied     []config.Config
+	applyErr    error
+	dir         string
+	events      chan service.Event
 }
+
+var _ Backend = (*fakeBackend)(nil)
 
 func newFakeBackend(s Snapshot) *fakeBackend {
 	return &fakeBackend{snap: s, cfg: config.Default(), logs: map[string][]string{}, events: make(chan service.Event, 16)}
@@ -101,6 +108,27 @@ func (f *fakeBackend) ModelsDir() (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.dir, nil
+}
+
+// Offers: the Hub when a test gave one; no activity, installs or estimates.
+func (f *fakeBackend) Offers() Offers { return Offers{Hub: f.managerHub != nil} }
+
+func (f *fakeBackend) Activity() wire.Activity        { return wire.Activity{} }
+func (f *fakeBackend) UpdateChanged() <-chan struct{} { return nil } // no release checks
+func (f *fakeBackend) EstimateWith(string, config.Config) (int64, bool, fit.Room, error) {
+	return 0, false, fit.Room{}, ErrNotOffered
+}
+func (f *fakeBackend) LlamaServerFlags(context.Context) ([]string, error) { return nil, ErrNotOffered }
+
+// DraftCandidates: no catalog to compare, so no model is offered as a draft and none refused.
+func (f *fakeBackend) DraftCandidates(string) ([]string, map[string]string, error) {
+	return nil, nil, nil
+}
+func (f *fakeBackend) PlanBuild(context.Context, releases.Request) (releases.Release, releases.Choice, error) {
+	return releases.Release{}, releases.Choice{}, ErrNotOffered
+}
+func (f *fakeBackend) InstallBuild(context.Context, releases.Request, func(releases.Progress)) (releases.Build, error) {
+	return releases.Build{}, ErrNotOffered
 }
 
 func (f *fakeBackend) callLog() []string {

@@ -235,11 +235,10 @@ func (m *modelsWindow) confirmDelete(id, path string) {
 
 // pulledName is the ORG/REPO:QUANT a model was pulled from the Hub as; false for a user's own file.
 func pulledName(b Backend, id string) (string, bool) {
-	src, ok := b.(hubSource)
-	if !ok {
+	if !b.Offers().Hub {
 		return "", false
 	}
-	return src.Hub().Pulled(id)
+	return b.Pulled(id)
 }
 
 // deleteModel deletes a model's files and rescans: a model pulled from the Hub leaves the Hub
@@ -260,7 +259,7 @@ func deleteModel(b Backend, id, path string, trash func(string) error) error {
 		}
 	}
 	if _, ok := pulledName(b, id); ok {
-		if _, err := b.(hubSource).Hub().Remove(id); err != nil {
+		if _, err := b.RemovePulled(id); err != nil {
 			return err
 		}
 		return b.Rescan(context.Background())

@@ -21,7 +21,7 @@ import (
 // thread only; Hub calls run on their own goroutines and report back through onUI.
 type getModelsWindow struct {
 	u   *ui
-	h   HubBackend
+	h   Backend
 	win fyne.Window
 
 	search   *widget.Entry
@@ -39,8 +39,7 @@ type getModelsWindow struct {
 
 // showGetModels opens the Get-models window, or brings it forward.
 func (u *ui) showGetModels() {
-	src, ok := u.b.(hubSource)
-	if !ok {
+	if !u.b.Offers().Hub {
 		return
 	}
 	if u.getModels != nil {
@@ -48,7 +47,7 @@ func (u *ui) showGetModels() {
 		u.getModels.win.RequestFocus()
 		return
 	}
-	g := newGetModelsWindow(u, src.Hub())
+	g := newGetModelsWindow(u, u.b)
 	u.getModels = g
 	g.win.SetOnClosed(func() {
 		g.stopEvents()
@@ -60,13 +59,13 @@ func (u *ui) showGetModels() {
 
 // getModelsButton is the "Get models…" button, or nil when the backend has no Hub.
 func (u *ui) getModelsButton() fyne.CanvasObject {
-	if _, ok := u.b.(hubSource); !ok {
+	if !u.b.Offers().Hub {
 		return nil
 	}
 	return widget.NewButtonWithIcon("Get models…", theme.DownloadIcon(), u.showGetModels)
 }
 
-func newGetModelsWindow(u *ui, h HubBackend) *getModelsWindow {
+func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
 	g := &getModelsWindow{u: u, h: h, win: u.app.NewWindow("Get models")}
 	g.win.SetIcon(appIcon)
 	g.win.Resize(fyne.NewSize(860, 600))
@@ -85,7 +84,7 @@ func newGetModelsWindow(u *ui, h HubBackend) *getModelsWindow {
 	g.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), g.cancelPull)
 	g.setPulling("", "")
 
-	events, stop := h.Events()
+	events, stop := h.PullEvents()
 	done := make(chan struct{})
 	g.stopEvents = func() { stop(); close(done) }
 	go func() { // ends when the window closes
@@ -124,7 +123,7 @@ func (g *getModelsWindow) runSearch() {
 		var err error
 		for try := 1; ; try++ { // a network failure is tried once more, visibly, before it is shown
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			repos, err = g.h.Search(ctx, text)
+			repos, err = g.h.SearchHub(ctx, text)
 			cancel()
 			if !errors.Is(err, hub.ErrUnreachable) || try == searchTries {
 				break
@@ -204,7 +203,7 @@ func (g *getModelsWindow) openRepo(repo string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		qs, err := g.h.Quants(ctx, repo)
+		qs, err := g.h.HubQuants(ctx, repo)
 		g.u.onUI(func() { g.showQuants(repo, qs, err) })
 	}()
 }
@@ -328,7 +327,7 @@ func (g *getModelsWindow) cancelPull() {
 	}
 	name := g.pulling
 	g.pullLine.SetText("Cancelling " + name + "…")
-	go g.h.Cancel(name)
+	go g.h.CancelPull(name)
 }
 
 // setPulling shows the download area for model ("" hides the bar and Cancel) with a line of text.

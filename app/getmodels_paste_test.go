@@ -36,7 +36,7 @@ func TestGetModelsTakesPastedNames(t *testing.T) {
 		lookup: cat.Lookup,
 	}
 	fb := newFakeBackend(windowSnapshot())
-	u, l := newTestUIWith(t, &hubFakeBackend{fakeBackend: fb, h: hb})
+	u, l := newTestUIWith(t, withHub(fb, hb))
 	for _, pasted := range []string{repo + ":Q8_0", "hf.co/" + repo, "https://huggingface.co/" + repo + "/blob/main/Tiny-GGUF-Q8_0.gguf"} {
 		var g *getModelsWindow
 		l.wait(func() {
@@ -70,7 +70,7 @@ func TestGetModelsLongErrorWraps(t *testing.T) {
 		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
 		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
 	}
-	u, l := newTestUIWith(t, &hubFakeBackend{fakeBackend: newFakeBackend(windowSnapshot()), h: hb})
+	u, l := newTestUIWith(t, withHub(newFakeBackend(windowSnapshot()), hb))
 	long := "Org/Tiny-GGUF:Q8_0: tiny-Q8_0.gguf: sha256 mismatch: the Hub lists " + strings.Repeat("0123456789abcdef", 4) +
 		", the file has " + strings.Repeat("fedcba9876543210", 4) + "; the download was refused and deleted. " + strings.Repeat("Check your network or mirror (HF_ENDPOINT) and try again. ", 6)
 	l.wait(func() {
@@ -104,7 +104,7 @@ func TestGetModelsGatedAndRetry(t *testing.T) {
 		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
 		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
 	}
-	u, l := newTestUIWith(t, &hubFakeBackend{fakeBackend: newFakeBackend(windowSnapshot()), h: hb})
+	u, l := newTestUIWith(t, withHub(newFakeBackend(windowSnapshot()), hb))
 	var g *getModelsWindow
 	l.wait(func() {
 		u.showGetModels()
@@ -164,7 +164,7 @@ func TestGetModelsUnreachableHub(t *testing.T) {
 		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
 		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
 	}
-	u, l := newTestUIWith(t, &hubFakeBackend{fakeBackend: newFakeBackend(windowSnapshot()), h: hb})
+	u, l := newTestUIWith(t, withHub(newFakeBackend(windowSnapshot()), hb))
 	var g *getModelsWindow
 	var saw []string
 	l.wait(func() {

@@ -21,13 +21,11 @@ import (
 	"github.com/llamatray/llamatray/router/testbed/fakehub"
 )
 
-// hubFakeBackend is the fake backend plus a real Hub manager against the stand-in.
-type hubFakeBackend struct {
-	*fakeBackend
-	h HubBackend
+// withHub gives the fake backend a real Hub manager against the stand-in.
+func withHub(fb *fakeBackend, h *managerHub) *fakeBackend {
+	fb.managerHub = h
+	return fb
 }
-
-func (b *hubFakeBackend) Hub() HubBackend { return b.h }
 
 // shoot saves the window as PNG under $LLAMATRAY_SCREENSHOTS, when set; the capture runs on the
 // UI loop.
@@ -69,7 +67,7 @@ func TestGetModelsWindow(t *testing.T) {
 	empty.Models = nil
 	fb := newFakeBackend(empty)
 	fb.dir = t.TempDir()
-	u, l := newTestUIWith(t, &hubFakeBackend{fakeBackend: fb, h: hb})
+	u, l := newTestUIWith(t, withHub(fb, hb))
 	l.wait(func() {
 		u.models = newModelsWindow(u)
 		u.models.show()

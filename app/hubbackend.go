@@ -10,40 +10,8 @@ import (
 	"github.com/llamatray/llamatray/router/service"
 )
 
-// HubBackend is what the Get-models window drives: search, a repo's quants with fit badges, and
-// pulls with their progress. Methods may block; the window calls them off the UI thread.
-type HubBackend interface {
-	Search(ctx context.Context, text string) ([]hub.Repo, error)
-	Quants(ctx context.Context, repo string) ([]hub.QuantFit, error)
-	// Pull starts downloading ORG/REPO:QUANT and returns at once.
-	Pull(ctx context.Context, name string) (hub.PullStatus, error)
-	// Cancel stops a running pull; what it wrote is removed.
-	Cancel(name string) bool
-	// Events delivers pull progress until cancel is called.
-	Events() (events <-chan hub.Event, cancel func())
-	// Pulled tells a model pulled from the Hub (and the ORG/REPO:QUANT it was pulled as) from a
-	// user's own file.
-	Pulled(id string) (name string, ok bool)
-	// Remove deletes a pulled model's files from the Hub cache, as `llamatray rm` does: its
-	// snapshot links and the blobs no other snapshot uses. It returns the paths removed.
-	Remove(id string) ([]string, error)
-	// Pause stops a running pull, keeping what came for a resume.
-	Pause(name string) bool
-	// Resume goes on with a paused or failed pull, from what came (after a restart too).
-	Resume(ctx context.Context, name string) error
-	// Discard stops a pull and deletes what it left on disk.
-	Discard(name string) error
-	// TokenSource says where the Hub token in use comes from, "" when there is none.
-	TokenSource() string
-	// SaveToken keeps token ("" removes it) where the Hub's own tools read it ($HF_HOME/token)
-	// and uses it from the next request on; it returns the file's path.
-	SaveToken(token string) (string, error)
-}
-
-// hubSource is a Backend that also offers models from the Hub.
-type hubSource interface{ Hub() HubBackend }
-
-// managerHub drives a hub.Manager: the service's, or a test's.
+// managerHub is the Hub part of a Backend over a hub.Manager: the service's, or a test's. A nil
+// *managerHub is a backend without a Hub: every method answers ErrNotOffered or nothing.
 type managerHub struct {
 	m      *hub.Manager
 	room   func() fit.Room
@@ -51,9 +19,15 @@ type managerHub struct {
 	lookup func(name string) (catalog.Model, bool) // the catalog: what is on this machine already
 }
 
-func (h *managerHub) Pause(name string) bool { return h.m.Pause(name) }
+// errNoHub is what a backend without a Hub answers.
+var errNoHub = fmt.Errorf("the Hugging Face Hub: %w", ErrNotOffered)
 
-func (h *managerHub) Resume(ctx context.Context, name string) error {
+func (h *managerHub) PausePull(name string) bool { return h != nil && h.m.Pause(name) }
+
+func (h *managerHub) ResumePull(ctx context.Context, name string) error {
+	if h == nil {
+		return errNoHub
+	}
 	ref, err := hub.ParseRef(name)
 	if err != nil {
 		return err
@@ -62,18 +36,34 @@ func (h *managerHub) Resume(ctx context.Context, name string) error {
 	return err
 }
 
-func (h *managerHub) Discard(name string) error {
+func (h *managerHub) DiscardPull(name string) error {
+	if h == nil {
+		return errNoHub
+	}
 	_, err := h.m.Discard(name)
 	return err
 }
 
-func (h *managerHub) TokenSource() string { return hub.TokenSource(nil) }
+func (h *managerHub) HubTokenSource() string {
+	if h == nil {
+		return ""
+	}
+	return hub.TokenSource(nil)
+}
 
-func (h *managerHub) SaveToken(token string) (string, error) { return h.m.SaveToken(nil, token) }
+func (h *managerHub) SaveHubToken(token string) (string, error) {
+	if h == nil {
+		return "", errNoHub
+	}
+	return h.m.SaveToken(nil, token)
+}
 
 func (h *managerHub) has(name string) bool { _, ok := h.lookup(name); return ok }
 
 func (h *managerHub) Pulled(id string) (string, bool) {
+	if h == nil {
+		return "", false
+	}
 	m, ok := h.lookup(id)
 	if !ok {
 		return "", false
@@ -84,7 +74,10 @@ func (h *managerHub) Pulled(id string) (string, bool) {
 	return m.HubName, true
 }
 
-func (h *managerHub) Remove(id string) ([]string, error) {
+func (h *managerHub) RemovePulled(id string) ([]string, error) {
+	if h == nil {
+		return nil, errNoHub
+	}
 	m, ok := h.lookup(id)
 	if !ok {
 		return nil, fmt.Errorf("model %q is not on this machine", id)
@@ -100,11 +93,17 @@ func (h *managerHub) Remove(id string) ([]string, error) {
 	return removed, nil
 }
 
-func (h *managerHub) Search(ctx context.Context, text string) ([]hub.Repo, error) {
+func (h *managerHub) SearchHub(ctx context.Context, text string) ([]hub.Repo, error) {
+	if h == nil {
+		return nil, errNoHub
+	}
 	return h.m.Client().Search(ctx, text, 30)
 }
 
-func (h *managerHub) Quants(ctx context.Context, repo string) ([]hub.QuantFit, error) {
+func (h *managerHub) HubQuants(ctx context.Context, repo string) ([]hub.QuantFit, error) {
+	if h == nil {
+		return nil, errNoHub
+	}
 	l, err := h.m.Client().Files(ctx, repo)
 	if err != nil {
 		return nil, err
@@ -113,6 +112,9 @@ func (h *managerHub) Quants(ctx context.Context, repo string) ([]hub.QuantFit, e
 }
 
 func (h *managerHub) Pull(ctx context.Context, name string) (hub.PullStatus, error) {
+	if h == nil {
+		return hub.PullStatus{}, errNoHub
+	}
 	ref, err := hub.ParsePasted(name)
 	if err != nil {
 		return hub.PullStatus{}, err
@@ -120,12 +122,20 @@ func (h *managerHub) Pull(ctx context.Context, name string) (hub.PullStatus, err
 	return h.m.Start(ctx, ref)
 }
 
-func (h *managerHub) Cancel(name string) bool { return h.m.Cancel(name) }
+func (h *managerHub) CancelPull(name string) bool { return h != nil && h.m.Cancel(name) }
 
-func (h *managerHub) Events() (<-chan hub.Event, func()) { return h.m.Subscribe() }
+func (h *managerHub) PullEvents() (<-chan hub.Event, func()) {
+	if h == nil {
+		return nil, func() {}
+	}
+	return h.m.Subscribe()
+}
 
-// serviceHub is the running service's Hub.
-func serviceHub(svc *service.Service) HubBackend {
+// serviceHub is the running service's Hub; nil when it has none.
+func serviceHub(svc *service.Service) *managerHub {
+	if svc.Hub() == nil {
+		return nil
+	}
 	return &managerHub{
 		m: svc.Hub(),
 		room: func() fit.Room {
@@ -136,5 +146,31 @@ func serviceHub(svc *service.Service) HubBackend {
 	}
 }
 
-// Hub makes the service backend a hubSource.
-func (sb *serviceBackend) Hub() HubBackend { return serviceHub(sb.svc) }
+// The service backend's Hub part: the service's Hub manager and catalog.
+
+func (sb *serviceBackend) SearchHub(ctx context.Context, text string) ([]hub.Repo, error) {
+	return serviceHub(sb.svc).SearchHub(ctx, text)
+}
+func (sb *serviceBackend) HubQuants(ctx context.Context, repo string) ([]hub.QuantFit, error) {
+	return serviceHub(sb.svc).HubQuants(ctx, repo)
+}
+func (sb *serviceBackend) Pull(ctx context.Context, name string) (hub.PullStatus, error) {
+	return serviceHub(sb.svc).Pull(ctx, name)
+}
+func (sb *serviceBackend) CancelPull(name string) bool { return serviceHub(sb.svc).CancelPull(name) }
+func (sb *serviceBackend) PausePull(name string) bool  { return serviceHub(sb.svc).PausePull(name) }
+func (sb *serviceBackend) ResumePull(ctx context.Context, name string) error {
+	return serviceHub(sb.svc).ResumePull(ctx, name)
+}
+func (sb *serviceBackend) DiscardPull(name string) error { return serviceHub(sb.svc).DiscardPull(name) }
+func (sb *serviceBackend) PullEvents() (<-chan hub.Event, func()) {
+	return serviceHub(sb.svc).PullEvents()
+}
+func (sb *serviceBackend) Pulled(id string) (string, bool) { return serviceHub(sb.svc).Pulled(id) }
+func (sb *serviceBackend) RemovePulled(id string) ([]string, error) {
+	return serviceHub(sb.svc).RemovePulled(id)
+}
+func (sb *serviceBackend) HubTokenSource() string { return serviceHub(sb.svc).HubTokenSource() }
+func (sb *serviceBackend) SaveHubToken(token string) (string, error) {
+	return serviceHub(sb.svc).SaveHubToken(token)
+}

@@ -12,32 +12,12 @@ import (
 	"github.com/llamatray/llamatray/router/releases"
 )
 
-// llamaServerInstaller is what the Install llama-server button needs from the backend; the service
-// backend has it (a backend without it shows no button).
-type llamaServerInstaller interface {
-	// InstallBuild downloads, verifies and unpacks llama.cpp's build for this machine and makes the
-	// service use it; progress is called off the UI thread.
-	InstallBuild(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error)
-	// PlanBuild says which archive of a release would be installed here, and why, and the others.
-	PlanBuild(ctx context.Context, req releases.Request) (releases.Release, releases.Choice, error)
-}
-
-// InstallBuild installs a llama.cpp release build through the service.
-func (sb *serviceBackend) InstallBuild(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error) {
-	return sb.svc.InstallBuild(ctx, req, progress)
-}
-
-// PlanBuild asks the service which archive it would install.
-func (sb *serviceBackend) PlanBuild(ctx context.Context, req releases.Request) (releases.Release, releases.Choice, error) {
-	return sb.svc.PlanBuild(ctx, req)
-}
-
 // serverInstall is the "Install llama-server" button of the llama-server-not-found banner, with its
 // progress bar and a status line saying which build was chosen and why. Its fields are used on the
 // UI thread only.
 type serverInstall struct {
 	u       *ui
-	inst    llamaServerInstaller
+	inst    Backend
 	button  *widget.Button
 	bar     *widget.ProgressBar
 	status  *widget.Label
@@ -51,11 +31,10 @@ type serverInstall struct {
 // progress keeps its bar when the banners are rebuilt; nil when the backend cannot install.
 func (m *modelsWindow) serverInstallPanel() fyne.CanvasObject {
 	if m.install == nil {
-		inst, ok := m.u.b.(llamaServerInstaller)
-		if !ok {
+		if !m.u.b.Offers().InstallBuild {
 			return nil
 		}
-		si := &serverInstall{u: m.u, inst: inst, bar: widget.NewProgressBar(), status: widget.NewLabel("")}
+		si := &serverInstall{u: m.u, inst: m.u.b, bar: widget.NewProgressBar(), status: widget.NewLabel("")}
 		si.button = widget.NewButtonWithIcon("Install llama-server", theme.DownloadIcon(), si.start)
 		si.button.Importance = widget.HighImportance
 		si.status.Wrapping = fyne.TextWrapWord

@@ -76,17 +76,6 @@ func draftOver(v *config.Model, own, sec config.Model) {
 	}
 }
 
-// draftSource is a backend that knows which models can draft for a model: those whose vocabulary
-// matches, and for every other model why not.
-type draftSource interface {
-	DraftCandidates(id string) (ok []string, refused map[string]string, err error)
-}
-
-// DraftCandidates asks the catalog, which compares the models' vocabularies from their headers.
-func (sb *serviceBackend) DraftCandidates(id string) ([]string, map[string]string, error) {
-	return sb.svc.Catalog().DraftCandidates(id)
-}
-
 // noDraft is the draft select's first choice: no draft, or for a variant its model's.
 const noDraft = "none"
 
@@ -130,11 +119,9 @@ func newDraftFields(w *modelSettingsWindow, f draftForm, changed func()) *draftF
 func draftChoices(b Backend, id, current string) ([]string, string) {
 	var ok []string
 	var refused map[string]string
-	if src, is := b.(draftSource); is {
-		var err error
-		if ok, refused, err = src.DraftCandidates(id); err != nil {
-			return nonEmpty(current), "Drafts unknown: " + err.Error()
-		}
+	var err error
+	if ok, refused, err = b.DraftCandidates(id); err != nil {
+		return nonEmpty(current), "Drafts unknown: " + err.Error()
 	}
 	base := id
 	if b, _, is := b.Config().Variant(id); is {

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,19 +11,6 @@ import (
 	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/service"
 )
-
-// estimateSource is a backend that estimates a model's memory need for settings not applied yet
-// (the service: the engine's estimate, the learned footprint when the settings are the current ones).
-type estimateSource interface {
-	// EstimateWith returns the need, whether it was measured in an earlier load, and the room now.
-	EstimateWith(id string, cfg config.Config) (need int64, learned bool, room fit.Room, err error)
-}
-
-// EstimateWith asks the service, and judges against the engine's budget now.
-func (sb *serviceBackend) EstimateWith(id string, cfg config.Config) (int64, bool, fit.Room, error) {
-	need, learned, err := sb.svc.EstimateWith(id, cfg)
-	return need, learned, sb.svc.Engine().Room(), err
-}
 
 // modelForm is the text of the per-model settings form, as typed. Empty means "the default".
 type modelForm struct {
@@ -56,16 +42,6 @@ func formFrom(m config.Model) modelForm {
 		f.IdleUnload = m.IdleUnload.String()
 	}
 	return f
-}
-
-// flagSource is a backend that knows the flags of the llama-server in use (from its --help).
-type flagSource interface {
-	LlamaServerFlags(ctx context.Context) ([]string, error)
-}
-
-// LlamaServerFlags asks the service, which reads them once per llama-server binary.
-func (sb *serviceBackend) LlamaServerFlags(ctx context.Context) ([]string, error) {
-	return sb.svc.LlamaServerFlags(ctx)
 }
 
 // unknownFlags finds the arguments that look like flags and that llama-server does not list. A

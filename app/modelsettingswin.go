@@ -166,21 +166,19 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 		container.NewHBox(w.apply, w.asVariant, closeBtn))...)
 	w.win.SetContent(container.NewVScroll(body))
 	w.changed()
-	if src, ok := u.b.(flagSource); ok {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			defer cancel()
-			flags, err := src.LlamaServerFlags(ctx)
-			if err != nil {
-				return // extra arguments are then left for llama-server to judge
-			}
-			known := make(map[string]bool, len(flags))
-			for _, f := range flags {
-				known[f] = true
-			}
-			u.onUI(func() { w.known = known; w.changed() })
-		}()
-	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		flags, err := u.b.LlamaServerFlags(ctx)
+		if err != nil {
+			return // no flags known (none offered, or no llama-server): extra arguments are left for llama-server to judge
+		}
+		known := make(map[string]bool, len(flags))
+		for _, f := range flags {
+			known[f] = true
+		}
+		u.onUI(func() { w.known = known; w.changed() })
+	}()
 	return w
 }
 
@@ -239,8 +237,7 @@ func (w *modelSettingsWindow) changed() {
 		probs = append(probs, unknownFlags(f.Args, w.known)...)
 	}
 	w.showProblems(probs)
-	src, ok := w.u.b.(estimateSource)
-	if !ok {
+	if !w.u.b.Offers().EstimateWith {
 		return
 	}
 	if len(probs) > 0 {
@@ -253,7 +250,7 @@ func (w *modelSettingsWindow) changed() {
 	seq, own := w.seq, m.MemoryBytes
 	w.memory.SetText("Estimating the memory these settings need…")
 	go func() {
-		need, learned, room, err := src.EstimateWith(w.id, cfg)
+		need, learned, room, err := w.u.b.EstimateWith(w.id, cfg)
 		w.u.onUI(func() {
 			if seq != w.seq {
 				return

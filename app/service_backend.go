@@ -10,9 +10,12 @@ import (
 
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/view"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // serviceBackend drives a running service for the UI.
@@ -146,4 +149,41 @@ func (sb *serviceBackend) ModelsDir() (string, error) {
 		return "", fmt.Errorf("add %s to the model folders: %w", dir, err)
 	}
 	return dir, nil
+}
+
+// Offers: the running service has every part; the Hub unless the service made none.
+func (sb *serviceBackend) Offers() Offers {
+	return Offers{Hub: sb.svc.Hub() != nil, Activity: true, InstallBuild: true, EstimateWith: true}
+}
+
+// Activity is the service's record of the last hour, as GET /api/activity serves it.
+func (sb *serviceBackend) Activity() wire.Activity { return sb.svc.Activity() }
+
+// UpdateChanged is closed when the service's next check of Llamatray's releases ends.
+func (sb *serviceBackend) UpdateChanged() <-chan struct{} { return sb.svc.UpdateChanged() }
+
+// EstimateWith asks the service, and judges against the engine's budget now.
+func (sb *serviceBackend) EstimateWith(id string, cfg config.Config) (int64, bool, fit.Room, error) {
+	need, learned, err := sb.svc.EstimateWith(id, cfg)
+	return need, learned, sb.svc.Engine().Room(), err
+}
+
+// LlamaServerFlags asks the service, which reads them once per llama-server binary.
+func (sb *serviceBackend) LlamaServerFlags(ctx context.Context) ([]string, error) {
+	return sb.svc.LlamaServerFlags(ctx)
+}
+
+// DraftCandidates asks the catalog, which compares the models' vocabularies from their headers.
+func (sb *serviceBackend) DraftCandidates(id string) ([]string, map[string]string, error) {
+	return sb.svc.Catalog().DraftCandidates(id)
+}
+
+// PlanBuild asks the service which archive it would install.
+func (sb *serviceBackend) PlanBuild(ctx context.Context, req releases.Request) (releases.Release, releases.Choice, error) {
+	return sb.svc.PlanBuild(ctx, req)
+}
+
+// InstallBuild installs a llama.cpp release build through the service.
+func (sb *serviceBackend) InstallBuild(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error) {
+	return sb.svc.InstallBuild(ctx, req, progress)
 }

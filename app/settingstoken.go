@@ -11,18 +11,17 @@ import (
 // in use comes from, a field to paste one, and Save, which keeps it where the Hub's own tools
 // read it. nil when the backend has no Hub.
 type tokenField struct {
-	h     HubBackend
+	h     Backend
 	entry *widget.Entry
 	state *widget.Label
 	save  *widget.Button
 }
 
 func newTokenField(u *ui) *tokenField {
-	src, ok := u.b.(hubSource)
-	if !ok {
+	if !u.b.Offers().Hub {
 		return nil
 	}
-	t := &tokenField{h: src.Hub(), entry: widget.NewPasswordEntry(), state: widget.NewLabel("")}
+	t := &tokenField{h: u.b, entry: widget.NewPasswordEntry(), state: widget.NewLabel("")}
 	t.entry.SetPlaceHolder("hf_… (huggingface.co/settings/tokens)")
 	t.state.Wrapping = fyne.TextWrapWord
 	t.state.SizeName = theme.SizeNameCaptionText
@@ -30,7 +29,7 @@ func newTokenField(u *ui) *tokenField {
 		token := t.entry.Text
 		t.save.Disable()
 		u.background("Save the Hugging Face token", func() error {
-			path, err := t.h.SaveToken(token)
+			path, err := t.h.SaveHubToken(token)
 			u.onUI(func() {
 				t.save.Enable()
 				if err != nil {
@@ -51,7 +50,7 @@ func newTokenField(u *ui) *tokenField {
 // show says which token is in use, after what was just done.
 func (t *tokenField) show(done string) {
 	t.state.Importance = widget.MediumImportance
-	src := t.h.TokenSource()
+	src := t.h.HubTokenSource()
 	switch {
 	case src == "":
 		t.state.SetText(done + "No token: gated repos (those that ask you to accept their terms) cannot be downloaded. Paste one to keep it in the Hub's token file, where its own tools read it too.")

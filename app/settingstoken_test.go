@@ -36,7 +36,7 @@ func TestSettingsSavesHubToken(t *testing.T) {
 		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
 		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
 	}
-	u, l := newTestUIWith(t, &hubFakeBackend{fakeBackend: newFakeBackend(windowSnapshot()), h: hb})
+	u, l := newTestUIWith(t, withHub(newFakeBackend(windowSnapshot()), hb))
 	var tf *tokenField
 	l.wait(func() {
 		u.showSettings()
@@ -55,7 +55,7 @@ func TestSettingsSavesHubToken(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(home, "token")); err != nil || string(b) != "hf_granted" {
 		t.Fatalf("token file: %q %v", b, err)
 	}
-	qs, err := hb.Quants(t.Context(), repo)
+	qs, err := hb.HubQuants(t.Context(), repo)
 	if err != nil || len(qs) == 0 || qs[0].NoAccess != "" {
 		t.Fatalf("a gated repo after the token was saved: %+v %v", qs, err)
 	}

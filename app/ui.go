@@ -104,9 +104,9 @@ func (u *ui) watch(ctx context.Context) {
 	events, cancel := u.b.Subscribe()
 	defer cancel()
 	var pulls <-chan hub.Event // nil without a Hub: never ready
-	if hs, ok := u.b.(hubSource); ok {
+	if u.b.Offers().Hub {
 		var stop func()
-		pulls, stop = hs.Hub().Events()
+		pulls, stop = u.b.PullEvents()
 		defer stop()
 	}
 	refreshed := make(chan struct{})

@@ -67,26 +67,14 @@ func (u *ui) openLink(link string) {
 	}
 }
 
-// updateSource is a backend that says when a check of Llamatray's releases ends.
-type updateSource interface {
-	UpdateChanged() <-chan struct{}
-}
-
-// UpdateChanged is closed when the service's next check of Llamatray's releases ends.
-func (sb *serviceBackend) UpdateChanged() <-chan struct{} { return sb.svc.UpdateChanged() }
-
 // watchUpdates refreshes the tray and windows when a check of Llamatray's releases ends (the check
 // sends no engine event), until ctx ends.
 func (u *ui) watchUpdates(ctx context.Context) {
-	src, ok := u.b.(updateSource)
-	if !ok {
-		return
-	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-src.UpdateChanged():
+		case <-u.b.UpdateChanged():
 			u.refresh.Kick()
 		}
 	}

@@ -9,7 +9,7 @@ import (
 // windowTools are the models window's buttons for the Try-it and Activity windows.
 func (u *ui) windowTools() []fyne.CanvasObject {
 	out := []fyne.CanvasObject{widget.NewButtonWithIcon("Try it…", theme.MailComposeIcon(), func() { u.showTryIt("") })}
-	if _, ok := u.b.(activitySource); ok {
+	if u.b.Offers().Activity {
 		out = append(out, widget.NewButtonWithIcon("Activity…", theme.HistoryIcon(), u.showActivity))
 	}
 	return out
