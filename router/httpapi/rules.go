@@ -26,6 +26,7 @@ type Rules struct {
 	set      []ruleField // replace the request's field of that name, or are added
 	strip    []string    // removed
 	defaults []ruleField // added when the request has no field of that name, or only null
+	names    []string    // every name the rules above read: theirs and the defaults' synonyms
 }
 
 // ruleField is one field a rule writes: its name and its value in JSON.
@@ -75,6 +76,13 @@ func NewRules(set map[string]any, strip []string, defaults map[string]any) (*Rul
 			r.strip = append(r.strip, name)
 		}
 	}
+	for _, f := range slices.Concat(r.set, r.defaults) {
+		r.names = append(r.names, f.name)
+		r.names = append(r.names, f.also...)
+	}
+	r.names = append(r.names, r.strip...)
+	slices.Sort(r.names)
+	r.names = slices.Compact(r.names)
 	return r, nil
 }
 
@@ -147,11 +155,22 @@ func (rt *Server) applyRules(r *http.Request, id string, body []byte, path strin
 	return out, nil
 }
 
-// member is one top-level field of a body: bytes [start,end) are the field with the whitespace
-// around it (between the '{' or ',' before it and the ',' or '}' after it); [vs,ve) its value.
+// member is one top-level field of a body that a rule names (by its name or a synonym): bytes
+// [start,end) are the field with the whitespace around it (between the '{' or ',' before it and
+// the ',' or '}' after it); [vs,ve) its value; idx its place among all the body's fields, and
+// prevVe where the value of the field before it ends (-1 for the first). Fields no rule names are
+// counted, never listed, so a body of millions of fields costs no bookkeeping per field.
 type member struct {
-	start, ks, ke, vs, ve, end int
-	esc                        bool
+	idx, start, vs, ve, end, prevVe int
+	name                            string
+}
+
+// object is a body's top-level object as Apply reads it.
+type object struct {
+	named         []member // the fields a rule names, in order
+	n             int      // how many fields it has
+	open, closing int      // the offsets of its '{' and its '}'
+	lastVe        int      // where the value of its last field ends
 }
 
 // ruleAction is what a rule does to one member.
@@ -174,11 +193,12 @@ const (
 // name order. When nothing changes, body itself is returned. A body that is not one JSON object is
 // an error wrapping errInvalidJSON.
 func (r *Rules) Apply(body []byte) ([]byte, error) {
-	var arr [32]member
-	ms, open, closing, err := members(body, arr[:0])
+	var arr [16]member
+	obj, err := scanObject(body, r.names, arr[:0])
 	if err != nil {
 		return nil, err
 	}
+	ms := obj.named
 	// What each member is to the rules: a set_params field, a stripped one, a default_params one.
 	const (
 		none = iota
@@ -190,13 +210,8 @@ func (r *Rules) Apply(body []byte) ([]byte, error) {
 		kind, i int
 	}
 	matches := make([]match, len(ms))
-	names := make([]string, len(ms))
 	for j, m := range ms {
-		name := string(body[m.ks:m.ke])
-		if m.esc {
-			name = unquote(body[m.ks-1 : m.ke+1])
-		}
-		names[j] = name
+		name := m.name
 		if i := slices.IndexFunc(r.set, func(f ruleField) bool { return f.name == name }); i >= 0 {
 			matches[j] = match{isSet, i}
 		} else if slices.Contains(r.strip, name) {
@@ -209,7 +224,7 @@ func (r *Rules) Apply(body []byte) ([]byte, error) {
 	// of that name is not null (and no rule sets or strips it).
 	gives := func(name string) bool {
 		for j := len(ms) - 1; j >= 0; j-- {
-			if names[j] == name {
+			if ms[j].name == name {
 				k := matches[j].kind
 				return k != isSet && k != isStrip && string(body[ms[j].vs:ms[j].ve]) != "null"
 			}
@@ -266,12 +281,26 @@ func (r *Rules) Apply(body []byte) ([]byte, error) {
 	if !changed && len(add) == 0 {
 		return body, nil
 	}
-	return splice(body, ms, acts, vals, add, open, closing), nil
+	return splice(body, obj, acts, vals, add), nil
 }
 
-// splice writes body with each member kept, dropped or given a new value, and add appended after
-// the last kept field's value.
-func splice(body []byte, ms []member, acts []ruleAction, vals [][]byte, add [][]byte, open, closing int) []byte {
+// splice writes body with each named member kept, dropped (with the comma that joined it to a
+// field kept) or given a new value, and add appended after the last kept field's value: the
+// fields kept, joined by single commas, each with its own whitespace.
+func splice(body []byte, obj object, acts []ruleAction, vals [][]byte, add [][]byte) []byte {
+	ms := obj.named
+	// The last field kept: the last field, unless it and those before it are dropped.
+	last, k := obj.n-1, len(ms)-1
+	for ; k >= 0 && ms[k].idx == last && acts[k] == drop; k-- {
+		last--
+	}
+	at := obj.open + 1 // where the added fields go: after the last kept value, or after '{'
+	switch {
+	case last == obj.n-1 && last >= 0:
+		at = obj.lastVe
+	case last >= 0:
+		at = ms[k+1].prevVe
+	}
 	n := len(body)
 	for _, a := range add {
 		n += len(a) + 1
@@ -285,87 +314,95 @@ func splice(body []byte, ms []member, acts []ruleAction, vals [][]byte, add [][]
 		}
 	}
 	out := make([]byte, 0, max(n, 2))
-	out = append(out, body[:open+1]...)
-	kept := false
-	tail := 0 // length of the whitespace after the last kept value
-	for j, m := range ms {
-		if acts[j] == drop {
-			continue
-		}
-		if kept {
-			out = append(out, ',')
-		}
-		kept = true
-		if acts[j] == replace {
-			out = append(out, body[m.start:m.vs]...)
-			out = append(out, vals[j]...)
-		} else {
-			out = append(out, body[m.start:m.ve]...)
-		}
-		out = append(out, body[m.ve:m.end]...)
-		tail = m.end - m.ve
-	}
-	if len(add) > 0 {
-		trailing := slices.Clone(out[len(out)-tail:])
-		out = out[:len(out)-tail]
-		for _, a := range add {
-			if kept {
+	pos := 0
+	added := false
+	insert := func() {
+		out = append(out, body[pos:at]...)
+		pos = at
+		for i, a := range add {
+			if i > 0 || last >= 0 {
 				out = append(out, ',')
 			}
-			kept = true
 			out = append(out, a...)
 		}
-		out = append(out, trailing...)
+		added = true
 	}
-	if len(ms) == 0 {
-		out = append(out, body[open+1:closing]...) // an empty object's inner whitespace
+	for j, m := range ms {
+		if !added && m.idx > last {
+			insert()
+		}
+		switch acts[j] {
+		case replace:
+			out = append(out, body[pos:m.vs]...)
+			out = append(out, vals[j]...)
+			pos = m.ve
+		case drop:
+			from, to := m.start, m.end
+			switch {
+			case m.idx < last: // a kept field follows: the comma after it goes
+				to++
+			case m.idx > 0: // none follows: the comma before it goes
+				from--
+			}
+			out = append(out, body[pos:from]...)
+			pos = to
+		}
 	}
-	return append(out, body[closing:]...)
+	if !added {
+		insert()
+	}
+	return append(out, body[pos:]...)
 }
 
-// members lists the top-level fields of a JSON object body, appended to ms, with the offsets of
-// its '{' and its '}'; anything but one well-formed JSON object is an error wrapping errInvalidJSON.
-func members(body []byte, ms []member) (_ []member, open, closing int, err error) {
+// scanObject reads the top-level object of a JSON body, listing the fields whose names are among
+// names (escaped names read as decoded) and appending them to ms; anything but one well-formed
+// JSON object is an error wrapping errInvalidJSON.
+func scanObject(body []byte, names []string, ms []member) (obj object, err error) {
 	s := scanner{b: body}
 	s.ws()
 	if s.peek() != '{' {
-		return nil, 0, 0, s.fail("request body must be a JSON object")
+		return obj, s.fail("request body must be a JSON object")
 	}
-	open = s.i
+	obj.open = s.i
 	s.i++
 	start := s.i
 	s.ws()
 	if s.peek() == '}' {
-		closing = s.i
+		obj.closing = s.i
 		s.i++
 	} else {
+		prevVe := -1
 		for {
 			s.ws()
 			ks, ke, esc, err := s.str()
 			if err != nil {
-				return nil, 0, 0, err
+				return obj, err
 			}
 			s.ws()
 			if s.peek() != ':' {
-				return nil, 0, 0, s.fail("expected ':' after object key")
+				return obj, s.fail("expected ':' after object key")
 			}
 			s.i++
 			s.ws()
 			vs := s.i
 			if err := s.value(); err != nil {
-				return nil, 0, 0, err
+				return obj, err
 			}
 			ve := s.i
 			s.ws()
-			ms = append(ms, member{start: start, ks: ks, ke: ke, vs: vs, ve: ve, end: s.i, esc: esc})
+			if name, ok := ruleName(body, ks, ke, esc, names); ok {
+				ms = append(ms, member{idx: obj.n, start: start, vs: vs, ve: ve, end: s.i, prevVe: prevVe, name: name})
+			}
+			obj.n++
+			prevVe, obj.lastVe = ve, ve
 			c := s.peek()
 			if c == '}' {
-				closing = s.i
+				obj.closing = s.i
 				s.i++
 				break
 			}
 			if c != ',' {
-				return nil, 0, 0, s.fail("expected ',' or '}' in object")
+				return obj, s.fail("expected ',' or '}' in object")
 			}
 			s.i++
 			start = s.i
@@ -373,9 +410,30 @@ func members(body []byte, ms []member) (_ []member, open, closing int, err error
 	}
 	s.ws()
 	if s.i != len(s.b) {
-		return nil, 0, 0, s.fail("unexpected data after the JSON object")
+		return obj, s.fail("unexpected data after the JSON object")
 	}
-	return ms, open, closing, nil
+	obj.named = ms
+	return obj, nil
+}
+
+// ruleName is the one of names that the key body[ks:ke] (the contents of a string literal, esc if
+// it has escapes) is, compared without allocating unless it is escaped.
+func ruleName(body []byte, ks, ke int, esc bool, names []string) (string, bool) {
+	key := body[ks:ke]
+	if esc {
+		u := unquote(body[ks-1 : ke+1])
+		i := slices.Index(names, u)
+		if i < 0 {
+			return "", false
+		}
+		return names[i], true
+	}
+	for _, n := range names {
+		if string(key) == n {
+			return n, true
+		}
+	}
+	return "", false
 }
 
 // underRules is an Ollama model's own defaults (its Modelfile's parameters) less those whose
