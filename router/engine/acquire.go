@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"sync"
@@ -71,7 +70,7 @@ func (e *Engine) request(id, name string) *waiter {
 			return nil
 		}
 		if m.set.Refuse != "" && !m.state.Running() {
-			e.answer(w, result{err: &LoadError{Model: id, Reason: m.set.Refuse, Err: errors.New(m.set.Refuse)}})
+			e.answer(w, result{err: refusal(m)})
 			return nil
 		}
 		if l := e.tryLease(m, now); l != nil {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"time"
@@ -54,7 +55,7 @@ func (e *Engine) snapshot(now time.Time, queue []*waiter) sched.State {
 	for _, id := range ids {
 		m := e.models[id]
 		sm := sched.Model{ID: id, Phase: phase(m.state), Removed: m.removed, Leases: m.leases, Pinned: m.pinned,
-			Draining: m.draining, DrainFor: m.drainFor, LastUsed: m.lastUsed, Held: m.held, Plan: m.plan, Need: e.need(m),
+			Refused: m.set.Refuse != "", Draining: m.draining, DrainFor: m.drainFor, LastUsed: m.lastUsed, Held: m.held, Plan: m.plan, Need: e.need(m),
 			RetryAt: m.nextRetry, UnloadAfter: m.unloadAfter(), Measures: !e.sys.Unified && !userOffload(m.set.Args)}
 		if m.wait != nil && m.wait.Kind == WaitBusy {
 			sm.BusySince = m.wait.BusySince
@@ -113,6 +114,8 @@ func (e *Engine) apply(st sched.Step, queue []*waiter, waiting map[*model]bool, 
 			e.failWaiters(m, &UnknownModelError{Name: m.id})
 		case sched.FailTooLarge:
 			e.failWaiters(m, e.tooLarge(m.id, st.Need, e.room().Ceiling))
+		case sched.FailRefused:
+			e.failWaiters(m, refusal(m))
 		default:
 			e.failWaiters(m, e.loadError(m))
 		}
@@ -206,6 +209,11 @@ func (e *Engine) setDraining(m *model, c Cause, forModel string) {
 	}
 	m.draining, m.drainCause, m.drainFor = true, c, forModel
 	e.publish(Event{Kind: EventState, Model: m.id, State: m.state, Active: m.leases, Cause: c, For: forModel, Message: c.message(forModel)})
+}
+
+// refusal is the error of a load m's settings refuse (Settings.Refuse).
+func refusal(m *model) *LoadError {
+	return &LoadError{Model: m.id, Reason: m.set.Refuse, Err: errors.New(m.set.Refuse)}
 }
 
 // loadError describes why m is failed.

@@ -27,6 +27,7 @@ type Model struct {
 	ID       string
 	Phase    Phase // Unloaded and Failed: no process
 	Removed  bool  // gone from the catalog: its waiters fail
+	Refused  bool  // its settings refuse every load (a missing draft): its waiters fail unless it runs
 	Leases   int
 	Pinned   bool
 	Draining bool
@@ -80,6 +81,7 @@ const (
 	FailRemoved                  // the model left the catalog
 	FailBackoff                  // its last load failed and the retry backoff has not passed
 	FailTooLarge                 // it can never fit, even with every model gone (Need says how much)
+	FailRefused                  // its settings refuse its loads, and it has no process
 )
 
 // Step is one thing to do, in order.
@@ -131,7 +133,8 @@ type Wait struct {
 //  3. Draining models with no lease left stop.
 //  4. Idle models over the configured memory limit or max_loaded stop (Excess), least recently used first.
 //  5. The queue is served in the order of each model's first waiter:
-//     5.1 a removed model's waiters fail;
+//     5.1 a removed model's waiters fail, and so do those of a model without a process whose
+//     settings refuse its loads;
 //     5.2 a loaded model's waiters get leases;
 //     5.3 a loading, stopping or draining model waits for that to end;
 //     5.4 a failed model within its backoff fails its waiters;

@@ -62,7 +62,7 @@ func memText(m Mem) string {
 func secs(t time.Time) string { return fmt.Sprintf("%gs", t.Sub(t0).Seconds()) }
 
 var whyText = map[Why]string{StopDrained: "drained", StopOverLimit: "over-limit", StopEvicted: "evicted", StopIdle: "idle",
-	FailRemoved: "removed", FailBackoff: "backoff", FailTooLarge: "too-large"}
+	FailRemoved: "removed", FailRefused: "refused", FailBackoff: "backoff", FailTooLarge: "too-large"}
 
 // stepText is one step as a row writes it: "start a", "stop b evicted for a", "wait a busy 1 …".
 func stepText(st Step) string {
@@ -215,6 +215,9 @@ func TestPlanRows(t *testing.T) {
 		// Failures.
 		{"a removed model's waiters fail", state(0, 8, q("a"), with(off("a", ram(1)), func(m *Model) { m.Removed = true })),
 			[]string{"fail a removed"}, never},
+		{"a model its settings came to refuse while its requests waited fails them, and starts no child",
+			state(0, 8, q("a", "b"), with(off("a", ram(1)), func(m *Model) { m.Refused = true }), with(mod("b", Loaded, ram(1)), func(m *Model) { m.Refused = true })),
+			[]string{"fail a refused", "admit b"}, never},
 		{"a failed model within its backoff fails its waiters", state(0, 8, q("a"), with(Model{ID: "a", Phase: Failed, Need: ram(1)}, func(m *Model) { m.RetryAt = at(1) })),
 			[]string{"fail a backoff"}, never},
 		{"a failed model past its backoff loads again", state(1, 8, q("a"), with(Model{ID: "a", Phase: Failed, Need: ram(1)}, func(m *Model) { m.RetryAt = at(1) })),

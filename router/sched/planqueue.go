@@ -38,6 +38,8 @@ func (q *pass) serve(m *Model, ahead []*Model) {
 	switch {
 	case m.Removed: // 5.1
 		q.fail(m, FailRemoved, Mem{})
+	case m.Refused && m.Phase > Stopping:
+		q.fail(m, FailRefused, Mem{})
 	case m.Phase == Loaded && !m.Draining: // 5.2
 		q.admit(m, OpAdmit)
 	case m.Phase == Loading: // 5.3
