@@ -148,7 +148,7 @@ func (e *Engine) queueChanged(id string) {
 
 // expire is w's queue deadline. The deadline is for waiting on memory or a slot: a request whose
 // model is loading is answered by the load (which has its own timeout), and times out only if its
-// model stops loading without serving it (see timeOutLate). An answer already given stands.
+// model stops loading without serving it (sched.Plan, step 1). An answer already given stands.
 func (e *Engine) expire(w *waiter) {
 	e.transact(func(now time.Time) []action {
 		if w.done {
@@ -168,20 +168,6 @@ func (e *Engine) expire(w *waiter) {
 func (e *Engine) timeOut(w *waiter, now time.Time) {
 	e.unqueue(w)
 	e.answer(w, result{err: &QueueTimeoutError{Model: w.model, Waited: now.Sub(w.enq), RetryAfter: e.retryAfter()}})
-}
-
-// timeOutLate ends the requests whose deadline passed during a load of their model, once that model
-// is no longer loading and they were not served. Called with mu held.
-func (e *Engine) timeOutLate(now time.Time) {
-	var late []*waiter
-	for _, w := range e.queue {
-		if m := e.models[w.model]; w.late && (m == nil || m.state != StateLoading) {
-			late = append(late, w)
-		}
-	}
-	for _, w := range late {
-		e.timeOut(w, now)
-	}
 }
 
 // leave takes w out of the queue for a request that gave up. If w was answered already it returns
