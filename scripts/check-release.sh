@@ -133,6 +133,26 @@ if [[ -f homebrew/Casks/llamatray-server.rb ]]; then
 	done
 fi
 
+# The generic Linux archive installs with its own Makefile (into a scratch DESTDIR).
+tarball="$(compgen -G 'llamatray-[0-9]*-linux-amd64.tar.xz' | head -n1 || true)"
+if [[ -n "$tarball" ]] && command -v make >/dev/null 2>&1; then
+	tmp="$(mktemp -d)"
+	tar -xJf "$tarball" -C "$tmp"
+	top="$tmp/${tarball%.tar.xz}"
+	if make --no-print-directory -C "$top" install DESTDIR="$tmp/root" PREFIX=/usr/local >/dev/null; then
+		for want in bin/llamatray share/applications/io.github.llamatray.desktop share/man/man1/llamatray.1.gz \
+			share/icons/hicolor/256x256/apps/io.github.llamatray.png share/metainfo/io.github.llamatray.metainfo.xml; do
+			[[ -f "$tmp/root/usr/local/$want" ]] || bad "$tarball's make install did not install $want"
+		done
+		grep -q '^Exec=/usr/local/bin/llamatray' "$tmp/root/usr/local/share/applications/io.github.llamatray.desktop" ||
+			bad "$tarball's make install did not point the menu entry at the program"
+		log "ok  $tarball installs with its Makefile"
+	else
+		bad "make install of $tarball failed"
+	fi
+	rm -rf "$tmp"
+fi
+
 # The headless server for this machine runs and says its version.
 srv="$(compgen -G 'llamatray-server-*-linux-amd64.tar.gz' | head -n1 || true)"
 if [[ -n "$srv" && "$(uname -m)" == x86_64 ]]; then
