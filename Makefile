@@ -14,7 +14,7 @@ WINE_BIN := $(LLAMATRAY_CACHE)/wine/bin/wine
 # Debian packages: Fyne's cgo build, plus the headless desktop test tools.
 DEB_BUILD := gcc pkg-config libgl1-mesa-dev xorg-dev
 DEB_TEST  := xvfb xauth dbus dbus-x11 imagemagick patchelf xdotool curl python3-gi gir1.2-dbusmenu-gtk3-0.4
-DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev rpm rpmlint
+DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev rpm rpmlint shellcheck
 
 .PHONY: all build run deps deps-test deps-package test test-short e2e e2e-vulkan gpu-check llama-server llama-server-vulkan bench bench-draft bench-peers chaos chaos-small sim sim-small soak fuzz fuzz-hostile screenshot \
         package-linux package-windows package-macos lint-packaging check-packages clean wine test-windows \
@@ -246,7 +246,7 @@ build-headless:
 
 # lint-workflows: the GitHub Actions workflows with actionlint (shellcheck on their run: steps when
 # it is installed).
-lint-workflows: $(ACTIONLINT)
+lint-workflows: deps-package $(ACTIONLINT)
 	$(ACTIONLINT) .github/workflows/*.yml
 
 clean:
