@@ -42,7 +42,7 @@ func (e *engineStub) Resolve(name string) (string, error) {
 	return "", &engine.UnknownModelError{Name: name, Suggestions: []string{"m1"}}
 }
 
-func (e *engineStub) Acquire(ctx context.Context, name string) (*engine.Lease, error) {
+func (e *engineStub) AcquireID(ctx context.Context, id string) (*engine.Lease, error) {
 	return nil, engine.ErrClosed
 }
 func (e *engineStub) Load(ctx context.Context, name string) error {

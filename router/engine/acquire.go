@@ -41,6 +41,13 @@ func (e *Engine) Acquire(ctx context.Context, name string) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	return e.AcquireID(ctx, id)
+}
+
+// AcquireID is Acquire for a name already resolved to its catalog ID (Resolve), so that a request
+// resolves its model's name once.
+func (e *Engine) AcquireID(ctx context.Context, id string) (*Lease, error) {
+	name := id
 	e.mu.Lock()
 	known := e.models[id] != nil || e.closed
 	e.mu.Unlock()

@@ -102,10 +102,9 @@ func (f *fakeEngine) Resolve(name string) (string, error) {
 	return "", &engine.UnknownModelError{Name: name, Suggestions: sug}
 }
 
-func (f *fakeEngine) Acquire(ctx context.Context, name string) (*engine.Lease, error) {
-	id, err := f.Resolve(name)
-	if err != nil {
-		return nil, err
+func (f *fakeEngine) AcquireID(ctx context.Context, id string) (*engine.Lease, error) {
+	if _, ok := f.models[id]; !ok {
+		return nil, &engine.UnknownModelError{Name: id}
 	}
 	f.mu.Lock()
 	hook := f.acquire

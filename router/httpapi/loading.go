@@ -22,12 +22,12 @@ type acquired struct {
 func (rt *Server) acquire(w http.ResponseWriter, r *http.Request, id string, stream bool) (lease *engine.Lease, early bool, err error) {
 	ctx := r.Context()
 	if !stream || !rt.o.StreamLoadingProgress {
-		lease, err = rt.o.Engine.Acquire(ctx, id)
+		lease, err = rt.o.Engine.AcquireID(ctx, id)
 		return lease, false, err
 	}
 	done := make(chan acquired, 1)
 	go func() {
-		l, err := rt.o.Engine.Acquire(ctx, id)
+		l, err := rt.o.Engine.AcquireID(ctx, id)
 		done <- acquired{l, err}
 	}()
 	timer := time.NewTimer(rt.loadingAfter)

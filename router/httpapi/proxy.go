@@ -157,12 +157,12 @@ func (rt *Server) resolve(name string) (string, error) {
 	if looksLikePath(name) {
 		return "", &engine.UnknownModelError{Name: name}
 	}
-	id, err := rt.o.Engine.Resolve(name)
+	id, err := rt.o.Engine.Resolve(name) // the one resolution of the request's name: the ID goes on (AcquireID)
 	if err != nil {
 		return "", rt.resolveHub(name, err)
 	}
 	if rt.o.Catalog != nil {
-		if _, ok := rt.o.Catalog.Lookup(id); !ok {
+		if _, ok := rt.o.Catalog.Lookup(id); !ok { // by ID: a model the engine runs but the catalog dropped
 			return "", &engine.UnknownModelError{Name: name}
 		}
 	}

@@ -29,8 +29,9 @@ const DefaultBodyLimit int64 = 64 << 20
 
 // Engine is what the HTTP layer needs from the engine; *engine.Engine satisfies it.
 type Engine interface {
-	// Acquire blocks until the model's child is ready and returns a lease on it.
-	Acquire(ctx context.Context, name string) (*engine.Lease, error)
+	// AcquireID blocks until the child of the model with catalog ID id (from Resolve) is ready
+	// and returns a lease on it.
+	AcquireID(ctx context.Context, id string) (*engine.Lease, error)
 	// Resolve maps an ID or alias to the canonical catalog ID.
 	Resolve(name string) (string, error)
 	// Load starts the model if needed and waits until it is ready or failed.
