@@ -48,6 +48,9 @@ type Backend interface {
 	EditConfig(change func(*config.Config) error) error
 	// Rescan looks for model files again.
 	Rescan(ctx context.Context) error
+	// FindLlamaServer looks for llama-server again (one installed while Llamatray runs) and says
+	// where it is now, "" when still none: the next load uses it, with no restart.
+	FindLlamaServer() string
 	// ModelsDir is Llamatray's own model folder, where added models go.
 	ModelsDir() (string, error)
 	// EstimateWith returns the memory a model needs with settings not applied yet, whether it was

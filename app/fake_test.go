@@ -104,6 +104,10 @@ func (f *fakeBackend) EditConfig(change func(*config.Config) error) error {
 	return nil
 }
 func (f *fakeBackend) Rescan(context.Context) error { return f.record("rescan") }
+func (f *fakeBackend) FindLlamaServer() string {
+	f.record("find llama-server")
+	return f.Snapshot().ServerPath
+}
 func (f *fakeBackend) ModelsDir() (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

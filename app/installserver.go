@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -25,6 +27,9 @@ type serverInstall struct {
 	assets  []string       // pick's options' asset names, in order
 	box     *fyne.Container
 	running bool
+	stop    *widget.Button     // Cancel, shown while an install runs
+	cancel  context.CancelFunc // ends the running install
+	chosen  string             // "llama.cpp b7100 (cpu, 12 MiB)", once the build is chosen
 }
 
 // serverInstallPanel returns the install panel for the banner, made once so that an install in
@@ -39,10 +44,17 @@ func (m *modelsWindow) serverInstallPanel() fyne.CanvasObject {
 		si.button.Importance = widget.HighImportance
 		si.status.Wrapping = fyne.TextWrapWord
 		si.pick = widget.NewSelect(nil, nil)
+		si.stop = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() {
+			if si.cancel != nil {
+				si.cancel()
+				si.stop.Disable()
+			}
+		})
+		si.stop.Hide()
 		si.bar.Hide()
 		si.status.Hide()
 		si.pick.Hide()
-		si.box = container.NewBorder(nil, nil, container.NewVBox(si.button), nil, container.NewVBox(si.pick, si.status, si.bar))
+		si.box = container.NewBorder(nil, nil, container.NewVBox(si.button, si.stop), nil, container.NewVBox(si.pick, si.status, si.bar))
 		m.install = si
 		go si.plan()
 	}
@@ -94,8 +106,13 @@ func (si *serverInstall) start() {
 	si.pick.Disable()
 	si.setStatus("Looking for llama.cpp's latest build…")
 	req := releases.Request{Build: releases.Latest, Asset: si.asset()}
+	ctx, cancel := context.WithCancel(context.Background())
+	si.cancel = cancel
+	si.stop.Enable()
+	si.stop.Show()
 	go func() {
-		b, err := si.inst.InstallBuild(context.Background(), req, func(p releases.Progress) {
+		defer cancel()
+		b, err := si.inst.InstallBuild(ctx, req, func(p releases.Progress) {
 			si.u.onUI(func() { si.progress(p) })
 		})
 		note := ""
@@ -109,11 +126,14 @@ func (si *serverInstall) start() {
 func (si *serverInstall) progress(p releases.Progress) {
 	switch p.Phase {
 	case releases.PhaseChosen:
-		si.setStatus(fmt.Sprintf("Downloading llama.cpp %s (%s, %s): %s.", p.Build, p.Backend, humanBytes(p.Total), p.Reason))
+		si.chosen = fmt.Sprintf("llama.cpp %s (%s, %s)", p.Build, p.Backend, humanBytes(p.Total))
+		si.setStatus(fmt.Sprintf("Downloading %s: %s.", si.chosen, p.Reason))
 	case releases.PhaseDownloading:
 		if p.Total > 0 {
 			si.bar.SetValue(float64(p.Done) / float64(p.Total))
 		}
+		d := Download{State: "downloading", Done: p.Done, Total: p.Total, Rate: p.BytesPerSecond, Left: time.Duration(p.ETASeconds * float64(time.Second))}
+		si.setStatus("Downloading " + si.chosen + ": " + downloadText(d))
 	case releases.PhaseVerified:
 		si.bar.SetValue(1)
 		si.setStatus("Verified " + p.Asset + " (sha256). Unpacking…")
@@ -122,15 +142,26 @@ func (si *serverInstall) progress(p releases.Progress) {
 
 func (si *serverInstall) finish(b releases.Build, note string, err error) {
 	si.running = false
+	si.cancel = nil
+	si.stop.Hide()
 	si.button.Enable()
 	si.pick.Enable()
+	if errors.Is(err, context.Canceled) {
+		si.bar.Hide()
+		si.setStatus("Install cancelled; the builds are as they were.")
+		return
+	}
 	if err != nil {
 		si.bar.Hide()
 		si.setStatus("Install failed: " + err.Error())
 		return
 	}
 	si.bar.SetValue(1)
-	si.setStatus(fmt.Sprintf("Installed llama.cpp %s (%s).%s", b.Build, b.Backend, note))
+	version := ""
+	if b.Version != "" {
+		version = ", version " + b.Version
+	}
+	si.setStatus(fmt.Sprintf("Installed llama.cpp %s (%s%s): %s. Models load with it now; no restart is needed.%s", b.Build, b.Backend, version, b.Reason, note))
 	si.u.send(fyne.NewNotification("llama-server installed", fmt.Sprintf("llama.cpp %s (%s): models load with it now.", b.Build, b.Backend)))
 	si.u.refresh.Kick() // the banner goes once the snapshot finds llama-server
 }
@@ -138,4 +169,21 @@ func (si *serverInstall) finish(b releases.Build, note string, err error) {
 func (si *serverInstall) setStatus(text string) {
 	si.status.SetText(text)
 	si.status.Show()
+}
+
+// lookAgain searches llama-server again, for one installed since Llamatray started: found, the
+// banner goes at the next snapshot; no restart is needed.
+func (m *modelsWindow) lookAgain() {
+	m.setStatus("Looking for llama-server…")
+	m.u.background("Look for llama-server", func() error {
+		path := m.u.b.FindLlamaServer()
+		m.u.onUI(func() {
+			if path == "" {
+				m.setStatus("Still no llama-server: install it as the banner says, or pick one with Locate….")
+				return
+			}
+			m.setStatus("Found llama-server at " + path + "; models load with it now.")
+		})
+		return nil
+	})
 }

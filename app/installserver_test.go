@@ -149,3 +149,45 @@ func TestInstallLlamaServerButtonFailure(t *testing.T) {
 		return enabled && strings.Contains(text, "Install failed") && strings.Contains(text, "no llama.cpp build for this system")
 	})
 }
+
+// An install in progress shows Cancel; Cancel stops it and the builds stay as they were.
+func TestInstallLlamaServerCancel(t *testing.T) {
+	tgz := ghreleases.FakeTarGz(t, "b7100")
+	gh := ghreleases.New()
+	t.Cleanup(gh.Close)
+	gh.Add("b7100", map[string][]byte{ghreleases.AssetName("b7100", ".tar.gz"): tgz})
+	gh.StallAt.Store(1000)
+	isolateXDG(t)
+	t.Setenv(releases.URLEnv, gh.Base)
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("LLAMA_SERVER", "")
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:" + strconv.Itoa(testbed.FreePort(t))
+	cfg.ModelDirs = []string{t.TempDir()}
+	cfg.ScanDefaultDirs = false
+	svc, err := service.New(cfg, service.Options{Version: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	u, l := newTestUIWith(t, sb)
+	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
+	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Install llama-server")) })
+	waitFor(t, "the download under way, with Cancel", func() bool {
+		var ok bool
+		l.wait(func() {
+			si := u.models.install
+			ok = si.stop.Visible() && strings.Contains(si.status.Text, "Downloading llama.cpp b7100")
+		})
+		return ok
+	})
+	l.wait(func() { test.Tap(u.models.install.stop) })
+	waitFor(t, "the install cancelled", func() bool {
+		var text string
+		l.wait(func() { text = u.models.install.status.Text })
+		return strings.Contains(text, "Install cancelled")
+	})
+	if builds, _ := svc.InstalledBuilds(); len(builds) != 0 {
+		t.Errorf("a cancelled install left builds: %+v", builds)
+	}
+}

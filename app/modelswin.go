@@ -227,8 +227,9 @@ func (m *modelsWindow) updateBanners(s Snapshot) {
 	var out []fyne.CanvasObject
 	if s.ServerPath == "" {
 		locate := widget.NewButtonWithIcon("Locate…", theme.SearchIcon(), m.locateServer)
+		again := widget.NewButtonWithIcon("Look again", theme.ViewRefreshIcon(), m.lookAgain)
 		out = append(out, notice("llama-server not found",
-			"Llamatray runs llama.cpp's llama-server for every model, and none was found. "+s.ServerHint, locate))
+			"Llamatray runs llama.cpp's llama-server for every model, and none was found. "+s.ServerHint, again, locate))
 		if p := m.serverInstallPanel(); p != nil {
 			out = append(out, p)
 		}

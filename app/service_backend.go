@@ -129,6 +129,8 @@ func (sb *serviceBackend) EditConfig(change func(*config.Config) error) error {
 
 func (sb *serviceBackend) Rescan(ctx context.Context) error { return sb.svc.Catalog().Scan(ctx) }
 
+func (sb *serviceBackend) FindLlamaServer() string { return sb.svc.FindLlamaServer().Path }
+
 // ModelsDir returns Llamatray's own model folder, and makes sure it is scanned: when the usual
 // folders are not scanned and it is not listed, it is added to model_dirs.
 func (sb *serviceBackend) ModelsDir() (string, error) {

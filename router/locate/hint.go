@@ -34,6 +34,6 @@ func installHint(goos string) string {
 	}
 	lines = append(lines,
 		"or download a build from "+ReleasesURL+".",
-		"Then restart Llamatray, or set llama_server in the configuration (or $LLAMA_SERVER) to its path.")
+		"Then press Look again in Llamatray's window (no restart is needed), or set llama_server in the configuration (or $LLAMA_SERVER) to its path.")
 	return strings.Join(lines, "\n")
 }

@@ -89,6 +89,14 @@ func (s *Service) currentBuild(e locate.Env) (releases.Build, bool) {
 	return releases.Build{}, false
 }
 
+// FindLlamaServer searches llama-server again (one installed since Llamatray started, by a
+// package manager or by hand) and returns what is in use now: the next load uses it, running
+// children keep theirs. No restart is needed.
+func (s *Service) FindLlamaServer() LlamaServer {
+	s.refreshLlamaServer()
+	return s.LlamaServer()
+}
+
 // refreshLlamaServer searches llama-server again and gives the engine the result: the next load
 // uses it, running children keep theirs.
 func (s *Service) refreshLlamaServer() {

@@ -1,0 +1,66 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/testbed"
+)
+
+// A llama-server installed while Llamatray runs is found by the banner's Look again, with no
+// restart, and the banner goes.
+func TestLookAgainFindsLlamaServer(t *testing.T) {
+	home := isolateXDG(t)
+	bin := t.TempDir()
+	t.Setenv("PATH", bin)
+	t.Setenv("LLAMA_SERVER", "")
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:" + strconv.Itoa(testbed.FreePort(t))
+	cfg.ModelDirs = []string{filepath.Join(home, "models")}
+	cfg.ScanDefaultDirs = false
+	svc, err := service.New(cfg, service.Options{Version: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Stop(context.Background()) })
+	sb := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	u, l := newWatchedUI(t, sb)
+	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
+	shows := func(what string) bool {
+		var ok bool
+		l.wait(func() { ok = hasText(u.models.win.Content(), what) })
+		return ok
+	}
+	if !shows("llama-server not found") || !shows("no restart is needed") {
+		t.Fatalf("banner: %q", texts(u.models.win.Content()))
+	}
+	// The user installs llama-server with the system's packages meanwhile: it appears on PATH.
+	fake := testbed.FakeLlamaServer(t)
+	b, err := os.ReadFile(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "llama-server"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Look again")) })
+	waitFor(t, "the banner to go", func() bool { return !shows("llama-server not found") })
+	if !shows("Found llama-server at") {
+		t.Errorf("status: %q", texts(u.models.win.Content()))
+	}
+	if got := svc.LlamaServer().Path; got != filepath.Join(bin, "llama-server") {
+		t.Errorf("the service uses %q", got)
+	}
+}
