@@ -76,6 +76,9 @@ type Backend interface {
 	SearchHub(ctx context.Context, text string) ([]hub.Repo, error)
 	// HubQuants lists a repo's quants with fit badges.
 	HubQuants(ctx context.Context, repo string) ([]hub.QuantFit, error)
+	// HubStarters is the short list of models suggested before a search, those the Hub still
+	// has, with fit badges.
+	HubStarters(ctx context.Context) ([]hub.StarterFit, error)
 	// Pull starts downloading ORG/REPO:QUANT (or a pasted Hub address) and returns at once.
 	Pull(ctx context.Context, name string) (hub.PullStatus, error)
 	// CancelPull stops a running pull; what it wrote is removed.

@@ -34,6 +34,7 @@ type getModelsWindow struct {
 	cancel   *widget.Button
 
 	pulling    string // the model being downloaded, "" when none
+	searched   bool   // a search ran: the starter list no longer replaces the results
 	stopEvents func()
 }
 
@@ -103,7 +104,41 @@ func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
 	split := container.NewHSplit(container.NewVScroll(g.results), container.NewBorder(g.repoHead, nil, nil, nil, container.NewVScroll(g.quants)))
 	split.Offset = 0.4
 	g.win.SetContent(container.NewBorder(top, bottom, nil, nil, split))
+	go g.loadStarters()
 	return g
+}
+
+// loadStarters shows the starter list, checked against the Hub, until a search shows results.
+func (g *getModelsWindow) loadStarters() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := g.h.HubStarters(ctx)
+	g.u.onUI(func() {
+		if g.searched || err != nil || len(list) == 0 {
+			return // a search came first, or the Hub is out of reach (a search will say so)
+		}
+		objs := []fyne.CanvasObject{widget.NewLabelWithStyle("To start with", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})}
+		for _, s := range list {
+			ref, _ := hub.ParseRef(s.Name)
+			b := widget.NewButton(s.Name, func() { g.openRepo(ref.Repo) })
+			b.Alignment = widget.ButtonAlignLeading
+			about := widget.NewLabel(starterText(s))
+			about.Wrapping = fyne.TextWrapWord
+			about.SizeName = theme.SizeNameCaptionText
+			about.Importance = fitImportance(s.Fit)
+			objs = append(objs, b, about)
+		}
+		g.results.Objects = objs
+		g.results.Refresh()
+		if g.status.Text == "" {
+			g.status.SetText("Type a name, or paste ORG/REPO:QUANT or a Hugging Face link; or pick one to start with.")
+		}
+	})
+}
+
+// starterText is a starter in words: its use, why, its size and its fit here.
+func starterText(s hub.StarterFit) string {
+	return fmt.Sprintf("%s · %s · %s · %s", s.Use, s.Why, humanBytes(s.Size), fitText(s.QuantFit))
 }
 
 // runSearch searches the Hub for the entry's text.
@@ -117,6 +152,7 @@ func (g *getModelsWindow) runSearch() {
 		g.openRepo(ref.Repo)
 		return
 	}
+	g.searched = true
 	g.status.SetText("Searching…")
 	go func() {
 		var repos []hub.Repo

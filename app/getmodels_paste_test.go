@@ -191,3 +191,47 @@ func TestGetModelsUnreachableHub(t *testing.T) {
 		t.Errorf("the second try was not shown: %q", saw)
 	}
 }
+
+// Before anything is typed the window offers the starters the Hub still has, with their use,
+// size and fit; a gone one is not shown; picking one opens its repo.
+func TestGetModelsStarters(t *testing.T) {
+	fh := fakehub.New()
+	t.Cleanup(fh.Close)
+	if err := fh.AddModelRepo(t.TempDir(), "Org/Chat-GGUF", "Q4_K_M"); err != nil {
+		t.Fatal(err)
+	}
+	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}, nil, nil)
+	hb := &managerHub{m: m,
+		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
+		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
+		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
+		starters: []hub.Starter{
+			{Use: "chat", Name: "Org/Chat-GGUF:Q4_K_M", Why: "a small chat model"},
+			{Use: "coding", Name: "Org/Gone-GGUF:Q4_K_M", Why: "no longer on the Hub"},
+		},
+	}
+	u, l := newTestUIWith(t, withHub(newFakeBackend(windowSnapshot()), hb))
+	var g *getModelsWindow
+	l.wait(func() {
+		u.showGetModels()
+		g = u.getModels
+	})
+	testbed.WaitFor(t, 10*time.Second, "the starter list", func() bool {
+		var ok bool
+		l.wait(func() { ok = hasText(g.results, "To start with") && hasText(g.results, "Fits now") })
+		return ok
+	})
+	l.wait(func() {
+		if hasText(g.results, "Gone") {
+			t.Errorf("a starter the Hub no longer has is shown: %q", texts(g.results))
+		}
+	})
+	shoot(t, l, g.win, "getmodels-starters")
+	l.wait(func() { test.Tap(findButtonPrefix(t, g.results, "Org/Chat-GGUF")) })
+	testbed.WaitFor(t, 10*time.Second, "the starter's repo", func() bool {
+		var ok bool
+		l.wait(func() { ok = hasText(g.quants, "Q4_K_M") })
+		return ok
+	})
+	l.wait(func() { g.win.Close() })
+}

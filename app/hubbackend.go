@@ -17,6 +17,8 @@ type managerHub struct {
 	room   func() fit.Room
 	params func() catalog.EstimateParams
 	lookup func(name string) (catalog.Model, bool) // the catalog: what is on this machine already
+	// starters are the models suggested before a search; nil: hub.Starters.
+	starters []hub.Starter
 }
 
 // errNoHub is what a backend without a Hub answers.
@@ -111,6 +113,17 @@ func (h *managerHub) HubQuants(ctx context.Context, repo string) ([]hub.QuantFit
 	return h.m.Client().Badges(ctx, l, h.params(), h.room(), h.has, true), nil
 }
 
+func (h *managerHub) HubStarters(ctx context.Context) ([]hub.StarterFit, error) {
+	if h == nil {
+		return nil, errNoHub
+	}
+	list := h.starters
+	if list == nil {
+		list = hub.Starters
+	}
+	return h.m.Client().StartersOnHub(ctx, list, h.params(), h.room(), h.has)
+}
+
 func (h *managerHub) Pull(ctx context.Context, name string) (hub.PullStatus, error) {
 	if h == nil {
 		return hub.PullStatus{}, errNoHub
@@ -153,6 +166,9 @@ func (sb *serviceBackend) SearchHub(ctx context.Context, text string) ([]hub.Rep
 }
 func (sb *serviceBackend) HubQuants(ctx context.Context, repo string) ([]hub.QuantFit, error) {
 	return serviceHub(sb.svc).HubQuants(ctx, repo)
+}
+func (sb *serviceBackend) HubStarters(ctx context.Context) ([]hub.StarterFit, error) {
+	return serviceHub(sb.svc).HubStarters(ctx)
 }
 func (sb *serviceBackend) Pull(ctx context.Context, name string) (hub.PullStatus, error) {
 	return serviceHub(sb.svc).Pull(ctx, name)
