@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -154,7 +153,7 @@ func TestServePSLoadUnload(t *testing.T) {
 	if code, o := runCLI(t, "unload", "m1", "--addr", addr); code != 0 {
 		t.Fatalf("unload: %d %q", code, o.stderr.String())
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	interruptSelf(t)
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -138,7 +137,7 @@ func TestLlamaServerThroughInstance(t *testing.T) {
 	if code, o := runCLI(t, "llama-server", "list"); code != 0 || !strings.Contains(o.stdout.String(), "in use: "+ls.Path) {
 		t.Errorf("list: %d %s %s", code, o.stdout.String(), o.stderr.String())
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	interruptSelf(t)
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):

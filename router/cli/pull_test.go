@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,9 +32,7 @@ func interruptedPull(t *testing.T, fh *fakehub.Hub, cfgPath string) (int, *out) 
 	case <-time.After(time.Minute):
 		t.Fatal("the pull never reached the Hub")
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
+	interruptSelf(t)
 	select {
 	case r := <-done:
 		return r.code, r.o
