@@ -272,7 +272,7 @@ func TestPullFullDisk(t *testing.T) {
 	t.Cleanup(func() { exec.Command("umount", dir).Run() })
 	in := startFresh(t, "", func(string) { t.Setenv("HF_HUB_CACHE", filepath.Join(dir, "hub")) })
 	code, doc := in.call("POST", "/models", `{"model":"`+e2eRepo+`:Q8_0"}`)
-	if code != 507 || !strings.Contains(errMessage(doc), "not enough disk space") {
+	if code != 507 || !strings.Contains(errMessage(doc), "not enough free disk space") {
 		t.Fatalf("full disk: %d %v", code, doc)
 	}
 	if in.hub.ContentRequests() != 0 {
