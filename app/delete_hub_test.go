@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/llamatray/llamatray/router/catalog"
-	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/testbed/fakehub"
 )
@@ -41,11 +40,7 @@ func TestDeletePulledModelFreesBlob(t *testing.T) {
 	if len(blobs) != 1 {
 		t.Fatalf("blobs after the pull: %v", blobs)
 	}
-	hb := &managerHub{m: m,
-		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
-		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
-		lookup: cat.Lookup,
-	}
+	hb := testManagerHub(m, cat.Lookup)
 	empty := windowSnapshot()
 	empty.Models = nil
 	b := withHub(newFakeBackend(empty), hb)

@@ -10,7 +10,6 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"github.com/llamatray/llamatray/router/catalog"
-	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/fakehub"
@@ -28,11 +27,7 @@ func TestDownloadsSection(t *testing.T) {
 	cache := hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}
 	cat := catalog.New(catalog.Options{Dirs: []string{cache.Dir}})
 	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, cache, func(string, []string) error { return cat.Scan(context.Background()) }, nil)
-	hb := &managerHub{m: m,
-		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
-		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
-		lookup: cat.Lookup,
-	}
+	hb := testManagerHub(m, cat.Lookup)
 	fb := newFakeBackend(windowSnapshot())
 	u, l := newTestUIWith(t, withHub(fb, hb))
 	name := repo + ":Q8_0"

@@ -12,7 +12,6 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/router/catalog"
-	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/fakehub"
@@ -30,11 +29,7 @@ func TestGetModelsTakesPastedNames(t *testing.T) {
 	cache := hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}
 	cat := catalog.New(catalog.Options{Dirs: []string{cache.Dir}})
 	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, cache, func(string, []string) error { return cat.Scan(context.Background()) }, nil)
-	hb := &managerHub{m: m,
-		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
-		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
-		lookup: cat.Lookup,
-	}
+	hb := testManagerHub(m, cat.Lookup)
 	fb := newFakeBackend(windowSnapshot())
 	u, l := newTestUIWith(t, withHub(fb, hb))
 	for _, pasted := range []string{repo + ":Q8_0", "hf.co/" + repo, "https://huggingface.co/" + repo + "/blob/main/Tiny-GGUF-Q8_0.gguf"} {
@@ -65,11 +60,7 @@ func TestGetModelsLongErrorWraps(t *testing.T) {
 	t.Cleanup(fh.Close)
 	cache := hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}
 	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, cache, nil, nil)
-	hb := &managerHub{m: m,
-		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
-		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
-		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
-	}
+	hb := testManagerHub(m, nil)
 	u, l := newTestUIWith(t, withHub(newFakeBackend(windowSnapshot()), hb))
 	long := "Org/Tiny-GGUF:Q8_0: tiny-Q8_0.gguf: sha256 mismatch: the Hub lists " + strings.Repeat("0123456789abcdef", 4) +
 		", the file has " + strings.Repeat("fedcba9876543210", 4) + "; the download was refused and deleted. " + strings.Repeat("Check your network or mirror (HF_ENDPOINT) and try again. ", 6)
@@ -99,11 +90,7 @@ func TestGetModelsGatedAndRetry(t *testing.T) {
 	fh.Gate(repo, "hf_has_access")
 	cache := hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}
 	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, cache, nil, nil)
-	hb := &managerHub{m: m,
-		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
-		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
-		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
-	}
+	hb := testManagerHub(m, nil)
 	u, l := newTestUIWith(t, withHub(newFakeBackend(windowSnapshot()), hb))
 	var g *getModelsWindow
 	l.wait(func() {
@@ -159,11 +146,7 @@ func findButtonPrefix(t *testing.T, o fyne.CanvasObject, prefix string) *widget.
 // the error says what failed and offers Retry.
 func TestGetModelsUnreachableHub(t *testing.T) {
 	m := hub.NewManager(&hub.Client{Endpoint: "http://no-such-host.invalid"}, hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}, nil, nil)
-	hb := &managerHub{m: m,
-		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
-		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
-		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
-	}
+	hb := testManagerHub(m, nil)
 	u, l := newTestUIWith(t, withHub(newFakeBackend(windowSnapshot()), hb))
 	var g *getModelsWindow
 	var saw []string
@@ -201,14 +184,10 @@ func TestGetModelsStarters(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}, nil, nil)
-	hb := &managerHub{m: m,
-		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
-		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
-		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
-		starters: []hub.Starter{
-			{Use: "chat", Name: "Org/Chat-GGUF:Q4_K_M", Why: "a small chat model"},
-			{Use: "coding", Name: "Org/Gone-GGUF:Q4_K_M", Why: "no longer on the Hub"},
-		},
+	hb := testManagerHub(m, nil)
+	hb.starters = []hub.Starter{
+		{Use: "chat", Name: "Org/Chat-GGUF:Q4_K_M", Why: "a small chat model"},
+		{Use: "coding", Name: "Org/Gone-GGUF:Q4_K_M", Why: "no longer on the Hub"},
 	}
 	u, l := newTestUIWith(t, withHub(newFakeBackend(windowSnapshot()), hb))
 	var g *getModelsWindow

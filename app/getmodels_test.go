@@ -21,6 +21,19 @@ import (
 	"github.com/llamatray/llamatray/router/testbed/fakehub"
 )
 
+// testManagerHub is the Hub part of a test backend over m: room for 8 GiB, a 512-token context, and
+// lookup for the models on this machine (nil: none).
+func testManagerHub(m *hub.Manager, lookup func(string) (catalog.Model, bool)) *managerHub {
+	if lookup == nil {
+		lookup = func(string) (catalog.Model, bool) { return catalog.Model{}, false }
+	}
+	return &managerHub{m: m,
+		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
+		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
+		lookup: lookup,
+	}
+}
+
 // withHub gives the fake backend a real Hub manager against the stand-in.
 func withHub(fb *fakeBackend, h *managerHub) *fakeBackend {
 	fb.managerHub = h
@@ -58,11 +71,7 @@ func TestGetModelsWindow(t *testing.T) {
 	cache := hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}
 	cat := catalog.New(catalog.Options{Dirs: []string{cache.Dir}})
 	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, cache, func(string, []string) error { return cat.Scan(context.Background()) }, nil)
-	hb := &managerHub{m: m,
-		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
-		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
-		lookup: cat.Lookup,
-	}
+	hb := testManagerHub(m, cat.Lookup)
 	empty := windowSnapshot()
 	empty.Models = nil
 	fb := newFakeBackend(empty)

@@ -9,8 +9,6 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
-	"github.com/llamatray/llamatray/router/catalog"
-	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/fakehub"
@@ -31,11 +29,7 @@ func TestSettingsSavesHubToken(t *testing.T) {
 	}
 	fh.Gate(repo, "hf_granted")
 	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}, nil, nil)
-	hb := &managerHub{m: m,
-		room:   func() fit.Room { return fit.Room{Limit: 8 << 30, Free: 8 << 30} },
-		params: func() catalog.EstimateParams { return catalog.EstimateParams{ContextSize: 512} },
-		lookup: func(string) (catalog.Model, bool) { return catalog.Model{}, false },
-	}
+	hb := testManagerHub(m, nil)
 	u, l := newTestUIWith(t, withHub(newFakeBackend(windowSnapshot()), hb))
 	var tf *tokenField
 	l.wait(func() {
