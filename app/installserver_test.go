@@ -126,19 +126,7 @@ func TestInstallLlamaServerButtonFailure(t *testing.T) {
 	gh := ghreleases.New()
 	t.Cleanup(gh.Close)
 	gh.Add("b7100", map[string][]byte{"llama-b7100-bin-plan9-x64.zip": []byte("nothing here runs")})
-	isolateXDG(t)
-	t.Setenv(releases.URLEnv, gh.Base)
-	t.Setenv("PATH", t.TempDir())
-	t.Setenv("LLAMA_SERVER", "")
-	cfg := config.Default()
-	cfg.Listen = "127.0.0.1:" + strconv.Itoa(testbed.FreePort(t))
-	cfg.ModelDirs = []string{t.TempDir()}
-	cfg.ScanDefaultDirs = false
-	svc, err := service.New(cfg, service.Options{Version: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	_, sb, _ := noServerService(t, gh.Base)
 	u, l := newTestUIWith(t, sb)
 	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
 	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Install llama-server")) })
@@ -157,19 +145,7 @@ func TestInstallLlamaServerCancel(t *testing.T) {
 	t.Cleanup(gh.Close)
 	gh.Add("b7100", map[string][]byte{ghreleases.AssetName("b7100", ".tar.gz"): tgz})
 	gh.StallAt.Store(1000)
-	isolateXDG(t)
-	t.Setenv(releases.URLEnv, gh.Base)
-	t.Setenv("PATH", t.TempDir())
-	t.Setenv("LLAMA_SERVER", "")
-	cfg := config.Default()
-	cfg.Listen = "127.0.0.1:" + strconv.Itoa(testbed.FreePort(t))
-	cfg.ModelDirs = []string{t.TempDir()}
-	cfg.ScanDefaultDirs = false
-	svc, err := service.New(cfg, service.Options{Version: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	svc, sb, _ := noServerService(t, gh.Base)
 	u, l := newTestUIWith(t, sb)
 	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
 	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Install llama-server")) })
@@ -190,4 +166,24 @@ func TestInstallLlamaServerCancel(t *testing.T) {
 	if builds, _ := svc.InstalledBuilds(); len(builds) != 0 {
 		t.Errorf("a cancelled install left builds: %+v", builds)
 	}
+}
+
+// noServerService is a service (not started) in a fresh home with no llama-server anywhere, whose
+// llama.cpp releases come from releasesURL, its backend, and the one folder on its PATH.
+func noServerService(t *testing.T, releasesURL string) (*service.Service, *serviceBackend, string) {
+	t.Helper()
+	isolateXDG(t)
+	t.Setenv(releases.URLEnv, releasesURL)
+	path := t.TempDir()
+	t.Setenv("PATH", path)
+	t.Setenv("LLAMA_SERVER", "")
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:" + strconv.Itoa(testbed.FreePort(t))
+	cfg.ModelDirs = []string{t.TempDir()}
+	cfg.ScanDefaultDirs = false
+	svc, err := service.New(cfg, service.Options{Version: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, path
 }

@@ -2,40 +2,23 @@ package app
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"fyne.io/fyne/v2/test"
 
-	"github.com/llamatray/llamatray/router/config"
-	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
 )
 
 // A llama-server installed while Llamatray runs is found by the banner's Look again, with no
 // restart, and the banner goes.
 func TestLookAgainFindsLlamaServer(t *testing.T) {
-	home := isolateXDG(t)
-	bin := t.TempDir()
-	t.Setenv("PATH", bin)
-	t.Setenv("LLAMA_SERVER", "")
-	cfg := config.Default()
-	cfg.Listen = "127.0.0.1:" + strconv.Itoa(testbed.FreePort(t))
-	cfg.ModelDirs = []string{filepath.Join(home, "models")}
-	cfg.ScanDefaultDirs = false
-	svc, err := service.New(cfg, service.Options{Version: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, sb, bin := noServerService(t, "http://127.0.0.1:1") // no install here: the releases are never asked
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Stop(context.Background()) })
-	sb := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	u, l := newWatchedUI(t, sb)
 	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
 	shows := func(what string) bool {
