@@ -152,17 +152,7 @@ const (
 // llama_server_update setting is on and the llama-server in use is one Llamatray installed. It runs
 // until ctx ends.
 func (s *Service) updateDaily(ctx context.Context, first, every time.Duration) {
-	t := time.NewTimer(first)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		s.checkUpdate(ctx)
-		t.Reset(every)
-	}
+	repeat(ctx, first, every, func(ctx context.Context) { s.checkUpdate(ctx) })
 }
 
 // checkUpdate is one daily check: when the setting is on and the llama-server in use is one

@@ -26,17 +26,7 @@ const (
 // checkReleasesDaily checks Llamatray's releases after first, then every every, while update_check
 // is on. It runs until ctx ends.
 func (s *Service) checkReleasesDaily(ctx context.Context, first, every time.Duration) {
-	t := time.NewTimer(first)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		s.CheckReleases(ctx)
-		t.Reset(every)
-	}
+	repeat(ctx, first, every, func(ctx context.Context) { s.CheckReleases(ctx) })
 }
 
 // version is the running Llamatray's version, "dev" when the build sets none.
