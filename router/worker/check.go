@@ -1,0 +1,154 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+)
+
+// linkTimeouts of the head's side of a link: the TCP keepalive that notices a worker machine
+// gone silent (no FIN, no RST) on an idle link within about keepIdle+keepInterval*keepCount,
+// and, on Linux, TCP_USER_TIMEOUT for unacknowledged data on a busy one (see sockopt_*.go).
+const (
+	keepIdle     = 5 * time.Second
+	keepInterval = 2 * time.Second
+	keepCount    = 3
+	userTimeout  = 12 * time.Second
+)
+
+// link is an authenticated connection to a worker, after its answer line.
+type link struct {
+	conn *tls.Conn
+	r    *bufio.Reader // reads conn; may hold bytes that followed the answer
+	info Info
+}
+
+// dialLink dials address, does TLS and the token exchange with op, and returns the link once the
+// worker has answered ok and proved it knows the token. ctx bounds all of it. Errors wrap one of
+// ErrUnreachable, ErrBadToken, ErrNotWorker, ErrBusy, ErrWorkerDown; the callers add the address.
+func dialLink(ctx context.Context, address, token, op, head string) (*link, error) {
+	d := net.Dialer{
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: keepIdle, Interval: keepInterval, Count: keepCount},
+		Control:         setUserTimeout,
+	}
+	raw, err := d.DialContext(ctx, "tcp", address)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	l, err := handshake(ctx, raw, token, op, head)
+	if err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func handshake(ctx context.Context, raw net.Conn, token, op, head string) (*link, error) {
+	// ctx's deadline (or its cancellation) ends a peer that accepts but never answers.
+	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if dl, ok := ctx.Deadline(); ok {
+		raw.SetDeadline(dl)
+	}
+	silent := func(err error) error {
+		var ne net.Error
+		if ctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
+			return fmt.Errorf("%w: no answer to the link handshake: %w", ErrUnreachable, err)
+		}
+		return nil
+	}
+	conn := tls.Client(raw, clientTLS())
+	if err := conn.HandshakeContext(ctx); err != nil {
+		if e := silent(err); e != nil {
+			return nil, e
+		}
+		return nil, fmt.Errorf("%w: TLS handshake: %w", ErrNotWorker, err)
+	}
+	cs := conn.ConnectionState()
+	p, err := proof(cs, token, "head")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeLine(conn, request{Link: linkVersion, Proof: hex.EncodeToString(p), Op: op, Head: head}); err != nil {
+		if e := silent(err); e != nil {
+			return nil, e
+		}
+		return nil, fmt.Errorf("%w: %w", ErrNotWorker, err)
+	}
+	r := bufio.NewReaderSize(conn, maxFrame)
+	var a answer
+	if err := readLine(r, &a); err != nil {
+		if e := silent(err); e != nil {
+			return nil, e
+		}
+		return nil, fmt.Errorf("%w: no link answer: %w", ErrNotWorker, err)
+	}
+	if !a.OK {
+		return nil, refusal(a)
+	}
+	if !checkProof(cs, token, "worker", a.Proof) {
+		return nil, fmt.Errorf("%w: the worker could not prove it knows the token", ErrBadToken)
+	}
+	raw.SetDeadline(time.Time{})
+	l := &link{conn: conn, r: r}
+	if a.Info != nil {
+		l.info = *a.Info
+	}
+	return l, nil
+}
+
+func refusal(a answer) error {
+	var kind error
+	switch a.Code {
+	case codeBadToken:
+		kind = ErrBadToken
+	case codeBusy:
+		kind = ErrBusy
+	case codeNoRPC:
+		kind = ErrWorkerDown
+	case codeBadReq:
+		kind = errors.New("worker refused the request")
+	default:
+		kind = ErrNotWorker
+	}
+	if a.Error == "" {
+		return kind
+	}
+	return fmt.Errorf("%w: %s", kind, a.Error)
+}
+
+// Check dials the worker at address, authenticates with token, asks its status and closes.
+// ctx bounds it (give it a few seconds). Errors wrap ErrUnreachable, ErrBadToken or ErrNotWorker
+// and name the address.
+func Check(ctx context.Context, address, token string) (Info, error) {
+	info, err := check(ctx, address, token)
+	if err != nil {
+		return Info{}, fmt.Errorf("%s: %w", address, err)
+	}
+	return info, nil
+}
+
+// check is Check without the address in its errors.
+func check(ctx context.Context, address, token string) (Info, error) {
+	l, err := dialLink(ctx, address, token, opStatus, headName())
+	if err != nil {
+		return Info{}, err
+	}
+	l.conn.Close()
+	return l.info, nil
+}
+
+// headName is how this machine names itself to a worker (shown in the worker's "busy" answer).
+func headName() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "head"
+	}
+	return h
+}

@@ -1,0 +1,212 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// dialTimeout bounds a link's dial and handshake when llama-server opens a connection to an End.
+const dialTimeout = 10 * time.Second
+
+// End is the head's local end of the links to one worker: a loopback listener whose address is
+// what llama-server's --rpc gets. Each connection accepted there is carried over a new
+// authenticated link to the worker, spliced both ways.
+type End struct {
+	name, address, token string
+	log                  *slog.Logger
+	ln                   net.Listener
+	lost                 chan error
+	sent, received       atomic.Int64
+	wg                   sync.WaitGroup
+
+	mu     sync.Mutex // guards conns and closed
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+// Open checks the worker at address (Check, bounded by ctx; its error is returned, naming the
+// worker) and listens on 127.0.0.1:0 for llama-server. A busy worker is not an error here: the
+// head reads Check's Info itself if it cares. The End lives until Close; ctx only bounds Open.
+func Open(ctx context.Context, name, address, token string, log *slog.Logger) (*End, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if _, err := check(ctx, address, token); err != nil {
+		return nil, fmt.Errorf("worker %s (%s): %w", name, address, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("worker %s (%s): local end: %w", name, address, err)
+	}
+	e := &End{name: name, address: address, token: token, ln: ln, lost: make(chan error, 16),
+		conns: map[net.Conn]struct{}{},
+		log:   log.With("worker", name, "address", address, "end", ln.Addr().String())}
+	e.wg.Add(1)
+	go e.accept()
+	return e, nil
+}
+
+// Addr is the local end's address, host:port on 127.0.0.1: what llama-server's --rpc gets.
+func (e *End) Addr() string { return e.ln.Addr().String() }
+
+// Name and Address are the worker's, as given to Open.
+func (e *End) Name() string    { return e.name }
+func (e *End) Address() string { return e.address }
+
+// Lost tells of a link in use that dropped (the worker died or closed it) or of a link the worker
+// refused (busy, bad token, unreachable); each error names the worker: "worker NAME (ADDRESS): ...".
+// The channel is buffered; when nobody reads it, further errors are logged and dropped.
+func (e *End) Lost() <-chan error { return e.lost }
+
+// Bytes are the bytes carried so far: sent to the worker and received from it (after TLS, the
+// RPC payload).
+func (e *End) Bytes() (sent, received int64) { return e.sent.Load(), e.received.Load() }
+
+// Close closes the listener and every link, and waits for their goroutines.
+func (e *End) Close() error {
+	e.mu.Lock()
+	e.closed = true
+	conns := make([]net.Conn, 0, len(e.conns))
+	for c := range e.conns {
+		conns = append(conns, c)
+	}
+	e.mu.Unlock()
+	err := e.ln.Close()
+	for _, c := range conns {
+		c.Close()
+	}
+	e.wg.Wait()
+	return err
+}
+
+func (e *End) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+// track registers c for Close; false when the End is already closed.
+func (e *End) track(c net.Conn) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.conns[c] = struct{}{}
+	return true
+}
+
+func (e *End) untrack(c net.Conn) {
+	e.mu.Lock()
+	delete(e.conns, c)
+	e.mu.Unlock()
+}
+
+func (e *End) report(err error) {
+	err = fmt.Errorf("worker %s (%s): %w", e.name, e.address, err)
+	e.log.Warn("worker link lost", "err", err)
+	select {
+	case e.lost <- err:
+	default:
+		e.log.Warn("worker link error not delivered: nobody reads Lost")
+	}
+}
+
+func (e *End) accept() {
+	defer e.wg.Done()
+	for {
+		c, err := e.ln.Accept()
+		if err != nil {
+			if !e.isClosed() {
+				e.log.Error("local end stopped accepting", "err", err)
+			}
+			return
+		}
+		if !e.track(c) {
+			c.Close()
+			return
+		}
+		e.wg.Add(1)
+		go e.carry(c)
+	}
+}
+
+// carry splices one local connection over a new link.
+func (e *End) carry(local net.Conn) {
+	defer e.wg.Done()
+	defer e.untrack(local)
+	defer local.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	l, err := dialLink(ctx, e.address, e.token, opRPC, headName())
+	cancel()
+	if err != nil {
+		if !e.isClosed() {
+			e.report(err)
+		}
+		return
+	}
+	if !e.track(l.conn) {
+		l.conn.Close()
+		return
+	}
+	defer e.untrack(l.conn)
+	defer l.conn.Close()
+	e.log.Debug("link open", "local", local.RemoteAddr().String())
+
+	var localDone atomic.Bool
+	up := make(chan struct{})
+	go func() {
+		defer close(up)
+		io.Copy(counter{l.conn, &e.sent}, local)
+		// llama-server closed its side (or we closed it): end the link too.
+		localDone.Store(true)
+		l.conn.Close()
+	}()
+	rr := &readErr{r: l.r}
+	io.Copy(counter{local, &e.received}, rr)
+	if !localDone.Load() && !e.isClosed() && rr.err != nil {
+		why := rr.err
+		if errors.Is(why, io.EOF) {
+			why = errors.New("the worker closed the link")
+		}
+		e.report(fmt.Errorf("link lost: %w", why))
+	}
+	// A clean close (FIN) of the local side, so llama-server notices at once.
+	local.Close()
+	<-up
+	e.log.Debug("link closed")
+}
+
+// counter counts the bytes written through it.
+type counter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c counter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// readErr remembers why reading stopped (io.EOF included), to tell the worker's end of a link
+// from the local side's.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil {
+		r.err = err
+	}
+	return n, err
+}

@@ -1,0 +1,41 @@
+package worker
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"fmt"
+	"strings"
+)
+
+// minTokenLen is the shortest pairing token accepted.
+const minTokenLen = 16
+
+// NewToken makes a pairing token: 20 random bytes (160 bits) in lower-case base32, in groups of
+// four joined by dashes, e.g. "k3qz-...". It carries no structure: any string of at least
+// minTokenLen characters is a valid token.
+func NewToken() (string, error) {
+	b := make([]byte, 20)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random token: %w", err)
+	}
+	s := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+	var out strings.Builder
+	for i := 0; i < len(s); i += 4 {
+		if i > 0 {
+			out.WriteByte('-')
+		}
+		out.WriteString(s[i:min(i+4, len(s))])
+	}
+	return out.String(), nil
+}
+
+// validToken says what is wrong with a token, or nil.
+func validToken(t string) error {
+	if len(t) < minTokenLen {
+		return fmt.Errorf("a worker token has at least %d characters (this one %d)", minTokenLen, len(t))
+	}
+	if strings.TrimSpace(t) != t || strings.ContainsAny(t, "\n\r\"") {
+		return fmt.Errorf("a worker token has no spaces around it, no quotes and no line breaks")
+	}
+	return nil
+}
