@@ -14,6 +14,7 @@ func (c Config) Clone() Config {
 	out.AllowedHosts = slices.Clone(c.AllowedHosts)
 	out.CORSOrigins = slices.Clone(c.CORSOrigins)
 	out.DeviceMemoryLimit = maps.Clone(c.DeviceMemoryLimit)
+	out.Peers = clonePeers(c.Peers)
 	out.Defaults.GPULayers = clonePtr(c.Defaults.GPULayers)
 	out.Defaults.Args = slices.Clone(c.Defaults.Args)
 	if c.Models != nil {

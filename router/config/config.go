@@ -79,6 +79,7 @@ type Config struct {
 	DeviceMemoryLimit     map[string]Size  `toml:"device_memory_limit"`     // GPU memory models may use per device, by llama-server's device name (Vulkan0, CUDA1)
 	Defaults              ChildDefaults    `toml:"defaults"`
 	Models                map[string]Model `toml:"models"`
+	Peers                 map[string]Peer  `toml:"peers"` // other machines' servers, by name (peers.go)
 }
 
 // Default returns the built-in configuration.

@@ -125,6 +125,7 @@ func (c Config) render() (string, error) {
 		r.model(id, c.Models[id])
 	}
 	r.b.WriteString(modelExample)
+	r.peers(c.Peers)
 	if r.err != nil {
 		return "", r.err
 	}

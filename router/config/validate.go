@@ -140,6 +140,7 @@ func (c Config) Validate() error {
 	}
 
 	errs = append(errs, c.validateModels()...)
+	errs = append(errs, c.validatePeers()...)
 	return errors.Join(errs...)
 }
 
