@@ -17,6 +17,7 @@ func (c Config) Clone() Config {
 	out.Peers = clonePeers(c.Peers)
 	out.Defaults.GPULayers = clonePtr(c.Defaults.GPULayers)
 	out.Defaults.Args = slices.Clone(c.Defaults.Args)
+	out.Workers = cloneWorkers(c.Workers)
 	if c.Models != nil {
 		out.Models = make(map[string]Model, len(c.Models))
 		for id, m := range c.Models {
@@ -36,6 +37,7 @@ func (m Model) clone() Model {
 	out.IdleUnload = clonePtr(m.IdleUnload)
 	out.DraftGPULayers = clonePtr(m.DraftGPULayers)
 	out.StripParams = slices.Clone(m.StripParams)
+	out.Workers = slices.Clone(m.Workers)
 	out.SetParams = cloneParams(m.SetParams)
 	out.DefaultParams = cloneParams(m.DefaultParams)
 	if m.Variants != nil {

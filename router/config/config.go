@@ -35,6 +35,9 @@ type Model struct {
 	Draft          string `toml:"draft"`
 	DraftGPULayers *int   `toml:"draft_gpu_layers"` // -ngld; nil = llama-server's default; -1 = all
 	DraftMax       int    `toml:"draft_max"`        // --draft-max, tokens drafted per step; 0 = llama-server's
+	// Workers are [workers.NAME] sections this model is spread over (llama.cpp's --rpc); none: this
+	// machine only (workers.go).
+	Workers []string `toml:"workers"`
 	// Request rules, applied to the JSON body of every request for this model, whatever API it
 	// speaks, before it is proxied. SetParams' fields replace the request's; StripParams' are
 	// removed; DefaultParams' are added when the request gives none of that name.
@@ -51,35 +54,36 @@ var CacheTypes = []string{"f16", "f32", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl"
 
 // Config is the whole configuration file.
 type Config struct {
-	Listen                string           `toml:"listen"`                  // host:port of the router
-	ModelDirs             []string         `toml:"model_dirs"`              // extra model folders; "~" expanded
-	ScanDefaultDirs       bool             `toml:"scan_default_dirs"`       // also scan the usual model folders
-	LlamaServer           string           `toml:"llama_server"`            // llama-server path; "" = find it
-	LlamaServerUpdate     bool             `toml:"llama_server_update"`     // daily: install llama.cpp's newer build
-	MemoryLimit           Size             `toml:"memory_limit"`            // 0 = derived from the machine
-	MemoryReserve         Size             `toml:"memory_reserve"`          // kept free for everything else
-	MaxLoaded             int              `toml:"max_loaded"`              // 0 = no cap
-	IdleSleep             Duration         `toml:"idle_sleep"`              // 0/-1 = off
-	IdleUnload            Duration         `toml:"idle_unload"`             // 0/-1 = off
-	QueueTimeout          Duration         `toml:"queue_timeout"`           // -1 = no limit
-	FairWait              Duration         `toml:"fair_wait"`               // 0 = off
-	LoadTimeout           Duration         `toml:"load_timeout"`            // -1 = no limit
-	StopTimeout           Duration         `toml:"stop_timeout"`            // > 0
-	DefaultModel          string           `toml:"default_model"`           // used when a request names none
-	StreamLoadingProgress bool             `toml:"stream_loading_progress"` // stream load progress to clients
-	BodyLimit             Size             `toml:"body_limit"`              // largest request body
-	APIKeys               []string         `toml:"api_keys"`                // empty = no authentication
-	AllowedHosts          []string         `toml:"allowed_hosts"`           // extra Host header values
-	CORSOrigins           []string         `toml:"cors_origins"`            // browser origins allowed
-	LogLevel              string           `toml:"log_level"`               // debug|info|warn|error
-	AutoPull              bool             `toml:"auto_pull"`               // a request for a missing ORG/REPO:QUANT starts its download
-	OllamaPort            bool             `toml:"ollama_port"`             // also listen on 127.0.0.1:11434, Ollama's port
-	UpdateCheck           bool             `toml:"update_check"`            // daily: read Llamatray's releases list and say when a newer one exists
-	UpdatePrerelease      bool             `toml:"update_prerelease"`       // also offer pre-releases
-	DeviceMemoryLimit     map[string]Size  `toml:"device_memory_limit"`     // GPU memory models may use per device, by llama-server's device name (Vulkan0, CUDA1)
-	Defaults              ChildDefaults    `toml:"defaults"`
-	Models                map[string]Model `toml:"models"`
-	Peers                 map[string]Peer  `toml:"peers"` // other machines' servers, by name (peers.go)
+	Listen                string            `toml:"listen"`                  // host:port of the router
+	ModelDirs             []string          `toml:"model_dirs"`              // extra model folders; "~" expanded
+	ScanDefaultDirs       bool              `toml:"scan_default_dirs"`       // also scan the usual model folders
+	LlamaServer           string            `toml:"llama_server"`            // llama-server path; "" = find it
+	LlamaServerUpdate     bool              `toml:"llama_server_update"`     // daily: install llama.cpp's newer build
+	MemoryLimit           Size              `toml:"memory_limit"`            // 0 = derived from the machine
+	MemoryReserve         Size              `toml:"memory_reserve"`          // kept free for everything else
+	MaxLoaded             int               `toml:"max_loaded"`              // 0 = no cap
+	IdleSleep             Duration          `toml:"idle_sleep"`              // 0/-1 = off
+	IdleUnload            Duration          `toml:"idle_unload"`             // 0/-1 = off
+	QueueTimeout          Duration          `toml:"queue_timeout"`           // -1 = no limit
+	FairWait              Duration          `toml:"fair_wait"`               // 0 = off
+	LoadTimeout           Duration          `toml:"load_timeout"`            // -1 = no limit
+	StopTimeout           Duration          `toml:"stop_timeout"`            // > 0
+	DefaultModel          string            `toml:"default_model"`           // used when a request names none
+	StreamLoadingProgress bool              `toml:"stream_loading_progress"` // stream load progress to clients
+	BodyLimit             Size              `toml:"body_limit"`              // largest request body
+	APIKeys               []string          `toml:"api_keys"`                // empty = no authentication
+	AllowedHosts          []string          `toml:"allowed_hosts"`           // extra Host header values
+	CORSOrigins           []string          `toml:"cors_origins"`            // browser origins allowed
+	LogLevel              string            `toml:"log_level"`               // debug|info|warn|error
+	AutoPull              bool              `toml:"auto_pull"`               // a request for a missing ORG/REPO:QUANT starts its download
+	OllamaPort            bool              `toml:"ollama_port"`             // also listen on 127.0.0.1:11434, Ollama's port
+	UpdateCheck           bool              `toml:"update_check"`            // daily: read Llamatray's releases list and say when a newer one exists
+	UpdatePrerelease      bool              `toml:"update_prerelease"`       // also offer pre-releases
+	DeviceMemoryLimit     map[string]Size   `toml:"device_memory_limit"`     // GPU memory models may use per device, by llama-server's device name (Vulkan0, CUDA1)
+	Workers               map[string]Worker `toml:"workers"`                 // other machines' devices, by name (workers.go)
+	Defaults              ChildDefaults     `toml:"defaults"`
+	Models                map[string]Model  `toml:"models"`
+	Peers                 map[string]Peer   `toml:"peers"` // other machines' servers, by name (peers.go)
 }
 
 // Default returns the built-in configuration.
@@ -123,6 +127,7 @@ func (c Config) ModelSettings(id string) Model {
 		CacheType:     m.CacheType,
 		Draft:         m.Draft,
 		DraftMax:      m.DraftMax,
+		Workers:       slices.Clone(m.Workers),
 		StripParams:   slices.Clone(m.StripParams),
 		SetParams:     cloneParams(m.SetParams),
 		DefaultParams: cloneParams(m.DefaultParams),

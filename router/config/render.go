@@ -116,6 +116,8 @@ func (c Config) render() (string, error) {
 		r.b.WriteString("# [device_memory_limit]\n# Vulkan0 = \"1536MiB\"\n")
 	}
 
+	r.renderWorkers(c.Workers)
+
 	ids := make([]string, 0, len(c.Models))
 	for id := range c.Models {
 		ids = append(ids, id)
@@ -157,6 +159,7 @@ const modelExample = `
 #                             # speculative decoding (--model-draft); a catalog ID or ORG/REPO:QUANT
 # draft_gpu_layers = -1       # the draft's -ngld; unset: llama-server's default
 # draft_max = 16              # tokens drafted per step (--draft-max); unset: llama-server's
+# workers = ["desk"]          # spread over these [workers.NAME] machines too (--rpc)
 # set_params = { temperature = 0.2 }        # fields forced into every request's body
 # strip_params = ["logit_bias"]             # fields removed from every request's body
 # default_params = { top_k = 40, min_p = 0.05 }  # used when a request gives no value of its own
@@ -230,6 +233,9 @@ func (r *renderer) section(m Model) {
 	}
 	if m.DraftMax != 0 {
 		w("draft_max", strconv.Itoa(m.DraftMax))
+	}
+	if m.Workers != nil {
+		w("workers", r.list(m.Workers))
 	}
 	if len(m.SetParams) > 0 {
 		w("set_params", r.value(m.SetParams))

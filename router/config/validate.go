@@ -33,7 +33,7 @@ var reservedArgs = map[string]string{
 	"-hfd": "draft", "-hfrd": "draft", "--hf-repo-draft": "draft", "--spec-draft-hf": "draft",
 	"-ngld": "draft_gpu_layers", "--gpu-layers-draft": "draft_gpu_layers",
 	"--n-gpu-layers-draft": "draft_gpu_layers", "--spec-draft-ngl": "draft_gpu_layers",
-	"--spec-draft-n-max": "draft_max", "--draft-max": "draft_max", "--draft-n": "draft_max", "--draft": "draft_max",
+	"--rpc": "workers", "--spec-draft-n-max": "draft_max", "--draft-max": "draft_max", "--draft-n": "draft_max", "--draft": "draft_max",
 }
 
 // Validate checks every value and returns all problems found, joined; each is a *FieldError.
@@ -141,6 +141,7 @@ func (c Config) Validate() error {
 
 	errs = append(errs, c.validateModels()...)
 	errs = append(errs, c.validatePeers()...)
+	errs = append(errs, c.validateWorkers()...)
 	return errors.Join(errs...)
 }
 

@@ -150,6 +150,9 @@ func (c Config) Layered(id string) (Model, bool) {
 	if out.DraftMax == 0 {
 		out.DraftMax = b.DraftMax
 	}
+	if out.Workers == nil {
+		out.Workers = slices.Clone(b.Workers)
+	}
 	out.SetParams = mergeParams(b.SetParams, v.SetParams)
 	out.DefaultParams = mergeParams(b.DefaultParams, v.DefaultParams)
 	out.StripParams = unionStrings(b.StripParams, v.StripParams)

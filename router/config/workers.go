@@ -1,0 +1,137 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Worker is one [workers.NAME] section: a machine running Llamatray's worker, which serves its
+// devices to llama.cpp's RPC backend. A model whose workers list names it ([models."ID"] workers)
+// is spread over those machines: its child gets --rpc with the local end of each worker's link.
+type Worker struct {
+	Address string `toml:"address"` // host:port of the worker
+	Token   string `toml:"token"`   // the worker's token; the link is refused without it
+}
+
+// WorkerNames are the configured workers' names, sorted.
+func (c Config) WorkerNames() []string { return slices.Sorted(maps.Keys(c.Workers)) }
+
+// validateWorkers checks every [workers.NAME] section and every model's workers list.
+func (c Config) validateWorkers() []error {
+	var errs []error
+	bad := func(reason string, key ...string) {
+		errs = append(errs, &FieldError{Key: key, Reason: reason})
+	}
+	addrOwner := map[string]string{}
+	for _, name := range c.WorkerNames() {
+		w := c.Workers[name]
+		if err := checkWorkerName(name); err != nil {
+			bad(err.Error(), "workers", name)
+			continue
+		}
+		if err := checkWorkerAddress(w.Address); err != nil {
+			bad(err.Error(), "workers", name, "address")
+		} else if o := addrOwner[w.Address]; o != "" {
+			bad(fmt.Sprintf("%s is also the address of worker %q", w.Address, o), "workers", name, "address")
+		} else {
+			addrOwner[w.Address] = name
+		}
+		if strings.TrimSpace(w.Token) == "" {
+			bad("a worker needs its token (the one its worker process prints or was given)", "workers", name, "token")
+		}
+	}
+	list := func(ws []string, key []string) {
+		seen := map[string]bool{}
+		for _, n := range ws {
+			switch {
+			case seen[n]:
+				bad(fmt.Sprintf("worker %q is listed twice", n), key...)
+			case c.Workers == nil || !hasWorker(c.Workers, n):
+				bad(fmt.Sprintf("no worker %q: add a [workers.%s] section with its address and token%s", n, quoteKey(n), known(c.WorkerNames())), key...)
+			}
+			seen[n] = true
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.Models)) {
+		m := c.Models[id]
+		list(m.Workers, []string{"models", id, "workers"})
+		for _, v := range slices.Sorted(maps.Keys(m.Variants)) {
+			list(m.Variants[v].Workers, []string{"models", id, "variants", v, "workers"})
+		}
+	}
+	return errs
+}
+
+func hasWorker(ws map[string]Worker, n string) bool { _, ok := ws[n]; return ok }
+
+func known(names []string) string {
+	if len(names) == 0 {
+		return " (none is configured)"
+	}
+	return " (configured: " + strings.Join(names, ", ") + ")"
+}
+
+func quoteKey(n string) string {
+	if checkWorkerName(n) == nil {
+		return n
+	}
+	return strconv.Quote(n)
+}
+
+// checkWorkerName refuses a name that would not read well in messages and the status.
+func checkWorkerName(name string) error {
+	if strings.TrimSpace(name) == "" {
+		return fmt.Errorf("a worker name must not be empty")
+	}
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_'
+		if !ok {
+			return fmt.Errorf("worker name %q may hold only letters, digits, '.', '-' and '_', not %q", name, r)
+		}
+	}
+	return nil
+}
+
+// checkWorkerAddress wants host:port with a host and a port from 1 to 65535.
+func checkWorkerAddress(s string) error {
+	if s == "" {
+		return fmt.Errorf("a worker needs its address, host:port, like \"192.168.1.20:50052\"")
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port, like \"192.168.1.20:50052\"", s)
+	}
+	if host == "" || strings.ContainsAny(host, " \t/") {
+		return fmt.Errorf("%q has no host name or IP address", s)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("port %q must be a number from 1 to 65535", port)
+	}
+	return nil
+}
+
+// cloneWorkers is a copy of ws that shares no memory with it.
+func cloneWorkers(ws map[string]Worker) map[string]Worker { return maps.Clone(ws) }
+
+const workersComment = `
+# Workers: other machines whose devices a model may use (llama.cpp's RPC backend), each running
+# "llamatray worker". A model spreads over them with [models."ID"] workers = ["NAME", ...]; each
+# worker runs one model at a time (a second one waits, or an idle one is unloaded for it).
+`
+
+// renderWorkers writes the [workers.NAME] sections, or a commented example when there are none.
+func (r *renderer) renderWorkers(ws map[string]Worker) {
+	r.b.WriteString(workersComment)
+	if len(ws) == 0 {
+		r.b.WriteString("# [workers.desk]\n# address = \"192.168.1.20:50052\"\n# token = \"the worker's token\"\n")
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(ws)) {
+		fmt.Fprintf(&r.b, "[workers.%s]\n", r.str(name))
+		fmt.Fprintf(&r.b, "address = %s\ntoken = %s\n", r.str(ws[name].Address), r.str(ws[name].Token))
+	}
+}
