@@ -178,9 +178,15 @@ func TestHuggingFaceCache(t *testing.T) {
 	if w := c.Warnings(); len(w) != 0 {
 		t.Errorf("warnings: %v", w)
 	}
-	want := []string{"org/name/model-Q4_K_M", "other/repo/model-Q4_K_M", "unique"}
+	// Named by their Hub names (unique.gguf by its header's quant); the file-name IDs stay aliases.
+	want := []string{"org/name:Q4_K_M", "other/repo:F32", "other/repo:Q4_K_M"}
 	if got := ids(c.Models()); !reflect.DeepEqual(got, want) {
 		t.Fatalf("IDs = %v, want %v", got, want)
+	}
+	for id, old := range map[string]string{"org/name:Q4_K_M": "org/name/model-Q4_K_M", "other/repo:Q4_K_M": "other/repo/model-Q4_K_M", "other/repo:F32": "unique"} {
+		if m, ok := c.Lookup(old); !ok || m.ID != id || m.FileID != old || !slices.Contains(m.Aliases, old) {
+			t.Errorf("file-name ID %s: %v %s %q %v", old, ok, m.ID, m.FileID, m.Aliases)
+		}
 	}
 	m, _ := c.Lookup("org/name/model-Q4_K_M")
 	snap := filepath.Join(hub, "models--org--name", "snapshots", "rev2")

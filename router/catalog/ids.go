@@ -10,9 +10,10 @@ import (
 
 // entry is one model or projector candidate: a file, or the shards of a split model.
 type entry struct {
-	stem  string  // file name without .gguf and shard suffix
-	files []found // shards in order
-	id    string
+	stem   string  // file name without .gguf and shard suffix
+	files  []found // shards in order
+	id     string
+	fileID string // for a model renamed to its Hub name (hubids.go): the file-name ID, kept as an alias
 }
 
 func (e *entry) first() found { return e.files[0] }

@@ -57,8 +57,12 @@ type Model struct {
 	Root       string    // the scanned folder it was found in
 	HubRepo    string    // ORG/REPO when found in a Hugging Face cache
 	HubName    string    // ORG/REPO:QUANT, llama.cpp's -hf spelling; it resolves like an alias
-	VariantOf  string    // for a variant (ID "BASE@NAME"): the ID of the model whose file it serves
-	Variant    string    // for a variant: its name
+	// FileID is, for a model found in a Hugging Face cache and named by its HubName (its ID is
+	// then ORG/REPO:QUANT), the file-name ID it had before, and for a variant of such a model its
+	// ID before (FILE-ID@NAME): it stays one of its Aliases. "" otherwise.
+	FileID    string
+	VariantOf string // for a variant (ID "BASE@NAME"): the ID of the model whose file it serves
+	Variant   string // for a variant: its name
 	// Ollama lists the names the file has in an Ollama store (ollama.go), sorted part by part:
 	// one per manifest whose model layer it is, with that manifest's settings. A blob found there
 	// gets its first name as ID ("llama3.2:3b"; store-qualified when two stores have it, as
@@ -83,7 +87,12 @@ type Options struct {
 	// Variants are the configured variant names by model ID: each name makes one more entry, ID@NAME,
 	// for the same file, estimated with Params of its own ID (see variants.go). nil → none.
 	Variants func() map[string][]string
-	Logger   *slog.Logger
+	// Renamed, when set, is told at each scan, before the other functions are asked about the
+	// models, which models are named by their Hub name: new ID (ORG/REPO:QUANT) → the file-name ID
+	// they had (and keep as an alias). Settings kept under a file-name ID can be moved to the new
+	// one from here (config.Config.Renamed).
+	Renamed func(renamed map[string]string)
+	Logger  *slog.Logger
 }
 
 // ParamsLabel writes a parameter count the way model cards do: "7B", "1.5B", "350M"; "" when unknown.

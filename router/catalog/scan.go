@@ -78,6 +78,10 @@ func (c *Catalog) Scan(ctx context.Context) error {
 		}
 	}
 	assignIDs(good)
+	renamed, hubWarnings := hubIDs(good, results)
+	if c.opts.Renamed != nil {
+		c.opts.Renamed(renamed)
+	}
 
 	out := make([]Model, len(good))
 	estErrs := make([]error, len(good))
@@ -120,6 +124,7 @@ func (c *Catalog) Scan(ctx context.Context) error {
 		warnings[i] = p.String()
 	}
 	warnings = append(warnings, vwarn...)
+	warnings = append(warnings, hubWarnings...)
 	s := buildSnapshot(out, hidden, warnings, l.print)
 	sort.Strings(s.warnings)
 	old := c.snap.Swap(s)
@@ -280,7 +285,8 @@ func (c *Catalog) model(e *entry, r *cached, proj *entry, results map[*entry]*ca
 		ID:            e.id,
 		Path:          e.first().path,
 		Files:         e.paths(),
-		Aliases:       cleanAliases(c.opts.Aliases(e.id), e.id),
+		Aliases:       cleanAliases(withFileID(c.opts.Aliases(e.id), e.fileID), e.id),
+		FileID:        e.fileID,
 		Architecture:  h.arch,
 		Name:          h.name,
 		Parameters:    h.params,
@@ -341,6 +347,15 @@ func (c *Catalog) estimateFor(id string, r *cached, ph *header, projSig string) 
 	r.ests[key] = res
 	c.mu.Unlock()
 	return res.est, res.err
+}
+
+// withFileID is the configured aliases of a model renamed to its Hub name, with its file-name ID
+// last (so that what named it before still does); aliases as they are for any other model.
+func withFileID(aliases []string, fileID string) []string {
+	if fileID == "" {
+		return aliases
+	}
+	return append(append([]string(nil), aliases...), fileID)
 }
 
 func cleanAliases(aliases []string, id string) []string {

@@ -26,7 +26,12 @@ func (c *Catalog) variants(base Model, names []string, r *cached, proj *entry, r
 		v := base.clone()
 		v.ID = base.ID + VariantSep + name
 		v.VariantOf, v.Variant = base.ID, name
-		v.Aliases = cleanAliases(c.opts.Aliases(v.ID), v.ID)
+		old := ""
+		if base.FileID != "" {
+			old = base.FileID + VariantSep + name // its ID before its model took its Hub name
+		}
+		v.Aliases = cleanAliases(withFileID(c.opts.Aliases(v.ID), old), v.ID)
+		v.FileID = old
 		v.HubName = ""
 		v.Ollama = nil
 		var err error
