@@ -69,6 +69,11 @@ llama-server:
 	@bash scripts/fetch-llama-server.sh >/dev/null
 	@echo $(LLAMA_SERVER_BIN)
 
+# llama.cpp's RPC worker (issue #24's workers), fetched with llama-server: its wrapper's path.
+.PHONY: rpc-server
+rpc-server: llama-server
+	@echo $(LLAMATRAY_CACHE)/llama-server/bin/ggml-rpc-server
+
 llama-server-vulkan:
 	@VULKAN=1 bash scripts/fetch-llama-server.sh >/dev/null
 	@echo $(LLAMATRAY_CACHE)/llama-server-vulkan/bin/llama-server
