@@ -44,6 +44,9 @@ type Model struct {
 	Measures bool
 	// BusySince is when it became blocked behind busy models, if its last reason was that; else zero.
 	BusySince time.Time
+	// Workers are the other machines its child uses (llama.cpp RPC, [models."ID"] workers): each
+	// serves one model at a time.
+	Workers []string
 }
 
 // Waiter is one waiting request.
@@ -106,6 +109,7 @@ const (
 	WaitMemory   WaitKind = "memory"   // memory is being freed for it: the Victims are stopping
 	WaitBusy     WaitKind = "busy"     // every model that could make room has requests in flight (Holders); after fair_wait the Victims drain for it
 	WaitBehind   WaitKind = "behind"   // first come, first served: an earlier queued load (Behind) is blocked, so this one waits its turn
+	WaitWorker   WaitKind = "worker"   // a worker it needs (Worker) is used by another model (Holders[0]); Victims: that model, idle, stopping for it
 )
 
 // Wait is why a model's queued requests wait, as Plan decided it.
@@ -121,6 +125,7 @@ type Wait struct {
 	DrainAt   time.Time // busy: when fair_wait is up and draining can help; zero once they drain, or when it cannot help
 	MaxLoaded int       // busy: the max_loaded cap is what is full (memory would fit)
 	Behind    string    // behind: the model ahead of it that it waits for
+	Worker    string    // worker: the worker it waits for
 }
 
 // Plan makes every decision s calls for and returns the steps, in the order they are to be carried
@@ -139,7 +144,13 @@ type Wait struct {
 //     5.3 a loading, stopping or draining model waits for that to end;
 //     5.4 a failed model within its backoff fails its waiters;
 //     5.5 once a load is blocked, every later load waits behind it (strict FIFO);
-//     5.6 else Fit decides over the snapshot, loads decided ahead of it booked, the queued mark kept
+//     5.6 a load that needs a worker another model uses (or a model queued ahead of it is to use)
+//     waits for it, with the worker and that model as its reason; when that model is idle and
+//     may be evicted (loaded or sleeping, no lease, not pinned, nothing queued for it), it stops
+//     for the load, as for memory. A worker serves one model at a time. Such a wait does not
+//     block later loads that need other workers or none; a load that goes on claims its workers,
+//     so a later load for them waits behind it;
+//     5.7 else Fit decides over the snapshot, loads decided ahead of it booked, the queued mark kept
 //     only on the models queued ahead of it (a load queued first may evict a sleeper asked for later):
 //     a. too large for the ceiling: its waiters fail;
 //     b. fits and sleeping: it is woken and its waiters get leases;

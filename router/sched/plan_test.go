@@ -110,6 +110,9 @@ func stepText(st Step) string {
 	if w.Behind != "" {
 		parts = append(parts, "behind="+w.Behind)
 	}
+	if w.Worker != "" {
+		parts = append(parts, "worker="+w.Worker)
+	}
 	return strings.Join(parts, " ")
 }
 

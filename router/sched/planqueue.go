@@ -14,11 +14,19 @@ type pass struct {
 	reserved  map[string]Mem       // loads and wakes decided but not started: they hold their need already
 	blockedBy string               // the first blocked model: every later load waits behind it
 	pos       int                  // positions given so far
+	workers   map[string]string    // each worker's user: the model running on it, else the first queued load claiming it
 }
 
 // 5.
 func (p *planner) serveQueue() {
-	q := &pass{planner: p, first: map[string]time.Time{}, reserved: map[string]Mem{}}
+	q := &pass{planner: p, first: map[string]time.Time{}, reserved: map[string]Mem{}, workers: map[string]string{}}
+	for _, m := range p.models {
+		if m.Phase <= Stopping {
+			for _, w := range m.Workers {
+				q.workers[w] = m.ID
+			}
+		}
+	}
 	for i, w := range p.queue {
 		if _, ok := q.first[w.Model]; ok || p.gone[i] {
 			continue
@@ -52,9 +60,35 @@ func (q *pass) serve(m *Model, ahead []*Model) {
 		q.fail(m, FailBackoff, Mem{})
 	case q.blockedBy != "": // 5.5
 		q.wait(m, WaitBehind, m.Need, q.booked(q.views())).Behind = q.blockedBy
-	default: // 5.6
+	case q.workerWait(m): // 5.6
+	default: // 5.7
 		q.fit(m, ahead)
 	}
+}
+
+// workerWait is 5.6: when a worker m needs is another model's, m waits for it (that model stopping
+// for it when idle) and workerWait reports true; else m claims its workers and goes on to Fit.
+func (q *pass) workerWait(m *Model) bool {
+	for _, w := range m.Workers {
+		u := q.workers[w]
+		if u == "" || u == m.ID {
+			continue
+		}
+		o := q.byID[u]
+		if o != nil && (o.Phase == Loaded || o.Phase == Sleeping) && o.Leases == 0 && !o.Pinned && !o.Draining && q.queued(u) == 0 {
+			q.stop(o, StopEvicted, m.ID, m.Need)
+		}
+		wt := q.wait(m, WaitWorker, m.Need, q.booked(q.views()))
+		wt.Worker, wt.Holders = w, []string{u}
+		if o != nil && o.Phase == Stopping {
+			wt.Victims = []string{u}
+		}
+		return true
+	}
+	for _, w := range m.Workers {
+		q.workers[w] = m.ID
+	}
+	return false
 }
 
 // fit is 5.6: m needs memory.
