@@ -126,6 +126,7 @@ type Status struct {
 	DefaultModel  string `json:"default_model"`
 	Memory        Memory `json:"memory"`
 	Models        Counts `json:"models"`
+	Peers         []Peer `json:"peers"` // other machines' servers (peers.go)
 	// Setup is what the service adds (llama-server, config file, model folders); its fields appear
 	// at the top level of the document, and not at all when it is nil.
 	*Setup
