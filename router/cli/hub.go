@@ -283,6 +283,8 @@ func newCatalog(cfg config.Config) *catalog.Catalog {
 		},
 		Aliases: func(id string) []string { return cfg.ModelSettings(id).Aliases },
 		Hidden:  func(id string) bool { return cfg.ModelSettings(id).Hidden },
+		// told before the functions above are asked, from the scan's own goroutine
+		Renamed: func(r map[string]string) { cfg, _ = cfg.Renamed(r) },
 		Logger:  discardLogger(),
 	})
 }

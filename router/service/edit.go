@@ -71,6 +71,27 @@ func (s *Service) save(cfg config.Config) error {
 	return nil
 }
 
+// renamed moves, in the configuration in force, the settings of models the catalog renamed (a
+// model pulled as ORG/REPO:QUANT, named by its file before) from their old IDs to the new ones
+// (config.Config.Renamed). The file keeps the old names until the next Edit writes it. Each scan
+// calls it before it reads any model's settings.
+func (s *Service) renamed(r map[string]string) {
+	var moved []string
+	s.mu.Lock()
+	if cfg, changed := s.cfg.Renamed(r); changed {
+		for n, o := range r {
+			if _, had := s.cfg.Models[o]; had {
+				moved = append(moved, n)
+			}
+		}
+		s.cfg = cfg
+	}
+	s.mu.Unlock()
+	for _, n := range moved {
+		s.log.Info("settings of a renamed model now under its new ID", "model", n, "was", r[n])
+	}
+}
+
 // setConfig puts cfg in force without applying anything else: for a pin or an alias, which the
 // engine and the catalog take in by themselves.
 func (s *Service) setConfig(cfg config.Config) {

@@ -167,7 +167,8 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 		Variants: func() map[string][]string {
 			return variantsOf(s.config())
 		},
-		Logger: o.Logger,
+		Renamed: s.renamed,
+		Logger:  o.Logger,
 	})
 	s.installer = s.newInstaller()
 	return s, nil
