@@ -164,13 +164,13 @@ func (e *End) carry(local net.Conn) {
 	up := make(chan struct{})
 	go func() {
 		defer close(up)
-		io.Copy(counter{l.conn, &e.sent}, local)
+		io.Copy(l.conn, counter{local, &e.sent})
 		// llama-server closed its side (or we closed it): end the link too.
 		localDone.Store(true)
 		l.conn.Close()
 	}()
-	rr := &readErr{r: l.r}
-	io.Copy(counter{local, &e.received}, rr)
+	rr := &readErr{r: counter{l.r, &e.received}}
+	io.Copy(local, rr)
 	if !localDone.Load() && !e.isClosed() && rr.err != nil {
 		why := rr.err
 		if errors.Is(why, io.EOF) {
@@ -184,14 +184,15 @@ func (e *End) carry(local net.Conn) {
 	e.log.Debug("link closed")
 }
 
-// counter counts the bytes written through it.
+// counter counts the bytes read through it, before they are passed on: whoever got them at the
+// other end sees them counted.
 type counter struct {
-	w io.Writer
+	r io.Reader
 	n *atomic.Int64
 }
 
-func (c counter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
+func (c counter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
 	c.n.Add(int64(n))
 	return n, err
 }

@@ -39,12 +39,16 @@ import (
 	"time"
 )
 
+// handshakeTimeout is how long the worker gives a connection to finish TLS and its request line
+// (a variable for the tests of hostile clients).
+var handshakeTimeout = 10 * time.Second
+
 const (
-	linkVersion      = "llamatray-link/1"
-	exporterLabel    = "EXPORTER-llamatray-link-auth"
-	maxFrame         = 4096
-	handshakeTimeout = 10 * time.Second
-	badTokenDelay    = 500 * time.Millisecond
+	linkVersion   = "llamatray-link/1"
+	exporterLabel = "EXPORTER-llamatray-link-auth"
+	maxFrame      = 4096
+
+	badTokenDelay = 500 * time.Millisecond
 	// maxHandshakes bounds the connections the worker authenticates at once; more are closed.
 	maxHandshakes = 16
 

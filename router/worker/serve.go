@@ -21,6 +21,9 @@ import (
 // worker may see the new link a moment before the old one's end.
 const busyWait = 2 * time.Second
 
+// answerTimeout bounds the worker's answer to a request (and its write), after the request line.
+const answerTimeout = 15 * time.Second
+
 // Options configure Serve.
 type Options struct {
 	// Listen is the link's address, HOST:PORT (any interface: heads connect to it).
@@ -211,6 +214,9 @@ func (s *server) handle(raw net.Conn) {
 		writeLine(conn, answer{Code: codeBadReq, Error: err.Error()})
 		return
 	}
+	// The request is in: the rest (a refusal's delay, waiting out a closing session, the
+	// rpc-server's restart) is the worker's own time, bounded by answerTimeout.
+	raw.SetDeadline(time.Now().Add(answerTimeout))
 	if req.Link != linkVersion {
 		writeLine(conn, answer{Code: codeBadReq, Error: fmt.Sprintf("link %q not spoken here (this worker speaks %s)", req.Link, linkVersion)})
 		return

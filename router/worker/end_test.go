@@ -1,0 +1,191 @@
+package worker
+
+import (
+	"errors"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func openEnd(t *testing.T, name, addr string) *End {
+	t.Helper()
+	e, err := Open(ctxT(t, 5*time.Second), name, addr, testToken, quiet())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func dialEnd(t *testing.T, e *End) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", e.Addr())
+	if err != nil {
+		t.Fatalf("dial the local end: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestEndCarriesBytesBothWays(t *testing.T) {
+	w := startWorker(t)
+	e := openEnd(t, "gpu1", w.addr)
+	if h, _, _ := net.SplitHostPort(e.Addr()); h != "127.0.0.1" {
+		t.Fatalf("End.Addr = %s, want a loopback address", e.Addr())
+	}
+	c := dialEnd(t, e)
+	msg := strings.Repeat("tensor bytes ", 100000) // 1.3 MB
+	echoRound(t, c, msg)
+	sent, recv := e.Bytes()
+	if sent != int64(len(msg)) || recv != int64(len(msg)) {
+		t.Fatalf("Bytes = %d sent, %d received; want %d each", sent, recv, len(msg))
+	}
+	c.Close()
+	// The next connection gets the worker again once this session ended (as llama-server does).
+	c2 := dialEnd(t, e)
+	echoRound(t, c2, "again")
+	select {
+	case err := <-e.Lost():
+		t.Fatalf("Lost after normal closes: %v", err)
+	default:
+	}
+}
+
+func TestOpenNamesTheWorker(t *testing.T) {
+	w := startWorker(t)
+	_, err := Open(ctxT(t, 5*time.Second), "gpu1", w.addr, "wrong-token-0123456789", quiet())
+	if !errors.Is(err, ErrBadToken) || !strings.HasPrefix(err.Error(), "worker gpu1 ("+w.addr+"): ") {
+		t.Fatalf("Open with a wrong token: %v, want ErrBadToken as \"worker gpu1 (%s): ...\"", err, w.addr)
+	}
+}
+
+// TestBusyRefusal: while one head's session is open a second is refused at once with who holds
+// the worker, and the refused local connection is closed, never left hanging.
+func TestBusyRefusal(t *testing.T) {
+	w := startWorker(t)
+	e1 := openEnd(t, "gpu1", w.addr)
+	e2 := openEnd(t, "gpu1-other-head", w.addr)
+	c1 := dialEnd(t, e1)
+	echoRound(t, c1, "hold")
+	in, err := Check(ctxT(t, 5*time.Second), w.addr, testToken)
+	if err != nil || !in.Busy || !strings.Contains(in.BusyWith, "since") {
+		t.Fatalf("Check during a session: %+v, %v; want busy with who and since when", in, err)
+	}
+	c2 := dialEnd(t, e2)
+	err = waitLost(t, e2, busyWait+5*time.Second)
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "busy: serving 127.0.0.1:") ||
+		!strings.Contains(err.Error(), "since") || !strings.HasPrefix(err.Error(), "worker gpu1-other-head (") {
+		t.Fatalf("Lost for the second head: %v, want ErrBusy \"busy: serving ADDR ... since T\" naming the worker", err)
+	}
+	waitEOF(t, c2, 5*time.Second)
+	echoRound(t, c1, "still mine")
+}
+
+// TestWorkerKilledMidSession: the worker's end reported on Lost, naming it, within a second, and
+// the local connection closed so llama-server notices.
+func TestWorkerKilledMidSession(t *testing.T) {
+	w := startWorker(t)
+	e := openEnd(t, "gpu1", w.addr)
+	c := dialEnd(t, e)
+	echoRound(t, c, "before")
+	t0 := time.Now()
+	w.stop(t)
+	err := waitLost(t, e, 15*time.Second)
+	if d := time.Since(t0); d > time.Second+200*time.Millisecond {
+		t.Errorf("Lost after %s, want within a second", d)
+	}
+	if !strings.HasPrefix(err.Error(), "worker gpu1 ("+w.addr+"): link lost") {
+		t.Fatalf("Lost: %v, want \"worker gpu1 (%s): link lost ...\"", err, w.addr)
+	}
+	waitEOF(t, c, 5*time.Second)
+	// A new connection after the worker is gone is refused and told too.
+	dialEnd(t, e)
+	if err := waitLost(t, e, 15*time.Second); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("Lost for a connection to a stopped worker: %v, want ErrUnreachable", err)
+	}
+}
+
+// TestRPCServerRestarted: the rpc-server dying ends the session it served (reported on Lost) and
+// is started again, loopback only, so the next session works.
+func TestRPCServerRestarted(t *testing.T) {
+	w := startWorker(t)
+	e := openEnd(t, "gpu1", w.addr)
+	c := dialEnd(t, e)
+	echoRound(t, c, "first")
+	first := w.fakeArgv(t)
+	if len(first) != 1 {
+		t.Fatalf("%d rpc-servers started, want 1", len(first))
+	}
+	for pid := range first {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := waitLost(t, e, 15*time.Second); !strings.Contains(err.Error(), "link lost") {
+		t.Fatalf("Lost: %v", err)
+	}
+	waitEOF(t, c, 5*time.Second)
+	// The next session waits for the restarted rpc-server (the worker waits up to 5 s for it).
+	var c2 net.Conn
+	for attempt := 0; ; attempt++ {
+		c2 = dialEnd(t, e)
+		c2.SetDeadline(time.Now().Add(10 * time.Second))
+		c2.Write([]byte("x"))
+		b := make([]byte, 1)
+		if _, err := c2.Read(b); err == nil {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("no session after the rpc-server's restart: %v", <-e.Lost())
+		}
+		<-e.Lost()
+	}
+	echoRound(t, c2, "second")
+	if n := len(w.fakeArgv(t)); n != 2 {
+		t.Fatalf("%d rpc-servers started, want 2 (one restart)", n)
+	}
+}
+
+// TestRPCServerLoopbackOnly: the rpc-server is always told to bind 127.0.0.1, and its port answers
+// on no other address of this machine.
+func TestRPCServerLoopbackOnly(t *testing.T) {
+	w := startWorker(t)
+	for _, argv := range w.fakeArgv(t) {
+		i := slices.Index(argv, "-H")
+		if i < 0 || i+1 >= len(argv) || argv[i+1] != "127.0.0.1" || slices.Contains(argv, "0.0.0.0") {
+			t.Fatalf("rpc-server argv %q, want -H 127.0.0.1", argv)
+		}
+		port := argv[slices.Index(argv, "-p")+1]
+		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err != nil {
+			t.Fatalf("the rpc-server does not answer on loopback: %v", err)
+		} else {
+			c.Close()
+		}
+		addrs, _ := net.InterfaceAddrs()
+		checked := 0
+		for _, a := range addrs {
+			ip, ok := a.(*net.IPNet)
+			if !ok || ip.IP.IsLoopback() || ip.IP.IsLinkLocalUnicast() {
+				continue
+			}
+			checked++
+			if c, err := net.DialTimeout("tcp", net.JoinHostPort(ip.IP.String(), port), time.Second); err == nil {
+				c.Close()
+				t.Fatalf("the rpc-server's port %s answers on %s", port, ip.IP)
+			}
+		}
+		t.Logf("rpc-server port %s refused on %d non-loopback addresses", port, checked)
+	}
+	if Serve(ctxT(t, time.Second), Options{Listen: "127.0.0.1:0", Token: testToken, RPCServer: "/nonexistent/ggml-rpc-server"}) == nil {
+		t.Fatal("Serve with a missing rpc-server returned nil")
+	}
+	os.WriteFile(w.dir+"/fail", nil, 0o644)
+	err := Serve(ctxT(t, 10*time.Second), Options{Listen: "127.0.0.1:0", Token: testToken, RPCServer: os.Args[0], Logger: quiet()})
+	if err == nil || !strings.Contains(err.Error(), "told to fail") {
+		t.Fatalf("Serve with an rpc-server that fails to start: %v, want its output in the error", err)
+	}
+}

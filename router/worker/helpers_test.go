@@ -1,0 +1,172 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as a fake rpc-server (a TCP echo serving one connection at a time, as
+// llama.cpp's does) when fakeRPCEnv names a folder: it writes its argv and pid there.
+const fakeRPCEnv = "LLAMATRAY_WORKER_TEST_FAKE_RPC"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(fakeRPCEnv); dir != "" {
+		os.Exit(fakeRPC(dir, os.Args[1:]))
+	}
+	handshakeTimeout = 500 * time.Millisecond
+	os.Exit(m.Run())
+}
+
+func fakeRPC(dir string, args []string) int {
+	fs := flag.NewFlagSet("fake-rpc", flag.ContinueOnError)
+	host := fs.String("H", "127.0.0.1", "")
+	port := fs.Int("p", 50052, "")
+	fs.Int("t", 1, "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fail")); err == nil {
+		fmt.Println("fake rpc-server: told to fail")
+		return 3
+	}
+	os.WriteFile(filepath.Join(dir, fmt.Sprintf("argv-%d", os.Getpid())), []byte(strings.Join(os.Args, "\n")), 0o644)
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, fmt.Sprint(*port)))
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println("fake rpc-server listening on", ln.Addr())
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return 1
+		}
+		io.Copy(c, c)
+		c.Close()
+	}
+}
+
+const testToken = "test-token-0123456789"
+
+type testWorker struct {
+	addr   string
+	dir    string // the fake rpc-server's folder
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// startWorker runs Serve with the fake rpc-server on a free loopback port, until the test ends.
+func startWorker(t *testing.T) *testWorker {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv(fakeRPCEnv, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &testWorker{dir: dir, cancel: cancel, done: make(chan error, 1)}
+	ready := make(chan string, 1)
+	go func() {
+		w.done <- Serve(ctx, Options{Listen: "127.0.0.1:0", Token: testToken, RPCServer: os.Args[0],
+			Threads: 2, Logger: quiet(), Name: "w1", Version: "test", Ready: func(a string) { ready <- a }})
+	}()
+	select {
+	case w.addr = <-ready:
+	case err := <-w.done:
+		t.Fatalf("Serve: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("worker not ready in 30 s")
+	}
+	t.Cleanup(func() { w.stop(t) })
+	return w
+}
+
+// stop ends Serve and checks it returned nil.
+func (w *testWorker) stop(t *testing.T) {
+	w.cancel()
+	select {
+	case err, ok := <-w.done:
+		if ok && err != nil {
+			t.Errorf("Serve returned %v", err)
+		}
+		if ok {
+			close(w.done)
+		}
+	case <-time.After(15 * time.Second):
+		t.Error("Serve did not return 15 s after its context ended")
+	}
+}
+
+// fakePIDs are the pids of the fake rpc-servers started so far, from their argv files.
+func (w *testWorker) fakeArgv(t *testing.T) map[int][]string {
+	t.Helper()
+	out := map[int][]string{}
+	ents, _ := os.ReadDir(w.dir)
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "argv-%d", &pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(w.dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[pid] = strings.Split(string(b), "\n")
+	}
+	return out
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// echoRound writes msg to c and reads it back.
+func echoRound(t *testing.T, c net.Conn, msg string) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte(msg)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatalf("read back: %v", err)
+	}
+	if string(got) != msg {
+		t.Fatalf("echo: got %q, want %q", got, msg)
+	}
+	c.SetDeadline(time.Time{})
+}
+
+// waitLost waits for an error on e.Lost.
+func waitLost(t *testing.T, e *End, within time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-e.Lost():
+		return err
+	case <-time.After(within):
+		t.Fatalf("no error on Lost within %s", within)
+		return nil
+	}
+}
+
+// waitEOF waits for c to be closed by the other side.
+func waitEOF(t *testing.T, c net.Conn, within time.Duration) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(within))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("connection not closed within %s", within)
+	}
+}

@@ -1,0 +1,185 @@
+package worker
+
+import (
+	"bufio"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCheckAnswersStatus(t *testing.T) {
+	w := startWorker(t)
+	in, err := Check(ctxT(t, 5*time.Second), w.addr, testToken)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if in.Name != "w1" || in.Version != "test" || in.Busy {
+		t.Fatalf("Check = %+v, want w1, test, not busy", in)
+	}
+}
+
+func TestCheckRefusesWrongToken(t *testing.T) {
+	w := startWorker(t)
+	_, err := Check(ctxT(t, 5*time.Second), w.addr, "another-token-0123456789")
+	if !errors.Is(err, ErrBadToken) || !strings.Contains(err.Error(), w.addr) {
+		t.Fatalf("Check with a wrong token: %v, want ErrBadToken naming %s", err, w.addr)
+	}
+}
+
+func TestCheckUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = Check(ctxT(t, 5*time.Second), addr, testToken)
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("Check of a closed port: %v, want ErrUnreachable naming %s", err, addr)
+	}
+}
+
+func TestCheckSilentPeerIsUnreachableWithinContext(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // accepts and says nothing
+		}
+	}()
+	t0 := time.Now()
+	_, err = Check(ctxT(t, time.Second), ln.Addr().String(), testToken)
+	if !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("Check of a silent peer: %v, want ErrUnreachable", err)
+	}
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Fatalf("Check took %s past its 1 s context", d)
+	}
+}
+
+func TestCheckNotWorker(t *testing.T) {
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer plain.Close()
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer tlsSrv.Close()
+	for name, addr := range map[string]string{"http": plain.Listener.Addr().String(), "https": tlsSrv.Listener.Addr().String()} {
+		_, err := Check(ctxT(t, 5*time.Second), addr, testToken)
+		if !errors.Is(err, ErrNotWorker) {
+			t.Errorf("Check of an %s server: %v, want ErrNotWorker", name, err)
+		}
+	}
+}
+
+// TestHostileClients: garbage, a huge line and silent clients neither hold the worker nor get
+// anything but a refusal.
+func TestHostileClients(t *testing.T) {
+	w := startWorker(t)
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", w.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// Silent clients, up to the handshake limit: a head still gets through while they wait.
+	var silent []net.Conn
+	for range maxHandshakes - 1 {
+		silent = append(silent, dial())
+	}
+	garbage := dial()
+	garbage.Write([]byte("GET / HTTP/1.0\r\n\r\n" + strings.Repeat("\x00\xff", 1000)))
+
+	huge := tls.Client(dial(), clientTLS())
+	if err := huge.Handshake(); err != nil {
+		t.Fatalf("TLS handshake: %v", err)
+	}
+	huge.Write([]byte(strings.Repeat("x", 3*maxFrame)))
+	var a answer
+	if err := readLine(bufio.NewReader(huge), &a); err != nil || a.OK || a.Code != codeBadReq {
+		t.Fatalf("answer to a huge line: %+v, %v; want a bad-request refusal", a, err)
+	}
+
+	if _, err := Check(ctxT(t, 5*time.Second), w.addr, testToken); err != nil {
+		t.Fatalf("Check beside hostile clients: %v", err)
+	}
+	// The worker closes every silent or garbage connection by its handshake deadline.
+	for _, c := range append(silent, garbage) {
+		waitEOF(t, c, handshakeTimeout+5*time.Second)
+	}
+}
+
+// TestRelayCannotAuthenticate: a man in the middle that terminates TLS with its own certificate
+// and passes the head's request line on to the worker gets refused: the proof is bound to the
+// TLS session it was made in.
+func TestRelayCannotAuthenticate(t *testing.T) {
+	w := startWorker(t)
+	cert, err := selfSigned("relay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", serverTLS(cert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	relayed := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			relayed <- "read: " + err.Error()
+			return
+		}
+		up, err := tls.Dial("tcp", w.addr, clientTLS())
+		if err != nil {
+			relayed <- "dial: " + err.Error()
+			return
+		}
+		defer up.Close()
+		up.Write([]byte(line))
+		reply, _ := bufio.NewReader(up).ReadString('\n')
+		relayed <- reply
+		c.Write([]byte(reply))
+	}()
+	_, err = Check(ctxT(t, 10*time.Second), ln.Addr().String(), testToken)
+	if !errors.Is(err, ErrBadToken) {
+		t.Fatalf("Check through a TLS-terminating relay: %v, want ErrBadToken", err)
+	}
+	if r := <-relayed; !strings.Contains(r, codeBadToken) {
+		t.Fatalf("the worker answered the relay %q, want a bad-token refusal", r)
+	}
+}
+
+func TestNewToken(t *testing.T) {
+	a, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewToken()
+	if a == b || validToken(a) != nil || len(a) < 32 {
+		t.Fatalf("NewToken: %q, %q", a, b)
+	}
+	if validToken("short") == nil || validToken(" spaced-token-0123456789 ") == nil {
+		t.Fatal("validToken accepts a short or spaced token")
+	}
+}
+
+var _ = io.EOF
