@@ -60,8 +60,8 @@ func TestSearchPullRmDirect(t *testing.T) {
 		t.Fatalf("pull: %d %q %q", code, o.stdout.String(), o.stderr.String())
 	}
 	code, o = runCLIEnv(t, "models", "--config", cfgPath)
-	if code != 0 || !strings.Contains(o.stdout.String(), "Tiny-GGUF-Q8_0") {
-		t.Fatalf("models after pull: %d %s %s", code, o.stdout.String(), o.stderr.String())
+	if code != 0 || !strings.Contains(o.stdout.String(), cliRepo+":Q8_0") || strings.Contains(o.stdout.String(), "Tiny-GGUF-Q8_0") {
+		t.Fatalf("models after pull, under the name pulled: %d %s %s", code, o.stdout.String(), o.stderr.String())
 	}
 	code, o = runCLIEnv(t, "rm", cliRepo+":Q8_0", "--config", cfgPath)
 	if code != 0 || !strings.Contains(o.stdout.String(), "removed") {
@@ -90,7 +90,7 @@ func TestPullThroughInstance(t *testing.T) {
 	cfg.LlamaServer = "/nonexistent/llama-server"
 	svc := startService(t, cfg, cfgPath)
 	code, o := runCLIEnv(t, "pull", cliRepo+":Q4_K_M", "--config", cfgPath)
-	if code != 0 || !strings.Contains(o.stdout.String(), "listed as Tiny-GGUF-Q4_K_M") {
+	if code != 0 || !strings.Contains(o.stdout.String(), "listed as "+cliRepo+":Q4_K_M") {
 		t.Fatalf("pull: %d %q %q", code, o.stdout.String(), o.stderr.String())
 	}
 	if _, ok := svc.Catalog().Lookup(cliRepo + ":q4_k_m"); !ok {
