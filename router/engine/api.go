@@ -53,6 +53,7 @@ type ModelStatus struct {
 	Progress      float64   // loading: 0..1 when the child reports it
 	UnloadAt      time.Time // idle unload due at, zero if none
 	Args          []string  // the child's command line
+	Workers       []string  // the workers it is spread over ([models."ID"] workers)
 	Path          string
 	Binary        string      // the llama-server the running child was started from, "" when none runs
 	Wait          *WaitReason // why its queued requests wait; nil when none is queued
@@ -69,6 +70,7 @@ const (
 	WaitMemory   = sched.WaitMemory   // memory is being freed for it: the Victims are stopping
 	WaitBusy     = sched.WaitBusy     // every model that could make room has requests in flight (Holders); after fair_wait the Victims drain for it
 	WaitBehind   = sched.WaitBehind   // first come, first served: an earlier queued load (Behind) is blocked, so this one waits its turn
+	WaitWorker   = sched.WaitWorker   // a worker it needs (Worker) is used by another model (Holders); Victims: that model, stopping for it
 )
 
 // WaitReason is why a model's queued requests wait, computed where the scheduler decides.
@@ -86,6 +88,7 @@ type WaitReason struct {
 	DrainAt   time.Time        // busy: when fair_wait is up and busy models start draining for it; zero once they do, or when draining cannot help
 	MaxLoaded int              // busy: the max_loaded cap is what is full (memory would fit); 0 otherwise
 	Behind    string           // behind: the blocked model ahead of it
+	Worker    string           // worker: the worker it waits for, used by Holders[0]
 }
 
 // WaitModel is another model as a wait reason names it.
@@ -207,6 +210,7 @@ type DeviceBudget struct {
 type Lease struct {
 	Model   string
 	URL     *url.URL      // base URL of the child (child.Addr.URL)
+	lost    func() error  // Lost
 	Socket  string        // the child's unix socket, which the URL's connections must dial; "" on TCP
 	Waited  time.Duration // time spent queued or loading
 	release func()
@@ -217,6 +221,15 @@ func (l *Lease) Release() {
 	if l != nil && l.release != nil {
 		l.release()
 	}
+}
+
+// Lost is why the child serving the lease went away when that was a worker's lost link (a
+// *WorkerError naming it), so a request cut off by it can say so; nil otherwise.
+func (l *Lease) Lost() error {
+	if l == nil || l.lost == nil {
+		return nil
+	}
+	return l.lost()
 }
 
 // ErrClosed is returned once the engine is shutting down.

@@ -24,6 +24,9 @@ type Effects interface {
 	AfterFunc(d time.Duration, f func()) Timer
 	// Every ticks every d until stop is called (as time.Ticker).
 	Every(d time.Duration) (tick <-chan time.Time, stop func())
+	// Go runs f on a goroutine of its own (tests may run it at once): work off the lock that may
+	// take a while, such as checking a model's workers before its spawn.
+	Go(f func())
 }
 
 // Proc is a started child as the engine sees it (*child.Child in production).
@@ -61,6 +64,9 @@ func (ChildEffects) Spawn(spec child.Spec, onEvent func(child.Event), started fu
 		started(c, nil)
 	}()
 }
+
+// Go runs f on a new goroutine.
+func (ChildEffects) Go(f func()) { go f() }
 
 // AfterFunc is time.AfterFunc.
 func (ChildEffects) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }

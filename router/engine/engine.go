@@ -44,6 +44,8 @@ type Settings struct {
 	// Refuse, when set, fails every load of the model at once with this reason, before any child
 	// starts: settings it cannot run with (a draft model that is missing or of another vocabulary).
 	Refuse string
+	// Workers are the workers the model is spread over (--rpc with each one's link; workers.go).
+	Workers []string
 }
 
 // Options configure an Engine.
@@ -67,6 +69,7 @@ type Options struct {
 	Memory        Probe                    // nil → the machine
 	PressureEvery time.Duration            // memory sampling period, default 2s
 	Effects       Effects                  // nil → ChildEffects: real children, clock and timers
+	Workers       Workers                  // the links to workers, for models with Settings.Workers; nil: such loads fail
 	// OnStop, when set, is told each model whose child is about to be stopped, off the lock: the
 	// proxy closes its idle connections to it, which llama-server would otherwise wait on (about
 	// 0.1 s) before it exits.

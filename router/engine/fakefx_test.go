@@ -62,6 +62,9 @@ func (fx *fakeFX) AfterFunc(d time.Duration, f func()) Timer {
 	return t
 }
 
+// Go runs f at once, on the caller's goroutine, so a test stays synchronous.
+func (fx *fakeFX) Go(f func()) { f() }
+
 // Every never ticks: tests sample memory by calling Engine.sample themselves.
 func (fx *fakeFX) Every(time.Duration) (<-chan time.Time, func()) { return nil, func() {} }
 

@@ -30,6 +30,10 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 	m.lastUsed = now
 	m.args = e.args(m)
 	m.fit = e.fitArgs(m)
+	m.workers, m.rpc, m.lost = slices.Clone(m.set.Workers), nil, nil
+	if len(m.workers) > 0 {
+		m.fit = nil // --fit-target lists this machine's devices only; the workers' come after them
+	}
 	m.binary = e.o.Binary
 	spec := child.Spec{
 		Model:       m.id,
@@ -44,7 +48,7 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 	}
 	e.log.Info("loading model", "model", m.id, "need_mib", e.shown(m.held)>>20, "need_devices_mib", mibPerDevice(e.deviceBytes(m.held)), "learned", !m.learned.zero(), "fit", m.fit)
 	e.publish(Event{Kind: EventState, Model: m.id, State: m.state, Active: m.leases})
-	return action{start: &spec, id: m.id, gen: m.gen}
+	return action{start: &spec, workers: m.workers, id: m.id, gen: m.gen}
 }
 
 // stopModel moves m to stopping for cause c (forModel: the model it is done for, if any) and returns
@@ -147,7 +151,11 @@ func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
 	m.spawning = false
 	deliberate := ev.Deliberate || m.state == StateStopping
 	var acts []action
-	if deliberate {
+	if lost := m.lostFor(m.gen); lost != nil {
+		// A worker's link was lost: the child was stopped for it, or aborted by itself.
+		e.log.Error("model failed: worker lost", "model", m.id, "pid", ev.PID, "exit_code", code, "err", lost)
+		acts = e.fail(m, lost.Error(), &code, lost, now)
+	} else if deliberate {
 		e.log.Info("model unloaded", "model", m.id, "pid", ev.PID, "exit_code", code)
 		m.state = StateUnloaded
 		m.failures = 0
@@ -186,6 +194,7 @@ func (e *Engine) fail(m *model, reason string, code *int, cause error, now time.
 		m.exitCode = &c
 	}
 	m.failures++
+	m.failedAt = now
 	m.nextRetry = now.Add(backoff(m.failures))
 	m.held, m.measured, m.devices = sched.Mem{}, sched.Mem{}, sched.Mem{}
 	le := e.loadError(m)

@@ -30,7 +30,12 @@ type model struct {
 	base     string   // the child's base URL once ready (child.Addr.URL)
 	args     []string // the command line that keys its learned footprint
 	fit      []string // added to args for this child: its device share (fitArgs)
-	binary   string   // the llama-server the current child runs
+	workers  []string // the workers this child uses (Settings.Workers when it started)
+	rpc      []string // added to args for this child: --rpc with its workers' links, once checked
+	lost     error    // the lost worker link that ended child generation lostGen; nil if none
+	lostGen  uint64
+	failedAt time.Time // when it last failed
+	binary   string    // the llama-server the current child runs
 	progress float64
 
 	leases     int
@@ -122,7 +127,8 @@ func (e *Engine) status(m *model) ModelStatus {
 		Error:         m.errMsg,
 		NextRetry:     m.nextRetry,
 		Progress:      m.progress,
-		Args:          append(slices.Clone(m.args), m.fit...),
+		Args:          append(append(slices.Clone(m.args), m.fit...), m.rpc...),
+		Workers:       slices.Clone(m.set.Workers),
 		Path:          m.entry.Path,
 	}
 	if m.state.Running() {

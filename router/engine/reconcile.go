@@ -57,6 +57,10 @@ func (e *Engine) snapshot(now time.Time, queue []*waiter) sched.State {
 		sm := sched.Model{ID: id, Phase: phase(m.state), Removed: m.removed, Leases: m.leases, Pinned: m.pinned,
 			Refused: m.set.Refuse != "", Draining: m.draining, DrainFor: m.drainFor, LastUsed: m.lastUsed, Held: m.held, Plan: m.plan, Need: e.need(m),
 			RetryAt: m.nextRetry, UnloadAfter: m.unloadAfter(), Measures: !e.sys.Unified && !userOffload(m.set.Args)}
+		sm.Workers = m.set.Workers
+		if m.state.Running() {
+			sm.Workers = m.workers // the ones its child uses
+		}
 		if m.wait != nil && m.wait.Kind == WaitBusy {
 			sm.BusySince = m.wait.BusySince
 		}

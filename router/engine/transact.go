@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,11 +10,12 @@ import (
 
 // action is work decided under the lock and carried out after it is released.
 type action struct {
-	start *child.Spec // spawn this child for model id, generation gen
-	stop  Proc
-	force bool
-	id    string
-	gen   uint64
+	start   *child.Spec // spawn this child for model id, generation gen
+	workers []string    // start: check these workers first, and give the child --rpc with their links
+	stop    Proc
+	force   bool
+	id      string
+	gen     uint64
 }
 
 // transact is the engine's one way to change state: decide runs under mu (with the engine clock's
@@ -48,14 +50,10 @@ func (e *Engine) act(acts []action) {
 				e.o.OnStop(a.id)
 			}
 			a.stop.Stop(a.force)
+		case a.start != nil && len(a.workers) > 0:
+			e.fx.Go(func() { e.prepareAndSpawn(a) })
 		case a.start != nil:
-			id, gen := a.id, a.gen
-			e.fx.Spawn(*a.start,
-				func(ev child.Event) { e.onChild(id, gen, ev) },
-				func(p Proc, err error) {
-					defer e.spawn.Done()
-					e.spawned(id, gen, p, err)
-				})
+			e.spawnChild(a.id, a.gen, *a.start)
 		}
 	}
 }
@@ -72,6 +70,11 @@ func (e *Engine) spawned(id string, gen uint64, p Proc, err error) {
 			return nil
 		}
 		m.spawning = false
+		var we *WorkerError
+		if errors.As(err, &we) {
+			e.log.Error("worker check failed", "model", id, "worker", we.Worker, "err", err)
+			return e.fail(m, err.Error(), nil, err, now)
+		}
 		if err != nil {
 			e.log.Error("starting llama-server failed", "model", id, "err", err)
 			return e.fail(m, fmt.Sprintf("could not start llama-server: %v", err), nil, err, now)
