@@ -61,6 +61,9 @@ Usage:
   llamatray search TEXT         find GGUF models on the Hugging Face Hub (ORG/REPO: its quants)
   llamatray pull ORG/REPO[:QUANT]  download a model from the Hub (verified; Ctrl-C pauses, pull again resumes)
   llamatray rm ID               delete a model pulled from the Hub
+  llamatray worker --listen HOST:PORT [--token T] [--rpc-server PATH]
+                                lend this machine to a Llamatray elsewhere (llama.cpp's RPC server over
+                                an authenticated, encrypted link; one model over several machines)
   llamatray version             print version, commit and Go version
   llamatray update --check      say whether a newer Llamatray is released (installs nothing)
   llamatray llama-server install|list|use|update
@@ -100,6 +103,8 @@ func run(args []string, b Build, desktop Desktop, env Env) int {
 		err = runRm(args, env)
 	case "update":
 		err = runUpdate(args, b, env)
+	case "worker":
+		err = runWorker(args, b, env)
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString(b))
 		return 0

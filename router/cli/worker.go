@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/llamatray/llamatray/router/locate"
+	"github.com/llamatray/llamatray/router/worker"
+)
+
+const workerUsage = `Usage: llamatray worker --listen HOST:PORT [--token T] [--rpc-server PATH] [--threads N]
+
+Lends this machine to a Llamatray elsewhere (one model over several machines): runs llama.cpp's RPC
+server bound to 127.0.0.1 only and exposes it only through Llamatray's link (TLS, authenticated by a
+pairing token) on --listen. Without --token it makes one and prints it once, with the lines to paste
+into the head's config. --rpc-server defaults to ggml-rpc-server (or rpc-server) beside the
+llama-server Llamatray finds, then on PATH.
+
+`
+
+// rpcServerNames are llama.cpp's names for its RPC worker: Debian's, then upstream's.
+var rpcServerNames = []string{"ggml-rpc-server", "rpc-server"}
+
+func runWorker(args []string, b Build, env Env) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprint(env.Stderr, workerUsage)
+		fs.PrintDefaults()
+	}
+	listen := fs.String("listen", "", "the link's address, `HOST:PORT` (heads connect to it)")
+	token := fs.String("token", "", "pairing token heads must give (default: make one and print it)")
+	rpcPath := fs.String("rpc-server", "", "llama.cpp's RPC server `binary` (default: beside llama-server, then PATH)")
+	threads := fs.Int("threads", 0, "threads of the RPC server's CPU device (0: its default)")
+	name := fs.String("name", "", "this worker's name in the head's config (default: the host name)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("worker takes no arguments (got %q)", fs.Args())}
+	}
+	if *listen == "" {
+		return usageError{errors.New("worker needs --listen HOST:PORT")}
+	}
+	if _, _, err := net.SplitHostPort(*listen); err != nil {
+		return usageError{fmt.Errorf("--listen %q: %w", *listen, err)}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	path, err := findRPCServer(ctx, *rpcPath, env)
+	if err != nil {
+		return err
+	}
+	if *name == "" {
+		*name, _ = os.Hostname()
+	}
+	made := *token == ""
+	if made {
+		if *token, err = worker.NewToken(); err != nil {
+			return err
+		}
+	}
+	log, closeLog := newLogger(*logLevel, env.Stderr)
+	defer closeLog()
+	return worker.Serve(ctx, worker.Options{
+		Listen: *listen, Token: *token, RPCServer: path, Threads: *threads, Logger: log,
+		Name: *name, Version: b.Version,
+		Ready: func(addr string) {
+			fmt.Fprintf(env.Stdout, "Worker %s listening on %s (rpc-server %s, bound to 127.0.0.1).\n", *name, addr, path)
+			if made {
+				fmt.Fprintf(env.Stdout, "Its pairing token is printed only now. On the head, add to the config:\n\n%s\n",
+					workerConfigLines(*name, addr, *token))
+			}
+		},
+	})
+}
+
+// workerConfigLines are the head's config lines for this worker. A wildcard listen address is
+// replaced by a placeholder the user fills in: the head needs this machine's address.
+func workerConfigLines(name, addr, token string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "THIS-MACHINE"
+		if h, err := os.Hostname(); err == nil && h != "" {
+			host = h
+		}
+	}
+	return fmt.Sprintf("[workers.%s]\naddress = %q\ntoken = %q\n", workerKey(name), net.JoinHostPort(host, port), token)
+}
+
+// workerKey is name as a worker name the head's config accepts: letters, digits, '.', '-', '_'.
+func workerKey(name string) string {
+	k := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, name)
+	if k == "" {
+		return "worker"
+	}
+	return k
+}
+
+// findRPCServer is --rpc-server, else llama.cpp's RPC worker beside the llama-server that locate
+// finds (Debian's in /usr/libexec/<triplet>/llama/bin), else on PATH.
+func findRPCServer(ctx context.Context, given string, env Env) (string, error) {
+	if given != "" {
+		p, err := exec.LookPath(given)
+		if err != nil {
+			return "", fmt.Errorf("--rpc-server %s: %w", given, err)
+		}
+		return p, nil
+	}
+	var looked []string
+	exe := ""
+	if env.GOOS == "windows" {
+		exe = ".exe"
+	}
+	var dirs []string
+	fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	r, ferr := locate.Find(fctx, "")
+	cancel()
+	if ferr == nil {
+		dirs = append(dirs, filepath.Dir(r.Path))
+		if real, err := filepath.EvalSymlinks(r.Path); err == nil && filepath.Dir(real) != filepath.Dir(r.Path) {
+			dirs = append(dirs, filepath.Dir(real))
+		}
+	} else {
+		looked = append(looked, "beside llama-server (none found: "+ferr.Error()+")")
+	}
+	if runtime.GOOS == "linux" {
+		debian, _ := filepath.Glob("/usr/libexec/*/llama/bin")
+		dirs = append(dirs, debian...)
+	}
+	for _, d := range dirs {
+		for _, n := range rpcServerNames {
+			p := filepath.Join(d, n+exe)
+			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				return p, nil
+			}
+			looked = append(looked, p)
+		}
+	}
+	for _, n := range rpcServerNames {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+		looked = append(looked, n+" on PATH")
+	}
+	return "", fmt.Errorf("llama.cpp's RPC server not found; looked at: %s. Give it with --rpc-server PATH "+
+		"(Debian: apt install llama.cpp-tools-extra libggml0-backend-rpc)", strings.Join(looked, ", "))
+}
