@@ -60,6 +60,9 @@ func errorFor(err error) apiError {
 	if e, ok := hubAPIError(err); ok {
 		return e
 	}
+	if e, ok := peerAPIError(err); ok {
+		return e
+	}
 	var (
 		unknown  *engine.UnknownModelError
 		queue    *engine.QueueTimeoutError

@@ -189,6 +189,7 @@ func (rt *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
 		DefaultModel:  rt.o.DefaultModel,
 		Memory:        memoryJSON(rt.o.Engine.Budget()),
 		Models:        countsJSON(rt.o.Engine.Models()),
+		Peers:         rt.peersWire(),
 	}
 	if rt.o.Setup != nil {
 		setup := rt.o.Setup()

@@ -14,7 +14,13 @@ func (rt *Server) listModels(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, view.List(rt.views.Models(), rt.o.StartTime))
+	l := view.List(rt.views.Models(), rt.o.StartTime)
+	taken := make(map[string]bool, len(l.Data))
+	for _, m := range l.Data {
+		taken[m.ID] = true
+	}
+	l.Data = append(l.Data, rt.peerModels(taken)...) // peers.go
+	writeJSON(w, http.StatusOK, l)
 }
 
 // getModel serves GET /v1/models/{model} (OpenAI "retrieve model"), by ID or alias.
@@ -26,6 +32,10 @@ func (rt *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := rt.resolve(name)
 	if err != nil {
+		if m, ok := rt.peerModel(name); ok && isNotFound(err) { // peers.go
+			writeJSON(w, http.StatusOK, m)
+			return
+		}
 		writeError(w, r, err)
 		return
 	}

@@ -112,6 +112,9 @@ func (rt *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name str
 		}
 		return "", false
 	}
+	if ref, ok := rt.ollamaPeer(r, name, true); ok { // peers.go
+		return ref, true
+	}
 	id, err := rt.resolveRequest(r, name)
 	for _, alt := range ollamaNames(name) {
 		if err == nil {
@@ -120,6 +123,9 @@ func (rt *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name str
 		if id2, err2 := rt.resolveRequest(r, alt); err2 == nil || !isNotFound(err2) {
 			id, err = id2, err2
 		}
+	}
+	if ref, ok := rt.ollamaPeer(r, name, false); ok && isNotFound(err) {
+		return ref, true
 	}
 	if err != nil {
 		rt.ollamaError(w, r, name, err)

@@ -181,6 +181,9 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 		writeError(w, r, errModelRequired)
 		return
 	}
+	if rt.servePeer(w, r, name, body, stream, path, rawPath) { // peers.go
+		return
+	}
 	id, err := rt.resolveRequest(r, name)
 	if err != nil {
 		writeError(w, r, err)

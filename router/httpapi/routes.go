@@ -86,6 +86,7 @@ func (rt *Server) routes() *mux.Router {
 	m.HandleFunc("/props", rt.props).Methods(http.MethodGet, http.MethodPost)
 
 	rt.ollamaRoutes(m) // Ollama's API (ollama.go)
+	rt.peerRoutes(m)   // /api/peers (peers.go)
 
 	// Passthrough to one child, any method, prefix stripped (llama-server's web UI works through it).
 	m.HandleFunc("/upstream/{model}", rt.upstreamRoot)

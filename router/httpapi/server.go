@@ -20,6 +20,7 @@ import (
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/metrics"
+	"github.com/llamatray/llamatray/router/peer"
 	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
@@ -108,6 +109,12 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Rules are the models' request rules (rules.go), applied to the bodies proxied to them.
 	Rules RuleSet
+	// Peers are other machines' servers (peers.go): their models are listed, and requests no local
+	// model takes go to them; nil: none. AddPeer and RemovePeer change them in the configuration
+	// (POST and DELETE /api/peers); nil: those answer 404.
+	Peers      *peer.Set
+	AddPeer    func(wire.PeerAdd) error
+	RemovePeer func(name string) error
 }
 
 // Server is the HTTP handler of a Llamatray instance.

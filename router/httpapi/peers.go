@@ -1,0 +1,434 @@
+package httpapi
+
+// Peers: other machines' servers ([peers.NAME], router/peer). A request whose model no local model
+// takes goes whole to the peer that lists it, or to the one it names as "peer:NAME/ID"; their
+// models are listed beside the local ones, owned_by "peer:NAME".
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/peer"
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// viaHeader marks a request this instance sends to a peer; a request that carries it is served by
+// local models only, so two instances that are each other's peers never pass a request round.
+const viaHeader = "X-Llamatray-Via"
+
+// peerHeaderPoke is how long a request waits for a peer's answer to begin before the peer's list is
+// read again: when that read fails too, the request ends (see errPeerDown), so a peer that stopped
+// answering fails a request within peerHeaderPoke + the read's timeout rather than never.
+var peerHeaderPoke = 3 * time.Second
+
+// peerUnavailable is the status of a listed model whose peer does not answer.
+const peerUnavailable = "unavailable"
+
+// errPeerDown ends a request whose peer stopped answering while it waited.
+var errPeerDown = errors.New("the peer stopped answering (its model list could not be read either)")
+
+// peerError is a request a peer could not take: unreachable, or cut midway.
+type peerError struct {
+	Name, URL string
+	Err       error
+}
+
+func (e *peerError) Error() string { return fmt.Sprintf("peer %s (%s): %v", e.Name, e.URL, e.Err) }
+func (e *peerError) Unwrap() error { return e.Err }
+
+// peerAPIError is errorFor's answer to a peerError: 502 peer_unreachable.
+func peerAPIError(err error) (apiError, bool) {
+	var pe *peerError
+	switch {
+	case errors.As(err, &pe):
+		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "peer_unreachable", Message: pe.Error()}, true
+	case errors.Is(err, ErrNoSuchPeer):
+		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "peer_not_found", Message: err.Error()}, true
+	case errors.Is(err, errBadPeer):
+		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_peer", Message: err.Error()}, true
+	}
+	return apiError{}, false
+}
+
+// peerFor says whether name goes to a peer, and to which of its models: "peer:NAME/ID" always
+// does; another name does when no local model takes it and a peer lists it (a request that came
+// from a peer never goes on to another). ok is false when the request stays here.
+func (rt *Server) peerFor(r *http.Request, name string) (info peer.Info, id string, ok bool, err error) {
+	ps := rt.o.Peers
+	if ps == nil {
+		return info, "", false, nil
+	}
+	if pname, pid, explicit := peer.ParseRef(name); explicit {
+		info, found := ps.Peer(pname)
+		if !found {
+			return info, "", false, fmt.Errorf("%w (no peer is named %q)", &engine.UnknownModelError{Name: name}, pname)
+		}
+		return info, pid, true, nil
+	}
+	if r.Header.Get(viaHeader) != "" {
+		return info, "", false, nil
+	}
+	info, found := ps.Find(name)
+	if !found {
+		return info, "", false, nil
+	}
+	if _, err := rt.resolve(name); err == nil || !isNotFound(err) {
+		return info, "", false, nil // a local model (or one being pulled) wins
+	}
+	return info, name, true, nil
+}
+
+// servePeer sends the request to a peer when peerFor says so; false: it stays here.
+func (rt *Server) servePeer(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) bool {
+	p, id, ok, err := rt.peerFor(r, name)
+	if err != nil {
+		writeError(w, r, err)
+		return true
+	}
+	if !ok {
+		return false
+	}
+	rt.forwardPeer(w, r, p, id, name, body, stream, path, rawPath)
+	return true
+}
+
+// forwardPeer proxies r to model id of peer p, unbuffered: the peer's key replaces the client's
+// (none is sent when the peer has none), and the body's "model" (or ?model=) becomes the peer's ID.
+func (rt *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Info, id, name string, body []byte, stream bool, path, rawPath string) {
+	ref := peer.Ref(p.Name, id)
+	info := infoFrom(r.Context())
+	if info != nil {
+		info.model, info.routed = ref, true
+	}
+	base, err := url.Parse(p.URL)
+	if err != nil {
+		writeError(w, r, &peerError{Name: p.Name, URL: p.URL, Err: err})
+		return
+	}
+	body, err = withModel(body, id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if q := r.URL.Query(); q.Get("model") != "" {
+		q.Set("model", id)
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		r.URL = &u
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.ContentLength, r.TransferEncoding = int64(len(body)), nil
+	if len(body) == 0 {
+		r.Body, r.GetBody = http.NoBody, nil
+	}
+	t := &proxyTarget{model: ref, name: name, url: base, path: path, rawPath: rawPath, stream: stream}
+	if info != nil {
+		info.target = t
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	out := outRequest(r.WithContext(ctx), t)
+	if out == nil {
+		writeError(w, r, fmt.Errorf("%w: the client asked to switch protocols", errUpstream))
+		return
+	}
+	out.Header[viaHeader] = []string{"1"}
+	if p.APIKey != "" {
+		out.Header["Authorization"] = []string{"Bearer " + p.APIKey}
+	}
+	resp, err := rt.peerRoundTrip(ctx, cancel, out, p)
+	if err != nil {
+		if r.Context().Err() != nil {
+			if info != nil {
+				info.status, info.err = statusClientClosed, err
+			}
+			return
+		}
+		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+			err = c
+		}
+		err = &peerError{Name: p.Name, URL: p.URL, Err: err}
+		rt.log.Warn("peer request failed", "peer", p.Name, "model", id, "error", err)
+		writeError(w, r, err)
+		return
+	}
+	defer resp.Body.Close()
+	if !p.Up() {
+		rt.o.Peers.Poke(p.Name) // it answers again: list its models now
+	}
+	t.status = resp.StatusCode
+	removeHopByHop(resp.Header)
+	dropCORS(resp.Header)
+	resp.Header.Del(requestIDHeader)
+	h := w.Header()
+	for k, vv := range resp.Header {
+		h[k] = append(h[k], vv...)
+	}
+	w.WriteHeader(resp.StatusCode)
+	var flush func() error
+	if flushEach(resp) {
+		flush = http.NewResponseController(w).Flush
+		_ = flush()
+	}
+	if err := rt.copyAnswer(w, resp.Body, flush); err != nil && r.Context().Err() == nil {
+		rt.peerCut(w, r, p, id, resp, err)
+	}
+	rt.record(t, 0)
+}
+
+// peerRoundTrip sends out to p and waits for its answer to begin. When that takes longer than
+// peerHeaderPoke, p's list is read again, and a failure of that read ends the wait.
+func (rt *Server) peerRoundTrip(ctx context.Context, cancel context.CancelCauseFunc, out *http.Request, p peer.Info) (*http.Response, error) {
+	ps := rt.o.Peers
+	failed := ps.Failed(p.Name)
+	started := make(chan struct{})
+	go func() {
+		poke := time.NewTimer(peerHeaderPoke)
+		defer poke.Stop()
+		for {
+			select {
+			case <-started:
+				return
+			case <-ctx.Done():
+				return
+			case <-poke.C:
+				ps.Poke(p.Name)
+			case <-failed:
+				cancel(errPeerDown)
+				return
+			}
+		}
+	}()
+	resp, err := ps.Transport().RoundTrip(out)
+	close(started)
+	if err != nil {
+		ps.Poke(p.Name) // see whether it is down, for the lists
+	}
+	return resp, err
+}
+
+// peerCut ends an answer the peer cut midway: a stream gets an error event naming the peer and
+// ends cleanly; any other answer ends the client's connection, so it is seen broken, not short.
+func (rt *Server) peerCut(w http.ResponseWriter, r *http.Request, p peer.Info, id string, resp *http.Response, err error) {
+	err = &peerError{Name: p.Name, URL: p.URL, Err: fmt.Errorf("the answer was cut: %w", err)}
+	rt.log.Warn("peer answer cut", "peer", p.Name, "model", id, "error", err)
+	rt.o.Peers.Poke(p.Name)
+	if info := infoFrom(r.Context()); info != nil {
+		info.err = err
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		if r.Context().Value(http.ServerContextKey) != nil {
+			panic(http.ErrAbortHandler)
+		}
+		return
+	}
+	e := errorFor(err)
+	ev := sseErrorEvent(e.body())
+	if strings.HasPrefix(r.URL.Path, "/v1/messages") { // Anthropic's error event
+		doc, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": e.Message}})
+		ev = append(append([]byte("\nevent: error\ndata: "), doc...), "\n\n"...)
+	} else {
+		ev = append([]byte("\n"), ev...) // ends a line the cut left open
+	}
+	_, _ = w.Write(ev)
+	_ = http.NewResponseController(w).Flush()
+}
+
+// withModel is body with its "model" set to id; a body naming no model, or not a JSON object, is
+// sent as it is.
+func withModel(body []byte, id string) ([]byte, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return body, nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil {
+		return body, nil
+	}
+	if _, ok := obj["model"]; !ok {
+		return body, nil
+	}
+	m, _ := json.Marshal(id)
+	if bytes.Equal(obj["model"], m) {
+		return body, nil
+	}
+	obj["model"] = m
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
+	}
+	return out, nil
+}
+
+// peerModels are the peers' models for GET /models and /v1/models: under their own ID, else —
+// when a local model (taken) or an earlier peer has it — under "peer:NAME/ID".
+func (rt *Server) peerModels(taken map[string]bool) []wire.Model {
+	if rt.o.Peers == nil {
+		return nil
+	}
+	var out []wire.Model
+	for _, p := range rt.o.Peers.Peers() {
+		for _, m := range p.Models {
+			ref := peer.Ref(p.Name, m.ID)
+			e := wire.Model{ID: m.ID, Object: "model", OwnedBy: peer.OwnedBy(p.Name), Created: rt.o.StartTime.Unix(),
+				Aliases: []string{ref}, Tags: []string{}, Architecture: wire.Modalities{Input: []string{"text"}, Output: []string{"text"}}}
+			if taken[m.ID] {
+				e.ID, e.Aliases = ref, []string{}
+			}
+			taken[e.ID] = true
+			e.Status.Value = peerStatus(p, m)
+			e.Status.Args = []string{}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func peerStatus(p peer.Info, m peer.Model) string {
+	switch {
+	case !p.Up():
+		return peerUnavailable
+	case m.Status != "":
+		return m.Status
+	}
+	return "available"
+}
+
+// peersWire is every peer for GET /api/peers and /api/status.
+func (rt *Server) peersWire() []wire.Peer {
+	out := []wire.Peer{}
+	if rt.o.Peers == nil {
+		return out
+	}
+	for _, p := range rt.o.Peers.Peers() {
+		wp := wire.Peer{Name: p.Name, URL: p.URL, State: p.State, Kind: p.Kind, HasKey: p.APIKey != "", Error: p.Error,
+			Models: make([]wire.PeerModel, 0, len(p.Models)), LastSeen: timeOrNil(p.LastSeen), NextTry: timeOrNil(p.NextTry)}
+		for _, m := range p.Models {
+			_, err := rt.resolve(m.ID)
+			wp.Models = append(wp.Models, wire.PeerModel{ID: m.ID, Ref: peer.Ref(p.Name, m.ID), Status: peerStatus(p, m), Local: err == nil})
+		}
+		out = append(out, wp)
+	}
+	return out
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// peerRoutes declares GET and POST /api/peers and DELETE /api/peers/{name}.
+func (rt *Server) peerRoutes(m *mux.Router) {
+	m.HandleFunc("/api/peers", rt.listPeers).Methods(http.MethodGet)
+	m.HandleFunc("/api/peers", rt.addPeer).Methods(http.MethodPost)
+	m.HandleFunc("/api/peers/{name}", rt.removePeer).Methods(http.MethodDelete)
+}
+
+func (rt *Server) listPeers(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, wire.PeerList{Peers: rt.peersWire()})
+}
+
+// errNoPeerEdit answers a peer change where the server has no configuration to save it in.
+var errNoPeerEdit = fmt.Errorf("%w: peers cannot be changed here", errNotFound)
+
+// addPeer serves POST /api/peers: the peer is saved in the configuration and read at once. A page
+// of another site may not add one (it would make Llamatray call out).
+func (rt *Server) addPeer(w http.ResponseWriter, r *http.Request) {
+	if crossSite(r) {
+		writeError(w, r, fmt.Errorf("%w: a page of another site may not add a peer", errOriginForbidden))
+		return
+	}
+	var req wire.PeerAdd
+	if err := rt.readJSON(w, r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if rt.o.AddPeer == nil {
+		writeError(w, r, errNoPeerEdit)
+		return
+	}
+	if err := rt.o.AddPeer(req); err != nil {
+		writeError(w, r, fmt.Errorf("%w: %w", errBadPeer, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.PeerList{Peers: rt.peersWire()})
+}
+
+// errBadPeer is a peer change the configuration refused (a bad name or URL).
+var errBadPeer = errors.New("peer not saved")
+
+// ErrNoSuchPeer is the removal of a peer that is not configured (Options.RemovePeer wraps it).
+var ErrNoSuchPeer = errors.New("no such peer")
+
+// removePeer serves DELETE /api/peers/{name}.
+func (rt *Server) removePeer(w http.ResponseWriter, r *http.Request) {
+	name, ok := muxVar(r, "name")
+	if !ok {
+		writeError(w, r, errNotFound)
+		return
+	}
+	if crossSite(r) {
+		writeError(w, r, fmt.Errorf("%w: a page of another site may not remove a peer", errOriginForbidden))
+		return
+	}
+	if rt.o.RemovePeer == nil {
+		writeError(w, r, errNoPeerEdit)
+		return
+	}
+	if err := rt.o.RemovePeer(name); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.PeerList{Peers: rt.peersWire()})
+}
+
+// ollamaPeer is the "peer:NAME/ID" an Ollama request's name goes to: with explicit, only a name of
+// that form; else a name (or the name without the ":latest" Ollama lists it with) a peer lists.
+// The request then goes through serveModel, which sends the translated request to the peer's
+// OpenAI endpoint and the answer back translated: any OpenAI-compatible peer serves it.
+func (rt *Server) ollamaPeer(r *http.Request, name string, explicit bool) (string, bool) {
+	if rt.o.Peers == nil {
+		return "", false
+	}
+	if explicit {
+		_, _, ok := peer.ParseRef(name)
+		return name, ok
+	}
+	if r.Header.Get(viaHeader) != "" {
+		return "", false
+	}
+	for _, n := range append([]string{name}, ollamaNames(name)...) {
+		if p, ok := rt.o.Peers.Find(n); ok {
+			return peer.Ref(p.Name, n), true
+		}
+	}
+	return "", false
+}
+
+// peerModel is the entry of GET /v1/models/{model} for a peer's model, by its listed ID or its ref.
+func (rt *Server) peerModel(name string) (wire.Model, bool) {
+	taken := map[string]bool{}
+	for _, m := range rt.views.Models() {
+		taken[m.ID] = true
+	}
+	for _, m := range rt.peerModels(taken) {
+		if m.ID == name || len(m.Aliases) > 0 && m.Aliases[0] == name {
+			return m, true
+		}
+	}
+	return wire.Model{}, false
+}
