@@ -131,6 +131,7 @@ func (s *Service) apply(old, cfg config.Config) error {
 		}()
 	}
 	s.syncOllamaPort()
+	s.syncPeers()
 	if cfg.Listen != old.Listen || s.ListenErr() != nil {
 		s.mu.Lock()
 		srv := s.srv

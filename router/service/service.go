@@ -23,6 +23,7 @@ import (
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/mem"
 	"github.com/llamatray/llamatray/router/metrics"
+	"github.com/llamatray/llamatray/router/peer"
 	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
@@ -104,6 +105,7 @@ type Service struct {
 	listenErr error
 	cancel    context.CancelFunc
 	ollama    ollamaPort // the listener on Ollama's port, when ollama_port is on (ollama.go)
+	peers     *peer.Set  // other machines' servers (peers.go); set in newService, read from Start on
 }
 
 // ErrNeedsKey is returned when the listen address is not loopback and no API key is configured.
@@ -171,6 +173,7 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 		Logger:  o.Logger,
 	})
 	s.installer = s.newInstaller()
+	s.peers = peer.New(peer.Options{Logger: o.Logger})
 	return s, nil
 }
 
@@ -265,6 +268,9 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Activity:              s.activity,
 		Metrics:               s.metrics,
 		Rules:                 requestRules(cfg, s.log),
+		Peers:                 s.peers,
+		AddPeer:               s.AddPeer,
+		RemovePeer:            s.RemovePeer,
 	})
 }
 
@@ -310,6 +316,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.eng.Start(ctx); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	s.syncPeers()
 	if err := s.listen(s.config().Listen); err != nil {
 		return err
 	}
@@ -395,6 +402,7 @@ func (s *Service) Stop(ctx context.Context) error {
 		c()
 	}
 	s.handler.Load().Close()
+	s.peers.Close()
 	s.hub.Close()
 	if err := s.eng.Close(ctx); err != nil {
 		errs = append(errs, err)
