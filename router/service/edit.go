@@ -112,6 +112,7 @@ func (s *Service) apply(old, cfg config.Config) error {
 	s.llama = ls
 	s.mu.Unlock()
 	s.eng.SetLimits(limits(cfg, ls))
+	s.workers.sync(cfg.Workers)
 	s.handler.Store(s.newRouter(cfg))
 	switch {
 	case !slices.Equal(cfg.ModelDirsResolved(), old.ModelDirsResolved()) || cfg.ScanDefaultDirs != old.ScanDefaultDirs:

@@ -92,6 +92,7 @@ type Service struct {
 	flags       flagCache    // llama-server flags by binary (flags.go)
 	releases    releaseCheck // the daily check of Llamatray's own releases (update.go)
 	installs    installs     // the llama-server install, as a download (downloads.go)
+	workers     *workerLinks // the links to [workers.NAME] (workers.go); opened by Start
 
 	// saveMu serializes the writes of the configuration file, so that a later change is never
 	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
@@ -174,6 +175,11 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	})
 	s.installer = s.newInstaller()
 	s.peers = peer.New(peer.Options{Logger: o.Logger})
+	s.workers = newWorkerLinks(o.Logger, func() string { return s.LlamaServer().Path }, func(name string, err error) {
+		if eng := s.Engine(); eng != nil {
+			eng.WorkerLost(name, err)
+		}
+	})
 	return s, nil
 }
 
@@ -198,6 +204,7 @@ func (s *Service) newEngine() error {
 		Env:          s.o.Env,
 		StateDir:     stateDir(),
 		Memory:       s.o.Memory,
+		Workers:      s.workers,
 		OnStop: func(id string) {
 			if h := s.handler.Load(); h != nil {
 				h.DropIdle(id)
@@ -283,6 +290,7 @@ func (s *Service) setup() wire.Setup {
 		ModelDirs:       append([]string{}, s.config().ModelDirsResolved()...),
 		CatalogWarnings: append([]string{}, s.cat.Warnings()...),
 		Update:          s.Update(),
+		Workers:         s.Workers(),
 	}
 	addr, err := s.OllamaListen()
 	st.OllamaListen = addr
@@ -313,6 +321,7 @@ func (s *Service) Start(ctx context.Context) error {
 	go s.cat.Watch(wctx, 5*time.Second)
 	go s.updateDaily(wctx, firstUpdateCheck, updateEvery)
 	go s.checkReleasesDaily(wctx, firstReleaseCheck, releaseCheckEvery)
+	s.workers.sync(s.config().Workers)
 	if err := s.eng.Start(ctx); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -407,6 +416,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	if err := s.eng.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	s.workers.close()
 	s.stopMetrics()
 	return errors.Join(errs...)
 }

@@ -71,7 +71,7 @@ func (s *Service) settings(id string) engine.Settings {
 	}
 	draft, err := draftArgs(s.cat, id, ms) // draft.go
 	args = append(append(args, draft...), ms.Args...)
-	st := engine.Settings{Args: args, CtxSize: ms.CtxSize, Pinned: ms.Pinned, LoadOnStart: ms.LoadOnStart}
+	st := engine.Settings{Args: args, CtxSize: ms.CtxSize, Pinned: ms.Pinned, LoadOnStart: ms.LoadOnStart, Workers: ms.Workers}
 	if err != nil {
 		st.Refuse = err.Error()
 	}

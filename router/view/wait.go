@@ -37,6 +37,15 @@ func WaitText(st engine.ModelStatus) string {
 		return need + "; " + unloading(w.Victims)
 	case engine.WaitBehind:
 		return need + ", behind " + w.Behind
+	case engine.WaitWorker:
+		s := "waiting for worker " + w.Worker
+		if len(w.Holders) > 0 {
+			s += ", used by " + w.Holders[0].ID
+		}
+		if len(w.Victims) > 0 {
+			s += ", which is being unloaded"
+		}
+		return s
 	case engine.WaitBusy:
 		if len(w.Victims) > 0 {
 			return need + "; " + unloading(w.Victims)
@@ -167,6 +176,7 @@ func wireWait(st engine.ModelStatus) *wire.Wait {
 		DrainAt:     timePtr(w.DrainAt),
 		MaxLoaded:   w.MaxLoaded,
 		Behind:      w.Behind,
+		Worker:      w.Worker,
 	}
 }
 

@@ -36,6 +36,11 @@ func TestWaitText(t *testing.T) {
 			"waiting: 1st in line for 9.0 GiB (4.0 GiB free of its 8.0 GiB on CUDA0); memory is being freed"},
 		{"behind", engine.ModelStatus{Wait: &engine.WaitReason{Kind: engine.WaitBehind, Position: 12, Need: 512 << 20, Free: 0, Behind: "qwen"}},
 			"waiting: 12th in line for 512 MiB (0 B free), behind qwen"},
+		{"worker", engine.ModelStatus{Wait: &engine.WaitReason{Kind: engine.WaitWorker, Position: 1, Worker: "desk", Holders: []engine.WaitModel{{ID: "big", Active: 1}}}},
+			"waiting for worker desk, used by big"},
+		{"worker, its user unloading", engine.ModelStatus{Wait: &engine.WaitReason{Kind: engine.WaitWorker, Position: 1, Worker: "desk",
+			Holders: []engine.WaitModel{{ID: "big", State: engine.StateStopping}}, Victims: []engine.WaitModel{{ID: "big", State: engine.StateStopping}}}},
+			"waiting for worker desk, used by big, which is being unloaded"},
 		{"stopping", engine.ModelStatus{Wait: &engine.WaitReason{Kind: engine.WaitStopping, Position: 2}}, "waiting: 2nd in line; its last run is stopping, then it loads again"},
 		{"draining", engine.ModelStatus{Active: 3, Wait: &engine.WaitReason{Kind: engine.WaitDraining, Position: 1}}, "waiting: unloading once its 3 requests end, then it loads again"},
 	}

@@ -64,15 +64,16 @@ type Wait struct {
 	Position    int              `json:"position"` // place in the queue of models, 1 = first in line
 	Since       time.Time        `json:"since"`    // when its first waiting request was queued
 	NeedBytes   int64            `json:"need_bytes"`
-	NeedDevices map[string]int64 `json:"need_devices"` // of need_bytes, per GPU device by name; {} without a GPU
-	FreeBytes   int64            `json:"free_bytes"`   // free for models now
-	FreeDevices map[string]int64 `json:"free_devices"` // free now on each GPU device by name
-	Victims     []WaitModel      `json:"victims"`      // unloaded for it: stopping now, or draining until their requests end
-	Holders     []WaitModel      `json:"holders"`      // busy, behind: the models holding the memory it needs that cannot be unloaded now
-	BusySince   *time.Time       `json:"busy_since"`   // busy: since when it has been blocked
-	DrainAt     *time.Time       `json:"drain_at"`     // busy: when fair_wait is up and busy models drain for it
-	MaxLoaded   int              `json:"max_loaded"`   // busy: the max_loaded cap is what is full; 0 otherwise
-	Behind      string           `json:"behind"`       // behind: the blocked model ahead of it
+	NeedDevices map[string]int64 `json:"need_devices"`     // of need_bytes, per GPU device by name; {} without a GPU
+	FreeBytes   int64            `json:"free_bytes"`       // free for models now
+	FreeDevices map[string]int64 `json:"free_devices"`     // free now on each GPU device by name
+	Victims     []WaitModel      `json:"victims"`          // unloaded for it: stopping now, or draining until their requests end
+	Holders     []WaitModel      `json:"holders"`          // busy, behind: the models holding the memory it needs that cannot be unloaded now
+	BusySince   *time.Time       `json:"busy_since"`       // busy: since when it has been blocked
+	DrainAt     *time.Time       `json:"drain_at"`         // busy: when fair_wait is up and busy models drain for it
+	MaxLoaded   int              `json:"max_loaded"`       // busy: the max_loaded cap is what is full; 0 otherwise
+	Behind      string           `json:"behind"`           // behind: the blocked model ahead of it
+	Worker      string           `json:"worker,omitempty"` // worker: the worker it waits for, used by holders[0]
 }
 
 // WaitModel is another model as a wait reason names it.
@@ -169,6 +170,8 @@ type Setup struct {
 	OllamaListen    string      `json:"ollama_listen,omitempty"` // where Ollama's port is also answered (ollama_port)
 	OllamaError     string      `json:"ollama_error,omitempty"`  // why not, when ollama_port is on
 	Update          *Update     `json:"update,omitempty"`        // the daily check of Llamatray's releases; absent while update_check is off or before the first check
+	// Workers are the [workers.NAME] machines models are spread over (workers.go), by name.
+	Workers []WorkerStatus `json:"workers"`
 }
 
 // Update is what the check of Llamatray's own releases found (router/update).

@@ -1,0 +1,282 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/mem"
+	"github.com/llamatray/llamatray/router/wire"
+	"github.com/llamatray/llamatray/router/worker"
+)
+
+// Workers: the head's links to its [workers.NAME] machines. Each configured worker gets one End
+// (package worker: a loopback listener whose connections are carried over authenticated links),
+// opened when the service starts or the worker's section changes, reopened when a model needs it
+// and it was down. The engine checks a model's workers through Prepare before each spawn; each
+// End's lost-link notice goes to Engine.WorkerLost. Service.Workers is what /api/status shows.
+
+// workerOpenTimeout bounds opening a link (and its check) outside a load.
+const workerOpenTimeout = 5 * time.Second
+
+// workerLinks are the service's worker links.
+type workerLinks struct {
+	log    *slog.Logger
+	binary func() string                // the llama-server whose --list-devices lists a worker's devices
+	lost   func(name string, err error) // told of each lost link (Engine.WorkerLost)
+
+	mu    sync.Mutex // guards links and every field of each *workerLink
+	links map[string]*workerLink
+}
+
+// workerLink is one worker's End and what is known of it. Its fields are guarded by workerLinks.mu.
+type workerLink struct {
+	name    string
+	cfg     config.Worker
+	end     *worker.End // nil while not open
+	state   string      // wire.Worker*
+	lastErr string
+	devices []wire.WorkerDevice
+	closed  bool
+	done    chan struct{} // closed with the link: its watch ends
+	opening chan struct{} // closed when an open under way ends; nil when none is
+}
+
+func newWorkerLinks(log *slog.Logger, binary func() string, lost func(string, error)) *workerLinks {
+	return &workerLinks{log: log, binary: binary, lost: lost, links: map[string]*workerLink{}}
+}
+
+// sync makes the links those of ws: new or changed workers get a new link (opened on its own
+// goroutine), removed ones are closed.
+func (w *workerLinks) sync(ws map[string]config.Worker) {
+	var closing []*worker.End
+	var opening []*workerLink
+	w.mu.Lock()
+	for name, l := range w.links {
+		if c, ok := ws[name]; !ok || c != l.cfg {
+			l.closed = true
+			close(l.done)
+			if l.end != nil {
+				closing = append(closing, l.end)
+			}
+			delete(w.links, name)
+		}
+	}
+	for name, c := range ws {
+		if _, ok := w.links[name]; !ok {
+			l := &workerLink{name: name, cfg: c, state: wire.WorkerDown, lastErr: "not checked yet", done: make(chan struct{})}
+			w.links[name] = l
+			opening = append(opening, l)
+		}
+	}
+	w.mu.Unlock()
+	for _, e := range closing {
+		e.Close()
+	}
+	for _, l := range opening {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), workerOpenTimeout)
+			defer cancel()
+			if _, err := w.open(ctx, l); err != nil {
+				w.log.Warn("worker not reachable", "worker", l.name, "address", l.cfg.Address, "err", err)
+			}
+		}()
+	}
+}
+
+// close closes every link.
+func (w *workerLinks) close() { w.sync(nil) }
+
+// open returns l's End, opening it first when it is not open (one open at a time per link).
+func (w *workerLinks) open(ctx context.Context, l *workerLink) (*worker.End, error) {
+	for {
+		w.mu.Lock()
+		if l.closed {
+			w.mu.Unlock()
+			return nil, fmt.Errorf("worker %s: removed from the configuration", l.name)
+		}
+		if l.end != nil {
+			e := l.end
+			w.mu.Unlock()
+			return e, nil
+		}
+		if ch := l.opening; ch != nil {
+			w.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("worker %s (%s): %w", l.name, l.cfg.Address, ctx.Err())
+			}
+		}
+		ch := make(chan struct{})
+		l.opening = ch
+		w.mu.Unlock()
+		e, err := worker.Open(ctx, l.name, l.cfg.Address, l.cfg.Token, w.log)
+		var devs []wire.WorkerDevice
+		if err == nil {
+			devs = w.listDevices(ctx, l.name, e.Addr())
+		}
+		w.mu.Lock()
+		l.opening = nil
+		close(ch)
+		switch {
+		case err != nil:
+			w.setState(l, err)
+		case l.closed:
+			w.mu.Unlock()
+			e.Close()
+			return nil, fmt.Errorf("worker %s: removed from the configuration", l.name)
+		default:
+			l.end, l.devices = e, devs
+			w.setState(l, nil)
+			go w.watch(l, e, l.done)
+		}
+		w.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		w.log.Info("worker link open", "worker", l.name, "address", l.cfg.Address, "end", e.Addr(), "devices", len(devs))
+		return e, nil
+	}
+}
+
+// watch passes each lost link of e to the engine and marks the worker down, until done is
+// closed (the link is closed).
+func (w *workerLinks) watch(l *workerLink, e *worker.End, done <-chan struct{}) {
+	for {
+		var err error
+		select {
+		case <-done:
+			return
+		case err = <-e.Lost():
+		}
+		w.mu.Lock()
+		current := l.end == e
+		if current {
+			w.setState(l, err)
+		}
+		w.mu.Unlock()
+		if current && w.lost != nil {
+			w.lost(l.name, err)
+		}
+	}
+}
+
+// setState records what the last open, check or link of l said (nil: up). Called with mu held.
+func (w *workerLinks) setState(l *workerLink, err error) {
+	l.state, l.lastErr = stateOf(err), ""
+	if err != nil {
+		l.lastErr = err.Error()
+	}
+}
+
+func stateOf(err error) string {
+	switch {
+	case err == nil:
+		return wire.WorkerUp
+	case errors.Is(err, worker.ErrBadToken), errors.Is(err, worker.ErrNotWorker):
+		return wire.WorkerRefused
+	case errors.Is(err, worker.ErrBusy):
+		return wire.WorkerBusy
+	}
+	return wire.WorkerDown
+}
+
+// Prepare is engine.Workers': each named worker is opened if it is not, and checked (down, a
+// refused token, another head's session: an error naming it); the local ends are returned in order.
+func (w *workerLinks) Prepare(ctx context.Context, names []string) ([]string, error) {
+	ends := make([]string, 0, len(names))
+	for _, name := range names {
+		w.mu.Lock()
+		l := w.links[name]
+		w.mu.Unlock()
+		if l == nil {
+			return nil, &engine.WorkerError{Worker: name, Err: fmt.Errorf("worker %s: not configured", name)}
+		}
+		e, err := w.open(ctx, l)
+		if err != nil {
+			return nil, &engine.WorkerError{Worker: name, Err: err}
+		}
+		info, err := worker.Check(ctx, l.cfg.Address, l.cfg.Token)
+		if err == nil && info.Busy {
+			err = fmt.Errorf("%s: %w with %s", l.cfg.Address, worker.ErrBusy, info.BusyWith)
+		}
+		if err != nil {
+			err = fmt.Errorf("worker %s (%w)", name, err)
+		}
+		w.mu.Lock()
+		if l.end == e {
+			w.setState(l, err)
+		}
+		w.mu.Unlock()
+		if err != nil {
+			return nil, &engine.WorkerError{Worker: name, Err: err}
+		}
+		ends = append(ends, e.Addr())
+	}
+	return ends, nil
+}
+
+// listDevices asks llama-server which RPC devices it reaches through end; nil when it cannot say.
+func (w *workerLinks) listDevices(ctx context.Context, name, end string) []wire.WorkerDevice {
+	bin := w.binary()
+	if bin == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	b, err := exec.CommandContext(ctx, bin, "--rpc", end, "--list-devices").CombinedOutput()
+	if err != nil {
+		w.log.Warn("worker devices not listed", "worker", name, "end", end, "err", err)
+		return nil
+	}
+	var out []wire.WorkerDevice
+	for _, d := range mem.ParseListDevices(b) {
+		if strings.HasPrefix(d.Name, "RPC") || strings.Contains(d.Description, end) {
+			out = append(out, wire.WorkerDevice{Name: d.Name, Description: d.Description, Total: d.Total, Free: d.Free})
+		}
+	}
+	return out
+}
+
+// status is every worker as /api/status shows it, by name; models are the engine's, for the
+// model using each worker.
+func (w *workerLinks) status(models []engine.ModelStatus) []wire.WorkerStatus {
+	w.mu.Lock()
+	out := make([]wire.WorkerStatus, 0, len(w.links))
+	for _, l := range w.links {
+		st := wire.WorkerStatus{Name: l.name, Address: l.cfg.Address, State: l.state, LastError: l.lastErr,
+			Devices: append([]wire.WorkerDevice{}, l.devices...)}
+		if l.end != nil {
+			st.End = l.end.Addr()
+		}
+		out = append(out, st)
+	}
+	w.mu.Unlock()
+	slices.SortFunc(out, func(a, b wire.WorkerStatus) int { return strings.Compare(a.Name, b.Name) })
+	for i := range out {
+		for _, m := range models {
+			if m.State.Running() && slices.Contains(m.Workers, out[i].Name) {
+				out[i].Model = m.ID
+			}
+		}
+	}
+	return out
+}
+
+// Workers is every configured worker: address, state, devices and memory, the model using it.
+func (s *Service) Workers() []wire.WorkerStatus {
+	if s.workers == nil {
+		return []wire.WorkerStatus{}
+	}
+	return s.workers.status(s.eng.Models())
+}
