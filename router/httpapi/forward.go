@@ -61,6 +61,11 @@ func (rt *Server) forward(w http.ResponseWriter, r *http.Request, t *proxyTarget
 	}
 	if err := rt.copyAnswer(w, resp.Body, flush); err != nil {
 		_ = resp.Body.Close()
+		if t.lost != nil && flush != nil && t.lost() != nil {
+			// A worker's link was lost mid-stream: the stream ends with an error event naming it.
+			writeSSEError(w, out, fmt.Errorf("%w for model %q: %w", errUpstream, t.model, t.lostOr(err)))
+			return
+		}
 		if out.Context().Value(http.ServerContextKey) != nil {
 			// The answer was cut midway and the status is sent: all that is left is to end the
 			// connection, so that the client sees a broken answer, not a short one.

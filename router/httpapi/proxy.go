@@ -32,6 +32,7 @@ type proxyTarget struct {
 	path    string // when set, replaces the path (the /upstream prefix stripped)
 	rawPath string
 	early   bool            // headers were already sent to the client (loading progress)
+	lost    func() error    // the lease's Lost: a worker link whose loss ended the child, naming the worker
 	stream  bool            // the body asked for a stream
 	status  int             // the child's answer status, 0 until it answered
 	usage   *activity.Usage // what the answer reported of itself (activity.go), nil when nothing
@@ -114,13 +115,24 @@ func (rt *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	if t != nil {
 		model = t.model
 	}
-	err = fmt.Errorf("%w for model %q: %w", errUpstream, model, err)
+	err = fmt.Errorf("%w for model %q: %w", errUpstream, model, t.lostOr(err))
 	rt.log.Warn("proxy error", "model", model, "error", err)
 	if t != nil && t.early {
 		writeSSEError(w, r, err)
 		return
 	}
 	writeError(w, r, err)
+}
+
+// lostOr is err, after the worker error that ended t's child when a worker's link was lost.
+func (t *proxyTarget) lostOr(err error) error {
+	if t == nil || t.lost == nil {
+		return err
+	}
+	if cause := t.lost(); cause != nil {
+		return fmt.Errorf("%w (%v)", cause, err)
+	}
+	return err
 }
 
 // sentWriter is the client's writer after the headers were sent early: the proxy's header and
@@ -231,7 +243,7 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 	if len(body) == 0 {
 		r.Body, r.GetBody = http.NoBody, nil
 	}
-	t := &proxyTarget{model: id, name: name, url: lease.URL, socket: lease.Socket, path: path, rawPath: rawPath, early: early, stream: stream}
+	t := &proxyTarget{model: id, name: name, url: lease.URL, socket: lease.Socket, path: path, rawPath: rawPath, early: early, stream: stream, lost: lease.Lost}
 	if info != nil {
 		info.target = t // no copy of the request and its context for it
 	} else {
