@@ -57,7 +57,7 @@ func (rt *Server) routes() *mux.Router {
 	m.HandleFunc("/api/activity", rt.activityDoc).Methods(http.MethodGet) // activity.go
 	m.HandleFunc("/models", rt.listModels).Methods(http.MethodGet)
 	m.HandleFunc("/v1/models", rt.listModels).Methods(http.MethodGet)
-	m.HandleFunc("/v1/models/{model}", rt.getModel).Methods(http.MethodGet)
+	m.HandleFunc("/v1/models/{model:.+}", rt.getModel).Methods(http.MethodGet) // ORG/REPO:QUANT escaped or not
 	m.HandleFunc("/models/load", rt.loadModel).Methods(http.MethodPost)
 	m.HandleFunc("/models/unload", rt.unloadModel).Methods(http.MethodPost)
 	m.HandleFunc("/models/pin", rt.pinModel).Methods(http.MethodPost)
@@ -154,16 +154,17 @@ func (rt *Server) upstreamRoot(w http.ResponseWriter, r *http.Request) {
 
 // upstream serves /upstream/{model}/...: any method, the path after the model forwarded as is.
 func (rt *Server) upstream(w http.ResponseWriter, r *http.Request) {
-	name, ok := muxVar(r, "model")
+	name, rest, ok := rt.upstreamModel(strings.TrimPrefix(r.URL.EscapedPath(), "/upstream/"))
 	if !ok || name == "" {
 		writeError(w, r, errNotFound)
 		return
 	}
-	esc := r.URL.EscapedPath()
-	rest := "/"
-	prefix := "/upstream/" + mux.Vars(r)["model"]
-	if strings.HasPrefix(esc, prefix) && len(esc) > len(prefix) {
-		rest = esc[len(prefix):]
+	if rest == "" { // /upstream/MODEL, without its slash
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			rt.upstreamRoot(w, r)
+			return
+		}
+		rest = "/"
 	}
 	path, err := url.PathUnescape(rest)
 	if err != nil {
