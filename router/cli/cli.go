@@ -64,6 +64,8 @@ Usage:
   llamatray worker --listen HOST:PORT [--token T] [--rpc-server PATH]
                                 lend this machine to a Llamatray elsewhere (llama.cpp's RPC server over
                                 an authenticated, encrypted link; one model over several machines)
+  llamatray peer add URL [--name NAME] [--api-key KEY] | list | rm NAME
+                                other machines' servers whose models are served here too
   llamatray version             print version, commit and Go version
   llamatray update --check      say whether a newer Llamatray is released (installs nothing)
   llamatray llama-server install|list|use|update
@@ -95,6 +97,8 @@ func run(args []string, b Build, desktop Desktop, env Env) int {
 		err = runPin(args, env, cmd == "pin")
 	case "llama-server":
 		err = runLlamaServer(args, env)
+	case "peer":
+		err = runPeer(args, env)
 	case "search":
 		err = runSearch(args, env)
 	case "pull":

@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+const peerUsage = `Usage:
+  llamatray peer add URL [--name NAME] [--api-key KEY]
+                         add another machine's server: another Llamatray, llama-swap, llama.cpp's
+                         router, Ollama or any OpenAI-compatible server. Its models are listed here
+                         under their own IDs (a local model of the same ID wins; "peer:NAME/ID"
+                         always reaches the peer's), and their requests are sent there whole.
+                         --api-key is the peer's key, sent to that peer only. NAME defaults to the
+                         URL's host and port.
+  llamatray peer list [--json]   the peers, with their state and models
+  llamatray peer rm NAME         take a peer out
+
+The running instance is changed when one answers (it reads the peer at once), else the
+configuration file. --addr, --config and --instance-key name the instance as other commands do.
+`
+
+// runPeer is `llamatray peer add|list|rm`.
+func runPeer(args []string, env Env) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(env.Stdout, peerUsage)
+		if len(args) == 0 {
+			return usageError{errors.New("peer needs add, list or rm")}
+		}
+		return nil
+	}
+	sub, args := args[0], args[1:]
+	f := &clientFlags{fs: flag.NewFlagSet("peer "+sub, flag.ContinueOnError)}
+	f.fs.SetOutput(env.Stderr)
+	f.fs.Usage = func() { fmt.Fprint(env.Stderr, peerUsage) }
+	f.fs.StringVar(&f.addr, "addr", "", "address of the running instance (default: the config's listen)")
+	f.fs.StringVar(&f.configPath, "config", "", "configuration `file`")
+	f.fs.StringVar(&f.apiKey, "instance-key", "", "API key of the running instance, when it requires one (default: the config's first key)")
+	var name, key string
+	var asJSON bool
+	switch sub {
+	case "add":
+		f.fs.StringVar(&name, "name", "", "the peer's name (default: from the URL's host and port)")
+		f.fs.StringVar(&key, "api-key", "", "the peer's API key, sent to it only")
+	case "list", "ls":
+		f.fs.BoolVar(&asJSON, "json", false, "print the peers as JSON, as GET /api/peers gives them")
+	case "rm", "remove":
+	default:
+		return usageError{fmt.Errorf("unknown peer command %q (add, list or rm)", sub)}
+	}
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	switch sub {
+	case "add":
+		if len(pos) != 1 {
+			return usageError{errors.New("usage: llamatray peer add URL [--name NAME] [--api-key KEY]")}
+		}
+		return peerAdd(ctx, f, env, wire.PeerAdd{Name: name, URL: pos[0], APIKey: key})
+	case "rm", "remove":
+		if len(pos) != 1 {
+			return usageError{errors.New("usage: llamatray peer rm NAME")}
+		}
+		return peerRemove(ctx, f, env, pos[0])
+	default:
+		if len(pos) != 0 {
+			return usageError{errors.New("usage: llamatray peer list [--json]")}
+		}
+		return peerList(ctx, f, env, asJSON)
+	}
+}
+
+func peerAdd(ctx context.Context, f *clientFlags, env Env, p wire.PeerAdd) error {
+	p.URL = strings.TrimRight(strings.TrimSpace(p.URL), "/")
+	if err := config.CheckPeerURL(p.URL); err != nil {
+		return usageError{err}
+	}
+	if p.Name == "" {
+		p.Name = service.PeerName(p.URL)
+	}
+	if err := config.CheckPeerName(p.Name); err != nil {
+		return usageError{err}
+	}
+	c, via, err := f.running(ctx)
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		peers, err := c.AddPeer(ctx, p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "peer %s added%s: %s\n", p.Name, via, p.URL)
+		for _, wp := range peers {
+			if wp.Name == p.Name {
+				fmt.Fprintf(env.Stdout, "state: %s%s\n", wp.State, errorSuffix(wp.Error))
+			}
+		}
+		return nil
+	}
+	path, err := editConfigFile(f, func(cfg *config.Config) error {
+		if cfg.Peers == nil {
+			cfg.Peers = map[string]config.Peer{}
+		}
+		cfg.Peers[p.Name] = config.Peer{URL: p.URL, APIKey: p.APIKey}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "peer %s added to %s: %s (read when Llamatray starts)\n", p.Name, path, p.URL)
+	return nil
+}
+
+func peerRemove(ctx context.Context, f *clientFlags, env Env, name string) error {
+	c, via, err := f.running(ctx)
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		if err := c.RemovePeer(ctx, name); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "peer %s removed%s\n", name, via)
+		return nil
+	}
+	path, err := editConfigFile(f, func(cfg *config.Config) error {
+		if _, ok := cfg.Peers[name]; !ok {
+			return fmt.Errorf("no peer is named %q", name)
+		}
+		delete(cfg.Peers, name)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "peer %s removed from %s\n", name, path)
+	return nil
+}
+
+func peerList(ctx context.Context, f *clientFlags, env Env, asJSON bool) error {
+	c, _, err := f.running(ctx)
+	if err != nil {
+		return err
+	}
+	var peers []wire.Peer
+	if c != nil {
+		if peers, err = c.Peers(ctx); err != nil {
+			return err
+		}
+	} else {
+		cfg := f.config()
+		names := slices.Sorted(maps.Keys(cfg.Peers))
+		for _, name := range names {
+			sp := cfg.Peers[name]
+			peers = append(peers, wire.Peer{Name: name, URL: sp.URL, State: "not running", HasKey: sp.APIKey != "", Models: []wire.PeerModel{}})
+		}
+	}
+	if asJSON {
+		if peers == nil {
+			peers = []wire.Peer{}
+		}
+		return printJSON(env.Stdout, peers)
+	}
+	if len(peers) == 0 {
+		fmt.Fprintln(env.Stderr, "no peers (add one with: llamatray peer add URL)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tURL\tSTATE\tMODELS\tERROR")
+	for _, p := range peers {
+		ids := make([]string, 0, len(p.Models))
+		for _, m := range p.Models {
+			ids = append(ids, m.ID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.URL, p.State, orDash(strings.Join(ids, ", ")), orDash(p.Error))
+	}
+	return tw.Flush()
+}
+
+func errorSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return " (" + e + ")"
+}
+
+// editConfigFile changes the configuration file the flags name (the default one otherwise), when
+// no instance runs: read, changed, checked and written as the service writes it.
+func editConfigFile(f *clientFlags, change func(*config.Config) error) (string, error) {
+	path := f.configPath
+	if path == "" {
+		p, err := config.Path()
+		if err != nil {
+			return "", fmt.Errorf("finding the config dir: %w", err)
+		}
+		path = p
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return path, err
+	}
+	if err := change(&cfg); err != nil {
+		return path, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return path, fmt.Errorf("configuration: %w", err)
+	}
+	return path, cfg.Save(path)
+}
