@@ -101,7 +101,13 @@ func Serve(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("worker: certificate: %w", err)
 	}
-	ln, err := net.Listen("tcp", o.Listen)
+	// The head's side of each link has the same keepalive (check.go): a head machine that vanished
+	// mid-session does not leave the worker busy for it.
+	lc := net.ListenConfig{
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: keepIdle, Interval: keepInterval, Count: keepCount},
+		Control:         setUserTimeout,
+	}
+	ln, err := lc.Listen(context.Background(), "tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
