@@ -32,9 +32,6 @@ const viaHeader = "X-Llamatray-Via"
 // answering fails a request within peerHeaderPoke + the read's timeout rather than never.
 var peerHeaderPoke = 3 * time.Second
 
-// peerUnavailable is the status of a listed model whose peer does not answer.
-const peerUnavailable = "unavailable"
-
 // errPeerDown ends a request whose peer stopped answering while it waited.
 var errPeerDown = errors.New("the peer stopped answering (its model list could not be read either)")
 
@@ -287,22 +284,12 @@ func (rt *Server) peerModels(taken map[string]bool) []wire.Model {
 				e.ID, e.Aliases = ref, []string{}
 			}
 			taken[e.ID] = true
-			e.Status.Value = peerStatus(p, m)
+			e.Status.Value = p.ModelStatus(m)
 			e.Status.Args = []string{}
 			out = append(out, e)
 		}
 	}
 	return out
-}
-
-func peerStatus(p peer.Info, m peer.Model) string {
-	switch {
-	case !p.Up():
-		return peerUnavailable
-	case m.Status != "":
-		return m.Status
-	}
-	return "available"
 }
 
 // peersWire is every peer for GET /api/peers and /api/status.
@@ -311,24 +298,11 @@ func (rt *Server) peersWire() []wire.Peer {
 	if rt.o.Peers == nil {
 		return out
 	}
+	local := func(id string) bool { _, err := rt.resolve(id); return err == nil }
 	for _, p := range rt.o.Peers.Peers() {
-		wp := wire.Peer{Name: p.Name, URL: p.URL, State: p.State, Kind: p.Kind, HasKey: p.APIKey != "", Error: p.Error,
-			Models: make([]wire.PeerModel, 0, len(p.Models)), LastSeen: timeOrNil(p.LastSeen), NextTry: timeOrNil(p.NextTry)}
-		for _, m := range p.Models {
-			_, err := rt.resolve(m.ID)
-			wp.Models = append(wp.Models, wire.PeerModel{ID: m.ID, Ref: peer.Ref(p.Name, m.ID), Status: peerStatus(p, m), Local: err == nil})
-		}
-		out = append(out, wp)
+		out = append(out, p.Wire(local))
 	}
 	return out
-}
-
-func timeOrNil(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	t = t.UTC()
-	return &t
 }
 
 // peerRoutes declares GET and POST /api/peers and DELETE /api/peers/{name}.
