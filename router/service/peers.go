@@ -93,3 +93,13 @@ func PeerName(u string) string {
 	}
 	return name
 }
+
+// PeerList is every peer as GET /api/peers gives it (no keys), for the app.
+func (s *Service) PeerList() []wire.Peer {
+	local := func(id string) bool { _, err := s.eng.Resolve(id); return err == nil }
+	out := []wire.Peer{}
+	for _, p := range s.peers.Peers() {
+		out = append(out, p.Wire(local))
+	}
+	return out
+}
