@@ -35,7 +35,7 @@ func TestPulledModelAnswersUnderItsHubName(t *testing.T) {
 		t.Fatalf("GET /v1/models: %d %v, want [%s]", code, listed, id)
 	}
 	for _, p := range []string{"/v1/models/" + id, "/v1/models/" + url.PathEscape(id), "/v1/models/" + strings.ReplaceAll(url.PathEscape(id), "%2F", "/"), "/v1/models/" + fileID} {
-		if code, doc := in.call("GET", p, ""); code != 200 || doc["id"] != id {
+		if code, doc := in.call("GET", p, ""); code != 200 || doc["id"] != id || doc["meta"].(map[string]any)["file_id"] != fileID {
 			t.Errorf("GET %s: %d %v", p, code, doc)
 		}
 	}
@@ -90,6 +90,18 @@ func TestPulledModelAnswersUnderItsHubName(t *testing.T) {
 		resp.Body.Close()
 		if chunks == 0 {
 			t.Errorf("stream %s: no chunk named a model", c.path)
+		}
+	}
+
+	// Ollama's API lists it as hf.co/ORG/REPO:QUANT and, as Ollama does, answers under the name asked.
+	code, doc = in.call("GET", "/api/tags", "")
+	if ms, _ := doc["models"].([]any); code != 200 || len(ms) != 1 || ms[0].(map[string]any)["name"] != "hf.co/"+id {
+		t.Errorf("GET /api/tags: %d %v", code, doc)
+	}
+	for _, asked := range []string{"hf.co/" + id, id} {
+		code, doc := in.call("POST", "/api/chat", `{"model":"`+asked+`","stream":false,"options":{"num_predict":4},"messages":[{"role":"user","content":"Hi"}]}`)
+		if code != 200 || doc["model"] != asked {
+			t.Errorf("POST /api/chat as %s: %d, model %v", asked, code, doc["model"])
 		}
 	}
 

@@ -81,7 +81,9 @@ func (rt *Server) ollamaModels() []ollama.Model {
 			names = append(names, n.Name)
 		}
 		for _, a := range v.Meta.Aliases { // aliases: names given with /api/copy or in the settings
-			names = append(names, ollama.ListedName(a))
+			if a != v.Meta.FileID { // not the file name a Hub pull had before it was named as pulled
+				names = append(names, ollama.ListedName(a))
+			}
 		}
 		for _, n := range names {
 			if n != m.Name {

@@ -150,6 +150,7 @@ func (m Model) Wire(started time.Time) wire.Model {
 		Splits:        m.Meta.Splits,
 		Mmproj:        m.Meta.Mmproj,
 		HubName:       m.Meta.HubName,
+		FileID:        m.Meta.FileID,
 		VariantOf:     m.Meta.VariantOf,
 		Variant:       m.Meta.Variant,
 		Draft:         m.Meta.Draft,

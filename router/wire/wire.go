@@ -97,6 +97,7 @@ type ModelMeta struct {
 	Splits        int    `json:"splits"`
 	Mmproj        string `json:"mmproj"`
 	HubName       string `json:"hub_name"`             // ORG/REPO:QUANT for a model from the Hugging Face Hub cache, else ""
+	FileID        string `json:"file_id,omitempty"`    // for a model named by its hub_name: the ID its file name gave it, still an alias
 	VariantOf     string `json:"variant_of,omitempty"` // for a variant ("ID@NAME" of [models."ID".variants."NAME"]): the ID of the model whose file it serves
 	Variant       string `json:"variant,omitempty"`    // for a variant: its name
 	// The draft model configured for speculative decoding (`draft`): its ID once resolved, the
