@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -241,12 +242,8 @@ func (e *Engine) grant(m *model, now time.Time) *Lease {
 	var once sync.Once
 	l := &Lease{Model: m.id, URL: u, Socket: m.socket}
 	l.release = func() { once.Do(func() { e.release(m) }) }
-	gen := m.gen
-	l.lost = func() error {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		return m.lostFor(gen)
-	}
+	gen, id, workers := m.gen, m.id, slices.Clone(m.workers)
+	l.lost = func() error { return e.diagnose(id, gen, workers) }
 	e.publish(Event{Kind: EventLease, Model: m.id, State: m.state, Active: m.leases})
 	return l
 }

@@ -171,6 +171,10 @@ func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
 		}
 		e.log.Error("model failed", "model", m.id, "pid", ev.PID, "exit_code", code, "err", ev.Err)
 		acts = e.fail(m, reason, &code, ev.Err, now)
+		if len(m.workers) > 0 && e.o.Workers != nil && !e.closed {
+			// llama-server aborts when an RPC connection drops: was it a worker?
+			acts = append(acts, action{diagnose: slices.Clone(m.workers), id: m.id, gen: m.gen})
+		}
 	}
 	m.held, m.measured, m.devices = sched.Mem{}, sched.Mem{}, sched.Mem{}
 	m.draining, m.drainCause, m.drainFor = false, "", ""

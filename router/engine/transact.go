@@ -12,10 +12,12 @@ import (
 type action struct {
 	start   *child.Spec // spawn this child for model id, generation gen
 	workers []string    // start: check these workers first, and give the child --rpc with their links
-	stop    Proc
-	force   bool
-	id      string
-	gen     uint64
+	// diagnose: ask whether one of these workers of model id's child gen is down (it failed)
+	diagnose []string
+	stop     Proc
+	force    bool
+	id       string
+	gen      uint64
 }
 
 // transact is the engine's one way to change state: decide runs under mu (with the engine clock's
@@ -50,6 +52,8 @@ func (e *Engine) act(acts []action) {
 				e.o.OnStop(a.id)
 			}
 			a.stop.Stop(a.force)
+		case len(a.diagnose) > 0:
+			e.fx.Go(func() { _ = e.diagnose(a.id, a.gen, a.diagnose) })
 		case a.start != nil && len(a.workers) > 0:
 			e.fx.Go(func() { e.prepareAndSpawn(a) })
 		case a.start != nil:

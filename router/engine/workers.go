@@ -31,6 +31,10 @@ type Workers interface {
 	// host:port, in the order given: what the child's --rpc gets. An error names the worker
 	// (*WorkerError).
 	Prepare(ctx context.Context, names []string) ([]string, error)
+	// Down is the first named worker that does not answer, or refuses (its being busy is no
+	// refusal here: the model's own child may be what keeps it busy), as a *WorkerError; nil when
+	// every one answers. ctx bounds it.
+	Down(ctx context.Context, names []string) error
 }
 
 // WorkerError says a model cannot use one of its workers: it is down, refused the token, is busy
@@ -123,6 +127,36 @@ func (e *Engine) WorkerLost(name string, err error) {
 		}
 		return acts
 	})
+}
+
+// diagnose asks whether one of the workers of m's child (generation gen) is down, when that child
+// failed or a request to it broke; if one is, WorkerLost is told, and its error returned. Runs off
+// the lock, bounded by workerCheckTimeout.
+func (e *Engine) diagnose(id string, gen uint64, workers []string) error {
+	e.mu.Lock()
+	m := e.models[id]
+	var lost error
+	if m != nil {
+		lost = m.lostFor(gen)
+	}
+	e.mu.Unlock()
+	if lost != nil || m == nil || len(workers) == 0 || e.o.Workers == nil {
+		return lost
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), workerCheckTimeout)
+	err := e.o.Workers.Down(ctx, workers)
+	cancel()
+	var we *WorkerError
+	if !errors.As(err, &we) {
+		return nil
+	}
+	e.WorkerLost(we.Worker, we.Err)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if l := m.lostFor(gen); l != nil {
+		return l
+	}
+	return we
 }
 
 // lostFor is why the child of generation gen of m went away when a worker's link was lost; nil

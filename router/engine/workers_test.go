@@ -33,6 +33,17 @@ func (f *fakeWorkers) Prepare(_ context.Context, names []string) ([]string, erro
 	return out, nil
 }
 
+func (f *fakeWorkers) Down(_ context.Context, names []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range names {
+		if err := f.errs[n]; err != nil {
+			return &WorkerError{Worker: n, Err: fmt.Errorf("worker %s (10.0.0.9:50052): %w", n, err)}
+		}
+	}
+	return nil
+}
+
 func (f *fakeWorkers) set(name string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -161,4 +172,37 @@ func TestWorkersLostAfterTheChildAborted(t *testing.T) {
 	if st := s.state("b2"); st.State != StateFailed || !strings.HasPrefix(st.Error, "worker b (10.0.0.9:50052): link lost") {
 		t.Fatalf("b2 is %s (%q), want failed naming worker b", st.State, st.Error)
 	}
+}
+
+// The child aborts when its RPC connection drops, before (or without) any lost-link notice: the
+// engine asks which worker is down and names it.
+func TestWorkersChildAbortIsBlamedOnTheDownWorker(t *testing.T) {
+	s, fw := newWorkerSync(t)
+	s.load("ab")
+	l := s.lease(s.request("ab"))
+	fw.set("a", errors.New("worker unreachable"))
+	s.fx.proc(t, "ab").crash()
+	st := s.state("ab")
+	if st.State != StateFailed || !strings.HasPrefix(st.Error, "worker a (10.0.0.9:50052): worker unreachable") {
+		t.Fatalf("ab is %s (%q), want failed naming worker a", st.State, st.Error)
+	}
+	if err := l.Lost(); err == nil || !strings.Contains(err.Error(), "worker a") {
+		t.Fatalf("Lost() = %v, want worker a's error", err)
+	}
+	l.Release()
+}
+
+// A child that crashes while its workers all answer is an ordinary crash.
+func TestWorkersCrashWithWorkersUp(t *testing.T) {
+	s, _ := newWorkerSync(t)
+	s.load("ab")
+	l := s.lease(s.request("ab"))
+	s.fx.proc(t, "ab").crash()
+	if err := l.Lost(); err != nil {
+		t.Fatalf("Lost() = %v with every worker up", err)
+	}
+	if st := s.state("ab"); st.State != StateFailed || strings.Contains(st.Error, "worker") {
+		t.Fatalf("ab is %s (%q), want an ordinary failure", st.State, st.Error)
+	}
+	l.Release()
 }

@@ -226,6 +226,29 @@ func (w *workerLinks) Prepare(ctx context.Context, names []string) ([]string, er
 	return ends, nil
 }
 
+// Down is engine.Workers': the first named worker that does not answer or refuses (busy is an
+// answer: the model's own child may hold it), as an *engine.WorkerError.
+func (w *workerLinks) Down(ctx context.Context, names []string) error {
+	for _, name := range names {
+		w.mu.Lock()
+		l := w.links[name]
+		w.mu.Unlock()
+		if l == nil {
+			continue
+		}
+		_, err := worker.Check(ctx, l.cfg.Address, l.cfg.Token)
+		if err == nil || errors.Is(err, worker.ErrBusy) {
+			continue
+		}
+		err = fmt.Errorf("worker %s (%w)", name, err)
+		w.mu.Lock()
+		w.setState(l, err)
+		w.mu.Unlock()
+		return &engine.WorkerError{Worker: name, Err: err}
+	}
+	return nil
+}
+
 // listDevices asks llama-server which RPC devices it reaches through end; nil when it cannot say.
 func (w *workerLinks) listDevices(ctx context.Context, name, end string) []wire.WorkerDevice {
 	bin := w.binary()
