@@ -69,6 +69,11 @@ llama-server:
 	@bash scripts/fetch-llama-server.sh >/dev/null
 	@echo $(LLAMA_SERVER_BIN)
 
+# A model split over two rpc-servers, straight and through the worker links: the Workers section.
+.PHONY: bench-workers
+bench-workers: llama-server deps
+	$(GO) run ./router/testbed/bench -workers -llama-server $(LLAMA_SERVER_BIN) -out docs/benchmarks.md
+
 # llama.cpp's RPC worker (issue #24's workers), fetched with llama-server: its wrapper's path.
 .PHONY: rpc-server
 rpc-server: llama-server

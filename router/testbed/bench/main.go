@@ -41,6 +41,7 @@ type options struct {
 	floor       bool
 	peers       bool
 	draft       bool // draft.go
+	workers     bool // workers.go
 	llamaSwap   string
 	nginx       string
 	baseline    string
@@ -69,6 +70,9 @@ func main() {
 	}
 	if o.draft {
 		os.Exit(mainDraft(ctx, o))
+	}
+	if o.workers {
+		os.Exit(mainWorkers(ctx, o))
 	}
 	r, err := run(ctx, o)
 	if err != nil {
@@ -102,6 +106,7 @@ func parseFlags(args []string) (options, error) {
 	routerEnv := fs.String("router-env", "", "more environment for the llamatray process, space separated (e.g. \"GOMAXPROCS=1\")")
 	fs.BoolVar(&o.floor, "floor", false, "also measure a bare net/http ReverseProxy in its own process (with -router-env and Llamatray's GOMAXPROCS): the floor of any Go router")
 	fs.BoolVar(&o.draft, "draft", false, "instead: tokens/s of one model without a draft and with two (the Draft models section of -out)")
+	fs.BoolVar(&o.workers, "workers", false, "instead: a model split over two rpc-servers, straight and through the worker links: tokens/s, load time, the link's CPU per MB (the Workers section of -out)")
 	fs.StringVar(&o.baseline, "baseline", "", "also measure this other llamatray binary (an earlier build) as a target of its own, in the same rotation")
 	fs.BoolVar(&o.peers, "peers", false, "instead: Llamatray, llama.cpp's router and llama-swap side by side with room for one model (the Peers section of -out)")
 	fs.StringVar(&o.llamaSwap, "llama-swap", os.Getenv("LLAMA_SWAP"), "llama-swap binary for -peers (default $LLAMA_SWAP)")
