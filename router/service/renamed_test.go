@@ -39,6 +39,7 @@ default_model = "tiny-llama-Q8_0"
 [models."tiny-llama-Q8_0"]
 aliases = ["tiny"]
 ctx_size = 1024
+pinned = true
 `, testbed.FreePort(t), hub)
 	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -54,20 +55,20 @@ ctx_size = 1024
 			t.Errorf("Resolve(%q) = %q, %v", name, got, err)
 		}
 	}
-	if m, err := svc.Model(id); err != nil || m.ID != id {
+	if m, err := svc.Model(id); err != nil || m.ID != id || !m.Pinned {
 		t.Fatalf("view: %+v %v", m, err)
 	}
 	if in := svc.Config(); in.ModelSettings(id).CtxSize != 1024 || in.DefaultModel != id {
 		t.Errorf("in force: %+v, default %q", in.ModelSettings(id), in.DefaultModel)
 	}
-	if err := svc.SetPinned(id, true); err != nil {
+	if err := svc.SetPinned(id, false); err != nil {
 		t.Fatal(err)
 	}
 	saved, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(saved.Models) != 1 || !saved.Models[id].Pinned || saved.Models[id].CtxSize != 1024 || saved.Models[id].Aliases[0] != "tiny" || saved.DefaultModel != id {
+	if len(saved.Models) != 1 || saved.Models[id].Pinned || saved.Models[id].CtxSize != 1024 || saved.Models[id].Aliases[0] != "tiny" || saved.DefaultModel != id {
 		t.Errorf("saved: %+v, default %q", saved.Models, saved.DefaultModel)
 	}
 	if b, _ := os.ReadFile(cfgPath); strings.Contains(string(b), `models."tiny-llama-Q8_0"`) {
