@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -70,7 +71,16 @@ func footprintKey(cm catalog.Model, args []string) string {
 
 // legacyFootprintKey is the key footprints were kept under before: every argument, the model's
 // --alias (its ID) included. Footprints learned then are found by it once and kept under the new key.
+// A model named by its Hub name since had its file-name ID (catalog.Model.FileID) as --alias then.
 func legacyFootprintKey(cm catalog.Model, args []string) string {
+	if cm.FileID != "" {
+		args = slices.Clone(args)
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "--alias" {
+				args[i+1] = cm.FileID
+			}
+		}
+	}
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s", cm.Path, cm.SizeBytes, strings.Join(args, "\x00"))))
 	return hex.EncodeToString(h[:16])
 }

@@ -111,6 +111,21 @@ func TestFootprintsSharedPerSetting(t *testing.T) {
 	}
 }
 
+// A model named ORG/REPO:QUANT since finds what was learned when --alias was its file-name ID.
+func TestLegacyFootprintKeyOfARenamedModel(t *testing.T) {
+	args := func(alias string) []string {
+		return []string{"-m", "/hub/tiny-Q8_0.gguf", "--alias", alias, "-c", "512"}
+	}
+	renamed := catalog.Model{ID: "Org/Tiny-GGUF:Q8_0", FileID: "tiny-Q8_0", Path: "/hub/tiny-Q8_0.gguf", SizeBytes: 42}
+	before := catalog.Model{ID: "tiny-Q8_0", Path: renamed.Path, SizeBytes: 42}
+	if legacyFootprintKey(renamed, args(renamed.ID)) != legacyFootprintKey(before, args(before.ID)) {
+		t.Error("the older key of a renamed model is not the one it had under its file name")
+	}
+	if legacyFootprintKey(before, args("other")) == legacyFootprintKey(before, args(before.ID)) {
+		t.Error("the older key does not depend on --alias")
+	}
+}
+
 // memoryArgs leaves out the flags that do not change memory, with their values.
 func TestMemoryArgs(t *testing.T) {
 	got := memoryArgs([]string{"-m", "/m.gguf", "--alias", "x@y", "-c", "512", "--sleep-idle-seconds", "60", "--temp", "0.2",
