@@ -102,6 +102,15 @@ type Backend interface {
 	// SaveHubToken keeps token ("" removes it) where the Hub's own tools read it ($HF_HOME/token)
 	// and uses it from the next request on; it returns the file's path.
 	SaveHubToken(token string) (string, error)
+
+	// Other machines (Offers.Peers): peers whose models are served here too ([peers.NAME]).
+
+	// Peers are the peers now: state, models, last error (never their keys).
+	Peers() []wire.Peer
+	// AddPeer adds a peer, or changes the one of its name, saved in the configuration; it is read
+	// at once. RemovePeer takes one out.
+	AddPeer(p wire.PeerAdd) error
+	RemovePeer(name string) error
 }
 
 // Offers are the parts of the service a backend has. The running service has them all.
@@ -110,6 +119,7 @@ type Offers struct {
 	Activity     bool // the record of the last hour: the Activity window
 	InstallBuild bool // installing llama.cpp's build: the Install llama-server button
 	EstimateWith bool // estimates for settings not applied yet: the settings window's memory line
+	Peers        bool // other machines' servers: the models window's Other machines section
 }
 
 // ErrNotOffered is the answer of a method whose part the backend does not have (see Offers).

@@ -114,8 +114,13 @@ func (f *fakeBackend) ModelsDir() (string, error) {
 	return f.dir, nil
 }
 
-// Offers: the Hub when a test gave one; no activity, installs or estimates.
-func (f *fakeBackend) Offers() Offers { return Offers{Hub: f.managerHub != nil} }
+// Offers: the Hub when a test gave one; peers when its configuration has a peers table
+// (machinesui_test.go); no activity, installs or estimates.
+func (f *fakeBackend) Offers() Offers {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return Offers{Hub: f.managerHub != nil, Peers: f.cfg.Peers != nil}
+}
 
 func (f *fakeBackend) Activity() wire.Activity        { return wire.Activity{} }
 func (f *fakeBackend) UpdateChanged() <-chan struct{} { return nil } // no release checks

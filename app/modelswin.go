@@ -37,6 +37,7 @@ type modelsWindow struct {
 	bar       *memoryBar
 	banners   *fyne.Container   // not serving, llama-server missing
 	downloads *downloadsSection // pulls running, paused or failed
+	machines  *machinesSection  // other machines: peers (machinesui.go)
 	list      *fyne.Container   // group headers and rows
 	status    *widget.Label     // progress of adding a model, last result
 	progress  *widget.ProgressBar
@@ -89,7 +90,8 @@ func (m *modelsWindow) build() {
 	m.setProgress(m.progressShow, m.progressVal)
 
 	m.downloads = newDownloadsSection(m.u)
-	top := container.NewVBox(toolbar, m.banners, m.downloads.box, memoryBox(m.bar), m.status, m.progress, widget.NewSeparator())
+	m.machines = newMachinesSection(m.u, m.win)
+	top := container.NewVBox(toolbar, m.banners, m.downloads.box, memoryBox(m.bar), m.status, m.progress, widget.NewSeparator(), m.machines.box)
 	body := container.NewBorder(top, nil, nil, nil, container.NewVScroll(m.list))
 	m.win.SetContent(container.NewStack(m.shownSensor, body))
 }
@@ -147,6 +149,7 @@ func (m *modelsWindow) update(s Snapshot) {
 	m.bar.set(s.Budget)
 	m.updateBanners(s)
 	m.downloads.update(s)
+	m.machines.update()
 
 	rows := modelRows(s, m.filter.Text, now())
 	key := m.emptyKey(s)

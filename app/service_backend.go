@@ -155,7 +155,7 @@ func (sb *serviceBackend) ModelsDir() (string, error) {
 
 // Offers: the running service has every part; the Hub unless the service made none.
 func (sb *serviceBackend) Offers() Offers {
-	return Offers{Hub: sb.svc.Hub() != nil, Activity: true, InstallBuild: true, EstimateWith: true}
+	return Offers{Hub: sb.svc.Hub() != nil, Activity: true, InstallBuild: true, EstimateWith: true, Peers: true}
 }
 
 // Activity is the service's record of the last hour, as GET /api/activity serves it.

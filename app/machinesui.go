@@ -1,0 +1,134 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// machinesSection is the models window's "Other machines" part: the peers ([peers.NAME], other
+// servers whose models are served here too) with their state and models, with Add and Remove. Each
+// kind of machine is built by a part function (peersPart); a later kind adds its own beside it.
+type machinesSection struct {
+	u   *ui
+	win fyne.Window
+	box *fyne.Container
+	key string // what is shown, to leave an unchanged section alone
+}
+
+func newMachinesSection(u *ui, win fyne.Window) *machinesSection {
+	return &machinesSection{u: u, win: win, box: container.NewVBox()}
+}
+
+// update shows the machines as the backend has them now; it takes no room without the feature.
+func (m *machinesSection) update() {
+	if !m.u.b.Offers().Peers {
+		if m.key != "" || len(m.box.Objects) > 0 {
+			m.key, m.box.Objects = "", nil
+			m.box.Refresh()
+		}
+		return
+	}
+	peers := m.u.b.Peers()
+	key := peersKey(peers)
+	if key == m.key && len(m.box.Objects) > 0 {
+		return
+	}
+	m.key = key
+	head := widget.NewLabelWithStyle("Other machines", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	add := widget.NewButtonWithIcon("Add machine…", theme.ContentAddIcon(), m.askPeer)
+	objs := []fyne.CanvasObject{container.NewBorder(nil, nil, head, add)}
+	objs = append(objs, m.peersPart(peers)...)
+	m.box.Objects = append(objs, widget.NewSeparator())
+	m.box.Refresh()
+}
+
+// peersKey is what the section shows of peers (not the times of their reads).
+func peersKey(peers []wire.Peer) string {
+	var b strings.Builder
+	for _, p := range peers {
+		fmt.Fprintf(&b, "%s|%s|%s|%s|", p.Name, p.URL, p.State, p.Error)
+		for _, m := range p.Models {
+			fmt.Fprintf(&b, "%s=%s,", m.ID, m.Status)
+		}
+		b.WriteString(";")
+	}
+	return b.String()
+}
+
+// peersPart is one row per peer: name, address, state (and why it is down), its models, Remove.
+func (m *machinesSection) peersPart(peers []wire.Peer) []fyne.CanvasObject {
+	if len(peers) == 0 {
+		l := widget.NewLabel("None. Add another Llamatray, llama-swap, llama.cpp's router, Ollama or any OpenAI-compatible server; its models are served here too.")
+		l.Wrapping = fyne.TextWrapWord
+		return []fyne.CanvasObject{l}
+	}
+	var out []fyne.CanvasObject
+	for _, p := range peers {
+		name := p.Name
+		title := widget.NewLabelWithStyle(fmt.Sprintf("%s — %s", p.Name, p.URL), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		line := widget.NewLabel(peerLine(p))
+		line.Wrapping = fyne.TextWrapWord
+		rm := widget.NewButtonWithIcon("Remove", theme.DeleteIcon(), nil)
+		rm.OnTapped = func() {
+			rm.Disable()
+			m.u.background("Remove "+name, func() error { return m.u.b.RemovePeer(name) })
+		}
+		out = append(out, container.NewBorder(nil, nil, nil, rm, container.NewVBox(title, line)))
+	}
+	return out
+}
+
+// peerLine is a peer's state and models in words.
+func peerLine(p wire.Peer) string {
+	state := map[string]string{"up": "Answering", "down": "Not answering", "checking": "Checking…"}[p.State]
+	if state == "" {
+		state = p.State
+	}
+	if p.Error != "" {
+		state += ": " + p.Error
+	}
+	if len(p.Models) == 0 {
+		return state + " — no models"
+	}
+	ids := make([]string, 0, len(p.Models))
+	for _, md := range p.Models {
+		id := md.ID
+		if md.Local {
+			id = md.Ref + " (a model here has its ID)"
+		}
+		ids = append(ids, id)
+	}
+	if p.State != "up" {
+		return fmt.Sprintf("%s — models unavailable: %s", state, strings.Join(ids, ", "))
+	}
+	return fmt.Sprintf("%s — %s", state, strings.Join(ids, ", "))
+}
+
+// askPeer asks for a peer's address, name and key, and adds it.
+func (m *machinesSection) askPeer() {
+	addr := widget.NewEntry()
+	addr.SetPlaceHolder("http://192.168.1.20:8080")
+	name := widget.NewEntry()
+	name.SetPlaceHolder("optional: from the address")
+	key := widget.NewPasswordEntry()
+	key.SetPlaceHolder("optional: sent to this machine only")
+	d := dialog.NewForm("Add machine", "Add", "Cancel", []*widget.FormItem{
+		widget.NewFormItem("Address", addr), widget.NewFormItem("Name", name), widget.NewFormItem("API key", key),
+	}, func(ok bool) {
+		if !ok {
+			return
+		}
+		p := wire.PeerAdd{Name: strings.TrimSpace(name.Text), URL: strings.TrimSpace(addr.Text), APIKey: strings.TrimSpace(key.Text)}
+		m.u.background("Add machine "+p.URL, func() error { return m.u.b.AddPeer(p) })
+	}, m.win)
+	d.Resize(fyne.NewSize(480, 240))
+	d.Show()
+}

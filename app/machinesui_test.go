@@ -1,0 +1,115 @@
+package app
+
+import (
+	"errors"
+	"sort"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// The fake's peers are its configuration's [peers.NAME], with the state a test sets (fakePeerState).
+var fakePeerState = map[string]wire.Peer{}
+
+func (f *fakeBackend) Peers() []wire.Peer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []wire.Peer{}
+	for name, p := range f.cfg.Peers {
+		wp := wire.Peer{Name: name, URL: p.URL, State: "checking", HasKey: p.APIKey != "", Models: []wire.PeerModel{}}
+		if st, ok := fakePeerState[name]; ok {
+			wp.State, wp.Error, wp.Models = st.State, st.Error, st.Models
+		}
+		out = append(out, wp)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out
+}
+
+func (f *fakeBackend) AddPeer(p wire.PeerAdd) error {
+	if p.Name == "" {
+		return errors.New("the fake needs a name")
+	}
+	return f.EditConfig(func(c *config.Config) error {
+		c.Peers[p.Name] = config.Peer{URL: p.URL, APIKey: p.APIKey}
+		return nil
+	})
+}
+
+func (f *fakeBackend) RemovePeer(name string) error {
+	return f.EditConfig(func(c *config.Config) error {
+		delete(c.Peers, name)
+		return nil
+	})
+}
+
+// The Other machines section lists each peer with its state and models, shows a peer that does
+// not answer with why and its models unavailable, and Remove takes one out through the config.
+func TestMachinesSection(t *testing.T) {
+	fb := newFakeBackend(windowSnapshot())
+	fb.cfg.Peers = map[string]config.Peer{"desk": {URL: "http://10.0.0.2:8080", APIKey: "k"}, "nas": {URL: "http://10.0.0.3:11434"}}
+	fakePeerState = map[string]wire.Peer{
+		"desk": {State: "up", Models: []wire.PeerModel{{ID: "big-70b", Ref: "peer:desk/big-70b", Status: "loaded"}, {ID: "qwen-7b", Ref: "peer:desk/qwen-7b", Local: true}}},
+		"nas":  {State: "down", Error: "connection refused", Models: []wire.PeerModel{{ID: "llama3:latest", Ref: "peer:nas/llama3:latest"}}},
+	}
+	t.Cleanup(func() { fakePeerState = map[string]wire.Peer{} })
+	u, l := newTestUIWith(t, fb)
+	l.wait(func() {
+		u.models = newModelsWindow(u)
+		u.models.show()
+		u.models.win.Resize(fyne.NewSize(1000, 700))
+		u.models.update(u.snap)
+	})
+	var box *fyne.Container
+	l.wait(func() { box = u.models.machines.box })
+	for _, want := range []string{"Other machines", "[Add machine…]", "desk — http://10.0.0.2:8080", "Answering — big-70b, peer:desk/qwen-7b (a model here has its ID)",
+		"nas — http://10.0.0.3:11434", "Not answering: connection refused — models unavailable: llama3:latest"} {
+		var ok bool
+		l.wait(func() { ok = hasText(box, want) })
+		if !ok {
+			var got []string
+			l.wait(func() { got = texts(box) })
+			t.Fatalf("no %q in %q", want, got)
+		}
+	}
+	// Remove nas.
+	l.wait(func() {
+		for _, o := range test.LaidOutObjects(box) {
+			if b, ok := o.(*widget.Button); ok && b.Text == "Remove" {
+				test.Tap(b) // the first: desk
+				break
+			}
+		}
+	})
+	testbed.WaitFor(t, 10*time.Second, "desk removed from the configuration", func() bool {
+		_, ok := fb.Config().Peers["desk"]
+		return !ok
+	})
+	l.wait(func() { u.models.update(u.snap) })
+	l.wait(func() {
+		if hasText(box, "desk —") || !hasText(box, "nas —") {
+			t.Errorf("after Remove: %q", texts(box))
+		}
+	})
+}
+
+// Without the feature the section takes no room.
+func TestMachinesSectionNotOffered(t *testing.T) {
+	fb := newFakeBackend(windowSnapshot())
+	u, l := newTestUIWith(t, fb)
+	l.wait(func() {
+		u.models = newModelsWindow(u)
+		u.models.show()
+		u.models.update(u.snap)
+		if n := len(u.models.machines.box.Objects); n != 0 {
+			t.Errorf("section shown without the feature: %q", texts(u.models.machines.box))
+		}
+	})
+}

@@ -1,0 +1,12 @@
+package app
+
+import "github.com/llamatray/llamatray/router/wire"
+
+// Peers are the service's peers now.
+func (sb *serviceBackend) Peers() []wire.Peer { return sb.svc.PeerList() }
+
+// AddPeer adds a peer through the service's one configuration writer.
+func (sb *serviceBackend) AddPeer(p wire.PeerAdd) error { return sb.svc.AddPeer(p) }
+
+// RemovePeer takes a peer out through the service's one configuration writer.
+func (sb *serviceBackend) RemovePeer(name string) error { return sb.svc.RemovePeer(name) }
