@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(fakeRPCEnv); dir != "" {
 		os.Exit(fakeRPC(dir, os.Args[1:]))
 	}
+	if dir := os.Getenv(workerProcEnv); dir != "" {
+		os.Exit(workerProc(dir))
+	}
 	handshakeTimeout = 500 * time.Millisecond
 	os.Exit(m.Run())
 }
@@ -54,6 +57,18 @@ func fakeRPC(dir string, args []string) int {
 		io.Copy(c, c)
 		c.Close()
 	}
+}
+
+// workerProcEnv makes the test binary a worker process (Serve with the fake rpc-server), which
+// writes its link address to addr in that folder.
+const workerProcEnv = "LLAMATRAY_WORKER_TEST_PROC"
+
+func workerProc(dir string) int {
+	os.Setenv(fakeRPCEnv, dir)
+	err := Serve(context.Background(), Options{Listen: "127.0.0.1:0", Token: testToken, RPCServer: os.Args[0],
+		Ready: func(a string) { os.WriteFile(filepath.Join(dir, "addr"), []byte(a), 0o644) }})
+	fmt.Println(err)
+	return 1
 }
 
 const testToken = "test-token-0123456789"
