@@ -111,6 +111,8 @@ type Backend interface {
 	// at once. RemovePeer takes one out.
 	AddPeer(p wire.PeerAdd) error
 	RemovePeer(name string) error
+	// PeersChanged is closed at the next change of a peer's state or models; nil without peers.
+	PeersChanged() <-chan struct{}
 }
 
 // Offers are the parts of the service a backend has. The running service has them all.

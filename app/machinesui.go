@@ -88,10 +88,7 @@ func (m *machinesSection) peersPart(peers []wire.Peer) []fyne.CanvasObject {
 
 // peerLine is a peer's state and models in words.
 func peerLine(p wire.Peer) string {
-	state := map[string]string{"up": "Answering", "down": "Not answering", "checking": "Checking…"}[p.State]
-	if state == "" {
-		state = p.State
-	}
+	state := peerState(p.State)
 	if p.Error != "" {
 		state += ": " + p.Error
 	}
@@ -110,6 +107,14 @@ func peerLine(p wire.Peer) string {
 		return fmt.Sprintf("%s — models unavailable: %s", state, strings.Join(ids, ", "))
 	}
 	return fmt.Sprintf("%s — %s", state, strings.Join(ids, ", "))
+}
+
+// peerState is a peer's state in words.
+func peerState(state string) string {
+	if w, ok := map[string]string{"up": "Answering", "down": "Not answering", "checking": "Checking…"}[state]; ok {
+		return w
+	}
+	return state
 }
 
 // askPeer asks for a peer's address, name and key, and adds it.
@@ -131,4 +136,38 @@ func (m *machinesSection) askPeer() {
 	}, m.win)
 	d.Resize(fyne.NewSize(480, 240))
 	d.Show()
+}
+
+// peersMenu is the tray's "Other machines" submenu: each peer with its state, and its models; a
+// click on one copies the name that reaches it here (its ID, or peer:NAME/ID when a model here
+// has the ID). Nothing without peers.
+func peersMenu(s Snapshot) []MenuItem {
+	if len(s.Peers) == 0 {
+		return nil
+	}
+	up := 0
+	top := MenuItem{Key: "peers"}
+	for _, p := range s.Peers {
+		if p.State == "up" {
+			up++
+		}
+		sub := MenuItem{Key: "peer " + p.Name, Label: p.Name + " — " + strings.ToLower(peerState(p.State))}
+		for _, m := range p.Models {
+			name := m.ID
+			if m.Local {
+				name = m.Ref
+			}
+			it := MenuItem{Key: "peer model " + m.Ref, Label: name, Action: Action{Kind: ActCopy, Text: name}}
+			if p.State != "up" {
+				it.Label, it.Disabled = name+" — unavailable", true
+			}
+			sub.Children = append(sub.Children, it)
+		}
+		if len(sub.Children) == 0 {
+			sub.Children = []MenuItem{{Label: "No models", Disabled: true}}
+		}
+		top.Children = append(top.Children, sub)
+	}
+	top.Label = fmt.Sprintf("Other machines (%d of %d answering)", up, len(s.Peers))
+	return []MenuItem{top}
 }

@@ -113,3 +113,36 @@ func TestMachinesSectionNotOffered(t *testing.T) {
 		}
 	})
 }
+
+func (f *fakeBackend) PeersChanged() <-chan struct{} { return nil }
+
+// The tray lists the peers' models under Other machines: a click copies the name to use; a peer
+// that does not answer has its models disabled.
+func TestPeersMenu(t *testing.T) {
+	s := windowSnapshot()
+	if len(peersMenu(s)) != 0 {
+		t.Fatal("a menu without peers")
+	}
+	s.Peers = []wire.Peer{
+		{Name: "desk", State: "up", Models: []wire.PeerModel{{ID: "big", Ref: "peer:desk/big"}, {ID: "qwen-7b", Ref: "peer:desk/qwen-7b", Local: true}}},
+		{Name: "nas", State: "down", Models: []wire.PeerModel{{ID: "llama3", Ref: "peer:nas/llama3"}}},
+	}
+	m := peersMenu(s)
+	if len(m) != 1 || m[0].Label != "Other machines (1 of 2 answering)" || len(m[0].Children) != 2 {
+		t.Fatalf("%+v", m)
+	}
+	desk, nas := m[0].Children[0], m[0].Children[1]
+	if desk.Label != "desk — answering" || desk.Children[0].Action != (Action{Kind: ActCopy, Text: "big"}) || desk.Children[1].Action.Text != "peer:desk/qwen-7b" {
+		t.Fatalf("%+v", desk)
+	}
+	if nas.Label != "nas — not answering" || !nas.Children[0].Disabled || nas.Children[0].Label != "llama3 — unavailable" {
+		t.Fatalf("%+v", nas)
+	}
+	found := false
+	for _, it := range BuildMenu(s) {
+		found = found || it.Key == "peers"
+	}
+	if !found {
+		t.Fatal("not in the tray menu")
+	}
+}

@@ -75,6 +75,7 @@ func BuildMenu(s Snapshot) []MenuItem {
 		out = append(out, MenuItem{Key: "model " + m.ID, Label: runningLabel(m), Children: modelSubmenu(m)})
 	}
 	out = append(out, availableMenu(s, available))
+	out = append(out, peersMenu(s)...) // machinesui.go
 
 	out = append(out, sep(),
 		item("Open Llamatray…", ActOpenWindow, ""),

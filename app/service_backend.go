@@ -37,6 +37,7 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 		ServerVer:  ls.Version,
 		ModelDirs:  cfg.ModelDirsResolved(),
 		LogDir:     sb.svc.LogDir(),
+		Peers:      sb.svc.PeerList(),
 		Budget:     sb.svc.Engine().Budget(),
 	}
 	if s.ListenAddr == "" {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // Snapshot is everything the tray menu and the models window show, copied out of the running
@@ -23,8 +24,9 @@ type Snapshot struct {
 	Models     []Model // sorted by ID
 	Budget     service.Budget
 	Autostart  bool
-	Scanning   bool       // the catalog is being rescanned
-	Downloads  []Download // models being downloaded from the Hub, paused or failed, oldest first
+	Scanning   bool        // the catalog is being rescanned
+	Downloads  []Download  // models being downloaded from the Hub, paused or failed, oldest first
+	Peers      []wire.Peer // other machines' servers and their models (Offers.Peers), by name
 	// UpdateVersion is a newer Llamatray release ("0.4.0") found by the daily check (update_check),
 	// "" when none; UpdateURL is its page.
 	UpdateVersion, UpdateURL string

@@ -109,6 +109,7 @@ func (u *ui) watch(ctx context.Context) {
 		pulls, stop = u.b.PullEvents()
 		defer stop()
 	}
+	peers := u.b.PeersChanged() // nil without peers: never ready
 	refreshed := make(chan struct{})
 	go func() { u.refresh.run(ctx); close(refreshed) }()
 	go u.watchUpdates(ctx)
@@ -136,6 +137,9 @@ func (u *ui) watch(ctx context.Context) {
 		case <-ticks:
 			u.refresh.Kick()
 		case <-pulls: // a download's progress is in the tray menu's header
+			u.refresh.Kick()
+		case <-peers: // the other machines' models are in the tray menu
+			peers = u.b.PeersChanged()
 			u.refresh.Kick()
 		case ev, ok := <-events:
 			if !ok {
