@@ -49,8 +49,12 @@ const (
 	maxFrame      = 4096
 
 	badTokenDelay = 500 * time.Millisecond
-	// maxHandshakes bounds the connections the worker authenticates at once; more are closed.
-	maxHandshakes = 16
+	// maxHandshakes bounds the connections the worker authenticates at once, and
+	// maxHandshakesPerHost those from one IP address; more are closed at once. A host that opens
+	// connections and says nothing holds at most maxHandshakesPerHost for handshakeTimeout each,
+	// and a head elsewhere still gets through.
+	maxHandshakes        = 64
+	maxHandshakesPerHost = 8
 
 	opStatus = "status"
 	opRPC    = "rpc"

@@ -87,19 +87,23 @@ func TestCheckNotWorker(t *testing.T) {
 // anything but a refusal.
 func TestHostileClients(t *testing.T) {
 	w := startWorker(t)
+	// The hostile host is 127.0.0.2 (Linux routes all of 127/8 to loopback), the head 127.0.0.1.
+	hostile := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
 	dial := func() net.Conn {
-		c, err := net.Dial("tcp", w.addr)
+		c, err := hostile.Dial("tcp", w.addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	// Silent clients, up to the handshake limit: a head still gets through while they wait.
+	// Silent clients, past the per-host limit: the ones over it are closed at once, the others
+	// by the handshake deadline; a head elsewhere gets through meanwhile.
 	var silent []net.Conn
-	for range maxHandshakes - 1 {
+	for range maxHandshakesPerHost - 2 {
 		silent = append(silent, dial())
 	}
+	over := make([]net.Conn, 0, 4)
 	garbage := dial()
 	garbage.Write([]byte("GET / HTTP/1.0\r\n\r\n" + strings.Repeat("\x00\xff", 1000)))
 
@@ -113,8 +117,22 @@ func TestHostileClients(t *testing.T) {
 		t.Fatalf("answer to a huge line: %+v, %v; want a bad-request refusal", a, err)
 	}
 
+	for range 4 {
+		over = append(over, dial())
+	}
 	if _, err := Check(ctxT(t, 5*time.Second), w.addr, testToken); err != nil {
 		t.Fatalf("Check beside hostile clients: %v", err)
+	}
+	// At least those over the limit are closed well before the handshake deadline.
+	closedEarly := 0
+	for _, c := range over {
+		c.SetReadDeadline(time.Now().Add(handshakeTimeout / 3))
+		if _, err := c.Read(make([]byte, 1)); err != nil && !isTimeout(err) {
+			closedEarly++
+		}
+	}
+	if closedEarly < 2 {
+		t.Fatalf("%d of 4 connections over the per-host limit were closed at once, want at least 2", closedEarly)
 	}
 	// The worker closes every silent or garbage connection by its handshake deadline.
 	for _, c := range append(silent, garbage) {
@@ -166,6 +184,11 @@ func TestRelayCannotAuthenticate(t *testing.T) {
 	if r := <-relayed; !strings.Contains(r, codeBadToken) {
 		t.Fatalf("the worker answered the relay %q, want a bad-token refusal", r)
 	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func TestNewToken(t *testing.T) {

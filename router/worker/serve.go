@@ -52,13 +52,15 @@ type server struct {
 	log  *slog.Logger
 	tls  *tls.Config
 	rpc  *rpcChild
-	sem  chan struct{} // handshakes in progress
 	ctx  context.Context
 	wg   sync.WaitGroup
-	mu   sync.Mutex // guards sess, conns
+	mu   sync.Mutex // guards sess, conns, pending, npending
 	sess *session   // the open RPC session, or nil
 	// conns are the accepted connections, closed when Serve ends.
 	conns map[net.Conn]struct{}
+	// pending counts the handshakes in progress per remote IP; npending is their sum.
+	pending  map[string]int
+	npending int
 }
 
 type session struct {
@@ -116,7 +118,7 @@ func Serve(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &server{o: o, log: log, tls: serverTLS(cert), rpc: newRPCChild(path, o.Threads, log),
-		sem: make(chan struct{}, maxHandshakes), ctx: ctx, conns: map[net.Conn]struct{}{}}
+		ctx: ctx, conns: map[net.Conn]struct{}{}, pending: map[string]int{}}
 	first := make(chan error, 1)
 	childDone := make(chan struct{})
 	go func() { defer close(childDone); s.rpc.run(ctx, first) }()
@@ -176,6 +178,27 @@ func (s *server) untrack(c net.Conn) {
 	s.mu.Unlock()
 }
 
+// admit counts a handshake from host; false when host or the worker has too many in progress.
+func (s *server) admit(host string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.npending >= maxHandshakes || s.pending[host] >= maxHandshakesPerHost {
+		return false
+	}
+	s.pending[host]++
+	s.npending++
+	return true
+}
+
+func (s *server) unadmit(host string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.npending--
+	if s.pending[host]--; s.pending[host] <= 0 {
+		delete(s.pending, host)
+	}
+}
+
 func (s *server) info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -192,17 +215,16 @@ func (s *server) handle(raw net.Conn) {
 	defer s.untrack(raw)
 	defer raw.Close()
 	log := s.log.With("remote", raw.RemoteAddr().String())
-	select {
-	case s.sem <- struct{}{}:
-	default:
-		log.Warn("link refused: too many handshakes at once")
+	host, _, _ := net.SplitHostPort(raw.RemoteAddr().String())
+	if !s.admit(host) {
+		log.Warn("link refused: too many handshakes at once", "from", host)
 		return
 	}
 	held := true
 	release := func() {
 		if held {
 			held = false
-			<-s.sem
+			s.unadmit(host)
 		}
 	}
 	defer release()
