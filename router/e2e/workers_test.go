@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +38,9 @@ func rpcServerBin(t *testing.T) (llama, rpc string) {
 	if rpc == "" && llama != "" {
 		// Debian's name (make llama-server), then llama.cpp's release builds'.
 		for _, n := range []string{"ggml-rpc-server", "rpc-server"} {
+			if runtime.GOOS == "windows" {
+				n += ".exe"
+			}
 			rpc = filepath.Join(filepath.Dir(llama), n)
 			if _, err := os.Stat(rpc); err == nil {
 				break
