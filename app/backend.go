@@ -105,8 +105,8 @@ type Backend interface {
 
 	// Other machines (Offers.Peers): peers whose models are served here too ([peers.NAME]).
 
-	// Peers are the peers now: state, models, last error (never their keys).
-	Peers() []wire.Peer
+	// The peers themselves, with their state and models, are in the Snapshot.
+
 	// AddPeer adds a peer, or changes the one of its name, saved in the configuration; it is read
 	// at once. RemovePeer takes one out.
 	AddPeer(p wire.PeerAdd) error

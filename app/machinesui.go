@@ -27,8 +27,8 @@ func newMachinesSection(u *ui, win fyne.Window) *machinesSection {
 	return &machinesSection{u: u, win: win, box: container.NewVBox()}
 }
 
-// update shows the machines as the backend has them now; it takes no room without the feature.
-func (m *machinesSection) update() {
+// update shows s's machines; it takes no room without the feature.
+func (m *machinesSection) update(s Snapshot) {
 	if !m.u.b.Offers().Peers {
 		if m.key != "" || len(m.box.Objects) > 0 {
 			m.key, m.box.Objects = "", nil
@@ -36,7 +36,7 @@ func (m *machinesSection) update() {
 		}
 		return
 	}
-	peers := m.u.b.Peers()
+	peers := s.Peers
 	key := peersKey(peers)
 	if key == m.key && len(m.box.Objects) > 0 {
 		return

@@ -2,7 +2,6 @@ package app
 
 import (
 	"errors"
-	"sort"
 	"testing"
 	"time"
 
@@ -14,24 +13,6 @@ import (
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/wire"
 )
-
-// The fake's peers are its configuration's [peers.NAME], with the state a test sets (fakePeerState).
-var fakePeerState = map[string]wire.Peer{}
-
-func (f *fakeBackend) Peers() []wire.Peer {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := []wire.Peer{}
-	for name, p := range f.cfg.Peers {
-		wp := wire.Peer{Name: name, URL: p.URL, State: "checking", HasKey: p.APIKey != "", Models: []wire.PeerModel{}}
-		if st, ok := fakePeerState[name]; ok {
-			wp.State, wp.Error, wp.Models = st.State, st.Error, st.Models
-		}
-		out = append(out, wp)
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
-	return out
-}
 
 func (f *fakeBackend) AddPeer(p wire.PeerAdd) error {
 	if p.Name == "" {
@@ -53,13 +34,13 @@ func (f *fakeBackend) RemovePeer(name string) error {
 // The Other machines section lists each peer with its state and models, shows a peer that does
 // not answer with why and its models unavailable, and Remove takes one out through the config.
 func TestMachinesSection(t *testing.T) {
-	fb := newFakeBackend(windowSnapshot())
-	fb.cfg.Peers = map[string]config.Peer{"desk": {URL: "http://10.0.0.2:8080", APIKey: "k"}, "nas": {URL: "http://10.0.0.3:11434"}}
-	fakePeerState = map[string]wire.Peer{
-		"desk": {State: "up", Models: []wire.PeerModel{{ID: "big-70b", Ref: "peer:desk/big-70b", Status: "loaded"}, {ID: "qwen-7b", Ref: "peer:desk/qwen-7b", Local: true}}},
-		"nas":  {State: "down", Error: "connection refused", Models: []wire.PeerModel{{ID: "llama3:latest", Ref: "peer:nas/llama3:latest"}}},
+	s := windowSnapshot()
+	s.Peers = []wire.Peer{
+		{Name: "desk", URL: "http://10.0.0.2:8080", State: "up", Models: []wire.PeerModel{{ID: "big-70b", Ref: "peer:desk/big-70b", Status: "loaded"}, {ID: "qwen-7b", Ref: "peer:desk/qwen-7b", Local: true}}},
+		{Name: "nas", URL: "http://10.0.0.3:11434", State: "down", Error: "connection refused", Models: []wire.PeerModel{{ID: "llama3:latest", Ref: "peer:nas/llama3:latest"}}},
 	}
-	t.Cleanup(func() { fakePeerState = map[string]wire.Peer{} })
+	fb := newFakeBackend(s)
+	fb.cfg.Peers = map[string]config.Peer{"desk": {URL: "http://10.0.0.2:8080", APIKey: "k"}, "nas": {URL: "http://10.0.0.3:11434"}}
 	u, l := newTestUIWith(t, fb)
 	l.wait(func() {
 		u.models = newModelsWindow(u)
@@ -92,7 +73,8 @@ func TestMachinesSection(t *testing.T) {
 		_, ok := fb.Config().Peers["desk"]
 		return !ok
 	})
-	l.wait(func() { u.models.update(u.snap) })
+	s.Peers = s.Peers[1:] // as the service's next snapshot has it
+	l.wait(func() { u.models.update(s) })
 	l.wait(func() {
 		if hasText(box, "desk —") || !hasText(box, "nas —") {
 			t.Errorf("after Remove: %q", texts(box))

@@ -149,7 +149,7 @@ func (m *modelsWindow) update(s Snapshot) {
 	m.bar.set(s.Budget)
 	m.updateBanners(s)
 	m.downloads.update(s)
-	m.machines.update()
+	m.machines.update(s)
 
 	rows := modelRows(s, m.filter.Text, now())
 	key := m.emptyKey(s)

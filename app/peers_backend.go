@@ -2,9 +2,6 @@ package app
 
 import "github.com/llamatray/llamatray/router/wire"
 
-// Peers are the service's peers now.
-func (sb *serviceBackend) Peers() []wire.Peer { return sb.svc.PeerList() }
-
 // AddPeer adds a peer through the service's one configuration writer.
 func (sb *serviceBackend) AddPeer(p wire.PeerAdd) error { return sb.svc.AddPeer(p) }
 
