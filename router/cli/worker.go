@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -79,7 +80,7 @@ func runWorker(args []string, b Build, env Env) error {
 	defer closeLog()
 	return worker.Serve(ctx, worker.Options{
 		Listen: *listen, Token: *token, RPCServer: path, Threads: *threads, Logger: log,
-		Name: *name, Version: b.Version,
+		Name: *name, Version: cmp.Or(b.Version, "dev"),
 		Ready: func(addr string) {
 			fmt.Fprintf(env.Stdout, "Worker %s listening on %s (rpc-server %s, bound to 127.0.0.1).\n", *name, addr, path)
 			if made {

@@ -143,8 +143,18 @@ func Serve(ctx context.Context, o Options) error {
 		s.mu.Unlock()
 	})
 	defer stop()
+	var retry time.Duration // backoff after an accept error (out of file descriptors, say)
 	for {
 		c, err := ln.Accept()
+		if err != nil && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+			retry = min(max(2*retry, 5*time.Millisecond), time.Second)
+			log.Warn("worker: accept failed; retrying", "err", err, "in", retry)
+			select {
+			case <-time.After(retry):
+			case <-ctx.Done():
+			}
+			continue
+		}
 		if err != nil {
 			s.wg.Wait()
 			if ctx.Err() != nil {
@@ -152,6 +162,7 @@ func Serve(ctx context.Context, o Options) error {
 			}
 			return fmt.Errorf("worker: accept: %w", err)
 		}
+		retry = 0
 		if !s.track(c) {
 			c.Close()
 			continue
@@ -348,7 +359,8 @@ func (s *server) session(conn *tls.Conn, r *bufio.Reader, head, remote, proofHex
 		io.Copy(conn, rpc)
 		conn.Close() // the rpc-server ended the session: end the link
 	}()
-	io.Copy(rpc, r)
+	// Read only: bufio's WriteTo would carry the bulk of a model's upload in 4 KiB writes.
+	io.Copy(rpc, struct{ io.Reader }{r})
 	rpc.Close() // the head ended the link: end the rpc-server's session
 	<-done
 	log.Info("rpc session closed", "head", head, "duration", time.Since(t0).Round(time.Millisecond))
