@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 
@@ -269,13 +270,16 @@ func withModel(body []byte, id string) ([]byte, error) {
 }
 
 // peerModels are the peers' models for GET /models and /v1/models: under their own ID, else —
-// when a local model (taken) or an earlier peer has it — under "peer:NAME/ID".
+// when a local model (taken) or an earlier peer has it (those that answer first, then by name, as
+// Find picks) — under "peer:NAME/ID".
 func (rt *Server) peerModels(taken map[string]bool) []wire.Model {
 	if rt.o.Peers == nil {
 		return nil
 	}
 	var out []wire.Model
-	for _, p := range rt.o.Peers.Peers() {
+	peers := rt.o.Peers.Peers()
+	sort.SliceStable(peers, func(a, b int) bool { return peers[a].Up() && !peers[b].Up() }) // as Find picks
+	for _, p := range peers {
 		for _, m := range p.Models {
 			ref := peer.Ref(p.Name, m.ID)
 			e := wire.Model{ID: m.ID, Object: "model", OwnedBy: peer.OwnedBy(p.Name), Created: rt.o.StartTime.Unix(),
