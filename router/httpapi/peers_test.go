@@ -312,4 +312,3 @@ func TestPeerOllamaChat(t *testing.T) {
 		t.Fatalf("%s %s", got.Path, got.Body)
 	}
 }
-
