@@ -198,7 +198,7 @@ func runWorkers(ctx context.Context, o options) (string, error) {
 		fmt.Fprintf(&b, "| %s | %.2f s | %.1f | %.1f |\n", t.name, t.load.Seconds(), float64(t.tokens)/t.elapsed.Seconds(), medianRate(t.perSec))
 	}
 	linkCPU := targets[1].cpu - targets[0].cpu // the same requests' client CPU taken out
-	fmt.Fprintf(&b, "\nThe links carried %s while the model loaded (%s of this process's CPU: %.1f ms per MB) and %s for %d generated tokens (%s per token; %s of CPU above the straight rounds': %.1f ms per MB).\n\n",
+	fmt.Fprintf(&b, "\nThe links carried %s while the model loaded (%s of this process's CPU: %.1f ms per MB) and %s for %d generated tokens (%s per token; %s of CPU above the straight rounds': %.1f ms per MB). A token is many small RPC messages, so the CPU per MB of generation is a cost per message (a TLS record and four socket operations per hop and direction), not per byte; the bulk of a load costs far less per MB. Here the links' CPU also competes for the same cores with llama-server and the rpc-servers.\n\n",
 		mb(loadBytes), loadCPU.Round(time.Millisecond), perMB(loadCPU, loadBytes), mb(genBytes), targets[1].tokens, kb(genBytes/max(targets[1].tokens, 1)), linkCPU.Round(time.Millisecond), perMB(linkCPU, genBytes))
 	fmt.Fprintf(&b, "Machine: %s. Load average %s at the start, %s at the end. Command: `go run ./router/testbed/bench -workers %s`.\n",
 		machine, loadStart, harness.LoadAvg(), homeTilde(strings.Join(os.Args[2:], " ")))
