@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/llamatray/llamatray/router/mem"
@@ -20,6 +21,12 @@ func (e *Engine) gpus() []mem.GPU {
 	g := e.sys.GPUs
 	if len(g) > sched.MaxGPUs {
 		g = g[:sched.MaxGPUs]
+	}
+	if w := e.workerDevices(); len(w) > 0 { // rpcdevices.go
+		g = append(slices.Clip(g), w...)
+		if len(g) > sched.MaxGPUs {
+			g = g[:sched.MaxGPUs]
+		}
 	}
 	return g
 }
@@ -77,7 +84,7 @@ func (e *Engine) onDevices(ram int64, devs map[string]int64) sched.Mem {
 			continue
 		}
 		out.GPU[i] += n
-		if e.sys.Unified {
+		if e.sys.Unified && i < e.localGPUs() {
 			out.RAM += n
 		}
 	}

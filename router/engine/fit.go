@@ -59,7 +59,7 @@ func (e *Engine) fitted(m *model) bool { return e.o.FitTarget && !userOffload(m.
 // whole working set as its own, so its margin is the working set less its share. Called with mu
 // held, after m's plan (held) is set.
 func (e *Engine) fitArgs(m *model) []string {
-	gs := e.gpus()
+	gs := e.gpus()[:e.localGPUs()] // a child without --rpc sees this machine's devices only
 	if !e.fitted(m) || len(gs) == 0 {
 		return nil
 	}

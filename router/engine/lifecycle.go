@@ -22,7 +22,8 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 	m.progress = 0
 	m.errMsg = ""
 	m.exitCode = nil
-	m.held = e.need(m)
+	m.workers, m.rpc, m.lost = slices.Clone(m.set.Workers), nil, nil
+	m.held = e.need(m) // over its workers' devices too
 	m.plan = m.held
 	m.measured = sched.Mem{}
 	m.peak = sched.Mem{}
@@ -30,7 +31,6 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 	m.lastUsed = now
 	m.args = e.args(m)
 	m.fit = e.fitArgs(m)
-	m.workers, m.rpc, m.lost = slices.Clone(m.set.Workers), nil, nil
 	if len(m.workers) > 0 {
 		m.fit = nil // --fit-target lists this machine's devices only; the workers' come after them
 	}
@@ -102,6 +102,7 @@ func (e *Engine) childEvent(m *model, ev child.Event, now time.Time) []action {
 			m.progress = 1
 			m.failures = 0 // a good load: the next crash's backoff starts from the beginning
 			if ev.Buffers != nil {
+				ev.Buffers = e.rpcBuffers(m, ev.Buffers) // RPC0… as the engine names them
 				// The child's own report of what it holds on each device replaces the
 				// estimate at once; the next memory sample learns it.
 				d := e.onDevices(0, ev.Buffers)

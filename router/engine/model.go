@@ -79,15 +79,17 @@ func (e *Engine) need(m *model) sched.Mem {
 	case len(m.learned.Devices) > 0:
 		est = e.onDevices(m.learned.RAM, m.learned.Devices)
 	case !m.learned.zero():
-		est = sched.Split(m.learned.RAM, m.learned.VRAM, layers, e.shares())
+		est = sched.Split(m.learned.RAM, m.learned.VRAM, layers, e.sharesFor(m))
 	default:
-		est = sched.Split(m.entry.Estimate.RAM, m.entry.Estimate.VRAM, layers, e.shares())
+		est = sched.Split(m.entry.Estimate.RAM, m.entry.Estimate.VRAM, layers, e.sharesFor(m))
 		if !e.fitted(m) {
 			est = padUnfitted(est)
 		}
 	}
 	if e.sys.Unified {
-		est.RAM += est.VRAM()
+		for i := range e.localGPUs() {
+			est.RAM += est.GPU[i] // the workers' devices are theirs
+		}
 	}
 	if est.RAM <= 0 {
 		est.RAM = m.entry.SizeBytes

@@ -136,7 +136,7 @@ func (e *Engine) measuredMem(m *model, rss, vram int64) sched.Mem {
 		out.GPU = m.devices.GPU
 	case vram > 0 && m.plan.VRAM() > 0:
 		out = out.Add(sched.Split(0, vram, 0, m.plan.GPU[:]))
-	case vram > 0 && len(e.gpus()) == 1:
+	case vram > 0 && e.localGPUs() == 1:
 		out.GPU[0] = vram
 	}
 	if e.sys.Unified {

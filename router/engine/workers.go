@@ -35,6 +35,9 @@ type Workers interface {
 	// refusal here: the model's own child may be what keeps it busy), as a *WorkerError; nil when
 	// every one answers. ctx bounds it.
 	Down(ctx context.Context, names []string) error
+	// Devices are every configured worker's RPC devices, as last listed (rpcdevices.go). It must
+	// not block: the engine calls it under its lock.
+	Devices() []WorkerDevice
 }
 
 // WorkerError says a model cannot use one of its workers: it is down, refused the token, is busy

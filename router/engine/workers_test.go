@@ -17,6 +17,7 @@ type fakeWorkers struct {
 	ends   map[string]string
 	errs   map[string]error
 	checks [][]string // the names of each Prepare, in order
+	devs   []WorkerDevice
 }
 
 func (f *fakeWorkers) Prepare(_ context.Context, names []string) ([]string, error) {
@@ -42,6 +43,12 @@ func (f *fakeWorkers) Down(_ context.Context, names []string) error {
 		}
 	}
 	return nil
+}
+
+func (f *fakeWorkers) Devices() []WorkerDevice {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.devs)
 }
 
 func (f *fakeWorkers) set(name string, err error) {

@@ -69,6 +69,9 @@ func (q *pass) serve(m *Model, ahead []*Model) {
 // workerWait is 5.6: when a worker m needs is another model's, m waits for it (that model stopping
 // for it when idle) and workerWait reports true; else m claims its workers and goes on to Fit.
 func (q *pass) workerWait(m *Model) bool {
+	if !m.Need.Within(q.s.Room.ceiling()) {
+		return false // too large whatever the workers do: Fit refuses it at once
+	}
 	for _, w := range m.Workers {
 		u := q.workers[w]
 		if u == "" || u == m.ID {

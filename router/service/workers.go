@@ -249,6 +249,20 @@ func (w *workerLinks) Down(ctx context.Context, names []string) error {
 	return nil
 }
 
+// Devices is engine.Workers': every worker's RPC devices as listed when its link opened. It takes
+// only w.mu, never the engine's lock, and does no I/O.
+func (w *workerLinks) Devices() []engine.WorkerDevice {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []engine.WorkerDevice
+	for _, l := range w.links {
+		for _, d := range l.devices {
+			out = append(out, engine.WorkerDevice{Worker: l.name, Name: d.Name, Total: d.Total, Free: d.Free})
+		}
+	}
+	return out
+}
+
 // listDevices asks llama-server which RPC devices it reaches through end; nil when it cannot say.
 func (w *workerLinks) listDevices(ctx context.Context, name, end string) []wire.WorkerDevice {
 	bin := w.binary()

@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llamatray/llamatray/router/mem"
+	"github.com/llamatray/llamatray/router/sched"
+)
+
+// RPC devices: each worker's devices (llama.cpp's RPC backend, as `llama-server --rpc END
+// --list-devices` lists them) are devices of the engine's per-device budget, after this machine's
+// GPUs, workers by name: device "NAME/RPC0" is worker NAME's first. A model's estimate is split
+// over this machine's GPUs and its own workers' devices only (sharesFor); a child's buffer report
+// names them as llama-server numbers them for that child (RPC0, RPC1, ... over its --rpc ends in
+// order), which rpcBuffers turns into the engine's names, so footprints are learned per worker
+// device as for GPUs. Their budget is what each listed free when its link opened.
+
+// WorkerDevice is one RPC device of a worker, as listed with that worker's end alone.
+type WorkerDevice struct {
+	Worker string
+	Name   string // RPC0, RPC1, ... as listed with the worker's end alone
+	Total  int64
+	Free   int64
+}
+
+// workerDevices are the configured workers' devices, by worker name then order; none without
+// links. Called with mu held (Workers.Devices takes no lock of the engine's and does no I/O).
+func (e *Engine) workerDevices() []mem.GPU {
+	if e.o.Workers == nil {
+		return nil
+	}
+	ds := e.o.Workers.Devices()
+	slices.SortStableFunc(ds, func(a, b WorkerDevice) int { return strings.Compare(a.Worker, b.Worker) })
+	out := make([]mem.GPU, 0, len(ds))
+	for _, d := range ds {
+		name := d.Worker + "/" + d.Name
+		out = append(out, mem.GPU{Device: name, Name: name, Total: d.Total, Free: d.Free})
+	}
+	return out
+}
+
+// localGPUs is how many of e.gpus() are this machine's own. Called with mu held.
+func (e *Engine) localGPUs() int {
+	if !e.sysOK {
+		return 0
+	}
+	return min(len(e.sys.GPUs), sched.MaxGPUs)
+}
+
+// workerOf is the worker whose device "NAME/RPCk" is; "" for this machine's own.
+func workerOf(device string) string {
+	w, _, ok := strings.Cut(device, "/")
+	if !ok {
+		return ""
+	}
+	return w
+}
+
+// sharesFor are the shares (shares) m's estimate is split by: this machine's devices and the
+// devices of m's own workers. Called with mu held.
+func (e *Engine) sharesFor(m *model) []int64 {
+	out := e.shares()
+	ws := m.set.Workers
+	if m.state.Running() {
+		ws = m.workers
+	}
+	for i, g := range e.gpus() {
+		if w := workerOf(deviceName(g, i)); w != "" && i >= e.localGPUs() && !slices.Contains(ws, w) {
+			out[i] = 0
+		}
+	}
+	return out
+}
+
+// rpcBuffers renames the RPC devices of m's child's buffer report (RPC0, RPC1, ... over its
+// workers' devices in --rpc order) to the engine's names (NAME/RPCk). Called with mu held.
+func (e *Engine) rpcBuffers(m *model, b map[string]int64) map[string]int64 {
+	if len(m.workers) == 0 || len(b) == 0 {
+		return b
+	}
+	var order []string // the child's RPC devices, in its numbering
+	devs := e.workerDevices()
+	for _, w := range m.workers {
+		for _, g := range devs {
+			if workerOf(g.Device) == w {
+				order = append(order, g.Device)
+			}
+		}
+	}
+	out := maps.Clone(b)
+	for name, n := range b {
+		k, ok := strings.CutPrefix(name, "RPC")
+		if !ok {
+			continue
+		}
+		i, err := strconv.Atoi(k)
+		if err != nil || i < 0 || i >= len(order) {
+			continue
+		}
+		delete(out, name)
+		out[order[i]] += n
+	}
+	return out
+}
