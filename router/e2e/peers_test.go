@@ -314,6 +314,37 @@ func TestPeersAcrossInstances(t *testing.T) {
 	c.start()
 	testbed.WaitFor(t, 60*time.Second, "c to be up again", func() bool { return peerOf(status(t, a), "c").State == "up" })
 	a.chatOK("peer:c/gamma")
+
+	// `llamatray peer add` changes the running A, which reads the new peer at once and saves it.
+	out := a.cli("peer", "add", d.base, "--name", "d2", "--api-key", "unused-key")
+	if !strings.Contains(out, "peer d2 added (in the running Llamatray at "+a.base) {
+		t.Fatalf("peer add: %s", out)
+	}
+	testbed.WaitFor(t, 30*time.Second, "d2 to be up", func() bool { return peerOf(status(t, a), "d2").State == "up" })
+	a.waitModel("peer:d2/delta", "", 10*time.Second) // d, first by name, has the bare ID
+	a.chatOK("peer:d2/delta")
+	if text, _ := os.ReadFile(filepath.Join(a.dir, "config.toml")); !strings.Contains(string(text), "[peers.\"d2\"]") {
+		t.Fatalf("d2 not saved:\n%s", text)
+	}
+	if out := a.cli("peer", "list"); !strings.Contains(out, "d2") || !strings.Contains(out, "up") {
+		t.Fatalf("peer list: %s", out)
+	}
+	a.cli("peer", "rm", "d2")
+	if p := peerOf(status(t, a), "d2"); p.Name != "" {
+		t.Fatalf("d2 still there: %+v", p)
+	}
+}
+
+// cli runs the llamatray command line as p's user (its HOME and config) and wants exit 0.
+func (p *proc) cli(args ...string) string {
+	p.t.Helper()
+	cmd := exec.Command(buildLlamatray(p.t), append(args, "--config", filepath.Join(p.dir, "config.toml"))...)
+	cmd.Env = p.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("llamatray %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
 
 func status(t *testing.T, p *proc) wire.Status {
