@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -135,6 +136,7 @@ func TestWorkersListDevicesAndServeASplitModel(t *testing.T) {
 	w1, w2 := startE2EWorker(t, "w1", rpc), startE2EWorker(t, "w2", rpc)
 	e1, e2 := openE2EEnd(t, w1), openE2EEnd(t, w2)
 	rpcArg := e1.Addr() + "," + e2.Addr()
+	checkRPCServersLoopbackOnly(t, 2)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -277,4 +279,65 @@ func lostSoFar(ends ...*worker.End) string {
 		}
 	}
 	return b.String()
+}
+
+// checkRPCServersLoopbackOnly finds this process's rpc-server children (Linux: /proc) and checks
+// that each was told -H 127.0.0.1 and that its port answers on loopback and on no other address.
+func checkRPCServersLoopbackOnly(t *testing.T, want int) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		return
+	}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	found := 0
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+		var state string
+		var ppid int
+		if _, err := fmt.Sscan(rest, &state, &ppid); err != nil || ppid != os.Getpid() {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(st), "cmdline"))
+		argv := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if !strings.Contains(filepath.Base(argv[0]), "rpc-server") {
+			continue
+		}
+		found++
+		host, port := "", ""
+		for i := 0; i+1 < len(argv); i++ {
+			switch argv[i] {
+			case "-H", "--host":
+				host = argv[i+1]
+			case "-p", "--port":
+				port = argv[i+1]
+			}
+		}
+		if host != "127.0.0.1" || port == "" {
+			t.Fatalf("rpc-server argv %q, want -H 127.0.0.1 and a port", argv)
+		}
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, 2*time.Second)
+		if err != nil {
+			t.Fatalf("rpc-server %q does not answer on loopback: %v", argv, err)
+		}
+		c.Close()
+		addrs, _ := net.InterfaceAddrs()
+		for _, a := range addrs {
+			ip, ok := a.(*net.IPNet)
+			if !ok || ip.IP.IsLoopback() || ip.IP.IsLinkLocalUnicast() {
+				continue
+			}
+			if c, err := net.DialTimeout("tcp", net.JoinHostPort(ip.IP.String(), port), time.Second); err == nil {
+				c.Close()
+				t.Fatalf("rpc-server port %s answers on %s", port, ip.IP)
+			}
+		}
+	}
+	if found != want {
+		t.Fatalf("%d rpc-server children of this process, want %d", found, want)
+	}
 }
