@@ -99,6 +99,9 @@ func runPS(args []string, env Env) error {
 	}
 	running := []wire.Model{}
 	for _, m := range models {
+		if strings.HasPrefix(m.OwnedBy, "peer:") {
+			continue // another machine's (llamatray peer list shows them)
+		}
 		if m.Status.Value != "unloaded" || m.Status.Queued > 0 {
 			running = append(running, m)
 		}
