@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -121,7 +120,11 @@ func TestRPCServerRestarted(t *testing.T) {
 		t.Fatalf("%d rpc-servers started, want 1", len(first))
 	}
 	for pid := range first {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		p, err := os.FindProcess(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
