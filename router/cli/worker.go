@@ -8,13 +8,9 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/worker"
@@ -29,9 +25,6 @@ into the head's config. --rpc-server defaults to ggml-rpc-server (or rpc-server)
 llama-server Llamatray finds, then on PATH.
 
 `
-
-// rpcServerNames are llama.cpp's names for its RPC worker: Debian's, then upstream's.
-var rpcServerNames = []string{"ggml-rpc-server", "rpc-server"}
 
 func runWorker(args []string, b Build, env Env) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
@@ -63,7 +56,7 @@ func runWorker(args []string, b Build, env Env) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	path, err := findRPCServer(ctx, *rpcPath, env)
+	path, err := findRPCServer(ctx, *rpcPath)
 	if err != nil {
 		return err
 	}
@@ -118,52 +111,11 @@ func workerKey(name string) string {
 	return k
 }
 
-// findRPCServer is --rpc-server, else llama.cpp's RPC worker beside the llama-server that locate
-// finds (Debian's in /usr/libexec/<triplet>/llama/bin), else on PATH.
-func findRPCServer(ctx context.Context, given string, env Env) (string, error) {
-	if given != "" {
-		p, err := exec.LookPath(given)
-		if err != nil {
-			return "", fmt.Errorf("--rpc-server %s: %w", given, err)
-		}
-		return p, nil
+// findRPCServer is --rpc-server, else llama.cpp's RPC worker where locate.RPCServer looks.
+func findRPCServer(ctx context.Context, given string) (string, error) {
+	p, err := locate.RPCServer(ctx, given, "")
+	if err != nil && given != "" {
+		return "", fmt.Errorf("--%w", err)
 	}
-	var looked []string
-	exe := ""
-	if env.GOOS == "windows" {
-		exe = ".exe"
-	}
-	var dirs []string
-	fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	r, ferr := locate.Find(fctx, "")
-	cancel()
-	if ferr == nil {
-		dirs = append(dirs, filepath.Dir(r.Path))
-		if real, err := filepath.EvalSymlinks(r.Path); err == nil && filepath.Dir(real) != filepath.Dir(r.Path) {
-			dirs = append(dirs, filepath.Dir(real))
-		}
-	} else {
-		looked = append(looked, "beside llama-server (none found: "+ferr.Error()+")")
-	}
-	if runtime.GOOS == "linux" {
-		debian, _ := filepath.Glob("/usr/libexec/*/llama/bin")
-		dirs = append(dirs, debian...)
-	}
-	for _, d := range dirs {
-		for _, n := range rpcServerNames {
-			p := filepath.Join(d, n+exe)
-			if st, err := os.Stat(p); err == nil && !st.IsDir() {
-				return p, nil
-			}
-			looked = append(looked, p)
-		}
-	}
-	for _, n := range rpcServerNames {
-		if p, err := exec.LookPath(n); err == nil {
-			return p, nil
-		}
-		looked = append(looked, n+" on PATH")
-	}
-	return "", fmt.Errorf("llama.cpp's RPC server not found; looked at: %s. Give it with --rpc-server PATH "+
-		"(Debian: apt install llama.cpp-tools-extra libggml0-backend-rpc)", strings.Join(looked, ", "))
+	return p, err
 }
