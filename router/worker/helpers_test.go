@@ -20,7 +20,9 @@ import (
 const fakeRPCEnv = "LLAMATRAY_WORKER_TEST_FAKE_RPC"
 
 func TestMain(m *testing.M) {
-	if dir := os.Getenv(fakeRPCEnv); dir != "" {
+	// As the rpc-server, argv is the worker's "-H 127.0.0.1 ..." (the fuzzing engine's own
+	// processes inherit the environment, not those arguments).
+	if dir := os.Getenv(fakeRPCEnv); dir != "" && len(os.Args) > 1 && os.Args[1] == "-H" {
 		os.Exit(fakeRPC(dir, os.Args[1:]))
 	}
 	if dir := os.Getenv(workerProcEnv); dir != "" {
@@ -83,7 +85,7 @@ type testWorker struct {
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // startWorker runs Serve with the fake rpc-server on a free loopback port, until the test ends.
-func startWorker(t *testing.T) *testWorker {
+func startWorker(t testing.TB) *testWorker {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv(fakeRPCEnv, dir)
@@ -106,7 +108,7 @@ func startWorker(t *testing.T) *testWorker {
 }
 
 // stop ends Serve and checks it returned nil.
-func (w *testWorker) stop(t *testing.T) {
+func (w *testWorker) stop(t testing.TB) {
 	w.cancel()
 	select {
 	case err, ok := <-w.done:
@@ -122,7 +124,7 @@ func (w *testWorker) stop(t *testing.T) {
 }
 
 // fakePIDs are the pids of the fake rpc-servers started so far, from their argv files.
-func (w *testWorker) fakeArgv(t *testing.T) map[int][]string {
+func (w *testWorker) fakeArgv(t testing.TB) map[int][]string {
 	t.Helper()
 	out := map[int][]string{}
 	ents, _ := os.ReadDir(w.dir)
