@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/llamatray/llamatray/router/ollama"
+	"github.com/llamatray/llamatray/router/peer"
 )
 
 // Ollama's API (router/ollama translates): apps that speak only Ollama's API use Llamatray's models
@@ -296,11 +297,16 @@ func (rt *Server) ollamaLoadOnly(w http.ResponseWriter, r *http.Request, id, nam
 	reason := "load"
 	if ka != nil && ka.Duration == 0 {
 		reason = "unload"
+	}
+	_, _, onPeer := peer.ParseRef(id)
+	switch {
+	case onPeer: // another machine's model: it loads with its first request there
+	case reason == "unload":
 		if err := rt.o.Engine.Unload(r.Context(), id, false); err != nil {
 			rt.ollamaError(w, r, name, err)
 			return
 		}
-	} else {
+	default:
 		if err := rt.checkAutoload(r, id); err != nil { // a cross-site page never loads a model
 			rt.ollamaError(w, r, name, err)
 			return

@@ -312,3 +312,23 @@ func TestPeerOllamaChat(t *testing.T) {
 		t.Fatalf("%s %s", got.Path, got.Body)
 	}
 }
+
+// An Ollama request with nothing to answer for a peer's model is answered here, as loaded: the peer
+// loads it with its first real request.
+func TestPeerOllamaLoadOnly(t *testing.T) {
+	a := newPeerStandIn(t, "pm")
+	srv, _, ps := peerRouter(t, peer.Spec{Name: "box", URL: a.srv.URL})
+	waitPeerState(t, ps, "box", peer.StateUp)
+	resp := peerPost(t, srv.URL+"/api/chat", `{"model":"pm","messages":[]}`)
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"done_reason":"load"`) {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range a.seen {
+		if s.Path != "/v1/models" {
+			t.Fatalf("the peer got %s", s.Path)
+		}
+	}
+}
