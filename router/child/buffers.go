@@ -22,8 +22,9 @@ import (
 // HostDevice names host memory (RAM) in a buffer report.
 const HostDevice = "CPU"
 
-// An RPC device's buffer type carries its end: "RPC0[127.0.0.1:50052] model buffer size = ...".
-var bufferLine = regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9_]*)(?:\[[^\]\s]*\])?\s+(model|KV|RS|output|compute)\s+buffer size\s*=\s*([0-9]+(?:\.[0-9]+)?)\s*MiB`)
+// An RPC device's buffer type carries its server's end, its device number being the server's own:
+// "RPC0[127.0.0.1:50052] model buffer size = ..." (kept whole: RPC0 of each server is another device).
+var bufferLine = regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9_]*(?:\[[^\]\s]*\])?)\s+(model|KV|RS|output|compute)\s+buffer size\s*=\s*([0-9]+(?:\.[0-9]+)?)\s*MiB`)
 
 // parseBufferLine reads one buffer report line: the buffer type as printed, what the buffer holds,
 // and its size in bytes.

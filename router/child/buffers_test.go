@@ -28,8 +28,8 @@ func TestParseBufferLine(t *testing.T) {
 		{"llama_context:  CUDA_Host  output buffer size =     0.58 MiB", "CUDA_Host", "output", mibf(0.58), true},
 		{"llama_kv_cache:      CUDA1 KV buffer size =  1024.00 MiB", "CUDA1", "KV", 1024 * mib, true},
 		// llama.cpp's RPC backend (--rpc), a device per worker end
-		{"0.00.031.532 I load_tensors: RPC0[127.0.0.1:50199] model buffer size =     1.08 MiB", "RPC0", "model", mibf(1.08), true},
-		{"0.00.037.962 I llama_kv_cache: RPC1[127.0.0.1:50200] KV buffer size =     0.50 MiB", "RPC1", "KV", mibf(0.50), true},
+		{"0.00.031.532 I load_tensors: RPC0[127.0.0.1:50199] model buffer size =     1.08 MiB", "RPC0[127.0.0.1:50199]", "model", mibf(1.08), true},
+		{"0.00.037.962 I llama_kv_cache: RPC0[127.0.0.1:50200] KV buffer size =     0.50 MiB", "RPC0[127.0.0.1:50200]", "KV", mibf(0.50), true},
 		{"srv  load_model: loading model '/m.gguf'", "", "", 0, false},
 		{"buffer size = lots", "", "", 0, false},
 	}

@@ -35,7 +35,7 @@ func TestWorkersThroughTheService(t *testing.T) {
 				"c": {Address: wc.addr, Token: "not-the-token-0123456789"},
 			}
 			c.Models = map[string]config.Model{
-				"big":     {Workers: []string{"a", "b"}, GPULayers: &ngl, CtxSize: 4096},
+				"big":     {Workers: []string{"a", "b"}, GPULayers: &ngl, CtxSize: 4096, Args: []string{"-lv", "4"}}, // -lv 4: its buffer report
 				"solo":    {Workers: []string{"b"}, GPULayers: &ngl, CtxSize: 4096},
 				"refused": {Workers: []string{"c"}, GPULayers: &ngl},
 			}
@@ -62,6 +62,19 @@ func TestWorkersThroughTheService(t *testing.T) {
 	if w := workersByName(in)["c"]; w.State != wire.WorkerRefused || !strings.Contains(w.LastError, "token") {
 		t.Fatalf("worker c in the status: %+v, want refused for its token", w)
 	}
+	// Each worker's RPC device is a device of the budget, and big's buffers on them are its own
+	// report's (RPC0, RPC1 in its --rpc order), per worker.
+	devs := map[string]bool{}
+	for _, d := range in.svc.Engine().Budget().Devices {
+		devs[d.Name] = d.Total > 0
+	}
+	if !devs["a/RPC0"] || !devs["b/RPC0"] {
+		t.Fatalf("budget devices %v, want a/RPC0 and b/RPC0 with their memory", devs)
+	}
+	if st.HeldGPU["a/RPC0"] == 0 || st.HeldGPU["b/RPC0"] == 0 {
+		t.Fatalf("big holds %v on its devices, want bytes on a/RPC0 and b/RPC0", st.HeldGPU)
+	}
+	t.Logf("big holds %v", st.HeldGPU)
 	var doc map[string]any
 	getJSON(t, in.base+"/api/status", &doc)
 	if list, _ := doc["workers"].([]any); len(list) != 3 {

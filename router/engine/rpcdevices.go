@@ -75,13 +75,19 @@ func (e *Engine) sharesFor(m *model) []int64 {
 	return out
 }
 
-// rpcBuffers renames the RPC devices of m's child's buffer report (RPC0, RPC1, ... over its
-// workers' devices in --rpc order) to the engine's names (NAME/RPCk). Called with mu held.
+// rpcBuffers renames the RPC devices of m's child's buffer report to the engine's names
+// (NAME/RPCk). llama-server names each by its server's own device number and end,
+// "RPC0[127.0.0.1:40001]": the end is the link of one of m's workers (m.rpc); a name without an end,
+// "RPCj", counts over its workers' devices in --rpc order. Called with mu held.
 func (e *Engine) rpcBuffers(m *model, b map[string]int64) map[string]int64 {
 	if len(m.workers) == 0 || len(b) == 0 {
 		return b
 	}
-	var order []string // the child's RPC devices, in its numbering
+	var ends []string
+	if len(m.rpc) == 2 {
+		ends = strings.Split(m.rpc[1], ",")
+	}
+	var order []string // the workers' devices, in --rpc order
 	devs := e.workerDevices()
 	for _, w := range m.workers {
 		for _, g := range devs {
@@ -96,12 +102,18 @@ func (e *Engine) rpcBuffers(m *model, b map[string]int64) map[string]int64 {
 		if !ok {
 			continue
 		}
-		i, err := strconv.Atoi(k)
-		if err != nil || i < 0 || i >= len(order) {
-			continue
+		to := ""
+		if num, end, ok := strings.Cut(strings.TrimSuffix(k, "]"), "["); ok {
+			if i := slices.Index(ends, end); i >= 0 && i < len(m.workers) {
+				to = m.workers[i] + "/RPC" + num
+			}
+		} else if i, err := strconv.Atoi(k); err == nil && i >= 0 && i < len(order) {
+			to = order[i]
 		}
-		delete(out, name)
-		out[order[i]] += n
+		if to != "" {
+			delete(out, name)
+			out[to] += n
+		}
 	}
 	return out
 }

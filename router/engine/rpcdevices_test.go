@@ -35,10 +35,10 @@ func TestWorkersRPCDevicesInTheBudget(t *testing.T) {
 		t.Fatalf("local's need %v, want nothing on the workers' devices", local)
 	}
 
-	// The child numbers its RPC devices in its --rpc order: b first, then a.
+	// The child names its RPC devices by each server's number and end: b's link first, then a's.
 	w := s.request("ab")
 	p := s.fx.proc(t, "ab")
-	p.readyWith(map[string]int64{"CPU": 300 << 20, "CUDA0": 7 * gib, "RPC0": 6 * gib, "RPC1": 5 * gib})
+	p.readyWith(map[string]int64{"CPU": 300 << 20, "CUDA0": 7 * gib, "RPC0[127.0.0.1:40002]": 6 * gib, "RPC0[127.0.0.1:40001]": 5 * gib})
 	l := s.lease(w)
 	if st := s.state("ab"); !maps.Equal(st.HeldGPU, map[string]int64{"CUDA0": 7 * gib, "b/RPC0": 6 * gib, "a/RPC0": 5 * gib}) {
 		t.Fatalf("ab holds %v, want CUDA0 7 GiB, b/RPC0 6 GiB, a/RPC0 5 GiB", st.HeldGPU)
