@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/llamatray/llamatray/router/locate"
@@ -78,37 +77,10 @@ func runWorker(args []string, b Build, env Env) error {
 			fmt.Fprintf(env.Stdout, "Worker %s listening on %s (rpc-server %s, bound to 127.0.0.1).\n", *name, addr, path)
 			if made {
 				fmt.Fprintf(env.Stdout, "Its pairing token is printed only now. On the head, add to the config:\n\n%s\n",
-					workerConfigLines(*name, addr, *token))
+					worker.ConfigLines(*name, addr, *token))
 			}
 		},
 	})
-}
-
-// workerConfigLines are the head's config lines for this worker. A wildcard listen address is
-// replaced by a placeholder the user fills in: the head needs this machine's address.
-func workerConfigLines(name, addr, token string) string {
-	host, port, _ := net.SplitHostPort(addr)
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "THIS-MACHINE"
-		if h, err := os.Hostname(); err == nil && h != "" {
-			host = h
-		}
-	}
-	return fmt.Sprintf("[workers.%s]\naddress = %q\ntoken = %q\n", workerKey(name), net.JoinHostPort(host, port), token)
-}
-
-// workerKey is name as a worker name the head's config accepts: letters, digits, '.', '-', '_'.
-func workerKey(name string) string {
-	k := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
-			return r
-		}
-		return '-'
-	}, name)
-	if k == "" {
-		return "worker"
-	}
-	return k
 }
 
 // findRPCServer is --rpc-server, else llama.cpp's RPC worker where locate.RPCServer looks.
