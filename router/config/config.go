@@ -79,6 +79,8 @@ type Config struct {
 	OllamaPort            bool              `toml:"ollama_port"`             // also listen on 127.0.0.1:11434, Ollama's port
 	UpdateCheck           bool              `toml:"update_check"`            // daily: read Llamatray's releases list and say when a newer one exists
 	UpdatePrerelease      bool              `toml:"update_prerelease"`       // also offer pre-releases
+	Lend                  bool              `toml:"lend"`                    // lend this machine to other Llamatrays (as the worker command does)
+	LendListen            string            `toml:"lend_listen"`             // HOST:PORT of the link while lending
 	DeviceMemoryLimit     map[string]Size   `toml:"device_memory_limit"`     // GPU memory models may use per device, by llama-server's device name (Vulkan0, CUDA1)
 	Workers               map[string]Worker `toml:"workers"`                 // other machines' devices, by name (workers.go)
 	Defaults              ChildDefaults     `toml:"defaults"`
@@ -101,6 +103,7 @@ func Default() Config {
 		BodyLimit:       64 * MiB,
 		LogLevel:        "info",
 		UpdateCheck:     true,
+		LendListen:      DefaultLendListen,
 		Defaults: ChildDefaults{
 			CtxSize:   4096,
 			FlashAttn: "auto",

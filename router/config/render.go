@@ -86,6 +86,8 @@ func (c Config) render() (string, error) {
 		{comment: "Also answer on 127.0.0.1:11434, Ollama's own port, so that apps set up for Ollama work unchanged\n(Ollama's API is served on the main address too). Ollama itself must not be running.", key: "ollama_port", value: strconv.FormatBool(c.OllamaPort)},
 		{comment: "Once a day, read the list of Llamatray's releases and say in the window and the tray when a newer\none exists. Nothing is downloaded or installed.", key: "update_check", value: strconv.FormatBool(c.UpdateCheck)},
 		{comment: "Also offer pre-releases.", key: "update_prerelease", value: strconv.FormatBool(c.UpdatePrerelease)},
+		{comment: "Lend this machine to other Llamatrays while this one runs (the tray's \"Lend this machine\"): llama.cpp's\nRPC server on 127.0.0.1, reachable only through Llamatray's link (TLS and the pairing token kept in\nthe state folder, shown in the window). Heads name it in a [workers.NAME] section.", key: "lend", value: strconv.FormatBool(c.Lend)},
+		{comment: "The link's HOST:PORT while lending.", key: "lend_listen", value: r.str(c.LendListen)},
 	})
 
 	r.b.WriteString("\n# Settings every model starts with.\n[defaults]\n")

@@ -142,6 +142,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validateModels()...)
 	errs = append(errs, c.validatePeers()...)
 	errs = append(errs, c.validateWorkers()...)
+	errs = append(errs, c.validateLend()...)
 	return errors.Join(errs...)
 }
 

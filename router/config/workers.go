@@ -135,3 +135,22 @@ func (r *renderer) renderWorkers(ws map[string]Worker) {
 		fmt.Fprintf(&r.b, "address = %s\ntoken = %s\n", r.str(ws[name].Address), r.str(ws[name].Token))
 	}
 }
+
+// DefaultLendListen is where a lent machine's link listens unless lend_listen says otherwise: every
+// address, on llama.cpp's own RPC port (its RPC server itself listens on 127.0.0.1 only).
+const DefaultLendListen = "0.0.0.0:50052"
+
+// validateLend checks lend_listen.
+func (c Config) validateLend() []error {
+	if c.LendListen == "" {
+		if c.Lend {
+			return []error{&FieldError{Key: []string{"lend_listen"}, Reason: "lending needs the link's HOST:PORT, like " + strconv.Quote(DefaultLendListen)}}
+		}
+		return nil
+	}
+	_, port, err := net.SplitHostPort(c.LendListen)
+	if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 1 || p > 65535 {
+		return []error{&FieldError{Key: []string{"lend_listen"}, Reason: fmt.Sprintf("%q is not HOST:PORT with a port from 1 to 65535, like %q", c.LendListen, DefaultLendListen)}}
+	}
+	return nil
+}
