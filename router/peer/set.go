@@ -211,23 +211,33 @@ func (s *Set) Peer(name string) (Info, bool) {
 }
 
 // Find is the peer that lists model id: of those that do, the first by name that is up, else the
-// first by name. ok is false when no peer lists it.
+// first by name. ok is false when no peer lists it. It copies no model list but the one it returns.
 func (s *Set) Find(id string) (Info, bool) {
-	var found []Info
-	for _, i := range s.Peers() {
-		if slices.ContainsFunc(i.Models, func(m Model) bool { return m.ID == id }) {
-			found = append(found, i)
+	s.mu.Lock()
+	var best *poller
+	for _, p := range s.peers {
+		if !slices.ContainsFunc(p.info.Models, func(m Model) bool { return m.ID == id }) {
+			continue
+		}
+		if best == nil || better(p.info, best.info) {
+			best = p
 		}
 	}
-	if len(found) == 0 {
-		return Info{}, false
+	var i Info
+	if best != nil {
+		i = best.info
+		i.Models = slices.Clone(i.Models)
 	}
-	for _, i := range found {
-		if i.Up() {
-			return i, true
-		}
+	s.mu.Unlock()
+	return i, best != nil
+}
+
+// better says a is picked over b for a model both list: up before down, then by name.
+func better(a, b Info) bool {
+	if a.Up() != b.Up() {
+		return a.Up()
 	}
-	return found[0], true
+	return a.Name < b.Name
 }
 
 // Poke asks peer name's goroutine to read its list now (a request to it failed, or succeeded

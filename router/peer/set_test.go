@@ -184,3 +184,19 @@ func TestEndpointKeepsPrefix(t *testing.T) {
 		t.Fatal(u, err)
 	}
 }
+
+func TestBetter(t *testing.T) {
+	up, down := Info{State: StateUp}, Info{State: StateDown}
+	a, b := up, up
+	a.Name, b.Name = "a", "b"
+	for _, c := range []struct {
+		x, y Info
+		want bool
+	}{
+		{a, b, true}, {b, a, false}, {up, down, true}, {down, up, false},
+	} {
+		if got := better(c.x, c.y); got != c.want {
+			t.Errorf("better(%+v, %+v) = %v", c.x, c.y, got)
+		}
+	}
+}
