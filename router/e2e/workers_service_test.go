@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
+	"github.com/llamatray/llamatray/router/worker"
 )
 
 // Issue #24's workers through the whole service: [workers.a] and [workers.b] (worker.Serve with the
@@ -25,19 +27,21 @@ import (
 // wrong, one on this machine only.
 func TestWorkersThroughTheService(t *testing.T) {
 	_, rpc := rpcServerBin(t)
-	wa, wb, wc := startE2EWorker(t, "a", rpc), startE2EWorker(t, "b", rpc), startE2EWorker(t, "c", rpc)
+	wa, wb, wc, wd := startE2EWorker(t, "a", rpc), startE2EWorker(t, "b", rpc), startE2EWorker(t, "c", rpc), startE2EWorker(t, "d", rpc)
 	ngl := 99
 	in := startModels(t, func(id string) ggufwrite.LlamaOptions { return ggufwrite.LlamaOptions{Width: 64, Blocks: 4} },
-		[]string{"big", "solo", "refused", "local"}, func(c *config.Config) {
+		[]string{"big", "solo", "refused", "taken", "local"}, func(c *config.Config) {
 			c.Workers = map[string]config.Worker{
 				"a": {Address: wa.addr, Token: workerToken},
 				"b": {Address: wb.addr, Token: workerToken},
 				"c": {Address: wc.addr, Token: "not-the-token-0123456789"},
+				"d": {Address: wd.addr, Token: workerToken},
 			}
 			c.Models = map[string]config.Model{
 				"big":     {Workers: []string{"a", "b"}, GPULayers: &ngl, CtxSize: 4096, Args: []string{"-lv", "4"}}, // -lv 4: its buffer report
 				"solo":    {Workers: []string{"b"}, GPULayers: &ngl, CtxSize: 4096},
 				"refused": {Workers: []string{"c"}, GPULayers: &ngl},
+				"taken":   {Workers: []string{"d"}, GPULayers: &ngl},
 			}
 		})
 	ctx := context.Background()
@@ -77,8 +81,8 @@ func TestWorkersThroughTheService(t *testing.T) {
 	t.Logf("big holds %v", st.HeldGPU)
 	var doc map[string]any
 	getJSON(t, in.base+"/api/status", &doc)
-	if list, _ := doc["workers"].([]any); len(list) != 3 {
-		t.Fatalf("/api/status workers = %v, want three", doc["workers"])
+	if list, _ := doc["workers"].([]any); len(list) != 4 {
+		t.Fatalf("/api/status workers = %v, want four", doc["workers"])
 	}
 
 	// A worker that refuses the token fails the load at once, naming it.
@@ -90,9 +94,29 @@ func TestWorkersThroughTheService(t *testing.T) {
 	if d := time.Since(t0); d > 10*time.Second {
 		t.Fatalf("the refusal took %s", d)
 	}
+	t.Logf("a refused token, after %s: %d %s", time.Since(t0).Round(time.Millisecond), code, strings.TrimSpace(body))
 	if st := in.state("refused"); st.State != engine.StateFailed || st.PID != 0 {
 		t.Fatalf("refused is %s (pid %d), want failed with no child", st.State, st.PID)
 	}
+
+	// A worker serving another head's session fails the load at once, naming it.
+	other := openE2EEnd(t, wd)
+	session, err := net.Dial("tcp", other.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	testbed.WaitFor(t, 10*time.Second, "worker d to be busy with the other head", func() bool {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		info, err := worker.Check(cctx, wd.addr, workerToken)
+		return err == nil && info.Busy
+	})
+	code, body, err = in.chat(ctx, "taken", false, 4)
+	if err != nil || code < 400 || !strings.Contains(body, "worker d") || !strings.Contains(body, "busy") {
+		t.Fatalf("taken: %d %v %s, want an error naming worker d, busy", code, err, body)
+	}
+	t.Logf("a busy worker: %d %s", code, strings.TrimSpace(body))
+	session.Close()
 
 	// While big streams, a model for worker b waits, naming the worker and big; once big's stream
 	// ends, big (idle) is unloaded for it.
