@@ -126,8 +126,9 @@ func refusal(a answer) error {
 }
 
 // Check dials the worker at address, authenticates with token, asks its status and closes.
-// ctx bounds it (give it a few seconds). Errors wrap ErrUnreachable, ErrBadToken or ErrNotWorker
-// and name the address.
+// ctx bounds it (give it a few seconds). Errors wrap ErrUnreachable, ErrBadToken, ErrNotWorker or
+// ErrWorkerDown (the worker answers but its rpc-server is not running) and name the address. A
+// busy worker is no error: Info says so.
 func Check(ctx context.Context, address, token string) (Info, error) {
 	info, err := check(ctx, address, token)
 	if err != nil {

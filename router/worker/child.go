@@ -64,6 +64,19 @@ func (c *rpcChild) set(addr string, err error) {
 	c.mu.Unlock()
 }
 
+// down says why the child is not accepting connections now, or nil when it is.
+func (c *rpcChild) down() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.addr != "" {
+		return nil
+	}
+	if c.lastErr != nil {
+		return c.lastErr
+	}
+	return errors.New("it has not started yet")
+}
+
 // wait returns the child's address, waiting up to d for it to be up.
 func (c *rpcChild) wait(ctx context.Context, d time.Duration) (string, error) {
 	t := time.NewTimer(d)

@@ -192,3 +192,35 @@ func TestRPCServerLoopbackOnly(t *testing.T) {
 		t.Fatalf("Serve with an rpc-server that fails to start: %v, want its output in the error", err)
 	}
 }
+
+// TestCheckRPCServerDown: a worker whose rpc-server died and cannot start again says so to Check
+// (ErrWorkerDown), so the head fails the load before it spawns llama-server.
+func TestCheckRPCServerDown(t *testing.T) {
+	w := startWorker(t)
+	os.WriteFile(w.dir+"/fail", nil, 0o644) // every restart fails
+	for pid := range w.fakeArgv(t) {
+		p, err := os.FindProcess(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Kill()
+	}
+	// The rpc-server is an external process: poll Check until the worker noticed, with a deadline.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
+		_, err := Check(ctxT(t, 5*time.Second), w.addr, testToken)
+		if errors.Is(err, ErrWorkerDown) {
+			if !strings.Contains(err.Error(), w.addr) || !strings.Contains(err.Error(), "rpc-server") {
+				t.Fatalf("Check: %v, want the address and the rpc-server named", err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Check: %v, want ErrWorkerDown", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Check still ok 10 s after the rpc-server died")
+		}
+	}
+}

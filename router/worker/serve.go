@@ -278,6 +278,12 @@ func (s *server) handle(raw net.Conn) {
 	}
 	switch req.Op {
 	case opStatus:
+		// A worker whose rpc-server is down (restarting after it exited) cannot take a model:
+		// the head hears it before it spawns llama-server.
+		if err := s.rpc.down(); err != nil {
+			writeLine(conn, answer{Code: codeNoRPC, Error: fmt.Sprintf("rpc-server not running: %v", err)})
+			return
+		}
 		in := s.info()
 		writeLine(conn, answer{OK: true, Proof: hex.EncodeToString(p), Info: &in})
 	case opRPC:
