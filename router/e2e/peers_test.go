@@ -1,3 +1,5 @@
+//go:build unix
+
 package e2e
 
 // Peers across real Llamatray processes: each instance is the headless binary, built once, with its
@@ -44,7 +46,11 @@ func buildLlamatray(t *testing.T) string {
 			return
 		}
 		out := filepath.Join(dir, "llamatray")
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-tags", "headless", "-o", out, ".")
+		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(goBin); err != nil {
+			goBin = "go"
+		}
+		cmd := exec.Command(goBin, "build", "-tags", "headless", "-o", out, ".")
 		cmd.Dir = "../.."
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if msg, err := cmd.CombinedOutput(); err != nil {
