@@ -1,0 +1,172 @@
+// Package discover finds other Llamatray instances on the local network with mDNS (DNS-SD service
+// _llamatray._tcp) and announces this one. It only offers: what it finds is shown, and a user adds
+// it as a peer; nothing here adds one. An instance is announced only while its router listens on a
+// non-loopback address (one on 127.0.0.1 cannot be reached from elsewhere, so it says nothing).
+package discover
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/mdns"
+
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// ServiceType is the DNS-SD service Llamatray instances announce.
+const ServiceType = "_llamatray._tcp"
+
+// TXT keys of an announcement.
+const (
+	txtVersion = "version" // Llamatray's version
+	txtName    = "name"    // the instance's name (its machine's)
+	txtID      = "id"      // random per process: how an instance tells its own announcement
+)
+
+// Self is what this instance announces.
+type Self struct {
+	ID      string // random per process (NewID)
+	Name    string // shown to others; the host name by default
+	Version string
+}
+
+// TXT is the TXT record of s.
+func (s Self) TXT() []string {
+	return []string{txtVersion + "=" + s.Version, txtName + "=" + s.Name, txtID + "=" + s.ID}
+}
+
+// Found is one instance read from an announcement.
+type Found struct {
+	ID string // its TXT id
+	wire.Discovered
+}
+
+// parseTXT reads key=value fields; a field with no '=' or an empty key is ignored, a repeated key
+// keeps its first value (RFC 6763 §6.4).
+func parseTXT(fields []string) map[string]string {
+	out := map[string]string{}
+	for _, f := range fields {
+		k, v, ok := strings.Cut(f, "=")
+		k = strings.ToLower(k)
+		if !ok || k == "" {
+			continue
+		}
+		if _, seen := out[k]; !seen {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// FromEntry is the instance an mDNS answer describes, or why it is not one: it needs a port, an
+// address and the TXT id Llamatray announces.
+func FromEntry(e *mdns.ServiceEntry) (Found, error) {
+	if e == nil {
+		return Found{}, fmt.Errorf("no entry")
+	}
+	if e.Port <= 0 || e.Port > 65535 {
+		return Found{}, fmt.Errorf("%s: bad port %d", e.Name, e.Port)
+	}
+	var host string
+	switch {
+	case e.AddrV4 != nil && !e.AddrV4.IsUnspecified():
+		host = e.AddrV4.String()
+	case e.AddrV6IPAddr != nil && !e.AddrV6IPAddr.IP.IsUnspecified():
+		host = e.AddrV6IPAddr.String() // with its zone when link-local
+	default:
+		return Found{}, fmt.Errorf("%s: no address", e.Name)
+	}
+	txt := parseTXT(e.InfoFields)
+	if txt[txtID] == "" {
+		return Found{}, fmt.Errorf("%s: no %s in its TXT record (not a Llamatray)", e.Name, txtID)
+	}
+	name := txt[txtName]
+	if name == "" {
+		name = instanceLabel(e.Name)
+	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(e.Port))}
+	return Found{ID: txt[txtID], Discovered: wire.Discovered{
+		Instance: name, URL: u.String(), Version: txt[txtVersion],
+	}}, nil
+}
+
+// instanceLabel is the instance part of NAME._llamatray._tcp.local.
+func instanceLabel(full string) string {
+	if i := strings.Index(full, "."+ServiceType); i > 0 {
+		return strings.ReplaceAll(full[:i], `\ `, " ")
+	}
+	return strings.TrimSuffix(full, ".")
+}
+
+// Filter is found without this instance (selfID), without those whose URL is a configured peer's
+// (peerURLs), one entry per URL, sorted by instance name then URL.
+func Filter(found []Found, selfID string, peerURLs []string) []Found {
+	configured := map[string]bool{}
+	for _, u := range peerURLs {
+		configured[normURL(u)] = true
+	}
+	seen := map[string]bool{}
+	var out []Found
+	for _, f := range found {
+		k := normURL(f.URL)
+		if f.ID == selfID || configured[k] || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b Found) int {
+		if c := strings.Compare(a.Instance, b.Instance); c != 0 {
+			return c
+		}
+		return strings.Compare(a.URL, b.URL)
+	})
+	return out
+}
+
+// normURL is u's scheme, host (an address in its canonical form) and port, lower case, for
+// comparing a found URL with configured ones: "http://10.0.0.2:8080/" and "HTTP://10.0.0.2:8080"
+// are one.
+func normURL(u string) string {
+	p, err := url.Parse(strings.TrimSpace(u))
+	if err != nil || p.Host == "" {
+		return strings.ToLower(strings.TrimRight(u, "/"))
+	}
+	host, port := strings.ToLower(p.Hostname()), p.Port()
+	if a, err := netip.ParseAddr(host); err == nil {
+		host = a.Unmap().String()
+	}
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(p.Scheme)]
+	}
+	return strings.ToLower(p.Scheme) + "://" + net.JoinHostPort(host, port) + strings.TrimRight(p.EscapedPath(), "/")
+}
+
+// Advertised is whether a router listening on listen (host:port) is announced, and its port: only
+// a non-loopback host is ("" and 0.0.0.0 are every address, so they are).
+func Advertised(listen string) (port int, ok bool) {
+	host, p, err := net.SplitHostPort(listen)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n <= 0 || n > 65535 {
+		return 0, false
+	}
+	h := strings.TrimSuffix(strings.ToLower(host), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return 0, false
+	}
+	if i := strings.IndexByte(h, '%'); i >= 0 {
+		h = h[:i]
+	}
+	if a, err := netip.ParseAddr(h); err == nil && a.Unmap().IsLoopback() {
+		return 0, false
+	}
+	return n, true
+}

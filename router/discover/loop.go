@@ -1,0 +1,201 @@
+package discover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// Settings are what the configuration in force says, read before every look.
+type Settings struct {
+	Browse    bool     // look for other instances (discover)
+	Advertise bool     // announce this one (advertise), while Listen is not loopback
+	Listen    string   // the router's bound address, host:port; "" while it is not listening
+	PeerURLs  []string // the configured peers' URLs: those are not offered again
+}
+
+// Options configure a Discoverer.
+type Options struct {
+	Self     Self
+	Settings func() Settings
+	Every    time.Duration // between looks; 0: 1 minute
+	Wait     time.Duration // how long a look listens for answers; 0: 2 seconds
+	MaxWait  time.Duration // the longest wait after failed looks (doubling from Every); 0: 10 minutes
+	Log      *slog.Logger
+}
+
+// Discoverer looks for other instances in the background (Run, one goroutine) and announces this
+// one; Found is what it saw.
+type Discoverer struct {
+	o    Options
+	poke chan struct{}
+
+	mu      sync.Mutex       // guards seen, lastErr and changed
+	seen    map[string]Found // by URL: the last answers, LastSeen set
+	lastErr error
+	changed chan struct{} // closed at the next change of Found
+}
+
+// New is a Discoverer; nothing happens until Run.
+func New(o Options) *Discoverer {
+	if o.Every <= 0 {
+		o.Every = time.Minute
+	}
+	if o.Wait <= 0 {
+		o.Wait = 2 * time.Second
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 10 * time.Minute
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Discoverer{o: o, poke: make(chan struct{}, 1), seen: map[string]Found{}, changed: make(chan struct{})}
+}
+
+// Poke makes Run read the settings and look again now (after a configuration change).
+func (d *Discoverer) Poke() {
+	select {
+	case d.poke <- struct{}{}:
+	default:
+	}
+}
+
+// Changed is closed at the next change of what Found returns.
+func (d *Discoverer) Changed() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.changed
+}
+
+// Found is what the last looks saw, without this instance and the configured peers, each with a
+// peer name of its own; enabled is false while browsing is off; err is why the last look failed.
+func (d *Discoverer) Found() (found []wire.Discovered, enabled bool, err error) {
+	set := d.o.Settings()
+	d.mu.Lock()
+	all := make([]Found, 0, len(d.seen))
+	for _, f := range d.seen {
+		all = append(all, f)
+	}
+	enabled, err = set.Browse, d.lastErr
+	d.mu.Unlock()
+	names := map[string]int{}
+	found = []wire.Discovered{}
+	for _, f := range Filter(all, d.o.Self.ID, set.PeerURLs) {
+		f.Name = label(f.Instance)
+		if names[f.Name]++; names[f.Name] > 1 {
+			f.Name = fmt.Sprintf("%s-%d", f.Name, names[f.Name])
+		}
+		found = append(found, f.Discovered)
+	}
+	return found, enabled, err
+}
+
+// Run looks every Every (doubling after each failure, to MaxWait) and keeps the announcement in
+// step with the settings, until ctx ends; then the announcement is withdrawn.
+func (d *Discoverer) Run(ctx context.Context) {
+	var adv *Advertiser
+	var advAt string // the listen address adv announces
+	defer func() { adv.Close() }()
+	failures := 0
+	for {
+		set := d.o.Settings()
+		want := ""
+		if set.Advertise {
+			if _, ok := Advertised(set.Listen); ok {
+				want = set.Listen
+			}
+		}
+		var advErr error
+		if want != advAt || (want != "" && adv == nil) {
+			adv.Close()
+			adv, advAt = nil, ""
+			if want != "" {
+				if adv, advErr = Advertise(want, d.o.Self); advErr == nil {
+					advAt = want
+					d.o.Log.Info("announced on the local network (mDNS)", "service", ServiceType, "listen", want)
+				} else {
+					d.o.Log.Warn("cannot announce on the local network", "listen", want, "error", advErr)
+				}
+			}
+		}
+		var lookErr error
+		if set.Browse {
+			lookErr = d.look(ctx)
+		} else {
+			d.clear()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		wait := d.o.Every
+		if err := errors.Join(advErr, lookErr); err != nil {
+			failures++
+			wait = min(d.o.Every<<min(failures, 16), d.o.MaxWait)
+		} else {
+			failures = 0
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-d.poke:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// look asks once and merges the answers; those not heard for three rounds are dropped.
+func (d *Discoverer) look(ctx context.Context) error {
+	lctx, cancel := context.WithTimeout(ctx, d.o.Wait+5*time.Second)
+	defer cancel()
+	found, err := Lookup(lctx, d.o.Wait)
+	now := time.Now()
+	if err != nil && ctx.Err() == nil {
+		d.o.Log.Debug("mdns lookup failed", "error", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lastErr = err
+	before := len(d.seen)
+	changed := false
+	for _, f := range found {
+		if f.ID == d.o.Self.ID {
+			continue
+		}
+		f.LastSeen = now
+		if old, ok := d.seen[f.URL]; !ok || old.ID != f.ID || old.Instance != f.Instance || old.Version != f.Version {
+			changed = true
+		}
+		d.seen[f.URL] = f
+	}
+	for u, f := range d.seen {
+		if now.Sub(f.LastSeen) > 3*d.o.Every+d.o.Wait {
+			delete(d.seen, u)
+		}
+	}
+	if changed || len(d.seen) != before {
+		close(d.changed)
+		d.changed = make(chan struct{})
+	}
+	return err
+}
+
+// clear forgets what was seen, browsing being off.
+func (d *Discoverer) clear() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lastErr = nil
+	if len(d.seen) > 0 {
+		d.seen = map[string]Found{}
+		close(d.changed)
+		d.changed = make(chan struct{})
+	}
+}
