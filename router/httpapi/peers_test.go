@@ -286,6 +286,12 @@ func TestPeerCutMidStream(t *testing.T) {
 	if !strings.Contains(string(b), `"content":"hi"`) || !strings.Contains(string(b), "peer_unreachable") || !strings.Contains(string(b), "peer box") {
 		t.Fatalf("%s", b)
 	}
+	// Anthropic's shape for /v1/messages.
+	resp = peerPost(t, srv.URL+"/v1/messages", `{"model":"cut","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"x"}]}`)
+	b, err = io.ReadAll(resp.Body)
+	if err != nil || !strings.Contains(string(b), "event: error\ndata: {\"error\":{\"message\":\"peer box") || !strings.Contains(string(b), `"type":"error"`) {
+		t.Fatalf("%v %s", err, b)
+	}
 	// Ollama's shape: the error ends the NDJSON stream.
 	resp = peerPost(t, srv.URL+"/api/chat", `{"model":"cut","messages":[{"role":"user","content":"x"}]}`)
 	b, err = io.ReadAll(resp.Body)
