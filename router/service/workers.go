@@ -208,10 +208,10 @@ func (w *workerLinks) Prepare(ctx context.Context, names []string) ([]string, er
 		}
 		info, err := worker.Check(ctx, l.cfg.Address, l.cfg.Token)
 		if err == nil && info.Busy {
-			err = fmt.Errorf("%s: %w with %s", l.cfg.Address, worker.ErrBusy, info.BusyWith)
+			err = fmt.Errorf("%w with %s", worker.ErrBusy, info.BusyWith)
 		}
 		if err != nil {
-			err = fmt.Errorf("worker %s (%w)", name, err)
+			err = named(l, err)
 		}
 		w.mu.Lock()
 		if l.end == e {
@@ -240,7 +240,7 @@ func (w *workerLinks) Down(ctx context.Context, names []string) error {
 		if err == nil || errors.Is(err, worker.ErrBusy) {
 			continue
 		}
-		err = fmt.Errorf("worker %s (%w)", name, err)
+		err = named(l, err)
 		w.mu.Lock()
 		w.setState(l, err)
 		w.mu.Unlock()
@@ -261,6 +261,14 @@ func (w *workerLinks) Devices() []engine.WorkerDevice {
 		}
 	}
 	return out
+}
+
+// named is err of a check of l, "ADDRESS: why" from worker.Check, as "worker NAME (ADDRESS): why".
+func named(l *workerLink, err error) error {
+	if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), l.cfg.Address+": ") {
+		err = inner
+	}
+	return fmt.Errorf("worker %s (%s): %w", l.name, l.cfg.Address, err)
 }
 
 // listDevices asks llama-server which RPC devices it reaches through end; nil when it cannot say.
