@@ -137,10 +137,14 @@ func Serve(ctx context.Context, o Options) error {
 	stop := context.AfterFunc(ctx, func() {
 		ln.Close()
 		s.mu.Lock()
+		conns := make([]net.Conn, 0, len(s.conns))
 		for c := range s.conns {
-			c.Close()
+			conns = append(conns, c)
 		}
 		s.mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
 	})
 	defer stop()
 	var retry time.Duration // backoff after an accept error (out of file descriptors, say)
