@@ -81,6 +81,8 @@ type Config struct {
 	UpdatePrerelease      bool              `toml:"update_prerelease"`       // also offer pre-releases
 	Lend                  bool              `toml:"lend"`                    // lend this machine to other Llamatrays (as the worker command does)
 	LendListen            string            `toml:"lend_listen"`             // HOST:PORT of the link while lending
+	Discover              bool              `toml:"discover"`                // look for other Llamatrays on the local network (mDNS); they are offered, never added
+	Advertise             bool              `toml:"advertise"`               // announce this one on the local network while listen is not loopback
 	DeviceMemoryLimit     map[string]Size   `toml:"device_memory_limit"`     // GPU memory models may use per device, by llama-server's device name (Vulkan0, CUDA1)
 	Workers               map[string]Worker `toml:"workers"`                 // other machines' devices, by name (workers.go)
 	Defaults              ChildDefaults     `toml:"defaults"`
@@ -103,6 +105,8 @@ func Default() Config {
 		BodyLimit:       64 * MiB,
 		LogLevel:        "info",
 		UpdateCheck:     true,
+		Discover:        true,
+		Advertise:       true,
 		LendListen:      DefaultLendListen,
 		Defaults: ChildDefaults{
 			CtxSize:   4096,

@@ -88,6 +88,8 @@ func (c Config) render() (string, error) {
 		{comment: "Also offer pre-releases.", key: "update_prerelease", value: strconv.FormatBool(c.UpdatePrerelease)},
 		{comment: "Lend this machine to other Llamatrays while this one runs (the tray's \"Lend this machine\"): llama.cpp's\nRPC server on 127.0.0.1, reachable only through Llamatray's link (TLS and the pairing token kept in\nthe state folder, shown in the window). Heads name it in a [workers.NAME] section.", key: "lend", value: strconv.FormatBool(c.Lend)},
 		{comment: "The link's HOST:PORT while lending.", key: "lend_listen", value: r.str(c.LendListen)},
+		{comment: "Look for other Llamatrays on the local network (mDNS, every minute): they are shown under \"Found on\nthis network\" and in `llamatray peer discover`, and become peers only when you add them.", key: "discover", value: strconv.FormatBool(c.Discover)},
+		{comment: "Announce this Llamatray on the local network (mDNS: its name, version and port) so that others find\nit. Only while listen is not loopback: on 127.0.0.1 nothing is announced.", key: "advertise", value: strconv.FormatBool(c.Advertise)},
 	})
 
 	r.b.WriteString("\n# Settings every model starts with.\n[defaults]\n")
