@@ -177,6 +177,19 @@ func TestWorkersThroughTheService(t *testing.T) {
 	if w := workersByName(in)["b"]; w.State != wire.WorkerDown || !strings.Contains(w.LastError, "worker b") {
 		t.Fatalf("worker b in the status after it died: %+v", w)
 	}
+
+	// A changed [workers.a] section is a new link: with a wrong token, it is refused.
+	oldEnd := workersByName(in)["a"].End
+	if err := in.svc.Edit(func(c *config.Config) error {
+		c.Workers["a"] = config.Worker{Address: wa.addr, Token: "changed-token-0123456789"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	testbed.WaitFor(t, 10*time.Second, "worker a's new link to be refused", func() bool {
+		w := workersByName(in)["a"]
+		return w.State == wire.WorkerRefused && w.End != oldEnd
+	})
 }
 
 func workersByName(in *instance) map[string]wire.WorkerStatus {

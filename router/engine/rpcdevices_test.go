@@ -56,3 +56,19 @@ func TestWorkersRPCDevicesInTheBudget(t *testing.T) {
 		t.Fatalf("huge: %v, want too large for a/RPC0", r.err)
 	}
 }
+
+// A buffer report that numbers the RPC devices over the child's ends (RPC0, RPC1, without the end)
+// is read in --rpc order.
+func TestWorkersRPCBuffersNumbered(t *testing.T) {
+	fw := &fakeWorkers{ends: map[string]string{"a": "127.0.0.1:40001", "b": "127.0.0.1:40002"}, errs: map[string]error{},
+		devs: []WorkerDevice{{Worker: "a", Name: "RPC0", Total: gib, Free: gib}, {Worker: "b", Name: "RPC0", Total: gib, Free: gib}}}
+	s := newSync(t, func(o *Options) { o.Workers = fw })
+	s.gpus(false)
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	m := &model{workers: []string{"b", "a"}, rpc: []string{"--rpc", "127.0.0.1:40002,127.0.0.1:40001"}}
+	got := s.e.rpcBuffers(m, map[string]int64{"CPU": 1, "RPC0": 2, "RPC1": 3, "RPC0[127.0.0.1:40001]": 4})
+	if want := map[string]int64{"CPU": 1, "b/RPC0": 2, "a/RPC0": 3 + 4}; !maps.Equal(got, want) {
+		t.Fatalf("rpcBuffers = %v, want %v", got, want)
+	}
+}
