@@ -85,8 +85,9 @@ func (rt *Server) routes() *mux.Router {
 	m.HandleFunc("/slots/{slot}", rt.modelRoute).Methods(http.MethodPost)
 	m.HandleFunc("/props", rt.props).Methods(http.MethodGet, http.MethodPost)
 
-	rt.ollamaRoutes(m) // Ollama's API (ollama.go)
-	rt.peerRoutes(m)   // /api/peers (peers.go)
+	rt.ollamaRoutes(m)   // Ollama's API (ollama.go)
+	rt.discoverRoutes(m) // /api/peers/discovered (discover.go), before /api/peers/{name}
+	rt.peerRoutes(m)     // /api/peers (peers.go)
 
 	// Passthrough to one child, any method, prefix stripped (llama-server's web UI works through it).
 	m.HandleFunc("/upstream/{model}", rt.upstreamRoot)

@@ -115,6 +115,8 @@ type Options struct {
 	Peers      *peer.Set
 	AddPeer    func(wire.PeerAdd) error
 	RemovePeer func(name string) error
+	// Discovered is what mDNS found of other Llamatrays (GET /api/peers/discovered); nil: 404.
+	Discovered func() wire.DiscoveredList
 }
 
 // Server is the HTTP handler of a Llamatray instance.

@@ -1,0 +1,27 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// discoverRoutes declares GET /api/peers/discovered: the other Llamatrays mDNS found on the local
+// network that are not peers yet. Only offered: adding one is POST /api/peers.
+func (rt *Server) discoverRoutes(m *mux.Router) {
+	m.HandleFunc("/api/peers/discovered", rt.listDiscovered).Methods(http.MethodGet)
+}
+
+func (rt *Server) listDiscovered(w http.ResponseWriter, r *http.Request) {
+	if rt.o.Discovered == nil {
+		writeError(w, r, errNotFound)
+		return
+	}
+	l := rt.o.Discovered()
+	if l.Discovered == nil {
+		l.Discovered = []wire.Discovered{}
+	}
+	writeJSON(w, http.StatusOK, l)
+}
