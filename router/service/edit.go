@@ -103,6 +103,7 @@ func (s *Service) setConfig(cfg config.Config) {
 // apply puts cfg, validated, in force in place of old: catalog folders rescanned, engine limits
 // updated, the listener restarted only when the listen address changed. The caller holds saveMu.
 func (s *Service) apply(old, cfg config.Config) error {
+	defer s.disc.poke() // discover and advertise, and the listener (moved below), read again
 	ls := s.LlamaServer()
 	if cfg.LlamaServer != old.LlamaServer || ls.Path == "" {
 		ls = s.findLlamaServer(cfg.LlamaServer)

@@ -107,6 +107,7 @@ type Service struct {
 	cancel    context.CancelFunc
 	ollama    ollamaPort // the listener on Ollama's port, when ollama_port is on (ollama.go)
 	peers     *peer.Set  // other machines' servers (peers.go); set in newService, read from Start on
+	disc      *discovery // other Llamatrays on the local network (discover.go); set in newService
 }
 
 // ErrNeedsKey is returned when the listen address is not loopback and no API key is configured.
@@ -175,6 +176,7 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	})
 	s.installer = s.newInstaller()
 	s.peers = peer.New(peer.Options{Logger: o.Logger})
+	s.disc = newDiscovery(s, o.Logger)
 	s.workers = newWorkerLinks(o.Logger, func() string { return s.LlamaServer().Path }, func(name string, err error) {
 		if eng := s.Engine(); eng != nil {
 			eng.WorkerLost(name, err)
@@ -278,6 +280,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Peers:                 s.peers,
 		AddPeer:               s.AddPeer,
 		RemovePeer:            s.RemovePeer,
+		Discovered:            s.DiscoveredList,
 	})
 }
 
@@ -315,6 +318,7 @@ func (s *Service) Start(ctx context.Context) error {
 		s.log.Warn("model skipped", "reason", w)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
+	s.disc.start(wctx)
 	s.mu.Lock()
 	s.cancel = cancel
 	s.mu.Unlock()
@@ -412,6 +416,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	s.handler.Load().Close()
 	s.peers.Close()
+	s.disc.wait()
 	s.hub.Close()
 	if err := s.eng.Close(ctx); err != nil {
 		errs = append(errs, err)
