@@ -26,6 +26,9 @@ const peerUsage = `Usage:
                          URL's host and port.
   llamatray peer list [--json]   the peers, with their state and models
   llamatray peer rm NAME         take a peer out
+  llamatray peer discover [--json]
+                                 other Llamatrays found on the local network (mDNS) that are not
+                                 peers yet; none is added until you add it
 
 The running instance is changed when one answers (it reads the peer at once), else the
 configuration file. --addr, --config and --instance-key name the instance as other commands do.
@@ -55,9 +58,11 @@ func runPeer(args []string, env Env) error {
 		f.fs.StringVar(&key, "api-key", "", "the peer's API key, sent to it only")
 	case "list", "ls":
 		f.fs.BoolVar(&asJSON, "json", false, "print the peers as JSON, as GET /api/peers gives them")
+	case "discover":
+		f.fs.BoolVar(&asJSON, "json", false, "print them as JSON, as GET /api/peers/discovered gives them")
 	case "rm", "remove":
 	default:
-		return usageError{fmt.Errorf("unknown peer command %q (add, list or rm)", sub)}
+		return usageError{fmt.Errorf("unknown peer command %q (add, list, rm or discover)", sub)}
 	}
 	pos, err := f.parse(args)
 	if err != nil {
@@ -76,6 +81,11 @@ func runPeer(args []string, env Env) error {
 			return usageError{errors.New("usage: llamatray peer rm NAME")}
 		}
 		return peerRemove(ctx, f, env, pos[0])
+	case "discover":
+		if len(pos) != 0 {
+			return usageError{errors.New("usage: llamatray peer discover [--json]")}
+		}
+		return peerDiscover(ctx, f, env, asJSON)
 	default:
 		if len(pos) != 0 {
 			return usageError{errors.New("usage: llamatray peer list [--json]")}

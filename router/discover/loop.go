@@ -84,16 +84,22 @@ func (d *Discoverer) Found() (found []wire.Discovered, enabled bool, err error) 
 	}
 	enabled, err = set.Browse, d.lastErr
 	d.mu.Unlock()
+	return Named(Filter(all, d.o.Self.ID, set.PeerURLs)), enabled, err
+}
+
+// Named is found as the API gives it, each with a peer name of its own, made from its instance
+// name ("-2", "-3" after a repeated one).
+func Named(found []Found) []wire.Discovered {
 	names := map[string]int{}
-	found = []wire.Discovered{}
-	for _, f := range Filter(all, d.o.Self.ID, set.PeerURLs) {
+	out := []wire.Discovered{}
+	for _, f := range found {
 		f.Name = label(f.Instance)
 		if names[f.Name]++; names[f.Name] > 1 {
 			f.Name = fmt.Sprintf("%s-%d", f.Name, names[f.Name])
 		}
-		found = append(found, f.Discovered)
+		out = append(out, f.Discovered)
 	}
-	return found, enabled, err
+	return out
 }
 
 // Run looks every Every (doubling after each failure, to MaxWait) and keeps the announcement in
