@@ -325,7 +325,8 @@ func (s *Service) Start(ctx context.Context) error {
 	go s.cat.Watch(wctx, 5*time.Second)
 	go s.updateDaily(wctx, firstUpdateCheck, updateEvery)
 	go s.checkReleasesDaily(wctx, firstReleaseCheck, releaseCheckEvery)
-	s.workers.sync(s.config().Workers)
+	// The workers' devices are the budget's before the first load is planned (each open is bounded).
+	<-s.workers.sync(s.config().Workers)
 	if err := s.eng.Start(ctx); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}

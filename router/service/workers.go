@@ -55,8 +55,9 @@ func newWorkerLinks(log *slog.Logger, binary func() string, lost func(string, er
 }
 
 // sync makes the links those of ws: new or changed workers get a new link (opened on its own
-// goroutine), removed ones are closed.
-func (w *workerLinks) sync(ws map[string]config.Worker) {
+// goroutine), removed ones are closed. The channel is closed once the new links' opens are done
+// (each bounded by workerOpenTimeout).
+func (w *workerLinks) sync(ws map[string]config.Worker) <-chan struct{} {
 	var closing []*worker.End
 	var opening []*workerLink
 	w.mu.Lock()
@@ -81,8 +82,11 @@ func (w *workerLinks) sync(ws map[string]config.Worker) {
 	for _, e := range closing {
 		e.Close()
 	}
+	var wg sync.WaitGroup
 	for _, l := range opening {
+		wg.Add(1)
 		go func() {
+			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), workerOpenTimeout)
 			defer cancel()
 			if _, err := w.open(ctx, l); err != nil {
@@ -90,6 +94,9 @@ func (w *workerLinks) sync(ws map[string]config.Worker) {
 			}
 		}()
 	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	return done
 }
 
 // close closes every link.
