@@ -34,6 +34,9 @@ type Options struct {
 type Discoverer struct {
 	o    Options
 	poke chan struct{}
+	// lookup and now are Lookup and time.Now; tests replace them before Run
+	lookup func(ctx context.Context, wait time.Duration) ([]Found, error)
+	now    func() time.Time
 
 	mu      sync.Mutex       // guards seen, lastErr and changed
 	seen    map[string]Found // by URL: the last answers, LastSeen set
@@ -55,7 +58,8 @@ func New(o Options) *Discoverer {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Discoverer{o: o, poke: make(chan struct{}, 1), seen: map[string]Found{}, changed: make(chan struct{})}
+	return &Discoverer{o: o, poke: make(chan struct{}, 1), lookup: Lookup, now: time.Now,
+		seen: map[string]Found{}, changed: make(chan struct{})}
 }
 
 // Poke makes Run read the settings and look again now (after a configuration change).
@@ -139,13 +143,12 @@ func (d *Discoverer) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		wait := d.o.Every
 		if err := errors.Join(advErr, lookErr); err != nil {
 			failures++
-			wait = min(d.o.Every<<min(failures, 16), d.o.MaxWait)
 		} else {
 			failures = 0
 		}
+		wait := nextWait(d.o.Every, d.o.MaxWait, failures)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -162,8 +165,8 @@ func (d *Discoverer) Run(ctx context.Context) {
 func (d *Discoverer) look(ctx context.Context) error {
 	lctx, cancel := context.WithTimeout(ctx, d.o.Wait+5*time.Second)
 	defer cancel()
-	found, err := Lookup(lctx, d.o.Wait)
-	now := time.Now()
+	found, err := d.lookup(lctx, d.o.Wait)
+	now := d.now()
 	if err != nil && ctx.Err() == nil {
 		d.o.Log.Debug("mdns lookup failed", "error", err)
 	}
@@ -204,4 +207,13 @@ func (d *Discoverer) clear() {
 		close(d.changed)
 		d.changed = make(chan struct{})
 	}
+}
+
+// nextWait is the wait before the next look: every, doubled for each failure in a row, at most max.
+func nextWait(every, max time.Duration, failures int) time.Duration {
+	w := every
+	for i := 0; i < failures && w < max; i++ {
+		w *= 2
+	}
+	return min(w, max)
 }
