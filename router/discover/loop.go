@@ -38,10 +38,11 @@ type Discoverer struct {
 	lookup func(ctx context.Context, wait time.Duration) ([]Found, error)
 	now    func() time.Time
 
-	mu      sync.Mutex       // guards seen, lastErr and changed
-	seen    map[string]Found // by URL: the last answers, LastSeen set
-	lastErr error
-	changed chan struct{} // closed at the next change of Found
+	mu       sync.Mutex       // guards seen, lastErr, lastLook and changed
+	seen     map[string]Found // by URL: the last answers, LastSeen set
+	lastErr  error
+	lastLook time.Time     // when the last look began
+	changed  chan struct{} // closed at the next change of Found
 }
 
 // New is a Discoverer; nothing happens until Run.
@@ -67,6 +68,20 @@ func (d *Discoverer) Poke() {
 	select {
 	case d.poke <- struct{}{}:
 	default:
+	}
+}
+
+// RefreshGap is the least time between two looks Refresh asks for.
+const RefreshGap = 5 * time.Second
+
+// Refresh asks for a look now unless one began less than RefreshGap ago: someone is looking at the
+// list (the API, the window), so it should not be a minute old. A look answers only later.
+func (d *Discoverer) Refresh() {
+	d.mu.Lock()
+	stale := d.now().Sub(d.lastLook) >= RefreshGap
+	d.mu.Unlock()
+	if stale {
+		d.Poke()
 	}
 }
 
@@ -165,6 +180,9 @@ func (d *Discoverer) Run(ctx context.Context) {
 func (d *Discoverer) look(ctx context.Context) error {
 	lctx, cancel := context.WithTimeout(ctx, d.o.Wait+5*time.Second)
 	defer cancel()
+	d.mu.Lock()
+	d.lastLook = d.now()
+	d.mu.Unlock()
 	found, err := d.lookup(lctx, d.o.Wait)
 	now := d.now()
 	if err != nil && ctx.Err() == nil {

@@ -67,8 +67,10 @@ func (s *Service) Discovered() []wire.Discovered {
 	return found
 }
 
-// DiscoveredList is the GET /api/peers/discovered document.
+// DiscoveredList is the GET /api/peers/discovered document; it also asks for a fresh look (at most
+// one per discover.RefreshGap), whose answers a later call sees.
 func (s *Service) DiscoveredList() wire.DiscoveredList {
+	s.disc.d.Refresh()
 	found, enabled, err := s.disc.d.Found()
 	l := wire.DiscoveredList{Enabled: enabled, Discovered: found}
 	if err != nil {
