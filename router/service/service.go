@@ -93,6 +93,7 @@ type Service struct {
 	releases    releaseCheck // the daily check of Llamatray's own releases (update.go)
 	installs    installs     // the llama-server install, as a download (downloads.go)
 	workers     *workerLinks // the links to [workers.NAME] (workers.go); opened by Start
+	lend        *lender      // this machine lent to other Llamatrays (lend.go); started by Start
 
 	// saveMu serializes the writes of the configuration file, so that a later change is never
 	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
@@ -177,6 +178,7 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	s.installer = s.newInstaller()
 	s.peers = peer.New(peer.Options{Logger: o.Logger})
 	s.disc = newDiscovery(s, o.Logger)
+	s.lend = newLender(o.Logger, stateDir(), o.Version, func() string { return s.LlamaServer().Path })
 	s.workers = newWorkerLinks(o.Logger, func() string { return s.LlamaServer().Path }, func(name string, err error) {
 		if eng := s.Engine(); eng != nil {
 			eng.WorkerLost(name, err)
@@ -294,6 +296,7 @@ func (s *Service) setup() wire.Setup {
 		CatalogWarnings: append([]string{}, s.cat.Warnings()...),
 		Update:          s.Update(),
 		Workers:         s.Workers(),
+		Lending:         s.Lending(),
 	}
 	addr, err := s.OllamaListen()
 	st.OllamaListen = addr
@@ -331,6 +334,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	s.syncPeers()
+	s.lend.sync(s.config())
 	if err := s.listen(s.config().Listen); err != nil {
 		return err
 	}
@@ -423,6 +427,7 @@ func (s *Service) Stop(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	s.workers.close()
+	s.lend.close()
 	s.stopMetrics()
 	return errors.Join(errs...)
 }

@@ -173,6 +173,8 @@ type Setup struct {
 	Update          *Update     `json:"update,omitempty"`        // the daily check of Llamatray's releases; absent while update_check is off or before the first check
 	// Workers are the [workers.NAME] machines models are spread over (workers.go), by name.
 	Workers []WorkerStatus `json:"workers"`
+	// Lending is this machine lent to other Llamatrays (lend.go).
+	Lending Lending `json:"lending"`
 }
 
 // Update is what the check of Llamatray's own releases found (router/update).

@@ -1,0 +1,222 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/locate"
+	"github.com/llamatray/llamatray/router/wire"
+	"github.com/llamatray/llamatray/router/worker"
+)
+
+// Lending: the tray's "Lend this machine" (config lend and lend_listen). While lend is on, the
+// service runs what `llamatray worker` runs: llama.cpp's RPC server bound to 127.0.0.1 behind the
+// link on lend_listen (package worker). Its pairing token is kept in the state folder (lendTokenFile,
+// readable by this user only), made the first time, so that the [workers.NAME] section a head was
+// given stays valid across restarts; NewLendToken replaces it, which locks out every head that had it.
+
+// lendTokenFile is the token's file in the state folder.
+const lendTokenFile = "worker-token"
+
+// lender runs the worker while lend is on. One goroutine at a time runs worker.Serve; sync starts
+// and stops it.
+type lender struct {
+	log     *slog.Logger
+	dir     string        // the state folder, where the token is kept
+	llama   func() string // the llama-server beside which the rpc-server is looked for
+	version string
+	name    string // the worker's name heads see: the host name
+
+	mu     sync.Mutex // guards every field below
+	listen string     // what runs: lend_listen, "" when off
+	token  string
+	cancel context.CancelFunc // ends the running Serve; nil when off
+	done   chan struct{}      // closed when the running Serve returns
+	state  string             // wire.Lend*
+	addr   string
+	err    string
+}
+
+func newLender(log *slog.Logger, dir, version string, llama func() string) *lender {
+	name, _ := os.Hostname()
+	return &lender{log: log, dir: dir, llama: llama, version: version, name: worker.ConfigName(name), state: wire.LendOff}
+}
+
+// sync makes what runs match cfg: started when lend is on, stopped when off, restarted when
+// lend_listen changed or the last start failed.
+func (l *lender) sync(cfg config.Config) {
+	want := ""
+	if cfg.Lend {
+		want = cfg.LendListen
+	}
+	l.mu.Lock()
+	if want == l.listen && l.state != wire.LendFailed {
+		l.mu.Unlock()
+		return
+	}
+	cancel, done := l.cancel, l.done
+	l.cancel, l.done, l.listen, l.addr, l.err, l.state = nil, nil, want, "", "", wire.LendOff
+	l.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	if want != "" {
+		l.start(want)
+	}
+}
+
+// start runs Serve on listen in a goroutine of its own.
+func (l *lender) start(listen string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	l.mu.Lock()
+	l.cancel, l.done, l.state = cancel, done, wire.LendStarting
+	l.mu.Unlock()
+	go func() {
+		defer close(done)
+		err := l.serve(ctx, listen)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.done != done { // stopped or replaced: sync set the state
+			return
+		}
+		if err == nil && ctx.Err() != nil {
+			l.state = wire.LendOff
+			return
+		}
+		if err == nil {
+			err = errors.New("the worker stopped")
+		}
+		l.state, l.err, l.addr = wire.LendFailed, err.Error(), ""
+	}()
+}
+
+// serve finds the rpc-server and the token, then serves until ctx ends.
+func (l *lender) serve(ctx context.Context, listen string) error {
+	path, err := locate.RPCServer(ctx, "", l.llama())
+	if err != nil {
+		l.log.Warn("not lending this machine", "err", err)
+		return err
+	}
+	token, err := l.readToken(false)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.token = token
+	l.mu.Unlock()
+	l.log.Info("lending this machine", "listen", listen, "rpc_server", path)
+	err = worker.Serve(ctx, worker.Options{
+		Listen: listen, Token: token, RPCServer: path, Logger: l.log, Name: l.name, Version: l.version,
+		Ready: func(addr string) {
+			l.mu.Lock()
+			if l.cancel != nil && l.listen == listen {
+				l.state, l.addr = wire.LendOn, addr
+			}
+			l.mu.Unlock()
+		},
+	})
+	if err != nil {
+		l.log.Warn("lending stopped", "listen", listen, "err", err)
+		return fmt.Errorf("lending this machine on %s: %w", listen, err)
+	}
+	return nil
+}
+
+// readToken is the kept token, made and saved first when there is none or fresh is set.
+func (l *lender) readToken(fresh bool) (string, error) {
+	path := filepath.Join(l.dir, lendTokenFile)
+	if !fresh {
+		b, err := os.ReadFile(path)
+		if err == nil && strings.TrimSpace(string(b)) != "" {
+			return strings.TrimSpace(string(b)), nil
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("reading the lending token: %w", err)
+		}
+	}
+	t, err := worker.NewToken()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(l.dir, 0o700); err != nil {
+		return "", fmt.Errorf("saving the lending token: %w", err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("replacing the lending token: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("saving the lending token: %w", err)
+	}
+	_, werr := f.WriteString(t + "\n")
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return "", fmt.Errorf("saving the lending token: %w", werr)
+	}
+	return t, nil
+}
+
+// status is what is lent now.
+func (l *lender) status(cfg config.Config) wire.Lending {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return wire.Lending{On: cfg.Lend, State: l.state, Listen: cfg.LendListen, Addr: l.addr, Error: l.err, Name: l.name}
+}
+
+// close stops lending.
+func (l *lender) close() { l.sync(config.Config{}) }
+
+// Lending says whether and where this machine is lent to other Llamatrays.
+func (s *Service) Lending() wire.Lending { return s.lend.status(s.config()) }
+
+// SetLending turns lending on or off: saved in the configuration (lend) and applied.
+func (s *Service) SetLending(on bool) error {
+	return s.Edit(func(c *config.Config) error {
+		c.Lend = on
+		if on && c.LendListen == "" {
+			c.LendListen = config.DefaultLendListen
+		}
+		return nil
+	})
+}
+
+// LendConfigLines are the lines a head adds to its configuration to use this machine: its
+// [workers.NAME] section with the address and the pairing token (made now if there is none yet).
+// Only the app shows them; no API serves the token.
+func (s *Service) LendConfigLines() (string, error) {
+	t, err := s.lend.readToken(false)
+	if err != nil {
+		return "", err
+	}
+	st := s.Lending()
+	addr := st.Addr
+	if addr == "" {
+		addr = st.Listen
+	}
+	return worker.ConfigLines(st.Name, addr, t), nil
+}
+
+// NewLendToken replaces the pairing token: heads given the old one are refused from now on. A
+// running worker restarts with the new one.
+func (s *Service) NewLendToken() error {
+	if _, err := s.lend.readToken(true); err != nil {
+		return err
+	}
+	s.lend.mu.Lock()
+	s.lend.state = wire.LendFailed // makes sync restart it
+	s.lend.mu.Unlock()
+	s.lend.sync(s.config())
+	return nil
+}
