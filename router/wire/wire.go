@@ -60,7 +60,7 @@ type ModelStatus struct {
 // Wait is why a model's queued requests wait, as the scheduler last decided.
 type Wait struct {
 	Text        string           `json:"text"`     // the sentence every surface shows: "waiting: 2nd in line for 5.1 GiB; beta will be unloaded when its 1 request ends"
-	Kind        string           `json:"kind"`     // loading, stopping, draining, memory, busy, behind
+	Kind        string           `json:"kind"`     // loading, stopping, draining, memory, busy, behind, worker
 	Position    int              `json:"position"` // place in the queue of models, 1 = first in line
 	Since       time.Time        `json:"since"`    // when its first waiting request was queued
 	NeedBytes   int64            `json:"need_bytes"`
