@@ -1,0 +1,265 @@
+package e2e
+
+// Discovery on a real network of its own: two network namespaces joined by a veth pair, a real
+// Llamatray in each listening on its veth address, and a third on loopback only. Each of the two
+// must find the other through mDNS, the loopback one must be announced to no one (while it finds
+// both), and an instance added as a peer is no longer offered. Needs root and iproute2's ip:
+// skipped without them, failed under CI=true.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/wire"
+)
+
+// needNetns skips (fails under CI=true) a test that cannot make network namespaces.
+func needNetns(t *testing.T) {
+	t.Helper()
+	why := ""
+	if os.Geteuid() != 0 {
+		why = "needs root to make network namespaces (run as root, e.g. sudo -E go test ./router/e2e -run TestDiscoverNetns)"
+	} else if _, err := exec.LookPath("ip"); err != nil {
+		why = "needs iproute2's ip to make network namespaces (apt-get install iproute2)"
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
+
+// ipCmd runs ip with args and fails the test on an error.
+func ipCmd(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// veth makes namespaces a and b joined by a veth pair, a at addrA and b at addrB (/24), with the
+// multicast route mDNS needs; they are deleted when the test ends, failed or not.
+func veth(t *testing.T, a, b, addrA, addrB string) {
+	t.Helper()
+	for _, ns := range []string{a, b} {
+		_ = exec.Command("ip", "netns", "del", ns).Run() // left by a killed run
+		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+			msg := fmt.Sprintf("ip netns add %s: %v\n%s", ns, err, out)
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg)
+			}
+			t.Skip("cannot make network namespaces here: " + msg)
+		}
+		t.Cleanup(func() {
+			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+				t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
+			}
+		})
+	}
+	ipCmd(t, "link", "add", "lt0", "netns", a, "type", "veth", "peer", "name", "lt1", "netns", b)
+	for _, s := range []struct{ ns, dev, addr string }{{a, "lt0", addrA}, {b, "lt1", addrB}} {
+		ipCmd(t, "-n", s.ns, "addr", "add", s.addr+"/24", "dev", s.dev)
+		ipCmd(t, "-n", s.ns, "link", "set", "lo", "up")
+		ipCmd(t, "-n", s.ns, "link", "set", s.dev, "up")
+		ipCmd(t, "-n", s.ns, "route", "add", "224.0.0.0/4", "dev", s.dev)
+	}
+}
+
+// startIn runs p's serve in network namespace ns (ip netns exec execs it: the pid is the server's).
+func (p *proc) startIn(ns string) {
+	t := p.t
+	t.Helper()
+	p.cmd = exec.Command("ip", "netns", "exec", ns, buildLlamatray(t), "serve", "--config", filepath.Join(p.dir, "config.toml"))
+	p.cmd.Env = p.env
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out logWriter
+	out.t, out.name = t, p.name
+	p.cmd.Stdout, p.cmd.Stderr = &out, &out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.done = make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(p.kill)
+}
+
+// logWriter logs a process's output, a line at a time.
+type logWriter struct {
+	t    *testing.T
+	name string
+	buf  []byte
+}
+
+func (w *logWriter) Write(b []byte) (int, error) {
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		w.t.Logf("%s: %s", w.name, w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// cli runs the llamatray command in ns against p (its config names its address and key).
+func (p *proc) nsCLI(ns string, args ...string) ([]byte, error) {
+	args = append(append([]string{"netns", "exec", ns, buildLlamatray(p.t)}, args...), "--config", filepath.Join(p.dir, "config.toml"))
+	cmd := exec.Command("ip", args...)
+	cmd.Env = p.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("%w: %s", err, stderr.Bytes())
+	}
+	return out, nil
+}
+
+// discovered is p's `llamatray peer discover --json`, run in ns.
+func (p *proc) discovered(ns string) (wire.DiscoveredList, error) {
+	var l wire.DiscoveredList
+	out, err := p.nsCLI(ns, "peer", "discover", "--json")
+	if err != nil {
+		return l, err
+	}
+	if err := json.Unmarshal(out, &l); err != nil {
+		return l, fmt.Errorf("peer discover --json: %w: %s", err, out)
+	}
+	return l, nil
+}
+
+// urls are l's URLs.
+func urls(l wire.DiscoveredList) []string {
+	var out []string
+	for _, d := range l.Discovered {
+		out = append(out, d.URL)
+	}
+	return out
+}
+
+// pollUntil asks until cond holds, every half second, failing at the deadline with the last answer.
+func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; last: %s", what, timeout, last)
+		}
+		time.Sleep(500 * time.Millisecond) // an external process's state, polled to a deadline
+	}
+}
+
+func TestDiscoverNetns(t *testing.T) {
+	needNetns(t)
+	id := os.Getpid() % 100000
+	nsA, nsB := fmt.Sprintf("lt-disc-a-%d", id), fmt.Sprintf("lt-disc-b-%d", id)
+	const addrA, addrB = "10.231.0.1", "10.231.0.2"
+	veth(t, nsA, nsB, addrA, addrB)
+
+	onVeth := func(name, addr string) *proc {
+		return newProc(t, name, 18080, nil, nil, func(c *config.Config) {
+			c.Listen = addr + ":18080"
+			c.APIKeys = []string{"key-" + name}
+		})
+	}
+	a, b := onVeth("a", addrA), onVeth("b", addrB)
+	loop := newProc(t, "loop", 18081, nil, nil, nil) // 127.0.0.1:18081, advertise on (the default)
+	a.startIn(nsA)
+	b.startIn(nsB)
+	loop.startIn(nsA)
+
+	wantA, wantB := "http://"+addrA+":18080", "http://"+addrB+":18080"
+	// Each finds the other, and only the other: never itself, never the loopback instance.
+	for _, c := range []struct {
+		p     *proc
+		ns    string
+		other string
+	}{{a, nsA, wantB}, {b, nsB, wantA}} {
+		pollUntil(t, 60*time.Second, c.p.name+" to discover "+c.other, func() (bool, string) {
+			l, err := c.p.discovered(c.ns)
+			if err != nil {
+				return false, err.Error()
+			}
+			got := urls(l)
+			for _, u := range got {
+				if u != c.other {
+					t.Fatalf("%s discovered %s (all: %v); want only %s", c.p.name, u, got, c.other)
+				}
+			}
+			if !l.Enabled {
+				t.Fatalf("%s: discovery off: %+v", c.p.name, l)
+			}
+			return len(got) == 1, fmt.Sprintf("%+v", l)
+		})
+	}
+	// The loopback instance browses too: it finds both, so it runs and answers mDNS itself.
+	pollUntil(t, 60*time.Second, "the loopback instance to discover both", func() (bool, string) {
+		l, err := loop.discovered(nsA)
+		if err != nil {
+			return false, err.Error()
+		}
+		got := strings.Join(urls(l), " ")
+		return got == wantA+" "+wantB || got == wantB+" "+wantA, fmt.Sprintf("%+v", l)
+	})
+	l, _ := b.discovered(nsB)
+	if d := l.Discovered[0]; d.Instance == "" || d.Version != "dev" || d.Name == "" || d.LastSeen.IsZero() {
+		t.Errorf("b's entry of a: %+v; want an instance name, version dev, a peer name and a time", d)
+	}
+	// Looks made since the loopback one is up still find only the other (two refreshes apart).
+	for _, c := range []struct {
+		p     *proc
+		ns    string
+		other string
+	}{{a, nsA, wantB}, {b, nsB, wantA}} {
+		start := time.Now()
+		pollUntil(t, 30*time.Second, c.p.name+" to look again", func() (bool, string) {
+			l, err := c.p.discovered(c.ns)
+			if err != nil {
+				return false, err.Error()
+			}
+			if got := urls(l); len(got) != 1 || got[0] != c.other {
+				t.Fatalf("%s discovered %v; want only %s (the loopback instance is announced to no one)", c.p.name, got, c.other)
+			}
+			return time.Since(start) > 2*(5*time.Second+2*time.Second), ""
+		})
+	}
+
+	// Added as a peer (the user's choice), b is no longer offered to a; a lists b's models then.
+	if out, err := a.nsCLI(nsA, "peer", "add", wantB, "--name", "b", "--api-key", "key-b"); err != nil {
+		t.Fatalf("peer add: %v %s", err, out)
+	}
+	l, err := a.discovered(nsA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Discovered) != 0 {
+		t.Errorf("a still offers %v after b was added", urls(l))
+	}
+	pollUntil(t, 30*time.Second, "a to read peer b", func() (bool, string) {
+		out, err := a.nsCLI(nsA, "peer", "list", "--json")
+		if err != nil {
+			return false, err.Error()
+		}
+		var ps []wire.Peer
+		if err := json.Unmarshal(out, &ps); err != nil {
+			return false, string(out)
+		}
+		return len(ps) == 1 && ps[0].Name == "b" && ps[0].State == "up", string(out)
+	})
+}
