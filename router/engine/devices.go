@@ -22,7 +22,7 @@ func (e *Engine) gpus() []mem.GPU {
 	if len(g) > sched.MaxGPUs {
 		g = g[:sched.MaxGPUs]
 	}
-	if w := e.workerDevices(); len(w) > 0 { // rpcdevices.go
+	if w := e.rpcDevs; len(w) > 0 { // rpcdevices.go
 		g = append(slices.Clip(g), w...)
 		if len(g) > sched.MaxGPUs {
 			g = g[:sched.MaxGPUs]

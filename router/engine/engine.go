@@ -99,8 +99,9 @@ type Engine struct {
 	sysOK    bool
 	timer    Timer // next idle-unload or fair-wait deadline
 	timerAt  time.Time
-	timerSeq uint64 // bumped by each arm, so a replaced timer's late call changes nothing
-	gen      uint64 // child generations, so events of an old child are ignored
+	timerSeq uint64    // bumped by each arm, so a replaced timer's late call changes nothing
+	gen      uint64    // child generations, so events of an old child are ignored
+	rpcDevs  []mem.GPU // the workers' devices as of the last sample (rpcdevices.go)
 }
 
 // New builds an Engine. Call Start to begin its background loops.

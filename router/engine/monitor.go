@@ -84,11 +84,13 @@ func (e *Engine) sample(ctx context.Context) {
 
 // applySample records one round of measurements and learns footprints. Called with mu held.
 func (e *Engine) applySample(sys mem.System, sysErr error, pids []pidSample, vram map[int]int64, learn *[]footprintUpdate) {
+	before := e.deviceNames()
 	if sysErr == nil {
 		e.sys, e.sysOK = sys, true
 	} else {
 		e.log.Warn("memory probe failed", "err", sysErr)
 	}
+	e.takeWorkerDevices(before)
 	for _, p := range pids {
 		m := e.models[p.id]
 		if m == nil || m.gen != p.gen || !p.ok || !m.state.Running() {

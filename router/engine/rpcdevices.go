@@ -26,8 +26,9 @@ type WorkerDevice struct {
 	Free   int64
 }
 
-// workerDevices are the configured workers' devices, by worker name then order; none without
-// links. Called with mu held (Workers.Devices takes no lock of the engine's and does no I/O).
+// workerDevices are the configured workers' devices now, by worker name then order; none without
+// links (e.gpus uses those of the last sample, e.rpcDevs). Called with mu held (Workers.Devices
+// takes no lock of the engine's and does no I/O).
 func (e *Engine) workerDevices() []mem.GPU {
 	if e.o.Workers == nil {
 		return nil
@@ -38,6 +39,50 @@ func (e *Engine) workerDevices() []mem.GPU {
 	for _, d := range ds {
 		name := d.Worker + "/" + d.Name
 		out = append(out, mem.GPU{Device: name, Name: name, Total: d.Total, Free: d.Free})
+	}
+	return out
+}
+
+// takeWorkerDevices reads the workers' devices (at each memory sample, so the device order changes
+// only there) and, when the workers' devices change (one listed for the first time, before
+// another's), moves what every model holds, was planned with and measured to each device's new
+// index, by name. Called with mu held, sys already set.
+func (e *Engine) takeWorkerDevices(before []string) {
+	e.rpcDevs = e.workerDevices()
+	after := e.deviceNames()
+	n := e.localGPUs()
+	if slices.Equal(before, after) || len(before) < n || !slices.Equal(before[:n], after[:n]) {
+		return // unchanged, or this machine's own GPUs changed: those keep their places as before
+	}
+	to := make([]int, len(before)) // old index → new index, -1 when the device is gone
+	for i, n := range before {
+		to[i] = slices.Index(after, n)
+	}
+	move := func(m *sched.Mem) {
+		old := m.GPU
+		m.GPU = [sched.MaxGPUs]int64{}
+		for i, j := range to {
+			if j >= 0 {
+				m.GPU[j] += old[i]
+			} else {
+				m.RAM += old[i] // never lost: counted where it is sure to be looked at
+			}
+		}
+	}
+	for _, m := range e.models {
+		for _, p := range []*sched.Mem{&m.held, &m.plan, &m.measured, &m.peak, &m.devices} {
+			move(p)
+		}
+	}
+	e.log.Info("devices changed", "before", before, "after", after)
+}
+
+// deviceNames are the engine's devices' names, in order. Called with mu held.
+func (e *Engine) deviceNames() []string {
+	gs := e.gpus()
+	out := make([]string, len(gs))
+	for i, g := range gs {
+		out[i] = deviceName(g, i)
 	}
 	return out
 }
@@ -88,7 +133,7 @@ func (e *Engine) rpcBuffers(m *model, b map[string]int64) map[string]int64 {
 		ends = strings.Split(m.rpc[1], ",")
 	}
 	var order []string // the workers' devices, in --rpc order
-	devs := e.workerDevices()
+	devs := e.rpcDevs
 	for _, w := range m.workers {
 		for _, g := range devs {
 			if workerOf(g.Device) == w {

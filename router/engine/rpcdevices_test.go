@@ -72,3 +72,27 @@ func TestWorkersRPCBuffersNumbered(t *testing.T) {
 		t.Fatalf("rpcBuffers = %v, want %v", got, want)
 	}
 }
+
+// A worker whose devices are listed only later (it was down) comes before another one's by name:
+// what a model holds on the other's device moves with it to its new index.
+func TestWorkersDevicesListedLater(t *testing.T) {
+	fw := &fakeWorkers{ends: map[string]string{"a": "127.0.0.1:40001", "b": "127.0.0.1:40002"}, errs: map[string]error{},
+		devs: []WorkerDevice{{Worker: "b", Name: "RPC0", Total: 16 * gib, Free: 16 * gib}}}
+	s := newSync(t, func(o *Options) { o.MemoryLimit = 0; o.Workers = fw },
+		syncModel{id: "b2", ramMiB: 1 << 10, vramMiB: 4 << 10, layers: 32, settings: Settings{Workers: []string{"b"}}})
+	s.gpus(false)
+	w := s.request("b2")
+	s.fx.proc(t, "b2").readyWith(map[string]int64{"CPU": 300 << 20, "RPC0[127.0.0.1:40002]": 3 * gib})
+	l := s.lease(w)
+	defer l.Release()
+	fw.mu.Lock()
+	fw.devs = append(fw.devs, WorkerDevice{Worker: "a", Name: "RPC0", Total: 8 * gib, Free: 8 * gib})
+	fw.mu.Unlock()
+	s.gpus(false)
+	if st := s.state("b2"); !maps.Equal(st.HeldGPU, map[string]int64{"b/RPC0": 3 * gib}) {
+		t.Fatalf("b2 holds %v after a's devices came, want 3 GiB still on b/RPC0", st.HeldGPU)
+	}
+	if b := s.e.Budget(); len(b.Devices) != 2 || b.Devices[0].Name != "a/RPC0" || b.Devices[0].Used != 0 || b.Devices[1].Used != 3*gib {
+		t.Fatalf("devices %+v", b.Devices)
+	}
+}
