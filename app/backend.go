@@ -113,6 +113,17 @@ type Backend interface {
 	RemovePeer(name string) error
 	// PeersChanged is closed at the next change of a peer's state or models; nil without peers.
 	PeersChanged() <-chan struct{}
+
+	// Workers (Offers.Workers): the [workers.NAME] machines models are spread over, and this
+	// machine lent to others. Their state is in the Snapshot.
+
+	// SetLending turns "Lend this machine" on or off (config lend), saved and applied.
+	SetLending(on bool) error
+	// LendConfigLines are the lines a head adds to use this machine: its [workers.NAME] section
+	// with the address and the pairing token.
+	LendConfigLines() (string, error)
+	// NewLendToken replaces the pairing token; heads given the old one are refused.
+	NewLendToken() error
 }
 
 // Offers are the parts of the service a backend has. The running service has them all.
@@ -122,6 +133,7 @@ type Offers struct {
 	InstallBuild bool // installing llama.cpp's build: the Install llama-server button
 	EstimateWith bool // estimates for settings not applied yet: the settings window's memory line
 	Peers        bool // other machines' servers: the models window's Other machines section
+	Workers      bool // workers and lending this machine: their part of Other machines, the tray's Lend this machine
 }
 
 // ErrNotOffered is the answer of a method whose part the backend does not have (see Offers).

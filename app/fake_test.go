@@ -115,11 +115,12 @@ func (f *fakeBackend) ModelsDir() (string, error) {
 }
 
 // Offers: the Hub when a test gave one; peers when its configuration has a peers table
-// (machinesui_test.go); no activity, installs or estimates.
+// (machinesui_test.go); workers when its snapshot lends (workersui_test.go); no activity, installs
+// or estimates.
 func (f *fakeBackend) Offers() Offers {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return Offers{Hub: f.managerHub != nil, Peers: f.cfg.Peers != nil}
+	return Offers{Hub: f.managerHub != nil, Peers: f.cfg.Peers != nil, Workers: f.snap.Lending.State != ""}
 }
 
 func (f *fakeBackend) Activity() wire.Activity        { return wire.Activity{} }

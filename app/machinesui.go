@@ -14,8 +14,9 @@ import (
 )
 
 // machinesSection is the models window's "Other machines" part: the peers ([peers.NAME], other
-// servers whose models are served here too) with their state and models, with Add and Remove. Each
-// kind of machine is built by a part function (peersPart); a later kind adds its own beside it.
+// servers whose models are served here too) with their state and models, with Add and Remove; the
+// workers a model is spread over, and this machine lent to others (workersui.go). Each kind of
+// machine is built by a part function (peersPart, workersPart, lendPart).
 type machinesSection struct {
 	u   *ui
 	win fyne.Window
@@ -29,7 +30,8 @@ func newMachinesSection(u *ui, win fyne.Window) *machinesSection {
 
 // update shows s's machines; it takes no room without the feature.
 func (m *machinesSection) update(s Snapshot) {
-	if !m.u.b.Offers().Peers {
+	offers := m.u.b.Offers()
+	if !offers.Peers && !offers.Workers {
 		if m.key != "" || len(m.box.Objects) > 0 {
 			m.key, m.box.Objects = "", nil
 			m.box.Refresh()
@@ -37,15 +39,24 @@ func (m *machinesSection) update(s Snapshot) {
 		return
 	}
 	peers := s.Peers
-	key := peersKey(peers)
+	key := peersKey(peers) + workersKey(s.Workers, s.Lending)
 	if key == m.key && len(m.box.Objects) > 0 {
 		return
 	}
 	m.key = key
 	head := widget.NewLabelWithStyle("Other machines", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	add := widget.NewButtonWithIcon("Add machine…", theme.ContentAddIcon(), m.askPeer)
-	objs := []fyne.CanvasObject{container.NewBorder(nil, nil, head, add)}
-	objs = append(objs, m.peersPart(peers)...)
+	var objs []fyne.CanvasObject
+	if offers.Peers {
+		add := widget.NewButtonWithIcon("Add machine…", theme.ContentAddIcon(), m.askPeer)
+		objs = append(objs, container.NewBorder(nil, nil, head, add))
+		objs = append(objs, m.peersPart(peers)...)
+	} else {
+		objs = append(objs, head)
+	}
+	if offers.Workers {
+		objs = append(objs, m.workersPart(s.Workers)...) // workersui.go
+		objs = append(objs, m.lendPart(s.Lending)...)
+	}
 	m.box.Objects = append(objs, widget.NewSeparator())
 	m.box.Refresh()
 }

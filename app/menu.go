@@ -27,6 +27,7 @@ const (
 	ActToggleAutostart            // turn start at login on or off
 	ActQuit                       // stop every child and exit
 	ActOpenURL                    // open Action.Text in the browser
+	ActToggleLend                 // turn "Lend this machine" on or off
 )
 
 // Action is what a click does, as data, so menus can be compared in tests.
@@ -82,6 +83,9 @@ func BuildMenu(s Snapshot) []MenuItem {
 		item("Settings…", ActOpenSettings, ""),
 		item("Open logs folder", ActOpenLogsFolder, ""),
 		MenuItem{Label: "Start at login", Action: Action{Kind: ActToggleAutostart}, Checked: s.Autostart},
+	)
+	out = append(out, lendMenu(s)...) // machinesui.go
+	out = append(out,
 		sep(),
 		item("Quit", ActQuit, ""),
 	)

@@ -38,6 +38,8 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 		ModelDirs:  cfg.ModelDirsResolved(),
 		LogDir:     sb.svc.LogDir(),
 		Peers:      sb.svc.PeerList(),
+		Workers:    sb.svc.Workers(),
+		Lending:    sb.svc.Lending(),
 		Budget:     sb.svc.Engine().Budget(),
 	}
 	if s.ListenAddr == "" {
@@ -156,7 +158,7 @@ func (sb *serviceBackend) ModelsDir() (string, error) {
 
 // Offers: the running service has every part; the Hub unless the service made none.
 func (sb *serviceBackend) Offers() Offers {
-	return Offers{Hub: sb.svc.Hub() != nil, Activity: true, InstallBuild: true, EstimateWith: true, Peers: true}
+	return Offers{Hub: sb.svc.Hub() != nil, Activity: true, InstallBuild: true, EstimateWith: true, Peers: true, Workers: true}
 }
 
 // Activity is the service's record of the last hour, as GET /api/activity serves it.
@@ -190,3 +192,7 @@ func (sb *serviceBackend) PlanBuild(ctx context.Context, req releases.Request) (
 func (sb *serviceBackend) InstallBuild(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error) {
 	return sb.svc.InstallBuild(ctx, req, progress)
 }
+
+func (sb *serviceBackend) SetLending(on bool) error         { return sb.svc.SetLending(on) }
+func (sb *serviceBackend) LendConfigLines() (string, error) { return sb.svc.LendConfigLines() }
+func (sb *serviceBackend) NewLendToken() error              { return sb.svc.NewLendToken() }

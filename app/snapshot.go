@@ -24,9 +24,11 @@ type Snapshot struct {
 	Models     []Model // sorted by ID
 	Budget     service.Budget
 	Autostart  bool
-	Scanning   bool        // the catalog is being rescanned
-	Downloads  []Download  // models being downloaded from the Hub, paused or failed, oldest first
-	Peers      []wire.Peer // other machines' servers and their models (Offers.Peers), by name
+	Scanning   bool                // the catalog is being rescanned
+	Downloads  []Download          // models being downloaded from the Hub, paused or failed, oldest first
+	Peers      []wire.Peer         // other machines' servers and their models (Offers.Peers), by name
+	Workers    []wire.WorkerStatus // the [workers.NAME] machines (Offers.Workers), by name
+	Lending    wire.Lending        // this machine lent to other Llamatrays (Offers.Workers)
 	// UpdateVersion is a newer Llamatray release ("0.4.0") found by the daily check (update_check),
 	// "" when none; UpdateURL is its page.
 	UpdateVersion, UpdateURL string

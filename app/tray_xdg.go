@@ -59,7 +59,7 @@ func (s *sniTray) items(items []MenuItem) []sni.Item {
 			Key:       itemKey(it),
 			Label:     trayLabel(it.Label),
 			Disabled:  it.Disabled,
-			Checkable: it.Checked || act.Kind == ActToggleAutostart,
+			Checkable: it.Checked || act.Kind == ActToggleAutostart || act.Kind == ActToggleLend,
 			Checked:   it.Checked,
 			Separator: it.Separator,
 			Children:  s.items(it.Children),

@@ -233,6 +233,9 @@ func (u *ui) do(a Action) {
 	case ActToggleAutostart:
 		on := !u.snap.Autostart
 		u.background("Start at login", func() error { return u.auto.set(on) })
+	case ActToggleLend:
+		on := !u.snap.Lending.On
+		u.background("Lend this machine", func() error { return u.b.SetLending(on) })
 	case ActQuit:
 		u.quit()
 	case ActOpenURL:
