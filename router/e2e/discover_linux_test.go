@@ -76,6 +76,27 @@ func veth(t *testing.T, a, b, addrA, addrB string) {
 	}
 }
 
+// dropStaleNetns deletes the namespaces of earlier runs killed before their cleanup ran (their
+// test process is gone).
+func dropStaleNetns(t *testing.T) {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		name, _, _ := strings.Cut(line, " ")
+		var side string
+		var pid int
+		if n, _ := fmt.Sscanf(name, "lt-disc-%1s-%d", &side, &pid); n != 2 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+			t.Logf("deleting namespace %s of an earlier run", name)
+			_ = exec.Command("ip", "netns", "del", name).Run()
+		}
+	}
+}
+
 // startIn runs p's serve in network namespace ns (ip netns exec execs it: the pid is the server's).
 func (p *proc) startIn(ns string) {
 	t := p.t
@@ -167,7 +188,8 @@ func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() (bo
 
 func TestDiscoverNetns(t *testing.T) {
 	needNetns(t)
-	id := os.Getpid() % 100000
+	id := os.Getpid()
+	dropStaleNetns(t)
 	nsA, nsB := fmt.Sprintf("lt-disc-a-%d", id), fmt.Sprintf("lt-disc-b-%d", id)
 	const addrA, addrB = "10.231.0.1", "10.231.0.2"
 	veth(t, nsA, nsB, addrA, addrB)
