@@ -213,7 +213,7 @@ func (w *workerLinks) Prepare(ctx context.Context, names []string) ([]string, er
 		if err != nil {
 			return nil, &engine.WorkerError{Worker: name, Err: err}
 		}
-		info, err := worker.Check(ctx, l.cfg.Address, l.cfg.Token)
+		info, err := checkSettled(ctx, l)
 		if err == nil && info.Busy {
 			err = fmt.Errorf("%w with %s", worker.ErrBusy, info.BusyWith)
 		}
@@ -231,6 +231,27 @@ func (w *workerLinks) Prepare(ctx context.Context, names []string) ([]string, er
 		ends = append(ends, e.Addr())
 	}
 	return ends, nil
+}
+
+// busySettle is how long a check waits out a session that is still open: the link of a child that
+// just exited (a model stopped for this load) reaches the worker's end a moment later.
+const busySettle = 2 * time.Second
+
+// checkSettled checks l, again every 100 ms while it is busy, up to busySettle (the worker is
+// another process: there is nothing to wait on but its answer).
+func checkSettled(ctx context.Context, l *workerLink) (worker.Info, error) {
+	deadline := time.Now().Add(busySettle)
+	for {
+		info, err := worker.Check(ctx, l.cfg.Address, l.cfg.Token)
+		if err != nil || !info.Busy || time.Now().After(deadline) {
+			return info, err
+		}
+		select {
+		case <-ctx.Done():
+			return info, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // Down is engine.Workers': the first named worker that does not answer or refuses (busy is an
