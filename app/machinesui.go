@@ -38,8 +38,8 @@ func (m *machinesSection) update(s Snapshot) {
 		}
 		return
 	}
-	peers := s.Peers
-	key := peersKey(peers) + workersKey(s.Workers, s.Lending)
+	peers, found := s.Peers, discovered(m.u.b) // found: other Llamatrays on the network (discoverui.go)
+	key := peersKey(peers) + workersKey(s.Workers, s.Lending) + discoveredKey(found)
 	if key == m.key && len(m.box.Objects) > 0 {
 		return
 	}
@@ -49,7 +49,7 @@ func (m *machinesSection) update(s Snapshot) {
 	if offers.Peers {
 		add := widget.NewButtonWithIcon("Add machine…", theme.ContentAddIcon(), m.askPeer)
 		objs = append(objs, container.NewBorder(nil, nil, head, add))
-		objs = append(objs, m.peersPart(peers)...)
+		objs = append(append(objs, m.peersPart(peers)...), m.discoveredPart(found)...)
 	} else {
 		objs = append(objs, head)
 	}

@@ -8,6 +8,7 @@ package service
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/llamatray/llamatray/router/discover"
 	"github.com/llamatray/llamatray/router/wire"
@@ -61,8 +62,10 @@ func (dc *discovery) wait() {
 // poke makes it read the configuration and look again now.
 func (dc *discovery) poke() { dc.d.Poke() }
 
-// Discovered is every other Llamatray found on the local network that is not a configured peer.
+// Discovered is every other Llamatray found on the local network that is not a configured peer;
+// it asks for a fresh look when the last is older than 30 seconds (the app reads it every refresh).
 func (s *Service) Discovered() []wire.Discovered {
+	s.disc.d.RefreshOlder(30 * time.Second)
 	found, _, _ := s.disc.d.Found()
 	return found
 }
