@@ -40,6 +40,8 @@ var unitPackages = []struct {
 	{pkg: "router/httpapi", skip: map[string]string{
 		"TestPullEventsAndRemove": "the Hub cache's snapshot links: Wine's CreateSymbolicLink reports success and makes no link",
 		"TestAutoPull":            "the Hub cache's snapshot links: Wine's CreateSymbolicLink reports success and makes no link"}},
+	{pkg: "router/peer"},
+	{pkg: "router/worker"},
 	{pkg: "app/platform"},
 }
 
