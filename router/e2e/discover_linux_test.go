@@ -3,8 +3,8 @@ package e2e
 // Discovery on a real network of its own: two network namespaces joined by a veth pair, a real
 // Llamatray in each listening on its veth address, and a third on loopback only. Each of the two
 // must find the other through mDNS, the loopback one must be announced to no one (while it finds
-// both), and an instance added as a peer is no longer offered. Needs root and iproute2's ip:
-// skipped without them, failed under CI=true.
+// both), and an instance added as a peer is no longer offered. Needs root (or, under CI=true,
+// passwordless sudo) and iproute2's ip: skipped without them, failed under CI=true.
 
 import (
 	"bytes"
@@ -19,25 +19,64 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
-// needNetns skips (fails under CI=true) a test that cannot make network namespaces.
-func needNetns(t *testing.T) {
+// binEnv names, in a run through sudo, the llamatray binary the calling test built (so that the
+// run as root builds nothing: no file of root's lands in the user's Go cache).
+const binEnv = "LLAMATRAY_DISCOVER_BIN"
+
+// discBin is the llamatray binary: the caller's in a run through sudo, else built once.
+func discBin(t *testing.T) string {
+	if p := os.Getenv(binEnv); p != "" {
+		return p
+	}
+	return buildLlamatray(t)
+}
+
+// needNetns says whether this process can make network namespaces (root, with iproute2's ip).
+// Not root under CI=true with passwordless sudo (hosted CI), the test is run again as root through
+// sudo and its result is this one's (false: it ran there). Otherwise a test that cannot run is
+// skipped, saying why, or failed under CI=true.
+func needNetns(t *testing.T) bool {
 	t.Helper()
 	why := ""
-	if os.Geteuid() != 0 {
-		why = "needs root to make network namespaces (run as root, e.g. sudo -E go test ./router/e2e -run TestDiscoverNetns)"
-	} else if _, err := exec.LookPath("ip"); err != nil {
+	if _, err := exec.LookPath("ip"); err != nil {
 		why = "needs iproute2's ip to make network namespaces (apt-get install iproute2)"
+	} else if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" && exec.Command("sudo", "-n", "true").Run() == nil {
+			runAsRoot(t)
+			return false
+		}
+		why = "needs root to make network namespaces (run it as root: sudo -E go test ./router/e2e -run TestDiscoverNetns)"
 	}
 	if why == "" {
-		return
+		return true
 	}
 	if os.Getenv("CI") == "true" {
 		t.Fatal(why)
 	}
 	t.Skip(why)
+	return false
+}
+
+// runAsRoot runs t's test again in this test binary as root through sudo, with the binaries
+// built here and a Go cache of its own, and fails t when it fails.
+func runAsRoot(t *testing.T) {
+	bin, fake := buildLlamatray(t), testbed.FakeLlamaServer(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sudo", "-n", "env", binEnv+"="+bin, testbed.FakeEnv+"="+fake, "GOCACHE="+t.TempDir(), "CI=true",
+		"PATH="+os.Getenv("PATH"), self, "-test.run", "^"+t.Name()+"$", "-test.v", "-test.count=1")
+	var out logWriter
+	out.t, out.name = t, "as root"
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s as root (sudo): %v", t.Name(), err)
+	}
 }
 
 // ipCmd runs ip with args and fails the test on an error.
@@ -101,7 +140,7 @@ func dropStaleNetns(t *testing.T) {
 func (p *proc) startIn(ns string) {
 	t := p.t
 	t.Helper()
-	p.cmd = exec.Command("ip", "netns", "exec", ns, buildLlamatray(t), "serve", "--config", filepath.Join(p.dir, "config.toml"))
+	p.cmd = exec.Command("ip", "netns", "exec", ns, discBin(t), "serve", "--config", filepath.Join(p.dir, "config.toml"))
 	p.cmd.Env = p.env
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out logWriter
@@ -136,7 +175,7 @@ func (w *logWriter) Write(b []byte) (int, error) {
 
 // cli runs the llamatray command in ns against p (its config names its address and key).
 func (p *proc) nsCLI(ns string, args ...string) ([]byte, error) {
-	args = append(append([]string{"netns", "exec", ns, buildLlamatray(p.t)}, args...), "--config", filepath.Join(p.dir, "config.toml"))
+	args = append(append([]string{"netns", "exec", ns, discBin(p.t)}, args...), "--config", filepath.Join(p.dir, "config.toml"))
 	cmd := exec.Command("ip", args...)
 	cmd.Env = p.env
 	var stderr bytes.Buffer
@@ -187,7 +226,9 @@ func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() (bo
 }
 
 func TestDiscoverNetns(t *testing.T) {
-	needNetns(t)
+	if !needNetns(t) {
+		return
+	}
 	id := os.Getpid()
 	dropStaleNetns(t)
 	nsA, nsB := fmt.Sprintf("lt-disc-a-%d", id), fmt.Sprintf("lt-disc-b-%d", id)
