@@ -160,23 +160,34 @@ func (e *End) carry(local net.Conn) {
 	defer l.conn.Close()
 	e.log.Debug("link open", "local", local.RemoteAddr().String())
 
-	var localDone atomic.Bool
+	// The link is lost when the worker's side fails first: a read from it that ends (download) or
+	// a write to it that fails (upload). The local side ending first (llama-server closed, or we
+	// did) ends the link without a report. Whichever goroutine sees the end first decides.
+	var ended atomic.Bool
+	lost := func(why error) {
+		if ended.CompareAndSwap(false, true) && why != nil && !e.isClosed() {
+			if errors.Is(why, io.EOF) {
+				why = errors.New("the worker closed the link")
+			}
+			e.report(fmt.Errorf("link lost: %w", why))
+		}
+	}
 	up := make(chan struct{})
 	go func() {
 		defer close(up)
-		io.Copy(l.conn, counter{local, &e.sent})
-		// llama-server closed its side (or we closed it): end the link too.
-		localDone.Store(true)
+		lr := &readErr{r: counter{local, &e.sent}}
+		_, err := io.Copy(l.conn, lr)
+		if err != nil && lr.err == nil {
+			lost(err) // the write to the worker failed
+		} else {
+			ended.CompareAndSwap(false, true) // llama-server closed its side, or we closed it
+		}
 		l.conn.Close()
 	}()
 	rr := &readErr{r: counter{l.r, &e.received}}
 	io.Copy(local, rr)
-	if !localDone.Load() && !e.isClosed() && rr.err != nil {
-		why := rr.err
-		if errors.Is(why, io.EOF) {
-			why = errors.New("the worker closed the link")
-		}
-		e.report(fmt.Errorf("link lost: %w", why))
+	if rr.err != nil {
+		lost(rr.err)
 	}
 	// A clean close (FIN) of the local side, so llama-server notices at once.
 	local.Close()

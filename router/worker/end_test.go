@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 func openEnd(t *testing.T, name, addr string) *End {
@@ -222,5 +224,39 @@ func TestCheckRPCServerDown(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("Check still ok 10 s after the rpc-server died")
 		}
+	}
+}
+
+// TestWorkerKilledMidUpload: a worker that dies while the head is sending (the upload's write
+// fails, maybe before the download's read does) is reported on Lost, naming it, as any lost link.
+func TestWorkerKilledMidUpload(t *testing.T) {
+	for i := range 3 {
+		w := startWorker(t)
+		e := openEnd(t, "gpu1", w.addr)
+		c := dialEnd(t, e)
+		echoRound(t, c, "before")
+		// Send without reading: the echo's answers fill the buffers, and the upload blocks on
+		// its write to the link.
+		sent := make(chan struct{})
+		go func() {
+			defer close(sent)
+			buf := make([]byte, 64<<10)
+			for {
+				if _, err := c.Write(buf); err != nil {
+					return
+				}
+			}
+		}()
+		testbed.WaitFor(t, 10*time.Second, "the upload to fill the buffers", func() bool {
+			s, _ := e.Bytes()
+			return s > 1<<20
+		})
+		w.stop(t)
+		err := waitLost(t, e, 15*time.Second)
+		if !strings.HasPrefix(err.Error(), "worker gpu1 ("+w.addr+"): link lost") {
+			t.Fatalf("round %d: Lost: %v, want \"worker gpu1 (%s): link lost ...\"", i, err, w.addr)
+		}
+		c.Close()
+		<-sent
 	}
 }
