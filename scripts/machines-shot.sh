@@ -28,7 +28,7 @@ fi
 out=$1
 case $out in /*) ;; *) out="$PWD/$out" ;; esac
 root=$(cd "$(dirname "$0")/.." && pwd)
-llama=${LLAMA_SERVER:-${XDG_CACHE_HOME:-$HOME/.cache}/llamatray-dev/llama-server/bin/llama-server}
+llama=${LLAMA_SERVER:-${LLAMATRAY_CACHE:-$HOME/.cache/llamatray-dev}/llama-server/bin/llama-server}
 rpc=${GGML_RPC_SERVER:-$(dirname "$llama")/ggml-rpc-server}
 
 # tray_python prints a python3 that has dbus-python and gi (GLib's main loop), for the tray host.
