@@ -63,6 +63,9 @@ func New(o Options) *Discoverer {
 		seen: map[string]Found{}, changed: make(chan struct{})}
 }
 
+// Settings are the settings in force now, as the next look reads them.
+func (d *Discoverer) Settings() Settings { return d.o.Settings() }
+
 // Poke makes Run read the settings and look again now (after a configuration change).
 func (d *Discoverer) Poke() {
 	select {
