@@ -26,14 +26,18 @@ type fakeNet struct {
 }
 
 type answer struct {
-	found []Found
-	err   error
+	found  []Found
+	err    error
+	before func() // run in the look, before it returns (the clock moved while it listened)
 }
 
 func (n *fakeNet) lookup(ctx context.Context, _ time.Duration) ([]Found, error) {
 	n.calls <- struct{}{}
 	select {
 	case a := <-n.answers:
+		if a.before != nil {
+			a.before()
+		}
 		return a.found, a.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -112,12 +116,10 @@ func TestDiscovererLoop(t *testing.T) {
 	// A failed look keeps what was seen and says why; one not heard for three rounds is dropped.
 	d.Poke()
 	round(answer{err: errors.New("no multicast here")})
-	clockMu.Lock()
-	clock = clock.Add(4 * time.Hour)
-	clockMu.Unlock()
 	ch = d.Changed()
 	d.Poke()
-	round(answer{found: []Found{found("c", "gamma", "http://10.0.0.4:8080")}})
+	later := func() { clockMu.Lock(); clock = clock.Add(4 * time.Hour); clockMu.Unlock() }
+	round(answer{found: []Found{found("c", "gamma", "http://10.0.0.4:8080")}, before: later})
 	waitChange(ch)
 	if got := names(); len(got) != 1 || got[0] != "gamma http://10.0.0.4:8080" {
 		t.Fatalf("Found after expiry = %q", got)
