@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,8 @@ type options struct {
 	logPrefix bool          // --[no-]log-prefix: level letter on log lines (default on)
 	logTimes  bool          // --[no-]log-timestamps: time on log lines (default on)
 	help      bool          // -h/--help
-	listDevs  bool          // --list-devices
+	listDevs  bool          // --list-devices: printed when read, so only the --rpc before it counts
+	rpc       []string      // --rpc HOST:PORT,...: llama.cpp rpc-servers whose devices the model also uses
 	ignored   []string      // unknown flags (and their values), tolerated
 }
 
@@ -51,6 +53,7 @@ var valueFlags = map[string]string{
 	"--fit":                "fit",
 	"-fitt":                "fit-target",
 	"--fit-target":         "fit-target",
+	"--rpc":                "rpc",
 }
 
 // optionalValueFlags take a value only when the next argument looks like one
@@ -94,7 +97,10 @@ func parseArgs(args []string) (options, error) {
 			case "help":
 				o.help = true
 			case "list-devices":
+				// llama-server lists the devices (and exits) as it reads the flag: the arguments
+				// after it are never read.
 				o.listDevs = true
+				return o, nil
 			case "log-prefix", "no-log-prefix":
 				o.logPrefix = canon == "log-prefix"
 			case "log-timestamps", "no-log-timestamps":
@@ -187,6 +193,14 @@ func (o *options) set(canon, value string) error {
 		}
 	case "mmproj":
 		o.mmproj = value
+	case "rpc":
+		o.rpc = nil
+		for _, e := range strings.Split(value, ",") {
+			if _, _, err := net.SplitHostPort(strings.TrimSpace(e)); err != nil {
+				return fmt.Errorf("invalid RPC server %q: %w", e, err)
+			}
+			o.rpc = append(o.rpc, strings.TrimSpace(e))
+		}
 	case "sleep-idle-seconds":
 		// llama-server takes whole seconds; the fake also accepts fractions so tests stay fast.
 		f, err := strconv.ParseFloat(value, 64)

@@ -71,7 +71,7 @@ func main() {
 		os.Exit(0)
 	}
 	if opts.listDevs {
-		listDevices()
+		listDevices(opts.rpc)
 		os.Exit(0)
 	}
 	if opts.version {
@@ -97,6 +97,7 @@ func main() {
 		s.aliases = []string{opts.model} // llama-server uses the model's name as its alias
 	}
 	_, s.child = os.LookupEnv("LLAMA_SERVER_ROUTER_PORT")
+	s.rpc = connectRPC(opts.rpc, s.rpcLost)
 	rec.write(recordEvent{Event: "start", Args: os.Args})
 	s.run()
 }

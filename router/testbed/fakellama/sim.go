@@ -18,6 +18,7 @@ type simBuffers struct {
 	devices []string                    // device names in the machine's order
 	bufs    map[string]map[string]int64 // kind (model, KV, compute) → device (or "CPU") → bytes
 	unified bool
+	rpc     map[string]*rpcEnd // the RPC devices (after the GPUs in devices) → their server
 }
 
 // simComputeMiB is the compute buffer on each device a model uses, about what llama.cpp reserves
@@ -42,15 +43,20 @@ func (s *server) simBuffers() *simBuffers {
 		shares[i] = g.Total
 		names = append(names, g.Device)
 	}
+	// The --rpc servers' devices come after the machine's own, in --rpc order.
+	for _, e := range s.rpc {
+		shares = append(shares, e.total)
+		names = append(names, e.device())
+	}
 	layers := s.kn.SimLayers
 	off := offloaded(s.opts.gpuLayers, layers)
-	if len(gpus) == 0 {
+	if len(names) == 0 {
 		off = 0
 	}
 	sb := layout(path, m.Unified, names, shares, off, layers, s.kn)
 	// --fit (on unless -ngl is given, as llama.cpp's adjusts only what is unset): offload fewer
 	// layers until every device keeps its --fit-target margin free.
-	if s.opts.fit && s.opts.gpuLayers == "auto" && len(gpus) > 0 {
+	if s.opts.fit && s.opts.gpuLayers == "auto" && len(names) > 0 {
 		sys, err := mem.Sim(path).System(context.Background())
 		if err != nil {
 			logf(lvlError, "fakellama: %v", err)
@@ -58,11 +64,15 @@ func (s *server) simBuffers() *simBuffers {
 		}
 		// What each device has free as llama.cpp sees it: the driver's free memory; on Metal the
 		// working set less this process's own allocations (none yet).
-		free := make([]int64, len(gpus))
-		for i := range gpus {
-			free[i] = sys.GPUs[i].Free
-			if m.Unified {
+		free := make([]int64, len(names))
+		for i := range names {
+			switch {
+			case i >= len(gpus):
+				free[i] = s.rpc[i-len(gpus)].free
+			case m.Unified:
 				free[i] = gpus[i].Total
+			default:
+				free[i] = sys.GPUs[i].Free
 			}
 			free[i] -= fitMargin(s.opts.fitTarget, i)
 		}
@@ -76,6 +86,10 @@ func (s *server) simBuffers() *simBuffers {
 		}
 	}
 	logf(lvlInfo, "load_tensors: offloaded %d/%d layers to GPU", off, layers+1)
+	sb.rpc = map[string]*rpcEnd{}
+	for _, e := range s.rpc {
+		sb.rpc[e.device()] = e
+	}
 	return sb
 }
 
@@ -163,16 +177,21 @@ func (b *simBuffers) print(kind string) {
 	}
 }
 
-// hold books what the fake holds on the machine: everything while awake, a little RAM asleep.
+// hold books what the fake holds on the machine: everything while awake, a little RAM asleep. What
+// it holds on an RPC device it tells that device's server instead.
 func (b *simBuffers) hold(awake bool) {
 	h := mem.SimHolding{RAM: 64 << 20, Devices: map[string]int64{}}
+	onRPC := map[string]int64{}
 	if awake {
 		h.RAM = 0
 		for _, bufs := range b.bufs {
 			for d, n := range bufs {
-				if d == "CPU" {
+				switch {
+				case d == "CPU":
 					h.RAM += n
-				} else {
+				case b.rpc[d] != nil:
+					onRPC[d] += n
+				default:
 					h.Devices[d] += n
 				}
 			}
@@ -181,28 +200,38 @@ func (b *simBuffers) hold(awake bool) {
 	if err := mem.SimHold(b.path, os.Getpid(), h); err != nil {
 		logf(lvlWarn, "fakellama: %v", err)
 	}
+	for d, e := range b.rpc {
+		if err := e.hold(onRPC[d]); err != nil {
+			logf(lvlWarn, "fakellama: RPC server %s: %v", e.addr, err)
+		}
+	}
 }
 
 func (b *simBuffers) release() { mem.SimRelease(b.path, os.Getpid()) }
 
-// listDevices prints the simulated machine's GPUs as llama-server --list-devices does.
-func listDevices() {
+// listDevices prints the simulated machine's GPUs, then each --rpc server's device (RPC0, its
+// description the server's address), as llama-server --list-devices does; a server that does not
+// accept the connection is an error (exit 1), as it is for llama-server.
+func listDevices(rpc []string) {
+	ends := connectRPC(rpc, nil)
 	fmt.Println("Available devices:")
-	path := os.Getenv(mem.SimEnv)
-	if path == "" {
-		fmt.Println("  (none)")
-		return
+	var gpus []mem.GPU
+	if path := os.Getenv(mem.SimEnv); path != "" {
+		m, err := mem.LoadSimMachine(path)
+		if err != nil {
+			rawLog("fakellama: %v", err)
+			os.Exit(1)
+		}
+		gpus = m.Devices()
 	}
-	m, err := mem.LoadSimMachine(path)
-	if err != nil {
-		rawLog("fakellama: %v", err)
-		os.Exit(1)
-	}
-	gpus := m.Devices()
-	if len(gpus) == 0 {
+	if len(gpus)+len(ends) == 0 {
 		fmt.Println("  (none)")
 	}
 	for _, g := range gpus {
 		fmt.Printf("  %s: %s (%d MiB, %d MiB free)\n", g.Device, g.Name, g.Total>>20, g.Free>>20)
+	}
+	for _, e := range ends {
+		fmt.Printf("  RPC0: %s (%d MiB, %d MiB free)\n", e.addr, e.total>>20, e.free>>20)
+		e.conn.Close()
 	}
 }

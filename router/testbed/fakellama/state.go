@@ -28,6 +28,7 @@ type server struct {
 	aliases []string // --alias names, else the model path
 	addr    string   // listening address, http://host:port
 	exiting atomic.Bool
+	rpc     []*rpcEnd // the --rpc servers, connected at start
 
 	mu         sync.Mutex                 // guards every field below
 	phase      phase                      // loading, ready or sleeping
