@@ -49,7 +49,7 @@ func needNetns(t *testing.T) bool {
 			runAsRoot(t)
 			return false
 		}
-		why = "needs root to make network namespaces (run it as root: sudo -E go test ./router/e2e -run TestDiscoverNetns)"
+		why = "needs root to make network namespaces (run it as root: sudo -E go test ./router/e2e -run " + t.Name() + ")"
 	}
 	if why == "" {
 		return true
@@ -70,6 +70,7 @@ func runAsRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("sudo", "-n", "env", binEnv+"="+bin, testbed.FakeEnv+"="+fake, "GOCACHE="+t.TempDir(), "CI=true",
+		"LLAMA_SERVER="+os.Getenv("LLAMA_SERVER"), "GGML_RPC_SERVER="+os.Getenv("GGML_RPC_SERVER"),
 		"PATH="+os.Getenv("PATH"), self, "-test.run", "^"+t.Name()+"$", "-test.v", "-test.count=1")
 	var out logWriter
 	out.t, out.name = t, "as root"
@@ -91,21 +92,8 @@ func ipCmd(t *testing.T, args ...string) {
 // multicast route mDNS needs; they are deleted when the test ends, failed or not.
 func veth(t *testing.T, a, b, addrA, addrB string) {
 	t.Helper()
-	for _, ns := range []string{a, b} {
-		_ = exec.Command("ip", "netns", "del", ns).Run() // left by a killed run
-		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-			msg := fmt.Sprintf("ip netns add %s: %v\n%s", ns, err, out)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip("cannot make network namespaces here: " + msg)
-		}
-		t.Cleanup(func() {
-			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-				t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
-			}
-		})
-	}
+	addNetns(t, a)
+	addNetns(t, b)
 	ipCmd(t, "link", "add", "lt0", "netns", a, "type", "veth", "peer", "name", "lt1", "netns", b)
 	for _, s := range []struct{ ns, dev, addr string }{{a, "lt0", addrA}, {b, "lt1", addrB}} {
 		ipCmd(t, "-n", s.ns, "addr", "add", s.addr+"/24", "dev", s.dev)
@@ -113,6 +101,26 @@ func veth(t *testing.T, a, b, addrA, addrB string) {
 		ipCmd(t, "-n", s.ns, "link", "set", s.dev, "up")
 		ipCmd(t, "-n", s.ns, "route", "add", "224.0.0.0/4", "dev", s.dev)
 	}
+}
+
+// addNetns makes network namespace ns (deleting one left by a killed run first); it is deleted when
+// the test ends, failed or not, and with it the interfaces inside. It skips the test when
+// namespaces cannot be made here, or fails it under CI=true.
+func addNetns(t *testing.T, ns string) {
+	t.Helper()
+	_ = exec.Command("ip", "netns", "del", ns).Run() // left by a killed run
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("ip netns add %s: %v\n%s", ns, err, out)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip("cannot make network namespaces here: " + msg)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
+		}
+	})
 }
 
 // dropStaleNetns deletes the namespaces of earlier runs killed before their cleanup ran (their
