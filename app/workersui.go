@@ -55,7 +55,8 @@ func workerLine(w wire.WorkerStatus) string {
 		state = w.State
 	}
 	if w.LastError != "" && w.State != wire.WorkerUp {
-		state += ": " + w.LastError
+		// The heading already names the worker and its address.
+		state += ": " + strings.TrimPrefix(w.LastError, fmt.Sprintf("worker %s (%s): ", w.Name, w.Address))
 	}
 	parts := []string{state}
 	for _, d := range w.Devices {

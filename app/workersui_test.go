@@ -78,7 +78,7 @@ func TestWorkersSection(t *testing.T) {
 	l.wait(func() { box = u.models.machines.box })
 	for _, want := range []string{"desk — http://10.0.0.2:8080", "gpu-box — 10.0.0.5:50052",
 		"Answering · RPC0 24 GiB (23 GiB free) · used by llama-70b-Q4_K_M",
-		"laptop — 10.0.0.6:50052", "Refuses this machine: worker laptop (10.0.0.6:50052): worker refused the token",
+		"laptop — 10.0.0.6:50052", "Refuses this machine: worker refused the token",
 		`Lent as worker "this-pc" on 0.0.0.0:50052`, "[Lines for the other machine…]"} {
 		var ok bool
 		l.wait(func() { ok = hasText(box, want) })
