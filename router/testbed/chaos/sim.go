@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,6 +39,8 @@ var simMachines = []mem.SimMachine{
 	{Name: "24 GB NVIDIA + 64 GB RAM", RAMMiB: 64 << 10, GPUs: []mem.SimGPU{{Device: "CUDA0", Name: "NVIDIA GeForce RTX 4090", MiB: 24 << 10}}},
 	{Name: "two 16 GB GPUs + 64 GB RAM", RAMMiB: 64 << 10, GPUs: []mem.SimGPU{{Device: "CUDA0", Name: "NVIDIA RTX A4000", MiB: 16 << 10}, {Device: "CUDA1", Name: "NVIDIA RTX A4000", MiB: 16 << 10}}},
 	{Name: "36 GB Apple-silicon Mac", RAMMiB: 36 << 10, Unified: true, GPUs: []mem.SimGPU{{Device: "MTL0", Name: "Apple M3 Pro"}}},
+	// With workers (simworkers.go): some models spread over this machine's GPU and the workers'.
+	{Name: "16 GB NVIDIA + two 12 GB workers + 64 GB RAM", RAMMiB: 64 << 10, GPUs: []mem.SimGPU{{Device: "CUDA0", Name: "NVIDIA GeForce RTX 4080", MiB: 16 << 10}}},
 }
 
 // simParams size a simulated run.
@@ -67,6 +71,7 @@ type simResult struct {
 	budget     map[string]int64
 	violations []string
 	took       time.Duration
+	workers    *workerStats // on a machine with workers
 }
 
 func runSim(ctx context.Context, sp simParams, stdout, stderr io.Writer) int {
@@ -171,8 +176,30 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 		return res, err
 	}
 	defer logf.Close()
+	spec, withWorkers := simWorkers[m.Name]
+	var ws *workerSet
+	if withWorkers {
+		if ws, err = startWorkers(ctx, dir, spec.workers, slog.New(slog.NewTextHandler(logf, nil))); err != nil {
+			return res, err
+		}
+		defer ws.close()
+		cfg.Workers = ws.config()
+		for id, names := range spec.models {
+			mc := cfg.Models[id]
+			mc.Workers, mc.GPULayers = names, nil // left to --fit, over the GPU and the workers' devices
+			cfg.Models[id] = mc
+		}
+		res.workers = &workerStats{killed: spec.kill, down: workerDown}
+		var names []string
+		for _, w := range spec.workers {
+			res.budget[w.Name+"/RPC0"] = w.MiB << 20
+			names = append(names, fmt.Sprintf("%s %d GiB", w.Name, w.MiB>>10))
+		}
+		res.workers.names = strings.Join(names, ", ")
+	}
 	access := newAccessLog(slog.NewTextHandler(logf, nil)) // the queue wait of every request
-	svc, err := harness.StartService(ctx, cfg, slog.New(access), mem.Sim(machine))
+	checks := newCheckLog(access)                          // the engine's checks of workers
+	svc, err := harness.StartService(ctx, cfg, slog.New(checks), mem.Sim(machine))
 	if err != nil {
 		return res, err
 	}
@@ -244,10 +271,16 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 					v = append(v, fmt.Sprintf("%s holds %d MiB, over its %d MiB (%s)", d, n>>20, res.budget[d]>>20, strings.Join(who, ", ")))
 				}
 			}
-			for _, st := range svc.Engine().Models() {
+			states := svc.Engine().Models()
+			for _, st := range states {
 				if st.Active > 0 && (st.State == engine.StateStopping || st.State == engine.StateUnloaded) {
 					v = append(v, fmt.Sprintf("%s is %s with %d leases", st.ID, st.State, st.Active))
 				}
+			}
+			if ws != nil {
+				held, wv := ws.sample(states)
+				v = append(v, wv...)
+				maps.Copy(sum, held)
 			}
 			mu.Lock()
 			for d, n := range sum {
@@ -259,11 +292,22 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 	}()
 
 	// Pressure: other programs take RAM for a while, half-way through.
-	var sent sync.WaitGroup
+	var sent, killing sync.WaitGroup
 	next := make(chan int)
 	go func() {
 		defer close(next)
 		for i := 0; i < sp.requests; i++ {
+			if ws != nil && i == sp.requests/4 {
+				killing.Add(1)
+				go func() {
+					defer killing.Done()
+					ws.kill(ctx, spec.kill)
+					v := ws.comeBack(ctx, harness.NewClient(2), svc.ChatURL(), spec.kill, spec.models, res.workers)
+					mu.Lock()
+					res.violations = append(res.violations, v...)
+					mu.Unlock()
+				}()
+			}
 			if i == sp.requests/2 {
 				mem.SimOther(machine, mem.SimHolding{RAM: (m.RAMMiB << 20) * 7 / 10})
 				time.AfterFunc(5*time.Second, func() { mem.SimOther(machine, mem.SimHolding{}) })
@@ -285,11 +329,14 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 			for i := range next {
 				// A skewed mix: small models more often, every model now and then.
 				id := ids[min(int(rng.ExpFloat64()*5), len(ids)-1)]
+				began := time.Now()
 				r := harness.Do(ctx, client, harness.Request{URL: svc.ChatURL(), Body: harness.ChatBody(id, i%3 == 0, 4, i), Stream: i%3 == 0})
 				mu.Lock()
 				res.requests++
 				lat = append(lat, r.Latency)
 				switch {
+				case ws != nil && !r.OK() && slices.Contains(spec.models[id], spec.kill) && ws.cutBy(began, time.Now()):
+					res.workers.failedOfKilled++ // its worker was killed under it, or was still coming back
 				case r.OK():
 					res.ok++
 				case r.Status == 507:
@@ -307,6 +354,7 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 		}(c)
 	}
 	sent.Wait()
+	killing.Wait()
 	close(stop)
 	wg.Wait()
 	for _, st := range svc.Engine().Models() {
@@ -320,6 +368,9 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 		res.violations = append(res.violations, "stop: "+err.Error())
 	}
 	stopEvents()
+	if ws != nil {
+		ws.close() // the workers' rpc-servers are children of this process too
+	}
 	if kids := harness.ChildrenOf(os.Getpid()); len(kids) > 0 {
 		res.violations = append(res.violations, fmt.Sprintf("children left: %v", kids))
 	}
@@ -343,6 +394,11 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 		}
 	}
 	res.fitted, res.fittedOf = countFits(record)
+	if ws != nil {
+		var cv []string
+		res.workers.starts, res.workers.checkedStarts, cv = checkStarts(record, checks.snapshot())
+		res.violations = append(res.violations, cv...)
+	}
 	res.p50, res.p99 = harness.Percentile(lat, 50), harness.Percentile(lat, 99)
 	waits := access.waits()
 	res.waitP50, res.waitP99 = harness.Percentile(waits, 50), harness.Percentile(waits, 99)
@@ -353,16 +409,27 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 
 func simReport(sp simParams, rs []simResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Simulated machines\n\n`make sim`: the fake llama-server on three described machines (LLAMATRAY_SIM_MACHINE), twenty header-only models of 2–40 GB, %d requests from %d clients each, loads of %s per GB, idle_sleep 2s (sleepers), queue_timeout %s, other programs taking 70%% of RAM for 5 s half-way. Queue wait is the router's own figure for each answered request (the access log's queue_wait: queued, loading or waking); latency is the whole request (queue wait, load and answer). Each fake holds what llama.cpp would (the whole weights and KV cache, split by the layers it offloads, the rest in RAM); models larger than the GPUs are given -ngl, the others are left to --fit within the share the engine passes each child (--fit-target): a load \"fitted\" offloaded fewer layers to stay inside it (the catalog's estimate runs a little below llama.cpp's buffers). Checked at every sample: memory held per device ≤ its budget, no model with a lease stopping; every answer: no 503 before queue_timeout; the engine's events: FIFO among waiters for memory (a model admitted while one ahead of it in line still waits only when memory is on its way for that one) and queued sleepers woken, not killed; at the end every lease 0 and no child left.\n\n", sp.requests, sp.clients, sp.loadPerGB, sp.queueTimeout)
+	fmt.Fprintf(&b, "## Simulated machines\n\n`make sim`: the fake llama-server on described machines (LLAMATRAY_SIM_MACHINE), one of them with llama.cpp RPC workers (below), twenty header-only models of 2–40 GB, %d requests from %d clients each, loads of %s per GB, idle_sleep 2s (sleepers), queue_timeout %s, other programs taking 70%% of RAM for 5 s half-way. Queue wait is the router's own figure for each answered request (the access log's queue_wait: queued, loading or waking); latency is the whole request (queue wait, load and answer). Each fake holds what llama.cpp would (the whole weights and KV cache, split by the layers it offloads, the rest in RAM); models larger than the GPUs are given -ngl, the others are left to --fit within the share the engine passes each child (--fit-target): a load \"fitted\" offloaded fewer layers to stay inside it (the catalog's estimate runs a little below llama.cpp's buffers). Checked at every sample: memory held per device ≤ its budget, no model with a lease stopping; every answer: no 503 before queue_timeout; the engine's events: FIFO among waiters for memory (a model admitted while one ahead of it in line still waits only when memory is on its way for that one) and queued sleepers woken, not killed; at the end every lease 0 and no child left.\n\n", sp.requests, sp.clients, sp.loadPerGB, sp.queueTimeout)
 	b.WriteString("| machine | requests | ok | 503 | 507 | loads | evictions | loads fitted by --fit-target | waited for memory: admitted / behind an earlier waiter / sleepers woken | queue wait p50 | p99 | latency p50 | p99 | most held per device / budget | violations | took |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rs {
 		var devs []string
 		for _, g := range r.machine.Devices() {
 			devs = append(devs, fmt.Sprintf("%s %.1f / %.1f GiB", g.Device, float64(r.mostHeld[g.Device])/(1<<30), float64(r.budget[g.Device])/(1<<30)))
 		}
+		for _, d := range slices.Sorted(maps.Keys(r.budget)) {
+			if strings.Contains(d, "/") { // a worker's device
+				devs = append(devs, fmt.Sprintf("%s %.1f / %.1f GiB", d, float64(r.mostHeld[d])/(1<<30), float64(r.budget[d])/(1<<30)))
+			}
+		}
 		devs = append(devs, fmt.Sprintf("RAM %.1f / %.1f GiB", float64(r.mostHeld["RAM"])/(1<<30), float64(r.budget["RAM"])/(1<<30)))
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d of %d | %d / %d / %d | %s | %s | %s | %s | %s | %d | %s |\n", r.machine.Name, r.requests, r.ok, r.s503, r.s507, r.loads, r.evictions, r.fitted, r.fittedOf,
 			r.queue.admitted, r.queue.behind, r.queue.sleepersWok, r.waitP50.Round(time.Millisecond), r.waitP99.Round(time.Millisecond), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), strings.Join(devs, ", "), len(r.violations), r.took.Round(time.Second))
+	}
+	for _, r := range rs {
+		if w := r.workers; w != nil {
+			fmt.Fprintf(&b, "- %s: workers %s (each a real worker with a fake rpc-server); %d children started with --rpc, %d of them after a check of their workers; worker %s killed a quarter of the way through and started again %s later: %d requests of its models failed meanwhile (none of the others' may), and all its models answered again %s after its return (asked from then on, amid the other requests).\n",
+				r.machine.Name, w.names, w.starts, w.checkedStarts, w.killed, w.down, w.failedOfKilled, w.backAfter.Round(time.Millisecond))
+		}
 	}
 	for _, r := range rs {
 		for i, v := range r.violations {
@@ -390,7 +457,7 @@ func simMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&sp.loadPerGB, "load-per-gb", sp.loadPerGB, "load time per GB of model")
 	fs.DurationVar(&sp.queueTimeout, "queue-timeout", sp.queueTimeout, "queue_timeout")
 	fs.StringVar(&sp.out, "out", "", "benchmarks file whose \"## Simulated machines\" section gets the figures")
-	machine := fs.String("machine", "", "run on this one machine description (JSON, as LLAMATRAY_SIM_MACHINE reads; router/testbed/gpucheck writes one of a real machine) instead of the three")
+	machine := fs.String("machine", "", "run on this one machine description (JSON, as LLAMATRAY_SIM_MACHINE reads; router/testbed/gpucheck writes one of a real machine) instead of the built-in ones")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
