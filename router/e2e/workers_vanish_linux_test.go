@@ -168,6 +168,23 @@ func TestWorkerMachineVanishes(t *testing.T) {
 	if err != nil || code < 400 || !strings.Contains(body, "worker w") {
 		t.Fatalf("split while worker w is gone: %d %v %s, want an error naming worker w", code, err, body)
 	}
+	// Past the backoff, a request loads split again: the check of the worker, which does not
+	// answer (its SYNs go nowhere), fails it within 15 s too, naming it.
+	if next := in.state("split").NextRetry; !next.IsZero() {
+		<-time.After(time.Until(next) + 100*time.Millisecond) // a known instant, not a state
+	}
+	t1 = time.Now()
+	rctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	code, body, err = in.chat(rctx, "split", false, 4)
+	cancel()
+	d := time.Since(t1)
+	t.Logf("split past its backoff while worker w is gone, after %s: %d %v %s", d.Round(time.Millisecond), code, err, body[:min(len(body), 300)])
+	if err != nil || code < 400 || !strings.Contains(body, "worker w") || d > 15*time.Second {
+		t.Fatalf("split past its backoff while worker w is gone: %d %v after %s: %s, want an error naming worker w within 15 s", code, err, d, body)
+	}
+	if w := workersByName(in)["w"]; w.State != wire.WorkerDown {
+		t.Fatalf("worker w in the status while it is gone: %+v, want down", w)
+	}
 
 	// The cable back: the worker answers again (its side of the old session timed out too), and
 	// split answers again once its backoff has passed.
