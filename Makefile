@@ -123,7 +123,8 @@ bench-peers: llama-server deps build
 	$(GO) run ./router/testbed/bench -peers -llama-server $(LLAMA_SERVER_BIN) -llama-swap "$(LLAMA_SWAP)" -nginx "$${NGINX:-$$(bash scripts/fetch-nginx.sh | tail -n1)}" -llamatray ./llamatray -duration 10s -out docs/benchmarks.md
 
 # The chaos mix on four simulated machines (24 GB NVIDIA + 64 GB RAM, two 16 GB GPUs, a 36 GB
-# Apple-silicon Mac, a 16 GB GPU with two 12 GB RPC workers) with the fake llama-server: figures into docs/benchmarks.md; sim-small is CI's.
+# Apple-silicon Mac, a 16 GB GPU with two 12 GB RPC workers) with the fake llama-server: figures
+# into docs/benchmarks.md; sim-small is CI's.
 sim:
 	$(GO) run ./router/testbed/chaos -sim -out docs/benchmarks.md
 
