@@ -204,4 +204,27 @@ func TestWorkerMachineVanishes(t *testing.T) {
 	if w := workersByName(in)["w"]; w.State != wire.WorkerUp || w.Model != "split" {
 		t.Fatalf("worker w after it came back: %+v, want up, used by split", w)
 	}
+
+	// The cable pulled again while split is loaded but idle: no data waits for an ack on the link
+	// (llama-server holds it open between requests), so only its keepalive can notice; split is
+	// failed within 15 s all the same, and worker w is down, named.
+	restored = false
+	ipCmd(t, "-n", sw, "link", "set", "lt1", "down")
+	t0 = time.Now()
+	pollUntil(t, 15*time.Second, "idle split to be failed with worker w gone", func() (bool, string) {
+		st, w := in.state("split"), workersByName(in)["w"]
+		return st.State == engine.StateFailed && w.State == wire.WorkerDown, fmt.Sprintf("split %s %q; worker %+v", st.State, st.Error, w)
+	})
+	d = time.Since(t0)
+	st := in.state("split")
+	t.Logf("idle split failed %s after the cut: %s", d.Round(time.Millisecond), st.Error)
+	if !strings.Contains(st.Error, "worker w") {
+		t.Errorf("idle split failed with %q, want worker w named", st.Error)
+	}
+	if d < 3*time.Second {
+		t.Errorf("idle split failed %s after the cut: too soon for a timeout (did a RST or FIN cross?)", d)
+	}
+	if code, body, err := in.chat(ctx, "local", false, 4); err != nil || code != 200 {
+		t.Fatalf("local while worker w is gone again: %d %v %s", code, err, body)
+	}
 }
