@@ -272,8 +272,12 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 				}
 			}
 			states := svc.Engine().Models()
+			now := time.Now()
 			for _, st := range states {
-				if st.Active > 0 && (st.State == engine.StateStopping || st.State == engine.StateUnloaded) {
+				// A model of the killed worker stops with its leases when the worker goes: that
+				// failure is the worker's, checked apart (simworkers.go).
+				lost := ws != nil && slices.Contains(spec.models[st.ID], spec.kill) && ws.cutBy(now, now)
+				if st.Active > 0 && !lost && (st.State == engine.StateStopping || st.State == engine.StateUnloaded) {
 					v = append(v, fmt.Sprintf("%s is %s with %d leases", st.ID, st.State, st.Active))
 				}
 			}
@@ -301,6 +305,7 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 				killing.Add(1)
 				go func() {
 					defer killing.Done()
+					waitInUse(svc.Engine(), spec.models, spec.kill, 20*time.Second)
 					ws.kill(ctx, spec.kill)
 					v := ws.comeBack(ctx, harness.NewClient(2), svc.ChatURL(), spec.kill, spec.models, res.workers)
 					mu.Lock()
@@ -427,7 +432,7 @@ func simReport(sp simParams, rs []simResult) string {
 	}
 	for _, r := range rs {
 		if w := r.workers; w != nil {
-			fmt.Fprintf(&b, "- %s: workers %s (each a real worker with a fake rpc-server); %d children started with --rpc, %d of them after a check of their workers; worker %s killed a quarter of the way through and started again %s later: %d requests of its models failed meanwhile (none of the others' may), and all its models answered again %s after its return (asked from then on, amid the other requests).\n",
+			fmt.Fprintf(&b, "- %s: workers %s (each a real worker with a fake rpc-server); %d children started with --rpc, %d of them after a check of their workers; worker %s killed a quarter of the way through (once one of its models served a request) and started again %s later: %d requests of its models failed meanwhile (none of the others' may), and all its models answered again %s after its return (asked from then on, amid the other requests).\n",
 				r.machine.Name, w.names, w.starts, w.checkedStarts, w.killed, w.down, w.failedOfKilled, w.backAfter.Round(time.Millisecond))
 		}
 	}

@@ -33,11 +33,14 @@ type queueModel struct {
 	draining bool
 	waiters  []uint64 // Seq of the queue event that added each waiter, oldest first
 	admitted bool     // admitted since its waiters began waiting
+	// forWorker: the engine's latest reason for its wait is a worker another model uses (sched
+	// Plan 5.6), a wait that does not hold up later loads that need other workers or none.
+	forWorker bool
 }
 
 // waitsForMemory is whether m waits for memory now.
 func (m *queueModel) waitsForMemory() bool {
-	if len(m.waiters) == 0 || m.admitted || m.draining {
+	if len(m.waiters) == 0 || m.admitted || m.draining || m.forWorker {
 		return false
 	}
 	switch m.state {
@@ -119,7 +122,10 @@ func checkQueue(events []engine.Event) ([]string, queueStats) {
 		switch ev.Kind {
 		case engine.EventQueue:
 			if ev.Wait != "" {
-				continue // why it waits, as the engine says: the checks judge by what happens instead
+				// Why it waits, as the engine says: the checks judge by what happens instead, but
+				// for a worker's wait, which by design holds up no other load.
+				m.forWorker = ev.Wait == engine.WaitWorker
+				continue
 			}
 			n := ev.Queued
 			if n < 0 {
@@ -133,7 +139,7 @@ func checkQueue(events []engine.Event) ([]string, queueStats) {
 				m.waiters = append(m.waiters[:0], m.waiters[len(m.waiters)-n:]...)
 			}
 			if n == 0 {
-				m.admitted = false
+				m.admitted, m.forWorker = false, false
 			}
 		case engine.EventLease:
 			if ev.Active > m.active && ev.State == engine.StateSleeping {

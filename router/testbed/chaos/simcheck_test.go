@@ -54,6 +54,15 @@ func TestCheckQueue(t *testing.T) {
 			state("a", loaded, ""), lease("a", loaded, 1), queued("a", loaded, 0),
 			state("b", loaded, ""), lease("b", loaded, 1), queued("b", loaded, 0),
 		), nil},
+		{"a later model loads while the earlier waits for a worker another model uses", evs(
+			queued("a", unloaded, 1), engine.Event{Kind: engine.EventQueue, Model: "a", State: unloaded, Queued: 1, Wait: engine.WaitWorker, Position: 1},
+			queued("b", unloaded, 1),
+			state("b", loading, ""), // by design (sched Plan 5.6): a's wait holds up no other load
+			state("b", loaded, ""), lease("b", loaded, 1), queued("b", loaded, 0),
+			engine.Event{Kind: engine.EventQueue, Model: "a", State: unloaded, Queued: 1, Wait: engine.WaitMemory, Position: 1},
+			queued("c", unloaded, 1),
+			state("c", loading, ""), // a now waits for memory: c jumped the line
+		), []string{"FIFO: c started loading"}},
 		{"a later model loads first while the earlier is blocked", evs(
 			queued("a", unloaded, 1), queued("b", unloaded, 1),
 			state("b", loading, ""), // a waits, nothing stops for it: b jumped the line

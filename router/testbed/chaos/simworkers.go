@@ -382,3 +382,25 @@ func (s *workerSet) comeBack(ctx context.Context, client *http.Client, url, kill
 	st.backAfter = time.Since(up)
 	return v
 }
+
+// waitInUse returns once a request of a model using worker w holds a lease (so killing w cuts it
+// mid-answer), or after d.
+func waitInUse(eng *engine.Engine, models map[string][]string, w string, d time.Duration) {
+	ch, cancel := eng.Subscribe()
+	defer cancel()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			if ev.Kind == engine.EventLease && ev.Active > 0 && slices.Contains(models[ev.Model], w) {
+				return
+			}
+		case <-t.C:
+			return
+		}
+	}
+}
