@@ -105,4 +105,3 @@ func TestWorkersValidate(t *testing.T) {
 		})
 	}
 }
-

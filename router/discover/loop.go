@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llamatray/llamatray/router/internal/backoff"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -235,9 +236,5 @@ func (d *Discoverer) clear() {
 
 // nextWait is the wait before the next look: every, doubled for each failure in a row, at most max.
 func nextWait(every, max time.Duration, failures int) time.Duration {
-	w := every
-	for i := 0; i < failures && w < max; i++ {
-		w *= 2
-	}
-	return min(w, max)
+	return backoff.Doubling(every, max, failures)
 }

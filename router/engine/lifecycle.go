@@ -200,7 +200,7 @@ func (e *Engine) fail(m *model, reason string, code *int, cause error, now time.
 	}
 	m.failures++
 	m.failedAt = now
-	m.nextRetry = now.Add(backoff(m.failures))
+	m.nextRetry = now.Add(retryWait(m.failures))
 	m.held, m.measured, m.devices = sched.Mem{}, sched.Mem{}, sched.Mem{}
 	le := e.loadError(m)
 	le.Err = cause

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/llamatray/llamatray/router/internal/backoff"
 	"github.com/llamatray/llamatray/router/sched"
 )
 
@@ -233,11 +234,5 @@ func (e *Engine) loadError(m *model) *LoadError {
 	return le
 }
 
-// backoff is the wait before the n-th retry of a failed model: 1 s doubling, at most 60 s.
-func backoff(n int) time.Duration {
-	d := time.Second
-	for i := 1; i < n && d < time.Minute; i++ {
-		d *= 2
-	}
-	return min(d, time.Minute)
-}
+// retryWait is the wait before the n-th retry of a failed model: 1 s doubling, at most 60 s.
+func retryWait(n int) time.Duration { return backoff.Doubling(time.Second, time.Minute, n-1) }

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/llamatray/llamatray/router/internal/backoff"
 )
 
 // Spec is one configured peer ([peers.NAME]).
@@ -305,10 +307,7 @@ func (s *Set) run(ctx context.Context, p *poller) {
 // Backoff is the wait after a failed read that followed a wait of last: MinBackoff after a
 // success (last 0) or at first, else last doubled, at most MaxBackoff.
 func Backoff(last time.Duration, o Options) time.Duration {
-	if last < o.MinBackoff {
-		return o.MinBackoff
-	}
-	return min(last*2, o.MaxBackoff)
+	return backoff.Next(last, o.MinBackoff, o.MaxBackoff)
 }
 
 // record puts one read's outcome in p.info and wakes the waiters; was is the state before.

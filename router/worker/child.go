@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llamatray/llamatray/router/internal/backoff"
 )
 
 const (
@@ -107,7 +109,7 @@ func (c *rpcChild) run(ctx context.Context, first chan<- error) {
 	// Linux: Pdeathsig is tied to the thread that forked the child; keep this one.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	backoff := backoffMin
+	wait := backoffMin
 	started := false
 	for {
 		t0 := time.Now()
@@ -130,15 +132,15 @@ func (c *rpcChild) run(ctx context.Context, first chan<- error) {
 			return
 		}
 		if time.Since(t0) > steadyRun {
-			backoff = backoffMin
+			wait = backoffMin
 		}
-		c.log.Error("rpc-server stopped; restarting", "err", err, "in", backoff)
+		c.log.Error("rpc-server stopped; restarting", "err", err, "in", wait)
 		select {
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		case <-ctx.Done():
 			return
 		}
-		backoff = min(backoff*2, backoffMax)
+		wait = backoff.Next(wait, backoffMin, backoffMax)
 	}
 }
 

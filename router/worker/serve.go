@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/llamatray/llamatray/router/internal/backoff"
 )
 
 // busyWait is how long a second "rpc" request waits for the open session to end before it is
@@ -151,7 +153,7 @@ func Serve(ctx context.Context, o Options) error {
 	for {
 		c, err := ln.Accept()
 		if err != nil && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-			retry = min(max(2*retry, 5*time.Millisecond), time.Second)
+			retry = backoff.Next(retry, 5*time.Millisecond, time.Second)
 			log.Warn("worker: accept failed; retrying", "err", err, "in", retry)
 			select {
 			case <-time.After(retry):
