@@ -307,7 +307,7 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 					defer killing.Done()
 					waitInUse(svc.Engine(), spec.models, spec.kill, 20*time.Second)
 					ws.kill(ctx, spec.kill)
-					v := ws.comeBack(ctx, harness.NewClient(2), svc.ChatURL(), spec.kill, spec.models, res.workers)
+					v := ws.comeBack(ctx, harness.NewClient(len(spec.models)), svc.ChatURL(), spec.kill, spec.models, res.workers)
 					mu.Lock()
 					res.violations = append(res.violations, v...)
 					mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -350,36 +349,46 @@ func (s *workerSet) cutBy(began, ended time.Time) bool {
 // (a model failed by the loss waits out its retry time).
 const workerSettle = 10 * time.Second
 
-// comeBack sends a request to every model using the killed worker until each answers, and records
-// how long after the worker's return that took; a model that does not answer within a minute is a
-// breach.
+// comeBack asks every model using the killed worker (all at once) until each answers, and records
+// how long after the worker's return the last of them took; a model that does not answer within a
+// minute is a breach.
 func (s *workerSet) comeBack(ctx context.Context, client *http.Client, url, killed string, models map[string][]string, st *workerStats) []string {
 	_, up := s.window()
 	if up.IsZero() {
 		return []string{fmt.Sprintf("worker %s was not started again", killed)}
 	}
+	var mu sync.Mutex // guards v
 	var v []string
+	var wg sync.WaitGroup
 	deadline := time.Now().Add(time.Minute)
-	for _, id := range slices.Sorted(maps.Keys(models)) {
-		if !slices.Contains(models[id], killed) {
+	for id, ws := range models {
+		if !slices.Contains(ws, killed) {
 			continue
 		}
-		for n := 0; ; n++ {
-			r := harness.Do(ctx, client, harness.Request{URL: url, Body: harness.ChatBody(id, false, 4, n)})
-			if r.OK() {
-				break
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				r := harness.Do(ctx, client, harness.Request{URL: url, Body: harness.ChatBody(id, false, 4, n)})
+				if r.OK() {
+					return
+				}
+				if time.Now().After(deadline) || ctx.Err() != nil {
+					mu.Lock()
+					v = append(v, fmt.Sprintf("%s (workers %v) did not answer again after worker %s came back: status %d %s %v", id, ws, killed, r.Status, r.Code, r.Err))
+					mu.Unlock()
+					return
+				}
+				select { // the model's retry time: nothing to wait on from here but its answer
+				case <-time.After(500 * time.Millisecond):
+				case <-ctx.Done():
+				}
 			}
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				v = append(v, fmt.Sprintf("%s (workers %v) did not answer again after worker %s came back: status %d %s %v", id, models[id], killed, r.Status, r.Code, r.Err))
-				break
-			}
-			select { // the model's retry time: nothing to wait on from here but its answer
-			case <-time.After(500 * time.Millisecond):
-			case <-ctx.Done():
-			}
-		}
+		}()
 	}
+	wg.Wait()
 	st.backAfter = time.Since(up)
+	sort.Strings(v)
 	return v
 }
 
