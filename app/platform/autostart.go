@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/llamatray/llamatray/router/atomicfile"
 )
 
 // AutostartEnv is set to "1" in the environment of a Llamatray started at login, so that it starts
@@ -105,12 +107,7 @@ func autostartFile(dir, name string, on bool, content string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		return fmt.Errorf("write login item: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(path, []byte(content), 0o644); err != nil {
 		return fmt.Errorf("write login item: %w", err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/llamatray/llamatray/router/atomicfile"
 	"github.com/llamatray/llamatray/router/catalog"
 )
 
@@ -221,12 +222,8 @@ func (f *footprints) save() error {
 	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 		return fmt.Errorf("creating state dir: %w", err)
 	}
-	tmp := f.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := atomicfile.Write(f.path, b, 0o644); err != nil {
 		return fmt.Errorf("writing footprints: %w", err)
-	}
-	if err := os.Rename(tmp, f.path); err != nil {
-		return fmt.Errorf("replacing footprints: %w", err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llamatray/llamatray/router/atomicfile"
 	"github.com/llamatray/llamatray/router/config"
 )
 
@@ -155,19 +156,7 @@ func writeRecords(path string, recs []record) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".pulls-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // no-op after the rename
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.Write(path, append(b, '\n'), 0o600)
 }
 
 // Discard forgets a pull that is not running (paused, failed, cancelled) and deletes the partial

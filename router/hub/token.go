@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/llamatray/llamatray/router/atomicfile"
 	"github.com/llamatray/llamatray/router/config"
 )
 
@@ -60,23 +61,7 @@ func SaveToken(getenv func(string) string, token string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("saving the Hugging Face token: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".token-*")
-	if err != nil {
-		return "", fmt.Errorf("saving the Hugging Face token: %w", err)
-	}
-	defer os.Remove(f.Name()) // no-op after the rename
-	if _, err := f.WriteString(token); err != nil {
-		f.Close()
-		return "", fmt.Errorf("saving the Hugging Face token: %w", err)
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return "", fmt.Errorf("saving the Hugging Face token: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("saving the Hugging Face token: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := atomicfile.Write(path, []byte(token), 0o600); err != nil {
 		return "", fmt.Errorf("saving the Hugging Face token: %w", err)
 	}
 	return path, nil

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/llamatray/llamatray/router/atomicfile"
 )
 
 // SimEnv names a simulated machine's description file. When it is set, Machine's probe reads the
@@ -98,11 +100,7 @@ func SimHold(path string, pid int, h SimHolding) error {
 		return fmt.Errorf("simulated machine: %w", err)
 	}
 	name := filepath.Join(dir, strconv.Itoa(pid)+".json")
-	tmp := name + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("simulated machine: %w", err)
-	}
-	if err := os.Rename(tmp, name); err != nil {
+	if err := atomicfile.Write(name, b, 0o644); err != nil {
 		return fmt.Errorf("simulated machine: %w", err)
 	}
 	return nil

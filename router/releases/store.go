@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/adrg/xdg"
+
+	"github.com/llamatray/llamatray/router/atomicfile"
 )
 
 // Folder layout under Store.Root (<data dir>/llama-server, also the layout an installer may bundle):
@@ -117,19 +119,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return download.DiskFull(err, filepath.Dir(path))
-	}
-	_, err = tmp.Write(append(b, '\n'))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.Write(path, append(b, '\n'), 0o644); err != nil {
 		return download.DiskFull(err, path)
 	}
 	return nil
