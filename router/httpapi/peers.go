@@ -51,6 +51,8 @@ func peerAPIError(err error) (apiError, bool) {
 	switch {
 	case errors.As(err, &pe):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "peer_unreachable", Message: pe.Error()}, true
+	case errors.Is(err, errPeerHop):
+		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: err.Error()}, true
 	case errors.Is(err, ErrNoSuchPeer):
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "peer_not_found", Message: err.Error()}, true
 	case errors.Is(err, errBadPeer):
@@ -59,15 +61,19 @@ func peerAPIError(err error) (apiError, bool) {
 	return apiError{}, false
 }
 
-// peerFor says whether name goes to a peer, and to which of its models: "peer:NAME/ID" always
-// does; another name does when no local model takes it and a peer lists it (a request that came
-// from a peer never goes on to another). ok is false when the request stays here.
+// peerFor says whether name goes to a peer, and to which of its models: "peer:NAME/ID" does;
+// another name does when no local model takes it and a peer lists it. A request that came from a
+// peer never goes on to another, "peer:NAME/ID" included (see errPeerHop), so two instances that
+// are each other's peers never pass one round. ok is false when the request stays here.
 func (rt *Server) peerFor(r *http.Request, name string) (info peer.Info, id string, ok bool, err error) {
 	ps := rt.o.Peers
 	if ps == nil {
 		return info, "", false, nil
 	}
 	if pname, pid, explicit := peer.ParseRef(name); explicit {
+		if err := refHop(r, name, pid); err != nil {
+			return info, "", false, err
+		}
 		info, found := ps.Peer(pname)
 		if !found {
 			return info, "", false, fmt.Errorf("%w (no peer is named %q)", &engine.UnknownModelError{Name: name}, pname)
@@ -86,6 +92,22 @@ func (rt *Server) peerFor(r *http.Request, name string) (info peer.Info, id stri
 	}
 	return info, name, true, nil
 }
+
+// refHop refuses the "peer:NAME/ID" ref of a request that came from a peer (one hop only), and
+// one whose ID is itself a ref (no peer lists such an ID: see peer.goodID): both answer as a model
+// not found.
+func refHop(r *http.Request, ref, id string) error {
+	switch {
+	case r.Header.Get(viaHeader) != "":
+		return fmt.Errorf("model %q not found: %w: a request that came from a peer is served by this instance's own models only, never sent on to another peer", ref, errPeerHop)
+	case strings.HasPrefix(id, peer.RefPrefix):
+		return fmt.Errorf("model %q not found: %w: a peer's model ID never starts with %q", ref, errPeerHop, peer.RefPrefix)
+	}
+	return nil
+}
+
+// errPeerHop is a "peer:NAME/ID" refused by refHop: 404 model_not_found.
+var errPeerHop = errors.New("one hop only")
 
 // servePeer sends the request to a peer when peerFor says so; false: it stays here.
 func (rt *Server) servePeer(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) bool {
@@ -382,12 +404,12 @@ func (rt *Server) ollamaPeer(r *http.Request, name string, explicit bool) (strin
 	if rt.o.Peers == nil {
 		return "", false
 	}
-	if explicit {
-		_, _, ok := peer.ParseRef(name)
-		return name, ok
-	}
 	if r.Header.Get(viaHeader) != "" {
-		return "", false
+		return "", false // one hop only: the name is looked up here, and not found
+	}
+	if explicit {
+		_, id, ok := peer.ParseRef(name)
+		return name, ok && !strings.HasPrefix(id, peer.RefPrefix)
 	}
 	for _, n := range append([]string{name}, ollamaNames(name)...) {
 		if p, ok := rt.o.Peers.Find(n); ok {
