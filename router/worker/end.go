@@ -16,8 +16,9 @@ import (
 const dialTimeout = 10 * time.Second
 
 // End is the head's local end of the links to one worker: a loopback listener whose address is
-// what llama-server's --rpc gets. Each connection accepted there is carried over a new
-// authenticated link to the worker, spliced both ways.
+// what llama-server's --rpc gets. Each connection accepted there from a process of this user
+// (on Linux; see sameUser) is carried over a new authenticated link to the worker, spliced both
+// ways.
 type End struct {
 	name, address, token string
 	log                  *slog.Logger
@@ -143,6 +144,12 @@ func (e *End) carry(local net.Conn) {
 	defer e.wg.Done()
 	defer e.untrack(local)
 	defer local.Close()
+	// The port is on loopback and published (in /api/status): only this user's processes
+	// (llama-server) get a link, which carries the token's authority.
+	if ok, err := sameUser(local); !ok {
+		e.log.Warn("local end: connection refused: not this user's process", "local", local.RemoteAddr().String(), "err", err)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	l, err := dialLink(ctx, e.address, e.token, opRPC, headName())
 	cancel()

@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(workerProcEnv); dir != "" {
 		os.Exit(workerProc(dir))
 	}
+	if addr := os.Getenv(echoDialEnv); addr != "" {
+		os.Exit(echoDial(addr))
+	}
 	handshakeTimeout = 500 * time.Millisecond
 	os.Exit(m.Run())
 }
@@ -71,6 +74,32 @@ func workerProc(dir string) int {
 		Ready: func(a string) { os.WriteFile(filepath.Join(dir, "addr"), []byte(a), 0o644) }})
 	fmt.Println(err)
 	return 1
+}
+
+// echoDialEnv makes the test binary a client that dials that address, sends a line and says
+// whether it came back (exit 0) or the connection was closed (exit 1).
+const echoDialEnv = "LLAMATRAY_WORKER_TEST_ECHO_DIAL"
+
+func echoDial(addr string) int {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		fmt.Println("dial:", err)
+		return 2
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	msg := "hello from another process\n"
+	if _, err := c.Write([]byte(msg)); err != nil {
+		fmt.Println("write:", err)
+		return 1
+	}
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != msg {
+		fmt.Printf("read back: %q %v\n", got, err)
+		return 1
+	}
+	fmt.Println("echoed")
+	return 0
 }
 
 const testToken = "test-token-0123456789"
