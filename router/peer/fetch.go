@@ -83,6 +83,8 @@ func getList(ctx context.Context, c *http.Client, s Spec, path string, parse fun
 		return nil, fmt.Errorf("GET %s: %w (404)", path, errNotFound)
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return nil, fmt.Errorf("GET %s: %d: the peer refused the key (set api_key)", path, resp.StatusCode)
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return nil, fmt.Errorf("GET %s: answered %d, a redirect to %q, which is not followed (the peer's key is sent to its URL only: set the URL it redirects to)", path, resp.StatusCode, resp.Header.Get("Location"))
 	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("GET %s: answered %d", path, resp.StatusCode)
 	case len(raw) > maxListBytes:

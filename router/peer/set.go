@@ -111,7 +111,10 @@ func New(o Options) *Set {
 		IdleConnTimeout:       30 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	return &Set{o: o, transport: tr, client: &http.Client{Transport: tr}, peers: map[string]*poller{}, changed: make(chan struct{})}
+	// A redirect is not followed: Go keeps the Authorization header on a redirect to the same host
+	// at another port or scheme, and the peer's key is for the peer alone. The 3xx is the answer.
+	client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &Set{o: o, transport: tr, client: client, peers: map[string]*poller{}, changed: make(chan struct{})}
 }
 
 // Transport is the connection pool requests to peers go through (dials bounded by DialTimeout).
