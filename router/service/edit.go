@@ -134,7 +134,7 @@ func (s *Service) apply(old, cfg config.Config) error {
 	}
 	s.syncOllamaPort()
 	s.syncPeers()
-	s.lend.sync(cfg)
+	s.lend.sync(cfg, false)
 	if cfg.Listen != old.Listen || s.ListenErr() != nil {
 		s.mu.Lock()
 		srv := s.srv

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
+	"github.com/llamatray/llamatray/router/atomicfile"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/wire"
@@ -35,6 +37,14 @@ type lender struct {
 	version string
 	name    string // the worker's name heads see: the host name
 
+	// syncMu makes one sync at a time: stopping the running worker and starting the next are one
+	// step, so two changes at once never leave two workers running. It is held while the old
+	// worker ends (bounded: Serve returns once its context is cancelled); mu is taken under it.
+	syncMu sync.Mutex
+	// tokenMu makes reading, making and replacing the token file one step each, so that every
+	// caller gets the token the file holds. It guards the file, not memory; mu is taken under it.
+	tokenMu sync.Mutex
+
 	mu     sync.Mutex // guards every field below
 	listen string     // what runs: lend_listen, "" when off
 	token  string
@@ -51,14 +61,16 @@ func newLender(log *slog.Logger, dir, version string, llama func() string) *lend
 }
 
 // sync makes what runs match cfg: started when lend is on, stopped when off, restarted when
-// lend_listen changed or the last start failed.
-func (l *lender) sync(cfg config.Config) {
+// lend_listen changed, the last start failed, or restart is set (a new token).
+func (l *lender) sync(cfg config.Config, restart bool) {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	want := ""
 	if cfg.Lend {
 		want = cfg.LendListen
 	}
 	l.mu.Lock()
-	if want == l.listen && l.state != wire.LendFailed {
+	if want == l.listen && l.state != wire.LendFailed && !restart {
 		l.mu.Unlock()
 		return
 	}
@@ -132,10 +144,23 @@ func (l *lender) serve(ctx context.Context, listen string) error {
 	return nil
 }
 
-// readToken is the kept token, made and saved first when there is none or fresh is set.
+// readToken is the kept token, made and saved first when there is none or fresh is set. A token
+// file others may read is refused: that token may be known to them.
 func (l *lender) readToken(fresh bool) (string, error) {
+	if l.dir == "" {
+		return "", errors.New("no state folder to keep the lending token in (set XDG_STATE_HOME)")
+	}
+	l.tokenMu.Lock()
+	defer l.tokenMu.Unlock()
 	path := filepath.Join(l.dir, lendTokenFile)
 	if !fresh {
+		st, err := os.Stat(path)
+		switch {
+		case err == nil && runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0:
+			return "", fmt.Errorf("the lending token %s may be read by other users (mode %v): delete it to make a new one, then give heads the new lines", path, st.Mode().Perm())
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return "", fmt.Errorf("reading the lending token: %w", err)
+		}
 		b, err := os.ReadFile(path)
 		if err == nil && strings.TrimSpace(string(b)) != "" {
 			return strings.TrimSpace(string(b)), nil
@@ -151,19 +176,8 @@ func (l *lender) readToken(fresh bool) (string, error) {
 	if err := os.MkdirAll(l.dir, 0o700); err != nil {
 		return "", fmt.Errorf("saving the lending token: %w", err)
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("replacing the lending token: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
+	if err := atomicfile.Write(path, []byte(t+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("saving the lending token: %w", err)
-	}
-	_, werr := f.WriteString(t + "\n")
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return "", fmt.Errorf("saving the lending token: %w", werr)
 	}
 	return t, nil
 }
@@ -176,7 +190,7 @@ func (l *lender) status(cfg config.Config) wire.Lending {
 }
 
 // close stops lending.
-func (l *lender) close() { l.sync(config.Config{}) }
+func (l *lender) close() { l.sync(config.Config{}, false) }
 
 // Lending says whether and where this machine is lent to other Llamatrays.
 func (s *Service) Lending() wire.Lending { return s.lend.status(s.config()) }
@@ -214,9 +228,6 @@ func (s *Service) NewLendToken() error {
 	if _, err := s.lend.readToken(true); err != nil {
 		return err
 	}
-	s.lend.mu.Lock()
-	s.lend.state = wire.LendFailed // makes sync restart it
-	s.lend.mu.Unlock()
-	s.lend.sync(s.config())
+	s.lend.sync(s.config(), true)
 	return nil
 }

@@ -334,7 +334,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	s.syncPeers()
-	s.lend.sync(s.config())
+	s.lend.sync(s.config(), false)
 	if err := s.listen(s.config().Listen); err != nil {
 		return err
 	}
