@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -69,6 +71,10 @@ func handshake(ctx context.Context, raw net.Conn, token, op, head string) (*link
 	if err := conn.HandshakeContext(ctx); err != nil {
 		if e := silent(err); e != nil {
 			return nil, e
+		}
+		// Closed before answering a byte: what a worker does with a connection over its limits.
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+			return nil, fmt.Errorf("%w: closed before the TLS handshake (a worker with too many connections at once?): %w", ErrUnreachable, err)
 		}
 		return nil, fmt.Errorf("%w: TLS handshake: %w", ErrNotWorker, err)
 	}

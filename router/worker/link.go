@@ -49,10 +49,11 @@ const (
 	maxFrame      = 4096
 
 	badTokenDelay = 500 * time.Millisecond
-	// maxHandshakes bounds the connections the worker authenticates at once, and
-	// maxHandshakesPerHost those from one IP address; more are closed at once. A host that opens
-	// connections and says nothing holds at most maxHandshakesPerHost for handshakeTimeout each,
-	// and a head elsewhere still gets through.
+	// maxHandshakes bounds the connections the worker authenticates at once (past it the oldest
+	// is closed), and maxHandshakesPerHost those from one host, an IPv4 address or an IPv6 /64
+	// (past it a new one is closed at once). A host that opens connections and says nothing holds
+	// at most maxHandshakesPerHost for handshakeTimeout each; hosts that together fill
+	// maxHandshakes lose their oldest to a head's new one, and a head elsewhere still gets through.
 	maxHandshakes        = 64
 	maxHandshakesPerHost = 8
 

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,13 +57,20 @@ type server struct {
 	rpc  *rpcChild
 	ctx  context.Context
 	wg   sync.WaitGroup
-	mu   sync.Mutex // guards sess, conns, pending, npending
+	mu   sync.Mutex // guards sess, conns, pending, queue
 	sess *session   // the open RPC session, or nil
 	// conns are the accepted connections, closed when Serve ends.
 	conns map[net.Conn]struct{}
-	// pending counts the handshakes in progress per remote IP; npending is their sum.
-	pending  map[string]int
-	npending int
+	// pending counts the handshakes in progress per host (hostKey); queue holds them, oldest
+	// first.
+	pending map[string]int
+	queue   []*handshaking
+}
+
+// handshaking is a connection admitted to authenticate, until it has its request in.
+type handshaking struct {
+	c    net.Conn
+	host string
 }
 
 type session struct {
@@ -173,8 +181,20 @@ func Serve(ctx context.Context, o Options) error {
 			c.Close()
 			continue
 		}
+		// Admitted here, in the order of arrival: the oldest handshake is the one to give up.
+		hs, evicted, ok := s.admit(c)
+		if !ok {
+			log.Warn("link refused: too many handshakes at once from one host", "from", c.RemoteAddr().String())
+			s.untrack(c)
+			c.Close()
+			continue
+		}
+		if evicted != nil {
+			log.Warn("link: too many handshakes at once; the oldest is closed", "closed", evicted.RemoteAddr().String())
+			evicted.Close()
+		}
 		s.wg.Add(1)
-		go s.handle(c)
+		go s.handle(c, hs)
 	}
 }
 
@@ -195,25 +215,55 @@ func (s *server) untrack(c net.Conn) {
 	s.mu.Unlock()
 }
 
-// admit counts a handshake from host; false when host or the worker has too many in progress.
-func (s *server) admit(host string) bool {
+// admit counts a handshake of c; false when its host has maxHandshakesPerHost in progress. When
+// the worker has maxHandshakes in progress the oldest is given up (returned, to be closed): a
+// head's handshake takes milliseconds, so the oldest is one that says nothing.
+func (s *server) admit(c net.Conn) (hs *handshaking, evicted net.Conn, ok bool) {
+	hs = &handshaking{c: c, host: hostKey(c.RemoteAddr())}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.npending >= maxHandshakes || s.pending[host] >= maxHandshakesPerHost {
-		return false
+	if s.pending[hs.host] >= maxHandshakesPerHost {
+		return nil, nil, false
 	}
-	s.pending[host]++
-	s.npending++
-	return true
+	if len(s.queue) >= maxHandshakes {
+		old := s.queue[0]
+		s.dropLocked(old)
+		evicted = old.c
+	}
+	s.queue = append(s.queue, hs)
+	s.pending[hs.host]++
+	return hs, evicted, true
 }
 
-func (s *server) unadmit(host string) {
+// unadmit ends hs's handshake (a no-op when admit gave it up already).
+func (s *server) unadmit(hs *handshaking) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.npending--
-	if s.pending[host]--; s.pending[host] <= 0 {
-		delete(s.pending, host)
+	s.dropLocked(hs)
+}
+
+func (s *server) dropLocked(hs *handshaking) {
+	i := slices.Index(s.queue, hs)
+	if i < 0 {
+		return
 	}
+	s.queue = slices.Delete(s.queue, i, i+1)
+	if s.pending[hs.host]--; s.pending[hs.host] <= 0 {
+		delete(s.pending, hs.host)
+	}
+}
+
+// hostKey is the host a connection from a counts against: its IPv4 address, or the /64 of its
+// IPv6 one (a single machine commonly holds a whole /64).
+func hostKey(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	if v4 := ta.IP.To4(); v4 != nil {
+		return v4.String()
+	}
+	return ta.IP.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 func (s *server) info() Info {
@@ -227,23 +277,12 @@ func (s *server) info() Info {
 }
 
 // handle authenticates one link connection and serves its request.
-func (s *server) handle(raw net.Conn) {
+func (s *server) handle(raw net.Conn, hs *handshaking) {
 	defer s.wg.Done()
 	defer s.untrack(raw)
 	defer raw.Close()
 	log := s.log.With("remote", raw.RemoteAddr().String())
-	host, _, _ := net.SplitHostPort(raw.RemoteAddr().String())
-	if !s.admit(host) {
-		log.Warn("link refused: too many handshakes at once", "from", host)
-		return
-	}
-	held := true
-	release := func() {
-		if held {
-			held = false
-			s.unadmit(host)
-		}
-	}
+	release := func() { s.unadmit(hs) }
 	defer release()
 
 	raw.SetDeadline(time.Now().Add(handshakeTimeout))
