@@ -16,8 +16,9 @@ import (
 
 // The timeouts of both sides of a link: the TCP keepalive that notices a peer machine gone
 // silent (no FIN, no RST) on an idle link within about keepIdle+keepInterval*keepCount = 10 s,
-// under the 15 s the issue allows, and, on Linux, TCP_USER_TIMEOUT for unacknowledged data on a
-// busy one (see sockopt_*.go). Probes are answered by the peer's kernel: a worker busy computing
+// under the 15 s the issue allows, and userTimeout for unacknowledged data on a busy one
+// (TCP_USER_TIMEOUT on Linux, TCP_RXT_CONNDROPTIME on macOS, TCP_MAXRT on Windows; the BSDs have
+// the keepalive alone: see sockopt_*.go). Probes are answered by the peer's kernel: a worker busy computing
 // for a long time is not taken for a dead one.
 const (
 	keepIdle     = 4 * time.Second

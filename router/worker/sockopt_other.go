@@ -1,9 +1,9 @@
-//go:build !linux
+//go:build !linux && !darwin && !windows
 
 package worker
 
 import "syscall"
 
-// setUserTimeout: only Linux has TCP_USER_TIMEOUT; elsewhere the keepalive alone notices a
+// setUserTimeout: the BSDs have no TCP_USER_TIMEOUT; there the keepalive alone notices a
 // vanished worker (on an idle link).
 func setUserTimeout(network, address string, c syscall.RawConn) error { return nil }

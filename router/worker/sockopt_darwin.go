@@ -1,0 +1,21 @@
+package worker
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// setUserTimeout sets TCP_RXT_CONNDROPTIME, macOS's TCP_USER_TIMEOUT: a connection whose sent
+// data stays unacknowledged that long (in seconds) is dropped, so a worker machine that vanished
+// mid-transfer is noticed in seconds, not minutes.
+func setUserTimeout(network, address string, c syscall.RawConn) error {
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RXT_CONNDROPTIME, int(userTimeout.Seconds()))
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}

@@ -1,0 +1,20 @@
+package worker
+
+import "syscall"
+
+// tcpMaxRT is TCP_MAXRT (ws2ipdef.h): an IPPROTO_TCP option, the seconds a retransmission may go
+// unacknowledged before the connection is dropped.
+const tcpMaxRT = 5
+
+// setUserTimeout sets TCP_MAXRT, Windows' TCP_USER_TIMEOUT: a worker machine that vanished
+// mid-transfer is noticed in seconds, not minutes.
+func setUserTimeout(network, address string, c syscall.RawConn) error {
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(syscall.Handle(fd), syscall.IPPROTO_TCP, tcpMaxRT, int(userTimeout.Seconds()))
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
