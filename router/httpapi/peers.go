@@ -28,9 +28,10 @@ import (
 // local models only, so two instances that are each other's peers never pass a request round.
 const viaHeader = "X-Llamatray-Via"
 
-// peerHeaderPoke is how long a request waits for a peer's answer to begin before the peer's list is
-// read again: when that read fails too, the request ends (see errPeerDown), so a peer that stopped
-// answering fails a request within peerHeaderPoke + the read's timeout rather than never.
+// peerHeaderPoke is how long a request waits for a peer's answer to begin, or for its next bytes
+// midway, before the peer's list is read again: when that read fails too, the request ends (see
+// errPeerDown and peerWatch), so a peer that stopped answering fails a request within
+// peerHeaderPoke + the read's timeout rather than never.
 var peerHeaderPoke = 3 * time.Second
 
 // errPeerDown ends a request whose peer stopped answering while it waited.
@@ -168,7 +169,9 @@ func (rt *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Inf
 	if p.APIKey != "" {
 		out.Header["Authorization"] = []string{"Bearer " + p.APIKey}
 	}
-	resp, err := rt.peerRoundTrip(ctx, cancel, out, p)
+	pw := watchPeer(ctx, cancel, rt.o.Peers, p) // peers_watch.go
+	defer pw.end()
+	resp, err := rt.peerRoundTrip(out, p)
 	if err != nil {
 		if r.Context().Err() != nil {
 			if info != nil {
@@ -202,39 +205,20 @@ func (rt *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Inf
 		flush = http.NewResponseController(w).Flush
 		_ = flush()
 	}
-	if err := rt.copyAnswer(w, resp.Body, flush); err != nil && r.Context().Err() == nil {
+	if err := rt.copyAnswer(w, pw.body(resp.Body), flush); err != nil && r.Context().Err() == nil {
+		if c := context.Cause(ctx); errors.Is(c, errPeerDown) {
+			err = c
+		}
 		rt.peerCut(w, r, p, id, resp, err)
 	}
 	rt.record(t, 0)
 }
 
-// peerRoundTrip sends out to p and waits for its answer to begin. When that takes longer than
-// peerHeaderPoke, p's list is read again, and a failure of that read ends the wait.
-func (rt *Server) peerRoundTrip(ctx context.Context, cancel context.CancelCauseFunc, out *http.Request, p peer.Info) (*http.Response, error) {
-	ps := rt.o.Peers
-	failed := ps.Failed(p.Name)
-	started := make(chan struct{})
-	go func() {
-		poke := time.NewTimer(peerHeaderPoke)
-		defer poke.Stop()
-		for {
-			select {
-			case <-started:
-				return
-			case <-ctx.Done():
-				return
-			case <-poke.C:
-				ps.Poke(p.Name)
-			case <-failed:
-				cancel(errPeerDown)
-				return
-			}
-		}
-	}()
-	resp, err := ps.Transport().RoundTrip(out)
-	close(started)
+// peerRoundTrip sends out to p and waits for its answer to begin, under pw (see peerWatch).
+func (rt *Server) peerRoundTrip(out *http.Request, p peer.Info) (*http.Response, error) {
+	resp, err := rt.o.Peers.Transport().RoundTrip(out)
 	if err != nil {
-		ps.Poke(p.Name) // see whether it is down, for the lists
+		rt.o.Peers.Poke(p.Name) // see whether it is down, for the lists
 	}
 	return resp, err
 }
