@@ -149,7 +149,8 @@ type Wait struct {
 //     may be evicted (loaded or sleeping, no lease, not pinned, nothing queued for it), it stops
 //     for the load, as for memory. A worker serves one model at a time. Such a wait does not
 //     block later loads that need other workers or none; a load that goes on claims its workers,
-//     so a later load for them waits behind it; one too large for the ceiling goes on to be refused;
+//     and one that waits claims those of its workers no one holds, so a later load for them waits
+//     behind it; one too large for the ceiling goes on to be refused;
 //     5.7 else Fit decides over the snapshot, loads decided ahead of it booked, the queued mark kept
 //     only on the models queued ahead of it (a load queued first may evict a sleeper asked for later):
 //     a. too large for the ceiling: its waiters fail;

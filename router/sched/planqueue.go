@@ -86,6 +86,13 @@ func (q *pass) workerWait(m *Model) bool {
 		if o != nil && o.Phase == Stopping {
 			wt.Victims = []string{u}
 		}
+		// Its other workers that no one holds are claimed too: a later load for them waits behind
+		// this one instead of taking them first, again and again (first come, first served).
+		for _, w := range m.Workers {
+			if q.workers[w] == "" {
+				q.workers[w] = m.ID
+			}
+		}
 		return true
 	}
 	for _, w := range m.Workers {
