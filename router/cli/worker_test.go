@@ -17,7 +17,7 @@ func TestWorkerUsageErrors(t *testing.T) {
 		t.Fatalf("worker with a missing --rpc-server: %d %q", code, o.stderr.String())
 	}
 	code, o = runCLI(t, "worker", "--listen", "127.0.0.1:0", "--rpc-server", "/bin/sh", "--token", "short")
-	if code != 1 || !strings.Contains(o.stderr.String(), "at least 16 characters") {
+	if code != 1 || !strings.Contains(o.stderr.String(), "at least 32 characters") {
 		t.Fatalf("worker with a short token: %d %q", code, o.stderr.String())
 	}
 }

@@ -42,6 +42,8 @@ func (c Config) validateWorkers() []error {
 		}
 		if strings.TrimSpace(w.Token) == "" {
 			bad("a worker needs its token (the one its worker process prints or was given)", "workers", name, "token")
+		} else if err := CheckWorkerToken(w.Token); err != nil {
+			bad(err.Error(), "workers", name, "token")
 		}
 	}
 	list := func(ws []string, key []string) {
@@ -80,6 +82,22 @@ func quoteKey(n string) string {
 		return n
 	}
 	return strconv.Quote(n)
+}
+
+// MinWorkerTokenLen is the shortest pairing token a worker or a [workers.NAME] section accepts:
+// a head's proof of the token can be taken by whoever answers at the worker's address and tried
+// against guesses offline, so a token is as long as a random one of 160 bits in base32.
+const MinWorkerTokenLen = 32
+
+// CheckWorkerToken says what is wrong with a worker's pairing token, or nil.
+func CheckWorkerToken(t string) error {
+	if len(t) < MinWorkerTokenLen {
+		return fmt.Errorf("a worker token has at least %d characters (this one %d): use the one \"llamatray worker\" makes when it is given no token", MinWorkerTokenLen, len(t))
+	}
+	if strings.TrimSpace(t) != t || strings.ContainsAny(t, "\n\r\"") {
+		return fmt.Errorf("a worker token has no spaces around it, no quotes and no line breaks")
+	}
+	return nil
 }
 
 // checkWorkerName refuses a name that would not read well in messages and the status.

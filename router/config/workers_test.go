@@ -11,11 +11,11 @@ func TestWorkersParseAndRender(t *testing.T) {
 	text := `
 [workers.a]
 address = "192.168.1.20:50052"
-token = "tok-a"
+token = "tok-a-0123456789-0123456789-0123"
 
 [workers.b]
 address = "box-b:50053"
-token = "tok-b"
+token = "tok-b-0123456789-0123456789-0123"
 
 [models."big"]
 workers = ["a", "b"]
@@ -27,7 +27,7 @@ workers = ["b"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Workers["b"]; got != (Worker{Address: "box-b:50053", Token: "tok-b"}) {
+	if got := c.Workers["b"]; got != (Worker{Address: "box-b:50053", Token: "tok-b-0123456789-0123456789-0123"}) {
 		t.Fatalf("worker b = %+v", got)
 	}
 	if got := c.ModelSettings("big").Workers; !reflect.DeepEqual(got, []string{"a", "b"}) {
@@ -73,22 +73,25 @@ func TestWorkersValidate(t *testing.T) {
 		text string
 		want string // "" = valid
 	}{
-		{"valid", "[workers.a]\naddress = \"10.0.0.2:50052\"\ntoken = \"t\"\n[models.m]\nworkers = [\"a\"]\n", ""},
-		{"unknown worker", "[workers.a]\naddress = \"10.0.0.2:50052\"\ntoken = \"t\"\n[models.m]\nworkers = [\"b\"]\n",
+		{"valid", "[workers.a]\naddress = \"10.0.0.2:50052\"\ntoken = \"abcd-efgh-ijkl-mnop-qrst-uvwx-yz23-4567\"\n[models.m]\nworkers = [\"a\"]\n", ""},
+		{"unknown worker", "[workers.a]\naddress = \"10.0.0.2:50052\"\ntoken = \"abcd-efgh-ijkl-mnop-qrst-uvwx-yz23-4567\"\n[models.m]\nworkers = [\"b\"]\n",
 			`key "models.m.workers": no worker "b": add a [workers.b] section with its address and token (configured: a)`},
 		{"unknown worker, none configured", "[models.m]\nworkers = [\"b\"]\n", `no worker "b": add a [workers.b] section with its address and token (none is configured)`},
 		{"unknown worker of a variant", "[models.m.variants.v]\nworkers = [\"b\"]\n", `key "models.m.variants.v.workers": no worker "b"`},
-		{"listed twice", "[workers.a]\naddress = \"10.0.0.2:50052\"\ntoken = \"t\"\n[models.m]\nworkers = [\"a\", \"a\"]\n",
+		{"listed twice", "[workers.a]\naddress = \"10.0.0.2:50052\"\ntoken = \"abcd-efgh-ijkl-mnop-qrst-uvwx-yz23-4567\"\n[models.m]\nworkers = [\"a\", \"a\"]\n",
 			`key "models.m.workers": worker "a" is listed twice`},
 		{"empty token", "[workers.a]\naddress = \"10.0.0.2:50052\"\ntoken = \" \"\n", `key "workers.a.token": a worker needs its token`},
 		{"no token", "[workers.a]\naddress = \"10.0.0.2:50052\"\n", `key "workers.a.token": a worker needs its token`},
-		{"no address", "[workers.a]\ntoken = \"t\"\n", `key "workers.a.address": a worker needs its address`},
-		{"address without port", "[workers.a]\naddress = \"10.0.0.2\"\ntoken = \"t\"\n", `key "workers.a.address": "10.0.0.2" is not host:port`},
-		{"port out of range", "[workers.a]\naddress = \"h:70000\"\ntoken = \"t\"\n", `key "workers.a.address": port "70000" must be a number from 1 to 65535`},
-		{"no host", "[workers.a]\naddress = \":50052\"\ntoken = \"t\"\n", `key "workers.a.address": ":50052" has no host`},
-		{"two workers at one address", "[workers.a]\naddress = \"h:1\"\ntoken = \"t\"\n[workers.b]\naddress = \"h:1\"\ntoken = \"t\"\n",
+		{"short token", "[workers.a]\naddress = \"10.0.0.2:50052\"\ntoken = \"sixteen-chars-ok\"\n",
+			`key "workers.a.token": a worker token has at least 32 characters (this one 16): use the one "llamatray worker" makes`},
+		{"token with a space around it", "[workers.a]\naddress = \"10.0.0.2:50052\"\ntoken = \"abcd-efgh-ijkl-mnop-qrst-uvwx-yz23-4567 \"\n", `key "workers.a.token": a worker token has no spaces around it`},
+		{"no address", "[workers.a]\ntoken = \"abcd-efgh-ijkl-mnop-qrst-uvwx-yz23-4567\"\n", `key "workers.a.address": a worker needs its address`},
+		{"address without port", "[workers.a]\naddress = \"10.0.0.2\"\ntoken = \"abcd-efgh-ijkl-mnop-qrst-uvwx-yz23-4567\"\n", `key "workers.a.address": "10.0.0.2" is not host:port`},
+		{"port out of range", "[workers.a]\naddress = \"h:70000\"\ntoken = \"abcd-efgh-ijkl-mnop-qrst-uvwx-yz23-4567\"\n", `key "workers.a.address": port "70000" must be a number from 1 to 65535`},
+		{"no host", "[workers.a]\naddress = \":50052\"\ntoken = \"abcd-efgh-ijkl-mnop-qrst-uvwx-yz23-4567\"\n", `key "workers.a.address": ":50052" has no host`},
+		{"two workers at one address", "[workers.a]\naddress = \"h:1\"\ntoken = \"abcd-efgh-ijkl-mnop-qrst-uvwx-yz23-4567\"\n[workers.b]\naddress = \"h:1\"\ntoken = \"abcd-efgh-ijkl-mnop-qrst-uvwx-yz23-4567\"\n",
 			`key "workers.b.address": h:1 is also the address of worker "a"`},
-		{"bad name", "[workers.\"a b\"]\naddress = \"h:1\"\ntoken = \"t\"\n", `worker name "a b" may hold only letters`},
+		{"bad name", "[workers.\"a b\"]\naddress = \"h:1\"\ntoken = \"abcd-efgh-ijkl-mnop-qrst-uvwx-yz23-4567\"\n", `worker name "a b" may hold only letters`},
 		{"--rpc in args", "[models.m]\nargs = [\"--rpc\", \"h:1\"]\n", `workers`},
 	}
 	for _, r := range rows {

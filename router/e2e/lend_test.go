@@ -69,7 +69,7 @@ func TestLendThisMachine(t *testing.T) {
 	}
 	ctx := context.Background()
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	if _, err := worker.Check(cctx, lendAddr, "not-the-token-0123456789"); !errors.Is(err, worker.ErrBadToken) {
+	if _, err := worker.Check(cctx, lendAddr, "not-the-token-0123456789-abcdefghijkl"); !errors.Is(err, worker.ErrBadToken) {
 		t.Fatalf("a wrong token: %v, want ErrBadToken", err)
 	}
 	cancel()

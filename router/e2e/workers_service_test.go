@@ -34,7 +34,7 @@ func TestWorkersThroughTheService(t *testing.T) {
 			c.Workers = map[string]config.Worker{
 				"a": {Address: wa.addr, Token: workerToken},
 				"b": {Address: wb.addr, Token: workerToken},
-				"c": {Address: wc.addr, Token: "not-the-token-0123456789"},
+				"c": {Address: wc.addr, Token: "not-the-token-0123456789-abcdefghijkl"},
 				"d": {Address: wd.addr, Token: workerToken},
 			}
 			c.Models = map[string]config.Model{
@@ -181,7 +181,7 @@ func TestWorkersThroughTheService(t *testing.T) {
 	// A changed [workers.a] section is a new link: with a wrong token, it is refused.
 	oldEnd := workersByName(in)["a"].End
 	if err := in.svc.Edit(func(c *config.Config) error {
-		c.Workers["a"] = config.Worker{Address: wa.addr, Token: "changed-token-0123456789"}
+		c.Workers["a"] = config.Worker{Address: wa.addr, Token: "changed-token-0123456789-abcdefghijkl"}
 		return nil
 	}); err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ import (
 // Issue #24's workers on real pieces: two workers (worker.Serve, each running llama.cpp's real
 // ggml-rpc-server), the head's two link ends, and the real llama-server with --rpc END1,END2.
 
-const workerToken = "e2e-worker-token-0123456789"
+const workerToken = "e2e-worker-token-0123456789-abcdefgh"
 
 // rpcServerBin is llama.cpp's RPC worker: $GGML_RPC_SERVER, else ggml-rpc-server beside
 // $LLAMA_SERVER (where `make llama-server` puts it; rpc-server in llama.cpp's release builds). Absent: skipped, or failed when CI=true.

@@ -53,7 +53,7 @@ func fakeRPCServer(args []string) int {
 	}
 }
 
-const testWorkerToken = "service-test-token-0123456789"
+const testWorkerToken = "service-test-token-0123456789-abcdef"
 
 // startTestWorker runs a real worker (worker.Serve) over the fake rpc-server until stop or the
 // test's end, and returns its address.
@@ -152,7 +152,7 @@ func TestWorkerLinks(t *testing.T) {
 
 	// A changed section is a new link; a removed one is gone from the status.
 	addr2, _ := startTestWorker(t)
-	<-w.sync(map[string]config.Worker{"a": {Address: addr2, Token: "wrong-token-0123456789"}})
+	<-w.sync(map[string]config.Worker{"a": {Address: addr2, Token: "wrong-token-0123456789-abcdefghijklmn"}})
 	if s := byName(); len(s) != 1 || s["a"].State != wire.WorkerRefused || s["a"].Address != addr2 {
 		t.Fatalf("status after the change: %+v", s)
 	}

@@ -58,7 +58,7 @@ func TestEndCarriesBytesBothWays(t *testing.T) {
 
 func TestOpenNamesTheWorker(t *testing.T) {
 	w := startWorker(t)
-	_, err := Open(ctxT(t, 5*time.Second), "gpu1", w.addr, "wrong-token-0123456789", quiet())
+	_, err := Open(ctxT(t, 5*time.Second), "gpu1", w.addr, "wrong-token-0123456789-abcdefghijklmn", quiet())
 	if !errors.Is(err, ErrBadToken) || !strings.HasPrefix(err.Error(), "worker gpu1 ("+w.addr+"): ") {
 		t.Fatalf("Open with a wrong token: %v, want ErrBadToken as \"worker gpu1 (%s): ...\"", err, w.addr)
 	}

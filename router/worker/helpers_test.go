@@ -102,7 +102,7 @@ func echoDial(addr string) int {
 	return 0
 }
 
-const testToken = "test-token-0123456789"
+const testToken = "test-token-0123456789-abcdefghijklmn"
 
 type testWorker struct {
 	addr   string

@@ -26,7 +26,7 @@ func TestCheckAnswersStatus(t *testing.T) {
 
 func TestCheckRefusesWrongToken(t *testing.T) {
 	w := startWorker(t)
-	_, err := Check(ctxT(t, 5*time.Second), w.addr, "another-token-0123456789")
+	_, err := Check(ctxT(t, 5*time.Second), w.addr, "another-token-0123456789-abcdefghijkl")
 	if !errors.Is(err, ErrBadToken) || !strings.Contains(err.Error(), w.addr) {
 		t.Fatalf("Check with a wrong token: %v, want ErrBadToken naming %s", err, w.addr)
 	}
@@ -197,11 +197,19 @@ func TestNewToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := NewToken()
-	if a == b || validToken(a) != nil || len(a) < 32 {
+	if a == b || validToken(a) != nil || len(a) != 39 {
 		t.Fatalf("NewToken: %q, %q", a, b)
 	}
-	if validToken("short") == nil || validToken(" spaced-token-0123456789 ") == nil {
+	if validToken("short") == nil || validToken(" spaced-token-0123456789-abcdefghijkl ") == nil {
 		t.Fatal("validToken accepts a short or spaced token")
+	}
+	// 16 characters of a guessable word are not enough: the head's proof can be tried offline.
+	short := strings.Repeat("x", 31)
+	if err := validToken(short); err == nil || !strings.Contains(err.Error(), "at least 32 characters") || !strings.Contains(err.Error(), "llamatray worker") {
+		t.Fatalf("validToken of 31 characters: %v", err)
+	}
+	if err := validToken(short + "x"); err != nil {
+		t.Fatalf("validToken of 32 characters: %v", err)
 	}
 }
 

@@ -5,14 +5,13 @@ import (
 	"encoding/base32"
 	"fmt"
 	"strings"
+
+	"github.com/llamatray/llamatray/router/config"
 )
 
-// minTokenLen is the shortest pairing token accepted.
-const minTokenLen = 16
-
 // NewToken makes a pairing token: 20 random bytes (160 bits) in lower-case base32, in groups of
-// four joined by dashes, e.g. "k3qz-...". It carries no structure: any string of at least
-// minTokenLen characters is a valid token.
+// four joined by dashes, e.g. "k3qz-..." (39 characters). It carries no structure: any string
+// config.CheckWorkerToken accepts is a valid token.
 func NewToken() (string, error) {
 	b := make([]byte, 20)
 	if _, err := rand.Read(b); err != nil {
@@ -29,13 +28,5 @@ func NewToken() (string, error) {
 	return out.String(), nil
 }
 
-// validToken says what is wrong with a token, or nil.
-func validToken(t string) error {
-	if len(t) < minTokenLen {
-		return fmt.Errorf("a worker token has at least %d characters (this one %d)", minTokenLen, len(t))
-	}
-	if strings.TrimSpace(t) != t || strings.ContainsAny(t, "\n\r\"") {
-		return fmt.Errorf("a worker token has no spaces around it, no quotes and no line breaks")
-	}
-	return nil
-}
+// validToken says what is wrong with a token, or nil: the rule of [workers.NAME] token.
+func validToken(t string) error { return config.CheckWorkerToken(t) }

@@ -35,7 +35,7 @@ const (
 	workersBlocks   = 8
 	workersTokens   = 64 // n_predict of every request
 	workersPerRound = 4  // requests per target per round
-	workersToken    = "bench-worker-token-0123456789"
+	workersToken    = "bench-worker-token-0123456789-abcdef"
 )
 
 // workersTarget is one way of reaching the two rpc-servers.
