@@ -52,6 +52,8 @@ func peerAPIError(err error) (apiError, bool) {
 	switch {
 	case errors.As(err, &pe):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "peer_unreachable", Message: pe.Error()}, true
+	case errors.Is(err, errPeerEditRemote):
+		return apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "peer_edit_forbidden", Message: err.Error()}, true
 	case errors.Is(err, errPeerHop):
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: err.Error()}, true
 	case errors.Is(err, ErrNoSuchPeer):
@@ -329,11 +331,15 @@ func (rt *Server) listPeers(w http.ResponseWriter, r *http.Request) {
 // errNoPeerEdit answers a peer change where the server has no configuration to save it in.
 var errNoPeerEdit = fmt.Errorf("%w: peers cannot be changed here", errNotFound)
 
-// addPeer serves POST /api/peers: the peer is saved in the configuration and read at once. A page
-// of another site may not add one (it would make Llamatray call out).
+// addPeer serves POST /api/peers: the peer is saved in the configuration and read at once. Only a
+// client on this machine may add one, and no page of another site (it makes Llamatray call out).
 func (rt *Server) addPeer(w http.ResponseWriter, r *http.Request) {
 	if crossSite(r) {
 		writeError(w, r, fmt.Errorf("%w: a page of another site may not add a peer", errOriginForbidden))
+		return
+	}
+	if !localClient(r) { // localclient.go
+		writeError(w, r, errPeerEditRemote)
 		return
 	}
 	var req wire.PeerAdd
@@ -358,7 +364,7 @@ var errBadPeer = errors.New("peer not saved")
 // ErrNoSuchPeer is the removal of a peer that is not configured (Options.RemovePeer wraps it).
 var ErrNoSuchPeer = errors.New("no such peer")
 
-// removePeer serves DELETE /api/peers/{name}.
+// removePeer serves DELETE /api/peers/{name}: as addPeer, only from this machine.
 func (rt *Server) removePeer(w http.ResponseWriter, r *http.Request) {
 	name, ok := muxVar(r, "name")
 	if !ok {
@@ -367,6 +373,10 @@ func (rt *Server) removePeer(w http.ResponseWriter, r *http.Request) {
 	}
 	if crossSite(r) {
 		writeError(w, r, fmt.Errorf("%w: a page of another site may not remove a peer", errOriginForbidden))
+		return
+	}
+	if !localClient(r) {
+		writeError(w, r, errPeerEditRemote)
 		return
 	}
 	if rt.o.RemovePeer == nil {
