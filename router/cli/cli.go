@@ -33,6 +33,7 @@ type Desktop func(ctx context.Context, cfg config.Config, configPath string, log
 // Env is the process environment, injectable for tests.
 type Env struct {
 	Stdout, Stderr io.Writer
+	Stdin          io.Reader // nil: none (a secret read from it is then refused)
 	Getenv         func(string) string
 	GOOS           string
 }
@@ -43,7 +44,7 @@ func Main(args []string, b Build, desktop Desktop) int {
 		attachConsole() // Windows: print to the console the command was typed in
 	}
 	setProcs(os.Getenv)
-	return run(args, b, desktop, Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, GOOS: runtime.GOOS})
+	return run(args, b, desktop, Env{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, Getenv: os.Getenv, GOOS: runtime.GOOS})
 }
 
 const usage = `Llamatray serves the GGUF models on this computer through one HTTP endpoint,
@@ -61,7 +62,7 @@ Usage:
   llamatray search TEXT         find GGUF models on the Hugging Face Hub (ORG/REPO: its quants)
   llamatray pull ORG/REPO[:QUANT]  download a model from the Hub (verified; Ctrl-C pauses, pull again resumes)
   llamatray rm ID               delete a model pulled from the Hub
-  llamatray worker --listen HOST:PORT [--token T] [--rpc-server PATH]
+  llamatray worker --listen HOST:PORT [--token-file PATH | --token T] [--rpc-server PATH]
                                 lend this machine to a Llamatray elsewhere (llama.cpp's RPC server over
                                 an authenticated, encrypted link; one model over several machines)
   llamatray peer add URL [--name NAME] [--api-key KEY] | list | rm NAME
