@@ -9,21 +9,27 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/worker"
 )
 
-const workerUsage = `Usage: llamatray worker --listen HOST:PORT [--token T] [--rpc-server PATH] [--threads N]
+const workerUsage = `Usage: llamatray worker --listen HOST:PORT [--token-file PATH | --token T] [--rpc-server PATH] [--threads N]
 
 Lends this machine to a Llamatray elsewhere (one model over several machines): runs llama.cpp's RPC
 server bound to 127.0.0.1 only and exposes it only through Llamatray's link (TLS, authenticated by a
-pairing token) on --listen. Without --token it makes one and prints it once, with the lines to paste
-into the head's config. --rpc-server defaults to ggml-rpc-server (or rpc-server) beside the
-llama-server Llamatray finds, then on PATH.
+pairing token) on --listen. The token is read from --token-file (its first line), else --token, else
+the environment variable ` + workerTokenEnv + `; --token is visible to every local user (the
+process's command line), the other two are not. Without any it makes one and prints it once, with
+the lines to paste into the head's config. --rpc-server defaults to ggml-rpc-server (or rpc-server)
+beside the llama-server Llamatray finds, then on PATH.
 
 `
+
+// workerTokenEnv gives the worker's pairing token without putting it on the command line.
+const workerTokenEnv = "LLAMATRAY_WORKER_TOKEN"
 
 func runWorker(args []string, b Build, env Env) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
@@ -33,7 +39,8 @@ func runWorker(args []string, b Build, env Env) error {
 		fs.PrintDefaults()
 	}
 	listen := fs.String("listen", "", "the link's address, `HOST:PORT` (heads connect to it)")
-	token := fs.String("token", "", "pairing token heads must give (default: make one and print it)")
+	token := fs.String("token", "", "pairing token heads must give (default: --token-file, $"+workerTokenEnv+", else make one and print it)")
+	tokenFile := fs.String("token-file", "", "a `file` whose first line is the pairing token")
 	rpcPath := fs.String("rpc-server", "", "llama.cpp's RPC server `binary` (default: beside llama-server, then PATH)")
 	threads := fs.Int("threads", 0, "threads of the RPC server's CPU device (0: its default)")
 	name := fs.String("name", "", "this worker's name in the head's config (default: the host name)")
@@ -61,6 +68,9 @@ func runWorker(args []string, b Build, env Env) error {
 	}
 	if *name == "" {
 		*name, _ = os.Hostname()
+	}
+	if *token, err = workerToken(*token, *tokenFile, env.Getenv); err != nil {
+		return err
 	}
 	made := *token == ""
 	if made {
@@ -90,4 +100,26 @@ func findRPCServer(ctx context.Context, given string) (string, error) {
 		return "", fmt.Errorf("--%w", err)
 	}
 	return p, err
+}
+
+// workerToken is the pairing token given by --token-file, --token or workerTokenEnv (in that
+// order; "" when none is); giving both flags is an error.
+func workerToken(flagToken, file string, getenv func(string) string) (string, error) {
+	switch {
+	case file != "" && flagToken != "":
+		return "", usageError{errors.New("give the token with --token-file or --token, not both")}
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		if t := strings.TrimSpace(line); t != "" {
+			return t, nil
+		}
+		return "", fmt.Errorf("--token-file %s: no token on its first line", file)
+	case flagToken != "":
+		return flagToken, nil
+	}
+	return strings.TrimSpace(getenv(workerTokenEnv)), nil
 }
