@@ -35,10 +35,10 @@ func (c Config) validateWorkers() []error {
 		}
 		if err := checkWorkerAddress(w.Address); err != nil {
 			bad(err.Error(), "workers", name, "address")
-		} else if o := addrOwner[w.Address]; o != "" {
-			bad(fmt.Sprintf("%s is also the address of worker %q", w.Address, o), "workers", name, "address")
+		} else if o := addrOwner[workerAddrKey(w.Address)]; o != "" {
+			bad(fmt.Sprintf("%s is also the address of worker %q (%s)", w.Address, o, c.Workers[o].Address), "workers", name, "address")
 		} else {
-			addrOwner[w.Address] = name
+			addrOwner[workerAddrKey(w.Address)] = name
 		}
 		if strings.TrimSpace(w.Token) == "" {
 			bad("a worker needs its token (the one its worker process prints or was given)", "workers", name, "token")
@@ -130,6 +130,22 @@ func checkWorkerAddress(s string) error {
 		return fmt.Errorf("port %q must be a number from 1 to 65535", port)
 	}
 	return nil
+}
+
+// workerAddrKey is a valid worker address as compared with the others: the host in lower case
+// (without a trailing dot), an IP address in its canonical form, localhost, 127.0.0.1 and ::1 as
+// one; no name is looked up.
+func workerAddrKey(s string) string {
+	host, port, _ := net.SplitHostPort(s)
+	p, _ := strconv.Atoi(port)
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if ip := net.ParseIP(host); ip != nil {
+		host = ip.String()
+	}
+	if host == "localhost" || host == "::1" || host == "127.0.0.1" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p))
 }
 
 // cloneWorkers is a copy of ws that shares no memory with it.
