@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -17,13 +19,15 @@ import (
 )
 
 const peerUsage = `Usage:
-  llamatray peer add URL [--name NAME] [--api-key KEY]
+  llamatray peer add URL [--name NAME] [--api-key KEY|-]
                          add another machine's server: another Llamatray, llama-swap, llama.cpp's
                          router, Ollama or any OpenAI-compatible server. Its models are listed here
                          under their own IDs (a local model of the same ID wins; "peer:NAME/ID"
                          always reaches the peer's), and their requests are sent there whole.
-                         --api-key is the peer's key, sent to that peer only. NAME defaults to the
-                         URL's host and port.
+                         --api-key is the peer's key, sent to that peer only; "--api-key -" reads
+                         it from the standard input's first line, and without --api-key it is
+                         taken from $LLAMATRAY_PEER_API_KEY when set (either keeps it out of the
+                         process list). NAME defaults to the URL's host and port.
   llamatray peer list [--json]   the peers, with their state and models
   llamatray peer rm NAME         take a peer out
   llamatray peer discover [--json]
@@ -55,7 +59,7 @@ func runPeer(args []string, env Env) error {
 	switch sub {
 	case "add":
 		f.fs.StringVar(&name, "name", "", "the peer's name (default: from the URL's host and port)")
-		f.fs.StringVar(&key, "api-key", "", "the peer's API key, sent to it only")
+		f.fs.StringVar(&key, "api-key", "", "the peer's API key, sent to it only (\"-\": read from the standard input; default: $"+peerKeyEnv+")")
 	case "list", "ls":
 		f.fs.BoolVar(&asJSON, "json", false, "print the peers as JSON, as GET /api/peers gives them")
 	case "discover":
@@ -73,7 +77,11 @@ func runPeer(args []string, env Env) error {
 	switch sub {
 	case "add":
 		if len(pos) != 1 {
-			return usageError{errors.New("usage: llamatray peer add URL [--name NAME] [--api-key KEY]")}
+			return usageError{errors.New("usage: llamatray peer add URL [--name NAME] [--api-key KEY|-]")}
+		}
+		key, err := peerKey(key, keySet(f.fs), env)
+		if err != nil {
+			return err
 		}
 		return peerAdd(ctx, f, env, wire.PeerAdd{Name: name, URL: pos[0], APIKey: key})
 	case "rm", "remove":
@@ -92,6 +100,39 @@ func runPeer(args []string, env Env) error {
 		}
 		return peerList(ctx, f, env, asJSON)
 	}
+}
+
+// peerKeyEnv holds a peer's key for `peer add` without --api-key.
+const peerKeyEnv = "LLAMATRAY_PEER_API_KEY"
+
+// keySet says --api-key was given.
+func keySet(fs *flag.FlagSet) bool {
+	set := false
+	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "api-key" })
+	return set
+}
+
+// peerKey is the key `peer add` sends: --api-key's, from the standard input's first line for
+// "-", else $LLAMATRAY_PEER_API_KEY's (a flag's value is readable by any user in the process list).
+func peerKey(flagKey string, set bool, env Env) (string, error) {
+	switch {
+	case set && flagKey == "-":
+		if env.Stdin == nil {
+			return "", usageError{errors.New("--api-key -: there is no standard input to read the key from")}
+		}
+		line, err := bufio.NewReader(io.LimitReader(env.Stdin, 64<<10)).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("--api-key -: reading the key from the standard input: %w", err)
+		}
+		key := strings.TrimSpace(line)
+		if key == "" {
+			return "", usageError{errors.New("--api-key -: the standard input held no key (give it on its first line)")}
+		}
+		return key, nil
+	case set:
+		return flagKey, nil
+	}
+	return strings.TrimSpace(env.Getenv(peerKeyEnv)), nil
 }
 
 func peerAdd(ctx context.Context, f *clientFlags, env Env, p wire.PeerAdd) error {
