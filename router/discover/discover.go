@@ -85,13 +85,13 @@ func FromEntry(e *mdns.ServiceEntry) (Found, error) {
 	if txt[txtID] == "" {
 		return Found{}, fmt.Errorf("%s: no %s in its TXT record (not a Llamatray)", e.Name, txtID)
 	}
-	name := txt[txtName]
+	name := cleanText(txt[txtName], maxNameRunes) // text.go: shown on terminals and in the window
 	if name == "" {
-		name = instanceLabel(e.Name)
+		name = cleanText(instanceLabel(e.Name), maxNameRunes)
 	}
 	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(e.Port))}
 	return Found{ID: txt[txtID], Discovered: wire.Discovered{
-		Instance: name, URL: u.String(), Version: txt[txtVersion],
+		Instance: name, URL: u.String(), Version: cleanText(txt[txtVersion], maxVersionRunes),
 	}}, nil
 }
 
