@@ -63,6 +63,6 @@ func peerDiscover(ctx context.Context, f *clientFlags, env Env, asJSON bool) err
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(env.Stderr, "add one with: llamatray peer add URL --name NAME --api-key KEY (its key: ask its owner)")
+	fmt.Fprintln(env.Stderr, "add one with: llamatray peer add URL --name NAME --api-key - (its key, from its owner, on the standard input)")
 	return nil
 }
