@@ -237,12 +237,15 @@ func (w *workerLinks) Prepare(ctx context.Context, names []string) ([]string, er
 // just exited (a model stopped for this load) reaches the worker's end a moment later.
 const busySettle = 2 * time.Second
 
+// checkWorker is worker.Check (a variable for the tests).
+var checkWorker = worker.Check
+
 // checkSettled checks l, again every 100 ms while it is busy, up to busySettle (the worker is
 // another process: there is nothing to wait on but its answer).
 func checkSettled(ctx context.Context, l *workerLink) (worker.Info, error) {
 	deadline := time.Now().Add(busySettle)
 	for {
-		info, err := worker.Check(ctx, l.cfg.Address, l.cfg.Token)
+		info, err := checkWorker(ctx, l.cfg.Address, l.cfg.Token)
 		if err != nil || !info.Busy || time.Now().After(deadline) {
 			return info, err
 		}

@@ -1,0 +1,66 @@
+package service
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/worker"
+)
+
+// TestWorkerPrepareRightAfterSessionClosed: the next load's Prepare checks the worker while the
+// session of the model's child that just stopped is still open there (the worker ends it a moment
+// after the child closed its connection); Prepare waits for it instead of failing the load as busy.
+func TestWorkerPrepareRightAfterSessionClosed(t *testing.T) {
+	addr, _ := startTestWorker(t)
+	w := newWorkerLinks(slog.New(slog.NewTextHandler(io.Discard, nil)), func() string { return "" }, func(string, error) {})
+	t.Cleanup(w.close)
+	<-w.sync(map[string]config.Worker{"a": {Address: addr, Token: testWorkerToken}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ends, err := w.Prepare(ctx, []string{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session, err := net.Dial("tcp", ends[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	session.SetDeadline(time.Now().Add(10 * time.Second))
+	msg := []byte("GRAPH_COMPUTE")
+	if _, err := session.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(session, msg); err != nil {
+		t.Fatalf("echo: %v", err)
+	}
+
+	// The session closes once Prepare's check has seen it busy.
+	sawBusy := make(chan struct{})
+	var once sync.Once
+	checkWorker = func(ctx context.Context, address, token string) (worker.Info, error) {
+		info, err := worker.Check(ctx, address, token)
+		if err == nil && info.Busy {
+			once.Do(func() { close(sawBusy) })
+		}
+		return info, err
+	}
+	t.Cleanup(func() { checkWorker = worker.Check })
+	done := make(chan error, 1)
+	go func() { _, err := w.Prepare(ctx, []string{"a"}); done <- err }()
+	select {
+	case <-sawBusy:
+	case err := <-done:
+		t.Fatalf("Prepare returned before it saw the open session: %v", err)
+	}
+	session.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("Prepare as the previous session closes: %v", err)
+	}
+}
