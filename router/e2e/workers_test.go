@@ -34,7 +34,7 @@ const workerToken = "e2e-worker-token-0123456789-abcdefgh"
 // $LLAMA_SERVER (where `make llama-server` puts it; rpc-server in llama.cpp's release builds). Absent: skipped, or failed when CI=true.
 func rpcServerBin(t *testing.T) (llama, rpc string) {
 	t.Helper()
-	llama = os.Getenv("LLAMA_SERVER")
+	llama = testbed.RealLlamaServer(t) // skips the whole suite's way without LLAMA_SERVER (make test)
 	rpc = os.Getenv("GGML_RPC_SERVER")
 	if rpc == "" && llama != "" {
 		// Debian's name (make llama-server), then llama.cpp's release builds'.
@@ -49,13 +49,8 @@ func rpcServerBin(t *testing.T) (llama, rpc string) {
 		}
 	}
 	missing := ""
-	switch {
-	case llama == "":
-		missing = "LLAMA_SERVER not set"
-	default:
-		if _, err := os.Stat(rpc); err != nil {
-			missing = fmt.Sprintf("no ggml-rpc-server (%v; `make rpc-server` puts it beside llama-server, or set GGML_RPC_SERVER)", err)
-		}
+	if _, err := os.Stat(rpc); err != nil {
+		missing = fmt.Sprintf("no ggml-rpc-server (%v; `make rpc-server` puts it beside llama-server, or set GGML_RPC_SERVER)", err)
 	}
 	if missing != "" {
 		if os.Getenv("CI") == "true" {
