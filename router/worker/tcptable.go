@@ -1,0 +1,42 @@
+package worker
+
+import (
+	"encoding/binary"
+	"net"
+)
+
+// findSocket finds the row from local to remote in tab, a table of Windows' GetExtendedTcpTable
+// (TCP_TABLE_OWNER_PID_CONNECTIONS; the IPv6 one when v6), and returns its owning pid. It is used
+// by peeruid_windows.go and kept here, free of Windows calls, to be tested everywhere. The rows
+// (after the DWORD count) are MIB_TCPROW_OWNER_PID, 6 DWORDs: state, local address, local port,
+// remote address, remote port, pid; or MIB_TCP6ROW_OWNER_PID, 56 bytes: local address (16), scope,
+// local port, remote address (16), scope, remote port, state, pid. Addresses are in network order,
+// ports in network order in their DWORD's first two bytes, the rest little-endian.
+func findSocket(tab []byte, v6 bool, local, remote *net.TCPAddr) (uint32, bool) {
+	if len(tab) < 4 {
+		return 0, false
+	}
+	n := int(binary.LittleEndian.Uint32(tab))
+	rowLen, ipLen := 24, 4
+	lIP, lPort, rIP, rPort, pidAt := 4, 8, 12, 16, 20
+	if v6 {
+		rowLen, ipLen = 56, 16
+		lIP, lPort, rIP, rPort, pidAt = 0, 20, 24, 44, 52
+	}
+	port := func(b []byte) int { return int(binary.BigEndian.Uint16(b)) }
+	for i := range n {
+		off := 4 + i*rowLen
+		if off+rowLen > len(tab) {
+			break
+		}
+		row := tab[off : off+rowLen]
+		if port(row[lPort:]) != local.Port || port(row[rPort:]) != remote.Port {
+			continue
+		}
+		if !net.IP(row[lIP:lIP+ipLen]).Equal(local.IP) || !net.IP(row[rIP:rIP+ipLen]).Equal(remote.IP) {
+			continue
+		}
+		return binary.LittleEndian.Uint32(row[pidAt:]), true
+	}
+	return 0, false
+}
