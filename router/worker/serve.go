@@ -321,6 +321,7 @@ func (s *server) handle(raw net.Conn, hs *handshaking) {
 		log.Error("link: proof", "err", err)
 		return
 	}
+	release() // a head that proved the token is not given up for others' handshakes
 	switch req.Op {
 	case opStatus:
 		// A worker whose rpc-server is down (restarting after it exited) cannot take a model:
@@ -332,7 +333,6 @@ func (s *server) handle(raw net.Conn, hs *handshaking) {
 		in := s.info()
 		writeLine(conn, answer{OK: true, Proof: hex.EncodeToString(p), Info: &in})
 	case opRPC:
-		release()
 		s.session(conn, r, req.Head, raw.RemoteAddr().String(), hex.EncodeToString(p), log)
 	default:
 		writeLine(conn, answer{Code: codeBadReq, Error: fmt.Sprintf("unknown op %q", req.Op)})
