@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,32 +25,11 @@ const fakeRPCEnv = "LLAMATRAY_SERVICE_TEST_FAKE_RPC"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeRPCEnv) != "" {
-		os.Exit(fakeRPCServer(os.Args[1:]))
+		os.Exit(testbed.EchoRPCServer(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
 
-func fakeRPCServer(args []string) int {
-	fs := flag.NewFlagSet("fake-rpc", flag.ContinueOnError)
-	host, port := fs.String("H", "127.0.0.1", ""), fs.Int("p", 50052, "")
-	fs.Int("t", 1, "")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(*host, fmt.Sprint(*port)))
-	if err != nil {
-		fmt.Println(err)
-		return 1
-	}
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return 1
-		}
-		io.Copy(c, c)
-		c.Close()
-	}
-}
 
 const testWorkerToken = "service-test-token-0123456789-abcdef"
 

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 // The test binary doubles as a fake rpc-server (a TCP echo serving one connection at a time, as
@@ -35,33 +36,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// fakeRPC is the rpc-server the tests' workers start: testbed's echo, which first records its
+// command line in dir, and fails when dir has a file "fail".
 func fakeRPC(dir string, args []string) int {
-	fs := flag.NewFlagSet("fake-rpc", flag.ContinueOnError)
-	host := fs.String("H", "127.0.0.1", "")
-	port := fs.Int("p", 50052, "")
-	fs.Int("t", 1, "")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
 	if _, err := os.Stat(filepath.Join(dir, "fail")); err == nil {
 		fmt.Println("fake rpc-server: told to fail")
 		return 3
 	}
 	os.WriteFile(filepath.Join(dir, fmt.Sprintf("argv-%d", os.Getpid())), []byte(strings.Join(os.Args, "\n")), 0o644)
-	ln, err := net.Listen("tcp", net.JoinHostPort(*host, fmt.Sprint(*port)))
-	if err != nil {
-		fmt.Println(err)
-		return 1
-	}
-	fmt.Println("fake rpc-server listening on", ln.Addr())
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return 1
-		}
-		io.Copy(c, c)
-		c.Close()
-	}
+	return testbed.EchoRPCServer(args)
 }
 
 // workerProcEnv makes the test binary a worker process (Serve with the fake rpc-server), which
