@@ -11,6 +11,7 @@ import (
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/ollama"
+	"github.com/llamatray/llamatray/router/peer"
 	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
@@ -96,14 +97,16 @@ func (rt *Server) ollamaModels() []ollama.Model {
 	return out
 }
 
-// ollamaTags serves GET /api/tags: every model Llamatray serves.
+// ollamaTags serves GET /api/tags: every model Llamatray serves, answering peers' included.
 func (rt *Server) ollamaTags(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, ollama.Tags(rt.ollamaModels()))
+	local := rt.ollamaModels()
+	writeJSON(w, http.StatusOK, ollama.Tags(append(local, rt.ollamaPeerModels(r, local)...))) // ollama_peers.go
 }
 
-// ollamaPS serves GET /api/ps: the models running now.
+// ollamaPS serves GET /api/ps: the models running now, peers' models their peer reports loaded included.
 func (rt *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, ollama.PS(rt.ollamaModels()))
+	local := rt.ollamaModels()
+	writeJSON(w, http.StatusOK, ollama.PS(append(local, rt.ollamaPeerModels(r, local)...)))
 }
 
 // ollamaShow serves POST /api/show.
@@ -118,6 +121,9 @@ func (rt *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 	}
 	id, ok := rt.ollamaResolve(w, r, name)
 	if !ok {
+		return
+	}
+	if _, _, isRef := peer.ParseRef(id); isRef && rt.ollamaPeerShow(w, id) { // ollama_peers.go
 		return
 	}
 	v, err := rt.views.Model(id)

@@ -1,0 +1,100 @@
+package httpapi
+
+// Peers' models in Ollama's lists: /api/tags and /api/ps list them beside the local ones, under
+// the names the OpenAI listing gives them (peerModels), and /api/show answers what is known of one.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"time"
+
+	"github.com/llamatray/llamatray/router/ollama"
+	"github.com/llamatray/llamatray/router/peer"
+)
+
+// ollamaPeerModels are the answering peers' models for /api/tags and /api/ps: a bare ID is listed
+// with ":latest" as a local one is (ollamaPeer takes it back off); a "peer:NAME/ID" (a local model
+// has the ID) is listed as it is, since that form sends its ID to the peer verbatim. A peer that is
+// down is left out (Ollama lists what can be used), and so is every peer for a request that came
+// from a peer (one hop only). A model the peer reports loaded is Running. A bare ID whose listed
+// name a local model takes (as ollamaResolve takes it: an alias, an Ollama name), or that is
+// listed already, is listed as its "peer:NAME/ID" too, so a listed name is never another model's.
+func (rt *Server) ollamaPeerModels(r *http.Request, local []ollama.Model) []ollama.Model {
+	if rt.o.Peers == nil || r.Header.Get(viaHeader) != "" {
+		return nil
+	}
+	views := rt.views.Models()
+	taken := make(map[string]bool, len(views))
+	for _, v := range views {
+		taken[v.ID] = true
+	}
+	names := make(map[string]bool, len(local))
+	for _, m := range local {
+		names[m.Name] = true
+	}
+	var out []ollama.Model
+	for _, e := range rt.peerModels(taken) { // peers.go
+		if e.Status.Value == peer.Unavailable {
+			continue
+		}
+		ref, name := e.ID, e.ID
+		if len(e.Aliases) > 0 {
+			ref, name = e.Aliases[0], ollama.ListedName(e.ID)
+		}
+		if names[name] || rt.ollamaLocal(name) {
+			name = ref
+		}
+		names[name] = true
+		out = append(out, ollamaPeerModel(name, ref, e.Status.Value, rt.o.StartTime))
+	}
+	return out
+}
+
+// ollamaLocal says a local model takes an Ollama request for name: ollamaResolve's lookup, without
+// a pull.
+func (rt *Server) ollamaLocal(name string) bool {
+	for _, n := range append([]string{name}, ollamaNames(name)...) {
+		if _, err := rt.resolve(n); err == nil || !isNotFound(err) {
+			return true
+		}
+	}
+	return false
+}
+
+// ollamaPeerModel is a peer's model in Ollama's terms: the table knows its ID and state only, so
+// size, family and the rest are unknown (zero), and modified_at is when this server started, as
+// the OpenAI listing's created.
+func ollamaPeerModel(name, ref, status string, started time.Time) ollama.Model {
+	return ollama.Model{Name: name, Digest: peerDigest(ref), Modified: started, Running: status == "loaded"}
+}
+
+// peerDigest is a peer model's digest: a hash of its "peer:NAME/ID", stable while the peer lists it.
+func peerDigest(ref string) string {
+	h := sha256.Sum256([]byte("peer\x00" + ref))
+	return hex.EncodeToString(h[:])
+}
+
+// ollamaPeerShow answers POST /api/show for ref ("peer:NAME/ID", as ollamaResolve gives a peer's
+// model) with what is known of it; false when no peer of that name lists the ID.
+func (rt *Server) ollamaPeerShow(w http.ResponseWriter, ref string) bool {
+	pname, id, ok := peer.ParseRef(ref)
+	if !ok || rt.o.Peers == nil {
+		return false
+	}
+	p, ok := rt.o.Peers.Peer(pname)
+	if !ok {
+		return false
+	}
+	for _, m := range p.Models {
+		if m.ID != id {
+			continue
+		}
+		s := ollama.Show(ollamaPeerModel(ref, ref, p.ModelStatus(m), rt.o.StartTime))
+		s.Modelfile = "# Served by the peer " + pname + "; Llamatray knows only its name and state.\nFROM " + id + "\n"
+		s.ModelInfo = map[string]any{} // the peer said nothing of its architecture
+		writeJSON(w, http.StatusOK, s)
+		return true
+	}
+	return false
+}
