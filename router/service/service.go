@@ -335,7 +335,11 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.syncPeers()
 	s.lend.sync(s.config(), false)
-	if err := s.listen(s.config().Listen); err != nil {
+	err := s.listen(s.config().Listen)
+	// Discovery started before the listener was bound: it reads the address again now, so that the
+	// announcement goes out at once, not after its next look a minute later.
+	s.disc.poke()
+	if err != nil {
 		return err
 	}
 	s.syncOllamaPort()
