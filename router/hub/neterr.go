@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+
+	"github.com/llamatray/llamatray/router/internal/neterr"
 )
 
 // ErrUnreachable is matched by the error of a request that never got an answer from the Hub.
@@ -24,7 +26,7 @@ func (c *Client) unreachable(err error) error {
 		return err
 	case errors.As(err, &dnsErr):
 		why = "its name does not resolve: is this computer offline?"
-	case isRefused(err):
+	case neterr.Refused(err):
 		why = "the connection was refused: is a proxy or firewall in the way, or is HF_ENDPOINT wrong?"
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		why = "it did not answer in time: the network is slow or down"

@@ -10,8 +10,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"syscall"
 	"time"
+
+	"github.com/llamatray/llamatray/router/internal/neterr"
 )
 
 // The timeouts of both sides of a link: the TCP keepalive that notices a peer machine gone
@@ -74,7 +75,7 @@ func handshake(ctx context.Context, raw net.Conn, token, op, head string) (*link
 			return nil, e
 		}
 		// Closed before answering a byte: what a worker does with a connection over its limits.
-		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		if errors.Is(err, io.EOF) || neterr.Reset(err) {
 			return nil, fmt.Errorf("%w: closed before the TLS handshake (a worker with too many connections at once?): %w", ErrUnreachable, err)
 		}
 		return nil, fmt.Errorf("%w: TLS handshake: %w", ErrNotWorker, err)
