@@ -30,7 +30,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-
 const testWorkerToken = "service-test-token-0123456789-abcdef"
 
 // startTestWorker runs a real worker (worker.Serve) over the fake rpc-server until stop or the

@@ -24,8 +24,11 @@ var unitPackages = []struct {
 	{pkg: "router/config", skip: map[string]string{
 		"TestSaveThroughSymlink": "Wine's CreateSymbolicLink reports success and makes no link"}},
 	{pkg: "router/catalog", skip: map[string]string{
-		"TestHuggingFaceCache": "the Hub cache's snapshot links: Wine cannot make Windows symlinks and shows Linux ones as plain files",
-		"TestHubNames":         "the Hub cache's snapshot links: Wine cannot make Windows symlinks and shows Linux ones as plain files"}},
+		"TestHuggingFaceCache":    "the Hub cache's snapshot links: Wine cannot make Windows symlinks and shows Linux ones as plain files",
+		"TestHubNames":            "the Hub cache's snapshot links: Wine cannot make Windows symlinks and shows Linux ones as plain files",
+		"TestHubNameIsTheID":      "the Hub cache's snapshot links: Wine cannot make Windows symlinks and shows Linux ones as plain files",
+		"TestHubNameCollisions":   "the Hub cache's snapshot links: Wine cannot make Windows symlinks and shows Linux ones as plain files",
+		"TestHubNameTakenByAFile": "the Hub cache's snapshot links: Wine cannot make Windows symlinks and shows Linux ones as plain files"}},
 	{pkg: "router/hub", skip: map[string]string{
 		"TestDownloadLayoutAndCatalog": "the Hub cache's snapshot links: Wine's CreateSymbolicLink reports success and makes no link",
 		"TestRemove":                   "the Hub cache's snapshot links: Wine's CreateSymbolicLink reports success and makes no link"}},
@@ -42,6 +45,7 @@ var unitPackages = []struct {
 		"TestAutoPull":            "the Hub cache's snapshot links: Wine's CreateSymbolicLink reports success and makes no link"}},
 	{pkg: "router/peer"},
 	{pkg: "router/worker"},
+	{pkg: "router/internal/neterr"},
 	{pkg: "app/platform"},
 }
 
