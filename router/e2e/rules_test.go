@@ -55,11 +55,14 @@ func TestRequestRulesReachTheChild(t *testing.T) {
 		if model == "beta" {
 			want = 20
 		}
-		openai := post("/v1/chat/completions", `{"model":"`+model+`","max_tokens":20,"ignore_eos":true,"logit_bias":{"1":-100},`+msgs+`}`)
+		// Greedy (temperature 0, which alpha's rule overrides): a random-weight model sampled at
+		// random can write one of the chat template's stop strings, which ignore_eos does not
+		// ignore, and end beta's answer early.
+		openai := post("/v1/chat/completions", `{"model":"`+model+`","max_tokens":20,"ignore_eos":true,"temperature":0,"logit_bias":{"1":-100},`+msgs+`}`)
 		if got := num(openai, "usage", "completion_tokens"); got != want {
 			t.Errorf("OpenAI %s: completion_tokens %v, want %v: %v", model, got, want, openai)
 		}
-		anthropic := post("/v1/messages", `{"model":"`+model+`","max_tokens":20,"ignore_eos":true,`+msgs+`}`)
+		anthropic := post("/v1/messages", `{"model":"`+model+`","max_tokens":20,"ignore_eos":true,"temperature":0,`+msgs+`}`)
 		if got := num(anthropic, "usage", "output_tokens"); got != want {
 			t.Errorf("Anthropic %s: output_tokens %v, want %v: %v", model, got, want, anthropic)
 		}
