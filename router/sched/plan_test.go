@@ -134,12 +134,7 @@ func tune(s State, f func(*State)) State { f(&s); return s }
 
 func TestPlanRows(t *testing.T) {
 	never := time.Time{}
-	rows := []struct {
-		name  string
-		state State
-		want  []string
-		next  time.Time
-	}{
+	rows := []planRow{
 		// FIFO and the plain cases.
 		{"nothing queued, nothing to do", state(0, 8, nil, mod("a", Loaded, ram(4))), nil, never},
 		{"a cold model that fits starts", state(0, 8, q("a"), off("a", ram(4))),
@@ -323,21 +318,7 @@ func TestPlanRows(t *testing.T) {
 				func(s *State) { s.Room.Budget.GPU[0], s.Devices, s.DeviceFree[0] = 8*gib+gib/2, 1, 8*gib+gib/2 }),
 			[]string{"wake a", "wait b behind 1 since=1s need=1/gpu0=4 free=63/gpu0=4.5 behind=a"}, never},
 	}
-	for _, r := range rows {
-		t.Run(r.name, func(t *testing.T) {
-			steps, next := Plan(r.state)
-			var got []string
-			for _, st := range steps {
-				got = append(got, stepText(st))
-			}
-			if !slices.Equal(got, r.want) {
-				t.Errorf("steps:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(r.want, "\n  "))
-			}
-			if !next.Equal(r.next) {
-				t.Errorf("next %v, want %v", next, r.next)
-			}
-		})
-	}
+	runPlanRows(t, rows)
 }
 
 // Plan changes nothing in the snapshot it is given, and gives the same steps for the same snapshot.
@@ -352,5 +333,34 @@ func TestPlanIsPure(t *testing.T) {
 	}
 	if !reflect.DeepEqual(steps1, steps2) || !next1.Equal(next2) || len(steps1) == 0 {
 		t.Fatalf("Plan gave %v then %v", steps1, steps2)
+	}
+}
+
+// planRow is one row of Plan's tables: a snapshot, the steps Plan must return (as stepText writes
+// them) and the next time it must ask to be run again.
+type planRow struct {
+	name  string
+	state State
+	want  []string
+	next  time.Time
+}
+
+// runPlanRows runs each row as a subtest.
+func runPlanRows(t *testing.T, rows []planRow) {
+	t.Helper()
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			steps, next := Plan(r.state)
+			var got []string
+			for _, st := range steps {
+				got = append(got, stepText(st))
+			}
+			if !slices.Equal(got, r.want) {
+				t.Errorf("steps:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(r.want, "\n  "))
+			}
+			if !next.Equal(r.next) {
+				t.Errorf("next %v, want %v", next, r.next)
+			}
+		})
 	}
 }

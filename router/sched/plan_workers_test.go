@@ -1,8 +1,6 @@
 package sched
 
 import (
-	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -13,12 +11,7 @@ func on(m Model, ws ...string) Model { m.Workers = ws; return m }
 // TestPlanWorkerRows are Plan's rows for 5.6: a worker serves one model at a time.
 func TestPlanWorkerRows(t *testing.T) {
 	never := time.Time{}
-	rows := []struct {
-		name  string
-		state State
-		want  []string
-		next  time.Time
-	}{
+	rows := []planRow{
 		{"a model on free workers starts",
 			state(0, 8, q("a"), on(off("a", ram(1)), "w1", "w2")),
 			[]string{"start a", "wait a loading 1 since=0s need=1 free=7"}, never},
@@ -65,19 +58,5 @@ func TestPlanWorkerRows(t *testing.T) {
 			state(5, 8, q("b"), on(with(mod("a", Failed, Mem{}), func(m *Model) { m.RetryAt = at(60) }), "w1"), on(off("b", ram(1)), "w1")),
 			[]string{"start b", "wait b loading 1 since=0s need=1 free=7"}, never},
 	}
-	for _, r := range rows {
-		t.Run(r.name, func(t *testing.T) {
-			steps, next := Plan(r.state)
-			var got []string
-			for _, st := range steps {
-				got = append(got, stepText(st))
-			}
-			if !slices.Equal(got, r.want) {
-				t.Errorf("steps:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(r.want, "\n  "))
-			}
-			if !next.Equal(r.next) {
-				t.Errorf("next %v, want %v", next, r.next)
-			}
-		})
-	}
+	runPlanRows(t, rows)
 }
