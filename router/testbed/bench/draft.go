@@ -87,14 +87,20 @@ func writeDraftModels(dir string) error {
 
 // mainDraft runs -draft and returns the exit code.
 func mainDraft(ctx context.Context, o options) int {
-	text, err := runDraft(ctx, o)
+	return mainSection(ctx, o, draftHeading, runDraft)
+}
+
+// mainSection runs one section's bench, prints its text and, with -out, puts it in that file under
+// heading; it returns the exit code.
+func mainSection(ctx context.Context, o options, heading string, run func(context.Context, options) (string, error)) int {
+	text, err := run(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
 	fmt.Print(text)
 	if o.out != "" {
-		if err := harness.ReplaceSection(o.out, draftHeading, text); err != nil {
+		if err := harness.ReplaceSection(o.out, heading, text); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 1
 		}

@@ -51,20 +51,7 @@ type workersTarget struct {
 }
 
 func mainWorkers(ctx context.Context, o options) int {
-	text, err := runWorkers(ctx, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		return 1
-	}
-	fmt.Print(text)
-	if o.out != "" {
-		if err := harness.ReplaceSection(o.out, workersHeading, text); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 1
-		}
-		fmt.Fprintln(os.Stderr, "bench: wrote", o.out)
-	}
-	return 0
+	return mainSection(ctx, o, workersHeading, runWorkers)
 }
 
 // rpcServerBeside is llama.cpp's RPC worker beside llama-server: Debian's name, then upstream's.
