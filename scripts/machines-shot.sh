@@ -169,7 +169,7 @@ start peer "$bin" serve --addr "127.0.0.1:$peer_port" --models-dir "$tmp/peer/mo
 	--config "$tmp/peer/config.toml"
 wait_until 30 "the peer" curl -sf -o /dev/null "http://127.0.0.1:$peer_port/models"
 
-token=machines-shot-token-0123456789
+token=machines-shot-token-0123456789-abcdef
 free_port port_a 18750
 free_port port_b 18750
 start_worker() {
@@ -196,7 +196,7 @@ token = "$token"
 
 [workers.b]
 address = "127.0.0.1:$port_b"
-token = "not-the-token-0123456789"
+token = "not-the-token-0123456789-abcdefghij"
 
 [models."big"]
 workers = ["a"]
@@ -240,20 +240,12 @@ xdotool windowmove "$wid" 0 0 windowsize "$wid" 1000 680
 
 # Drawn and steady: many colours (not a blank frame) and the same picture twice in a row. The
 # screen is captured and cut to the window.
-last=""
 drawn() {
-	local geo colours sum
+	local geo
 	geo=$(xdotool getwindowgeometry --shell "$wid" | awk -F= '{ v[$1] = $2 } END { printf "%dx%d+%d+%d", v["WIDTH"], v["HEIGHT"], v["X"], v["Y"] }')
 	import -window root "$tmp/root.png" 2>/dev/null || return 1
 	convert "$tmp/root.png" -crop "$geo" +repage "$tmp/shot.png"
-	colours=$(identify -format '%k' "$tmp/shot.png")
-	sum=$(identify -format '%#' "$tmp/shot.png")
-	if [ "$colours" -gt 64 ] && [ "$sum" = "$last" ]; then
-		return 0
-	fi
-	last=$sum
-	sleep 0.5
-	return 1
+	steady "$tmp/shot.png"
 }
 wait_until 30 "the models window to be drawn" drawn
 mkdir -p "$out"

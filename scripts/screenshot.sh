@@ -125,18 +125,9 @@ wait_until 30 "the models window to be mapped" find_window
 xdotool windowsize "$wid" 920 680
 
 # Drawn and steady: many colours (not a blank frame) and the same picture twice in a row.
-last=""
 drawn() {
 	import -window "$wid" "$tmp/shot.png" 2>/dev/null || return 1
-	local colours sum
-	colours=$(identify -format '%k' "$tmp/shot.png")
-	sum=$(identify -format '%#' "$tmp/shot.png")
-	if [ "$colours" -gt 64 ] && [ "$sum" = "$last" ]; then
-		return 0
-	fi
-	last=$sum
-	sleep 0.5
-	return 1
+	steady "$tmp/shot.png"
 }
 wait_until 30 "the models window to be drawn" drawn
 mkdir -p "$(dirname "$out")"
