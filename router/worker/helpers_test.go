@@ -32,7 +32,6 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(echoDialEnv); addr != "" {
 		os.Exit(echoDial(addr))
 	}
-	handshakeTimeout = 500 * time.Millisecond
 	os.Exit(m.Run())
 }
 
@@ -43,7 +42,11 @@ func fakeRPC(dir string, args []string) int {
 		fmt.Println("fake rpc-server: told to fail")
 		return 3
 	}
-	os.WriteFile(filepath.Join(dir, fmt.Sprintf("argv-%d", os.Getpid())), []byte(strings.Join(os.Args, "\n")), 0o644)
+	// Written whole, then renamed, as the worker's address is: fakeArgv never reads half of it.
+	tmp := filepath.Join(dir, fmt.Sprintf(".tmp-%d", os.Getpid()))
+	if os.WriteFile(tmp, []byte(strings.Join(os.Args, "\n")), 0o644) == nil {
+		os.Rename(tmp, filepath.Join(dir, fmt.Sprintf("argv-%d", os.Getpid())))
+	}
 	return testbed.EchoRPCServer(args)
 }
 
@@ -54,7 +57,13 @@ const workerProcEnv = "LLAMATRAY_WORKER_TEST_PROC"
 func workerProc(dir string) int {
 	os.Setenv(fakeRPCEnv, dir)
 	err := Serve(context.Background(), Options{Listen: "127.0.0.1:0", Token: testToken, RPCServer: os.Args[0],
-		Ready: func(a string) { os.WriteFile(filepath.Join(dir, "addr"), []byte(a), 0o644) }})
+		Ready: func(a string) {
+			// Written whole, then renamed: the test polling for the file never reads it empty.
+			tmp := filepath.Join(dir, "addr.tmp")
+			if os.WriteFile(tmp, []byte(a), 0o644) == nil {
+				os.Rename(tmp, filepath.Join(dir, "addr"))
+			}
+		}})
 	fmt.Println(err)
 	return 1
 }
