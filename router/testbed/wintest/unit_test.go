@@ -91,7 +91,10 @@ func TestUnitTestsUnderWine(t *testing.T) {
 				r = w.runIn(t, 6*time.Minute, src, env, exe, args...)
 			}
 			if !passed(r) {
-				failures = append(failures, fmt.Sprintf("the tests of %s under Wine: %s", u.pkg, tail(r.String(), 4000)))
+				// The end of the log is often a later test's passing output: the summary
+				// carries the failed tests' own output, then the tail.
+				failures = append(failures, fmt.Sprintf("the tests of %s under Wine:\n%s\nthe end of its output: %s",
+					u.pkg, failedTests(r.stdout, 6000), tail(r.String(), 1500)))
 				t.Fatalf("the tests of %s under Wine: %s", path.Base(u.pkg), tail(r.String(), 20000))
 			}
 			t.Logf("passed under Wine in %v", time.Since(start).Round(time.Millisecond))
@@ -110,6 +113,38 @@ func passed(r result) bool {
 // ranATest reports whether a Go test binary run with -test.v got as far as starting a test.
 func ranATest(r result) bool {
 	return strings.Contains(r.stdout, "=== RUN")
+}
+
+// failedTests is the output of each failed test in a Go test binary's -test.v stdout, from its
+// "=== RUN" line to its "--- FAIL" line (subtests included), at most n bytes in all.
+func failedTests(stdout string, n int) string {
+	lines := strings.Split(stdout, "\n")
+	var b strings.Builder
+	for i, l := range lines {
+		name, ok := strings.CutPrefix(strings.TrimSpace(l), "--- FAIL: ")
+		if !ok {
+			continue
+		}
+		name, _, _ = strings.Cut(name, " ")
+		if strings.Contains(name, "/") {
+			continue // a subtest's output is in its parent's
+		}
+		start := i
+		for j := i - 1; j >= 0; j-- {
+			if strings.TrimSpace(lines[j]) == "=== RUN   "+name {
+				start = j
+				break
+			}
+		}
+		b.WriteString(strings.Join(lines[start:i+1], "\n") + "\n")
+	}
+	if b.Len() == 0 {
+		return "(no test reported FAIL)"
+	}
+	if s := b.String(); len(s) > n {
+		return s[:n] + "…"
+	}
+	return b.String()
 }
 
 // tail is the last n bytes of s.
@@ -136,6 +171,18 @@ func buildWindowsTest(t *testing.T, pkg, out string) string {
 		t.Fatalf("go list %s: %v", pkg, err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+func TestFailedTests(t *testing.T) {
+	out := "=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\n    b_test.go:9: wrong\n--- FAIL: TestB (0.10s)\n" +
+		"=== RUN   TestC\n--- PASS: TestC (0.00s)\n=== RUN   FuzzD\n--- PASS: FuzzD (1.2s)\nFAIL\n"
+	got := failedTests(out, 1000)
+	if want := "=== RUN   TestB\n    b_test.go:9: wrong\n--- FAIL: TestB (0.10s)\n"; got != want {
+		t.Errorf("failedTests = %q, want %q", got, want)
+	}
+	if got := failedTests("PASS\n", 1000); got != "(no test reported FAIL)" {
+		t.Errorf("failedTests of a pass = %q", got)
+	}
 }
 
 func TestPassedAndRanATest(t *testing.T) {
