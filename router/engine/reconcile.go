@@ -53,6 +53,7 @@ func (e *Engine) snapshot(now time.Time, queue []*waiter) sched.State {
 		}
 	}
 	slices.Sort(ids)
+	s.Models = make([]sched.Model, 0, len(ids))
 	for _, id := range ids {
 		m := e.models[id]
 		sm := sched.Model{ID: id, Phase: phase(m.state), Removed: m.removed, Leases: m.leases, Pinned: m.pinned,

@@ -187,11 +187,12 @@ type planner struct {
 }
 
 func newPlanner(s State) *planner {
-	p := &planner{s: s, byID: map[string]*Model{}, queue: slices.Clone(s.Queue), gone: make([]bool, len(s.Queue))}
-	for i := range s.Models {
-		m := s.Models[i]
-		p.models = append(p.models, &m)
-		p.byID[m.ID] = &m
+	p := &planner{s: s, byID: make(map[string]*Model, len(s.Models)), queue: slices.Clone(s.Queue), gone: make([]bool, len(s.Queue))}
+	ms := slices.Clone(s.Models) // the planner's copy, which its steps change
+	p.models = make([]*Model, len(ms))
+	for i := range ms {
+		p.models[i] = &ms[i]
+		p.byID[ms[i].ID] = &ms[i]
 	}
 	return p
 }
@@ -229,7 +230,7 @@ func (p *planner) dequeue(id string) int {
 
 // views is the scheduling snapshot of the copy now: every model holding or about to hold a process.
 func (p *planner) views() []View {
-	var out []View
+	out := make([]View, 0, len(p.models))
 	for _, m := range p.models {
 		if v, ok := p.view(m); ok {
 			out = append(out, v)

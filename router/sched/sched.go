@@ -5,7 +5,9 @@
 package sched
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -277,7 +279,7 @@ func helps(held, need, room Mem) bool {
 // Idle lists the models that may be evicted, least recently used first (ties by ID): loaded or
 // sleeping, no lease, no queued request, not pinned, not draining, and not self.
 func Idle(views []View, self string) []View {
-	var out []View
+	out := make([]View, 0, len(views))
 	for _, v := range views {
 		if v.ID != self && evictable(v) {
 			out = append(out, v)
@@ -288,11 +290,11 @@ func Idle(views []View, self string) []View {
 }
 
 func sortLRU(vs []View) {
-	sort.SliceStable(vs, func(i, j int) bool {
-		if !vs[i].LastUsed.Equal(vs[j].LastUsed) {
-			return vs[i].LastUsed.Before(vs[j].LastUsed)
+	slices.SortStableFunc(vs, func(a, b View) int {
+		if c := a.LastUsed.Compare(b.LastUsed); c != 0 {
+			return c
 		}
-		return vs[i].ID < vs[j].ID
+		return strings.Compare(a.ID, b.ID)
 	})
 }
 
@@ -373,6 +375,9 @@ func Excess(views []View, room Room) []string {
 		}
 	}
 	over := func() bool { return !used.Within(room.Budget) || (room.MaxLoaded > 0 && n > room.MaxLoaded) }
+	if !over() {
+		return nil // the usual case: nothing to list
+	}
 	var out []string
 	for _, v := range Idle(views, "") {
 		if !over() {
