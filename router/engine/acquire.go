@@ -62,37 +62,38 @@ func (e *Engine) AcquireID(ctx context.Context, id string) (*Lease, error) {
 // with its deadline armed. Either way the answer arrives on the waiter's ch.
 func (e *Engine) request(id, name string) *waiter {
 	w := &waiter{model: id, ch: make(chan result, 1)}
-	e.transact(func(now time.Time) []action {
+	e.transactOr(func(now time.Time) ([]action, bool) {
 		w.enq = now
 		if e.closed {
 			e.answer(w, result{err: ErrClosed})
-			return nil
+			return nil, true
 		}
 		if e.o.Binary == "" {
 			e.answer(w, result{err: &NoServerError{Hint: e.o.BinaryHint}})
-			return nil
+			return nil, true
 		}
 		m := e.models[id]
 		if m == nil {
 			e.answer(w, result{err: &UnknownModelError{Name: name}})
-			return nil
+			return nil, true
 		}
 		if m.set.Refuse != "" && !m.state.Running() {
 			e.answer(w, result{err: refusal(m)})
-			return nil
+			return nil, true
 		}
+		loaded := m.state == StateLoaded // a lease on it changes no decision (settled); a wake does
 		if l := e.tryLease(m, now); l != nil {
 			e.answer(w, result{lease: l})
-			return nil
+			return nil, !(loaded && e.settled(m))
 		}
 		if m.state == StateFailed && now.Before(m.nextRetry) {
 			e.answer(w, result{err: e.loadError(m)})
-			return nil
+			return nil, true
 		}
 		e.queue = append(e.queue, w)
 		w.timer = e.fx.AfterFunc(e.o.QueueTimeout, func() { e.expire(w) })
 		e.queueChanged(id)
-		return nil
+		return nil, true
 	})
 	return w
 }
@@ -248,16 +249,26 @@ func (e *Engine) grant(m *model, now time.Time) *Lease {
 	return l
 }
 
-// release gives a lease back; the count can never go below zero.
+// release gives a lease back; the count can never go below zero. The last lease given back
+// makes the model idle, which reconcile must see (an idle model may be evicted, and gets its idle
+// timer); one of several, with nobody queued, changes no decision (settled).
 func (e *Engine) release(m *model) {
-	e.transact(func(now time.Time) []action {
+	e.transactOr(func(now time.Time) ([]action, bool) {
 		if m.leases <= 0 {
 			e.log.Error("lease released twice", "model", m.id)
-			return nil
+			return nil, true
 		}
 		m.leases--
 		m.lastUsed = now
 		e.publish(Event{Kind: EventLease, Model: m.id, State: m.state, Active: m.leases})
-		return nil
+		return nil, !(m.leases > 0 && m.state == StateLoaded && e.settled(m))
 	})
+}
+
+// settled says whether a lease taken or given back on m, loaded and still leased, calls for no
+// decision: nobody is queued (a waiter's reason, and how long the models it waits for have been
+// busy, are reconcile's to update: the fair wait counts from there) and m is neither draining nor
+// removed (reconcile stops those when their last lease goes). Called with mu held.
+func (e *Engine) settled(m *model) bool {
+	return len(e.queue) == 0 && !m.draining && !m.removed
 }

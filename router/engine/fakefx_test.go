@@ -135,7 +135,7 @@ func (fx *fakeFX) spawned() []string {
 }
 
 // proc is the latest child of model id.
-func (fx *fakeFX) proc(t *testing.T, id string) *fakeProc {
+func (fx *fakeFX) proc(t testing.TB, id string) *fakeProc {
 	t.Helper()
 	fx.mu.Lock()
 	defer fx.mu.Unlock()
@@ -274,13 +274,13 @@ type syncModel struct {
 // syncEngine is one synchronous scheduler test: an engine over fake effects and a fake probe, never
 // Started (no background loops), closed in cleanup.
 type syncEngine struct {
-	t     *testing.T
+	t     testing.TB
 	fx    *fakeFX
 	probe *fakeProbe
 	e     *Engine
 }
 
-func newSync(t *testing.T, tune func(*Options), models ...syncModel) *syncEngine {
+func newSync(t testing.TB, tune func(*Options), models ...syncModel) *syncEngine {
 	t.Helper()
 	s := &syncEngine{t: t, fx: newFakeFX(), probe: &fakeProbe{sys: mem.System{Total: 64 << 30, Available: 32 << 30}, rss: map[int]int64{}, vram: map[int]int64{}}}
 	cat := &memCatalog{}

@@ -25,13 +25,26 @@ type action struct {
 // calls for, in the same critical section; the actions of both are carried out through the effects
 // once mu is released. decide may be nil (reconcile only).
 func (e *Engine) transact(decide func(now time.Time) []action) {
+	e.transactOr(func(now time.Time) ([]action, bool) {
+		if decide == nil {
+			return nil, true
+		}
+		return decide(now), true
+	})
+}
+
+// transactOr is transact for a change that may call for no decision at all: decide also says
+// whether reconcile must run (replan). Only a lease taken or given back on a model that keeps
+// serving, with nobody queued, skips it (settled, acquire.go): sched.Plan over that state decides
+// what it decided before, and a timer it armed for an idle model that is busy again only makes it
+// run once more, then.
+func (e *Engine) transactOr(decide func(now time.Time) (acts []action, replan bool)) {
 	e.mu.Lock()
 	now := e.fx.Now()
-	var acts []action
-	if decide != nil {
-		acts = decide(now)
+	acts, replan := decide(now)
+	if replan {
+		acts = append(acts, e.reconcile(now)...)
 	}
-	acts = append(acts, e.reconcile(now)...)
 	// Each start is counted while mu is held, so that Close, which sets closed under mu and then
 	// waits for the count, waits for every child decided before it.
 	for _, a := range acts {
