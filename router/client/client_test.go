@@ -85,6 +85,9 @@ func (e *engineStub) Budget() engine.Budget { return engine.Budget{Limit: 1 << 3
 func (e *engineStub) Subscribe() (<-chan engine.Event, func()) {
 	return make(chan engine.Event), func() {}
 }
+func (e *engineStub) SubscribeTo(...engine.EventKind) (<-chan engine.Event, func()) {
+	return e.Subscribe()
+}
 func (e *engineStub) Logs(name string) []string { return nil }
 
 type catalogStub map[string]catalog.Model

@@ -49,6 +49,8 @@ type Engine interface {
 	Budget() engine.Budget
 	// Subscribe returns a channel of engine events and a function that ends the subscription.
 	Subscribe() (<-chan engine.Event, func())
+	// SubscribeTo is Subscribe for the events of these kinds only (the metrics' feed).
+	SubscribeTo(kinds ...engine.EventKind) (<-chan engine.Event, func())
 	// Logs returns the tail of a model's child output.
 	Logs(name string) []string
 }

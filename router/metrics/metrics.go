@@ -21,8 +21,9 @@ import (
 type Source interface {
 	Models() []engine.ModelStatus
 	Budget() engine.Budget
-	// Subscribe returns a channel of engine events and a function that ends the subscription.
-	Subscribe() (<-chan engine.Event, func())
+	// SubscribeTo returns a channel of the engine's events of these kinds and a function that
+	// ends the subscription.
+	SubscribeTo(kinds ...engine.EventKind) (<-chan engine.Event, func())
 }
 
 // Request is one model-routed request as it ended, with what the access log knows of it.
@@ -125,7 +126,7 @@ func (m *Metrics) Request(q Request) {
 // returned stop is called (or the engine closes the subscription); stop waits for that goroutine
 // and may be called more than once. The subscription is made before Watch returns.
 func (m *Metrics) Watch(src Source) (stop func()) {
-	ch, cancel := src.Subscribe()
+	ch, cancel := src.SubscribeTo(engine.EventState) // the feed counts state changes only
 	done := make(chan struct{})
 	exited := make(chan struct{})
 	go func() {

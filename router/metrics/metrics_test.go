@@ -34,7 +34,9 @@ func (f *fakeSource) Budget() engine.Budget {
 	return f.budget
 }
 
-func (f *fakeSource) Subscribe() (<-chan engine.Event, func()) { return f.ch, func() {} }
+func (f *fakeSource) SubscribeTo(...engine.EventKind) (<-chan engine.Event, func()) {
+	return f.ch, func() {}
+}
 
 // scrape gets m's exposition and parses it with Prometheus's own parser.
 func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
