@@ -45,9 +45,9 @@ type floorProxy struct {
 	url string
 }
 
-// startFloor starts the bare proxy in front of directURL with env added to its environment, and
-// waits until it accepts connections.
-func startFloor(ctx context.Context, directURL string, env []string) (*floorProxy, error) {
+// startFloor starts the bare proxy (or, with relay, the hand-written relay of relay.go) in front of
+// directURL with env added to its environment, and waits until it accepts connections.
+func startFloor(ctx context.Context, directURL string, relay bool, env []string) (*floorProxy, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("bare proxy: %w", err)
@@ -57,7 +57,11 @@ func startFloor(ctx context.Context, directURL string, env []string) (*floorProx
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(self, floorArg, addr, directURL)
+	args := []string{floorArg, addr, directURL}
+	if relay {
+		args = append(args, relayKind)
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

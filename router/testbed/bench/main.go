@@ -39,6 +39,7 @@ type options struct {
 	llamatray   string
 	routerEnv   []string
 	floor       bool
+	floorRelay  bool // relay.go
 	peers       bool
 	draft       bool // draft.go
 	workers     bool // workers.go
@@ -48,6 +49,13 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) == 5 && os.Args[1] == floorArg && os.Args[4] == relayKind {
+		if err := runRelay(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: relay:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) == 4 && os.Args[1] == floorArg {
 		if err := runBareProxy(os.Args[2], os.Args[3]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: bare proxy:", err)
@@ -104,6 +112,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.extraArgs, "extra-args", "", "more llama-server arguments for both targets, space separated (e.g. \"-lv 2\")")
 	fs.StringVar(&o.llamatray, "llamatray", "", "llamatray binary to measure (default: go build . into the temporary folder)")
 	routerEnv := fs.String("router-env", "", "more environment for the llamatray process, space separated (e.g. \"GOMAXPROCS=1\")")
+	fs.BoolVar(&o.floorRelay, "floor-relay", false, "with -floor: the floor is a hand-written HTTP/1.1 keep-alive relay (no net/http, nothing but the relaying) instead of ReverseProxy: the least a Go proxy hop costs")
 	fs.BoolVar(&o.floor, "floor", false, "also measure a bare net/http ReverseProxy in its own process (with -router-env and Llamatray's GOMAXPROCS): the floor of any Go router")
 	fs.BoolVar(&o.draft, "draft", false, "instead: tokens/s of one model without a draft and with two (the Draft models section of -out)")
 	fs.BoolVar(&o.workers, "workers", false, "instead: a model split over two rpc-servers, straight and through the worker links: tokens/s, load time, the link's CPU per MB (the Workers section of -out)")
@@ -137,7 +146,7 @@ func parseFlags(args []string) (options, error) {
 }
 
 func run(ctx context.Context, o options) (report, error) {
-	r := report{duration: o.duration, coldRuns: o.coldRuns, slices: o.slices, params: loadParams{maxTokens: o.maxTokens, seed: 42}, specs: o.cells,
+	r := report{duration: o.duration, coldRuns: o.coldRuns, slices: o.slices, relay: o.floor && o.floorRelay, params: loadParams{maxTokens: o.maxTokens, seed: 42}, specs: o.cells,
 		cmdline: "go run ./router/testbed/bench " + homeTilde(strings.Join(os.Args[1:], " "))}
 	r.machine = harness.Describe(ctx, o.llamaServer)
 	r.loadAvg = append(r.loadAvg, "start "+harness.LoadAvg())
@@ -200,7 +209,7 @@ func run(ctx context.Context, o options) (report, error) {
 		{name: "router", url: svc.ChatURL(), model: id, cpu: svc.CPU},
 	}
 	if o.floor {
-		fl, err := startFloor(ctx, direct.URL, append([]string{fmt.Sprintf("GOMAXPROCS=%d", cli.RouterProcs(runtime.NumCPU()))}, o.routerEnv...))
+		fl, err := startFloor(ctx, direct.URL, o.floorRelay, append([]string{fmt.Sprintf("GOMAXPROCS=%d", cli.RouterProcs(runtime.NumCPU()))}, o.routerEnv...))
 		if err != nil {
 			return r, err
 		}

@@ -25,6 +25,7 @@ type report struct {
 	slices    int
 	cmdline   string
 	modelDesc string
+	relay     bool // the floor was the hand-written relay (-floor-relay)
 }
 
 // pair finds the direct and router results of one cell.
@@ -139,8 +140,14 @@ func (r report) markdown() string {
 	w("complete answer: llama-server's when called directly; Llamatray's own (not its llama-server's) when\n")
 	w("called through it.\n")
 	if r.hasFloor() {
-		w("\nFloor: Go's `httputil.ReverseProxy` with its defaults and nothing else, in its own process with\n")
-		w("Llamatray's GOMAXPROCS, in front of the same llama-server (`-floor`).\n\n")
+		if r.relay {
+			w("\nFloor: a hand-written HTTP/1.1 keep-alive relay (bufio and sockets, no net/http; nothing but the\n")
+			w("relaying), in its own process with Llamatray's GOMAXPROCS, in front of the same llama-server\n")
+			w("(`-floor -floor-relay`).\n\n")
+		} else {
+			w("\nFloor: Go's `httputil.ReverseProxy` with its defaults and nothing else, in its own process with\n")
+			w("Llamatray's GOMAXPROCS, in front of the same llama-server (`-floor`).\n\n")
+		}
 		w("| mode | c | throughput floor/direct | router/floor | added p50 ms (floor) | floor CPU µs/request |\n")
 		w("| --- | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, spec := range specs {
@@ -191,7 +198,8 @@ func (r report) writeDoc(path string) error {
 	w("`-llamatray PATH` (default: `go build .` into a temporary folder), `-router-env` (more environment for the\n")
 	w("Llamatray process), `-extra-args` (more llama-server arguments for both targets), `-cpuprofile FILE`\n")
 	w("(Llamatray writes a CPU profile of its whole run there, through `LLAMATRAY_CPUPROFILE`:\n")
-	w("`go tool pprof -top FILE`), `-floor` (a bare `httputil.ReverseProxy` as a third target), `-baseline PATH`\n")
+	w("`go tool pprof -top FILE`), `-floor` (a bare `httputil.ReverseProxy` as a third target; with `-floor-relay`\n")
+	w("a hand-written HTTP/1.1 relay instead, no net/http: the least a Go proxy hop costs), `-baseline PATH`\n")
 	w("(another llamatray binary, an earlier build, as one more target in the same rotation), `-peers` with\n")
 	w("`-llama-swap PATH` and `-nginx PATH` (instead: the Peers section below, `make bench-peers`).\n\n")
 	w("What runs:\n\n")
