@@ -295,14 +295,14 @@ func (s *server) handle(raw net.Conn, hs *handshaking) {
 	var req request
 	if err := readLine(r, &req); err != nil {
 		log.Debug("link: bad request", "err", err)
-		writeLine(conn, answer{Code: codeBadReq, Error: err.Error()})
+		refuse(conn, raw, answer{Code: codeBadReq, Error: err.Error()})
 		return
 	}
 	// The request is in: the rest (a refusal's delay, waiting out a closing session, the
 	// rpc-server's restart) is the worker's own time, bounded by answerTimeout.
 	raw.SetDeadline(time.Now().Add(answerTimeout))
 	if req.Link != linkVersion {
-		writeLine(conn, answer{Code: codeBadReq, Error: fmt.Sprintf("link %q not spoken here (this worker speaks %s)", req.Link, linkVersion)})
+		refuse(conn, raw, answer{Code: codeBadReq, Error: fmt.Sprintf("link %q not spoken here (this worker speaks %s)", req.Link, linkVersion)})
 		return
 	}
 	cs := conn.ConnectionState()
@@ -313,7 +313,7 @@ func (s *server) handle(raw net.Conn, hs *handshaking) {
 		case <-s.ctx.Done():
 			return
 		}
-		writeLine(conn, answer{Code: codeBadToken, Error: "wrong pairing token"})
+		refuse(conn, raw, answer{Code: codeBadToken, Error: "wrong pairing token"})
 		return
 	}
 	p, err := proof(cs, s.o.Token, "worker")
@@ -327,7 +327,7 @@ func (s *server) handle(raw net.Conn, hs *handshaking) {
 		// A worker whose rpc-server is down (restarting after it exited) cannot take a model:
 		// the head hears it before it spawns llama-server.
 		if err := s.rpc.down(); err != nil {
-			writeLine(conn, answer{Code: codeNoRPC, Error: fmt.Sprintf("rpc-server not running: %v", err)})
+			refuse(conn, raw, answer{Code: codeNoRPC, Error: fmt.Sprintf("rpc-server not running: %v", err)})
 			return
 		}
 		in := s.info()
@@ -335,8 +335,30 @@ func (s *server) handle(raw net.Conn, hs *handshaking) {
 	case opRPC:
 		s.session(conn, r, req.Head, raw.RemoteAddr().String(), hex.EncodeToString(p), log)
 	default:
-		writeLine(conn, answer{Code: codeBadReq, Error: fmt.Sprintf("unknown op %q", req.Op)})
+		refuse(conn, raw, answer{Code: codeBadReq, Error: fmt.Sprintf("unknown op %q", req.Op)})
 	}
+}
+
+// lingerFor and lingerMax bound what refuse reads of a refused head's input before it closes.
+const (
+	lingerFor = time.Second
+	lingerMax = 1 << 20
+)
+
+// refuse sends a refusal and ends the connection so that the head reads it: TLS's close_notify and
+// the TCP half-close go first, then what the head still sends (the rest of a huge line, say) is
+// read and dropped for up to lingerFor. Closing with that input unread would send a reset, which
+// can reach the head before the refusal does and destroy it there (Windows does so every time).
+func refuse(conn *tls.Conn, raw net.Conn, a answer) {
+	if writeLine(conn, a) != nil {
+		return
+	}
+	_ = conn.CloseWrite()
+	if cw, ok := raw.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = raw.SetReadDeadline(time.Now().Add(lingerFor))
+	_, _ = io.CopyN(io.Discard, raw, lingerMax)
 }
 
 // begin opens the session for head, waiting up to busyWait for an open one to end.
