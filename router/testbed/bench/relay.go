@@ -20,8 +20,10 @@ const relayKind = "relay"
 // (bufio and sockets, no net/http) in front of target. Each client connection is one goroutine
 // that reads a request head and its Content-Length body, writes both to a pooled connection to
 // target in one write, and copies the answer back (Content-Length in one write, chunked chunk by
-// chunk). It does nothing else: no routing, leases, auth, logs, limits or checks of what it
-// relays, so it is for the benchmark's own requests only. It serves until killed.
+// chunk). As Llamatray's upstream does, it closes a stream's connection (llama-server closes it
+// anyway) and sends a request again once on a new connection when a kept one was closed before
+// any of its answer came. It does nothing else: no routing, leases, auth, logs, limits or checks
+// of what it relays, so it is for the benchmark's own requests only. It serves until killed.
 func runRelay(listen, target string) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -59,20 +61,25 @@ type relayConn struct {
 	r *bufio.Reader
 }
 
-func (p *relayPool) get() (*relayConn, error) {
+// get is a kept connection (reused) or a new one.
+func (p *relayPool) get() (*relayConn, bool, error) {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		u := p.idle[n-1]
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
-		return u, nil
+		return u, true, nil
 	}
 	p.mu.Unlock()
+	return p.dial()
+}
+
+func (p *relayPool) dial() (*relayConn, bool, error) {
 	c, err := net.Dial("tcp", p.addr)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return &relayConn{c: c, r: bufio.NewReaderSize(c, 16<<10)}, nil
+	return &relayConn{c: c, r: bufio.NewReaderSize(c, 16<<10)}, false, nil
 }
 
 func (p *relayPool) put(u *relayConn) {
@@ -133,65 +140,79 @@ func (p *relayPool) serve(c net.Conn) {
 				return
 			}
 		}
-		up, err := p.get()
-		if err != nil {
-			return
-		}
-		keep, err := relayOne(c, up, in.Bytes(), &out)
-		if err != nil || !keep {
-			up.c.Close()
-		} else {
-			p.put(up)
-		}
-		if err != nil {
+		if err := p.relay(c, in.Bytes(), &out); err != nil {
 			return
 		}
 	}
 }
 
-// relayOne sends req on up and copies the answer to c; keep says whether up may be used again.
-func relayOne(c net.Conn, up *relayConn, req []byte, out *bytes.Buffer) (keep bool, err error) {
+// relay sends one request and copies its answer, on a kept connection or a new one.
+func (p *relayPool) relay(c net.Conn, req []byte, out *bytes.Buffer) error {
+	up, reused, err := p.get()
+	for {
+		if err != nil {
+			return err
+		}
+		keep, began, err := relayOne(c, up, req, out)
+		if err == nil && keep {
+			p.put(up)
+			return nil
+		}
+		up.c.Close()
+		if err == nil || began || !reused {
+			return err
+		}
+		up, reused, err = p.dial() // a kept connection the target had closed: once more, new
+	}
+}
+
+// relayOne sends req on up and copies the answer to c. keep: up may be used again; began: some
+// of the answer came from up (so the request cannot be sent again).
+func relayOne(c net.Conn, up *relayConn, req []byte, out *bytes.Buffer) (keep, began bool, err error) {
 	if _, err := up.c.Write(req); err != nil {
-		return false, err
+		return false, false, err
 	}
 	out.Reset()
+	if _, err := up.r.Peek(1); err != nil {
+		return false, false, err
+	}
 	h, err := readHead(up.r, out)
 	if err != nil {
-		return false, err
+		return false, true, err
 	}
 	switch {
 	case h.length >= 0:
 		if _, err := io.CopyN(out, up.r, h.length); err != nil {
-			return false, err
+			return false, true, err
 		}
 		_, err = c.Write(out.Bytes())
-		return !h.closeConn && err == nil, err
+		return !h.closeConn && err == nil, true, err
 	case h.chunked:
 		if _, err := c.Write(out.Bytes()); err != nil {
-			return false, err
+			return false, true, err
 		}
 		for {
 			out.Reset()
 			line, err := up.r.ReadSlice('\n')
 			if err != nil {
-				return false, err
+				return false, true, err
 			}
 			out.Write(line)
 			size, err := strconv.ParseInt(strings.TrimSpace(string(line)), 16, 64)
 			if err != nil || size < 0 {
-				return false, fmt.Errorf("bad chunk size %q", line)
+				return false, true, fmt.Errorf("bad chunk size %q", line)
 			}
 			if _, err := io.CopyN(out, up.r, size+2); err != nil { // the data and its CRLF
-				return false, err
+				return false, true, err
 			}
 			if _, err := c.Write(out.Bytes()); err != nil {
-				return false, err
+				return false, true, err
 			}
 			if size == 0 {
-				return !h.closeConn, nil
+				return false, true, nil // llama-server closes a stream's connection
 			}
 		}
 	default:
-		return false, errors.New("an answer with neither Content-Length nor chunked")
+		return false, true, errors.New("an answer with neither Content-Length nor chunked")
 	}
 }

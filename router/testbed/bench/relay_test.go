@@ -11,8 +11,9 @@ import (
 	"testing"
 )
 
-// The relay carries JSON answers and chunked streams, over kept connections both ways, and a target
-// that closes after an answer costs it a new connection, not the client's.
+// The relay carries JSON answers and chunked streams, over kept connections both ways; a stream, a
+// target that closes after an answer or one that closed a kept connection costs it a new
+// connection, never the client's.
 func TestRelay(t *testing.T) {
 	var conns atomic.Int32
 	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -68,16 +69,23 @@ func TestRelay(t *testing.T) {
 			t.Fatalf("JSON %d: %q, want %q", i, got, want)
 		}
 	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections to the target for 3 answers, want 1 kept", n)
+	}
 	if got := ask("/stream", "s"); got != "data: 0 s\n\ndata: 1 s\n\ndata: 2 s\n\n" {
 		t.Fatalf("stream: %q", got)
 	}
-	if n := conns.Load(); n != 1 {
-		t.Fatalf("%d connections to the target for 4 answers, want 1 kept", n)
+	// A stream's connection is closed (llama-server closes it), so is one the target says
+	// it closes: each next answer comes on a new one.
+	if got := ask("/close", "c"); got != "closing c" || conns.Load() != 2 {
+		t.Fatalf("after a stream: %q with %d connections, want a second one", got, conns.Load())
 	}
-	if got := ask("/close", "c"); got != "closing c" {
-		t.Fatalf("close: %q", got)
+	if got := ask("/json", "after"); got != "echo after" || conns.Load() != 3 {
+		t.Fatalf("after the target closed: %q with %d connections, want a third one", got, conns.Load())
 	}
-	if got := ask("/json", "after"); got != "echo after" || conns.Load() != 2 {
-		t.Fatalf("after the target closed: %q with %d connections, want a second one", got, conns.Load())
+	// A kept connection the target closed under the relay: the request goes again, on a new one.
+	up.CloseClientConnections()
+	if got := ask("/json", "again"); got != "echo again" || conns.Load() != 4 {
+		t.Fatalf("after the target closed a kept connection: %q with %d connections, want a fourth", got, conns.Load())
 	}
 }
