@@ -220,7 +220,9 @@ func (f *fakeEngine) Subscribe() (<-chan engine.Event, func()) {
 }
 
 // SubscribeTo is Subscribe: the fake sends every kind (the engine's own tests check the filter).
-func (f *fakeEngine) SubscribeTo(...engine.EventKind) (<-chan engine.Event, func()) { return f.Subscribe() }
+func (f *fakeEngine) SubscribeTo(...engine.EventKind) (<-chan engine.Event, func()) {
+	return f.Subscribe()
+}
 
 // publish sends ev to every subscriber.
 func (f *fakeEngine) publish(ev engine.Event) {
