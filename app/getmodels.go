@@ -32,8 +32,11 @@ type getModelsWindow struct {
 	pullLine *widget.Label
 	progress *widget.ProgressBar
 	cancel   *widget.Button
+	tryIt    *widget.Button // Try it… with the model just downloaded
+	starters []starterSlot  // the starters' Download buttons
 
 	pulling    string // the model being downloaded, "" when none
+	ready      string // the model last downloaded here, "" when none
 	searched   bool   // a search ran: the starter list no longer replaces the results
 	stopEvents func()
 }
@@ -83,6 +86,8 @@ func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
 	g.pullLine.Wrapping = fyne.TextWrapWord // a download's error can be long: it wraps, the window keeps its width
 	g.progress = widget.NewProgressBar()
 	g.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), g.cancelPull)
+	g.tryIt = widget.NewButtonWithIcon("Try it…", theme.MailSendIcon(), func() { g.u.showTryIt(g.ready) })
+	g.tryIt.Importance = widget.HighImportance
 	g.setPulling("", "")
 
 	events, stop := h.PullEvents()
@@ -100,7 +105,8 @@ func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
 	}()
 
 	top := container.NewVBox(container.NewBorder(nil, nil, nil, find, g.search), g.status)
-	bottom := container.NewVBox(widget.NewSeparator(), g.pullLine, container.NewBorder(nil, nil, nil, g.cancel, g.progress))
+	bottom := container.NewVBox(widget.NewSeparator(), container.NewBorder(nil, nil, nil, g.tryIt, g.pullLine),
+		container.NewBorder(nil, nil, nil, g.cancel, g.progress))
 	split := container.NewHSplit(container.NewVScroll(g.results), container.NewBorder(g.repoHead, nil, nil, nil, container.NewVScroll(g.quants)))
 	split.Offset = 0.4
 	g.win.SetContent(container.NewBorder(top, bottom, nil, nil, split))
@@ -118,6 +124,7 @@ func (g *getModelsWindow) loadStarters() {
 			return // a search came first, or the Hub is out of reach (a search will say so)
 		}
 		objs := []fyne.CanvasObject{widget.NewLabelWithStyle("To start with", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})}
+		g.starters = nil
 		for _, s := range list {
 			ref, _ := hub.ParseRef(s.Name)
 			b := widget.NewButton(s.Name, func() { g.openRepo(ref.Repo) })
@@ -126,7 +133,7 @@ func (g *getModelsWindow) loadStarters() {
 			about.Wrapping = fyne.TextWrapWord
 			about.SizeName = theme.SizeNameCaptionText
 			about.Importance = fitImportance(s.Fit)
-			objs = append(objs, b, about)
+			objs = append(objs, container.NewBorder(nil, nil, nil, g.starterAction(ref.Repo, s.QuantFit), b), about)
 		}
 		g.results.Objects = objs
 		g.results.Refresh()
@@ -134,6 +141,47 @@ func (g *getModelsWindow) loadStarters() {
 			g.status.SetText("Type a name, or paste ORG/REPO:QUANT or a Hugging Face link; or pick one to start with.")
 		}
 	})
+}
+
+// starterSlot is a starter's button: Download, then Try it… once ready.
+type starterSlot struct {
+	model string
+	b     *widget.Button
+	ready bool
+}
+
+// starterReady turns the starter's Download of model, if there is one, into its Try it….
+func (g *getModelsWindow) starterReady(model string) {
+	for i, s := range g.starters {
+		if strings.EqualFold(s.model, model) {
+			g.starters[i].ready = true
+			s.b.SetText("Try it…")
+			s.b.SetIcon(theme.MailSendIcon())
+			s.b.OnTapped = func() { g.u.showTryIt(s.model) }
+			s.b.Enable()
+		}
+	}
+}
+
+// starterAction is a starter's one-click Download (the quant it names, without opening its repo),
+// or Try it… once it is on this machine; nil for a gated one this token may not download.
+func (g *getModelsWindow) starterAction(repo string, q hub.QuantFit) fyne.CanvasObject {
+	if q.Downloaded {
+		return widget.NewButtonWithIcon("Try it…", theme.MailSendIcon(), func() { g.u.showTryIt(q.Model) })
+	}
+	if q.NoAccess != "" {
+		return nil
+	}
+	b := widget.NewButtonWithIcon("Download", theme.DownloadIcon(), nil)
+	b.OnTapped = func() {
+		g.openRepo(repo)
+		g.startPull(q.Model)
+	}
+	if g.pulling != "" {
+		b.Disable()
+	}
+	g.starters = append(g.starters, starterSlot{model: q.Model, b: b})
+	return b
 }
 
 // starterText is a starter in words: its use, why, its size and its fit here.
@@ -369,6 +417,16 @@ func (g *getModelsWindow) cancelPull() {
 // setPulling shows the download area for model ("" hides the bar and Cancel) with a line of text.
 func (g *getModelsWindow) setPulling(model, text string) {
 	g.pulling = model
+	g.tryIt.Hide() // shown again when a download is ready
+	for _, s := range g.starters {
+		switch {
+		case s.ready:
+		case model == "":
+			s.b.Enable()
+		default:
+			s.b.Disable() // one download at a time from this window
+		}
+	}
 	g.pullLine.SetText(text)
 	if text == "" {
 		g.pullLine.Hide()
@@ -411,6 +469,9 @@ func (g *getModelsWindow) event(ev hub.Event) {
 		}
 	case hub.StateDownloaded:
 		g.setPulling("", ev.Model+" is downloaded, verified and ready: use it under that name.")
+		g.ready = ev.Model
+		g.tryIt.Show()
+		g.starterReady(ev.Model)
 		g.u.refresh.Kick()
 		g.reopen()
 	case hub.StateCancelled:

@@ -183,8 +183,10 @@ func TestGetModelsStarters(t *testing.T) {
 	if err := fh.AddModelRepo(t.TempDir(), "Org/Chat-GGUF", "Q4_K_M"); err != nil {
 		t.Fatal(err)
 	}
-	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}, nil, nil)
-	hb := testManagerHub(m, nil)
+	cache := hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}
+	cat := catalog.New(catalog.Options{Dirs: []string{cache.Dir}})
+	m := hub.NewManager(&hub.Client{Endpoint: fh.URL()}, cache, func(string, []string) error { return cat.Scan(context.Background()) }, nil)
+	hb := testManagerHub(m, cat.Lookup)
 	hb.starters = []hub.Starter{
 		{Use: "chat", Name: "Org/Chat-GGUF:Q4_K_M", Why: "a small chat model"},
 		{Use: "coding", Name: "Org/Gone-GGUF:Q4_K_M", Why: "no longer on the Hub"},
@@ -211,6 +213,36 @@ func TestGetModelsStarters(t *testing.T) {
 		var ok bool
 		l.wait(func() { ok = hasText(g.quants, "Q4_K_M") })
 		return ok
+	})
+
+	// The starter's own Download takes the quant it names, without a second click in its repo; then
+	// Try it… opens with that model.
+	l.wait(func() { test.Tap(starterButton(t, g, "Org/Chat-GGUF", "Download")) })
+	l.wait(func() {
+		if b := starterButton(t, g, "Org/Chat-GGUF", "Download"); !b.Disabled() {
+			t.Error("the starter's Download is still enabled while it downloads")
+		}
+	})
+	testbed.WaitFor(t, 10*time.Second, "the starter downloaded", func() bool {
+		var ok bool
+		l.wait(func() { ok = hasText(g.win.Content(), "Org/Chat-GGUF:Q4_K_M is downloaded, verified and ready") })
+		return ok
+	})
+	testbed.WaitFor(t, 10*time.Second, "its quant downloaded", func() bool {
+		var ok bool
+		l.wait(func() { ok = hasText(g.quants, "Downloaded") && hasText(g.results, "[Try it…]") })
+		return ok
+	})
+	shoot(t, l, g.win, "getmodels-ready")
+	l.wait(func() { test.Tap(findButton(t, g.win.Content(), "Try it…")) })
+	l.wait(func() {
+		if u.tryIt == nil {
+			t.Fatal("Try it… opened nothing")
+		}
+		if got := u.tryIt.model.Selected + u.tryIt.want; !strings.Contains(got, "Org/Chat-GGUF:Q4_K_M") {
+			t.Errorf("Try it picked %q", got)
+		}
+		u.tryIt.win.Close()
 	})
 	l.wait(func() { g.win.Close() })
 }

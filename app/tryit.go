@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,7 @@ type tryItWindow struct {
 	cancel  context.CancelFunc // ends the request in flight; nil when none
 	waiting bool               // a request is in flight and no token came yet
 	reason  string             // the router's last word on why it waits, "" when none
+	want    string             // a model asked for before the snapshot listed it, "" when none
 }
 
 // showTryIt opens the Try-it window, or brings it forward; model, when not empty, is picked.
@@ -51,10 +53,8 @@ func (u *ui) showTryIt(model string) {
 			u.tryIt = nil
 		})
 	}
+	u.tryIt.want = model // picked now, or by the first snapshot that lists it (a download just made)
 	u.tryIt.update(u.snap)
-	if model != "" {
-		u.tryIt.model.SetSelected(model)
-	}
 	u.tryIt.win.Show()
 	u.tryIt.win.RequestFocus()
 }
@@ -103,6 +103,10 @@ func (t *tryItWindow) update(s Snapshot) {
 	}
 	if fmt.Sprint(ids) != fmt.Sprint(t.model.Options) {
 		t.model.SetOptions(ids)
+	}
+	if t.want != "" && slices.Contains(ids, t.want) {
+		t.model.SetSelected(t.want)
+		t.want = ""
 	}
 	if t.model.Selected == "" && len(ids) > 0 {
 		t.model.SetSelected(ids[0])
