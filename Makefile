@@ -91,6 +91,14 @@ e2e-vulkan: llama-server-vulkan
 e2e: llama-server
 	@bash scripts/ollama-clients.sh
 	LLAMA_SERVER=$(LLAMA_SERVER_BIN) $(GO) test -race -count=1 -timeout 30m -v ./router/e2e/
+	@$(MAKE) --no-print-directory newcomer
+
+# A newcomer's way in the window, from an empty home to a first answer, with the real llama-server
+# installed from the releases stand-in and a starter pulled from the Hub stand-in: its clicks,
+# keystrokes and seconds.
+.PHONY: newcomer
+newcomer: llama-server
+	LLAMA_SERVER=$(LLAMA_SERVER_BIN) $(GO) test -race -count=1 -timeout 10m -v -run 'TestNewcomerPath$$' ./app/
 
 # The end-to-end suite with llama.cpp's own release build (Metal on macOS arm64, CPU elsewhere),
 # installed by Llamatray itself: the hosted CI's (.github/workflows/ci.yml) on each system.
