@@ -70,7 +70,11 @@ func (d *downloadsSection) row(h Backend, dl Download) fyne.CanvasObject {
 	case hub.StateDownloading, "":
 		act("Pause", theme.MediaPauseIcon(), "Pause", func() error { h.PausePull(name); return nil })
 	case hub.StatePaused, hub.StateFailed:
-		act("Resume", theme.MediaPlayIcon(), "Resume", func() error {
+		label, icon := "Resume", theme.MediaPlayIcon()
+		if dl.State == hub.StateFailed {
+			label, icon = "Retry", theme.ViewRefreshIcon() // from what came, as Resume does
+		}
+		act(label, icon, label, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			return h.ResumePull(ctx, name)
@@ -101,7 +105,7 @@ func downloadText(d Download) string {
 	case hub.StatePaused:
 		parts = append(parts, "paused: "+humanBytes(d.Done)+" kept on disk; Resume goes on from there")
 	case hub.StateFailed:
-		parts = append(parts, "failed: "+d.Error+". What came is kept; Resume tries again")
+		parts = append(parts, "failed: "+d.Error+". What came is kept; Retry goes on from there")
 	}
 	return strings.Join(parts, " · ")
 }

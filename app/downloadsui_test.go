@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,4 +96,32 @@ func TestDownloadsSection(t *testing.T) {
 			t.Errorf("a finished pull is still in the section: %q", texts(u.models.downloads.box))
 		}
 	})
+}
+
+// Each state of a download offers what can be done with it: Pause while it runs, Resume once
+// paused, Retry once failed (from what came), and Cancel always.
+func TestDownloadRowActions(t *testing.T) {
+	u, l := newTestUIWith(t, newFakeBackend(windowSnapshot()))
+	for _, tc := range []struct {
+		state string
+		want  []string
+		words string
+	}{
+		{hub.StateDownloading, []string{"[Pause]", "[Cancel]"}, "50% of"},
+		{hub.StatePaused, []string{"[Resume]", "[Cancel]"}, "Resume goes on from there"},
+		{hub.StateFailed, []string{"[Retry]", "[Cancel]"}, "failed: checksum mismatch. What came is kept; Retry goes on from there"},
+	} {
+		l.wait(func() {
+			row := newDownloadsSection(u).row(u.b, Download{Model: "Org/Tiny-GGUF:Q8_0", State: tc.state, Done: 50, Total: 100, Error: "checksum mismatch"})
+			var buttons []string
+			for _, s := range texts(row) {
+				if strings.HasPrefix(s, "[") {
+					buttons = append(buttons, s)
+				}
+			}
+			if !slices.Equal(buttons, tc.want) || !hasText(row, tc.words) {
+				t.Errorf("%s: %q", tc.state, texts(row))
+			}
+		})
+	}
 }
