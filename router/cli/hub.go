@@ -157,12 +157,18 @@ func (v viaInstance) pull(ctx context.Context, ref hub.Ref, bar *progressBar, en
 		fmt.Fprintf(env.Stdout, "%s is already downloaded (model %s)\n", a.Model, a.ID)
 		return nil
 	}
+	detached := func() error {
+		bar.done()
+		return fmt.Errorf("%s: %w (`llamatray pull %s` follows it again, `llamatray rm %s` cancels it)", a.Model, errDetached, a.Model, a.Model)
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			bar.done()
-			return fmt.Errorf("%s: %w (`llamatray pull %s` follows it again, `llamatray rm %s` cancels it)", a.Model, errDetached, a.Model, a.Model)
+			return detached()
 		case ev, open := <-events:
+			if !open && ctx.Err() != nil {
+				return detached() // the events' stream ended because of the interrupt, and was picked first
+			}
 			if !open {
 				bar.done()
 				return fmt.Errorf("%s: the instance stopped reporting the download", a.Model)
