@@ -104,8 +104,8 @@ func (t *tryItWindow) update(s Snapshot) {
 	if fmt.Sprint(ids) != fmt.Sprint(t.model.Options) {
 		t.model.SetOptions(ids)
 	}
-	if t.want != "" && slices.Contains(ids, t.want) {
-		t.model.SetSelected(t.want)
+	if i := slices.IndexFunc(ids, func(id string) bool { return strings.EqualFold(id, t.want) }); t.want != "" && i >= 0 {
+		t.model.SetSelected(ids[i])
 		t.want = ""
 	}
 	if t.model.Selected == "" && len(ids) > 0 {
