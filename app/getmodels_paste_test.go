@@ -73,6 +73,16 @@ func TestGetModelsLongErrorWraps(t *testing.T) {
 		if w := g.win.Content().MinSize().Width; w > 1280 {
 			t.Errorf("the window needs %.0f px for a long error; it must wrap inside 1280", w)
 		}
+		g.win.Content().Refresh() // the layout a real window makes on its next frames, once the labels have their width
+		g.win.Content().Refresh()
+		// Both wrapped lines lie whole inside the window, the status above the lists.
+		d := fyne.CurrentApp().Driver()
+		for _, l := range []*widget.Label{g.status, g.pullLine} {
+			at, size := d.AbsolutePositionForObject(l), l.Size()
+			if at.Y < 0 || at.Y+size.Height > 700 || at.X+size.Width > 1280 {
+				t.Errorf("a label at %v sized %v lies outside the 1280×700 window", at, size)
+			}
+		}
 	})
 	shoot(t, l, u.getModels.win, "getmodels-long-error")
 	l.wait(func() { u.getModels.win.Close() })
