@@ -40,15 +40,21 @@ func withHub(fb *fakeBackend, h *managerHub) *fakeBackend {
 	return fb
 }
 
-// shoot saves the window as PNG under $LLAMATRAY_SCREENSHOTS, when set; the capture runs on the
-// UI loop.
+// shoot saves the window as PNG under $LLAMATRAY_SCREENSHOTS, when set, once its layout has
+// settled; the capture runs on the UI loop.
 func shoot(t *testing.T, l *uiLoop, w fyne.Window, name string) {
 	dir := os.Getenv("LLAMATRAY_SCREENSHOTS")
 	if dir == "" {
 		return
 	}
 	var img image.Image
-	l.wait(func() { img = w.Canvas().Capture() })
+	l.wait(func() {
+		// The layout a real window reaches over its next frames: wrapped labels report their height
+		// only once they have their width.
+		w.Content().Refresh()
+		w.Content().Refresh()
+		img = w.Canvas().Capture()
+	})
 	f, err := os.Create(filepath.Join(dir, name+".png"))
 	if err != nil {
 		t.Fatal(err)
