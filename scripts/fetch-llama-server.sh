@@ -168,5 +168,8 @@ mv "$STAGE" "$DEST"
 rm -rf "$DEST.old"
 
 "$WRAPPER" --version >&2 || die "the wrapper $WRAPPER does not run"
-"$RPC_WRAPPER" --help 2>&1 | grep -q -- '--host' || die "the wrapper $RPC_WRAPPER does not run"
+# Its whole help is read before grep looks at it: with pipefail, `grep -q` leaving early would fail
+# the check when the worker is killed by SIGPIPE writing the rest.
+rpc_help="$("$RPC_WRAPPER" --help 2>&1 || true)"
+grep -q -- '--host' <<<"$rpc_help" || die "the wrapper $RPC_WRAPPER does not run: $rpc_help"
 echo "$WRAPPER"

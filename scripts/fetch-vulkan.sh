@@ -25,7 +25,10 @@ die() {
 	exit 1
 }
 
-if [[ -z "${FORCE:-}" && -x "$WRAPPER" ]] && "$WRAPPER" --list-devices 2>/dev/null | grep -q '^ *Vulkan0:'; then
+# The device list is read whole before grep looks at it (with pipefail, `grep -q` leaving early
+# fails the check when llama-server is killed by SIGPIPE writing the rest).
+lists_vulkan() { local devices; devices="$("$WRAPPER" --list-devices 2>/dev/null || true)"; grep -q '^ *Vulkan0:' <<<"$devices"; }
+if [[ -z "${FORCE:-}" && -x "$WRAPPER" ]] && lists_vulkan; then
 	echo "$WRAPPER"
 	exit 0
 fi
@@ -100,5 +103,5 @@ mv "$STAGE" "$DEST"
 rm -rf "$DEST.old"
 
 "$WRAPPER" --list-devices >&2 || die "the wrapper $WRAPPER does not run"
-"$WRAPPER" --list-devices 2>/dev/null | grep -q '^ *Vulkan0:' || die "llama-server lists no Vulkan0 device"
+lists_vulkan || die "llama-server lists no Vulkan0 device"
 echo "$WRAPPER"
