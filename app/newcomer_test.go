@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,9 +59,12 @@ func TestNewcomerPath(t *testing.T) {
 	}
 
 	isolateXDG(t)
-	for k, v := range map[string]string{"PATH": t.TempDir(), "LLAMA_SERVER": "", releases.URLEnv: gh.Base,
+	for k, v := range map[string]string{"PATH": "/usr/bin:/bin", "LLAMA_SERVER": "", releases.URLEnv: gh.Base,
 		"HF_ENDPOINT": fh.URL(), "HF_TOKEN": "", "HF_HOME": "", "HF_HUB_CACHE": ""} {
 		t.Setenv(k, v)
+	}
+	if p, err := exec.LookPath("llama-server"); err == nil {
+		t.Skipf("a llama-server is on PATH (%s): not a fresh machine", p)
 	}
 	cfg := config.Default() // what a first start has, but another port than 8080
 	cfg.Listen = "127.0.0.1:" + strconv.Itoa(testbed.FreePort(t))
@@ -87,11 +91,19 @@ func TestNewcomerPath(t *testing.T) {
 	}
 	until := func(what string, o func() fyne.CanvasObject, want string) {
 		t.Helper()
-		testbed.WaitFor(t, 2*time.Minute, what, func() bool {
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
 			var ok bool
-			l.wait(func() { ok = hasText(o(), want) })
-			return ok
-		})
+			var shown []string
+			l.wait(func() { ok, shown = hasText(o(), want), texts(o()) })
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; the window shows %q", what, shown)
+			}
+			time.Sleep(20 * time.Millisecond) // polling what the window shows
+		}
 	}
 	t0 := time.Now()
 	l.wait(func() { u.models = newModelsWindow(u); u.models.show() }) // the app opens it at first start
@@ -114,7 +126,7 @@ func TestNewcomerPath(t *testing.T) {
 	click("the first starter's Download", func() *widget.Button { return starterButton(t, g, starter.Name, "Download") })
 	until("the download to end", func() fyne.CanvasObject { return g.win.Content() }, "is downloaded, verified and ready")
 	tDownloaded := time.Since(t0)
-	until("the install to end", main, "Installed llama.cpp b7100")
+	testbed.WaitFor(t, 2*time.Minute, "the install to end", func() bool { return svc.LlamaServer().Build == "b7100" })
 	tInstalled := time.Since(t0)
 	click("Try it…", func() *widget.Button { return findButton(t, g.win.Content(), "Try it…") })
 	var tw *tryItWindow
