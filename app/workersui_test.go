@@ -11,7 +11,7 @@ import (
 	"github.com/llamatray/llamatray/router/wire"
 )
 
-const fakeLendLines = "[workers.desk]\naddress = \"desk:50052\"\ntoken = \"abcd-efgh-ijkl-mnop\"\n"
+const fakeLendLines = "[workers.desk]\naddress = \"desk:50052\"\ntoken = \"k3qz-8fw2-m9dx-4tpa-v7ne-2hcs-q5yb\"\n"
 
 func (f *fakeBackend) SetLending(on bool) error {
 	f.record("lend %v", on)
@@ -93,7 +93,7 @@ func TestWorkersSection(t *testing.T) {
 	// The lines for the head, with the token, in a dialog.
 	l.wait(func() { test.Tap(findButton(t, box, "Lines for the other machine…")) })
 	l.wait(func() {
-		if top := overlayTop(u.models.win); top == nil || !hasText(top, `token = "abcd-efgh-ijkl-mnop"`) {
+		if top := overlayTop(u.models.win); top == nil || !hasText(top, `token = "k3qz-8fw2-m9dx-4tpa-v7ne-2hcs-q5yb"`) {
 			t.Errorf("the head's lines not shown: %v", top)
 		}
 	})
