@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -48,15 +47,7 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	cfg.ScanDefaultDirs = false
 	cfg.MemoryLimit = 4 * config.GiB
 	cfg.MemoryReserve = 0
-	svc, err := service.New(cfg, service.Options{Version: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Stop(context.Background()) })
-	sb := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	svc, sb := startedService(t, cfg)
 	if s := sb.Snapshot(); s.ServerPath != "" {
 		t.Fatalf("llama-server found before the install: %s", s.ServerPath)
 	}

@@ -1,9 +1,6 @@
 package app
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,7 +15,6 @@ import (
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/releases"
-	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/fakehub"
 	"github.com/llamatray/llamatray/router/testbed/ghreleases"
@@ -68,15 +64,7 @@ func TestNewcomerPath(t *testing.T) {
 	}
 	cfg := config.Default() // what a first start has, but another port than 8080
 	cfg.Listen = "127.0.0.1:" + strconv.Itoa(testbed.FreePort(t))
-	svc, err := service.New(cfg, service.Options{Version: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Stop(context.Background()) })
-	sb := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	svc, sb := startedService(t, cfg)
 	if s := sb.Snapshot(); s.ServerPath != "" || len(s.Models) != 0 {
 		t.Fatalf("not an empty home: llama-server %q, %d models", s.ServerPath, len(s.Models))
 	}

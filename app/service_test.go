@@ -39,6 +39,20 @@ func isolateXDG(t *testing.T) string {
 	return home
 }
 
+// startedService starts a real service with cfg, stopped when the test ends, and its backend.
+func startedService(t *testing.T, cfg config.Config) (*service.Service, *serviceBackend) {
+	t.Helper()
+	svc, err := service.New(cfg, service.Options{Version: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Stop(context.Background()) })
+	return svc, &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
 // startService runs a real service over the fake llama-server with one small model.
 func startService(t *testing.T, listen string) (*service.Service, string) {
 	t.Helper()
