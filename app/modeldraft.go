@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -164,8 +165,7 @@ func sortedKeys(m map[string]string) []string {
 // items are the draft's rows of the settings form.
 func (d *draftFields) items() []*widget.FormItem {
 	return []*widget.FormItem{
-		widget.NewFormItem("Draft model", d.model),
-		widget.NewFormItem("", d.note),
+		widget.NewFormItem("Draft model", container.NewVBox(d.model, d.note)), // a hidden note takes no row
 		widget.NewFormItem("Draft GPU layers", d.gpu),
 		widget.NewFormItem("Draft tokens per step", d.max),
 	}
