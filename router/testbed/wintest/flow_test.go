@@ -131,9 +131,24 @@ func TestServe(t *testing.T) {
 			t.Fatalf("a request during the backoff: HTTP %d Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 		}
 		testbed.WaitFor(t, 30*time.Second, "the backoff to pass", func() bool { return time.Now().After(*st.NextRetry) })
-		resp, body = chat(t, addr, fast, false)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("a request after the backoff: HTTP %d: %s", resp.StatusCode, body)
+		// Asked again as a client honouring next_retry would. next_retry is the service's clock,
+		// under Wine, compared here with this process's: read right at it, the service can still
+		// be a few milliseconds short of it (the log showed a request 2 ms past the failure's second
+		// told to retry), and that request is told to retry, as during the backoff. Past the
+		// boundary, the model must load within a second.
+		retold := 0
+		testbed.WaitFor(t, time.Second, "a request after the backoff to be answered", func() bool {
+			resp, body = chat(t, addr, fast, false)
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				retold++
+			}
+			if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
+				t.Fatalf("a request %v after the backoff: HTTP %d: %s", time.Since(*st.NextRetry).Round(time.Millisecond), resp.StatusCode, body)
+			}
+			return resp.StatusCode == http.StatusOK
+		})
+		if retold > 0 {
+			t.Logf("told to retry %d times right past next_retry", retold)
 		}
 		after := starts(t, b.record)
 		if len(after) != len(before)+1 {
