@@ -155,19 +155,26 @@ func (g *getModelsWindow) starterReady(model string) {
 	for i, s := range g.starters {
 		if strings.EqualFold(s.model, model) {
 			g.starters[i].ready = true
-			s.b.SetText("Try it…")
-			s.b.SetIcon(theme.MailSendIcon())
-			s.b.OnTapped = func() { g.u.showTryIt(s.model) }
+			g.tryItWith(s.b, s.model)
 			s.b.Enable()
 		}
 	}
+}
+
+// tryItWith makes b the Try it… of model, which is on this machine.
+func (g *getModelsWindow) tryItWith(b *widget.Button, model string) {
+	b.SetText("Try it…")
+	b.SetIcon(theme.MailSendIcon())
+	b.OnTapped = func() { g.u.showTryIt(model) }
 }
 
 // starterAction is a starter's one-click Download (the quant it names, without opening its repo),
 // or Try it… once it is on this machine; nil for a gated one this token may not download.
 func (g *getModelsWindow) starterAction(repo string, q hub.QuantFit) fyne.CanvasObject {
 	if q.Downloaded {
-		return widget.NewButtonWithIcon("Try it…", theme.MailSendIcon(), func() { g.u.showTryIt(q.Model) })
+		b := widget.NewButton("", nil)
+		g.tryItWith(b, q.Model)
+		return b
 	}
 	if q.NoAccess != "" {
 		return nil

@@ -255,4 +255,23 @@ func TestGetModelsStarters(t *testing.T) {
 		u.tryIt.win.Close()
 	})
 	l.wait(func() { g.win.Close() })
+
+	// Opened again, the starter on this machine offers Try it…, not Download.
+	l.wait(func() {
+		u.showGetModels()
+		g = u.getModels
+	})
+	testbed.WaitFor(t, 10*time.Second, "the downloaded starter's Try it…", func() bool {
+		var ok bool
+		l.wait(func() { ok = hasText(g.results, "[Try it…]") && !hasText(g.results, "[Download]") })
+		return ok
+	})
+	l.wait(func() {
+		test.Tap(starterButton(t, g, "Org/Chat-GGUF", "Try it…"))
+		if u.tryIt == nil {
+			t.Fatal("the starter's Try it… opened nothing")
+		}
+		u.tryIt.win.Close()
+		g.win.Close()
+	})
 }
