@@ -91,7 +91,10 @@ func TestRequestRulesReachTheChild(t *testing.T) {
 func TestRequestRuleDefaultsYield(t *testing.T) {
 	in := start(t, []string{"gamma"}, func(c *config.Config) {
 		c.Models = map[string]config.Model{"gamma": {
-			SetParams:     map[string]any{"ignore_eos": true},
+			// Greedy, as in TestRequestRulesReachTheChild: a sampled answer of random weights can
+			// write a chat-template stop string, which ignore_eos does not ignore (CI: Anthropic's
+			// answer ended after 1 of 5 tokens).
+			SetParams:     map[string]any{"ignore_eos": true, "temperature": 0.0},
 			DefaultParams: map[string]any{"n_predict": int64(3)},
 		}}
 	})
