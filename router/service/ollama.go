@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+
+	"github.com/llamatray/llamatray/router/front"
 )
 
 // OllamaAddr is Ollama's default address. With ollama_port on, Llamatray answers there too, so an
@@ -13,9 +15,9 @@ const OllamaAddr = "127.0.0.1:11434"
 
 // ollamaPort is the second listener's state; Service.mu guards it.
 type ollamaPort struct {
-	srv  *http.Server // nil when off or when binding failed
-	addr string       // where it listens
-	err  error        // why it does not listen although ollama_port is on
+	srv  *front.Server // nil when off or when binding failed
+	addr string        // where it listens
+	err  error         // why it does not listen although ollama_port is on
 }
 
 func (s *Service) ollamaAddr() string {

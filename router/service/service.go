@@ -19,6 +19,7 @@ import (
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/front"
 	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/mem"
@@ -102,7 +103,7 @@ type Service struct {
 	mu        sync.Mutex // guards cfg, llama, srv, addr, listenErr, cancel and ollama
 	cfg       config.Config
 	llama     LlamaServer
-	srv       *http.Server
+	srv       *front.Server
 	addr      string
 	listenErr error
 	cancel    context.CancelFunc
@@ -371,12 +372,13 @@ func (s *Service) listen(addr string) error {
 	return nil
 }
 
-// newHTTPServer is the server of a listener. No ReadTimeout or WriteTimeout: they would bound long
-// streamed answers and load waits. Bodies have their own deadline (httpapi's BodyTimeout); idle
-// keep-alive connections close after IdleTimeout.
-func (s *Service) newHTTPServer() *http.Server {
-	return &http.Server{Handler: s, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: s.o.IdleTimeout,
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+// newHTTPServer is the server of a listener (router/front, which hands what it does not serve
+// itself to net/http). No read or write timeout past the head: it would bound long streamed answers
+// and load waits. Bodies have their own deadline (httpapi's BodyTimeout); idle keep-alive
+// connections close after IdleTimeout.
+func (s *Service) newHTTPServer() *front.Server {
+	return front.New(front.Options{Handler: s, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: s.o.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn), Logger: s.log})
 }
 
 // timeoutOf is set when it is not zero, else the duration in the environment variable env, else def.
@@ -397,7 +399,7 @@ func timeoutOf(set time.Duration, env string, def time.Duration, log *slog.Logge
 	return d
 }
 
-func (s *Service) setListen(srv *http.Server, addr string, err error) {
+func (s *Service) setListen(srv *front.Server, addr string, err error) {
 	s.mu.Lock()
 	s.srv, s.addr, s.listenErr = srv, addr, err
 	s.mu.Unlock()

@@ -1,0 +1,314 @@
+package front
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// aLongTimeAgo is a read deadline that has passed: it wakes a read in progress.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// lingerFor and lingerMax bound how long and how much of a client's unread input is read and
+// dropped before its connection closes: closing with input unread resets the connection, and a reset
+// can make the client lose the answer it was sent.
+const (
+	lingerFor = 500 * time.Millisecond
+	lingerMax = 256 << 10
+)
+
+// conn is one client connection. Its goroutine (serve) reads the requests and runs their handlers.
+// A request still running when the sweeper (watch.go) looks, with its body read, gets a goroutine
+// that reads the connection meanwhile (watchClient): the next request's first byte, or the client's
+// leaving, which cancels the request's context. Requests that end sooner never need it.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	ctx    context.Context // the connection's: net/http's ServerContextKey and LocalAddrContextKey
+	remote string
+	idle   atomic.Bool // waiting for a next request with none in flight (Shutdown closes it)
+
+	// watch is the request's state for the sweeper: watchNone, watchListed (its body was read
+	// and it is in the sweeper's list) or watchReading (a watchClient runs; its result comes on
+	// watched). cancel is the request's, set before it is listed.
+	watch   atomic.Int32
+	cancel  context.CancelCauseFunc
+	watched chan error
+}
+
+const (
+	watchNone int32 = iota
+	watchListed
+	watchReading
+)
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx := context.WithValue(context.Background(), http.ServerContextKey, s.fallback)
+	ctx = context.WithValue(ctx, http.LocalAddrContextKey, nc.LocalAddr())
+	return &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, bufferSize), bw: bufio.NewWriterSize(nc, 4<<10),
+		ctx: ctx, remote: nc.RemoteAddr().String(), watched: make(chan error, 1)}
+}
+
+// wake ends a read in progress on the connection.
+func (c *conn) wake() { _ = c.nc.SetReadDeadline(aLongTimeAgo) }
+
+// closing reports whether the answer being written is the connection's last.
+func (c *conn) closing() bool { return c.s.closing() }
+
+// serve reads and serves the connection's requests until it closes or is handed to net/http.
+func (c *conn) serve() {
+	handed := false
+	defer func() {
+		if !handed {
+			_ = c.nc.Close()
+		}
+		c.s.forget(c)
+	}()
+	if d := c.s.o.ReadHeaderTimeout; d > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(d))
+	}
+	c.idle.Store(true)
+	if c.s.closing() {
+		return
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		return
+	}
+	lastPOST := false
+	for {
+		c.idle.Store(false)
+		if lastPOST {
+			// RFC 9112 section 2.2: a server may ignore a CRLF or two after a POST's body (old clients).
+			if b, _ := c.br.Peek(min(c.br.Buffered(), 4)); len(b) > 0 {
+				n := 0
+				for n < len(b) && (b[n] == '\r' || b[n] == '\n') {
+					n++
+				}
+				_, _ = c.br.Discard(n)
+			}
+		}
+		if d := c.s.o.ReadHeaderTimeout; d > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		}
+		h, ok, err := c.readHead()
+		if err != nil {
+			return
+		}
+		if !ok {
+			handed = c.handOff()
+			return
+		}
+		lastPOST = h.method == http.MethodPost
+		if !c.serveOne(h) {
+			return
+		}
+	}
+}
+
+// readHead peeks until the buffer holds a whole head and parses it; ok is false for a head the front
+// leaves to net/http (outside the subset, or larger than the buffer). Nothing is consumed.
+func (c *conn) readHead() (h head, ok bool, err error) {
+	for {
+		n := c.br.Buffered()
+		if n == 0 {
+			n = 1
+		}
+		b, err := c.br.Peek(n)
+		if err != nil {
+			return h, false, err // the client left, or its head is late: closed, as net/http does
+		}
+		if h, ok := parseHead(b); ok {
+			return h, true, nil
+		}
+		if hasHeadEnd(b) || n == c.br.Size() {
+			return h, false, nil
+		}
+		if _, err := c.br.Peek(n + 1); err != nil {
+			return h, false, err
+		}
+	}
+}
+
+// hasHeadEnd reports whether b holds a head's end (a blank line, also with bare LFs).
+func hasHeadEnd(b []byte) bool {
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] == '\n' && (b[i+1] == '\n' || i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n') {
+			return true
+		}
+	}
+	return false
+}
+
+// handOff gives the connection, with what was read of it, to net/http's server.
+func (c *conn) handOff() bool {
+	b, _ := c.br.Peek(c.br.Buffered())
+	hc := &handedConn{Conn: c.nc, prefix: append([]byte(nil), b...)}
+	c.s.handedN.Add(1)
+	c.s.log.Debug("connection handed to net/http", "remote", c.remote)
+	return c.s.handed.give(hc)
+}
+
+// serveOne serves the request of head h, whose body follows in the buffer. It reports whether the
+// connection goes on, with the next request's first byte already buffered.
+func (c *conn) serveOne(h head) bool {
+	_, _ = c.br.Discard(h.headerSize)
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	defer cancel(nil)
+	c.cancel = cancel
+	var body *reqBody
+	req := &http.Request{Method: h.method, URL: h.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h.header, Body: http.NoBody, ContentLength: h.length, Close: h.close, Host: h.host,
+		RemoteAddr: c.remote, RequestURI: h.target}
+	if h.length > 0 {
+		body = &reqBody{c: c, left: h.length}
+		req.Body = body
+	}
+	req = req.WithContext(ctx)
+	w := &writer{c: c, req: req, body: body, bw: c.bw, header: make(http.Header, 8)}
+	_ = c.nc.SetReadDeadline(time.Time{}) // the body's deadline is the handler's (bodyDeadline)
+	if body == nil {
+		c.s.sweep.add(c)
+	}
+	keep := c.handle(w, req, body)
+	watched := c.watch.Swap(watchNone) == watchReading
+	if !watched {
+		c.s.sweep.remove(c)
+	}
+	if body != nil && !body.read() {
+		// The handler answered without reading its body: the connection cannot carry another
+		// request; what is left of the body is read and dropped before it closes.
+		c.linger()
+		return false
+	}
+	if !keep {
+		return false
+	}
+	c.idle.Store(true)
+	if d := c.s.o.IdleTimeout; d > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(d))
+	}
+	if c.s.closing() {
+		return false
+	}
+	var err error
+	if watched {
+		err = <-c.watched // watchClient's read is the wait for the next request
+	} else {
+		_, err = c.br.Peek(1)
+	}
+	return err == nil
+}
+
+// watchClient reads the connection while its request runs (the sweeper starts it): the next
+// request's first byte, or an error, which ends the request when the client left.
+func (c *conn) watchClient() {
+	_, err := c.br.Peek(1)
+	if err != nil {
+		c.cancel(fmt.Errorf("%w: %w", errClientGone, err))
+	}
+	c.watched <- err
+}
+
+// linger half-closes the connection and reads what the client still sends, within bounds.
+func (c *conn) linger() {
+	_ = c.bw.Flush()
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(lingerFor))
+	_, _ = io.CopyN(io.Discard, c.br, lingerMax)
+}
+
+// handle runs the handler on req and ends its answer; it reports whether the connection can carry
+// another request. An answer aborted with http.ErrAbortHandler, or a handler's panic, closes the
+// connection at once, as net/http does.
+func (c *conn) handle(w *writer, req *http.Request, body *reqBody) (keep bool) {
+	defer func() {
+		abort := false
+		if p := recover(); p != nil {
+			abort = true
+			if p != http.ErrAbortHandler {
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				c.s.log.Error("panic serving a request", "remote", c.remote, "path", req.URL.Path, "panic", fmt.Sprint(p), "stack", string(buf))
+			}
+		}
+		if body != nil {
+			body.end()
+		}
+		if abort {
+			w.done = true
+			_ = c.nc.Close()
+			keep = false
+			return
+		}
+		keep = w.finish() && (body == nil || body.read())
+	}()
+	c.s.h.ServeHTTP(w, req)
+	return false
+}
+
+// reqBody is a request's body of known length, read from the connection's buffer.
+type reqBody struct {
+	c *conn
+
+	mu     sync.Mutex // guards left and ended; only the handler's goroutine reads, the lock fences a late read after it returned
+	left   int64
+	ended  bool
+	closed bool
+}
+
+func (b *reqBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended || b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.c.br.Read(p)
+	b.left -= int64(n)
+	if b.left == 0 {
+		b.c.s.sweep.add(b.c) // the connection may be read for the next request from here on
+		return n, nil
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// Close stops the handler's reads; what is left of the body is serve's to drop.
+func (b *reqBody) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	return nil
+}
+
+// end is called as the handler returns: no read may follow.
+func (b *reqBody) end() {
+	b.mu.Lock()
+	b.ended = true
+	b.mu.Unlock()
+}
+
+// read reports whether the body was read to its end.
+func (b *reqBody) read() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.left == 0
+}

@@ -1,0 +1,255 @@
+package front
+
+import (
+	"bytes"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strconv"
+)
+
+// head is a request head the front serves itself, parsed from its bytes.
+type head struct {
+	method     string
+	target     string // the request target as sent (origin form)
+	url        *url.URL
+	host       string
+	header     http.Header
+	length     int64 // Content-Length; 0 when none was sent
+	close      bool  // Connection: close
+	headerSize int   // bytes of the head, request line and blank line included
+}
+
+// parseHead parses the request head at the start of b, which holds it whole (through the blank
+// line). It accepts only a strict subset of HTTP/1.1 that net/http parses the same way: an
+// origin-form target of visible ASCII, "HTTP/1.1", header lines of token names and field values
+// without control bytes, every line ending in CRLF, exactly one Host of name characters, at most one
+// Content-Length of digits, and no Transfer-Encoding, Expect, Upgrade or obsolete line folding.
+// ok is false for anything else, which the front hands to net/http unread so that net/http answers
+// it (or refuses it) as it always did: a request is never read two ways (request smuggling).
+func parseHead(b []byte) (h head, ok bool) {
+	end := bytes.Index(b, []byte("\r\n\r\n"))
+	if end < 0 {
+		return h, false
+	}
+	raw := b[:end+2]        // every line with its CRLF
+	for i, c := range raw { // every CR starts a CRLF, every LF ends one
+		if c == '\r' && raw[i+1] != '\n' || c == '\n' && (i == 0 || raw[i-1] != '\r') {
+			return h, false
+		}
+	}
+	s := string(raw) // one string: the method, target, names and values are slices of it
+	h.headerSize = end + 4
+
+	line, rest, _ := cut(s)
+	sp := indexByte(line, ' ')
+	if sp <= 0 {
+		return h, false
+	}
+	h.method = line[:sp]
+	line = line[sp+1:]
+	sp = indexByte(line, ' ')
+	if sp <= 0 || line[sp+1:] != "HTTP/1.1" {
+		return h, false
+	}
+	h.target = line[:sp]
+	if !validMethod(h.method) || h.method == http.MethodConnect || h.target[0] != '/' || !visibleASCII(h.target) {
+		return h, false
+	}
+	u, err := url.ParseRequestURI(h.target)
+	if err != nil {
+		return h, false
+	}
+	h.url = u
+
+	n := 0
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '\n' {
+			n++
+		}
+	}
+	values := make([]string, n) // one array behind every header's value slice
+	h.header = make(http.Header, n)
+	hosts, lengths := 0, 0
+	for i := 0; rest != ""; i++ {
+		line, rest, _ = cut(rest)
+		colon := indexByte(line, ':')
+		if colon <= 0 {
+			return h, false // no name, or a folded line (it starts with a space)
+		}
+		name, value := line[:colon], trimOWS(line[colon+1:])
+		if !validName(name) || !validValue(value) {
+			return h, false
+		}
+		key := textproto.CanonicalMIMEHeaderKey(name)
+		switch key {
+		case "Host":
+			hosts++
+			h.host = value
+		case "Content-Length":
+			lengths++
+			if value == "" || len(value) > 18 || !digits(value) {
+				return h, false
+			}
+			h.length, _ = strconv.ParseInt(value, 10, 64)
+		case "Transfer-Encoding", "Expect", "Upgrade", "Trailer":
+			return h, false
+		case "Connection":
+			if hasToken(value, "upgrade") {
+				return h, false
+			}
+			if hasToken(value, "close") {
+				h.close = true
+			}
+		}
+		if key == "Host" {
+			continue // net/http keeps it in Request.Host only
+		}
+		values[i] = value
+		h.header[key] = append(h.header[key], values[i:i+1:i+1]...)
+	}
+	if hosts != 1 || lengths > 1 || !validHost(h.host) {
+		return h, false
+	}
+	if p := h.header["Pragma"]; len(p) > 0 && p[0] == "no-cache" {
+		if _, cc := h.header["Cache-Control"]; !cc {
+			h.header["Cache-Control"] = []string{"no-cache"} // as net/http does, for HTTP/1.0 caches
+		}
+	}
+	return h, true
+}
+
+// cut is the line at the start of s (without its CRLF) and what follows it.
+func cut(s string) (line, rest string, found bool) {
+	i := indexByte(s, '\n')
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i-1], s[i+1:], true
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// trimOWS trims the optional whitespace (spaces and tabs) around a field value.
+func trimOWS(s string) string {
+	for s != "" && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for s != "" && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// isTchar reports a token character of RFC 9110 section 5.6.2.
+func isTchar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	switch c {
+	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
+		return true
+	}
+	return false
+}
+
+func validName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isTchar(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// validMethod is a method of upper-case letters (the ones clients send): anything else is
+// net/http's to judge.
+func validMethod(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'A' || s[i] > 'Z' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// validValue is a field value of visible ASCII, spaces and tabs: no control bytes, and no bytes
+// past ASCII, which servers read differently.
+func validValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != '\t' && (c < ' ' || c > '~') {
+			return false
+		}
+	}
+	return true
+}
+
+func visibleASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// validHost is a Host of name and address characters, with an optional port: a name, an IPv4
+// address or a bracketed IPv6 one. Anything odder is net/http's to judge.
+func validHost(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c == '.' || c == '-' || c == ':' || c == '[' || c == ']' || c == '_' ||
+			'0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// hasToken reports whether the comma-separated list v holds token (ASCII case ignored).
+func hasToken(v, token string) bool {
+	for v != "" {
+		var f string
+		if i := indexByte(v, ','); i >= 0 {
+			f, v = v[:i], v[i+1:]
+		} else {
+			f, v = v, ""
+		}
+		if f = trimOWS(f); len(f) == len(token) && equalFold(f, token) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalFold(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
