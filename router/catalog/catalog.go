@@ -107,6 +107,17 @@ func (c *Catalog) Lookup(name string) (Model, bool) {
 	return Model{}, false
 }
 
+// Has reports whether Lookup finds name, without the copy of its model that Lookup makes (the
+// check every proxied request makes).
+func (c *Catalog) Has(name string) bool {
+	s := c.snap.Load()
+	if _, ok := s.exact[name]; ok {
+		return true
+	}
+	i, ok := s.fold[strings.ToLower(name)]
+	return ok && i >= 0
+}
+
 // Warnings returns the last scan's problems: missing folders and skipped files with reasons.
 func (c *Catalog) Warnings() []string {
 	return slices.Clone(c.snap.Load().warnings)

@@ -48,6 +48,14 @@ func TestDiscovery(t *testing.T) {
 		!a.ChatTemplate || a.Parameters <= 0 || a.Mmproj != "" {
 		t.Errorf("a: metadata wrong: %+v", a)
 	}
+	// Has is Lookup without the copy: exact IDs, other cases of a single ID, not the two dups'
+	// shared name in another case, nothing else.
+	for _, name := range []string{"a", "A", "b-q8_0", "x/dup", "X/DUP", "dup", "missing", ""} {
+		_, found := c.Lookup(name)
+		if c.Has(name) != found {
+			t.Errorf("Has(%q) = %v, Lookup found %v", name, !found, found)
+		}
+	}
 	if b, _ := c.Lookup("b-Q8_0"); b.Quantization != "Q8_0" {
 		t.Errorf("b quantization %q", b.Quantization)
 	}

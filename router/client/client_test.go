@@ -93,6 +93,7 @@ func (e *engineStub) Logs(name string) []string { return nil }
 type catalogStub map[string]catalog.Model
 
 func (c catalogStub) Lookup(name string) (catalog.Model, bool) { m, ok := c[name]; return m, ok }
+func (c catalogStub) Has(name string) bool                     { _, ok := c[name]; return ok }
 
 func startInstance(t *testing.T, keys ...string) (*httptest.Server, *engineStub) {
 	es := &engineStub{}

@@ -248,6 +248,8 @@ func (c fakeCatalog) Lookup(name string) (catalog.Model, bool) {
 	return m, ok
 }
 
+func (c fakeCatalog) Has(name string) bool { _, ok := c[name]; return ok }
+
 // seen is one request as an upstream received it.
 type seen struct {
 	Method, Path, RawPath, Query string

@@ -174,7 +174,7 @@ func (rt *Server) resolve(name string) (string, error) {
 		return "", rt.resolveHub(name, err)
 	}
 	if rt.o.Catalog != nil {
-		if _, ok := rt.o.Catalog.Lookup(id); !ok { // by ID: a model the engine runs but the catalog dropped
+		if !rt.o.Catalog.Has(id) { // by ID: a model the engine runs but the catalog dropped
 			return "", &engine.UnknownModelError{Name: name}
 		}
 	}

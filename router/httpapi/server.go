@@ -58,6 +58,8 @@ type Engine interface {
 // Catalog gives the metadata of a model by canonical ID.
 type Catalog interface {
 	Lookup(name string) (catalog.Model, bool)
+	// Has reports whether Lookup finds name, without copying its model.
+	Has(name string) bool
 }
 
 // Options configure a Server.
