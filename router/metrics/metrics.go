@@ -55,6 +55,7 @@ type Metrics struct {
 	loadSeconds *prometheus.HistogramVec
 	unloads     *prometheus.CounterVec
 	sleeps      *prometheus.CounterVec
+	series      sync.Map // model ID → *series
 }
 
 // New builds the metrics of the engine src (nil: only the request metrics and the Go runtime's).
@@ -106,20 +107,62 @@ func (m *Metrics) Request(q Request) {
 	if m == nil || q.Model == "" {
 		return
 	}
-	m.requests.WithLabelValues(q.Model, strconv.Itoa(q.Code)).Inc()
-	m.duration.WithLabelValues(q.Model).Observe(q.Duration.Seconds())
+	s := m.seriesOf(q.Model)
+	s.mu.Lock()
+	requests := s.byCode[q.Code]
+	if requests == nil {
+		requests = m.requests.WithLabelValues(q.Model, strconv.Itoa(q.Code))
+		s.byCode[q.Code] = requests
+	}
+	if s.duration == nil {
+		s.duration = m.duration.WithLabelValues(q.Model)
+	}
+	if q.Leased && s.queueWait == nil {
+		s.queueWait = m.queueWait.WithLabelValues(q.Model)
+	}
+	if q.TokensIn > 0 && s.tokensIn == nil {
+		s.tokensIn = m.tokensIn.WithLabelValues(q.Model)
+	}
+	if q.TokensOut > 0 && s.tokensOut == nil {
+		s.tokensOut = m.tokensOut.WithLabelValues(q.Model)
+	}
+	if q.HasTTFT && s.ttft == nil {
+		s.ttft = m.ttft.WithLabelValues(q.Model)
+	}
+	duration, queueWait, tokensIn, tokensOut, ttft := s.duration, s.queueWait, s.tokensIn, s.tokensOut, s.ttft
+	s.mu.Unlock()
+	requests.Inc()
+	duration.Observe(q.Duration.Seconds())
 	if q.Leased {
-		m.queueWait.WithLabelValues(q.Model).Observe(q.Wait.Seconds())
+		queueWait.Observe(q.Wait.Seconds())
 	}
 	if q.TokensIn > 0 {
-		m.tokensIn.WithLabelValues(q.Model).Add(float64(q.TokensIn))
+		tokensIn.Add(float64(q.TokensIn))
 	}
 	if q.TokensOut > 0 {
-		m.tokensOut.WithLabelValues(q.Model).Add(float64(q.TokensOut))
+		tokensOut.Add(float64(q.TokensOut))
 	}
 	if q.HasTTFT {
-		m.ttft.WithLabelValues(q.Model).Observe(q.TTFT.Seconds())
+		ttft.Observe(q.TTFT.Seconds())
 	}
+}
+
+// series are one model's request metrics, each looked up in its vector once (by its first
+// request that has it): the vectors hash the labels on every lookup. A series appears in the
+// exposition from its first value on, as before.
+type series struct {
+	mu                        sync.Mutex // guards every field
+	byCode                    map[int]prometheus.Counter
+	duration, queueWait, ttft prometheus.Observer
+	tokensIn, tokensOut       prometheus.Counter
+}
+
+func (m *Metrics) seriesOf(model string) *series {
+	if s, ok := m.series.Load(model); ok {
+		return s.(*series)
+	}
+	s, _ := m.series.LoadOrStore(model, &series{byCode: map[int]prometheus.Counter{}})
+	return s.(*series)
 }
 
 // Watch feeds the load, unload and sleep counters from src's events on one goroutine until the
