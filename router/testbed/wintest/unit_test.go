@@ -45,6 +45,7 @@ var unitPackages = []struct {
 		"TestAutoPull":            "the Hub cache's snapshot links: Wine's CreateSymbolicLink reports success and makes no link"}},
 	{pkg: "router/peer"},
 	{pkg: "router/worker"},
+	{pkg: "router/front"},
 	{pkg: "router/internal/neterr"},
 	{pkg: "app/platform"},
 }
