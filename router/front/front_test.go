@@ -220,6 +220,8 @@ func TestAnswersAsNetHTTPFrames(t *testing.T) {
 			panic(http.ErrAbortHandler)
 		case "/head":
 			io.WriteString(w, "hello")
+		case "/html":
+			io.WriteString(w, "<html></html>")
 		}
 	}), Options{})
 	get := func(method, path string) (*http.Response, string, error) {
@@ -247,8 +249,18 @@ func TestAnswersAsNetHTTPFrames(t *testing.T) {
 	if _, _, err := get("GET", "/abort"); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("abort: %v, want a cut answer", err)
 	}
-	if resp, body, err := get("HEAD", "/head"); err != nil || body != "" || resp.ContentLength != 5 {
-		t.Fatalf("head: %v %q %d", err, body, resp.ContentLength)
+	if resp, body, err := get("HEAD", "/head"); err != nil || body != "" || resp.ContentLength != 5 || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Fatalf("head: %v %q %d %v", err, body, resp.ContentLength, resp.Header)
+	}
+	// The same bytes as net/http answers them: a HEAD answer's type is sniffed from what the
+	// handler wrote, and nothing follows its head on the connection.
+	c, br := dial(t, addr)
+	io.WriteString(c, "HEAD /html HTTP/1.1\r\nHost: a\r\n\r\nGET /declared HTTP/1.1\r\nHost: a\r\n\r\n")
+	if resp, _ := readResponse(t, br, "HEAD"); resp.Header.Get("Content-Type") != "text/html; charset=utf-8" || resp.ContentLength != 13 {
+		t.Fatalf("head of html: %v", resp.Header)
+	}
+	if _, body := readResponse(t, br, "GET"); body != "abc" {
+		t.Fatalf("after a HEAD answer: %q", body)
 	}
 }
 

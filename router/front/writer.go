@@ -103,6 +103,9 @@ func (w *writer) Write(p []byte) (int, error) {
 	}
 	w.written += int64(len(p))
 	if w.req.Method == http.MethodHead {
+		if !w.sent && len(w.held) < sniffLen { // for the Content-Type only: a HEAD answer has no body
+			w.held = append(w.held, p[:min(len(p), sniffLen-len(w.held))]...)
+		}
 		return len(p), nil
 	}
 	if !w.sent {
@@ -209,7 +212,7 @@ func (w *writer) FlushError() error {
 		held := w.held
 		w.sendHead(false)
 		w.held = nil
-		if len(held) > 0 {
+		if len(held) > 0 && w.req.Method != http.MethodHead {
 			if _, err := w.writeBody(held); err != nil {
 				return err
 			}
@@ -236,7 +239,7 @@ func (w *writer) finish() bool {
 	held := w.held
 	w.sendHead(true)
 	w.held = nil
-	if len(held) > 0 {
+	if len(held) > 0 && w.req.Method != http.MethodHead {
 		_, _ = w.writeBody(held)
 	}
 	if w.chunked {
