@@ -35,7 +35,9 @@ type conn struct {
 	bw     *bufio.Writer
 	ctx    context.Context // the connection's: net/http's ServerContextKey and LocalAddrContextKey
 	remote string
-	idle   atomic.Bool // waiting for a next request with none in flight (Shutdown closes it)
+
+	mu   sync.Mutex // guards idle, and the read deadline as idle is set (a wake in stop is never overwritten)
+	idle bool       // waiting for a head, with no request in flight: Shutdown closes it
 
 	// watch is the request's state for the sweeper: watchNone, watchListed (its body was read
 	// and it is in the sweeper's list) or watchReading (a watchClient runs; its result comes on
@@ -61,6 +63,51 @@ func newConn(s *Server, nc net.Conn) *conn {
 // wake ends a read in progress on the connection.
 func (c *conn) wake() { _ = c.nc.SetReadDeadline(aLongTimeAgo) }
 
+// setIdle marks the connection as waiting for a head, until the read deadline d (zero: none). It
+// reports false when the server is shutting down: the connection closes. stop wakes idle
+// connections under the same lock, so its wake is never overwritten by d.
+func (c *conn) setIdle(d time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.idle = true
+	if c.s.closing() {
+		return false
+	}
+	_ = c.nc.SetReadDeadline(d)
+	return true
+}
+
+// setBusy marks a request in flight, its head read (and clears the read deadline: the body's is
+// the handler's). false: the server is shutting down, and the connection closes with its request
+// unserved, as net/http closes a connection still reading its head.
+func (c *conn) setBusy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s.closing() {
+		return false
+	}
+	c.idle = false
+	_ = c.nc.SetReadDeadline(time.Time{})
+	return true
+}
+
+// wakeIfIdle wakes the connection if it waits for a head (stop).
+func (c *conn) wakeIfIdle() {
+	c.mu.Lock()
+	if c.idle {
+		c.wake()
+	}
+	c.mu.Unlock()
+}
+
+// headDeadline is the read deadline of a head whose first byte is here (zero: none).
+func (c *conn) headDeadline() time.Time {
+	if d := c.s.o.ReadHeaderTimeout; d > 0 {
+		return time.Now().Add(d)
+	}
+	return time.Time{}
+}
+
 // closing reports whether the answer being written is the connection's last.
 func (c *conn) closing() bool { return c.s.closing() }
 
@@ -73,19 +120,15 @@ func (c *conn) serve() {
 		}
 		c.s.forget(c)
 	}()
-	if d := c.s.o.ReadHeaderTimeout; d > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(d))
-	}
-	c.idle.Store(true)
-	if c.s.closing() {
+	// The first head's deadline runs from the connection's start, the next ones' from their first byte.
+	if !c.setIdle(c.headDeadline()) {
 		return
 	}
 	if _, err := c.br.Peek(1); err != nil {
 		return
 	}
 	lastPOST := false
-	for {
-		c.idle.Store(false)
+	for first := true; ; first = false {
 		if lastPOST {
 			// RFC 9112 section 2.2: a server may ignore a CRLF or two after a POST's body (old clients).
 			if b, _ := c.br.Peek(min(c.br.Buffered(), 4)); len(b) > 0 {
@@ -96,8 +139,8 @@ func (c *conn) serve() {
 				_, _ = c.br.Discard(n)
 			}
 		}
-		if d := c.s.o.ReadHeaderTimeout; d > 0 {
-			_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		if !first && !c.setIdle(c.headDeadline()) {
+			return
 		}
 		h, ok, err := c.readHead()
 		if err != nil {
@@ -105,6 +148,9 @@ func (c *conn) serve() {
 		}
 		if !ok {
 			handed = c.handOff()
+			return
+		}
+		if !c.setBusy() {
 			return
 		}
 		lastPOST = h.method == http.MethodPost
@@ -115,21 +161,22 @@ func (c *conn) serve() {
 }
 
 // readHead peeks until the buffer holds a whole head and parses it; ok is false for a head the front
-// leaves to net/http (outside the subset, or larger than the buffer). Nothing is consumed.
+// leaves to net/http (outside the subset, or larger than the buffer). Nothing is consumed. Each
+// byte is looked at once for the head's end, however slowly the head arrives.
 func (c *conn) readHead() (h head, ok bool, err error) {
+	scanned := 0
 	for {
-		n := c.br.Buffered()
-		if n == 0 {
-			n = 1
-		}
+		n := max(c.br.Buffered(), 1)
 		b, err := c.br.Peek(n)
 		if err != nil {
 			return h, false, err // the client left, or its head is late: closed, as net/http does
 		}
-		if h, ok := parseHead(b); ok {
-			return h, true, nil
+		if headEnd(b, max(scanned-2, 0)) {
+			h, ok := parseHead(b)
+			return h, ok, nil
 		}
-		if hasHeadEnd(b) || n == c.br.Size() {
+		scanned = len(b)
+		if n == c.br.Size() {
 			return h, false, nil
 		}
 		if _, err := c.br.Peek(n + 1); err != nil {
@@ -138,9 +185,10 @@ func (c *conn) readHead() (h head, ok bool, err error) {
 	}
 }
 
-// hasHeadEnd reports whether b holds a head's end (a blank line, also with bare LFs).
-func hasHeadEnd(b []byte) bool {
-	for i := 0; i+1 < len(b); i++ {
+// headEnd reports whether b holds a head's end (a blank line, also with bare LFs) that ends past
+// from.
+func headEnd(b []byte, from int) bool {
+	for i := from; i+1 < len(b); i++ {
 		if b[i] == '\n' && (b[i+1] == '\n' || i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n') {
 			return true
 		}
@@ -174,7 +222,6 @@ func (c *conn) serveOne(h head) bool {
 	}
 	req = req.WithContext(ctx)
 	w := &writer{c: c, req: req, body: body, bw: c.bw, header: make(http.Header, 8)}
-	_ = c.nc.SetReadDeadline(time.Time{}) // the body's deadline is the handler's (bodyDeadline)
 	if body == nil {
 		c.s.sweep.add(c)
 	}
@@ -190,13 +237,16 @@ func (c *conn) serveOne(h head) bool {
 		return false
 	}
 	if !keep {
+		if !watched { // (a watchClient is reading the connection, and sees its close)
+			c.linger() // input left unread would reset the connection and could lose the answer
+		}
 		return false
 	}
-	c.idle.Store(true)
+	idleUntil := time.Time{}
 	if d := c.s.o.IdleTimeout; d > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		idleUntil = time.Now().Add(d)
 	}
-	if c.s.closing() {
+	if !c.setIdle(idleUntil) {
 		return false
 	}
 	var err error
@@ -218,7 +268,8 @@ func (c *conn) watchClient() {
 	c.watched <- err
 }
 
-// linger half-closes the connection and reads what the client still sends, within bounds.
+// linger half-closes the connection and reads what the client still sends, within bounds, as
+// net/http does before it closes a connection it answered.
 func (c *conn) linger() {
 	_ = c.bw.Flush()
 	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {

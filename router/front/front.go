@@ -173,9 +173,7 @@ func (s *Server) stop() {
 		_ = ln.Close()
 	}
 	for c := range s.conns {
-		if c.idle.Load() {
-			c.wake()
-		}
+		c.wakeIfIdle()
 	}
 	s.mu.Unlock()
 	_ = s.handed.Close()

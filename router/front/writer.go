@@ -62,7 +62,7 @@ func (w *writer) WriteHeader(code int) {
 		// An informational answer goes out at once, with the headers set so far; the real one follows.
 		w.bw.WriteString("HTTP/1.1 ")
 		w.bw.WriteString(statusLine(code))
-		writeHeaders(w.bw, w.header, nil)
+		writeHeaders(w.bw, w.header, []string{"Content-Length", "Transfer-Encoding"}) // the final answer's framing
 		w.bw.WriteString("\r\n")
 		w.fail(w.bw.Flush())
 		return
