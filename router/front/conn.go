@@ -3,6 +3,7 @@ package front
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -230,13 +231,7 @@ func (c *conn) serveOne(h head) bool {
 	if !watched {
 		c.s.sweep.remove(c)
 	}
-	if body != nil && !body.read() {
-		// The handler answered without reading its body: the connection cannot carry another
-		// request; what is left of the body is read and dropped before it closes.
-		c.linger()
-		return false
-	}
-	if !keep {
+	if !keep { // (also when the handler left its body unread: no next request can be found)
 		if !watched { // (a watchClient is reading the connection, and sees its close)
 			c.linger() // input left unread would reset the connection and could lose the answer
 		}
@@ -257,6 +252,9 @@ func (c *conn) serveOne(h head) bool {
 	}
 	return err == nil
 }
+
+// errClientGone is the cause of a request's context when its client closed the connection.
+var errClientGone = errors.New("the client closed the connection")
 
 // watchClient reads the connection while its request runs (the sweeper starts it): the next
 // request's first byte, or an error, which ends the request when the client left.

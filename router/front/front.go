@@ -14,7 +14,6 @@ package front
 import (
 	"context"
 	"errors"
-	"io"
 	"log"
 	"log/slog"
 	"net"
@@ -52,7 +51,7 @@ type Server struct {
 	shutting atomic.Bool
 	active   sync.WaitGroup // connections being served here
 	sweep    sweeper
-	handedN  atomic.Int64 // connections handed to net/http (tests, debug log)
+	handedN  atomic.Int64 // connections handed to net/http (read by the tests)
 
 	mu    sync.Mutex // guards conns and lns
 	conns map[*conn]struct{}
@@ -246,4 +245,4 @@ func (c *handedConn) CloseWrite() error {
 	return nil
 }
 
-var _ io.Reader = (*handedConn)(nil)
+var _ net.Conn = (*handedConn)(nil)

@@ -6,6 +6,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // head is a request head the front serves itself, parsed from its bytes.
@@ -42,13 +43,13 @@ func parseHead(b []byte) (h head, ok bool) {
 	h.headerSize = end + 4
 
 	line, rest, _ := cut(s)
-	sp := indexByte(line, ' ')
+	sp := strings.IndexByte(line, ' ')
 	if sp <= 0 {
 		return h, false
 	}
 	h.method = line[:sp]
 	line = line[sp+1:]
-	sp = indexByte(line, ' ')
+	sp = strings.IndexByte(line, ' ')
 	if sp <= 0 || line[sp+1:] != "HTTP/1.1" {
 		return h, false
 	}
@@ -73,11 +74,11 @@ func parseHead(b []byte) (h head, ok bool) {
 	hosts, lengths := 0, 0
 	for i := 0; rest != ""; i++ {
 		line, rest, _ = cut(rest)
-		colon := indexByte(line, ':')
+		colon := strings.IndexByte(line, ':')
 		if colon <= 0 {
 			return h, false // no name, or a folded line (it starts with a space)
 		}
-		name, value := line[:colon], trimOWS(line[colon+1:])
+		name, value := line[:colon], textproto.TrimString(line[colon+1:])
 		if !validName(name) || !validValue(value) {
 			return h, false
 		}
@@ -121,31 +122,11 @@ func parseHead(b []byte) (h head, ok bool) {
 
 // cut is the line at the start of s (without its CRLF) and what follows it.
 func cut(s string) (line, rest string, found bool) {
-	i := indexByte(s, '\n')
+	i := strings.IndexByte(s, '\n')
 	if i < 0 {
 		return s, "", false
 	}
 	return s[:i-1], s[i+1:], true
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
-}
-
-// trimOWS trims the optional whitespace (spaces and tabs) around a field value.
-func trimOWS(s string) string {
-	for s != "" && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for s != "" && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // isTchar reports a token character of RFC 9110 section 5.6.2.
@@ -222,34 +203,23 @@ func digits(s string) bool {
 	return true
 }
 
-// hasToken reports whether the comma-separated list v holds token (ASCII case ignored).
+// hasToken reports whether the comma-separated list v holds token (ASCII case ignored; the values
+// the front reads are ASCII).
 func hasToken(v, token string) bool {
-	for v != "" {
-		var f string
-		if i := indexByte(v, ','); i >= 0 {
-			f, v = v[:i], v[i+1:]
-		} else {
-			f, v = v, ""
-		}
-		if f = trimOWS(f); len(f) == len(token) && equalFold(f, token) {
+	for f := range strings.SplitSeq(v, ",") {
+		if strings.EqualFold(textproto.TrimString(f), token) {
 			return true
 		}
 	}
 	return false
 }
 
-func equalFold(a, b string) bool {
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
+// hasTokenIn is hasToken over a header's values.
+func hasTokenIn(values []string, token string) bool {
+	for _, v := range values {
+		if hasToken(v, token) {
+			return true
 		}
 	}
-	return true
+	return false
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -156,7 +155,7 @@ func (w *writer) sendHead(end bool) {
 	if w.c.closing() || w.req.Close || w.body != nil && !w.body.read() {
 		w.closeAfter = true // (a body left unread is dropped with its connection)
 	}
-	if hasToken(strings.Join(h["Connection"], ","), "close") {
+	if hasTokenIn(h["Connection"], "close") {
 		w.closeAfter = true
 	}
 	if _, ok := h["Date"]; !ok {
@@ -187,7 +186,7 @@ func (w *writer) sendHead(end bool) {
 		w.chunked = true
 		h["Transfer-Encoding"] = []string{"chunked"}
 	}
-	if w.closeAfter && !hasToken(strings.Join(h["Connection"], ","), "close") {
+	if w.closeAfter && !hasTokenIn(h["Connection"], "close") {
 		h["Connection"] = []string{"close"}
 	}
 	w.bw.WriteString("HTTP/1.1 ")
@@ -314,13 +313,8 @@ next:
 // errAfterReturn answers a write to an answer whose handler returned.
 var errAfterReturn = errors.New("front: write after the handler returned")
 
-// errClientGone is the cause of a request's context when its client closed the connection.
-var errClientGone = errors.New("the client closed the connection")
-
 var _ interface {
 	http.ResponseWriter
 	http.Flusher
 	SetReadDeadline(time.Time) error
 } = (*writer)(nil)
-
-var _ net.Conn = (*handedConn)(nil)
