@@ -65,7 +65,7 @@ func (rt *Server) modifyResponse(resp *http.Response) error {
 		if info := infoFrom(resp.Request.Context()); info != nil {
 			id = info.id
 		}
-		repairStream(resp, t.name, id)
+		repairStream(resp, t.model, id)
 	}
 	if t == nil || !t.early || resp.StatusCode < 300 {
 		return nil

@@ -41,7 +41,9 @@ func streamKindOf(path string) streamKind {
 const maxFirstEvent = 256 << 10
 
 // repairStream wraps resp.Body when resp is a successful SSE answer that may lack its opening.
-// model is the name the client asked for and id its request ID, for a synthesized message_start.
+// model is the model's ID, the name llama-server's own events give it (the child runs with the ID as
+// its alias), so that an opening the repair restores reads as the one the child would have sent;
+// id is the request ID, for a synthesized message_start.
 func repairStream(resp *http.Response, model, id string) {
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return

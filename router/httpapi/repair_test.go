@@ -128,7 +128,8 @@ func TestStreamKindOf(t *testing.T) {
 }
 
 // Through the router and the fake llama-server leaving out every stream's opening: the client gets
-// message_start first and a role chunk first; a child that sends them gets nothing added.
+// message_start first and a role chunk first, naming the model's ID as the child's own events do
+// (the client asked for the alias); a child that sends them gets nothing added.
 func TestStreamRepairThroughFakeLlamaServer(t *testing.T) {
 	for _, drop := range []bool{true, false} {
 		env := []string{"FAKE_LLAMA_TOKENS=4"}
@@ -154,7 +155,7 @@ func TestStreamRepairThroughFakeLlamaServer(t *testing.T) {
 			Message struct{ ID, Role, Model string }
 		}
 		_, data := eventData(body[:firstEventEnd(body)])
-		if err := json.Unmarshal(data, &start); err != nil || start.Message.Role != "assistant" || start.Message.ID == "" || drop && start.Message.Model != "fast" {
+		if err := json.Unmarshal(data, &start); err != nil || start.Message.Role != "assistant" || start.Message.ID == "" || drop && start.Message.Model != "m1" {
 			t.Fatalf("drop %v: message_start %s", drop, data)
 		}
 
