@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 )
@@ -16,14 +17,18 @@ import (
 // wakeups and reads per proxied request. Waiting lets one read take everything written meanwhile
 // (at most 64 KiB, the pipe's buffer; a full pipe only blocks llama-server's log thread, never its
 // inference). Log lines reach the ring at most this late; state lines come on stdout, unpaced.
+//
+// The pipe's read end is not in Go's network poller (logpipe_unix.go): a pollable pipe would wake
+// the poller at every one of those writes even while the reader paces, which cost the router about
+// four wakeups, and a fifth of its CPU, per proxied request.
 const stderrPace = 25 * time.Millisecond
 
 // stderrPump reads a process's stderr from a pipe it owns, instead of the copying goroutine of
 // os/exec, which reads eagerly.
 type stderrPump struct {
-	r      *os.File      // read end; closed by run
+	r      *logReader    // read end; closed by run (or abort)
 	w      *os.File      // write end, handed to the process; closed after Start
-	done   chan struct{} // closed when run returned (EOF, or r closed)
+	done   chan struct{} // closed when run returned (EOF, or the read end stopped)
 	exited chan struct{} // closed when the process was reaped: stop pacing, drain
 	wake   chan struct{} // capacity 1: a catch-up was asked for; stop pacing and read now
 
@@ -31,12 +36,8 @@ type stderrPump struct {
 	pending []chan struct{} // catch-ups waiting for the pipe to be read empty
 }
 
-// drainWindow is how long a read waits on an empty pipe when a catch-up asked for everything
-// written so far: the pipe is then known to be read empty.
-const drainWindow = 2 * time.Millisecond
-
 func newStderrPump() (*stderrPump, error) {
-	r, w, err := os.Pipe()
+	r, w, err := newLogPipe()
 	if err != nil {
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
@@ -44,7 +45,7 @@ func newStderrPump() (*stderrPump, error) {
 }
 
 // catchUp returns once run has read everything the process wrote to stderr before the call, or
-// after at most max (where the pipe takes no read deadline, or run is stuck writing).
+// after at most max (where the pipe cannot say it is empty, or run is stuck writing).
 func (s *stderrPump) catchUp(max time.Duration) {
 	ack := make(chan struct{})
 	s.mu.Lock()
@@ -54,15 +55,27 @@ func (s *stderrPump) catchUp(max time.Duration) {
 	case s.wake <- struct{}{}:
 	default:
 	}
-	// A Read waiting on an empty pipe returns at this deadline: what was written is read by then.
-	_ = s.r.SetReadDeadline(time.Now().Add(drainWindow))
+	s.r.kick() // a Read waiting on an empty pipe returns, and run reads the pipe empty
 	t := time.NewTimer(max)
 	defer t.Stop()
 	select {
 	case <-ack:
+		return
 	case <-s.done:
 	case <-t.C:
 	}
+	s.mu.Lock() // not answered: it waits no more
+	if i := slices.Index(s.pending, ack); i >= 0 {
+		s.pending = slices.Delete(s.pending, i, i+1)
+	}
+	s.mu.Unlock()
+}
+
+// wanted says whether a catch-up waits.
+func (s *stderrPump) wanted() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending) > 0
 }
 
 // caughtUp answers the catch-ups waiting: the pipe was just found empty.
@@ -79,7 +92,7 @@ func (s *stderrPump) caughtUp() {
 // run copies the pipe into sink until EOF; it owns the read end.
 func (s *stderrPump) run(sink io.Writer) {
 	defer close(s.done)
-	defer s.r.Close()
+	defer s.r.close()
 	buf := make([]byte, 64<<10)
 	pace := time.NewTimer(stderrPace)
 	pace.Stop()
@@ -90,15 +103,16 @@ func (s *stderrPump) run(sink io.Writer) {
 		if n > 0 {
 			_, _ = sink.Write(buf[:n])
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) { // a catch-up's read found the pipe empty
-			_ = s.r.SetReadDeadline(time.Time{})
-			s.caughtUp()
-			continue
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, errKicked) {
 			return // io.EOF once the process and anything it started closed the pipe
 		}
-		if !paced {
+		if s.wanted() {
+			if s.drain(buf, sink) != nil {
+				return
+			}
+			continue
+		}
+		if !paced || n == 0 {
 			continue
 		}
 		pace.Reset(stderrPace)
@@ -106,16 +120,36 @@ func (s *stderrPump) run(sink io.Writer) {
 		case <-pace.C:
 		case <-s.wake:
 			pace.Stop()
-			_ = s.r.SetReadDeadline(time.Now().Add(drainWindow))
 		case <-s.exited:
 			paced = false
 		}
 	}
 }
 
+// drain reads what the pipe holds into sink without waiting, and answers the catch-ups once it is
+// empty. An error ends run; errNoPeek (the pipe cannot say it is empty) leaves the catch-ups to
+// their bound.
+func (s *stderrPump) drain(buf []byte, sink io.Writer) error {
+	for {
+		n, err := s.r.readNow(buf)
+		if n > 0 {
+			_, _ = sink.Write(buf[:n])
+		}
+		switch {
+		case errors.Is(err, errEmpty):
+			s.caughtUp()
+			return nil
+		case errors.Is(err, errNoPeek):
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+}
+
 // wait reaps cmd and then waits for the stderr pipe to reach EOF, at most waitDelay, like os/exec
-// does for pipes it copies itself. A pipe still held open (by a grandchild) is closed and reported as
-// exec.ErrWaitDelay when the process itself exited cleanly.
+// does for pipes it copies itself. A pipe still held open (by a grandchild) is given up and reported
+// as exec.ErrWaitDelay when the process itself exited cleanly.
 func (s *stderrPump) wait(cmd *exec.Cmd) error {
 	err := cmd.Wait()
 	close(s.exited)
@@ -124,7 +158,7 @@ func (s *stderrPump) wait(cmd *exec.Cmd) error {
 	select {
 	case <-s.done:
 	case <-t.C:
-		_ = s.r.Close() // unblocks the Read
+		s.r.stop() // ends the Read
 		<-s.done
 		if err == nil {
 			err = exec.ErrWaitDelay
@@ -136,5 +170,5 @@ func (s *stderrPump) wait(cmd *exec.Cmd) error {
 // abort releases both ends when the process was never started.
 func (s *stderrPump) abort() {
 	_ = s.w.Close()
-	_ = s.r.Close()
+	s.r.close()
 }

@@ -86,11 +86,10 @@ func TestStderrPumpWaitDelay(t *testing.T) {
 }
 
 // TestStderrPumpCatchUp: what was written before catchUp is in the sink when it returns, while the
-// pump would otherwise still be pacing; on a pipe read empty it answers at the drain window, not the
-// bound.
+// pump would otherwise still be pacing; on a pipe read empty it answers at once, not at the bound.
 func TestStderrPumpCatchUp(t *testing.T) {
 	if runtime.GOOS == "windows" {
-		t.Skip("pipes take no read deadline there; catchUp waits for its bound")
+		t.Skip("a pipe there cannot say it is empty; catchUp waits for its bound")
 	}
 	p, err := newStderrPump()
 	if err != nil {
