@@ -3,9 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/llamatray/llamatray/router/sched"
@@ -239,12 +237,7 @@ func (e *Engine) expectWake(m *model) {
 func (e *Engine) grant(m *model, now time.Time) *Lease {
 	m.leases++
 	m.lastUsed = now
-	u, _ := url.Parse(m.base)
-	var once sync.Once
-	l := &Lease{Model: m.id, URL: u, Socket: m.socket}
-	l.release = func() { once.Do(func() { e.release(m) }) }
-	gen, id, workers := m.gen, m.id, slices.Clone(m.workers)
-	l.lost = func() error { return e.diagnose(id, gen, workers) }
+	l := &Lease{Model: m.id, URL: m.base, Socket: m.socket, eng: e, m: m, gen: m.gen, workers: slices.Clone(m.workers)}
 	e.publish(Event{Kind: EventLease, Model: m.id, State: m.state, Active: m.leases})
 	return l
 }

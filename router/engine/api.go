@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llamatray/llamatray/router/sched"
@@ -208,17 +208,28 @@ type DeviceBudget struct {
 
 // Lease is one in-flight request's hold on a running model. Release it exactly once; extra calls are no-ops.
 type Lease struct {
-	Model   string
-	URL     *url.URL      // base URL of the child (child.Addr.URL)
-	lost    func() error  // Lost
-	Socket  string        // the child's unix socket, which the URL's connections must dial; "" on TCP
-	Waited  time.Duration // time spent queued or loading
-	release func()
+	Model  string
+	URL    *url.URL      // base URL of the child (child.Addr.URL); shared by every lease of the child: never change it
+	Socket string        // the child's unix socket, which the URL's connections must dial; "" on TCP
+	Waited time.Duration // time spent queued or loading
+
+	done    atomic.Bool // Release was called
+	eng     *Engine     // the engine that granted it (nil: NewLease's, which release ends)
+	m       *model      // its model, for eng
+	gen     uint64      // the child's generation and workers when granted, for Lost
+	workers []string
+	release func() // NewLease's
 }
 
 // Release gives the lease back. It is safe to call more than once.
 func (l *Lease) Release() {
-	if l != nil && l.release != nil {
+	if l == nil || l.done.Swap(true) {
+		return
+	}
+	switch {
+	case l.eng != nil:
+		l.eng.release(l.m)
+	case l.release != nil:
 		l.release()
 	}
 }
@@ -226,10 +237,10 @@ func (l *Lease) Release() {
 // Lost is why the child serving the lease went away when that was a worker's lost link (a
 // *WorkerError naming it), so a request cut off by it can say so; nil otherwise.
 func (l *Lease) Lost() error {
-	if l == nil || l.lost == nil {
+	if l == nil || l.eng == nil {
 		return nil
 	}
-	return l.lost()
+	return l.eng.diagnose(l.Model, l.gen, l.workers)
 }
 
 // ErrClosed is returned once the engine is shutting down.
@@ -305,10 +316,5 @@ func (e *NoServerError) Error() string {
 // NewLease builds a lease whose Release calls release at most once. The engine's own leases come
 // from Acquire; this is for HTTP-layer tests and alternative engines.
 func NewLease(model string, u *url.URL, waited time.Duration, release func()) *Lease {
-	var once sync.Once
-	return &Lease{Model: model, URL: u, Waited: waited, release: func() {
-		if release != nil {
-			once.Do(release)
-		}
-	}}
+	return &Lease{Model: model, URL: u, Waited: waited, release: release}
 }

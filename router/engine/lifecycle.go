@@ -94,7 +94,7 @@ func (e *Engine) childEvent(m *model, ev child.Event, now time.Time) []action {
 		}
 	case child.Ready:
 		m.pid, m.port, m.socket = ev.PID, ev.Port, ev.Socket
-		m.base = ev.Addr.URL().String()
+		m.base = ev.Addr.URL()
 		switch m.state {
 		case StateLoading:
 			m.state = StateLoaded
@@ -148,7 +148,7 @@ func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
 	code := ev.ExitCode
 	m.exitCode = &code
 	m.logTail = append([]string(nil), ev.LogTail...)
-	m.child, m.pid, m.port, m.socket, m.base = nil, 0, 0, "", ""
+	m.child, m.pid, m.port, m.socket, m.base = nil, 0, 0, "", nil
 	m.spawning = false
 	deliberate := ev.Deliberate || m.state == StateStopping
 	var acts []action

@@ -3,6 +3,7 @@ package engine
 import (
 	"maps"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -27,7 +28,7 @@ type model struct {
 	pid      int
 	port     int      // TCP port of the child (Windows); 0 on a socket
 	socket   string   // unix socket path of the child
-	base     string   // the child's base URL once ready (child.Addr.URL)
+	base     *url.URL // the child's base URL once ready (child.Addr.URL); shared by its leases, never changed
 	args     []string // the command line that keys its learned footprint
 	fit      []string // added to args for this child: its device share (fitArgs)
 	workers  []string // the workers this child uses (Settings.Workers when it started)
