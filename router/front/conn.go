@@ -214,14 +214,15 @@ func (c *conn) serveOne(h head) bool {
 	defer cancel(nil)
 	c.cancel = cancel
 	var body *reqBody
-	req := &http.Request{Method: h.method, URL: h.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+	// base stays on the stack: WithContext makes the one Request on the heap.
+	base := http.Request{Method: h.method, URL: h.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h.header, Body: http.NoBody, ContentLength: h.length, Close: h.close, Host: h.host,
 		RemoteAddr: c.remote, RequestURI: h.target}
 	if h.length > 0 {
 		body = &reqBody{c: c, left: h.length}
-		req.Body = body
+		base.Body = body
 	}
-	req = req.WithContext(ctx)
+	req := base.WithContext(ctx)
 	w := &writer{c: c, req: req, body: body, bw: c.bw, header: make(http.Header, 8)}
 	if body == nil {
 		c.s.sweep.add(c)

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/llamatray/llamatray/router/internal/h1"
 )
 
 // head is a request head the front serves itself, parsed from its bytes.
@@ -33,16 +35,14 @@ func parseHead(b []byte) (h head, ok bool) {
 	if end < 0 {
 		return h, false
 	}
-	raw := b[:end+2]        // every line with its CRLF
-	for i, c := range raw { // every CR starts a CRLF, every LF ends one
-		if c == '\r' && raw[i+1] != '\n' || c == '\n' && (i == 0 || raw[i-1] != '\r') {
-			return h, false
-		}
+	raw := b[:end+2] // every line with its CRLF
+	if !h1.CRLFOnly(raw) {
+		return h, false
 	}
 	s := string(raw) // one string: the method, target, names and values are slices of it
 	h.headerSize = end + 4
 
-	line, rest, _ := cut(s)
+	line, rest, _ := h1.Cut(s)
 	sp := strings.IndexByte(line, ' ')
 	if sp <= 0 {
 		return h, false
@@ -54,7 +54,7 @@ func parseHead(b []byte) (h head, ok bool) {
 		return h, false
 	}
 	h.target = line[:sp]
-	if !validMethod(h.method) || h.method == http.MethodConnect || h.target[0] != '/' || !visibleASCII(h.target) {
+	if !validMethod(h.method) || h.method == http.MethodConnect || h.target[0] != '/' || !h1.VisibleASCII(h.target) {
 		return h, false
 	}
 	u, err := url.ParseRequestURI(h.target)
@@ -73,13 +73,13 @@ func parseHead(b []byte) (h head, ok bool) {
 	h.header = make(http.Header, n)
 	hosts, lengths := 0, 0
 	for i := 0; rest != ""; i++ {
-		line, rest, _ = cut(rest)
+		line, rest, _ = h1.Cut(rest)
 		colon := strings.IndexByte(line, ':')
 		if colon <= 0 {
 			return h, false // no name, or a folded line (it starts with a space)
 		}
 		name, value := line[:colon], textproto.TrimString(line[colon+1:])
-		if !validName(name) || !validValue(value) {
+		if !h1.ValidName(name) || !h1.ValidValue(value) {
 			return h, false
 		}
 		key := textproto.CanonicalMIMEHeaderKey(name)
@@ -89,17 +89,17 @@ func parseHead(b []byte) (h head, ok bool) {
 			h.host = value
 		case "Content-Length":
 			lengths++
-			if value == "" || len(value) > 18 || !digits(value) {
+			if value == "" || len(value) > 18 || !h1.Digits(value) {
 				return h, false
 			}
 			h.length, _ = strconv.ParseInt(value, 10, 64)
 		case "Transfer-Encoding", "Expect", "Upgrade", "Trailer":
 			return h, false
 		case "Connection":
-			if hasToken(value, "upgrade") {
+			if h1.ListHas(value, "upgrade") {
 				return h, false
 			}
-			if hasToken(value, "close") {
+			if h1.ListHas(value, "close") {
 				h.close = true
 			}
 		}
@@ -107,7 +107,11 @@ func parseHead(b []byte) (h head, ok bool) {
 			continue // net/http keeps it in Request.Host only
 		}
 		values[i] = value
-		h.header[key] = append(h.header[key], values[i:i+1:i+1]...)
+		if prev, ok := h.header[key]; ok {
+			h.header[key] = append(prev, value) // a repeated name: its own array (prev's holds one)
+		} else {
+			h.header[key] = values[i : i+1 : i+1]
+		}
 	}
 	if hosts != 1 || lengths > 1 || !validHost(h.host) {
 		return h, false
@@ -118,37 +122,6 @@ func parseHead(b []byte) (h head, ok bool) {
 		}
 	}
 	return h, true
-}
-
-// cut is the line at the start of s (without its CRLF) and what follows it.
-func cut(s string) (line, rest string, found bool) {
-	i := strings.IndexByte(s, '\n')
-	if i < 0 {
-		return s, "", false
-	}
-	return s[:i-1], s[i+1:], true
-}
-
-// isTchar reports a token character of RFC 9110 section 5.6.2.
-func isTchar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	switch c {
-	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-		return true
-	}
-	return false
-}
-
-func validName(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isTchar(s[i]) {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // validMethod is a method of upper-case letters (the ones clients send): anything else is
@@ -162,26 +135,6 @@ func validMethod(s string) bool {
 	return s != ""
 }
 
-// validValue is a field value of visible ASCII, spaces and tabs: no control bytes, and no bytes
-// past ASCII, which servers read differently.
-func validValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c != '\t' && (c < ' ' || c > '~') {
-			return false
-		}
-	}
-	return true
-}
-
-func visibleASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
-}
-
 // validHost is a Host of name and address characters, with an optional port: a name, an IPv4
 // address or a bracketed IPv6 one. Anything odder is net/http's to judge.
 func validHost(s string) bool {
@@ -192,34 +145,4 @@ func validHost(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-func digits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// hasToken reports whether the comma-separated list v holds token (ASCII case ignored; the values
-// the front reads are ASCII).
-func hasToken(v, token string) bool {
-	for f := range strings.SplitSeq(v, ",") {
-		if strings.EqualFold(textproto.TrimString(f), token) {
-			return true
-		}
-	}
-	return false
-}
-
-// hasTokenIn is hasToken over a header's values.
-func hasTokenIn(values []string, token string) bool {
-	for _, v := range values {
-		if hasToken(v, token) {
-			return true
-		}
-	}
-	return false
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llamatray/llamatray/router/internal/h1"
 )
 
 // sniffLen is how much of a body net/http looks at for a missing Content-Type, and how much of it
@@ -155,7 +157,7 @@ func (w *writer) sendHead(end bool) {
 	if w.c.closing() || w.req.Close || w.body != nil && !w.body.read() {
 		w.closeAfter = true // (a body left unread is dropped with its connection)
 	}
-	if hasTokenIn(h["Connection"], "close") {
+	if h1.HeaderHas(h["Connection"], "close") {
 		w.closeAfter = true
 	}
 	if _, ok := h["Date"]; !ok {
@@ -186,7 +188,7 @@ func (w *writer) sendHead(end bool) {
 		w.chunked = true
 		h["Transfer-Encoding"] = []string{"chunked"}
 	}
-	if w.closeAfter && !hasTokenIn(h["Connection"], "close") {
+	if w.closeAfter && !h1.HeaderHas(h["Connection"], "close") {
 		h["Connection"] = []string{"close"}
 	}
 	w.bw.WriteString("HTTP/1.1 ")
@@ -290,7 +292,7 @@ func statusLine(code int) string {
 func writeHeaders(bw *bufio.Writer, h http.Header, skip []string) {
 next:
 	for k, vv := range h {
-		if !validName(k) {
+		if !h1.ValidName(k) {
 			continue
 		}
 		for _, s := range skip {

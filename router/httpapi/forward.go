@@ -10,6 +10,8 @@ import (
 	"net/textproto"
 	"net/url"
 	"strings"
+
+	"github.com/llamatray/llamatray/router/internal/h1"
 )
 
 // forward proxies r to t's child over rt.children and copies the answer to w. It is the reverse
@@ -43,7 +45,11 @@ func (rt *Server) forward(w http.ResponseWriter, r *http.Request, t *proxyTarget
 	_ = rt.modifyResponse(resp)
 	h := w.Header()
 	for k, vv := range resp.Header {
-		h[k] = append(h[k], vv...)
+		if prev, ok := h[k]; ok {
+			h[k] = append(prev, vv...)
+		} else {
+			h[k] = vv // resp is this request's own: its values are not used again
+		}
 	}
 	announced := len(resp.Trailer)
 	if announced > 0 {
@@ -129,7 +135,7 @@ func outRequest(r *http.Request, t *proxyTarget) *http.Request {
 		h[k] = vv // values shared, never changed: only whole keys are set or deleted below
 	}
 	removeHopByHop(h)
-	if headerHasToken(r.Header["Te"], "trailers") {
+	if h1.HeaderHas(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
 	if up != "" {
@@ -167,22 +173,10 @@ func removeHopByHop(h http.Header) {
 
 // upgradeType is the protocol a request asks to switch to ("" when none).
 func upgradeType(h http.Header) string {
-	if !headerHasToken(h["Connection"], "upgrade") {
+	if !h1.HeaderHas(h["Connection"], "upgrade") {
 		return ""
 	}
 	return h.Get("Upgrade")
-}
-
-// headerHasToken reports whether one of the comma-separated values holds token (ASCII case ignored).
-func headerHasToken(values []string, token string) bool {
-	for _, v := range values {
-		for f := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(textproto.TrimString(f), token) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // joinPath is the path of the request to the child: the target's path, when it has one, joined

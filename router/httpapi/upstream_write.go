@@ -8,6 +8,8 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+
+	"github.com/llamatray/llamatray/router/internal/h1"
 )
 
 // writeRequest writes req to bw as net/http's Request.Write does, for the requests forward makes:
@@ -45,7 +47,7 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 		bw.WriteString(ua)
 		bw.WriteString("\r\n")
 	}
-	if req.Close && !headerHasToken(req.Header["Connection"], "close") {
+	if req.Close && !h1.HeaderHas(req.Header["Connection"], "close") {
 		bw.WriteString("Connection: close\r\n")
 	}
 	if sendLength(req) {
@@ -115,7 +117,7 @@ func plainRequest(req *http.Request) bool {
 			return false // Request.Write refuses control bytes in the target
 		}
 	}
-	if headerHasToken(req.Header["Connection"], "upgrade") {
+	if h1.HeaderHas(req.Header["Connection"], "upgrade") {
 		return false
 	}
 	for k, vv := range req.Header {

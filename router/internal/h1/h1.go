@@ -1,0 +1,104 @@
+// Package h1 holds the lexing rules of the strict subset of HTTP/1.1 heads that Llamatray reads
+// itself, rather than through net/http: request heads at the endpoint (router/front) and the heads
+// of llama-server's answers (router/httpapi's upstream). Whatever falls outside the subset is left
+// to net/http, unread, so that a head is never read two ways.
+package h1
+
+import (
+	"net/textproto"
+	"strings"
+)
+
+// Cut is the line at the start of s, whose lines each end in CRLF, without its CRLF; and what
+// follows it.
+func Cut(s string) (line, rest string, found bool) {
+	i := strings.IndexByte(s, '\n')
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i-1], s[i+1:], true
+}
+
+// CRLFOnly reports whether every CR of b starts a CRLF and every LF ends one.
+func CRLFOnly(b []byte) bool {
+	for i, c := range b {
+		if c == '\r' && (i+1 == len(b) || b[i+1] != '\n') || c == '\n' && (i == 0 || b[i-1] != '\r') {
+			return false
+		}
+	}
+	return true
+}
+
+// IsTchar reports a token character of RFC 9110 section 5.6.2.
+func IsTchar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	switch c {
+	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
+		return true
+	}
+	return false
+}
+
+// ValidName is a header name: a token.
+func ValidName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !IsTchar(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// ValidValue is a field value of visible ASCII, spaces and tabs: no control bytes, and no bytes
+// past ASCII, which servers read differently.
+func ValidValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != '\t' && (c < ' ' || c > '~') {
+			return false
+		}
+	}
+	return true
+}
+
+// VisibleASCII is a non-empty run of visible ASCII: no spaces or control bytes.
+func VisibleASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Digits is a non-empty run of decimal digits.
+func Digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// ListHas reports whether the comma-separated list v holds token, ASCII case ignored.
+func ListHas(v, token string) bool {
+	for f := range strings.SplitSeq(v, ",") {
+		if strings.EqualFold(textproto.TrimString(f), token) {
+			return true
+		}
+	}
+	return false
+}
+
+// HeaderHas is ListHas over a header's values.
+func HeaderHas(values []string, token string) bool {
+	for _, v := range values {
+		if ListHas(v, token) {
+			return true
+		}
+	}
+	return false
+}

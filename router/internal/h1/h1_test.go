@@ -1,0 +1,38 @@
+package h1
+
+import "testing"
+
+func TestLexing(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{"crlf lines", CRLFOnly([]byte("a\r\nb\r\n")), true},
+		{"bare lf", CRLFOnly([]byte("a\nb\r\n")), false},
+		{"bare cr", CRLFOnly([]byte("a\rb\r\n")), false},
+		{"cr at the end", CRLFOnly([]byte("a\r")), false},
+		{"token name", ValidName("X-Request-Id"), true},
+		{"name with a space", ValidName("X Request"), false},
+		{"empty name", ValidName(""), false},
+		{"value with tab", ValidValue("a\tb c"), true},
+		{"value with NUL", ValidValue("a\x00"), false},
+		{"value past ASCII", ValidValue("caf\xc3\xa9"), false},
+		{"visible", VisibleASCII("/v1/models?x=1"), true},
+		{"visible with space", VisibleASCII("/a b"), false},
+		{"digits", Digits("0123"), true},
+		{"signed", Digits("+1"), false},
+		{"no digits", Digits(""), false},
+		{"list token", ListHas("keep-alive, Close", "close"), true},
+		{"list part of a token", ListHas("closed", "close"), false},
+		{"header token", HeaderHas([]string{"a", " b ,Upgrade"}, "upgrade"), true},
+		{"header without", HeaderHas(nil, "close"), false},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if line, rest, ok := Cut("HTTP/1.1 200 OK\r\nA: b\r\n"); line != "HTTP/1.1 200 OK" || rest != "A: b\r\n" || !ok {
+		t.Errorf("Cut = %q %q %v", line, rest, ok)
+	}
+}
