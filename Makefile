@@ -159,13 +159,14 @@ fuzz:
 
 # What a hostile mirror or archive sends: the Hub's tree paths and release archives; what a hostile
 # client sends a worker's link; and request heads the endpoint's front must read as net/http does, or
-# leave to it (request smuggling). CI runs it briefly.
+# leave to it (request smuggling), and the answer heads of a llama-server read as net/http reads them. CI runs it briefly.
 # An unpacking run writes files, so minimizing is bounded by count, not time (5 s would eat the run).
 fuzz-hostile:
 	$(GO) test -run '^$$' -fuzz '^FuzzTreePath$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/hub/
 	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 200x ./router/releases/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestLine$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/worker/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/front/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadAnswer$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./router/httpapi/
 
 # The real window under Xvfb, one model loaded with an active stream → docs/screenshot.png.
 screenshot: deps-test

@@ -61,7 +61,7 @@ func BenchmarkRouterFront(b *testing.B) {
 		if _, err := c.Write(req); err != nil {
 			b.Fatal(err)
 		}
-		if status, err := readAnswer(br); err != nil || status != http.StatusOK {
+		if status, err := benchReadAnswer(br); err != nil || status != http.StatusOK {
 			b.Fatalf("answer %d: %v", status, err)
 		}
 	}
@@ -103,8 +103,8 @@ func answerLoop(c net.Conn, reply []byte) {
 	}
 }
 
-// readAnswer reads one answer with a Content-Length from br and returns its status.
-func readAnswer(br *bufio.Reader) (int, error) {
+// benchReadAnswer reads one answer with a Content-Length from br and returns its status.
+func benchReadAnswer(br *bufio.Reader) (int, error) {
 	status, n := 0, -1
 	for {
 		line, err := br.ReadSlice('\n')

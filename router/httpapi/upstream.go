@@ -118,7 +118,7 @@ func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Requ
 	var resp *http.Response
 	for {
 		var err error
-		resp, err = http.ReadResponse(c.br, req)
+		resp, err = readAnswer(c.br, req)
 		if err != nil {
 			return fail(fmt.Errorf("reading llama-server's answer: %w", err))
 		}
