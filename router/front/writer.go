@@ -160,9 +160,6 @@ func (w *writer) sendHead(end bool) {
 	if h1.HeaderHas(h["Connection"], "close") {
 		w.closeAfter = true
 	}
-	if _, ok := h["Date"]; !ok {
-		h["Date"] = []string{time.Now().UTC().Format(http.TimeFormat)}
-	}
 	if w.bodyAllowed() && w.written > 0 {
 		if _, ok := h["Content-Type"]; !ok && len(h["Transfer-Encoding"]) == 0 {
 			h["Content-Type"] = []string{http.DetectContentType(w.held[:min(len(w.held), sniffLen)])}
@@ -194,6 +191,12 @@ func (w *writer) sendHead(end bool) {
 	w.bw.WriteString("HTTP/1.1 ")
 	w.bw.WriteString(statusLine(w.status))
 	writeHeaders(w.bw, h, w.trailers)
+	if _, ok := h["Date"]; !ok { // written, not added to h: as net/http, which does not show it either
+		var date [len(http.TimeFormat)]byte
+		w.bw.WriteString("Date: ")
+		w.bw.Write(time.Now().UTC().AppendFormat(date[:0], http.TimeFormat))
+		w.bw.WriteString("\r\n")
+	}
 	_, err := w.bw.WriteString("\r\n")
 	w.fail(err)
 }

@@ -22,6 +22,7 @@ type infoKey struct{}
 // so it needs no lock.
 type reqInfo struct {
 	id     string
+	ids    [1]string // id, as the one value of the X-Request-Id headers both ways (never changed)
 	model  string
 	waited time.Duration
 	status int // overrides the written status in the log (499 when the client left)
@@ -71,7 +72,8 @@ func (rt *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		info := &reqInfo{id: requestID(r)}
-		w.Header().Set(requestIDHeader, info.id)
+		info.ids[0] = info.id
+		w.Header()[requestIDHeader] = info.ids[:]
 		lw := &logWriter{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 		aborted := true

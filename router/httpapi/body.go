@@ -30,7 +30,7 @@ func (rt *Server) bodyDeadline(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rc := http.NewResponseController(w)
+		rc := *http.NewResponseController(w) // a value: the body below holds it, one allocation for both
 		if rc.SetReadDeadline(time.Now().Add(rt.bodyWait)) == nil {
 			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 		}
@@ -42,7 +42,7 @@ func (rt *Server) bodyDeadline(next http.Handler) http.Handler {
 // the handler's goroutine reads it.
 type deadlineBody struct {
 	io.ReadCloser
-	rc   *http.ResponseController
+	rc   http.ResponseController
 	done bool // the deadline was cleared
 }
 

@@ -148,7 +148,7 @@ func outRequest(r *http.Request, t *proxyTarget) *http.Request {
 		h["User-Agent"] = []string{""} // none of Go's own
 	}
 	if info := infoFrom(r.Context()); info != nil {
-		h[requestIDHeader] = []string{info.id}
+		h[requestIDHeader] = info.ids[:]
 	}
 	out.Header = h
 	return out

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
@@ -74,7 +75,7 @@ func (rt *Server) reload(r *http.Request) error {
 // <img> of another site's page must not load models and evict the user's), whose model is not
 // running: it must not start a load. A sleeping model is running (waking it is not a load).
 func (rt *Server) checkAutoload(r *http.Request, id string) error {
-	if v := r.URL.Query().Get("autoload"); v != "false" && v != "0" && !crossSite(r) {
+	if v := queryValue(r.URL, "autoload"); v != "false" && v != "0" && !crossSite(r) {
 		return nil
 	}
 	st, err := rt.o.Engine.Model(id)
@@ -233,4 +234,12 @@ func appendSSE(buf []byte, evs []sseEventJSON) []byte {
 		buf = append(append(append(buf, "data: "...), b...), "\n\n"...)
 	}
 	return buf
+}
+
+// queryValue is u.Query().Get(key), without parsing a query that is empty (the usual request).
+func queryValue(u *url.URL, key string) string {
+	if u.RawQuery == "" {
+		return ""
+	}
+	return u.Query().Get(key)
 }

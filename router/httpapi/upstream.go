@@ -29,15 +29,18 @@ type upstream struct {
 	maxIdle int           // idle connections kept per child
 	idleFor time.Duration // an idle connection older than this is closed, not reused
 
-	mu    sync.Mutex                 // guards idle and timer
-	idle  map[string][]*upstreamConn // by child (socket path or host:port), most recent last
-	timer *time.Timer                // closes stale idle connections; armed while any is idle
+	mu    sync.Mutex                  // guards idle and timer
+	idle  map[connKey][]*upstreamConn // by child, most recent last; a list emptied by get stays, for the next put
+	timer *time.Timer                 // closes stale idle connections; armed while any is idle
 }
+
+// connKey is where a child listens: "unix" and its socket path, or "tcp" and host:port.
+type connKey struct{ network, addr string }
 
 // upstreamConn is one connection to a child with its buffers.
 type upstreamConn struct {
 	net.Conn
-	key   string
+	key   connKey
 	model string // the model whose child it reaches (canonical ID)
 	br    *bufio.Reader
 	bw    *bufio.Writer
@@ -47,7 +50,7 @@ type upstreamConn struct {
 func newUpstream() *upstream {
 	// No TCP keep-alive probes: a child on loopback that goes away is seen by its supervisor.
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: -1}
-	return &upstream{dial: d.DialContext, maxIdle: 16, idleFor: upstreamIdleTimeout, idle: map[string][]*upstreamConn{}}
+	return &upstream{dial: d.DialContext, maxIdle: 16, idleFor: upstreamIdleTimeout, idle: map[connKey][]*upstreamConn{}}
 }
 
 // errUpstreamClosed says the child closed a kept-alive connection before it answered.
@@ -179,7 +182,7 @@ func (b *upstreamBody) Close() error {
 
 // get returns an idle connection to addr, or a new one to model's child there; reused says which.
 func (u *upstream) get(ctx context.Context, network, addr, model string) (*upstreamConn, bool, error) {
-	key := network + ":" + addr
+	key := connKey{network, addr}
 	now := time.Now()
 	var stale []*upstreamConn
 	var c *upstreamConn
@@ -193,9 +196,6 @@ func (u *upstream) get(ctx context.Context, network, addr, model string) (*upstr
 			break
 		}
 		stale = append(stale, last)
-	}
-	if len(u.idle[key]) == 0 {
-		delete(u.idle, key)
 	}
 	u.mu.Unlock()
 	for _, s := range stale {
@@ -216,7 +216,7 @@ func (u *upstream) dialConn(ctx context.Context, network, addr, model string) (*
 	}
 	// Buffers are per connection and, with a new connection per stream, per request: small ones.
 	// Larger bodies go straight from the proxy's 32 KiB copy buffer.
-	return &upstreamConn{Conn: nc, key: network + ":" + addr, model: model, br: bufio.NewReaderSize(nc, 8<<10), bw: bufio.NewWriterSize(nc, 8<<10)}, nil
+	return &upstreamConn{Conn: nc, key: connKey{network, addr}, model: model, br: bufio.NewReaderSize(nc, 8<<10), bw: bufio.NewWriterSize(nc, 8<<10)}, nil
 }
 
 // put keeps c for the next request to its child.
@@ -292,7 +292,7 @@ func (u *upstream) CloseIdleConnections() {
 	for _, list := range u.idle {
 		all = append(all, list...)
 	}
-	u.idle = map[string][]*upstreamConn{}
+	u.idle = map[connKey][]*upstreamConn{}
 	if u.timer != nil {
 		u.timer.Stop()
 		u.timer = nil
