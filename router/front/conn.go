@@ -341,6 +341,14 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Buffered reports whether the rest of the body is already in the connection's buffer: reading it
+// cannot wait on the client, and needs no deadline (httpapi's bodyDeadline).
+func (b *reqBody) Buffered() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return int64(b.c.br.Buffered()) >= b.left
+}
+
 // Close stops the handler's reads; what is left of the body is serve's to drop.
 func (b *reqBody) Close() error {
 	b.mu.Lock()

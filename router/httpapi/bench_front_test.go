@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -35,19 +36,15 @@ func BenchmarkRouterFront(b *testing.B) {
 			go answerLoop(c, []byte(reply))
 		}
 	}()
-	_, fe, rt := testRouter(b, "http://"+up.Addr().String(), nil)
+	// At log_level "warn", the service's default: no access log line is built.
+	_, fe, rt := testRouter(b, "http://"+up.Addr().String(), func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
 	go func() { // leases are counted on a channel the benchmark does not wait for
 		for range fe.released {
 		}
 	}()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := front.New(front.Options{Handler: rt, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	ln := viaFront(b, rt).Listener
 
 	body := `{"model":"fast","messages":[{"role":"user","content":"hello there"}]}`
 	req := []byte("POST /v1/chat/completions HTTP/1.1\r\nHost: " + ln.Addr().String() + "\r\nUser-Agent: bench\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
@@ -126,4 +123,19 @@ func benchReadAnswer(br *bufio.Reader) (int, error) {
 	}
 	_, err := br.Discard(n)
 	return status, err
+}
+
+// viaFront serves h through router/front, the endpoint's server, instead of net/http's. Only URL and
+// Listener of what it returns are set; the server closes when the test ends.
+func viaFront(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := front.New(front.Options{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	go func() { _ = fs.Serve(ln) }()
+	t.Cleanup(func() { _ = fs.Close() })
+	return &httptest.Server{URL: "http://" + ln.Addr().String(), Listener: ln}
 }

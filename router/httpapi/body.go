@@ -26,7 +26,7 @@ const bodyChunk = 64 << 10
 // errBodyTimeout, 408); net/http then closes the connection, and the buffer is garbage.
 func (rt *Server) bodyDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody || rt.bodyWait <= 0 {
+		if r.Body == nil || r.Body == http.NoBody || rt.bodyWait <= 0 || bodyBuffered(r.Body) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -36,6 +36,13 @@ func (rt *Server) bodyDeadline(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bodyBuffered reports a body that has already arrived whole (router/front knows): reading it cannot
+// stall, and setting and clearing a deadline for it would cost two timer changes for nothing.
+func bodyBuffered(body io.Reader) bool {
+	b, ok := body.(interface{ Buffered() bool })
+	return ok && b.Buffered()
 }
 
 // deadlineBody clears the connection's read deadline when its body has been read to the end. Only

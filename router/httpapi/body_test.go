@@ -39,33 +39,35 @@ func dialRaw(t *testing.T, srv *httptest.Server) (net.Conn, *bufio.Reader) {
 func TestBodyDeadlineCutsStalledBody(t *testing.T) {
 	up, got := recordingUpstream(t)
 	const timeout = 200 * time.Millisecond
-	srv, fe, _ := testRouter(t, up.URL, func(o *Options) { o.BodyTimeout = timeout })
-	for _, c := range []struct{ path, framing, sent string }{
-		{"/v1/chat/completions", "Content-Length: 100", `{"model":`},
-		{"/models/load", "Content-Length: 100", `{"model":`},
-		{"/upstream/m1/completion", "Content-Length: 67108864", `{`},
-		{"/v1/chat/completions", "Transfer-Encoding: chunked", "9\r\n{\"model\":\r\n"},
-	} {
-		t.Run(c.path+" "+c.framing, func(t *testing.T) {
-			conn, br := dialRaw(t, srv)
-			start := time.Now()
-			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n%s\r\n\r\n%s", c.path, c.framing, c.sent)
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				t.Fatalf("no answer to a stalled body: %v", err)
-			}
-			_, code, msg := decodeError(t, resp)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusRequestTimeout || code != "body_timeout" || !strings.Contains(msg, "did not arrive in time") {
-				t.Fatalf("%d %s %q", resp.StatusCode, code, msg)
-			}
-			if waited := time.Since(start); waited < timeout {
-				t.Fatalf("answered after %s, before the body timeout", waited)
-			}
-			if _, err := br.ReadByte(); err != io.EOF {
-				t.Fatalf("the connection stayed open after the body timeout: %v", err)
-			}
-		})
+	plain, fe, rt := testRouter(t, up.URL, func(o *Options) { o.BodyTimeout = timeout })
+	for _, srv := range []*httptest.Server{plain, viaFront(t, rt)} {
+		for _, c := range []struct{ path, framing, sent string }{
+			{"/v1/chat/completions", "Content-Length: 100", `{"model":`},
+			{"/models/load", "Content-Length: 100", `{"model":`},
+			{"/upstream/m1/completion", "Content-Length: 67108864", `{`},
+			{"/v1/chat/completions", "Transfer-Encoding: chunked", "9\r\n{\"model\":\r\n"},
+		} {
+			t.Run(c.path+" "+c.framing, func(t *testing.T) {
+				conn, br := dialRaw(t, srv)
+				start := time.Now()
+				fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n%s\r\n\r\n%s", c.path, c.framing, c.sent)
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("no answer to a stalled body: %v", err)
+				}
+				_, code, msg := decodeError(t, resp)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusRequestTimeout || code != "body_timeout" || !strings.Contains(msg, "did not arrive in time") {
+					t.Fatalf("%d %s %q", resp.StatusCode, code, msg)
+				}
+				if waited := time.Since(start); waited < timeout {
+					t.Fatalf("answered after %s, before the body timeout", waited)
+				}
+				if _, err := br.ReadByte(); err != io.EOF {
+					t.Fatalf("the connection stayed open after the body timeout: %v", err)
+				}
+			})
+		}
 	}
 	select {
 	case s := <-got:
@@ -84,7 +86,7 @@ func TestBodyDeadlineCutsStalledBody(t *testing.T) {
 func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
 	up, _ := recordingUpstream(t)
 	const timeout = 100 * time.Millisecond
-	srv, fe, _ := testRouter(t, up.URL, func(o *Options) { o.BodyTimeout = timeout })
+	plain, fe, rt := testRouter(t, up.URL, func(o *Options) { o.BodyTimeout = timeout })
 	fe.mu.Lock()
 	fe.acquire = func(ctx context.Context, id string) (*engine.Lease, error) {
 		select { // a load that takes several body timeouts
@@ -95,21 +97,23 @@ func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
 		return fe.lease(id, 5*timeout), nil
 	}
 	fe.mu.Unlock()
-	conn, br := dialRaw(t, srv)
-	body := `{"model":"m1","messages":[]}`
-	for i := range 2 {
-		fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("request %d: %v", i, err)
+	for _, srv := range []*httptest.Server{plain, viaFront(t, rt)} {
+		conn, br := dialRaw(t, srv)
+		body := `{"model":"m1","messages":[]}`
+		for i := range 2 {
+			fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"upstream":true`)) {
+				t.Fatalf("request %d: %d %s", i, resp.StatusCode, b)
+			}
 		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"upstream":true`)) {
-			t.Fatalf("request %d: %d %s", i, resp.StatusCode, b)
-		}
+		waitReleased(t, fe, 2)
 	}
-	waitReleased(t, fe, 2)
 }
 
 // A body declared 64 MiB of which little arrives costs what arrived, not what was declared.
