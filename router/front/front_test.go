@@ -329,3 +329,31 @@ func TestShutdownWaitsForAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSweeperArmsOnlyWhileListed: the sweeper's timer is armed while a request is listed and
+// stopped when the last one is taken off, so that quick answers never wake it; a sweep re-arms it
+// for a request not yet due.
+func TestSweeperArmsOnlyWhileListed(t *testing.T) {
+	var s sweeper
+	a, b := &conn{}, &conn{}
+	s.add(a)
+	s.add(b)
+	s.remove(a)
+	if !s.armed {
+		t.Fatal("the timer was stopped with a request still listed")
+	}
+	s.remove(b)
+	if s.armed {
+		t.Fatal("the timer is armed with nothing listed")
+	}
+	s.add(a)
+	s.sweep() // a is not due yet: it stays listed, and the timer is set again for it
+	s.mu.Lock()
+	_, listed := s.listed[a]
+	armed := s.armed
+	s.mu.Unlock()
+	if !listed || !armed {
+		t.Fatalf("after an early sweep: listed %v, armed %v", listed, armed)
+	}
+	s.remove(a)
+}

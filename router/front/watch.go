@@ -10,69 +10,70 @@ import (
 // a proxy on loopback take less, and those never cost a second goroutine and read.
 const watchAfter = 10 * time.Millisecond
 
-// idleSweeps is how many looks with nothing listed the sweeper takes before it stops; the next
-// listed request starts it again.
-const idleSweeps = 100
-
-// sweeper starts watchClient for the requests that have run watchAfter. It runs while requests
-// are listed, and stops after idleSweeps empty looks.
+// sweeper starts watchClient for the requests that have run watchAfter. One timer, armed while
+// requests are listed, fires when the earliest of them is due; a request that ends first takes
+// itself off the list, and the last one off stops the timer. So answers that all take less than
+// watchAfter never wake it.
 type sweeper struct {
-	mu      sync.Mutex // guards listed and running
-	listed  map[*conn]time.Time
-	running bool
+	mu     sync.Mutex // guards listed, timer and armed
+	listed map[*conn]time.Time
+	timer  *time.Timer // runs sweep; made by the first add
+	armed  bool        // timer is set to fire
 }
 
-// add lists c's request (its body was read); the sweeper starts if it is not running.
+// add lists c's request (its body was read); the timer is armed if it is not.
 func (s *sweeper) add(c *conn) {
 	c.watch.Store(watchListed)
+	now := time.Now()
 	s.mu.Lock()
 	if s.listed == nil {
 		s.listed = map[*conn]time.Time{}
 	}
-	s.listed[c] = time.Now()
-	start := !s.running
-	s.running = true
-	s.mu.Unlock()
-	if start {
-		go s.run()
+	s.listed[c] = now
+	if !s.armed {
+		s.armed = true
+		if s.timer == nil {
+			s.timer = time.AfterFunc(watchAfter, s.sweep)
+		} else {
+			s.timer.Reset(watchAfter)
+		}
 	}
+	s.mu.Unlock()
 }
 
 // remove takes c's request off the list (it ended before a watchClient started).
 func (s *sweeper) remove(c *conn) {
 	s.mu.Lock()
 	delete(s.listed, c)
+	if len(s.listed) == 0 && s.armed {
+		s.armed = false
+		s.timer.Stop()
+	}
 	s.mu.Unlock()
 }
 
-func (s *sweeper) run() {
-	t := time.NewTicker(watchAfter)
-	defer t.Stop()
-	empty := 0
+// sweep starts watchClient for every request due and arms the timer for the next one.
+func (s *sweeper) sweep() {
+	now := time.Now()
 	var due []*conn
-	for now := range t.C {
-		due = due[:0]
-		s.mu.Lock()
-		if len(s.listed) == 0 {
-			if empty++; empty >= idleSweeps {
-				s.running = false
-				s.mu.Unlock()
-				return
-			}
-		} else {
-			empty = 0
+	var next time.Time
+	s.mu.Lock()
+	for c, since := range s.listed {
+		if now.Sub(since) >= watchAfter {
+			delete(s.listed, c)
+			due = append(due, c)
+		} else if next.IsZero() || since.Before(next) {
+			next = since
 		}
-		for c, since := range s.listed {
-			if now.Sub(since) >= watchAfter {
-				delete(s.listed, c)
-				due = append(due, c)
-			}
-		}
-		s.mu.Unlock()
-		for _, c := range due {
-			if c.watch.CompareAndSwap(watchListed, watchReading) {
-				go c.watchClient()
-			}
+	}
+	s.armed = !next.IsZero()
+	if s.armed {
+		s.timer.Reset(next.Add(watchAfter).Sub(now))
+	}
+	s.mu.Unlock()
+	for _, c := range due {
+		if c.watch.CompareAndSwap(watchListed, watchReading) {
+			go c.watchClient()
 		}
 	}
 }
