@@ -111,8 +111,7 @@ type Scanner struct {
 
 	mt, mu  int    // bytes of keyTimings and keyUsage matched so far
 	which   int    // 1 timings, 2 usage: the key just matched, waiting for its '{'
-	obj     []byte // the object being captured, in buf while it fits
-	buf     [512]byte
+	obj     []byte // the object being captured, when it spans reads (one within a read is read there)
 	depth   int  // brace depth inside obj
 	inStr   bool // inside a string of obj
 	escaped bool // the previous byte of a string was a backslash
@@ -122,9 +121,7 @@ type Scanner struct {
 
 // NewScanner wraps body; done gets the usage when the body is closed.
 func NewScanner(body io.ReadCloser, done func(*Usage)) *Scanner {
-	s := &Scanner{body: body, done: done, now: time.Now}
-	s.obj = s.buf[:0]
-	return s
+	return &Scanner{body: body, done: done, now: time.Now}
 }
 
 func (s *Scanner) Read(p []byte) (int, error) {
@@ -155,12 +152,13 @@ func (s *Scanner) scan(b []byte) {
 		c := b[i]
 		switch {
 		case s.depth > 0:
-			i += s.capture(b[i:]) - 1
+			i += s.capture(b[i:], 0) - 1
 		case s.which != 0:
 			switch c {
 			case ' ', '\t', '\r', '\n':
 			case '{':
-				s.depth, s.obj, s.skip, s.inStr = 1, append(s.obj[:0], c), false, false
+				s.depth, s.obj, s.skip, s.inStr, s.escaped = 1, s.obj[:0], false, false, false
+				i += s.capture(b[i:], 1) - 1
 			default:
 				s.which = 0
 			}
@@ -210,11 +208,12 @@ func step(key []byte, m int, c byte) int {
 }
 
 // capture reads b, the next bytes of the object being captured, up to the object's end: it
-// returns how many bytes of b belong to the object, and reads the object once it is whole.
-func (s *Scanner) capture(b []byte) int {
+// returns how many bytes of b belong to the object, and reads the object once it is whole. The
+// first from bytes of b are the object's already looked at (its opening brace).
+func (s *Scanner) capture(b []byte, from int) int {
 	n, whole := len(b), false
 loop:
-	for i := 0; i < len(b); i++ {
+	for i := from; i < len(b); i++ {
 		c := b[i]
 		switch {
 		case s.inStr:
@@ -237,11 +236,13 @@ loop:
 			}
 		}
 	}
-	if !s.skip {
+	obj := b[:n] // the whole object, when it began in b and ended there: read in place
+	if !s.skip && (!whole || len(s.obj) > 0) {
 		if len(s.obj)+n > maxObject {
 			s.skip, s.obj = true, s.obj[:0]
 		} else {
 			s.obj = append(s.obj, b[:n]...)
+			obj = s.obj
 		}
 	}
 	if !whole {
@@ -251,12 +252,12 @@ loop:
 		switch s.which {
 		case 1:
 			t := timings{s.u.Timings} // a later object updates the keys it has, as the stream goes on
-			if numbers(s.obj, t.set) {
+			if numbers(obj, t.set) {
 				s.u.Timings, s.u.HasTimings = t.Timings, true
 			}
 		case 2:
 			t := tokens{s.u.Tokens}
-			if numbers(s.obj, t.set) {
+			if numbers(obj, t.set) {
 				s.u.Tokens, s.u.HasUsage = t.Tokens, true
 			}
 		}
