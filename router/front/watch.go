@@ -11,9 +11,9 @@ import (
 const watchAfter = 10 * time.Millisecond
 
 // sweeper starts watchClient for the requests that have run watchAfter. One timer, armed while
-// requests are listed, fires when the earliest of them is due; a request that ends first takes
-// itself off the list, and the last one off stops the timer. So answers that all take less than
-// watchAfter never wake it.
+// requests are listed, fires watchAfter after the first of them was listed and every watchAfter
+// while any is; a request that ends first takes itself off the list, and the last one off stops
+// the timer. So answers that all take less than watchAfter never wake it.
 type sweeper struct {
 	mu     sync.Mutex // guards listed, timer and armed
 	listed map[*conn]time.Time
@@ -56,19 +56,18 @@ func (s *sweeper) remove(c *conn) {
 func (s *sweeper) sweep() {
 	now := time.Now()
 	var due []*conn
-	var next time.Time
 	s.mu.Lock()
 	for c, since := range s.listed {
 		if now.Sub(since) >= watchAfter {
 			delete(s.listed, c)
 			due = append(due, c)
-		} else if next.IsZero() || since.Before(next) {
-			next = since
 		}
 	}
-	s.armed = !next.IsZero()
+	// Again in watchAfter, not at the next request's own due time: under steady load the sweeps
+	// stay one per watchAfter, and a request is watched after watchAfter to twice that.
+	s.armed = len(s.listed) > 0
 	if s.armed {
-		s.timer.Reset(next.Add(watchAfter).Sub(now))
+		s.timer.Reset(watchAfter)
 	}
 	s.mu.Unlock()
 	for _, c := range due {
