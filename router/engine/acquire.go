@@ -62,31 +62,9 @@ func (e *Engine) request(id, name string) *waiter {
 	w := &waiter{model: id, ch: make(chan result, 1)}
 	e.transactOr(func(now time.Time) ([]action, bool) {
 		w.enq = now
-		if e.closed {
-			e.answer(w, result{err: ErrClosed})
-			return nil, true
-		}
-		if e.o.Binary == "" {
-			e.answer(w, result{err: &NoServerError{Hint: e.o.BinaryHint}})
-			return nil, true
-		}
-		m := e.models[id]
-		if m == nil {
-			e.answer(w, result{err: &UnknownModelError{Name: name}})
-			return nil, true
-		}
-		if m.set.Refuse != "" && !m.state.Running() {
-			e.answer(w, result{err: refusal(m)})
-			return nil, true
-		}
-		loaded := m.state == StateLoaded // a lease on it changes no decision (settled); a wake does
-		if l := e.tryLease(m, now); l != nil {
-			e.answer(w, result{lease: l})
-			return nil, !(loaded && e.settled(m))
-		}
-		if m.state == StateFailed && now.Before(m.nextRetry) {
-			e.answer(w, result{err: e.loadError(m)})
-			return nil, true
+		if r, replan, ok := e.answerNow(id, name, now); ok {
+			e.answer(w, r)
+			return nil, replan
 		}
 		e.queue = append(e.queue, w)
 		w.timer = e.fx.AfterFunc(e.o.QueueTimeout, func() { e.expire(w) })
@@ -94,6 +72,48 @@ func (e *Engine) request(id, name string) *waiter {
 		return nil, true
 	})
 	return w
+}
+
+// TryAcquireID is AcquireID when its answer is there at once: a lease on a model that takes one
+// now, or an error (unknown, refused, failed, no llama-server). answered false: the request would
+// wait, and nothing was queued; AcquireID waits. A caller that does something while a request
+// waits (loading progress) starts that only when it must.
+func (e *Engine) TryAcquireID(id string) (lease *Lease, answered bool, err error) {
+	e.transactOr(func(now time.Time) ([]action, bool) {
+		if e.models[id] == nil && !e.closed {
+			return nil, false // AcquireID syncs the catalog first
+		}
+		r, replan, ok := e.answerNow(id, id, now)
+		lease, answered, err = r.lease, ok, r.err
+		return nil, ok && replan
+	})
+	return lease, answered, err
+}
+
+// answerNow is what a request for id gets without waiting, and whether reconcile must run after it;
+// answered false: it waits. Called with mu held.
+func (e *Engine) answerNow(id, name string, now time.Time) (r result, replan, answered bool) {
+	if e.closed {
+		return result{err: ErrClosed}, true, true
+	}
+	if e.o.Binary == "" {
+		return result{err: &NoServerError{Hint: e.o.BinaryHint}}, true, true
+	}
+	m := e.models[id]
+	if m == nil {
+		return result{err: &UnknownModelError{Name: name}}, true, true
+	}
+	if m.set.Refuse != "" && !m.state.Running() {
+		return result{err: refusal(m)}, true, true
+	}
+	loaded := m.state == StateLoaded // a lease on it changes no decision (settled); a wake does
+	if l := e.tryLease(m, now); l != nil {
+		return result{lease: l}, !(loaded && e.settled(m)), true
+	}
+	if m.state == StateFailed && now.Before(m.nextRetry) {
+		return result{err: e.loadError(m)}, true, true
+	}
+	return result{}, false, false
 }
 
 // await waits for w's answer, or takes w out of the queue when ctx ends.

@@ -9,6 +9,12 @@ import (
 	"github.com/llamatray/llamatray/router/view"
 )
 
+// tryAcquirer is an Engine that can say at once whether a request gets its answer without waiting
+// (engine.Engine.TryAcquireID).
+type tryAcquirer interface {
+	TryAcquireID(id string) (lease *engine.Lease, answered bool, err error)
+}
+
 // acquired is the outcome of one Engine.Acquire.
 type acquired struct {
 	lease *engine.Lease
@@ -24,6 +30,11 @@ func (rt *Server) acquire(w http.ResponseWriter, r *http.Request, id string, str
 	if !stream || !rt.o.StreamLoadingProgress {
 		lease, err = rt.o.Engine.AcquireID(ctx, id)
 		return lease, false, err
+	}
+	if ta, ok := rt.o.Engine.(tryAcquirer); ok {
+		if lease, answered, err := ta.TryAcquireID(id); answered {
+			return lease, false, err // the usual case, a loaded model: no goroutine, no timer
+		}
 	}
 	done := make(chan acquired, 1)
 	go func() {

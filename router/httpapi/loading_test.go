@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,5 +209,61 @@ func TestLoadingClientLeaves(t *testing.T) {
 	case <-left:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Acquire not cancelled when the client left")
+	}
+}
+
+// tryingEngine is the fake engine with engine.Engine's TryAcquireID: answer says whether a request
+// is answered at once (a loaded model).
+type tryingEngine struct {
+	*fakeEngine
+	answer bool
+	tries  atomic.Int32
+}
+
+func (e *tryingEngine) TryAcquireID(id string) (*engine.Lease, bool, error) {
+	e.tries.Add(1)
+	if !e.answer {
+		return nil, false, nil
+	}
+	return e.lease(id, 0), true, nil
+}
+
+// A stream for a model that takes a lease at once is answered without loading comments, and
+// without waiting for Acquire; one whose request would wait gets them, from Acquire's wait, as
+// before.
+func TestLoadingProgressOnlyWhenTheRequestWaits(t *testing.T) {
+	for _, answer := range []bool{true, false} {
+		up := sseUpstream(t, 200)
+		var te *tryingEngine
+		srv, fe, _ := testRouter(t, up.URL, func(o *Options) {
+			o.StreamLoadingProgress = true
+			te = &tryingEngine{fakeEngine: o.Engine.(*fakeEngine), answer: answer}
+			o.Engine = te
+		}, func(rt *Server) {
+			rt.loadingAfter = 20 * time.Millisecond
+			rt.loadingEvery = 20 * time.Millisecond
+		})
+		<-fe.subscribed
+		outcome := slowLoad(fe) // Acquire waits until told: only a request that waits reaches it
+		resp := awaitResponse(t, startStream(t, srv.URL, true))
+		br := bufio.NewReader(resp.Body)
+		if !answer {
+			if ev := readEvent(t, br); !strings.HasPrefix(ev, ": loading model m1") {
+				t.Fatalf("a waiting request's first event: %q", ev)
+			}
+			outcome <- nil
+		}
+		rest, err := io.ReadAll(br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := string(rest)
+		for !answer && strings.HasPrefix(body, ": loading model m1") {
+			_, body, _ = strings.Cut(body, "\n\n")
+		}
+		if body != "data: hello\n\ndata: [DONE]\n\n" || te.tries.Load() != 1 {
+			t.Fatalf("answered at once %v: body %q after %d tries", answer, rest, te.tries.Load())
+		}
+		waitReleased(t, fe, 1)
 	}
 }
