@@ -112,10 +112,10 @@ type Scanner struct {
 	mt, mu  int    // bytes of keyTimings and keyUsage matched so far
 	which   int    // 1 timings, 2 usage: the key just matched, waiting for its '{'
 	obj     []byte // the object being captured, when it spans reads (one within a read is read there)
-	depth   int  // brace depth inside obj
-	inStr   bool // inside a string of obj
-	escaped bool // the previous byte of a string was a backslash
-	skip    bool // obj grew past maxObject: drop it
+	depth   int    // brace depth inside obj
+	inStr   bool   // inside a string of obj
+	escaped bool   // the previous byte of a string was a backslash
+	skip    bool   // obj grew past maxObject: drop it
 	closed  bool
 }
 
