@@ -13,14 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// errKicked says a Read waiting on an empty pipe was ended by kick; errEmpty that readNow found the
-// pipe empty; errNoPeek that the pipe cannot tell (where readNow is not there).
-var (
-	errKicked = errors.New("log pipe read kicked")
-	errEmpty  = errors.New("log pipe empty")
-	errNoPeek = errors.New("log pipe cannot tell whether it is empty")
-)
-
 // logReader is the read end of a child's stderr, kept out of Go's network poller: a Read waits in
 // poll(2) on the pipe and on a kick pipe of its own, so bytes written while nobody reads wake
 // nothing, and another goroutine can end the wait (kick, stop) without closing the descriptor

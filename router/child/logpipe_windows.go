@@ -1,18 +1,8 @@
 package child
 
 import (
-	"errors"
 	"fmt"
 	"os"
-)
-
-// errKicked, errEmpty and errNoPeek as on Unix (logpipe_unix.go). A Windows pipe cannot be waited
-// on with a kick, nor asked whether it is empty: readNow says errNoPeek, and a catch-up waits for
-// its bound unless the process ends first.
-var (
-	errKicked = errors.New("log pipe read kicked")
-	errEmpty  = errors.New("log pipe empty")
-	errNoPeek = errors.New("log pipe cannot tell whether it is empty")
 )
 
 // logReader is the read end of a child's stderr: an anonymous pipe, read by blocking reads (it is

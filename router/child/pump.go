@@ -23,6 +23,15 @@ import (
 // four wakeups, and a fifth of its CPU, per proxied request.
 const stderrPace = 25 * time.Millisecond
 
+// errKicked says a Read waiting on an empty pipe was ended by kick; errEmpty that readNow found the
+// pipe empty; errNoPeek that the pipe cannot tell (Windows: a catch-up there waits for its bound,
+// unless the process ends first).
+var (
+	errKicked = errors.New("log pipe read kicked")
+	errEmpty  = errors.New("log pipe empty")
+	errNoPeek = errors.New("log pipe cannot tell whether it is empty")
+)
+
 // stderrPump reads a process's stderr from a pipe it owns, instead of the copying goroutine of
 // os/exec, which reads eagerly.
 type stderrPump struct {
