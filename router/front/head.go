@@ -3,7 +3,6 @@ package front
 import (
 	"bytes"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -74,15 +73,10 @@ func parseHead(b []byte) (h head, ok bool) {
 	hosts, lengths := 0, 0
 	for i := 0; rest != ""; i++ {
 		line, rest, _ = h1.Cut(rest)
-		colon := strings.IndexByte(line, ':')
-		if colon <= 0 {
-			return h, false // no name, or a folded line (it starts with a space)
-		}
-		name, value := line[:colon], textproto.TrimString(line[colon+1:])
-		if !h1.ValidName(name) || !h1.ValidValue(value) {
+		key, value, ok := h1.Field(line)
+		if !ok {
 			return h, false
 		}
-		key := textproto.CanonicalMIMEHeaderKey(name)
 		switch key {
 		case "Host":
 			hosts++

@@ -58,15 +58,10 @@ func parseAnswer(br *bufio.Reader, req *http.Request) (*http.Response, bool) {
 	length, lengths, chunked, encodings, closing := int64(-1), 0, false, 0, false
 	for i := 0; rest != ""; i++ {
 		line, rest, _ = h1.Cut(rest)
-		colon := strings.IndexByte(line, ':')
-		if colon <= 0 {
-			return nil, false // no name, or a folded line
-		}
-		name, value := line[:colon], textproto.TrimString(line[colon+1:])
-		if !h1.ValidName(name) || !h1.ValidValue(value) {
+		key, value, ok := h1.Field(line)
+		if !ok {
 			return nil, false
 		}
-		key := textproto.CanonicalMIMEHeaderKey(name)
 		switch key {
 		case "Content-Length":
 			if lengths++; value == "" || len(value) > 18 || !h1.Digits(value) {

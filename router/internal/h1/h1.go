@@ -29,6 +29,21 @@ func CRLFOnly(b []byte) bool {
 	return true
 }
 
+// Field splits a header line (without its CRLF) into its canonical key and its value, trimmed. ok is
+// false for a line without a name (a folded line starts with a space), a name that is not a token,
+// or a value with control bytes or bytes past ASCII.
+func Field(line string) (key, value string, ok bool) {
+	colon := strings.IndexByte(line, ':')
+	if colon <= 0 {
+		return "", "", false
+	}
+	name, value := line[:colon], textproto.TrimString(line[colon+1:])
+	if !ValidName(name) || !ValidValue(value) {
+		return "", "", false
+	}
+	return textproto.CanonicalMIMEHeaderKey(name), value, true
+}
+
 // IsTchar reports a token character of RFC 9110 section 5.6.2.
 func IsTchar(c byte) bool {
 	switch {

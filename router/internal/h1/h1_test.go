@@ -36,3 +36,22 @@ func TestLexing(t *testing.T) {
 		t.Errorf("Cut = %q %q %v", line, rest, ok)
 	}
 }
+
+func TestField(t *testing.T) {
+	for _, c := range []struct {
+		line, key, value string
+		ok               bool
+	}{
+		{"content-length:  12 ", "Content-Length", "12", true},
+		{"X-Empty:", "X-Empty", "", true},
+		{" Folded: x", "", "", false},
+		{": no name", "", "", false},
+		{"Bad Name: x", "", "", false},
+		{"X-Ctl: a\x01b", "", "", false},
+		{"no colon", "", "", false},
+	} {
+		if key, value, ok := Field(c.line); key != c.key || value != c.value || ok != c.ok {
+			t.Errorf("Field(%q) = %q %q %v, want %q %q %v", c.line, key, value, ok, c.key, c.value, c.ok)
+		}
+	}
+}
