@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/llamatray/llamatray/router/internal/h1"
@@ -62,12 +61,7 @@ func parseHead(b []byte) (h head, ok bool) {
 	}
 	h.url = u
 
-	n := 0
-	for i := 0; i < len(rest); i++ {
-		if rest[i] == '\n' {
-			n++
-		}
-	}
+	n := strings.Count(rest, "\n")
 	values := make([]string, n) // one array behind every header's value slice
 	h.header = make(http.Header, n)
 	hosts, lengths := 0, 0
@@ -83,10 +77,9 @@ func parseHead(b []byte) (h head, ok bool) {
 			h.host = value
 		case "Content-Length":
 			lengths++
-			if value == "" || len(value) > 18 || !h1.Digits(value) {
+			if h.length, ok = h1.Length(value); !ok {
 				return h, false
 			}
-			h.length, _ = strconv.ParseInt(value, 10, 64)
 		case "Transfer-Encoding", "Expect", "Upgrade", "Trailer":
 			return h, false
 		case "Connection":
@@ -100,21 +93,12 @@ func parseHead(b []byte) (h head, ok bool) {
 		if key == "Host" {
 			continue // net/http keeps it in Request.Host only
 		}
-		values[i] = value
-		if prev, ok := h.header[key]; ok {
-			h.header[key] = append(prev, value) // a repeated name: its own array (prev's holds one)
-		} else {
-			h.header[key] = values[i : i+1 : i+1]
-		}
+		h1.Add(h.header, values, i, key, value)
 	}
 	if hosts != 1 || lengths > 1 || !validHost(h.host) {
 		return h, false
 	}
-	if p := h.header["Pragma"]; len(p) > 0 && p[0] == "no-cache" {
-		if _, cc := h.header["Cache-Control"]; !cc {
-			h.header["Cache-Control"] = []string{"no-cache"} // as net/http does, for HTTP/1.0 caches
-		}
-	}
+	h1.FixPragma(h.header)
 	return h, true
 }
 

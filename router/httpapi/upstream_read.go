@@ -64,10 +64,10 @@ func parseAnswer(br *bufio.Reader, req *http.Request) (*http.Response, bool) {
 		}
 		switch key {
 		case "Content-Length":
-			if lengths++; value == "" || len(value) > 18 || !h1.Digits(value) {
+			lengths++
+			if length, ok = h1.Length(value); !ok {
 				return nil, false
 			}
-			length, _ = strconv.ParseInt(value, 10, 64)
 		case "Transfer-Encoding":
 			if encodings++; !strings.EqualFold(value, "chunked") {
 				return nil, false
@@ -79,12 +79,7 @@ func parseAnswer(br *bufio.Reader, req *http.Request) (*http.Response, bool) {
 		case "Connection":
 			closing = closing || h1.ListHas(value, "close")
 		}
-		values[i] = value
-		if prev, ok := header[key]; ok {
-			header[key] = append(prev, value)
-		} else {
-			header[key] = values[i : i+1 : i+1]
-		}
+		h1.Add(header, values, i, key, value)
 	}
 	if lengths > 1 || encodings > 1 || chunked == (lengths == 1) {
 		return nil, false // two of a kind, both, or neither (a body until close)
@@ -92,11 +87,7 @@ func parseAnswer(br *bufio.Reader, req *http.Request) (*http.Response, bool) {
 	if closing {
 		delete(header, "Connection") // as net/http does: resp.Close says it
 	}
-	if p := header["Pragma"]; len(p) > 0 && p[0] == "no-cache" {
-		if _, cc := header["Cache-Control"]; !cc {
-			header["Cache-Control"] = []string{"no-cache"} // as net/http does, for HTTP/1.0 caches
-		}
-	}
+	h1.FixPragma(header)
 	if _, err := br.Discard(end + 4); err != nil {
 		return nil, false
 	}

@@ -5,7 +5,9 @@
 package h1
 
 import (
+	"net/http"
 	"net/textproto"
+	"strconv"
 	"strings"
 )
 
@@ -116,4 +118,35 @@ func HeaderHas(values []string, token string) bool {
 		}
 	}
 	return false
+}
+
+// Length is a Content-Length value: digits only, at most 18 of them.
+func Length(value string) (int64, bool) {
+	if len(value) > 18 || !Digits(value) {
+		return 0, false
+	}
+	n, _ := strconv.ParseInt(value, 10, 64)
+	return n, true
+}
+
+// Add adds the head's i-th field to h. values, one slot per line of the head, is the array behind
+// every first value, so that a head's header costs one allocation for its values; a repeated name
+// gets an array of its own (the shared one holds one value per name).
+func Add(h http.Header, values []string, i int, key, value string) {
+	values[i] = value
+	if prev, ok := h[key]; ok {
+		h[key] = append(prev, value)
+	} else {
+		h[key] = values[i : i+1 : i+1]
+	}
+}
+
+// FixPragma adds "Cache-Control: no-cache" to a head whose Pragma is no-cache and that has no
+// Cache-Control, as net/http does for HTTP/1.0 caches.
+func FixPragma(h http.Header) {
+	if p := h["Pragma"]; len(p) > 0 && p[0] == "no-cache" {
+		if _, cc := h["Cache-Control"]; !cc {
+			h["Cache-Control"] = []string{"no-cache"}
+		}
+	}
 }

@@ -1,6 +1,9 @@
 package h1
 
-import "testing"
+import (
+	"net/http"
+	"testing"
+)
 
 func TestLexing(t *testing.T) {
 	for _, c := range []struct {
@@ -53,5 +56,30 @@ func TestField(t *testing.T) {
 		if key, value, ok := Field(c.line); key != c.key || value != c.value || ok != c.ok {
 			t.Errorf("Field(%q) = %q %q %v, want %q %q %v", c.line, key, value, ok, c.key, c.value, c.ok)
 		}
+	}
+}
+
+func TestLengthAddFixPragma(t *testing.T) {
+	for v, want := range map[string]bool{"0": true, "007": true, "123456789012345678": true, "1234567890123456789": false, "": false, "+1": false, "1 ": false} {
+		if _, ok := Length(v); ok != want {
+			t.Errorf("Length(%q) ok = %v, want %v", v, ok, want)
+		}
+	}
+	h, values := http.Header{}, make([]string, 3)
+	Add(h, values, 0, "A", "1")
+	Add(h, values, 1, "B", "2")
+	Add(h, values, 2, "A", "3")
+	if got := h["A"]; len(got) != 2 || got[0] != "1" || got[1] != "3" || h["B"][0] != "2" || values[1] != "2" {
+		t.Fatalf("header %v, values %v", h, values)
+	}
+	p := http.Header{"Pragma": {"no-cache"}}
+	FixPragma(p)
+	if p.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("no Cache-Control added: %v", p)
+	}
+	p = http.Header{"Pragma": {"no-cache"}, "Cache-Control": {"max-age=1"}}
+	FixPragma(p)
+	if p.Get("Cache-Control") != "max-age=1" {
+		t.Fatalf("Cache-Control replaced: %v", p)
 	}
 }
