@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/llamatray/llamatray/router/internal/rawsock"
 )
 
 // upstream is the round tripper of every proxied request: HTTP/1.1 to one llama-server child on its
@@ -214,6 +216,7 @@ func (u *upstream) dialConn(ctx context.Context, network, addr, model string) (*
 	if err != nil {
 		return nil, err
 	}
+	nc = rawsock.Wrap(nc)
 	// Buffers are per connection and, with a new connection per stream, per request: small ones.
 	// Larger bodies go straight from the proxy's 32 KiB copy buffer.
 	return &upstreamConn{Conn: nc, key: connKey{network, addr}, model: model, br: bufio.NewReaderSize(nc, 8<<10), bw: bufio.NewWriterSize(nc, 8<<10)}, nil

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/llamatray/llamatray/router/internal/rawsock"
 )
 
 // relayKind is the floor process's third argument for the hand-written relay.
@@ -21,9 +23,10 @@ const relayKind = "relay"
 // that reads a request head and its Content-Length body, writes both to a pooled connection to
 // target in one write, and copies the answer back (Content-Length in one write, chunked chunk by
 // chunk). As Llamatray's upstream does, it closes a stream's connection (llama-server closes it
-// anyway) and sends a request again once on a new connection when a kept one was closed before
-// any of its answer came. It does nothing else: no routing, leases, auth, logs, limits or checks
-// of what it relays, so it is for the benchmark's own requests only. It serves until killed.
+// anyway), sends a request again once on a new connection when a kept one was closed before any
+// of its answer came, and reads and writes its sockets with raw system calls (router/internal/rawsock).
+// It does nothing else: no routing, leases, auth, logs, limits or checks of what it relays, so it
+// is for the benchmark's own requests only. It serves until killed.
 func runRelay(listen, target string) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -45,7 +48,7 @@ func relay(ln net.Listener, target string) error {
 		if err != nil {
 			return fmt.Errorf("relay: %w", err)
 		}
-		go p.serve(c)
+		go p.serve(rawsock.Wrap(c))
 	}
 }
 
@@ -79,6 +82,7 @@ func (p *relayPool) dial() (*relayConn, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	c = rawsock.Wrap(c)
 	return &relayConn{c: c, r: bufio.NewReaderSize(c, 16<<10)}, false, nil
 }
 

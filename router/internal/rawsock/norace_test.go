@@ -1,0 +1,5 @@
+//go:build !race
+
+package rawsock
+
+const raceBuild = false
