@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -21,6 +22,20 @@ type conn struct {
 	net.Conn
 	rc  syscall.RawConn
 	net string // "tcp" or "unix", for errors
+
+	rmu sync.Mutex // guards r: one Read at a time
+	r   op
+	wmu sync.Mutex // guards w: one Write at a time
+	w   op
+}
+
+// op is a read or write in progress: its buffer, what it did, and the poller's callback that does
+// it, bound once per connection so that a call makes no closure.
+type op struct {
+	p     []byte
+	n     int
+	errno syscall.Errno
+	call  func(fd uintptr) bool
 }
 
 func wrap(c net.Conn) net.Conn {
@@ -39,7 +54,9 @@ func wrap(c net.Conn) net.Conn {
 	if _, ok := c.(*net.UnixConn); ok {
 		network = "unix"
 	}
-	return &conn{Conn: c, rc: rc, net: network}
+	w := &conn{Conn: c, rc: rc, net: network}
+	w.r.call, w.w.call = w.r.read, w.w.write
+	return w
 }
 
 func (c *conn) Read(p []byte) (int, error) {
@@ -49,21 +66,12 @@ func (c *conn) Read(p []byte) (int, error) {
 	if len(p) > maxRW {
 		p = p[:maxRW]
 	}
-	var n int
-	var errno syscall.Errno
-	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false
-			}
-			n, errno = int(r), e
-			return true
-		}
-	})
+	c.rmu.Lock()
+	c.r.p, c.r.n, c.r.errno = p, 0, 0
+	err := c.rc.Read(c.r.call)
+	n, errno := c.r.n, c.r.errno
+	c.r.p = nil
+	c.rmu.Unlock()
 	switch {
 	case err != nil:
 		return 0, err // the poller's: a deadline, or the connection closed
@@ -75,40 +83,62 @@ func (c *conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (c *conn) Write(p []byte) (int, error) {
-	var nn int
-	var errno syscall.Errno
-	err := c.rc.Write(func(fd uintptr) bool {
-		for nn < len(p) {
-			chunk := p[nn:]
-			if len(chunk) > maxRW {
-				chunk = chunk[:maxRW]
-			}
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&chunk[0])), uintptr(len(chunk)))
-			switch e {
-			case 0:
-				if r == 0 {
-					errno = syscall.EIO // a stream socket never writes nothing without an error
-					return true
-				}
-				nn += int(r)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false
-			default:
-				errno = e
-				return true
-			}
+// read reads once into o.p; false: nothing to read yet (the poller waits, then calls it again).
+func (o *op) read(fd uintptr) bool {
+	for {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&o.p[0])), uintptr(len(o.p)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
 		}
+		o.n, o.errno = int(r), e
 		return true
-	})
+	}
+}
+
+func (c *conn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	c.w.p, c.w.n, c.w.errno = p, 0, 0
+	err := c.rc.Write(c.w.call)
+	n, errno := c.w.n, c.w.errno
+	c.w.p = nil
+	c.wmu.Unlock()
 	switch {
 	case err != nil:
-		return nn, err
+		return n, err
 	case errno != 0:
-		return nn, c.opError("write", os.NewSyscallError("write", errno))
+		return n, c.opError("write", os.NewSyscallError("write", errno))
 	}
-	return nn, nil
+	return n, nil
+}
+
+// write writes the rest of o.p; false: the socket's buffer is full (the poller waits for room,
+// then calls it again).
+func (o *op) write(fd uintptr) bool {
+	for o.n < len(o.p) {
+		chunk := o.p[o.n:]
+		if len(chunk) > maxRW {
+			chunk = chunk[:maxRW]
+		}
+		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&chunk[0])), uintptr(len(chunk)))
+		switch e {
+		case 0:
+			if r == 0 {
+				o.errno = syscall.EIO // a stream socket never writes nothing without an error
+				return true
+			}
+			o.n += int(r)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			o.errno = e
+			return true
+		}
+	}
+	return true
 }
 
 // opError is err as the net package reports a failed read or write.
