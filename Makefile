@@ -61,8 +61,8 @@ run: deps build
 test: deps-test
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
-	@# Race builds read and write sockets through the syscall package (router/internal/rawsock): the raw path once more without.
-	$(GO) test -count=1 -timeout 10m ./router/internal/rawsock/ ./router/front/ ./router/httpapi/ ./router/testbed/bench/
+	@# Race builds read and write through the syscall package (router/internal/rawio): the raw path once more without.
+	$(GO) test -count=1 -timeout 10m ./router/internal/rawio/ ./router/child/ ./router/front/ ./router/httpapi/ ./router/testbed/bench/
 
 test-short:
 	$(GO) test -race -count=1 ./router/...

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/llamatray/llamatray/router/internal/rawio"
 )
 
 // logReader is the read end of a child's stderr, kept out of Go's network poller: a Read waits in
@@ -87,20 +89,16 @@ func (r *logReader) readNow(p []byte) (int, error) {
 	if r.isStopped() {
 		return 0, os.ErrClosed
 	}
-	for {
-		n, err := unix.Read(r.fd, p)
-		switch {
-		case errors.Is(err, unix.EINTR):
-			continue
-		case errors.Is(err, unix.EAGAIN):
-			return 0, errEmpty
-		case err != nil:
-			return 0, fmt.Errorf("read: %w", err)
-		case n == 0 && len(p) > 0:
-			return 0, io.EOF
-		}
-		return n, nil
+	// Raw where the build allows it: under load the pump reads here every stderrPace, and a read
+	// through the syscall package would wake the runtime's monitor thread each time (rawio).
+	n, err := rawio.ReadNow(r.fd, p)
+	switch {
+	case errors.Is(err, rawio.ErrEmpty):
+		return 0, errEmpty
+	case err != nil && err != io.EOF:
+		return 0, fmt.Errorf("read: %w", err)
 	}
+	return n, err
 }
 
 // kick ends a Read waiting on an empty pipe (or the next one, when none waits). The write happens

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/llamatray/llamatray/router/internal/rawsock"
+	"github.com/llamatray/llamatray/router/internal/rawio"
 )
 
 // aLongTimeAgo is a read deadline that has passed: it wakes a read in progress.
@@ -57,7 +57,7 @@ const (
 )
 
 func newConn(s *Server, nc net.Conn) *conn {
-	nc = rawsock.Wrap(nc)
+	nc = rawio.Wrap(nc)
 	ctx := context.WithValue(context.Background(), http.ServerContextKey, s.fallback)
 	ctx = context.WithValue(ctx, http.LocalAddrContextKey, nc.LocalAddr())
 	return &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, bufferSize), bw: bufio.NewWriterSize(nc, 4<<10),

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llamatray/llamatray/router/internal/rawsock"
+	"github.com/llamatray/llamatray/router/internal/rawio"
 )
 
 // upstream is the round tripper of every proxied request: HTTP/1.1 to one llama-server child on its
@@ -216,7 +216,7 @@ func (u *upstream) dialConn(ctx context.Context, network, addr, model string) (*
 	if err != nil {
 		return nil, err
 	}
-	nc = rawsock.Wrap(nc)
+	nc = rawio.Wrap(nc)
 	// Buffers are per connection and, with a new connection per stream, per request: small ones.
 	// Larger bodies go straight from the proxy's 32 KiB copy buffer.
 	return &upstreamConn{Conn: nc, key: connKey{network, addr}, model: model, br: bufio.NewReaderSize(nc, 8<<10), bw: bufio.NewWriterSize(nc, 8<<10)}, nil

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/llamatray/llamatray/router/internal/rawsock"
+	"github.com/llamatray/llamatray/router/internal/rawio"
 )
 
 // relayKind is the floor process's third argument for the hand-written relay.
@@ -24,7 +24,7 @@ const relayKind = "relay"
 // target in one write, and copies the answer back (Content-Length in one write, chunked chunk by
 // chunk). As Llamatray's upstream does, it closes a stream's connection (llama-server closes it
 // anyway), sends a request again once on a new connection when a kept one was closed before any
-// of its answer came, and reads and writes its sockets with raw system calls (router/internal/rawsock).
+// of its answer came, and reads and writes its sockets with raw system calls (router/internal/rawio).
 // It does nothing else: no routing, leases, auth, logs, limits or checks of what it relays, so it
 // is for the benchmark's own requests only. It serves until killed.
 func runRelay(listen, target string) error {
@@ -48,7 +48,7 @@ func relay(ln net.Listener, target string) error {
 		if err != nil {
 			return fmt.Errorf("relay: %w", err)
 		}
-		go p.serve(rawsock.Wrap(c))
+		go p.serve(rawio.Wrap(c))
 	}
 }
 
@@ -82,7 +82,7 @@ func (p *relayPool) dial() (*relayConn, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	c = rawsock.Wrap(c)
+	c = rawio.Wrap(c)
 	return &relayConn{c: c, r: bufio.NewReaderSize(c, 16<<10)}, false, nil
 }
 

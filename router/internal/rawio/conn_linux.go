@@ -1,6 +1,6 @@
 //go:build linux && !race
 
-package rawsock
+package rawio
 
 import (
 	"io"
@@ -86,16 +86,22 @@ func (c *conn) Read(p []byte) (int, error) {
 // read reads once into o.p; false: nothing to read yet (the poller waits, then calls it again).
 func (o *op) read(fd uintptr) bool {
 	for {
-		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&o.p[0])), uintptr(len(o.p)))
+		n, e := readNow(int(fd), o.p)
 		switch e {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
 			return false
 		}
-		o.n, o.errno = int(r), e
+		o.n, o.errno = n, e
 		return true
 	}
+}
+
+// readNow is one raw read(2) of fd into p (not empty).
+func readNow(fd int, p []byte) (int, syscall.Errno) {
+	r, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	return int(r), e
 }
 
 func (c *conn) Write(p []byte) (int, error) {

@@ -1,4 +1,4 @@
-package rawsock
+package rawio
 
 import (
 	"bytes"

@@ -1,5 +1,5 @@
 //go:build race
 
-package rawsock
+package rawio
 
 const raceBuild = true

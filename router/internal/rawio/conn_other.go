@@ -1,6 +1,6 @@
 //go:build !linux || race
 
-package rawsock
+package rawio
 
 import "net"
 
