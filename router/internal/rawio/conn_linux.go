@@ -66,12 +66,7 @@ func (c *conn) Read(p []byte) (int, error) {
 	if len(p) > maxRW {
 		p = p[:maxRW]
 	}
-	c.rmu.Lock()
-	c.r.p, c.r.n, c.r.errno = p, 0, 0
-	err := c.rc.Read(c.r.call)
-	n, errno := c.r.n, c.r.errno
-	c.r.p = nil
-	c.rmu.Unlock()
+	n, errno, err := c.run(&c.rmu, &c.r, p, false)
 	switch {
 	case err != nil:
 		return 0, err // the poller's: a deadline, or the connection closed
@@ -81,6 +76,23 @@ func (c *conn) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// run does o over p under mu, through the poller's raw read or write, which calls o.call until it
+// reports done: what it did, the system call's error, and the poller's (a deadline, a close).
+func (c *conn) run(mu *sync.Mutex, o *op, p []byte, write bool) (int, syscall.Errno, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	o.p, o.n, o.errno = p, 0, 0
+	var err error
+	if write {
+		err = c.rc.Write(o.call)
+	} else {
+		err = c.rc.Read(o.call)
+	}
+	n, errno := o.n, o.errno
+	o.p = nil
+	return n, errno, err
 }
 
 // read reads once into o.p; false: nothing to read yet (the poller waits, then calls it again).
@@ -105,12 +117,7 @@ func readNow(fd int, p []byte) (int, syscall.Errno) {
 }
 
 func (c *conn) Write(p []byte) (int, error) {
-	c.wmu.Lock()
-	c.w.p, c.w.n, c.w.errno = p, 0, 0
-	err := c.rc.Write(c.w.call)
-	n, errno := c.w.n, c.w.errno
-	c.w.p = nil
-	c.wmu.Unlock()
+	n, errno, err := c.run(&c.wmu, &c.w, p, true)
 	switch {
 	case err != nil:
 		return n, err

@@ -52,6 +52,23 @@ func pair(t *testing.T, network string) (wrapped, peer net.Conn) {
 	return w, p
 }
 
+// pendingRead starts a read of c, which has nothing to read, and checks that it is still waiting
+// a moment later; its error comes on the channel once something ends it.
+func pendingRead(t *testing.T, c net.Conn) <-chan error {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 8))
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		t.Fatalf("a read with nothing to read returned: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	return errc
+}
+
 func eachNetwork(t *testing.T, f func(t *testing.T, network string)) {
 	for _, network := range []string{"tcp", "unix"} {
 		t.Run(network, func(t *testing.T) { f(t, network) })
@@ -179,16 +196,7 @@ func TestDeadlines(t *testing.T) {
 		if err := w.SetReadDeadline(time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		errc := make(chan error, 1)
-		go func() {
-			_, err := w.Read(make([]byte, 8))
-			errc <- err
-		}()
-		select {
-		case err := <-errc:
-			t.Fatalf("a read with no deadline and no data returned: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
+		errc := pendingRead(t, w)
 		if err := w.SetReadDeadline(time.Unix(1, 0)); err != nil {
 			t.Fatal(err)
 		}
@@ -220,16 +228,7 @@ func TestDeadlines(t *testing.T) {
 func TestCloseWhileReading(t *testing.T) {
 	eachNetwork(t, func(t *testing.T, network string) {
 		w, _ := pair(t, network)
-		errc := make(chan error, 1)
-		go func() {
-			_, err := w.Read(make([]byte, 8))
-			errc <- err
-		}()
-		select {
-		case err := <-errc:
-			t.Fatalf("a read with no data returned: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
+		errc := pendingRead(t, w)
 		w.Close()
 		if err := <-errc; !errors.Is(err, net.ErrClosed) {
 			t.Fatalf("read of a connection closed under it: %v", err)
