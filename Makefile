@@ -194,13 +194,13 @@ lint-packaging:
 	packaging/lint.sh
 
 # check-packages builds the Linux and Windows installers and checks them as a user would get them:
-# the .deb installs with apt, runs, and removes cleanly; the Windows installer is a PE executable.
+# the .deb installs with apt, runs, and removes cleanly; the Windows installer is a 64-bit PE executable.
 check-packages: package-linux package-windows
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq ./$(DIST)/llamatray_$(PKG_VERSION)_amd64.deb
 	/usr/bin/llamatray version
 	$(SUDO) dpkg -r llamatray
 	@test ! -e /usr/bin/llamatray || { echo "dpkg -r left /usr/bin/llamatray"; exit 1; }
-	file $(DIST)/Llamatray-Setup-$(PKG_VERSION).exe | grep -q 'PE32' || { echo "not a PE executable"; exit 1; }
+	file $(DIST)/Llamatray-Setup-$(PKG_VERSION).exe | grep -q 'PE32+ executable.*x86-64' || { echo "not a 64-bit PE executable"; exit 1; }
 	@ls -l $(DIST)
 
 # The Windows build under Wine 10, unpacked from Debian unstable by scripts/fetch-wine.sh (Debian 12's

@@ -7,8 +7,9 @@
 # Environment:
 #   LLAMA_SERVER_DIR  a llama.cpp Windows build folder (llama-server.exe and its DLLs) to
 #                     bundle; it is installed as <install dir>\llama-server\
-#   NSIS_TARGET       amd64-unicode for a 64-bit installer (default: NSIS's 32-bit x86-unicode,
-#                     which runs everywhere)
+#   NSIS_TARGET       NSIS's target (default amd64-unicode: a 64-bit installer, as llamatray.exe is
+#                     64-bit only; x86-unicode makes NSIS's 32-bit one, which needs a Windows, or a
+#                     Wine and a Linux kernel, that runs 32-bit programs)
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 SCRIPT_NAME="build-installer"
@@ -33,8 +34,8 @@ ARGS=(-V2 -NOCD
 	"-DNUMVER=$(numeric_version "$VERSION")"
 	"-DEXE=$(native_path "$EXE")"
 	"-DICON=$(native_path "$WORK/llamatray.ico")"
-	"-DOUTFILE=$(native_path "$OUTFILE")")
-[[ -z "${NSIS_TARGET:-}" ]] || ARGS+=("-DTARGET=$NSIS_TARGET")
+	"-DOUTFILE=$(native_path "$OUTFILE")"
+	"-DTARGET=${NSIS_TARGET:-amd64-unicode}")
 if [[ -n "${LLAMA_SERVER_DIR:-}" ]]; then
 	[[ -f "$LLAMA_SERVER_DIR/llama-server.exe" ]] || die "LLAMA_SERVER_DIR=$LLAMA_SERVER_DIR has no llama-server.exe"
 	ARGS+=("-DLLAMA_SERVER_DIR=$(native_path "$(cd "$LLAMA_SERVER_DIR" && pwd)")")

@@ -7,7 +7,8 @@
 ;   -DEXE=path\llamatray.exe   the program
 ;   -DICON=path\llamatray.ico  installer, uninstaller and shortcut icon
 ;   -DOUTFILE=path\Llamatray-Setup-0.1.0.exe
-;   -DTARGET=amd64-unicode     optional: a 64-bit installer (the default is 32-bit, x86-unicode)
+;   -DTARGET=amd64-unicode     NSIS's target: build-installer.sh makes a 64-bit installer, as the
+;                              program is 64-bit only (NSIS's own default is 32-bit, x86-unicode)
 ;   -DLLAMA_SERVER_DIR=path    optional: a llama.cpp build folder (llama-server.exe and its DLLs)
 ;                              installed in the llama-server folder of $INSTDIR
 
