@@ -44,7 +44,12 @@ for a in amd64 arm64; do
 	one "llamatray-server-*-linux-$a.tar.gz" 'gzip compressed'
 	one "llamatray-server-*-darwin-$a.tar.gz" 'gzip compressed'
 done
-one 'Llamatray-Setup-*.exe' 'PE32 executable.*Nullsoft'
+# The setup is NSIS's 64-bit build; file(1) names only 32-bit NSIS stubs, so the NSIS header's
+# signature is looked for in the file itself.
+one 'Llamatray-Setup-*.exe' 'PE32\+ executable.*x86-64'
+for f in Llamatray-Setup-*.exe; do
+	[[ ! -e "$f" ]] || grep -q NullsoftInst "$f" || bad "$f has no NSIS header (NullsoftInst)"
+done
 one 'SHA256SUMS' 'text'
 one 'homebrew/Casks/llamatray-server.rb' 'Ruby script|text'
 one 'scoop/llamatray.json' 'JSON'
