@@ -35,7 +35,7 @@ ARGS=(-V2 -NOCD
 	"-DEXE=$(native_path "$EXE")"
 	"-DICON=$(native_path "$WORK/llamatray.ico")"
 	"-DOUTFILE=$(native_path "$OUTFILE")"
-	"-DTARGET=${NSIS_TARGET:-amd64-unicode}")
+	"-DTARGET=${NSIS_TARGET:=amd64-unicode}")
 if [[ -n "${LLAMA_SERVER_DIR:-}" ]]; then
 	[[ -f "$LLAMA_SERVER_DIR/llama-server.exe" ]] || die "LLAMA_SERVER_DIR=$LLAMA_SERVER_DIR has no llama-server.exe"
 	ARGS+=("-DLLAMA_SERVER_DIR=$(native_path "$(cd "$LLAMA_SERVER_DIR" && pwd)")")
@@ -44,8 +44,12 @@ fi
 makensis "${ARGS[@]}" "$(native_path "$PACKAGING_DIR/windows/llamatray.nsi")" >&2
 
 if command -v file >/dev/null 2>&1; then
+	# What file(1) says of the target's executables: 64-bit for amd64-*, 32-bit for x86-*.
+	want="PE32 executable*Intel 80386*"
+	[[ "$NSIS_TARGET" != amd64-* ]] || want="PE32+ executable*x86-64*"
 	desc="$(file -b "$OUTFILE")"
-	[[ "$desc" == PE32* ]] || die "$OUTFILE is not a Windows executable: $desc"
+	# shellcheck disable=SC2053 # want is a glob
+	[[ "$desc" == $want ]] || die "$OUTFILE is not a $NSIS_TARGET Windows executable: $desc"
 fi
 log "wrote $OUTFILE ($(wc -c <"$OUTFILE" | tr -d ' ') bytes)"
 echo "$OUTFILE"
