@@ -39,8 +39,15 @@ type conn struct {
 	ctx    context.Context // the connection's: net/http's ServerContextKey and LocalAddrContextKey
 	remote string
 
-	mu   sync.Mutex // guards idle, and the read deadline as idle is set (a wake in stop is never overwritten)
-	idle bool       // waiting for a head, with no request in flight: Shutdown closes it
+	// mu guards idle, deadline and owned, and the connection's read deadline as they change (a wake
+	// in stop is never overwritten).
+	mu   sync.Mutex
+	idle bool // waiting for a head, with no request in flight: Shutdown closes it
+	// deadline is the read deadline as last set (zero: none). An idle or head deadline stays on
+	// through the request after it until something reads the connection (forRead): most requests
+	// never do past their buffered head and body, and skip the two changes.
+	deadline time.Time
+	owned    bool // the handler set the read deadline itself: it stays as set
 
 	// watch is the request's state for the sweeper: watchNone, watchListed (its body was read
 	// and it is in the sweeper's list) or watchReading (a watchClient runs; its result comes on
@@ -64,25 +71,44 @@ func newConn(s *Server, nc net.Conn) *conn {
 		ctx: ctx, remote: nc.RemoteAddr().String(), watched: make(chan error, 1)}
 }
 
-// wake ends a read in progress on the connection.
-func (c *conn) wake() { _ = c.nc.SetReadDeadline(aLongTimeAgo) }
+// wake ends a read in progress on the connection; c.mu is held.
+func (c *conn) wake() { c.setDeadline(aLongTimeAgo) }
 
-// setIdle marks the connection as waiting for a head, until the read deadline d (zero: none). It
-// reports false when the server is shutting down: the connection closes. stop wakes idle
-// connections under the same lock, so its wake is never overwritten by d.
-func (c *conn) setIdle(d time.Time) bool {
+// setDeadline sets the connection's read deadline unless it is set to d already; c.mu is held.
+func (c *conn) setDeadline(d time.Time) {
+	if !d.Equal(c.deadline) {
+		_ = c.nc.SetReadDeadline(d)
+		c.deadline = d
+	}
+}
+
+// idleSlack is how much later than due an idle connection's deadline may fall: one already set
+// within it is kept, so a connection that carries request after request sets its idle deadline
+// about once per idleSlack instead of once per request.
+func idleSlack(idle time.Duration) time.Duration { return min(time.Second, idle/16) }
+
+// setIdle marks the connection as waiting for a head, until the read deadline d (zero: none), or
+// up to slack after it when one is already set there. It reports false when the server is shutting
+// down: the connection closes. stop wakes idle connections under the same lock, so its wake is
+// never overwritten by d.
+func (c *conn) setIdle(d time.Time, slack time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.idle = true
 	if c.s.closing() {
 		return false
 	}
-	_ = c.nc.SetReadDeadline(d)
+	switch {
+	case d.IsZero():
+		c.setDeadline(d)
+	case c.deadline.Before(d) || c.deadline.After(d.Add(slack)):
+		c.setDeadline(d.Add(slack))
+	}
 	return true
 }
 
-// setBusy marks a request in flight, its head read (and clears the read deadline: the body's is
-// the handler's). false: the server is shutting down, and the connection closes with its request
+// setBusy marks a request in flight, its head read. The idle or head deadline is left on until
+// forRead. false: the server is shutting down, and the connection closes with its request
 // unserved, as net/http closes a connection still reading its head.
 func (c *conn) setBusy() bool {
 	c.mu.Lock()
@@ -90,9 +116,28 @@ func (c *conn) setBusy() bool {
 	if c.s.closing() {
 		return false
 	}
-	c.idle = false
-	_ = c.nc.SetReadDeadline(time.Time{})
+	c.idle, c.owned = false, false
 	return true
+}
+
+// forRead readies the connection for a read while its request runs (the body past the buffer, or
+// watchClient): the idle or head deadline left from before the request comes off, and one the
+// handler set stays.
+func (c *conn) forRead() {
+	c.mu.Lock()
+	if !c.owned {
+		c.setDeadline(time.Time{})
+	}
+	c.mu.Unlock()
+}
+
+// setReadDeadline is the handler's (http.ResponseController): it stays until the request ends.
+func (c *conn) setReadDeadline(d time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.owned = true
+	c.deadline = d
+	return c.nc.SetReadDeadline(d)
 }
 
 // wakeIfIdle wakes the connection if it waits for a head (stop).
@@ -124,8 +169,9 @@ func (c *conn) serve() {
 		}
 		c.s.forget(c)
 	}()
-	// The first head's deadline runs from the connection's start, the next ones' from their first byte.
-	if !c.setIdle(c.headDeadline()) {
+	// The first head's deadline runs from the connection's start, the next ones' from their first
+	// byte, unless the whole head came with it.
+	if !c.setIdle(c.headDeadline(), 0) {
 		return
 	}
 	if _, err := c.br.Peek(1); err != nil {
@@ -143,7 +189,7 @@ func (c *conn) serve() {
 				_, _ = c.br.Discard(n)
 			}
 		}
-		if !first && !c.setIdle(c.headDeadline()) {
+		if !first && !c.headBuffered() && !c.setIdle(c.headDeadline(), 0) {
 			return
 		}
 		h, ok, err := c.readHead()
@@ -162,6 +208,12 @@ func (c *conn) serve() {
 			return
 		}
 	}
+}
+
+// headBuffered reports whether the buffer holds a whole head: reading it cannot wait on the client.
+func (c *conn) headBuffered() bool {
+	b, _ := c.br.Peek(c.br.Buffered())
+	return headEnd(b, 0)
 }
 
 // readHead peeks until the buffer holds a whole head and parses it; ok is false for a head the front
@@ -216,17 +268,19 @@ func (c *conn) serveOne(h head) bool {
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	defer cancel(nil)
 	c.cancel = cancel
+	w := &writer{c: c, bw: c.bw, header: make(http.Header, 8)}
 	var body *reqBody
 	// base stays on the stack: WithContext makes the one Request on the heap.
 	base := http.Request{Method: h.method, URL: h.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h.header, Body: http.NoBody, ContentLength: h.length, Close: h.close, Host: h.host,
 		RemoteAddr: c.remote, RequestURI: h.target}
 	if h.length > 0 {
-		body = &reqBody{c: c, left: h.length}
+		body = &w.bodyOf
+		body.c, body.left = c, h.length
 		base.Body = body
 	}
 	req := base.WithContext(ctx)
-	w := &writer{c: c, req: req, body: body, bw: c.bw, header: make(http.Header, 8)}
+	w.req, w.body = req, body
 	if body == nil {
 		c.s.sweep.add(c)
 	}
@@ -245,7 +299,7 @@ func (c *conn) serveOne(h head) bool {
 	if d := c.s.o.IdleTimeout; d > 0 {
 		idleUntil = time.Now().Add(d)
 	}
-	if !c.setIdle(idleUntil) {
+	if !c.setIdle(idleUntil, idleSlack(c.s.o.IdleTimeout)) {
 		return false
 	}
 	var err error
@@ -263,6 +317,7 @@ var errClientGone = errors.New("the client closed the connection")
 // watchClient reads the connection while its request runs (the sweeper starts it): the next
 // request's first byte, or an error, which ends the request when the client left.
 func (c *conn) watchClient() {
+	c.forRead()
 	_, err := c.br.Peek(1)
 	if err != nil {
 		c.cancel(fmt.Errorf("%w: %w", errClientGone, err))
@@ -277,7 +332,9 @@ func (c *conn) linger() {
 	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}
-	_ = c.nc.SetReadDeadline(time.Now().Add(lingerFor))
+	c.mu.Lock()
+	c.setDeadline(time.Now().Add(lingerFor))
+	c.mu.Unlock()
 	_, _ = io.CopyN(io.Discard, c.br, lingerMax)
 }
 
@@ -331,6 +388,9 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
+	}
+	if b.c.br.Buffered() == 0 {
+		b.c.forRead()
 	}
 	n, err := b.c.br.Read(p)
 	b.left -= int64(n)
