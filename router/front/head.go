@@ -55,11 +55,15 @@ func parseHead(b []byte) (h head, ok bool) {
 	if !validMethod(h.method) || h.method == http.MethodConnect || h.target[0] != '/' || !h1.VisibleASCII(h.target) {
 		return h, false
 	}
-	u, err := url.ParseRequestURI(h.target)
-	if err != nil {
-		return h, false
+	if plainPath(h.target) {
+		h.url = &url.URL{Path: h.target} // what url.ParseRequestURI makes of it, without the parse
+	} else {
+		u, err := url.ParseRequestURI(h.target)
+		if err != nil {
+			return h, false
+		}
+		h.url = u
 	}
-	h.url = u
 
 	n := strings.Count(rest, "\n")
 	values := make([]string, n) // one array behind every header's value slice
@@ -100,6 +104,17 @@ func parseHead(b []byte) (h head, ok bool) {
 	}
 	h1.FixPragma(h.header)
 	return h, true
+}
+
+// plainPath reports a target of unreserved characters and slashes only (no escapes, query or
+// fragment): its URL is its Path alone.
+func plainPath(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
 }
 
 // validMethod is a method of upper-case letters (the ones clients send): anything else is

@@ -30,7 +30,8 @@ const bufferBeforeChunking = 2 << 10
 type writer struct {
 	c      *conn
 	req    *http.Request
-	body   *reqBody // nil when the request has none
+	body   *reqBody // nil when the request has none, else bodyOf
+	bodyOf reqBody
 	bw     *bufio.Writer
 	header http.Header
 
@@ -231,7 +232,7 @@ func (w *writer) FlushError() error {
 }
 
 // SetReadDeadline and SetWriteDeadline are the connection's (http.ResponseController).
-func (w *writer) SetReadDeadline(t time.Time) error  { return w.c.nc.SetReadDeadline(t) }
+func (w *writer) SetReadDeadline(t time.Time) error  { return w.c.setReadDeadline(t) }
 func (w *writer) SetWriteDeadline(t time.Time) error { return w.c.nc.SetWriteDeadline(t) }
 
 // finish ends the answer once the handler returned: the head if it was held, the held body, the
