@@ -32,11 +32,24 @@ type reqInfo struct {
 	routed bool
 	leased bool
 	usage  *activity.Usage
-	// target: where serveModel proxies it (proxy.go), read by the proxy's hooks and the upstream
+	// target: where serveModel proxies it (proxy.go), read by the proxy's hooks and the upstream;
+	// it points at tv (newTarget)
 	target *proxyTarget
+	tv     proxyTarget
+	lw     logWriter // the handlers' writer (accessLog); here, one allocation for both
 	// crossSite: a page of another site sent it (cors decides, crossSite reads): it may read what
 	// runs, never start a load, a rescan or a call to the Hub or GitHub
 	crossSite bool
+}
+
+// newTarget makes t the request's target, kept in info (or on its own when info is nil).
+func (info *reqInfo) newTarget(t proxyTarget) *proxyTarget {
+	if info == nil {
+		return &t
+	}
+	info.tv = t
+	info.target = &info.tv
+	return info.target
 }
 
 func infoFrom(ctx context.Context) *reqInfo {
@@ -74,7 +87,8 @@ func (rt *Server) accessLog(next http.Handler) http.Handler {
 		info := &reqInfo{id: requestID(r)}
 		info.ids[0] = info.id
 		w.Header()[requestIDHeader] = info.ids[:]
-		lw := &logWriter{ResponseWriter: w}
+		lw := &info.lw
+		lw.ResponseWriter = w
 		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 		aborted := true
 		defer func() {

@@ -67,7 +67,7 @@ func (rt *Server) forward(w http.ResponseWriter, r *http.Request, t *proxyTarget
 	}
 	if err := rt.copyAnswer(w, resp.Body, flush); err != nil {
 		_ = resp.Body.Close()
-		if t.lost != nil && flush != nil && t.lost() != nil {
+		if flush != nil && t.lost.Lost() != nil {
 			// A worker's link was lost mid-stream: the stream ends with an error event naming it.
 			writeSSEError(w, out, fmt.Errorf("%w for model %q: %w", errUpstream, t.model, t.lostOr(err)))
 			return

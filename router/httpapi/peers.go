@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"sort"
@@ -150,16 +149,8 @@ func (rt *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Inf
 		u.RawQuery = q.Encode()
 		r.URL = &u
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	r.ContentLength, r.TransferEncoding = int64(len(body)), nil
-	if len(body) == 0 {
-		r.Body, r.GetBody = http.NoBody, nil
-	}
-	t := &proxyTarget{model: ref, name: name, url: base, path: path, rawPath: rawPath, stream: stream}
-	if info != nil {
-		info.target = t
-	}
+	t := info.newTarget(proxyTarget{model: ref, name: name, url: base, path: path, rawPath: rawPath, stream: stream})
+	setBody(r, &t.body, body, true)
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	out := outRequest(r.WithContext(ctx), t)

@@ -32,10 +32,11 @@ type proxyTarget struct {
 	path    string // when set, replaces the path (the /upstream prefix stripped)
 	rawPath string
 	early   bool            // headers were already sent to the client (loading progress)
-	lost    func() error    // the lease's Lost: a worker link whose loss ended the child, naming the worker
+	lost    *engine.Lease   // its Lost: a worker link whose loss ended the child, naming the worker (nil: no lease)
 	stream  bool            // the body asked for a stream
 	status  int             // the child's answer status, 0 until it answered
 	usage   *activity.Usage // what the answer reported of itself (activity.go), nil when nothing
+	body    memBody         // the request's body, as sent
 }
 
 func targetFrom(r *http.Request) *proxyTarget { return targetOf(r.Context()) }
@@ -126,10 +127,10 @@ func (rt *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 
 // lostOr is err, after the worker error that ended t's child when a worker's link was lost.
 func (t *proxyTarget) lostOr(err error) error {
-	if t == nil || t.lost == nil {
+	if t == nil {
 		return err
 	}
-	if cause := t.lost(); cause != nil {
+	if cause := t.lost.Lost(); cause != nil {
 		return fmt.Errorf("%w (%v)", cause, err)
 	}
 	return err
@@ -236,17 +237,9 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 		writeError(w, r, fmt.Errorf("%w: the engine gave no address for model %q", errUpstream, id))
 		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	r.ContentLength = int64(len(body))
-	r.TransferEncoding = nil
-	if len(body) == 0 {
-		r.Body, r.GetBody = http.NoBody, nil
-	}
-	t := &proxyTarget{model: id, name: name, url: lease.URL, socket: lease.Socket, path: path, rawPath: rawPath, early: early, stream: stream, lost: lease.Lost}
-	if info != nil {
-		info.target = t // no copy of the request and its context for it
-	} else {
+	t := info.newTarget(proxyTarget{model: id, name: name, url: lease.URL, socket: lease.Socket, path: path, rawPath: rawPath, early: early, stream: stream, lost: lease})
+	setBody(r, &t.body, body, false)
+	if info == nil {
 		r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
 	}
 	if early {

@@ -76,10 +76,14 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if req.Body != nil && req.Body != http.NoBody {
-		if req.GetBody == nil {
+		getBody := req.GetBody
+		if m, ok := req.Body.(*memBody); ok {
+			getBody = m.replay
+		}
+		if getBody == nil {
 			return nil, err
 		}
-		body, gerr := req.GetBody()
+		body, gerr := getBody()
 		if gerr != nil {
 			return nil, err
 		}
