@@ -357,3 +357,15 @@ func TestSweeperArmsOnlyWhileListed(t *testing.T) {
 	}
 	s.remove(a)
 }
+
+func TestDateNow(t *testing.T) {
+	before := time.Now().Truncate(time.Second)
+	got, err := http.ParseTime(string(dateNow()))
+	after := time.Now()
+	if err != nil || got.Before(before) || got.After(after) {
+		t.Fatalf("Date %q (%v), want between %v and %v", dateNow(), err, before, after)
+	}
+	if a, b := dateNow(), dateNow(); &a[0] != &b[0] && string(a) == string(b) {
+		t.Fatalf("the same second's Date formatted twice")
+	}
+}

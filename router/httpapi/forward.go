@@ -132,17 +132,22 @@ func outRequest(r *http.Request, t *proxyTarget) *http.Request {
 
 	h := make(http.Header, len(r.Header)+2)
 	for k, vv := range r.Header {
-		h[k] = vv // values shared, never changed: only whole keys are set or deleted below
+		if !notForwarded(k) {
+			h[k] = vv // values shared, never changed: only whole keys are set or deleted below
+		}
 	}
-	removeHopByHop(h)
+	for _, f := range r.Header["Connection"] { // and every header the client's Connection names
+		for name := range strings.SplitSeq(f, ",") {
+			if name = textproto.TrimString(name); name != "" {
+				h.Del(name)
+			}
+		}
+	}
 	if h1.HeaderHas(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
 	if up != "" {
 		h["Connection"], h["Upgrade"] = []string{"Upgrade"}, []string{up}
-	}
-	for _, k := range [...]string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Authorization", "X-Api-Key"} {
-		delete(h, k)
 	}
 	if _, ok := h["User-Agent"]; !ok {
 		h["User-Agent"] = []string{""} // none of Go's own
@@ -156,6 +161,18 @@ func outRequest(r *http.Request, t *proxyTarget) *http.Request {
 
 // hopHeaders are the hop-by-hop headers of RFC 9110 section 7.6.1 and their older kin.
 var hopHeaders = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// notForwarded reports the request headers that never go to a child: the hop-by-hop ones
+// (hopHeaders), the forwarding ones (the child sees the proxy as its client) and the credentials
+// for Llamatray itself.
+func notForwarded(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+		"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Authorization", "X-Api-Key":
+		return true
+	}
+	return false
+}
 
 // removeHopByHop deletes from h the hop-by-hop headers and every header its Connection names.
 func removeHopByHop(h http.Header) {
@@ -240,8 +257,9 @@ func flushEach(resp *http.Response) bool {
 // after every write. It returns the first read or write error; a read error that is not the
 // client's leaving is logged.
 func (rt *Server) copyAnswer(w io.Writer, body io.Reader, flush func() error) error {
-	buf := copyBufferPool.Get().([]byte)
-	defer copyBufferPool.Put(buf)
+	arr := copyBufferPool.Get().(*[32 << 10]byte)
+	defer copyBufferPool.Put(arr)
+	buf := arr[:]
 	for {
 		n, rerr := body.Read(buf)
 		if n > 0 {

@@ -148,7 +148,8 @@ func (s *sentWriter) WriteHeader(int)             {}
 func (s *sentWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // copyBufferPool recycles the proxy's 32 KiB copy buffers (forward.go).
-var copyBufferPool = sync.Pool{New: func() any { return make([]byte, 32<<10) }}
+// A pointer to an array: a slice put in a Pool would be boxed, one allocation per Put.
+var copyBufferPool = sync.Pool{New: func() any { return new([32 << 10]byte) }}
 
 // looksLikePath reports names that can only be file paths, never catalog IDs or aliases.
 func looksLikePath(name string) bool {

@@ -121,11 +121,11 @@ func plainRequest(req *http.Request) bool {
 		return false
 	}
 	for k, vv := range req.Header {
-		if k == "" || strings.ContainsAny(k, " \t\r\n:") {
+		if k == "" || strings.IndexByte(k, ':') >= 0 || strings.IndexByte(k, ' ') >= 0 || strings.IndexByte(k, '\t') >= 0 || h1.HasLineBreak(k) {
 			return false
 		}
 		for _, v := range vv {
-			if strings.ContainsAny(v, "\r\n") {
+			if h1.HasLineBreak(v) {
 				return false // Request.Write turns line breaks into spaces
 			}
 		}

@@ -59,6 +59,11 @@ func IsTchar(c byte) bool {
 	return false
 }
 
+// HasLineBreak reports a CR or LF in s (two byte searches: faster than strings.ContainsAny).
+func HasLineBreak(s string) bool {
+	return strings.IndexByte(s, '\n') >= 0 || strings.IndexByte(s, '\r') >= 0
+}
+
 // ValidName is a header name: a token.
 func ValidName(s string) bool {
 	for i := 0; i < len(s); i++ {

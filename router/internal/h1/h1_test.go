@@ -83,3 +83,11 @@ func TestLengthAddFixPragma(t *testing.T) {
 		t.Fatalf("Cache-Control replaced: %v", p)
 	}
 }
+
+func TestHasLineBreak(t *testing.T) {
+	for s, want := range map[string]bool{"": false, "plain value": false, "a\rb": true, "a\nb": true, "\r\n": true, "tab\there": false} {
+		if got := HasLineBreak(s); got != want {
+			t.Errorf("HasLineBreak(%q) = %v", s, got)
+		}
+	}
+}
