@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -20,35 +21,8 @@ import (
 // kept-alive connections: what the benchmark allocates is the router's own. allocs/op and B/op are
 // the router's cost per request; `-memprofile` says where.
 func BenchmarkRouterFront(b *testing.B) {
-	reply := "HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\nServer: llama.cpp\r\nContent-Length: 104\r\nKeep-Alive: timeout=5, max=100\r\n\r\n" +
-		`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}`[:104]
-	up, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer up.Close()
-	go func() {
-		for {
-			c, err := up.Accept()
-			if err != nil {
-				return
-			}
-			go answerLoop(c, []byte(reply))
-		}
-	}()
-	// At log_level "warn", the service's default: no access log line is built.
-	_, fe, rt := testRouter(b, "http://"+up.Addr().String(), func(o *Options) {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	})
-	go func() { // leases are counted on a channel the benchmark does not wait for
-		for range fe.released {
-		}
-	}()
-	ln := viaFront(b, rt).Listener
-
-	body := `{"model":"fast","messages":[{"role":"user","content":"hello there"}]}`
-	req := []byte("POST /v1/chat/completions HTTP/1.1\r\nHost: " + ln.Addr().String() + "\r\nUser-Agent: bench\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
-	c, err := net.Dial("tcp", ln.Addr().String())
+	addr, req := routerFrontSetup(b)
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,6 +44,38 @@ func BenchmarkRouterFront(b *testing.B) {
 	for range b.N {
 		exchange()
 	}
+}
+
+// routerFrontSetup starts the upstream loop and the router through the front, and returns the
+// router's address and the raw request the benchmarks send.
+func routerFrontSetup(b *testing.B) (addr string, req []byte) {
+	reply := "HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\nServer: llama.cpp\r\nContent-Length: 104\r\nKeep-Alive: timeout=5, max=100\r\n\r\n" +
+		`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}`[:104]
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = up.Close() })
+	go func() {
+		for {
+			c, err := up.Accept()
+			if err != nil {
+				return
+			}
+			go answerLoop(c, []byte(reply))
+		}
+	}()
+	// At log_level "warn", the service's default: no access log line is built.
+	_, fe, rt := testRouter(b, "http://"+up.Addr().String(), func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	go func() { // leases are counted on a channel the benchmark does not wait for
+		for range fe.released {
+		}
+	}()
+	ln := viaFront(b, rt).Listener
+	body := `{"model":"fast","messages":[{"role":"user","content":"hello there"}]}`
+	return ln.Addr().String(), []byte("POST /v1/chat/completions HTTP/1.1\r\nHost: " + ln.Addr().String() + "\r\nUser-Agent: bench\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }
 
 // answerLoop answers every request on c with reply: a head read to its blank line and the body of its
@@ -138,4 +144,8 @@ func viaFront(t testing.TB, h http.Handler) *httptest.Server {
 	go func() { _ = fs.Serve(ln) }()
 	t.Cleanup(func() { _ = fs.Close() })
 	return &httptest.Server{URL: "http://" + ln.Addr().String(), Listener: ln}
+}
+
+func fmtAnswerErr(status int, err error) error {
+	return fmt.Errorf("answer %d: %v", status, err)
 }
