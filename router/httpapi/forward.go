@@ -136,13 +136,7 @@ func outRequest(r *http.Request, t *proxyTarget) *http.Request {
 			h[k] = vv // values shared, never changed: only whole keys are set or deleted below
 		}
 	}
-	for _, f := range r.Header["Connection"] { // and every header the client's Connection names
-		for name := range strings.SplitSeq(f, ",") {
-			if name = textproto.TrimString(name); name != "" {
-				h.Del(name)
-			}
-		}
-	}
+	dropNamed(h, r.Header["Connection"])
 	if h1.HeaderHas(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
@@ -159,32 +153,43 @@ func outRequest(r *http.Request, t *proxyTarget) *http.Request {
 	return out
 }
 
-// hopHeaders are the hop-by-hop headers of RFC 9110 section 7.6.1 and their older kin.
-var hopHeaders = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
-// notForwarded reports the request headers that never go to a child: the hop-by-hop ones
-// (hopHeaders), the forwarding ones (the child sees the proxy as its client) and the credentials
-// for Llamatray itself.
-func notForwarded(k string) bool {
+// isHopHeader reports the hop-by-hop headers of RFC 9110 section 7.6.1 and their older kin.
+func isHopHeader(k string) bool {
 	switch k {
-	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-		"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Authorization", "X-Api-Key":
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
 		return true
 	}
 	return false
 }
 
-// removeHopByHop deletes from h the hop-by-hop headers and every header its Connection names.
-func removeHopByHop(h http.Header) {
-	for _, f := range h["Connection"] {
+// notForwarded reports the request headers that never go to a child: the hop-by-hop ones, the
+// forwarding ones (the child sees the proxy as its client) and the credentials for Llamatray itself.
+func notForwarded(k string) bool {
+	switch k {
+	case "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Authorization", "X-Api-Key":
+		return true
+	}
+	return isHopHeader(k)
+}
+
+// dropNamed deletes from h every header a Connection header's values name.
+func dropNamed(h http.Header, connection []string) {
+	for _, f := range connection {
 		for name := range strings.SplitSeq(f, ",") {
 			if name = textproto.TrimString(name); name != "" {
 				h.Del(name)
 			}
 		}
 	}
-	for _, k := range hopHeaders {
-		delete(h, k)
+}
+
+// removeHopByHop deletes from h the hop-by-hop headers and every header its Connection names.
+func removeHopByHop(h http.Header) {
+	dropNamed(h, h["Connection"])
+	for k := range h {
+		if isHopHeader(k) {
+			delete(h, k)
+		}
 	}
 }
 
