@@ -19,7 +19,7 @@ import (
 // only inside its folder: the victim and the folder's parent are as they were, every link left
 // inside resolves inside, and it never panics. Seeded with the hostile archives of the stand-in.
 //
-//	go test -run '^$' -fuzz '^FuzzUnpack$' -fuzztime 10s -fuzzminimizetime 200x ./router/releases/
+//	go test -run '^$' -fuzz '^FuzzUnpack$' -fuzztime 8000x -fuzzminimizetime 200x ./router/releases/
 //
 // Without -fuzzminimizetime Go spends up to 60 s minimizing each new input (about 1 ms a run), so
 // the first inputs it finds take a short run's whole time.
