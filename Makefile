@@ -151,8 +151,9 @@ soak: llama-server
 	$(GO) run ./router/testbed/chaos -llama-server $(LLAMA_SERVER_BIN) -soak
 
 # Each target runs a number of inputs, not a time: with a time (-fuzztime 15s) Go 1.26's fuzzing
-# coordinator can fail a clean run with a bare "context deadline exceeded" when the clock runs out while a
-# worker is between inputs (go.dev/issue/75804, fixed in Go 1.27). The counts take about 15 s each on two
+# coordinator can fail a clean run with a bare "context deadline exceeded": its deadline's context is done a
+# moment before the workers' child context, and a worker's stop in that moment counts as an error
+# (go.dev/issue/75804, fixed in Go 1.27). The counts take about 15 s each on two
 # cores; FUZZSCALE multiplies them (make fuzz runs four times as many), FUZZTIME=60s still runs by time.
 FUZZSCALE ?= 4
 FUZZTIME ?=
