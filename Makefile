@@ -151,10 +151,10 @@ soak: llama-server
 	$(GO) run ./router/testbed/chaos -llama-server $(LLAMA_SERVER_BIN) -soak
 
 # Each target runs a number of inputs, not a time: with a time (-fuzztime 15s) Go 1.26's fuzzing
-# coordinator can fail a clean run with a bare "context deadline exceeded": its deadline's context is done a
-# moment before the workers' child context, and a worker's stop in that moment counts as an error
-# (go.dev/issue/75804, fixed in Go 1.27). The counts take about 15 s each on two
-# cores; FUZZSCALE multiplies them (make fuzz runs four times as many), FUZZTIME=60s still runs by time.
+# coordinator can fail a clean run with a bare "context deadline exceeded": its deadline's context is
+# done a moment before the workers' child context, and a worker's stop in that moment counts as an error
+# (go.dev/issue/75804, fixed in Go 1.27). The counts take about 15 s each on two cores; FUZZSCALE
+# multiplies them (make fuzz runs four times as many), FUZZTIME=60s still runs by time.
 FUZZSCALE ?= 4
 FUZZTIME ?=
 # Go's default (60 s) lets minimizing one slow input (a file written and parsed per run) eat the whole run.
@@ -165,7 +165,7 @@ fuzz:
 	$(call fuzz1,FuzzExtractModel,./router/httpapi/,50000)
 	$(call fuzz1,FuzzLoad,./router/config/,30000)
 	$(call fuzz1,FuzzParse,./router/catalog/,20000)
-	$(MAKE) fuzz-hostile FUZZSCALE=$(FUZZSCALE) FUZZTIME=$(FUZZTIME)
+	$(MAKE) fuzz-hostile
 
 # What a hostile mirror or archive sends: the Hub's tree paths and release archives; what a hostile
 # client sends a worker's link; and request heads the endpoint's front must read as net/http does, or
