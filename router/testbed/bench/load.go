@@ -42,6 +42,14 @@ type cellResult struct {
 	firstErr string
 	cpu      time.Duration // CPU time of this process: the load client
 	srvCPU   time.Duration // CPU time of the target's server process
+	rounds   []round       // each slice added, in order: the spread between rounds
+}
+
+// round is one slice of a cell, kept to show how much the rounds of a run differ.
+type round struct {
+	rps float64
+	cpu time.Duration // the server's CPU time per complete answer
+	p50 time.Duration
 }
 
 // serverCPUPerRequest is the target process's CPU time per complete answer.
@@ -94,6 +102,7 @@ func (r *cellResult) add(s cellResult) {
 	r.failures += s.failures
 	r.lat = append(r.lat, s.lat...)
 	r.ttfb = append(r.ttfb, s.ttfb...)
+	r.rounds = append(r.rounds, round{rps: s.rps(), cpu: s.serverCPUPerRequest(), p50: harness.Percentile(s.lat, 50)})
 	if r.firstErr == "" {
 		r.firstErr = s.firstErr
 	}

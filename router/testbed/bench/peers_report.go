@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +79,8 @@ func (r peerReport) markdown() string {
 	return b.String()
 }
 
-// summary is the proxy's cost beside each peer's: one column a router, nginx first.
+// summary is the proxy's cost beside each peer's: one column a router, nginx first. In brackets,
+// the lowest and highest of the rounds, each against direct's round of the same pass.
 func (r peerReport) summary(w func(string, ...any)) {
 	w("|")
 	for _, p := range r.peers {
@@ -90,17 +92,42 @@ func (r peerReport) summary(w func(string, ...any)) {
 	}
 	w(" |\n| c=8 throughput × direct")
 	for _, p := range r.peers {
-		w(" | %.2f", ratioOf(p.json8, r.direct8))
+		w(" | %.2f%s", ratioOf(p.json8, r.direct8), spread("%.2f", perRound(p.json8, r.direct8, func(a, d round) float64 { return a.rps / d.rps })))
 	}
 	w(" |\n| c=1 p50 added")
 	for _, p := range r.peers {
-		w(" | %+.2f ms", ms(pct(p.json1.lat, 50))-ms(pct(r.direct1.lat, 50)))
+		w(" | %+.2f ms%s", ms(pct(p.json1.lat, 50))-ms(pct(r.direct1.lat, 50)), spread("%+.2f", perRound(p.json1, r.direct1, func(a, d round) float64 { return ms(a.p50) - ms(d.p50) })))
 	}
 	w(" |\n| router CPU per request (c=8)")
 	for _, p := range r.peers {
-		w(" | %.0f µs", us(p.json8.serverCPUPerRequest()))
+		w(" | %.0f µs%s", us(p.json8.serverCPUPerRequest()), spread("%.0f", perRound(p.json8, r.direct8, func(a, _ round) float64 { return us(a.cpu) })))
 	}
 	w(" |\n\n")
+	if r.slices > 1 {
+		w("In brackets: the lowest and highest of the %d rounds, each against direct's round in the same pass.\n\n", r.slices)
+	}
+}
+
+// perRound is f of each round of c with direct's round of the same pass; none when a round has no
+// answers on either side.
+func perRound(c, direct cellResult, f func(c, direct round) float64) []float64 {
+	var v []float64
+	for i := range min(len(c.rounds), len(direct.rounds)) {
+		a, d := c.rounds[i], direct.rounds[i]
+		if a.rps <= 0 || d.rps <= 0 {
+			return nil
+		}
+		v = append(v, f(a, d))
+	}
+	return v
+}
+
+// spread is " (lo–hi)" of v in format, or nothing for fewer than two values.
+func spread(format string, v []float64) string {
+	if len(v) < 2 {
+		return ""
+	}
+	return " (" + fmt.Sprintf(format, slices.Min(v)) + "–" + fmt.Sprintf(format, slices.Max(v)) + ")"
 }
 
 func firstNonEmpty(a, b string) string {

@@ -42,3 +42,35 @@ func TestPeerRatioIsRouterOverDirect(t *testing.T) {
 		t.Fatalf("no 0.900× row for X in:\n%s", md)
 	}
 }
+
+// TestPeerSummaryShowsTheRoundsSpread: the summary gives each figure with the lowest and highest of
+// its rounds, each round against direct's round of the same pass.
+func TestPeerSummaryShowsTheRoundsSpread(t *testing.T) {
+	slice := func(ok int, cpu, p50 time.Duration) cellResult {
+		return cellResult{ok: ok, elapsed: time.Second, srvCPU: cpu * time.Duration(ok), lat: []time.Duration{p50}}
+	}
+	cell := func(slices ...cellResult) cellResult {
+		var c cellResult
+		for _, s := range slices {
+			c.add(s)
+		}
+		return c
+	}
+	r := peerReport{slices: 2,
+		direct8: cell(slice(100, 0, 0), slice(50, 0, 0)),
+		direct1: cell(slice(10, 0, time.Millisecond), slice(10, 0, 2*time.Millisecond)),
+		peers: []peerResult{{name: "X",
+			json8: cell(slice(80, 100*time.Microsecond, 0), slice(50, 150*time.Microsecond, 0)),
+			json1: cell(slice(9, 0, 1300*time.Microsecond), slice(9, 0, 2100*time.Microsecond))}}}
+	md := r.markdown()
+	for _, want := range []string{
+		"| c=8 throughput × direct | 0.87 (0.80–1.00) |",
+		"| c=1 p50 added | +0.30 ms (+0.10–+0.30) |",
+		"| router CPU per request (c=8) | 119 µs (100–150) |",
+		"the lowest and highest of the 2 rounds",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in:\n%s", want, md)
+		}
+	}
+}
