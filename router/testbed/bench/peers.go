@@ -130,4 +130,4 @@ func swapVersion(ctx context.Context, bin string) string {
 }
 
 // errNoSwap says where to get llama-swap.
-var errNoSwap = errors.New("no llama-swap binary: build it from its source (github.com/mostlygeek/llama-swap, tag v250: `git checkout v250 && go build -o llama-swap .`) and pass LLAMA_SWAP=PATH or -llama-swap PATH")
+var errNoSwap = errors.New("no llama-swap binary: build it from its source (github.com/mostlygeek/llama-swap, tag v250: `git checkout v250 && go build -ldflags '-X main.version=v250' -o llama-swap .`) and pass LLAMA_SWAP=PATH or -llama-swap PATH")

@@ -21,7 +21,7 @@ func (r peerReport) markdown() string {
 	w("llama-server (`-c 2048 -t 1`: one thread for every model server), with the same requests, against that llama-server called directly;\n")
 	w("nginx in front of that direct llama-server is the floor a proxy hop costs here.\n")
 	w("Written by `make bench-peers`:\n\n```sh\nLLAMA_SWAP=PATH make bench-peers   # NGINX=PATH optional\n%s\n```\n\n", r.cmdline)
-	w("llama-swap is not served by the Go module proxy: build it from its source, `git clone https://github.com/mostlygeek/llama-swap && cd llama-swap && git checkout v250 && go build -o llama-swap .`\n")
+	w("llama-swap is not served by the Go module proxy: build it from its source, `git clone https://github.com/mostlygeek/llama-swap && cd llama-swap && git checkout v250 && go build -ldflags '-X main.version=v250' -o llama-swap .`\n")
 	w("(the web UI is not needed), and pass its path in `LLAMA_SWAP`. nginx is Debian's `nginx-light`, which `make bench-peers` unpacks\n")
 	w("into the cache with `scripts/fetch-nginx.sh` (nothing installed system-wide); `NGINX=PATH` picks another.\n\n")
 	w("%s.\n\n", r.machine)

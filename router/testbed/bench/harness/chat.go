@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -221,10 +222,15 @@ func errorCode(b []byte) string {
 	return string(doc.Error.Code)
 }
 
+// snippet is the start of an unexpected body, for reports.
 func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	// One line of text: an error page's markup would turn into markup in a markdown report.
+	s := strings.Join(strings.Fields(htmlTag.ReplaceAllString(string(b), " ")), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
 	}
 	return s
 }
+
+// htmlTag is one tag of an HTML error page (a proxy's 502, say).
+var htmlTag = regexp.MustCompile(`<[/!]?[a-zA-Z][^<>]*>`)
