@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -164,7 +166,7 @@ func describe(r harness.Result) string {
 	case r.Err != nil:
 		return r.Err.Error()
 	default:
-		return http.StatusText(r.Status) + " " + r.Code + " " + r.Snippet
+		return strings.Join(slices.DeleteFunc([]string{http.StatusText(r.Status), r.Code, r.Snippet}, func(s string) bool { return s == "" }), " ")
 	}
 }
 

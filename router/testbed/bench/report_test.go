@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llamatray/llamatray/router/testbed/bench/harness"
 )
 
 // TestWriteDocKeepsAnalysis: a new run rewrites the generated part of docs/benchmarks.md and keeps
@@ -71,6 +73,23 @@ func TestPeerSummaryShowsTheRoundsSpread(t *testing.T) {
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("no %q in:\n%s", want, md)
+		}
+	}
+}
+
+// TestDescribeJoinsWhatItHas: a failed answer is its status, error code and body, without the
+// gaps of the parts it lacks.
+func TestDescribeJoinsWhatItHas(t *testing.T) {
+	for _, c := range []struct {
+		r    harness.Result
+		want string
+	}{
+		{harness.Result{Status: 502, Snippet: "502 Bad Gateway nginx"}, "Bad Gateway 502 Bad Gateway nginx"},
+		{harness.Result{Status: 503, Code: "queue_timeout", Snippet: "{}"}, "Service Unavailable queue_timeout {}"},
+		{harness.Result{Status: 500}, "Internal Server Error"},
+	} {
+		if got := describe(c.r); got != c.want {
+			t.Errorf("describe = %q, want %q", got, c.want)
 		}
 	}
 }
