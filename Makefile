@@ -125,9 +125,10 @@ gpu-check:
 
 # Llamatray, llama.cpp's router (the same llama-server with --models-dir) and llama-swap side by side,
 # room for one model: the Peers section of docs/benchmarks.md. llama-swap is built from its source
-# (github.com/mostlygeek/llama-swap, tag v250, `go build -ldflags '-X main.version=v250' -o llama-swap .`); pass LLAMA_SWAP=PATH. nginx in
-# front of the same llama-server is the floor of a proxy hop: Debian's nginx-light, unpacked into the
-# cache by scripts/fetch-nginx.sh unless NGINX=PATH names one.
+# (github.com/mostlygeek/llama-swap, tag v250,
+# `go build -ldflags '-X main.version=v250' -o llama-swap .`); pass LLAMA_SWAP=PATH. nginx in front of
+# the same llama-server is the floor of a proxy hop: Debian's nginx-light, unpacked into the cache by
+# scripts/fetch-nginx.sh unless NGINX=PATH names one.
 bench-peers: llama-server deps build
 	@test -n "$(LLAMA_SWAP)" || { echo "bench-peers: set LLAMA_SWAP to a llama-swap binary: git clone https://github.com/mostlygeek/llama-swap && cd llama-swap && git checkout v250 && go build -ldflags '-X main.version=v250' -o llama-swap ."; exit 2; }
 	$(GO) run ./router/testbed/bench -peers -llama-server $(LLAMA_SERVER_BIN) -llama-swap "$(LLAMA_SWAP)" -nginx "$${NGINX:-$$(bash scripts/fetch-nginx.sh | tail -n1)}" -llamatray ./llamatray -duration 10s -out docs/benchmarks.md
