@@ -12,10 +12,14 @@ type throttle struct {
 	interval time.Duration
 	kick     chan struct{} // capacity 1: a pending kick
 	fn       func()
+
+	// The clock, replaced in tests: now reads it, after fires once d has passed.
+	now   func() time.Time
+	after func(d time.Duration) <-chan time.Time
 }
 
 func newThrottle(interval time.Duration, fn func()) *throttle {
-	return &throttle{interval: interval, kick: make(chan struct{}, 1), fn: fn}
+	return &throttle{interval: interval, kick: make(chan struct{}, 1), fn: fn, now: time.Now, after: time.After}
 }
 
 // Kick asks for a run. It never blocks.
@@ -35,13 +39,11 @@ func (t *throttle) run(ctx context.Context) {
 			return
 		case <-t.kick:
 		}
-		if wait := t.interval - time.Since(last); !last.IsZero() && wait > 0 {
-			timer := time.NewTimer(wait)
+		if wait := t.interval - t.now().Sub(last); !last.IsZero() && wait > 0 {
 			select {
 			case <-ctx.Done():
-				timer.Stop()
 				return
-			case <-timer.C:
+			case <-t.after(wait):
 			}
 		}
 		// Kicks that came in while waiting are served by this run.
@@ -49,7 +51,7 @@ func (t *throttle) run(ctx context.Context) {
 		case <-t.kick:
 		default:
 		}
-		last = time.Now()
+		last = t.now()
 		t.fn()
 	}
 }

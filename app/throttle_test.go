@@ -3,68 +3,166 @@ package app
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
 
+// fakeClock is a throttle's clock that moves only when the test says. Each wait the throttle asks
+// for is handed to the test on waits, which fires it.
+type fakeClock struct {
+	mu    sync.Mutex // guards at
+	at    time.Time
+	waits chan fakeWait
+}
+
+type fakeWait struct {
+	d    time.Duration
+	fire chan time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{at: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), waits: make(chan fakeWait)}
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
+
+func (c *fakeClock) set(since time.Time, d time.Duration) {
+	c.mu.Lock()
+	c.at = since.Add(d)
+	c.mu.Unlock()
+}
+
+func (c *fakeClock) after(d time.Duration) <-chan time.Time {
+	w := fakeWait{d: d, fire: make(chan time.Time, 1)}
+	c.waits <- w
+	return w.fire
+}
+
+// within fails the test unless v arrives on ch soon; it guards against a hang, it times nothing.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s", what)
+		var zero T
+		return zero
+	}
+}
+
 func TestThrottleSpacesRunsAndServesTheLastKick(t *testing.T) {
 	const interval = 25 * time.Millisecond
-	var (
-		mu     sync.Mutex // guards starts
-		starts []time.Time
-	)
-	var seen, latest atomic.Int64 // seen: the latest value a run observed; latest: the last kicked value
-	running := atomic.Bool{}
-	th := newThrottle(interval, func() {
-		if !running.CompareAndSwap(false, true) {
-			t.Error("fn ran concurrently with itself")
-		}
-		mu.Lock()
-		starts = append(starts, time.Now())
-		mu.Unlock()
-		seen.Store(latest.Load())
-		running.Store(false)
+	clock := newFakeClock()
+	t0 := clock.now()
+	type start struct {
+		at      time.Time
+		pending int // kicks waiting when the run started
+		release chan struct{}
+	}
+	starts := make(chan start)
+	var th *throttle
+	th = newThrottle(interval, func() {
+		s := start{at: clock.now(), pending: len(th.kick), release: make(chan struct{})}
+		starts <- s
+		<-s.release
 	})
+	th.now, th.after = clock.now, clock.after
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
 	go func() { th.run(ctx); close(done) }()
 
-	deadline := time.Now().Add(300 * time.Millisecond)
-	for i := int64(1); time.Now().Before(deadline); i++ {
-		latest.Store(i)
-		th.Kick()
-		time.Sleep(time.Millisecond) // a burst of events, one per millisecond
+	// The first kick runs at once: there is no run to be spaced from.
+	th.Kick()
+	first := within(t, starts, "first run")
+	if !first.at.Equal(t0) {
+		t.Fatalf("first run at %v, want at once", first.at.Sub(t0))
 	}
-	want := latest.Load()
-	for end := time.Now().Add(5 * time.Second); seen.Load() != want; {
-		if time.Now().After(end) {
-			t.Fatalf("the last kick (%d) was never served; last run saw %d", want, seen.Load())
-		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	<-done
+	close(first.release)
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(starts) < 2 {
-		t.Fatalf("%d runs for a 300ms burst, want several", len(starts))
+	// 10ms later a burst of kicks: one wait for the rest of the interval, then one run for them all.
+	clock.set(t0, 10*time.Millisecond)
+	for range 5 {
+		th.Kick()
 	}
-	for i := 1; i < len(starts); i++ {
-		if gap := starts[i].Sub(starts[i-1]); gap < interval {
-			t.Errorf("runs %d and %d only %v apart, want ≥ %v", i-1, i, gap, interval)
-		}
+	w := within(t, clock.waits, "wait after the burst")
+	if w.d != interval-10*time.Millisecond {
+		t.Fatalf("waited %v after a run 10ms ago, want %v", w.d, interval-10*time.Millisecond)
 	}
-	if int64(len(starts)) >= want {
-		t.Errorf("%d runs for %d kicks: nothing was coalesced", len(starts), want)
+	th.Kick() // while waiting: folded into the same run
+	clock.set(t0, interval)
+	w.fire <- clock.now()
+	second := within(t, starts, "run after the burst")
+	if second.pending != 0 {
+		t.Fatalf("%d kicks still pending when the run began: the burst was not folded into it", second.pending)
+	}
+	if gap := second.at.Sub(first.at); gap < interval {
+		t.Fatalf("runs %v apart, want ≥ %v", gap, interval)
+	}
+
+	// A kick while the run is under way is followed by one more run, spaced from this one.
+	th.Kick()
+	clock.set(t0, interval+5*time.Millisecond)
+	close(second.release)
+	w = within(t, clock.waits, "wait for the kick made during a run")
+	if w.d != interval-5*time.Millisecond {
+		t.Fatalf("waited %v, want %v", w.d, interval-5*time.Millisecond)
+	}
+	clock.set(t0, 2*interval)
+	w.fire <- clock.now()
+	third := within(t, starts, "run for the kick made during a run")
+	close(third.release)
+
+	// A kick long after the last run runs at once, without a wait.
+	clock.set(t0, time.Hour)
+	th.Kick()
+	fourth := within(t, starts, "run after a quiet hour")
+	close(fourth.release)
+
+	// Cancelling ends a wait.
+	th.Kick()
+	within(t, clock.waits, "wait before cancelling")
+	cancel()
+	within(t, done, "end of run after cancel")
+}
+
+func TestThrottleOnTheRealClockServesTheLastKick(t *testing.T) {
+	seen := make(chan int, 1000)
+	var latest int    // written only before each Kick, read by fn after it: ordered by the kick channel
+	var mu sync.Mutex // guards latest
+	th := newThrottle(time.Millisecond, func() {
+		mu.Lock()
+		v := latest
+		mu.Unlock()
+		seen <- v
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go th.run(ctx)
+	const kicks = 200
+	for i := 1; i <= kicks; i++ {
+		mu.Lock()
+		latest = i
+		mu.Unlock()
+		th.Kick()
+	}
+	runs := 0
+	for v := 0; v != kicks; runs++ {
+		v = within(t, seen, "run that saw the last kick")
+	}
+	if runs >= kicks {
+		t.Errorf("%d runs for %d kicks: nothing was coalesced", runs, kicks)
 	}
 }
 
 func TestThrottleKickNeverBlocks(t *testing.T) {
 	th := newThrottle(time.Hour, func() {})
-	for i := 0; i < 1000; i++ {
+	for range 1000 {
 		th.Kick() // nobody is running the throttle: must not block
 	}
 }
