@@ -10,6 +10,7 @@ import (
 // fakeClock is a throttle's clock that moves only when the test says. Each wait the throttle asks
 // for is handed to the test on waits, which fires it.
 type fakeClock struct {
+	t0    time.Time  // the start: set counts from it
 	mu    sync.Mutex // guards at
 	at    time.Time
 	waits chan fakeWait
@@ -21,7 +22,8 @@ type fakeWait struct {
 }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{at: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), waits: make(chan fakeWait)}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return &fakeClock{t0: t0, at: t0, waits: make(chan fakeWait)}
 }
 
 func (c *fakeClock) now() time.Time {
@@ -30,9 +32,10 @@ func (c *fakeClock) now() time.Time {
 	return c.at
 }
 
-func (c *fakeClock) set(since time.Time, d time.Duration) {
+// set moves the clock to d past its start.
+func (c *fakeClock) set(d time.Duration) {
 	c.mu.Lock()
-	c.at = since.Add(d)
+	c.at = c.t0.Add(d)
 	c.mu.Unlock()
 }
 
@@ -58,7 +61,6 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 func TestThrottleSpacesRunsAndServesTheLastKick(t *testing.T) {
 	const interval = 25 * time.Millisecond
 	clock := newFakeClock()
-	t0 := clock.now()
 	type start struct {
 		at      time.Time
 		pending int // kicks waiting when the run started
@@ -80,13 +82,13 @@ func TestThrottleSpacesRunsAndServesTheLastKick(t *testing.T) {
 	// The first kick runs at once: there is no run to be spaced from.
 	th.Kick()
 	first := within(t, starts, "first run")
-	if !first.at.Equal(t0) {
-		t.Fatalf("first run at %v, want at once", first.at.Sub(t0))
+	if !first.at.Equal(clock.t0) {
+		t.Fatalf("first run at %v, want at once", first.at.Sub(clock.t0))
 	}
 	close(first.release)
 
 	// 10ms later a burst of kicks: one wait for the rest of the interval, then one run for them all.
-	clock.set(t0, 10*time.Millisecond)
+	clock.set(10 * time.Millisecond)
 	for range 5 {
 		th.Kick()
 	}
@@ -95,7 +97,7 @@ func TestThrottleSpacesRunsAndServesTheLastKick(t *testing.T) {
 		t.Fatalf("waited %v after a run 10ms ago, want %v", w.d, interval-10*time.Millisecond)
 	}
 	th.Kick() // while waiting: folded into the same run
-	clock.set(t0, interval)
+	clock.set(interval)
 	w.fire <- clock.now()
 	second := within(t, starts, "run after the burst")
 	if second.pending != 0 {
@@ -107,19 +109,19 @@ func TestThrottleSpacesRunsAndServesTheLastKick(t *testing.T) {
 
 	// A kick while the run is under way is followed by one more run, spaced from this one.
 	th.Kick()
-	clock.set(t0, interval+5*time.Millisecond)
+	clock.set(interval + 5*time.Millisecond)
 	close(second.release)
 	w = within(t, clock.waits, "wait for the kick made during a run")
 	if w.d != interval-5*time.Millisecond {
 		t.Fatalf("waited %v, want %v", w.d, interval-5*time.Millisecond)
 	}
-	clock.set(t0, 2*interval)
+	clock.set(2 * interval)
 	w.fire <- clock.now()
 	third := within(t, starts, "run for the kick made during a run")
 	close(third.release)
 
 	// A kick long after the last run runs at once, without a wait.
-	clock.set(t0, time.Hour)
+	clock.set(time.Hour)
 	th.Kick()
 	fourth := within(t, starts, "run after a quiet hour")
 	close(fourth.release)
