@@ -135,8 +135,10 @@ func TestThrottleSpacesRunsAndServesTheLastKick(t *testing.T) {
 
 func TestThrottleOnTheRealClockServesTheLastKick(t *testing.T) {
 	seen := make(chan int, 1000)
-	var latest int    // written only before each Kick, read by fn after it: ordered by the kick channel
-	var mu sync.Mutex // guards latest
+	var (
+		mu     sync.Mutex // guards latest
+		latest int        // the value of the last kick
+	)
 	th := newThrottle(time.Millisecond, func() {
 		mu.Lock()
 		v := latest
