@@ -28,6 +28,7 @@ type serveFlags struct {
 	queueTimeout  durationFlag
 	ctxSize       int
 	logLevel      string
+	noAutoload    bool
 }
 
 type stringList []string
@@ -74,6 +75,7 @@ func newServeFlags(name string, out io.Writer) *serveFlags {
 	fs.Var(&f.idleUnload, "idle-unload", "stop an idle model's process after this `duration` (default 30m; 0 = never)")
 	fs.Var(&f.queueTimeout, "queue-timeout", "how long a request may wait for memory or a slot, `duration` (default 2m), then 503")
 	fs.IntVar(&f.ctxSize, "ctx-size", 0, "default context size `n` for children (default 4096)")
+	fs.BoolVar(&f.noAutoload, "no-models-autoload", false, "a request for a model that is not running gets 400 unless it asks ?autoload=true")
 	fs.StringVar(&f.logLevel, "log-level", "", "log `level`: debug, info, warn, error (default info)")
 	return f
 }
@@ -128,6 +130,9 @@ func (f *serveFlags) apply(cfg *config.Config) {
 	}
 	if f.set["log-level"] {
 		cfg.LogLevel = f.logLevel
+	}
+	if f.set["no-models-autoload"] {
+		cfg.ModelsAutoload = !f.noAutoload
 	}
 }
 

@@ -76,6 +76,7 @@ type Config struct {
 	CORSOrigins           []string          `toml:"cors_origins"`            // browser origins allowed
 	LogLevel              string            `toml:"log_level"`               // debug|info|warn|error
 	AutoPull              bool              `toml:"auto_pull"`               // a request for a missing ORG/REPO:QUANT starts its download
+	ModelsAutoload        bool              `toml:"models_autoload"`         // a request loads its model; false: 400 unless it asks ?autoload=true
 	OllamaPort            bool              `toml:"ollama_port"`             // also listen on 127.0.0.1:11434, Ollama's port
 	UpdateCheck           bool              `toml:"update_check"`            // daily: read Llamatray's releases list and say when a newer one exists
 	UpdatePrerelease      bool              `toml:"update_prerelease"`       // also offer pre-releases
@@ -105,6 +106,7 @@ func Default() Config {
 		BodyLimit:       64 * MiB,
 		LogLevel:        "info",
 		UpdateCheck:     true,
+		ModelsAutoload:  true,
 		Discover:        true,
 		Advertise:       true,
 		LendListen:      DefaultLendListen,

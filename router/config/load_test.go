@@ -330,3 +330,17 @@ func TestSaveThroughSymlink(t *testing.T) {
 		t.Fatalf("target not updated: %v, %v", got.MaxLoaded, err)
 	}
 }
+
+// models_autoload is on unless the file turns it off, as llama.cpp's router's --models-autoload.
+func TestModelsAutoloadKey(t *testing.T) {
+	if !Default().ModelsAutoload {
+		t.Fatal("autoload is off by default")
+	}
+	c, err := Parse("c.toml", []byte("models_autoload = false\n"))
+	if err != nil || c.ModelsAutoload {
+		t.Fatalf("%+v %v", c.ModelsAutoload, err)
+	}
+	if !strings.Contains(DefaultFileText(), "\nmodels_autoload = true\n") {
+		t.Fatal("the default file does not show models_autoload")
+	}
+}

@@ -46,7 +46,7 @@ func (rt *Server) props(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, routerPropsJSON{
 		Role:           "router",
 		MaxInstances:   rt.o.Engine.Budget().MaxLoaded,
-		ModelsAutoload: true,
+		ModelsAutoload: !rt.o.NoModelsAutoload,
 		ModelAlias:     "llamatray",
 		ModelPath:      "none",
 		BuildInfo:      "llamatray " + rt.o.Version,
@@ -71,11 +71,19 @@ func (rt *Server) reload(r *http.Request) error {
 	return nil
 }
 
-// checkAutoload refuses a request with ?autoload=false (or 0), or a cross-site one (crossSite: an
-// <img> of another site's page must not load models and evict the user's), whose model is not
-// running: it must not start a load. A sleeping model is running (waking it is not a load).
+// checkAutoload refuses a request whose model is not running when it must not start a load: with
+// ?autoload=false (or 0), with models_autoload off unless it asks ?autoload=true (or 1), and a
+// cross-site one (crossSite: an <img> of another site's page must not load models and evict the
+// user's). A sleeping model is running (waking it is not a load).
 func (rt *Server) checkAutoload(r *http.Request, id string) error {
-	if v := queryValue(r.URL, "autoload"); v != "false" && v != "0" && !crossSite(r) {
+	autoload := !rt.o.NoModelsAutoload
+	switch queryValue(r.URL, "autoload") {
+	case "false", "0":
+		autoload = false
+	case "true", "1":
+		autoload = true
+	}
+	if autoload && !crossSite(r) {
 		return nil
 	}
 	st, err := rt.o.Engine.Model(id)

@@ -299,3 +299,69 @@ func TestPullSSE(t *testing.T) {
 		t.Fatalf("downloaded: %+v", got)
 	}
 }
+
+// With models_autoload off, GET /props says so as llama.cpp's router with --no-models-autoload
+// does, and a request for a model that is not running gets its 400 "model is not loaded" without a
+// load, unless it asks ?autoload=true (or 1).
+func TestModelsAutoloadOff(t *testing.T) {
+	up, _ := recordingUpstream(t)
+	srv, fe, _ := testRouter(t, up.URL, func(o *Options) { o.NoModelsAutoload = true })
+	code, got := getBody(t, srv.URL+"/props")
+	if code != 200 {
+		t.Fatalf("%d %s", code, got)
+	}
+	want := readRecorded(t, "props-noautoload.json")
+	checkShape(t, "GET /props", want, got, nil)
+	var p, w struct {
+		ModelsAutoload *bool `json:"models_autoload"`
+	}
+	if json.Unmarshal(got, &p); json.Unmarshal(want, &w) != nil || p.ModelsAutoload == nil || *p.ModelsAutoload != *w.ModelsAutoload {
+		t.Fatalf("props %s; llama.cpp's router: %s", got, want)
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(readRecorded(t, "errors.json"), &all); err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Status int `json:"status"`
+		Body   struct {
+			Error struct{ Message, Type string } `json:"error"`
+		} `json:"body"`
+	}
+	if err := json.Unmarshal(all["no_models_autoload_not_loaded"], &rec); err != nil || rec.Status == 0 {
+		t.Fatalf("recording: %v", err)
+	}
+	body := `{"model":"m1","messages":[{"role":"user","content":"hi"}]}`
+	for _, c := range []struct {
+		state  engine.State
+		query  string
+		status int
+	}{
+		{engine.StateUnloaded, "", rec.Status},
+		{engine.StateUnloaded, "?autoload=false", rec.Status},
+		{engine.StateLoaded, "", 200},
+		{engine.StateSleeping, "", 200},
+		{engine.StateUnloaded, "?autoload=true", 200},
+		{engine.StateUnloaded, "?autoload=1", 200},
+	} {
+		fe.mu.Lock()
+		fe.models["m1"].State = c.state
+		fe.mu.Unlock()
+		resp, err := http.Post(srv.URL+"/v1/chat/completions"+c.query, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Fatalf("%s %q: %d %s", c.state, c.query, resp.StatusCode, b)
+		}
+		if c.status != 200 {
+			typ, _, msg := decodeError(t, &http.Response{StatusCode: resp.StatusCode, Body: io.NopCloser(strings.NewReader(string(b)))})
+			if typ != rec.Body.Error.Type || msg != rec.Body.Error.Message {
+				t.Fatalf("%s: error %q %q; llama.cpp's router: %q %q", c.state, typ, msg, rec.Body.Error.Type, rec.Body.Error.Message)
+			}
+		}
+	}
+	waitReleased(t, fe, 4)
+}

@@ -79,6 +79,10 @@ type Options struct {
 	Listen string
 	// DefaultModel is used when a request names no model.
 	DefaultModel string
+	// NoModelsAutoload (models_autoload = false): a request for a model that is not running gets 400
+	// "model is not loaded" unless it asks ?autoload=true, as llama.cpp's router with
+	// --no-models-autoload; POST /models/load still loads.
+	NoModelsAutoload bool
 	// BodyLimit bounds request bodies; 0 means DefaultBodyLimit. Larger bodies get 413.
 	BodyLimit int64
 	// BodyTimeout is how long a request body may take to arrive, from the request's start (408

@@ -264,6 +264,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Alias:                 s.SetAlias,
 		Listen:                cfg.Listen,
 		DefaultModel:          cfg.DefaultModel,
+		NoModelsAutoload:      !cfg.ModelsAutoload,
 		BodyLimit:             int64(cfg.BodyLimit),
 		BodyTimeout:           s.o.BodyTimeout,
 		APIKeys:               cfg.APIKeys,
