@@ -31,6 +31,7 @@ func (c Config) Clone() Config {
 func (m Model) clone() Model {
 	out := m
 	out.Aliases = slices.Clone(m.Aliases)
+	out.Tags = slices.Clone(m.Tags)
 	out.Args = slices.Clone(m.Args)
 	out.GPULayers = clonePtr(m.GPULayers)
 	out.IdleSleep = clonePtr(m.IdleSleep)

@@ -19,6 +19,7 @@ type ChildDefaults struct {
 // Model is one [models."ID"] section: settings for a single catalog entry.
 type Model struct {
 	Aliases     []string  `toml:"aliases"`       // other names that resolve to this model
+	Tags        []string  `toml:"tags"`          // labels listed in GET /models' tags (llama.cpp's --tags); not names
 	Args        []string  `toml:"args"`          // extra llama-server arguments, after [defaults].args
 	CtxSize     int       `toml:"ctx_size"`      // 0 = [defaults].ctx_size
 	GPULayers   *int      `toml:"gpu_layers"`    // nil = [defaults].gpu_layers; -1 = all
@@ -126,6 +127,7 @@ func (c Config) ModelSettings(id string) Model {
 	m, _ := c.Layered(id)
 	out := Model{
 		Aliases:       append([]string(nil), m.Aliases...),
+		Tags:          slices.Clone(m.Tags),
 		Args:          append(append([]string(nil), c.Defaults.Args...), m.Args...),
 		CtxSize:       m.CtxSize,
 		Pinned:        m.Pinned,

@@ -139,12 +139,14 @@ func (c *Config) normalize() {
 	}
 	for id, m := range c.Models {
 		nilIfEmpty(&m.Aliases)
+		nilIfEmpty(&m.Tags)
 		nilIfEmpty(&m.Args)
 		if len(m.Variants) == 0 {
 			m.Variants = nil
 		}
 		for name, v := range m.Variants {
 			nilIfEmpty(&v.Aliases)
+			nilIfEmpty(&v.Tags)
 			nilIfEmpty(&v.Args)
 			if len(v.Variants) == 0 {
 				v.Variants = nil

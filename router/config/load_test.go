@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -342,5 +343,24 @@ func TestModelsAutoloadKey(t *testing.T) {
 	}
 	if !strings.Contains(DefaultFileText(), "\nmodels_autoload = true\n") {
 		t.Fatal("the default file does not show models_autoload")
+	}
+}
+
+// A model's tags are read, kept through a save, and a tag with a comma is refused at its line.
+func TestModelTags(t *testing.T) {
+	c, err := Parse("c.toml", []byte("[models.m]\ntags = [\"chat\", \"tiny\"]\n"))
+	if err != nil || !slices.Equal(c.ModelSettings("m").Tags, []string{"chat", "tiny"}) {
+		t.Fatalf("%+v %v", c.Models, err)
+	}
+	path := filepath.Join(t.TempDir(), "c.toml")
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := Load(path); err != nil || !reflect.DeepEqual(back, c) {
+		t.Fatalf("%+v %v", back.Models, err)
+	}
+	_, err = Parse("c.toml", []byte("[models.m]\n\ntags = [\"a,b\"]\n"))
+	if err == nil || !strings.Contains(err.Error(), `c.toml:3: key "models.m.tags"`) {
+		t.Fatalf("%v", err)
 	}
 }

@@ -151,6 +151,7 @@ const modelExample = `
 # Per-model settings, by catalog ID (see "llamatray models"). Every key is optional.
 # [models."qwen2.5-7b-instruct-q4_k_m"]
 # aliases = ["qwen"]          # other names for this model
+# tags = ["chat", "fast"]     # labels GET /models lists (as llama.cpp's --tags); not names
 # ctx_size = 16384            # 0: [defaults].ctx_size
 # gpu_layers = -1
 # args = ["--jinja"]          # added after [defaults].args
@@ -198,6 +199,9 @@ func (r *renderer) section(m Model) {
 	w := func(key, val string) { fmt.Fprintf(&r.b, "%s = %s\n", key, val) }
 	if len(m.Aliases) > 0 {
 		w("aliases", r.list(m.Aliases))
+	}
+	if len(m.Tags) > 0 {
+		w("tags", r.list(m.Tags))
 	}
 	if m.CtxSize != 0 {
 		w("ctx_size", strconv.Itoa(m.CtxSize))

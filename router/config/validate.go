@@ -179,6 +179,11 @@ func (c Config) validateModels() []error {
 				aliasOwner[a] = id
 			}
 		}
+		for _, t := range m.Tags {
+			if strings.TrimSpace(t) == "" || strings.Contains(t, ",") {
+				bad(fmt.Sprintf("tag %q must not be empty nor hold a comma", t), append(key, "tags")...)
+			}
+		}
 	}
 	for _, id := range ids {
 		m := c.Models[id]

@@ -3,7 +3,7 @@ package config
 // Variants of one file: [models."ID".variants."NAME"] makes the model ID "ID@NAME", served from the
 // same GGUF as ID with its own settings. A variant's ctx_size, gpu_layers, flash_attn, parallel,
 // cache_type and idle timers, when set, replace its model's; its args follow its model's. Aliases,
-// pinned, load_on_start and hidden belong to an ID: a variant has its own, never its model's.
+// tags, pinned, load_on_start and hidden belong to an ID: a variant has its own, never its model's.
 
 import (
 	"fmt"

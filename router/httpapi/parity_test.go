@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // recorded are llama.cpp's own router answers, recorded from llama-server --models-dir (see the
@@ -364,4 +366,54 @@ func TestModelsAutoloadOff(t *testing.T) {
 		}
 	}
 	waitReleased(t, fe, 4)
+}
+
+// GET /models lists a model's aliases as llama.cpp's router does (sorted, the ID left out) and the
+// tags configured for it, as llama.cpp's router lists its preset's alias and tags keys.
+func TestRouterModelsAliasesAndTags(t *testing.T) {
+	var rec struct {
+		Data []struct {
+			ID      string   `json:"id"`
+			Aliases []string `json:"aliases"`
+			Tags    []string `json:"tags"`
+		} `json:"data"`
+	}
+	want := readRecorded(t, "models-preset.json")
+	if err := json.Unmarshal(want, &rec); err != nil || len(rec.Data) == 0 {
+		t.Fatalf("recording: %v", err)
+	}
+	alpha := rec.Data[0]
+	if len(alpha.Aliases) < 2 || len(alpha.Tags) < 2 {
+		t.Fatalf("recording: %+v", alpha)
+	}
+	// configured in another order than llama.cpp lists them, with the ID among them
+	aliases := append([]string{"m1", alpha.ID}, alpha.Aliases...)
+	slices.Reverse(aliases)
+	tags := slices.Clone(alpha.Tags)
+	slices.Reverse(tags)
+	srv, _, _ := testRouter(t, "http://127.0.0.1:1", func(o *Options) {
+		o.Engine.(*fakeEngine).add("m1", "http://127.0.0.1:1", aliases...)
+		o.Views = view.Builder{Engine: o.Engine, Catalog: o.Catalog, Tags: func(id string) []string { return tags }}
+	})
+	code, got := getBody(t, srv.URL+"/models")
+	if code != 200 {
+		t.Fatalf("%d %s", code, got)
+	}
+	checkShape(t, "GET /models", want, got, modelsSkip)
+	var list struct {
+		Data []struct {
+			ID      string   `json:"id"`
+			Aliases []string `json:"aliases"`
+			Tags    []string `json:"tags"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(got, &list); err != nil || len(list.Data) != 1 {
+		t.Fatalf("%v %s", err, got)
+	}
+	m := list.Data[0]
+	wantAliases := append([]string{alpha.ID}, alpha.Aliases...) // here "alpha" is one more alias of m1
+	slices.Sort(wantAliases)
+	if !slices.Equal(m.Aliases, wantAliases) || !slices.Equal(m.Tags, alpha.Tags) {
+		t.Fatalf("aliases %q tags %q; llama.cpp's router lists %q %q for the same names", m.Aliases, m.Tags, alpha.Aliases, alpha.Tags)
+	}
 }

@@ -223,7 +223,9 @@ func (s *Service) newEngine() error {
 	s.eng = eng
 	s.metrics = metrics.New(eng)
 	s.stopMetrics = s.metrics.Watch(eng)
-	s.views = view.Builder{Engine: eng, Catalog: s.cat, CtxSize: func(id string) int { return s.config().ModelSettings(id).CtxSize }}
+	s.views = view.Builder{Engine: eng, Catalog: s.cat,
+		CtxSize: func(id string) int { return s.config().ModelSettings(id).CtxSize },
+		Tags:    func(id string) []string { return s.config().ModelSettings(id).Tags }}
 	s.hub = s.newHub()
 	s.rememberPulls()
 	s.handler.Store(s.newRouter(cfg))

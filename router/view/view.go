@@ -21,6 +21,7 @@ type Model struct {
 	engine.ModelStatus
 	Meta    *catalog.Model // the catalog entry; nil when the catalog no longer has the model
 	CtxSize int            // the context size it runs with: the configured one, else the trained one; 0 = unknown
+	Tags    []string       // its configured tags (llama.cpp's --tags)
 }
 
 // Source gives the views; the service is one.
@@ -46,8 +47,9 @@ type Catalog interface {
 // Builder joins the engine's state with the catalog. It is the only place where that is done.
 type Builder struct {
 	Engine  Engine
-	Catalog Catalog             // nil → no catalog data
-	CtxSize func(id string) int // the configured context size; nil or 0 → the trained one
+	Catalog Catalog                  // nil → no catalog data
+	CtxSize func(id string) int      // the configured context size; nil or 0 → the trained one
+	Tags    func(id string) []string // the configured tags; nil → none
 }
 
 var _ Source = Builder{}
@@ -108,6 +110,9 @@ func (b Builder) join(st engine.ModelStatus) Model {
 	if b.CtxSize != nil {
 		m.CtxSize = b.CtxSize(st.ID)
 	}
+	if b.Tags != nil {
+		m.Tags = b.Tags(st.ID)
+	}
 	if m.CtxSize <= 0 && m.Meta != nil {
 		m.CtxSize = m.Meta.ContextLength
 	}
@@ -122,9 +127,9 @@ func (m Model) Wire(started time.Time) wire.Model {
 		Object:       "model",
 		OwnedBy:      "llamatray",
 		Created:      started.Unix(),
-		Aliases:      orEmpty(m.Aliases),
+		Aliases:      m.names(),
 		Status:       Status(m.ModelStatus),
-		Tags:         []string{},
+		Tags:         sortedSet(m.Tags, ""),
 		Architecture: wire.Modalities{Input: []string{"text"}, Output: []string{"text"}},
 		CtxSize:      m.CtxSize,
 	}
@@ -158,6 +163,30 @@ func (m Model) Wire(started time.Time) wire.Model {
 		DraftError:    m.Meta.DraftError,
 	}
 	return e
+}
+
+// names is every name the model answers to besides its ID, sorted as llama.cpp's router lists a
+// model's aliases: its aliases (configured, its file name's ID) and its names in an Ollama store.
+func (m Model) names() []string {
+	names := slices.Clone(m.Aliases)
+	if m.Meta != nil {
+		for _, o := range m.Meta.Ollama {
+			names = append(names, o.Name)
+		}
+	}
+	return sortedSet(names, m.ID)
+}
+
+// sortedSet is list sorted, without repeats or drop; never nil.
+func sortedSet(list []string, drop string) []string {
+	out := make([]string, 0, len(list))
+	for _, s := range list {
+		if s != drop {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Status encodes an engine state as the "status" object of the API.

@@ -2,6 +2,7 @@ package view
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -102,5 +103,17 @@ func TestWire(t *testing.T) {
 	want := `{"id":"gone","object":"model","owned_by":"llamatray","created":1600000000,"aliases":[],"status":{"value":"","active_requests":0,"queued":0,"memory_bytes":0,"memory_estimate_bytes":0,"last_used":null,"pid":0,"port":0,"socket":"","exit_code":null,"pinned":false,"draining":false,"error":"","next_retry":null,"unload_at":null,"progress":0,"args":[],"wait":null},"meta":null,"tags":[],"architecture":{"input_modalities":["text"],"output_modalities":["text"]},"context_length":0}`
 	if string(b) != want {
 		t.Fatalf("%s", b)
+	}
+}
+
+// A model's aliases are listed as llama.cpp's router lists them: sorted, once each, without its
+// ID; its names in an Ollama store are among them. Its tags are the configured ones, sorted.
+func TestWireNamesAndTags(t *testing.T) {
+	b := Builder{Engine: engineStub{{ID: "llama3.2:3b", Aliases: []string{"zed", "b", "llama3.2:3b", "b"}}},
+		Catalog: listing{{ID: "llama3.2:3b", Ollama: []catalog.OllamaName{{Name: "llama3.2:3b"}, {Name: "llama3.2:latest"}}}},
+		Tags:    func(string) []string { return []string{"tiny", "chat"} }}
+	e := b.Models()[0].Wire(time.Unix(0, 0))
+	if !slices.Equal(e.Aliases, []string{"b", "llama3.2:latest", "zed"}) || !slices.Equal(e.Tags, []string{"chat", "tiny"}) {
+		t.Fatalf("aliases %q tags %q", e.Aliases, e.Tags)
 	}
 }
