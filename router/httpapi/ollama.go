@@ -281,6 +281,7 @@ func (rt *Server) ollamaSupports(id, asked, what string) error {
 // writes the child's answer in Ollama's shape.
 func (rt *Server) ollamaProxy(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, name, id string, up ollama.Upstream) {
 	ow := ollama.NewWriter(w, kind, name, up.Stream, start)
+	ow.TopLogprobs = up.TopLogprobs
 	ow.Load = func() time.Duration {
 		if info := infoFrom(r.Context()); info != nil {
 			return info.waited

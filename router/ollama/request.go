@@ -59,6 +59,9 @@ type Upstream struct {
 	Path   string
 	Body   []byte
 	Stream bool
+	// TopLogprobs is how many alternatives each token's logprobs keep (the request's top_logprobs):
+	// the native endpoints give at least one when asked for logprobs.
+	TopLogprobs int
 }
 
 // streamOf is Ollama's default: a stream unless "stream": false.
@@ -230,8 +233,34 @@ func Chat(req ChatRequest) (Upstream, error) {
 	if err := common(body, req.Options, req.Format, req.Think); err != nil {
 		return Upstream{}, err
 	}
+	if err := logprobs(body, req.Logprobs, req.TopLogprobs); err != nil {
+		return Upstream{}, err
+	}
 	b, err := json.Marshal(body)
-	return Upstream{Path: "/v1/chat/completions", Body: b, Stream: stream}, err
+	return Upstream{Path: "/v1/chat/completions", Body: b, Stream: stream, TopLogprobs: req.TopLogprobs}, err
+}
+
+// maxTopLogprobs is the most top_logprobs Ollama takes.
+const maxTopLogprobs = 20
+
+// logprobs asks llama-server for each token's log probability, and top alternatives: OpenAI's
+// logprobs and top_logprobs on the chat endpoint, n_probs on the native ones (body has a prompt).
+func logprobs(body map[string]any, want bool, top int) error {
+	if top < 0 || top > maxTopLogprobs {
+		return bad("top_logprobs must be between 0 and %d", maxTopLogprobs)
+	}
+	if !want {
+		return nil
+	}
+	if _, native := body["prompt"]; native {
+		body["n_probs"] = max(top, 1)
+		return nil
+	}
+	body["logprobs"] = true
+	if top > 0 {
+		body["top_logprobs"] = top
+	}
+	return nil
 }
 
 // Generate turns an /api/generate request into llama-server's: the chat endpoint with the
@@ -251,8 +280,11 @@ func Generate(req GenerateRequest) (Upstream, error) {
 		if err := common(body, req.Options, req.Format, nil); err != nil {
 			return Upstream{}, err
 		}
+		if err := logprobs(body, req.Logprobs, req.TopLogprobs); err != nil {
+			return Upstream{}, err
+		}
 		b, err := json.Marshal(body)
-		return Upstream{Path: "/infill", Body: b, Stream: stream}, err
+		return Upstream{Path: "/infill", Body: b, Stream: stream, TopLogprobs: req.TopLogprobs}, err
 	}
 	if req.Raw {
 		if len(req.Images) > 0 {
@@ -262,8 +294,11 @@ func Generate(req GenerateRequest) (Upstream, error) {
 		if err := common(body, req.Options, req.Format, nil); err != nil {
 			return Upstream{}, err
 		}
+		if err := logprobs(body, req.Logprobs, req.TopLogprobs); err != nil {
+			return Upstream{}, err
+		}
 		b, err := json.Marshal(body)
-		return Upstream{Path: "/completion", Body: b, Stream: stream}, err
+		return Upstream{Path: "/completion", Body: b, Stream: stream, TopLogprobs: req.TopLogprobs}, err
 	}
 	if stream {
 		body["stream_options"] = map[string]any{"include_usage": true}
@@ -280,8 +315,11 @@ func Generate(req GenerateRequest) (Upstream, error) {
 	if err := common(body, req.Options, req.Format, req.Think); err != nil {
 		return Upstream{}, err
 	}
+	if err := logprobs(body, req.Logprobs, req.TopLogprobs); err != nil {
+		return Upstream{}, err
+	}
 	b, err := json.Marshal(body)
-	return Upstream{Path: "/v1/chat/completions", Body: b, Stream: stream}, err
+	return Upstream{Path: "/v1/chat/completions", Body: b, Stream: stream, TopLogprobs: req.TopLogprobs}, err
 }
 
 func common(body map[string]any, opts map[string]any, format, th json.RawMessage) error {

@@ -34,6 +34,8 @@ type Writer struct {
 	start  time.Time
 	// Load returns how long the request waited for its model (the lease's wait); nil → 0.
 	Load func() time.Duration
+	// TopLogprobs is the most alternatives a token's logprobs keep (Upstream.TopLogprobs).
+	TopLogprobs int
 
 	h      http.Header // what the proxy sets: llama-server's headers, not the client's
 	status int         // 0 until WriteHeader
@@ -46,6 +48,7 @@ type Writer struct {
 	prompt  int // prompt tokens from usage
 	calls   []ToolCall
 	args    []strings.Builder // streamed tool-call arguments, by index
+	probs   []Logprob         // logprobs not written yet: the next object carries them
 }
 
 // NewWriter returns a Writer for one request's answer.
@@ -144,6 +147,9 @@ func (w *Writer) line(l []byte) {
 	if c.Content != nil && *c.Content != "" { // native /completion
 		w.piece(*c.Content, "")
 	}
+	if len(w.probs) > 0 { // a token with no text of its own yet (part of a character)
+		w.piece("", "")
+	}
 	if c.Stop && c.Choices == nil { // the native stream's last chunk
 		w.final()
 	}
@@ -168,6 +174,27 @@ func (w *Writer) note(c *chunk) {
 	if c.TokensEvaluated > 0 && w.prompt == 0 {
 		w.prompt = c.TokensEvaluated
 	}
+	for _, ch := range c.Choices {
+		if ch.Logprobs != nil {
+			w.probs = append(w.probs, ch.Logprobs.Content...)
+		}
+	}
+	w.probs = append(w.probs, c.Probs...)
+}
+
+// takeProbs hands over the logprobs not written yet, each with at most TopLogprobs alternatives.
+func (w *Writer) takeProbs() []Logprob {
+	p := w.probs
+	w.probs = nil
+	for i := range p {
+		if len(p[i].TopLogprobs) > w.TopLogprobs {
+			p[i].TopLogprobs = p[i].TopLogprobs[:w.TopLogprobs]
+		}
+		if len(p[i].TopLogprobs) == 0 {
+			p[i].TopLogprobs = nil
+		}
+	}
+	return p
 }
 
 func (w *Writer) delta(d message) {
@@ -235,11 +262,12 @@ func (w *Writer) object(content, thinking string, calls []ToolCall, done bool) a
 		mm := w.metrics()
 		m, reason = &mm, doneReason(w.reason)
 	}
+	probs := w.takeProbs()
 	if w.kind == KindGenerate {
-		return GenerateResponse{Model: w.model, CreatedAt: now, Response: content, Thinking: thinking, Done: done, DoneReason: reason, Metrics: m}
+		return GenerateResponse{Model: w.model, CreatedAt: now, Response: content, Thinking: thinking, Done: done, DoneReason: reason, Metrics: m, Logprobs: probs}
 	}
 	return ChatResponse{Model: w.model, CreatedAt: now, Message: Message{Role: "assistant", Content: content, Thinking: thinking, ToolCalls: calls},
-		Done: done, DoneReason: reason, Metrics: m}
+		Done: done, DoneReason: reason, Metrics: m, Logprobs: probs}
 }
 
 func (w *Writer) metrics() Metrics {
@@ -400,6 +428,9 @@ type chunk struct {
 		Delta        message `json:"delta"`
 		Message      message `json:"message"`
 		FinishReason *string `json:"finish_reason"`
+		Logprobs     *struct {
+			Content []Logprob `json:"content"`
+		} `json:"logprobs"`
 	} `json:"choices"`
 	Usage *struct {
 		PromptTokens int `json:"prompt_tokens"`
@@ -409,6 +440,7 @@ type chunk struct {
 	Stop            bool            `json:"stop"`
 	StopType        string          `json:"stop_type"`
 	TokensEvaluated int             `json:"tokens_evaluated"`
+	Probs           []Logprob       `json:"completion_probabilities"` // native endpoints' logprobs
 	Error           json.RawMessage `json:"error"`
 }
 

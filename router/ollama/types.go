@@ -44,31 +44,35 @@ type Message struct {
 
 // ChatRequest is the body of POST /api/chat.
 type ChatRequest struct {
-	Model     string          `json:"model"`
-	Messages  []Message       `json:"messages"`
-	Tools     json.RawMessage `json:"tools,omitempty"` // OpenAI's function-tool shape, passed as is
-	Stream    *bool           `json:"stream,omitempty"`
-	Format    json.RawMessage `json:"format,omitempty"` // "json" or a JSON schema
-	KeepAlive *Duration       `json:"keep_alive,omitempty"`
-	Options   map[string]any  `json:"options,omitempty"`
-	Think     json.RawMessage `json:"think,omitempty"` // true, false, or "low"/"medium"/"high"
+	Model       string          `json:"model"`
+	Messages    []Message       `json:"messages"`
+	Tools       json.RawMessage `json:"tools,omitempty"` // OpenAI's function-tool shape, passed as is
+	Stream      *bool           `json:"stream,omitempty"`
+	Format      json.RawMessage `json:"format,omitempty"` // "json" or a JSON schema
+	KeepAlive   *Duration       `json:"keep_alive,omitempty"`
+	Options     map[string]any  `json:"options,omitempty"`
+	Think       json.RawMessage `json:"think,omitempty"`        // true, false, or "low"/"medium"/"high"
+	Logprobs    bool            `json:"logprobs,omitempty"`     // each token's log probability in the answer
+	TopLogprobs int             `json:"top_logprobs,omitempty"` // and this many likeliest tokens at each position (0-20)
 }
 
 // GenerateRequest is the body of POST /api/generate.
 type GenerateRequest struct {
-	Model     string          `json:"model"`
-	Prompt    string          `json:"prompt"`
-	Suffix    string          `json:"suffix,omitempty"`
-	System    string          `json:"system,omitempty"`
-	Template  string          `json:"template,omitempty"`
-	Context   []int           `json:"context,omitempty"`
-	Stream    *bool           `json:"stream,omitempty"`
-	Raw       bool            `json:"raw,omitempty"`
-	Format    json.RawMessage `json:"format,omitempty"`
-	KeepAlive *Duration       `json:"keep_alive,omitempty"`
-	Images    []ImageData     `json:"images,omitempty"`
-	Options   map[string]any  `json:"options,omitempty"`
-	Think     json.RawMessage `json:"think,omitempty"`
+	Model       string          `json:"model"`
+	Prompt      string          `json:"prompt"`
+	Suffix      string          `json:"suffix,omitempty"`
+	System      string          `json:"system,omitempty"`
+	Template    string          `json:"template,omitempty"`
+	Context     []int           `json:"context,omitempty"`
+	Stream      *bool           `json:"stream,omitempty"`
+	Raw         bool            `json:"raw,omitempty"`
+	Format      json.RawMessage `json:"format,omitempty"`
+	KeepAlive   *Duration       `json:"keep_alive,omitempty"`
+	Images      []ImageData     `json:"images,omitempty"`
+	Options     map[string]any  `json:"options,omitempty"`
+	Think       json.RawMessage `json:"think,omitempty"`
+	Logprobs    bool            `json:"logprobs,omitempty"`
+	TopLogprobs int             `json:"top_logprobs,omitempty"`
 }
 
 // Metrics are the timings of a finished answer, in nanoseconds as Ollama sends them: in the last
@@ -90,6 +94,7 @@ type ChatResponse struct {
 	Done       bool    `json:"done"`
 	DoneReason string  `json:"done_reason,omitempty"`
 	*Metrics
+	Logprobs []Logprob `json:"logprobs,omitempty"`
 }
 
 // GenerateResponse is one object of /api/generate's answer.
@@ -102,6 +107,22 @@ type GenerateResponse struct {
 	DoneReason string `json:"done_reason,omitempty"`
 	Context    []int  `json:"context,omitempty"`
 	*Metrics
+	Logprobs []Logprob `json:"logprobs,omitempty"`
+}
+
+// TokenLogprob is one token with its log probability; Bytes are its UTF-8 bytes.
+type TokenLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes,omitempty"`
+}
+
+// Logprob is a generated token with its log probability and the likeliest tokens at its position.
+// llama-server's entries (OpenAI's logprobs.content, /completion's completion_probabilities) have
+// the same fields, plus an id, and decode into it.
+type Logprob struct {
+	TokenLogprob
+	TopLogprobs []TokenLogprob `json:"top_logprobs,omitempty"`
 }
 
 // EmbedRequest is the body of POST /api/embed; Input is a string or a list of strings.
