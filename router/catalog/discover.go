@@ -78,6 +78,13 @@ func list(ctx context.Context, roots []string) listing {
 			l.problems = append(l.problems, problem{root, fmt.Sprintf("cannot read model folder: %v", err)})
 			w.printBuf = append(w.printBuf, "error\x00"+root)
 			continue
+		case !st.IsDir() && isGGUF(root) && st.Mode().IsRegular(): // one file (a preset's model)
+			real, err := filepath.EvalSymlinks(root)
+			if err != nil {
+				real = root
+			}
+			w.add(filepath.Dir(root), root, real, st, nil)
+			continue
 		case !st.IsDir():
 			l.problems = append(l.problems, problem{root, "not a folder"})
 			w.printBuf = append(w.printBuf, "notdir\x00"+root)

@@ -78,6 +78,7 @@ type Config struct {
 	LogLevel              string            `toml:"log_level"`               // debug|info|warn|error
 	AutoPull              bool              `toml:"auto_pull"`               // a request for a missing ORG/REPO:QUANT starts its download
 	ModelsAutoload        bool              `toml:"models_autoload"`         // a request loads its model; false: 400 unless it asks ?autoload=true
+	Presets               string            `toml:"presets"`                 // llama.cpp's router preset INI, read in place (presets.go); "" = none
 	OllamaPort            bool              `toml:"ollama_port"`             // also listen on 127.0.0.1:11434, Ollama's port
 	UpdateCheck           bool              `toml:"update_check"`            // daily: read Llamatray's releases list and say when a newer one exists
 	UpdatePrerelease      bool              `toml:"update_prerelease"`       // also offer pre-releases
@@ -90,6 +91,8 @@ type Config struct {
 	Defaults              ChildDefaults     `toml:"defaults"`
 	Models                map[string]Model  `toml:"models"`
 	Peers                 map[string]Peer   `toml:"peers"` // other machines' servers, by name (peers.go)
+
+	presets *Presets // the file Presets names, as read (WithPresets); never written
 }
 
 // Default returns the built-in configuration.
@@ -125,6 +128,9 @@ func Default() Config {
 // c and has no Variants.
 func (c Config) ModelSettings(id string) Model {
 	m, _ := c.Layered(id)
+	if p := c.presets; p != nil {
+		m = overlayPreset(overlayPreset(p.All, p.Models[id]), m)
+	}
 	out := Model{
 		Aliases:       append([]string(nil), m.Aliases...),
 		Tags:          slices.Clone(m.Tags),

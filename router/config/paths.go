@@ -181,6 +181,11 @@ func (c Config) ModelDirsResolved() []string {
 	for _, d := range c.ModelDirs {
 		add(ExpandHome(strings.TrimSpace(d)))
 	}
+	if c.presets != nil { // the files of preset sections with `model`
+		for _, f := range c.presets.Files {
+			add(f)
+		}
+	}
 	if c.ScanDefaultDirs {
 		for _, d := range DefaultModelDirs() {
 			if st, err := os.Stat(d); err == nil && st.IsDir() {

@@ -86,6 +86,7 @@ func (c Config) render() (string, error) {
 		{comment: "Log detail: debug, info, warn or error.", key: "log_level", value: r.str(c.LogLevel)},
 		{comment: "A request for an ORG/REPO:QUANT model that is not on this machine starts its download from\nthe Hugging Face Hub (it is answered 503 until the download is done). Off: it gets 404.", key: "auto_pull", value: strconv.FormatBool(c.AutoPull)},
 		{comment: "A request for a model that is not running loads it. Off: it gets 400 \"model is not loaded\"\nunless it asks ?autoload=true (as llama.cpp's router with --no-models-autoload).", key: "models_autoload", value: strconv.FormatBool(c.ModelsAutoload)},
+		{comment: "A llama.cpp router preset file (llama-server --models-preset), read in place and again when it\nchanges: a [section] per model with llama-server's argument names, [*] for every model.", key: "presets", value: r.str(c.Presets)},
 		{comment: "Also answer on 127.0.0.1:11434, Ollama's own port, so that apps set up for Ollama work unchanged\n(Ollama's API is served on the main address too). Ollama itself must not be running.", key: "ollama_port", value: strconv.FormatBool(c.OllamaPort)},
 		{comment: "Once a day, read the list of Llamatray's releases and say in the window and the tray when a newer\none exists. Nothing is downloaded or installed.", key: "update_check", value: strconv.FormatBool(c.UpdateCheck)},
 		{comment: "Also offer pre-releases.", key: "update_prerelease", value: strconv.FormatBool(c.UpdatePrerelease)},

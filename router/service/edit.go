@@ -53,6 +53,9 @@ func (s *Service) changed(change func(*config.Config) error) (old, cfg config.Co
 	if err := change(&cfg); err != nil {
 		return old, old, err
 	}
+	if cfg, err = s.presetsFor(old, cfg); err != nil {
+		return old, old, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return old, old, fmt.Errorf("configuration: %w", err)
 	}

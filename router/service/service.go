@@ -100,6 +100,7 @@ type Service struct {
 	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
 	// across I/O; only mu is taken under it, briefly.
 	saveMu    sync.Mutex
+	presetErr string     // the last preset file error logged (presets.go); guarded by saveMu
 	mu        sync.Mutex // guards cfg, llama, srv, addr, listenErr, cancel and ollama
 	cfg       config.Config
 	llama     LlamaServer
@@ -122,6 +123,9 @@ func New(cfg config.Config, o Options) (*Service, error) {
 		return nil, err
 	}
 	s.llama = s.findLlamaServer(cfg.LlamaServer)
+	if s.cfg, err = s.withPresets(context.Background(), s.cfg); err != nil { // its keys checked against llama-server's flags
+		return nil, err
+	}
 	s.detectGPU() // now with llama-server's own devices (a Vulkan device no driver probe sees)
 	if err := s.newEngine(); err != nil {
 		return nil, err
@@ -152,6 +156,10 @@ func Inspect(ctx context.Context, cfg config.Config, o Options) ([]view.Model, [
 func newService(cfg config.Config, o Options) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	cfg, err := config.ReadPresetsOf(cfg) // the catalog scans the files of its sections
+	if err != nil {
+		return nil, err
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -278,7 +286,7 @@ func (s *Service) newRouter(cfg config.Config) *httpapi.Server {
 		Setup:                 s.setup,
 		LlamaServers:          s,
 		Logger:                s.log,
-		Reload:                s.rescan,
+		Reload:                s.reload,
 		Hub:                   s.hubOptions(cfg.AutoPull),
 		Activity:              s.activity,
 		Metrics:               s.metrics,
@@ -330,6 +338,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.cancel = cancel
 	s.mu.Unlock()
 	go s.cat.Watch(wctx, 5*time.Second)
+	go s.watchPresets(wctx)
 	go s.updateDaily(wctx, firstUpdateCheck, updateEvery)
 	go s.checkReleasesDaily(wctx, firstReleaseCheck, releaseCheckEvery)
 	// The workers' devices are the budget's before the first load is planned (each open is bounded).

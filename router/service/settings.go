@@ -159,7 +159,12 @@ func (s *Service) Apply(cfg config.Config) error {
 	}
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
-	return s.apply(s.config(), cfg.Clone())
+	old := s.config()
+	cfg, err := s.presetsFor(old, cfg.Clone())
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	return s.apply(old, cfg)
 }
 
 // variantsOf is every model's variant names, by model ID, for the catalog.

@@ -1,0 +1,279 @@
+package config
+
+// llama.cpp's router presets (llama-server --models-preset FILE), read in place: an INI file with a
+// section per model, [*] for every model, and llama-server's long argument names as keys
+// ("ctx-size = 8192", "alias = a,b", "tags = chat", "model = /path/x.gguf", "load-on-startup = true").
+// The configuration's `presets` key names the file; Llamatray never writes it. A section with
+// `model` serves that file (its ID is the file's name, the section's name an alias); one without
+// gives the settings of the model of that ID found in the model folders.
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Presets are a preset file's sections as model settings.
+type Presets struct {
+	Path   string
+	All    Model            // [*]
+	Models map[string]Model // by model ID
+	Files  []string         // the GGUF files of the sections with `model`, for the catalog
+	// Ignored are the keys that llama.cpp's router reads and Llamatray has its own setting for
+	// (stop-timeout: the global stop_timeout), as "FILE:LINE: key", to say so in the log.
+	Ignored []string
+	line    map[string]int // section → line, for errors
+	mtime   time.Time      // the file's, when read (PresetChanged)
+	size    int64
+}
+
+// presetOwned are llama-server arguments a preset may not set: Llamatray sets them itself.
+var presetOwned = map[string]string{"host": "listen", "port": "listen", "api-key": "api_keys",
+	"models-dir": "model_dirs", "models-preset": "presets", "models-max": "max_loaded",
+	"models-autoload": "models_autoload", "no-models-autoload": "models_autoload", "hf-repo": "the catalog",
+	"sleep-idle-seconds": "idle_sleep"}
+
+// ReadPresets reads the preset file at path. known says whether llama-server takes an argument
+// ("--jinja"); nil takes every one. A key llama-server does not take, a value Llamatray cannot use
+// or a syntax error is an *Error naming the line; nothing of the file is used then.
+func ReadPresets(path string, known func(flag string) bool) (*Presets, error) {
+	st, err := os.Stat(ExpandHome(path))
+	if err != nil {
+		return nil, fmt.Errorf("presets: %w", err)
+	}
+	data, err := readLimited(ExpandHome(path))
+	if err != nil {
+		return nil, fmt.Errorf("presets: read %s: %w", path, err)
+	}
+	p, err := ParsePresets(path, data, known)
+	if err != nil {
+		return nil, err
+	}
+	p.mtime, p.size = st.ModTime(), st.Size()
+	return p, nil
+}
+
+// ParsePresets reads preset text; name is used in errors and to resolve relative model paths.
+func ParsePresets(name string, data []byte, known func(flag string) bool) (*Presets, error) {
+	p := &Presets{Path: name, Models: map[string]Model{}, line: map[string]int{}}
+	var errs []error
+	fail := func(line int, key, reason string) {
+		errs = append(errs, &Error{File: name, Line: line, Key: key, Reason: reason})
+	}
+	section, cur := "", (*Model)(nil)
+	var id string
+	flush := func() {
+		if cur == nil {
+			return
+		}
+		if section == "*" {
+			p.All = *cur
+		} else {
+			p.Models[id] = *cur
+		}
+	}
+	sc := bufio.NewScanner(bytes.NewReader(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))))
+	sc.Buffer(make([]byte, 64<<10), maxFileSize)
+	for n := 1; sc.Scan(); n++ {
+		l := strings.TrimSpace(sc.Text())
+		switch {
+		case l == "" || l[0] == ';' || l[0] == '#':
+			continue
+		case l[0] == '[':
+			if !strings.HasSuffix(l, "]") || strings.TrimSpace(l[1:len(l)-1]) == "" {
+				fail(n, "", fmt.Sprintf("%q is not a section header like [model-name]", l))
+				continue
+			}
+			flush()
+			section = strings.TrimSpace(l[1 : len(l)-1])
+			if _, dup := p.line[section]; dup {
+				fail(n, "", fmt.Sprintf("section [%s] is given twice", section))
+			}
+			p.line[section], id, cur = n, section, &Model{}
+			continue
+		}
+		k, v, ok := strings.Cut(l, "=")
+		k, v = strings.TrimPrefix(strings.TrimSpace(k), "--"), strings.Trim(strings.TrimSpace(v), `"`)
+		switch {
+		case !ok || k == "":
+			fail(n, "", fmt.Sprintf("%q is not a key = value line", l))
+			continue
+		case cur == nil:
+			fail(n, k, "a key before the first [section]")
+			continue
+		}
+		if k == "model" && section != "*" {
+			path := ExpandHome(v)
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(filepath.Dir(name), path)
+			}
+			p.Files = append(p.Files, filepath.Clean(path))
+			if fid := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)); fid != section {
+				cur.Aliases = append(cur.Aliases, section)
+				id = fid
+			}
+			continue
+		}
+		if err := cur.setPreset(k, v, known); err != nil {
+			fail(n, k, err.Error())
+		}
+		if k == "stop-timeout" {
+			p.Ignored = append(p.Ignored, fmt.Sprintf("%s:%d: %s", name, n, k))
+		}
+	}
+	flush()
+	if err := sc.Err(); err != nil {
+		fail(0, "", err.Error())
+	}
+	if len(errs) == 0 { // the settings as the configuration checks its own
+		check := Default()
+		check.Models = p.Models
+		check.Defaults.Args = p.All.Args
+		for _, e := range flatten(check.Validate()) {
+			var fe *FieldError
+			if errors.As(e, &fe) && len(fe.Key) >= 2 {
+				fail(p.line[fe.Key[1]], fe.Key[len(fe.Key)-1], fe.Reason)
+			} else if e != nil {
+				fail(0, "", e.Error())
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// setPreset applies one key of a preset section: a setting Llamatray has, else an argument.
+func (m *Model) setPreset(k, v string, known func(string) bool) error {
+	num := func() (int, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a whole number", v)
+		}
+		return n, nil
+	}
+	list := func() []string {
+		var out []string
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	var err error
+	switch k {
+	case "alias", "a":
+		m.Aliases = append(m.Aliases, list()...)
+	case "tags":
+		m.Tags = append(m.Tags, list()...)
+	case "ctx-size", "c":
+		m.CtxSize, err = num()
+	case "n-gpu-layers", "gpu-layers", "ngl":
+		switch v {
+		case "all":
+			m.GPULayers = ptr(-1)
+		case "auto":
+			m.GPULayers = nil
+		default:
+			var n int
+			if n, err = num(); err == nil {
+				m.GPULayers = ptr(n)
+			}
+		}
+	case "flash-attn", "fa":
+		m.FlashAttn = v
+	case "parallel", "np":
+		m.Parallel, err = num()
+	case "load-on-startup":
+		m.LoadOnStart, err = strconv.ParseBool(v)
+	case "stop-timeout": // the global stop_timeout applies
+		_, err = num()
+	default:
+		if owner, ok := presetOwned[k]; ok {
+			return fmt.Errorf("set by Llamatray (from %s); remove it", owner)
+		}
+		if known != nil && !known("--"+k) {
+			return errors.New("not an argument llama-server takes")
+		}
+		switch strings.ToLower(v) {
+		case "true", "on", "enabled":
+			m.Args = append(m.Args, "--"+k)
+		case "false", "off", "disabled":
+			if known != nil && !known("--no-"+k) {
+				return fmt.Errorf("llama-server has no --no-%s to turn it off", k)
+			}
+			m.Args = append(m.Args, "--no-"+k)
+		default:
+			m.Args = append(m.Args, "--"+k, v)
+		}
+	}
+	return err
+}
+
+// overlayPreset layers the configuration's own section m over a preset's p: what m sets wins, its
+// args follow p's, aliases and tags are both's.
+func overlayPreset(p, m Model) Model {
+	out := m
+	out.Args = append(slices.Clone(p.Args), m.Args...)
+	out.Aliases = append(slices.Clone(p.Aliases), m.Aliases...)
+	out.Tags = append(slices.Clone(p.Tags), m.Tags...)
+	if out.CtxSize == 0 {
+		out.CtxSize = p.CtxSize
+	}
+	if out.GPULayers == nil {
+		out.GPULayers = p.GPULayers
+	}
+	if out.FlashAttn == "" {
+		out.FlashAttn = p.FlashAttn
+	}
+	if out.Parallel == 0 {
+		out.Parallel = p.Parallel
+	}
+	out.LoadOnStart = out.LoadOnStart || p.LoadOnStart
+	return out
+}
+
+// ReadPresetsOf is c with the preset file it names read, every key llama-server might take
+// accepted (the service checks them against its llama-server's flags once it found one).
+func ReadPresetsOf(c Config) (Config, error) {
+	if c.Presets == "" || c.presets != nil {
+		return c, nil
+	}
+	p, err := ReadPresets(c.Presets, nil)
+	if err != nil {
+		return c, err
+	}
+	return c.WithPresets(p), nil
+}
+
+// WithPresets returns c reading its models' settings from p too (nil: none). The file is not
+// part of what Save writes.
+func (c Config) WithPresets(p *Presets) Config {
+	c.presets = p
+	return c
+}
+
+// LoadedPresets are the presets c reads, nil when none.
+func (c Config) LoadedPresets() *Presets { return c.presets }
+
+// PresetChanged says whether the preset file c names was changed since it was read: its size or
+// time differs (or it came or went).
+func (c Config) PresetChanged() bool {
+	if c.Presets == "" {
+		return c.presets != nil
+	}
+	st, err := os.Stat(ExpandHome(c.Presets))
+	if c.presets == nil {
+		return err == nil
+	}
+	return err != nil || st.ModTime() != c.presets.mtime || st.Size() != c.presets.size
+}
