@@ -67,6 +67,7 @@ Usage:
                                 an authenticated, encrypted link; one model over several machines)
   llamatray peer add URL [--name NAME] [--api-key KEY] | list | rm NAME
                                 other machines' servers whose models are served here too
+  llamatray import llama-swap FILE  take llama-swap's config.yaml into the configuration
   llamatray version             print version, commit and Go version
   llamatray update --check      say whether a newer Llamatray is released (installs nothing)
   llamatray llama-server install|list|use|update
@@ -100,6 +101,8 @@ func run(args []string, b Build, desktop Desktop, env Env) int {
 		err = runLlamaServer(args, env)
 	case "peer":
 		err = runPeer(args, env)
+	case "import":
+		err = runImport(args, env)
 	case "search":
 		err = runSearch(args, env)
 	case "pull":
