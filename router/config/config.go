@@ -129,7 +129,7 @@ func Default() Config {
 func (c Config) ModelSettings(id string) Model {
 	m, _ := c.Layered(id)
 	if p := c.presets; p != nil {
-		m = overlayPreset(overlayPreset(p.All, p.Models[id]), m)
+		m = overlay(overlay(p.All, p.Models[id]), m)
 	}
 	out := Model{
 		Aliases:       append([]string(nil), m.Aliases...),

@@ -138,9 +138,11 @@ func (c Config) ImportLlamaSwap(name string, data []byte) (Config, []string, err
 			out.ModelDirs = append(out.ModelDirs, file)
 		}
 		old, _ := out.Section(id)
-		m.Aliases = append(old.Aliases, m.Aliases...)
+		old.Args = nil // the cmd's arguments are all of them
+		m = overlay(old, m)
 		slices.Sort(m.Aliases)
-		out = out.WithSection(id, overlaySwap(old, m))
+		m.Aliases = slices.Compact(m.Aliases)
+		out = out.WithSection(id, m)
 	}
 	for _, gname := range slices.Sorted(maps.Keys(f.Groups)) {
 		g := f.Groups[gname]
@@ -336,36 +338,4 @@ func swapArgs(args []string) (m Model, file string, notes []string, err error) {
 		}
 	}
 	return m, file, notes, nil
-}
-
-// overlaySwap is old with what an import set replacing it.
-func overlaySwap(old, m Model) Model {
-	out := old
-	out.Aliases = slices.Compact(m.Aliases)
-	if m.CtxSize != 0 {
-		out.CtxSize = m.CtxSize
-	}
-	if m.GPULayers != nil {
-		out.GPULayers = m.GPULayers
-	}
-	if m.FlashAttn != "" {
-		out.FlashAttn = m.FlashAttn
-	}
-	if m.Parallel != 0 {
-		out.Parallel = m.Parallel
-	}
-	if m.Args != nil {
-		out.Args = m.Args
-	}
-	if m.IdleUnload != nil {
-		out.IdleUnload = m.IdleUnload
-	}
-	out.Hidden = out.Hidden || m.Hidden
-	if m.StripParams != nil {
-		out.StripParams = m.StripParams
-	}
-	if m.SetParams != nil {
-		out.SetParams = m.SetParams
-	}
-	return out
 }

@@ -219,12 +219,13 @@ func (m *Model) setPreset(k, v string, known func(string) bool) error {
 	return err
 }
 
-// overlayPreset layers the configuration's own section m over a preset's p: what m sets wins, its
-// args follow p's, aliases and tags are both's.
-func overlayPreset(p, m Model) Model {
+// overlay layers section m over section p (a preset's under the configuration's own, the section
+// in the file under an import's): what m sets wins, its args follow p's, aliases and tags are
+// both's, a flag either sets is set.
+func overlay(p, m Model) Model {
 	out := m
 	out.Args = append(slices.Clone(p.Args), m.Args...)
-	out.Aliases = append(slices.Clone(p.Aliases), m.Aliases...)
+	out.Aliases = slices.Compact(append(slices.Clone(p.Aliases), m.Aliases...))
 	out.Tags = append(slices.Clone(p.Tags), m.Tags...)
 	if out.CtxSize == 0 {
 		out.CtxSize = p.CtxSize
@@ -238,7 +239,16 @@ func overlayPreset(p, m Model) Model {
 	if out.Parallel == 0 {
 		out.Parallel = p.Parallel
 	}
-	out.LoadOnStart = out.LoadOnStart || p.LoadOnStart
+	if out.IdleUnload == nil {
+		out.IdleUnload = p.IdleUnload
+	}
+	if out.StripParams == nil {
+		out.StripParams = p.StripParams
+	}
+	if out.SetParams == nil {
+		out.SetParams = p.SetParams
+	}
+	out.LoadOnStart, out.Hidden, out.Pinned = out.LoadOnStart || p.LoadOnStart, out.Hidden || p.Hidden, out.Pinned || p.Pinned
 	return out
 }
 
