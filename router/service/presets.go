@@ -70,8 +70,8 @@ func (s *Service) reloadPresets(ctx context.Context, force bool) error {
 
 // reload is GET /models?reload=1: the preset file, then the model folders, read again.
 func (s *Service) reload(ctx context.Context) error {
-	if err := s.reloadPresets(ctx, true); err != nil {
-		return err
+	if s.config().Presets != "" {
+		return s.reloadPresets(ctx, true) // rescans
 	}
 	return s.rescan(ctx)
 }
