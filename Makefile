@@ -76,6 +76,12 @@ llama-server:
 bench-workers: llama-server deps
 	$(GO) run ./router/testbed/bench -workers -llama-server $(LLAMA_SERVER_BIN) -out docs/benchmarks.md
 
+# The first memory estimate of eight architectures (real vocabularies and tensor layouts) against the
+# llama-server child's peak resident set: the Memory fit section of docs/benchmarks.md.
+.PHONY: bench-fit
+bench-fit: llama-server deps
+	$(GO) run ./router/testbed/bench -fit -llama-server $(LLAMA_SERVER_BIN) -out docs/benchmarks.md
+
 # llama.cpp's RPC worker (issue #24's workers), fetched with llama-server: its wrapper's path.
 .PHONY: rpc-server
 rpc-server: llama-server

@@ -80,7 +80,7 @@ func (c *Catalog) addDraft(m *Model, d Model, p EstimateParams) error {
 	if ctx <= 0 {
 		ctx = p.ContextSize
 	}
-	de, err := estimate(r.h, nil, EstimateParams{ContextSize: ctx, Parallel: p.Parallel, GPULayers: p.DraftGPULayers, FlashAttention: p.FlashAttention})
+	de, err := estimate(r.h, nil, EstimateParams{ContextSize: ctx, Parallel: p.Parallel, GPULayers: p.DraftGPULayers, FlashAttn: p.FlashAttn})
 	if err != nil {
 		return fmt.Errorf("%s's draft model %s: no memory estimate: %w", m.ID, d.ID, err)
 	}

@@ -90,7 +90,7 @@ func TestEstimate(t *testing.T) {
 		t.Errorf("3 layers offloaded: %+v", e)
 	}
 
-	params.set("m", EstimateParams{ContextSize: 16384, Parallel: 4, FlashAttention: true})
+	params.set("m", EstimateParams{ContextSize: 16384, Parallel: 4, FlashAttn: "on"})
 	rescan()
 	if e := get("m"); e.RAM <= 0 || e.ContextSize != 16384 {
 		t.Errorf("parallel + flash attention: %+v", e)

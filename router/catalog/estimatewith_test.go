@@ -30,7 +30,7 @@ func TestEstimateWith(t *testing.T) {
 		return e.RAM + e.VRAM
 	}
 	small, big := need(EstimateParams{ContextSize: 4096}), need(EstimateParams{ContextSize: 32768})
-	q8 := need(EstimateParams{ContextSize: 32768, CacheType: "q8_0", FlashAttention: true})
+	q8 := need(EstimateParams{ContextSize: 32768, CacheType: "q8_0", FlashAttn: "on"})
 	if !(small < big) || !(q8 < big) {
 		t.Fatalf("4k %d, 32k %d, 32k q8_0 %d", small, big, q8)
 	}

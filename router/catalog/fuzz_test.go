@@ -64,7 +64,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("gguf-parser-go panicked on a header the reader accepted: %v\n%s", pe.v, pe.stack)
 		}
 		if err == nil {
-			for _, p := range []EstimateParams{{ContextSize: 4096}, {ContextSize: 0, GPULayers: -1, Parallel: 2, FlashAttention: true}} {
+			for _, p := range []EstimateParams{{ContextSize: 4096}, {ContextSize: 0, GPULayers: -1, Parallel: 2, FlashAttn: "on"}} {
 				if _, err := estimate(h, nil, p); errors.As(err, &pe) {
 					t.Fatalf("estimate panicked: %v\n%s", pe.v, pe.stack)
 				}

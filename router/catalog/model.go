@@ -18,11 +18,11 @@ type Estimate struct {
 
 // EstimateParams are the load parameters an estimate is made for.
 type EstimateParams struct {
-	ContextSize    int // always set explicitly; 0 or less = the model's trained context length
-	Parallel       int // 0 = llama-server's default
-	GPULayers      int // -1 = all, 0 = CPU only
-	FlashAttention bool
-	CacheType      string // KV cache type for keys and values ("q8_0"); "" = f16
+	ContextSize int    // always set explicitly; 0 or less = the model's trained context length
+	Parallel    int    // 0 = llama-server's default
+	GPULayers   int    // -1 = all, 0 = CPU only
+	FlashAttn   string // -fa: "on", "off", or "" for llama-server's "auto" (on: every backend it ships runs it)
+	CacheType   string // KV cache type for keys and values ("q8_0"); "" = f16
 	// Draft is the draft model for speculative decoding as configured (a catalog ID, alias or
 	// ORG/REPO:QUANT); "" = none. A scan resolves it (draft.go) and adds its memory to the estimate.
 	Draft          string
@@ -51,12 +51,15 @@ type Model struct {
 	Draft      string
 	DraftPath  string
 	DraftError string
-	Splits     int // number of files
-	Estimate   Estimate
-	ModTime    time.Time // newest of the files
-	Root       string    // the scanned folder it was found in
-	HubRepo    string    // ORG/REPO when found in a Hugging Face cache
-	HubName    string    // ORG/REPO:QUANT, llama.cpp's -hf spelling; it resolves like an alias
+	// EstimateError is why the memory estimate could not be made from the header (Estimate is then
+	// zero and the engine counts the file size); "" when it was made.
+	EstimateError string
+	Splits        int // number of files
+	Estimate      Estimate
+	ModTime       time.Time // newest of the files
+	Root          string    // the scanned folder it was found in
+	HubRepo       string    // ORG/REPO when found in a Hugging Face cache
+	HubName       string    // ORG/REPO:QUANT, llama.cpp's -hf spelling; it resolves like an alias
 	// FileID is, for a model found in a Hugging Face cache and named by its HubName (its ID is
 	// then ORG/REPO:QUANT), the file-name ID it had before, and for a variant of such a model its
 	// ID before (FILE-ID@NAME): it stays one of its Aliases. "" otherwise.

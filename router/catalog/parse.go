@@ -160,61 +160,69 @@ var cacheTypes = map[string]gguf.GGMLType{
 	"q5_0": gguf.GGMLTypeQ5_0, "q5_1": gguf.GGMLTypeQ5_1,
 }
 
-// estimate runs gguf-parser-go's llama.cpp estimate for a model, with its projector if any.
+// estimate is the memory model m needs when llama-server runs it with p, with its projector if
+// any (memory.go sizes each term). On the CPU everything is host memory; with layers offloaded
+// their weights, their share of the KV cache and the compute buffer go to the GPU.
 func estimate(m, proj *header, p EstimateParams) (Estimate, error) {
-	ctx := p.ContextSize
-	if ctx <= 0 {
-		ctx = m.ctxLen
+	ctx := contextFor(m, p)
+	t, err := modelTerms(m, p, ctx)
+	if err != nil {
+		return Estimate{}, err
 	}
-	if ctx <= 0 {
-		ctx = 4096
+	out := Estimate{ContextSize: ctx, RAM: t.total()}
+	if p.GPULayers != 0 {
+		out = offload(m, t, p.GPULayers, out)
 	}
-	ctx = min(ctx, math.MaxInt32)
-	opts := []gguf.GGUFRunEstimateOption{gguf.WithLLaMACppContextSize(int32(ctx))}
-	if p.Parallel > 0 {
-		opts = append(opts, gguf.WithParallelSize(int32(min(p.Parallel, math.MaxInt32))))
+	if proj != nil {
+		w := clampBytes(uint64(proj.gf.TensorInfos.Bytes())) + projectorWork
+		if p.GPULayers != 0 {
+			out.VRAM += w
+		} else {
+			out.RAM += w
+		}
 	}
-	if p.GPULayers >= 0 {
-		opts = append(opts, gguf.WithLLaMACppOffloadLayers(uint64(p.GPULayers)))
+	return out, nil
+}
+
+// offload moves what llama.cpp puts on the GPU for gpuLayers offloaded layers (-1 = all) out of
+// est.RAM: the last layers' weights and KV cache; the output layer once every block is offloaded
+// (a tied output is a second copy of token_embd there, the input copy stays on the host); and the
+// compute buffer, which a GPU allocates whole.
+func offload(m *header, t memoryTerms, gpuLayers int, est Estimate) Estimate {
+	n := t.layers
+	off := n + 1
+	if gpuLayers >= 0 {
+		off = min(gpuLayers, n+1)
 	}
-	if p.FlashAttention {
-		opts = append(opts, gguf.WithFlashAttention())
+	blocks := min(off, n)
+	tied := true
+	for _, ti := range m.gf.TensorInfos {
+		tied = tied && ti.Name != "output.weight"
 	}
-	if t, ok := cacheTypes[p.CacheType]; ok {
-		opts = append(opts, gguf.WithLLaMACppCacheKeyType(t), gguf.WithLLaMACppCacheValueType(t))
-	}
-	var out Estimate
-	err := guard(func() error {
-		all := opts
-		if proj != nil {
-			popts := []gguf.GGUFRunEstimateOption{gguf.WithLLaMACppContextSize(int32(ctx))}
-			if p.GPULayers == 0 {
-				popts = append(popts, gguf.WithLLaMACppOffloadLayers(0))
+	var moved, dup int64 // weights moved to the GPU; a tied output's second copy there
+	for _, ti := range m.gf.TensorInfos {
+		b := clampBytes(uint64(ti.Bytes()))
+		var il int
+		switch {
+		case ti.Name == "output.weight":
+			if off > n {
+				moved += b
 			}
-			pe := proj.gf.EstimateLLaMACppRun(popts...)
-			all = append(append([]gguf.GGUFRunEstimateOption(nil), opts...), gguf.WithLLaMACppProjector(&pe))
-		}
-		e := m.gf.EstimateLLaMACppRun(all...)
-		// Without mmap: a loaded model's weights are resident, so they count as RAM.
-		s := e.SummarizeItem(false, 0, 0)
-		out.RAM = clampBytes(uint64(s.RAM.NonUMA))
-		for _, v := range s.VRAMs {
-			out.VRAM = clampBytes(uint64(out.VRAM) + uint64(v.NonUMA))
-		}
-		out.ContextSize = int(e.ContextSize)
-		// Offloaded layers as llama.cpp counts them: blocks, plus the output layer when it is
-		// on a GPU ("offloaded 28/29 layers").
-		n := e.OffloadLayers
-		for _, d := range e.Devices[1:] {
-			if d.HandleOutputLayer {
-				n++
-				break
+		case ti.Name == "token_embd.weight":
+			if off > n && tied {
+				dup = b
+			}
+		default:
+			if _, err := fmt.Sscanf(ti.Name, "blk.%d.", &il); err == nil && il >= n-blocks {
+				moved += b
 			}
 		}
-		out.GPULayers = int(min(n, math.MaxInt32))
-		return nil
-	})
-	return out, err
+	}
+	kv := t.kv * int64(blocks) / int64(n)
+	est.VRAM = moved + dup + kv + t.reserved
+	est.RAM = t.total() - moved - kv - t.compute
+	est.GPULayers = off
+	return est
 }
 
 func clampBytes(v uint64) int64 { return int64(min(v, math.MaxInt64)) }

@@ -322,6 +322,9 @@ func (c *Catalog) model(e *entry, r *cached, proj *entry, results map[*entry]*ca
 	}
 	var err error
 	m.Estimate, err = c.estimateFor(e.id, r, ph, projSig)
+	if err != nil {
+		m.EstimateError = "no memory estimate: " + err.Error()
+	}
 	return m, err
 }
 

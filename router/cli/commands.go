@@ -140,6 +140,9 @@ func runPS(args []string, env Env) error {
 		if w := m.Status.Wait; w != nil && w.Text != "" {
 			out.WriteString("  ↳ " + w.Text + "\n")
 		}
+		if m.Meta != nil && m.Meta.EstimateError != "" && m.Status.MemoryBytes == 0 {
+			out.WriteString("  ↳ " + m.Meta.EstimateError + "\n")
+		}
 	}
 	_, err = io.WriteString(env.Stdout, out.String())
 	return err
@@ -267,7 +270,15 @@ func runModels(args []string, env Env) error {
 		}
 		fmt.Fprintln(tw, line)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, m := range models {
+		if m.Meta != nil && m.Meta.EstimateError != "" {
+			fmt.Fprintf(env.Stdout, "%s: %s (the need shown is its file size)\n", m.ID, m.Meta.EstimateError)
+		}
+	}
+	return nil
 }
 
 // instanceModels asks the instance at the configured address for its models, its model folders

@@ -335,3 +335,26 @@ func TestPSSaysWhyItWaits(t *testing.T) {
 	cancel()
 	<-queued
 }
+
+// A model whose header lacks what the memory estimate needs is listed with the reason under the
+// table, not with its file size passed off as an estimate.
+func TestModelsSaysWhyUnsized(t *testing.T) {
+	path, cfg := modelsConfig(t)
+	f := ggufwrite.Header(ggufwrite.HeaderOptions{Name: "odd", Blocks: 2, Embedding: 256, Heads: 4})
+	for i, kv := range f.KVs {
+		if kv.Key == "llama.embedding_length" {
+			f.KVs = append(f.KVs[:i], f.KVs[i+1:]...)
+			break
+		}
+	}
+	if err := ggufwrite.WriteFile(filepath.Join(cfg.ModelDirs[0], "odd.gguf"), f); err != nil {
+		t.Fatal(err)
+	}
+	code, o := runCLI(t, "models", "--config", path)
+	if code != 0 {
+		t.Fatalf("models: %d %s", code, o.stderr.String())
+	}
+	if !strings.Contains(o.stdout.String(), "odd: no memory estimate: cannot size this model: llama.embedding_length is missing") {
+		t.Fatalf("models:\n%s\nstderr:\n%s", o.stdout.String(), o.stderr.String())
+	}
+}

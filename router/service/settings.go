@@ -92,7 +92,7 @@ func (s *Service) estimateParams(id string) catalog.EstimateParams {
 // paramsFor is how a model with settings ms is run, for the estimate.
 func (s *Service) paramsFor(ms config.Model) catalog.EstimateParams {
 	// ContextSize 0 is the model's trained context, for the estimate as for llama-server's -c.
-	p := catalog.EstimateParams{ContextSize: ms.CtxSize, Parallel: ms.Parallel, FlashAttention: ms.FlashAttn == "on", CacheType: ms.CacheType, Draft: ms.Draft}
+	p := catalog.EstimateParams{ContextSize: ms.CtxSize, Parallel: ms.Parallel, FlashAttn: ms.FlashAttn, CacheType: ms.CacheType, Draft: ms.Draft}
 	if s.gpu {
 		p.GPULayers = -1
 		if ms.GPULayers != nil {

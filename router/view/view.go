@@ -161,6 +161,7 @@ func (m Model) Wire(started time.Time) wire.Model {
 		Draft:         m.Meta.Draft,
 		DraftBytes:    m.Meta.Estimate.Draft,
 		DraftError:    m.Meta.DraftError,
+		EstimateError: m.Meta.EstimateError,
 	}
 	return e
 }

@@ -105,6 +105,9 @@ type ModelMeta struct {
 	Draft      string `json:"draft,omitempty"`
 	DraftBytes int64  `json:"draft_bytes,omitempty"`
 	DraftError string `json:"draft_error,omitempty"`
+	// EstimateError is why its memory need could not be sized from its header (the need shown is then
+	// its file size); "" when it was.
+	EstimateError string `json:"estimate_error,omitempty"`
 }
 
 // Event is the data line of one /models/events server-sent event.

@@ -43,6 +43,7 @@ type options struct {
 	peers       bool
 	draft       bool // draft.go
 	workers     bool // workers.go
+	fit         bool // fit.go
 	llamaSwap   string
 	nginx       string
 	baseline    string
@@ -82,6 +83,9 @@ func main() {
 	if o.workers {
 		os.Exit(mainWorkers(ctx, o))
 	}
+	if o.fit {
+		os.Exit(mainFit(ctx, o))
+	}
 	r, err := run(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -115,6 +119,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.floorRelay, "floor-relay", false, "with -floor: the floor is a hand-written HTTP/1.1 keep-alive relay (no net/http, nothing but the relaying) instead of ReverseProxy: the least a Go proxy hop costs")
 	fs.BoolVar(&o.floor, "floor", false, "also measure a bare net/http ReverseProxy in its own process (with -router-env and Llamatray's GOMAXPROCS): the floor of any Go router")
 	fs.BoolVar(&o.draft, "draft", false, "instead: tokens/s of one model without a draft and with two (the Draft models section of -out)")
+	fs.BoolVar(&o.fit, "fit", false, "instead: the first memory estimate of eight architectures against the child's peak resident set (the Memory fit section of -out)")
 	fs.BoolVar(&o.workers, "workers", false, "instead: a model split over two rpc-servers, straight and through the worker links: tokens/s, load time, the link's CPU per MB (the Workers section of -out)")
 	fs.StringVar(&o.baseline, "baseline", "", "also measure this other llamatray binary (an earlier build) as a target of its own, in the same rotation")
 	fs.BoolVar(&o.peers, "peers", false, "instead: Llamatray, llama.cpp's router and llama-swap side by side with room for one model (the Peers section of -out)")

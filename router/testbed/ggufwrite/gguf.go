@@ -15,6 +15,8 @@ import (
 const (
 	GGMLTypeF32 uint32 = 0
 	GGMLTypeF16 uint32 = 1
+	// GGMLTypeQ8_0 stores blocks of 32 values: an f16 scale and 32 int8s (34 bytes).
+	GGMLTypeQ8_0 uint32 = 8
 )
 
 // GGUF metadata value types (gguf_type in ggml).
@@ -58,7 +60,7 @@ type KV struct {
 type Tensor struct {
 	Name  string
 	Shape []uint64
-	Type  uint32 // GGMLTypeF32 or GGMLTypeF16
+	Type  uint32 // GGMLTypeF32, GGMLTypeF16 or GGMLTypeQ8_0
 	Data  []byte
 	// Fill writes exactly the tensor's bytes to w. It lets big tensors be
 	// generated while streaming instead of being held in memory.
@@ -100,17 +102,25 @@ func tensorBytes(t *Tensor) (uint64, error) {
 	if len(t.Shape) == 0 || len(t.Shape) > maxDims {
 		return 0, fmt.Errorf("tensor %q: %d dimensions, want 1 to %d", t.Name, len(t.Shape), maxDims)
 	}
-	var elemSize uint64
+	var elemSize, block uint64 = 0, 1
 	switch t.Type {
 	case GGMLTypeF32:
 		elemSize = 4
 	case GGMLTypeF16:
 		elemSize = 2
+	case GGMLTypeQ8_0:
+		elemSize, block = 34, 32
 	default:
-		return 0, fmt.Errorf("tensor %q: unsupported ggml type %d (only F32=0 and F16=1)", t.Name, t.Type)
+		return 0, fmt.Errorf("tensor %q: unsupported ggml type %d (only F32=0, F16=1 and Q8_0=8)", t.Name, t.Type)
+	}
+	if t.Shape[0]%block != 0 {
+		return 0, fmt.Errorf("tensor %q: first dimension %d is not a multiple of the block size %d", t.Name, t.Shape[0], block)
 	}
 	n := elemSize
 	for i, d := range t.Shape {
+		if i == 0 {
+			d /= block
+		}
 		if d == 0 {
 			return 0, fmt.Errorf("tensor %q: dimension %d is 0", t.Name, i)
 		}

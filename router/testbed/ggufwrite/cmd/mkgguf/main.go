@@ -39,6 +39,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	headerOnly := fs.Bool("header-only", false, "write metadata and declared tensors only, as a sparse file")
 	vocab := fs.Int("vocab", 0, "vocabulary size with -header-only (default 32000)")
 	fileType := fs.Uint("file-type", 0, "general.file_type with -header-only (e.g. 15 = Q4_K_M)")
+	arch := fs.String("arch", "", "write a sparse model of this architecture with its real tensor layout (llama, qwen3, qwen3moe, gemma3, phi3, lfm2, nomic-bert, bert); uses -width, -blocks, -ffn, -heads, -heads-kv, -vocab, -ctx")
+	tied := fs.Bool("tied", false, "with -arch: no output.weight (the logits reuse token_embd)")
+	wtype := fs.String("type", "f16", "with -arch: weight type, f16, q8_0 or f32")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,7 +56,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 		*ffn = 4 * *width
 	}
 	var f *ggufwrite.File
-	if *headerOnly {
+	types := map[string]uint32{"f16": ggufwrite.GGMLTypeF16, "q8_0": ggufwrite.GGMLTypeQ8_0, "f32": ggufwrite.GGMLTypeF32}
+	if *arch != "" {
+		t, ok := types[*wtype]
+		if !ok {
+			return fmt.Errorf("-type %q: want f16, q8_0 or f32", *wtype)
+		}
+		f = ggufwrite.Arch(ggufwrite.ArchOptions{
+			Arch: *arch, Name: *name, Embedding: *width, Blocks: *blocks, FFN: *ffn, Heads: *heads, HeadsKV: *headsKV,
+			Vocab: *vocab, ContextLength: *ctx, Tied: *tied, Type: t,
+		})
+	} else if *headerOnly {
 		f = ggufwrite.Header(ggufwrite.HeaderOptions{
 			Name: *name, Blocks: *blocks, Embedding: *width, FFN: *ffn, Heads: *heads, HeadsKV: *headsKV,
 			Vocab: *vocab, ContextLength: *ctx, FileType: uint32(*fileType),

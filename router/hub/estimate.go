@@ -1,3 +1,6 @@
+// A remote model's memory estimate, from its GGUF headers read with HTTP range requests: the need
+// its download badge is judged on (router/fit), with the catalog's own estimate.
+
 package hub
 
 import (
