@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
 	"github.com/llamatray/llamatray/router/worker"
 )
 
@@ -33,6 +34,12 @@ func TestWorkerPrepareRightAfterSessionClosed(t *testing.T) {
 	}
 	defer session.Close()
 	session.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := session.Write(ggmlrpc.Hello()); err != nil { // as llama-server opens its session
+		t.Fatal(err)
+	}
+	if _, err := ggmlrpc.ReadAnswer(session); err != nil {
+		t.Fatalf("HELLO: %v", err)
+	}
 	msg := []byte("GRAPH_COMPUTE")
 	if _, err := session.Write(msg); err != nil {
 		t.Fatal(err)
