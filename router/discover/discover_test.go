@@ -2,11 +2,14 @@ package discover
 
 import (
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/mdns"
+
+	"github.com/llamatray/llamatray/router/internal/safetext"
 )
 
 func TestParseTXT(t *testing.T) {
@@ -240,4 +243,37 @@ func TestFromEntryRefusesSpoofs(t *testing.T) {
 			t.Errorf("%s: taken as %+v", name, f)
 		}
 	}
+}
+
+// FuzzFromEntry takes arbitrary announcements: an entry taken as an instance has a Llamatray's
+// port, another machine's address, a short printable id, and a name and version with no control
+// or format character.
+func FuzzFromEntry(f *testing.F) {
+	f.Add("x._llamatray._tcp.local.", 8080, []byte{10, 0, 0, 1}, "id=abc\x00name=box\x00version=v1")
+	f.Add("lab\x1b[31mel._llamatray._tcp.local.", 22, []byte{127, 0, 0, 1}, "id=a\u202eb\x00name=\x1b]0;x\x07")
+	f.Add("", 65536, []byte{}, "")
+	f.Fuzz(func(t *testing.T, name string, port int, ip []byte, txt string) {
+		e := &mdns.ServiceEntry{Name: name, Port: port, InfoFields: strings.Split(txt, "\x00")}
+		switch len(ip) {
+		case 4:
+			e.AddrV4 = net.IP(ip)
+		case 16:
+			e.AddrV6IPAddr = &net.IPAddr{IP: net.IP(ip)}
+		}
+		fd, err := FromEntry(e)
+		if err != nil {
+			return
+		}
+		if port < minPort || port > 65535 || len(fd.ID) > maxIDLen || safetext.Check(fd.ID) != nil ||
+			safetext.Check(fd.Instance) != nil || safetext.Check(fd.Version) != nil {
+			t.Fatalf("taken: %+v from %+v", fd, e)
+		}
+		u, err := url.Parse(fd.URL)
+		if err != nil {
+			t.Fatalf("URL %q: %v", fd.URL, err)
+		}
+		if h := net.ParseIP(u.Hostname()); h == nil || h.IsLoopback() || h.IsMulticast() || h.IsUnspecified() {
+			t.Fatalf("taken with host %q: %+v", u.Hostname(), fd)
+		}
+	})
 }
