@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -175,7 +176,7 @@ func (rt *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Inf
 		writeError(w, r, fmt.Errorf("%w: the client asked to switch protocols", errUpstream))
 		return
 	}
-	out.Header[viaHeader] = append(r.Header.Values(viaHeader), rt.viaMarker(p.Name))
+	out.Header[viaHeader] = append(slices.Clone(r.Header.Values(viaHeader)), rt.viaMarker(p.Name))
 	if p.APIKey != "" {
 		out.Header["Authorization"] = []string{"Bearer " + p.APIKey}
 	}
