@@ -175,13 +175,15 @@ fuzz:
 	$(MAKE) fuzz-hostile
 
 # What a hostile mirror or archive sends: the Hub's tree paths and release archives; what a hostile
-# client sends a worker's link; and request heads the endpoint's front must read as net/http does, or
+# client sends a worker's link, what a hostile worker answers a head, and mDNS announcements; and request heads the endpoint's front must read as net/http does, or
 # leave to it (request smuggling), and the answer heads of a llama-server read as net/http reads them. CI runs it briefly.
 # An unpacking run writes files, so minimizing is bounded by count, not time (5 s would eat the run).
 fuzz-hostile:
 	$(call fuzz1,FuzzTreePath,./router/hub/,100000)
 	$(call fuzz1,FuzzUnpack,./router/releases/,8000,200x)
 	$(call fuzz1,FuzzRequestLine,./router/worker/,6000)
+	$(call fuzz1,FuzzAnswer,./router/worker/,6000)
+	$(call fuzz1,FuzzFromEntry,./router/discover/,50000)
 	$(call fuzz1,FuzzParseHead,./router/front/,200000)
 	$(call fuzz1,FuzzReadAnswer,./router/httpapi/,60000)
 

@@ -15,7 +15,21 @@ import (
 
 	"github.com/hashicorp/mdns"
 
+	"github.com/llamatray/llamatray/router/internal/safetext"
 	"github.com/llamatray/llamatray/router/wire"
+)
+
+// Bounds on what announcements may show: another machine wrote them.
+const (
+	maxNameRunes    = 64
+	maxVersionRunes = 40
+	maxIDLen        = 64
+	// maxFound bounds the instances kept from the network: a machine that announces thousands
+	// of services fills no more.
+	maxFound = 64
+	// minPort: an instance announced on a privileged port (ssh, a router's admin page) is not
+	// one; Llamatray listens on 1024 and up.
+	minPort = 1024
 )
 
 // ServiceType is the DNS-SD service Llamatray instances announce.
@@ -63,14 +77,25 @@ func parseTXT(fields []string) map[string]string {
 	return out
 }
 
-// FromEntry is the instance an mDNS answer describes, or why it is not one: it needs a port, an
-// address and the TXT id Llamatray announces.
+// FromEntry is the instance an mDNS answer describes, or why it is not one: it needs a port of
+// 1024 and up, an address of another machine (not loopback, unspecified or multicast: an
+// announcement pointing at this machine's own services is refused) and the TXT id Llamatray
+// announces, printable and short.
 func FromEntry(e *mdns.ServiceEntry) (Found, error) {
 	if e == nil {
 		return Found{}, fmt.Errorf("no entry")
 	}
-	if e.Port <= 0 || e.Port > 65535 {
-		return Found{}, fmt.Errorf("%s: bad port %d", e.Name, e.Port)
+	if e.Port < minPort || e.Port > 65535 {
+		return Found{}, fmt.Errorf("%q: port %d is not a Llamatray's (%d-65535)", e.Name, e.Port, minPort)
+	}
+	ips := []net.IP{e.AddrV4, e.AddrV6}
+	if e.AddrV6IPAddr != nil {
+		ips = append(ips, e.AddrV6IPAddr.IP)
+	}
+	for _, ip := range ips {
+		if ip != nil && (ip.IsLoopback() || ip.IsMulticast()) {
+			return Found{}, fmt.Errorf("%q: address %s is not another machine's", e.Name, ip)
+		}
 	}
 	var host string
 	switch {
@@ -79,19 +104,22 @@ func FromEntry(e *mdns.ServiceEntry) (Found, error) {
 	case e.AddrV6IPAddr != nil && !e.AddrV6IPAddr.IP.IsUnspecified():
 		host = e.AddrV6IPAddr.String() // with its zone when link-local
 	default:
-		return Found{}, fmt.Errorf("%s: no address", e.Name)
+		return Found{}, fmt.Errorf("%q: no address", e.Name)
 	}
 	txt := parseTXT(e.InfoFields)
 	if txt[txtID] == "" {
-		return Found{}, fmt.Errorf("%s: no %s in its TXT record (not a Llamatray)", e.Name, txtID)
+		return Found{}, fmt.Errorf("%q: no %s in its TXT record (not a Llamatray)", e.Name, txtID)
 	}
-	name := cleanText(txt[txtName], maxNameRunes) // text.go: shown on terminals and in the window
+	if err := safetext.Check(txt[txtID]); err != nil || len(txt[txtID]) > maxIDLen {
+		return Found{}, fmt.Errorf("%q: bad %s in its TXT record (%d bytes): %v", e.Name, txtID, len(txt[txtID]), err)
+	}
+	name := safetext.Clean(txt[txtName], maxNameRunes) // shown on terminals and in the window
 	if name == "" {
-		name = cleanText(instanceLabel(e.Name), maxNameRunes)
+		name = safetext.Clean(instanceLabel(e.Name), maxNameRunes)
 	}
 	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(e.Port))}
 	return Found{ID: txt[txtID], Discovered: wire.Discovered{
-		Instance: name, URL: u.String(), Version: cleanText(txt[txtVersion], maxVersionRunes),
+		Instance: name, URL: u.String(), Version: safetext.Clean(txt[txtVersion], maxVersionRunes),
 	}}, nil
 }
 

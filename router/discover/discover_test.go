@@ -2,11 +2,14 @@ package discover
 
 import (
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/mdns"
+
+	"github.com/llamatray/llamatray/router/internal/safetext"
 )
 
 func TestParseTXT(t *testing.T) {
@@ -45,17 +48,17 @@ func TestFromEntry(t *testing.T) {
 		errPart string
 	}{
 		{name: "nil", e: nil, errPart: "no entry"},
-		{name: "no port", e: &mdns.ServiceEntry{Name: "a", AddrV4: net.ParseIP("10.0.0.1"), InfoFields: []string{"id=x"}}, errPart: "bad port"},
-		{name: "port too large", e: &mdns.ServiceEntry{Name: "a", Port: 70000, AddrV4: net.ParseIP("10.0.0.1"), InfoFields: []string{"id=x"}}, errPart: "bad port"},
-		{name: "no address", e: &mdns.ServiceEntry{Name: "a", Port: 1, InfoFields: []string{"id=x"}}, errPart: "no address"},
-		{name: "unspecified address", e: &mdns.ServiceEntry{Name: "a", Port: 1, AddrV4: net.IPv4zero, InfoFields: []string{"id=x"}}, errPart: "no address"},
-		{name: "not llamatray", e: &mdns.ServiceEntry{Name: "a", Port: 1, AddrV4: net.ParseIP("10.0.0.1"), InfoFields: []string{"version=1"}}, errPart: "not a Llamatray"},
+		{name: "no port", e: &mdns.ServiceEntry{Name: "a", AddrV4: net.ParseIP("10.0.0.1"), InfoFields: []string{"id=x"}}, errPart: "is not a Llamatray's"},
+		{name: "port too large", e: &mdns.ServiceEntry{Name: "a", Port: 70000, AddrV4: net.ParseIP("10.0.0.1"), InfoFields: []string{"id=x"}}, errPart: "is not a Llamatray's"},
+		{name: "no address", e: &mdns.ServiceEntry{Name: "a", Port: 1025, InfoFields: []string{"id=x"}}, errPart: "no address"},
+		{name: "unspecified address", e: &mdns.ServiceEntry{Name: "a", Port: 1025, AddrV4: net.IPv4zero, InfoFields: []string{"id=x"}}, errPart: "no address"},
+		{name: "not llamatray", e: &mdns.ServiceEntry{Name: "a", Port: 1025, AddrV4: net.ParseIP("10.0.0.1"), InfoFields: []string{"version=1"}}, errPart: "not a Llamatray"},
 		{name: "v4", e: &mdns.ServiceEntry{Name: "x._llamatray._tcp.local.", Port: 8080, AddrV4: net.ParseIP("10.0.0.1"), InfoFields: []string{"id=x", "name=box"}},
 			url: "http://10.0.0.1:8080", inst: "box"},
 		{name: "v4 preferred", e: &mdns.ServiceEntry{Name: "x._llamatray._tcp.local.", Port: 8080, AddrV4: net.ParseIP("10.0.0.1"), AddrV6IPAddr: v6, InfoFields: []string{"id=x"}},
 			url: "http://10.0.0.1:8080", inst: "x"},
-		{name: "v6 link-local keeps its zone", e: &mdns.ServiceEntry{Name: `my\ box._llamatray._tcp.local.`, Port: 9, AddrV6IPAddr: v6, InfoFields: []string{"id=x"}},
-			url: "http://[fe80::1%25eth0]:9", inst: "my box"},
+		{name: "v6 link-local keeps its zone", e: &mdns.ServiceEntry{Name: `my\ box._llamatray._tcp.local.`, Port: 9090, AddrV6IPAddr: v6, InfoFields: []string{"id=x"}},
+			url: "http://[fe80::1%25eth0]:9090", inst: "my box"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := FromEntry(tc.e)
@@ -194,4 +197,83 @@ func TestNormURL(t *testing.T) {
 	if normURL("http://box:8080") == normURL("http://box:8081") {
 		t.Error("different ports compare equal")
 	}
+}
+
+// TestFromEntryCleansText: an announcement's name and version (another machine's text, printed by
+// `llamatray peer discover` and shown in the window) lose escape sequences and are bounded.
+func TestFromEntryCleansText(t *testing.T) {
+	e := &mdns.ServiceEntry{Name: "x._llamatray._tcp.local.", Port: 8080, AddrV4: net.ParseIP("10.0.0.1"),
+		InfoFields: []string{"id=x", "name=\x1b[2J\x1b]0;owned\x07box\x1b[0m" + strings.Repeat("z", 300), "version=v1\x1b[31m\n"}}
+	f, err := FromEntry(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Instance != "box"+strings.Repeat("z", maxNameRunes-3) || f.Version != "v1" {
+		t.Fatalf("instance %q version %q", f.Instance, f.Version)
+	}
+	e.InfoFields = []string{"id=x", "name=\x1b[0m"} // nothing left: the mDNS instance label
+	e.Name = "lab\x1b[31mel._llamatray._tcp.local."
+	if f, err := FromEntry(e); err != nil || f.Instance != "label" {
+		t.Fatalf("%q %v", f.Instance, err)
+	}
+}
+
+// TestFromEntryRefusesSpoofs: announcements that point at this machine (loopback), at a
+// privileged port (ssh, an admin page), or whose id is no short printable text are no instances.
+func TestFromEntryRefusesSpoofs(t *testing.T) {
+	entry := func() *mdns.ServiceEntry {
+		return &mdns.ServiceEntry{Name: "x._llamatray._tcp.local.", Port: 8080, AddrV4: net.ParseIP("10.0.0.1"), InfoFields: []string{"id=abc", "name=box"}}
+	}
+	if _, err := FromEntry(entry()); err != nil {
+		t.Fatalf("a good entry: %v", err)
+	}
+	for name, spoil := range map[string]func(*mdns.ServiceEntry){
+		"loopback v4":  func(e *mdns.ServiceEntry) { e.AddrV4 = net.ParseIP("127.0.0.1") },
+		"loopback v6":  func(e *mdns.ServiceEntry) { e.AddrV4 = nil; e.AddrV6IPAddr = &net.IPAddr{IP: net.ParseIP("::1")} },
+		"multicast":    func(e *mdns.ServiceEntry) { e.AddrV4 = net.ParseIP("224.0.0.251") },
+		"ssh port":     func(e *mdns.ServiceEntry) { e.Port = 22 },
+		"port 0":       func(e *mdns.ServiceEntry) { e.Port = 0 },
+		"escape in id": func(e *mdns.ServiceEntry) { e.InfoFields = []string{"id=a\x1b[2Jb"} },
+		"bidi in id":   func(e *mdns.ServiceEntry) { e.InfoFields = []string{"id=a\u202eb"} },
+		"huge id":      func(e *mdns.ServiceEntry) { e.InfoFields = []string{"id=" + strings.Repeat("x", 5000)} },
+	} {
+		e := entry()
+		spoil(e)
+		if f, err := FromEntry(e); err == nil {
+			t.Errorf("%s: taken as %+v", name, f)
+		}
+	}
+}
+
+// FuzzFromEntry takes arbitrary announcements: an entry taken as an instance has a Llamatray's
+// port, another machine's address, a short printable id, and a name and version with no control
+// or format character.
+func FuzzFromEntry(f *testing.F) {
+	f.Add("x._llamatray._tcp.local.", 8080, []byte{10, 0, 0, 1}, "id=abc\x00name=box\x00version=v1")
+	f.Add("lab\x1b[31mel._llamatray._tcp.local.", 22, []byte{127, 0, 0, 1}, "id=a\u202eb\x00name=\x1b]0;x\x07")
+	f.Add("", 65536, []byte{}, "")
+	f.Fuzz(func(t *testing.T, name string, port int, ip []byte, txt string) {
+		e := &mdns.ServiceEntry{Name: name, Port: port, InfoFields: strings.Split(txt, "\x00")}
+		switch len(ip) {
+		case 4:
+			e.AddrV4 = net.IP(ip)
+		case 16:
+			e.AddrV6IPAddr = &net.IPAddr{IP: net.IP(ip)}
+		}
+		fd, err := FromEntry(e)
+		if err != nil {
+			return
+		}
+		if port < minPort || port > 65535 || len(fd.ID) > maxIDLen || safetext.Check(fd.ID) != nil ||
+			safetext.Check(fd.Instance) != nil || safetext.Check(fd.Version) != nil {
+			t.Fatalf("taken: %+v from %+v", fd, e)
+		}
+		u, err := url.Parse(fd.URL)
+		if err != nil {
+			t.Fatalf("URL %q: %v", fd.URL, err)
+		}
+		if h := net.ParseIP(u.Hostname()); h == nil || h.IsLoopback() || h.IsMulticast() || h.IsUnspecified() {
+			t.Fatalf("taken with host %q: %+v", u.Hostname(), fd)
+		}
+	})
 }

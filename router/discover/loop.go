@@ -205,6 +205,9 @@ func (d *Discoverer) look(ctx context.Context) error {
 			continue
 		}
 		f.LastSeen = now
+		if _, ok := d.seen[f.URL]; !ok && len(d.seen) >= maxFound {
+			continue // a flood of announcements fills no more than maxFound
+		}
 		if old, ok := d.seen[f.URL]; !ok || old.ID != f.ID || old.Instance != f.Instance || old.Version != f.Version {
 			changed = true
 		}

@@ -3,6 +3,7 @@ package discover
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -160,4 +161,20 @@ func TestDiscovererFailureReported(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestDiscovererBoundsAFlood: a network that answers with thousands of instances fills at most
+// maxFound.
+func TestDiscovererBoundsAFlood(t *testing.T) {
+	st := &settings{set: Settings{Browse: true, Listen: "127.0.0.1:8080"}}
+	d := New(Options{Self: Self{ID: "self", Name: "me", Version: "v"}, Settings: st.get, Every: time.Hour, Wait: time.Millisecond})
+	var flood []Found
+	for i := range 5000 {
+		flood = append(flood, found(fmt.Sprint("id", i), fmt.Sprint("n", i), fmt.Sprintf("http://10.%d.%d.%d:8080", i>>16&255, i>>8&255, i&255)))
+	}
+	d.lookup = func(context.Context, time.Duration) ([]Found, error) { return flood, nil }
+	d.look(context.Background())
+	if got, _, _ := d.Found(); len(got) != maxFound {
+		t.Fatalf("%d instances kept of 5000 announced, want %d", len(got), maxFound)
+	}
 }

@@ -149,7 +149,7 @@ func Lookup(ctx context.Context, wait time.Duration) ([]Found, error) {
 	}()
 	var out []Found
 	for e := range entries {
-		if f, err := FromEntry(e); err == nil {
+		if f, err := FromEntry(e); err == nil && len(out) < maxFound {
 			out = append(out, f)
 		}
 	}

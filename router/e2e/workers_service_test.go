@@ -15,6 +15,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 	"github.com/llamatray/llamatray/router/view"
@@ -103,6 +104,9 @@ func TestWorkersThroughTheService(t *testing.T) {
 	other := openE2EEnd(t, wd)
 	session, err := net.Dial("tcp", other.Addr())
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := session.Write(ggmlrpc.Hello()); err != nil { // as llama-server opens its session
 		t.Fatal(err)
 	}
 	testbed.WaitFor(t, 10*time.Second, "worker d to be busy with the other head", func() bool {

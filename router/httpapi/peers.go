@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,8 +24,9 @@ import (
 	"github.com/llamatray/llamatray/router/wire"
 )
 
-// viaHeader marks a request this instance sends to a peer; a request that carries it is served by
-// local models only, so two instances that are each other's peers never pass a request round.
+// viaHeader marks a request this instance sends to a peer (with its marker: peers_loop.go); a
+// request that carries it is served by local models only, so two instances that are each other's
+// peers never pass a request round.
 const viaHeader = "X-Llamatray-Via"
 
 // peerHeaderPoke is how long a request waits for a peer's answer to begin, or for its next bytes
@@ -53,6 +55,10 @@ func peerAPIError(err error) (apiError, bool) {
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "peer_unreachable", Message: pe.Error()}, true
 	case errors.Is(err, errPeerEditRemote):
 		return apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "peer_edit_forbidden", Message: err.Error()}, true
+	case errors.Is(err, errPeerLoop):
+		return apiError{Status: http.StatusLoopDetected, Type: "invalid_request_error", Code: "peer_loop", Message: err.Error()}, true
+	case errors.Is(err, errPeerBusy):
+		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "peer_busy", Message: err.Error()}, true
 	case errors.Is(err, errPeerHop):
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: err.Error()}, true
 	case errors.Is(err, ErrNoSuchPeer):
@@ -113,6 +119,10 @@ var errPeerHop = errors.New("one hop only")
 
 // servePeer sends the request to a peer when peerFor says so; false: it stays here.
 func (rt *Server) servePeer(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) bool {
+	if err := rt.checkLoop(r, body); err != nil { // peers_loop.go
+		writeError(w, r, err)
+		return true
+	}
 	p, id, ok, err := rt.peerFor(r, name)
 	if err != nil {
 		writeError(w, r, err)
@@ -138,11 +148,19 @@ func (rt *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Inf
 		writeError(w, r, &peerError{Name: p.Name, URL: p.URL, Err: err})
 		return
 	}
+	release, err := rt.flight.acquire(p.Name) // peers_loop.go
+	if err != nil {
+		rt.log.Warn("peer request refused", "peer", p.Name, "error", err)
+		writeError(w, r, err)
+		return
+	}
+	defer release()
 	body, err = withModel(body, id)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
+	body = withVia(body, rt.viaMarker(p.Name))
 	if q := r.URL.Query(); q.Get("model") != "" {
 		q.Set("model", id)
 		u := *r.URL
@@ -158,7 +176,7 @@ func (rt *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Inf
 		writeError(w, r, fmt.Errorf("%w: the client asked to switch protocols", errUpstream))
 		return
 	}
-	out.Header[viaHeader] = []string{"1"}
+	out.Header[viaHeader] = append(slices.Clone(r.Header.Values(viaHeader)), rt.viaMarker(p.Name))
 	if p.APIKey != "" {
 		out.Header["Authorization"] = []string{"Bearer " + p.APIKey}
 	}

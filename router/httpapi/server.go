@@ -145,6 +145,9 @@ type Server struct {
 	loadingEvery time.Duration // interval of loading comments
 	keepAlive    time.Duration // interval of /models/events keep-alive comments
 	coalesce     time.Duration // /models/events window per model
+
+	instance string     // this Server's marker in the requests it sends to peers (peers_loop.go)
+	flight   peerFlight // requests in flight to peers
 }
 
 // New builds a Server. It does not validate the listen address against the keys: that is the
@@ -159,6 +162,7 @@ func New(o Options) *Server {
 		loadingEvery: 2 * time.Second,
 		keepAlive:    15 * time.Second,
 		coalesce:     100 * time.Millisecond,
+		instance:     newInstance(),
 	}
 	if rt.log == nil {
 		rt.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/llamatray/llamatray/router/internal/safetext"
 )
 
 // Limits on what a peer's model list may hold: it is another machine's answer.
@@ -123,12 +125,13 @@ func parseOpenAI(raw []byte) ([]Model, error) {
 	return out, nil
 }
 
-// statusValue is a model's state: llama.cpp's router and Llamatray give {"value": "loaded"}.
+// statusValue is a model's state: llama.cpp's router and Llamatray give {"value": "loaded"}. One
+// that breaks safetext's rule (an escape sequence for the terminal of `peer list`) is dropped.
 func statusValue(raw json.RawMessage) string {
 	var st struct {
 		Value string `json:"value"`
 	}
-	if len(raw) == 0 || json.Unmarshal(raw, &st) != nil || len(st.Value) > 32 {
+	if len(raw) == 0 || json.Unmarshal(raw, &st) != nil || len(st.Value) > 32 || safetext.Check(st.Value) != nil {
 		return ""
 	}
 	return st.Value
@@ -161,15 +164,8 @@ func parseOllama(raw []byte) ([]Model, error) {
 	return out, nil
 }
 
-// goodID takes an ID that can be listed and sent back: printable, not too long.
+// goodID takes an ID that can be listed and sent back: not too long, and no control or format
+// character (safetext's rule: a U+202E could pass a peer's model off as a local one).
 func goodID(id string) bool {
-	if id == "" || len(id) > maxIDLen || strings.HasPrefix(id, RefPrefix) {
-		return false
-	}
-	for _, c := range id {
-		if c < 0x20 || c == 0x7f {
-			return false
-		}
-	}
-	return true
+	return id != "" && len(id) <= maxIDLen && !strings.HasPrefix(id, RefPrefix) && safetext.Check(id) == nil
 }

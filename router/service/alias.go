@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/internal/safetext"
 )
 
 // ErrNotAlias is matched when an alias to take away is not one of the model's configured aliases.
@@ -20,8 +21,11 @@ var ErrNotAlias = errors.New("not an alias of the model")
 // refused, as the configuration's validation refuses it.
 func (s *Service) SetAlias(name, alias string, add bool) error {
 	alias = strings.TrimSpace(alias)
-	if alias == "" || strings.ContainsAny(alias, "\x00\n\r\\") {
+	if alias == "" || strings.ContainsAny(alias, "\\") {
 		return fmt.Errorf("%q cannot be a model's name", alias)
+	}
+	if err := safetext.Check(alias); add && err != nil {
+		return fmt.Errorf("cannot be a model's name: %w", err) // shown in lists and on terminals
 	}
 	id, err := s.eng.Resolve(name)
 	if err != nil {

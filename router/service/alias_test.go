@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/llamatray/llamatray/router/config"
@@ -42,5 +43,10 @@ func TestSetAlias(t *testing.T) {
 	}
 	if err := svc.SetAlias("m", "a\nb", true); err == nil {
 		t.Error("a name with a newline was taken")
+	}
+	for _, bad := range []string{"m\u202eftg.exe", "x\x1b[2Jy", "zero\u200bwidth", "c1\u009bz"} {
+		if err := svc.SetAlias("m", bad, true); err == nil || !strings.Contains(err.Error(), "U+") {
+			t.Errorf("the alias %q: %v, want it refused naming its character", bad, err)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/internal/safetext"
 	"github.com/llamatray/llamatray/router/mem"
 	"github.com/llamatray/llamatray/router/wire"
 	"github.com/llamatray/llamatray/router/worker"
@@ -315,11 +316,26 @@ func (w *workerLinks) listDevices(ctx context.Context, name, end string) []wire.
 		w.log.Warn("worker devices not listed", "worker", name, "end", end, "err", err)
 		return nil
 	}
+	return workerDevices(mem.ParseListDevices(b), end)
+}
+
+// maxWorkerDevice bounds the memory a worker's device may claim (1 PiB): the worker's rpc-server
+// tells it, and a lie would make the scheduler plan on memory that is not there.
+const maxWorkerDevice = 1 << 50
+
+// workerDevices are the RPC devices reached through end, of a --list-devices listing. What the
+// worker told is checked: a device claiming more free memory than it has, or more than
+// maxWorkerDevice, is left out; the description (shown in /api/status and the window) cleaned.
+func workerDevices(ds []mem.Device, end string) []wire.WorkerDevice {
 	var out []wire.WorkerDevice
-	for _, d := range mem.ParseListDevices(b) {
-		if strings.HasPrefix(d.Name, "RPC") || strings.Contains(d.Description, end) {
-			out = append(out, wire.WorkerDevice{Name: d.Name, Description: d.Description, Total: d.Total, Free: d.Free})
+	for _, d := range ds {
+		if !strings.HasPrefix(d.Name, "RPC") && !strings.Contains(d.Description, end) {
+			continue
 		}
+		if d.Total <= 0 || d.Total > maxWorkerDevice || d.Free < 0 || d.Free > d.Total {
+			continue
+		}
+		out = append(out, wire.WorkerDevice{Name: safetext.Clean(d.Name, 64), Description: safetext.Clean(d.Description, 200), Total: d.Total, Free: d.Free})
 	}
 	return out
 }

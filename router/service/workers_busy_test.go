@@ -5,11 +5,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
+	"github.com/llamatray/llamatray/router/mem"
 	"github.com/llamatray/llamatray/router/worker"
 )
 
@@ -33,6 +36,12 @@ func TestWorkerPrepareRightAfterSessionClosed(t *testing.T) {
 	}
 	defer session.Close()
 	session.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := session.Write(ggmlrpc.Hello()); err != nil { // as llama-server opens its session
+		t.Fatal(err)
+	}
+	if _, err := ggmlrpc.ReadAnswer(session); err != nil {
+		t.Fatalf("HELLO: %v", err)
+	}
 	msg := []byte("GRAPH_COMPUTE")
 	if _, err := session.Write(msg); err != nil {
 		t.Fatal(err)
@@ -62,5 +71,19 @@ func TestWorkerPrepareRightAfterSessionClosed(t *testing.T) {
 	session.Close()
 	if err := <-done; err != nil {
 		t.Fatalf("Prepare as the previous session closes: %v", err)
+	}
+}
+
+// TestWorkerDevicesLies: a worker's listed devices are what its rpc-server told; a device that
+// claims more free memory than it has, or petabytes, is left out, and its description is cleaned.
+func TestWorkerDevicesLies(t *testing.T) {
+	out := mem.ParseListDevices([]byte("Available devices:\n" +
+		"  RPC0: RPC[127.0.0.1:5000] (8000 MiB, 7000 MiB free)\n" +
+		"  RPC1: RPC[127.0.0.1:5000] (8000 MiB, 9000 MiB free)\n" +
+		"  RPC2: RPC[127.0.0.1:5000] (99999999999 MiB, 99999999999 MiB free)\n" +
+		"  RPC3: RPC[127.0.0.1:5000]\x1b[2J\u202e (100 MiB, 50 MiB free)\n"))
+	got := workerDevices(out, "127.0.0.1:5000")
+	if len(got) != 2 || got[0].Name != "RPC0" || got[1].Name != "RPC3" || strings.ContainsAny(got[1].Description, "\x1b\u202e") {
+		t.Fatalf("workerDevices = %+v, want RPC0 and RPC3 (cleaned)", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/wire"
 	"github.com/llamatray/llamatray/router/worker"
@@ -99,6 +100,9 @@ func TestWorkerLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer session.Close()
+	if _, err := session.Write(ggmlrpc.Hello()); err != nil { // as llama-server opens its session
+		t.Fatal(err)
+	}
 	testbed.WaitFor(t, 10*time.Second, "a to be busy", func() bool {
 		info, err := worker.Check(ctx, addr, testWorkerToken)
 		return err == nil && info.Busy

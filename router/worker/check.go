@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/internal/neterr"
+	"github.com/llamatray/llamatray/router/internal/safetext"
 )
 
 // The timeouts of both sides of a link: the TCP keepalive that notices a peer machine gone
@@ -109,9 +110,17 @@ func handshake(ctx context.Context, raw net.Conn, token, op, head string) (*link
 	l := &link{conn: conn, r: r}
 	if a.Info != nil {
 		l.info = *a.Info
+		// Shown in /api/status, the window and errors: another machine wrote it.
+		l.info.Name = safetext.Clean(l.info.Name, maxShown)
+		l.info.Version = safetext.Clean(l.info.Version, maxShown)
+		l.info.BusyWith = safetext.Clean(l.info.BusyWith, maxShown)
 	}
 	return l, nil
 }
+
+// maxShown bounds what of a worker's words (its name, whom it is busy with, why it refused)
+// reaches the head's status and errors.
+const maxShown = 200
 
 func refusal(a answer) error {
 	var kind error
@@ -127,10 +136,10 @@ func refusal(a answer) error {
 	default:
 		kind = ErrNotWorker
 	}
-	if a.Error == "" {
-		return kind
+	if msg := safetext.Clean(a.Error, maxShown); msg != "" {
+		return fmt.Errorf("%w: %s", kind, msg)
 	}
-	return fmt.Errorf("%w: %s", kind, a.Error)
+	return kind
 }
 
 // Check dials the worker at address, authenticates with token, asks its status and closes.

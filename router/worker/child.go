@@ -16,30 +16,61 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/internal/backoff"
+	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
 )
 
 const (
 	rpcReadyTimeout = 30 * time.Second
-	rpcPollEvery    = 50 * time.Millisecond
-	backoffMin      = 500 * time.Millisecond
-	backoffMax      = 30 * time.Second
+	// rpcDialEvery is how often the worker tries to connect to a starting rpc-server: the moment
+	// it listens, the worker's connection must be the first it accepts.
+	rpcDialEvery = 2 * time.Millisecond
+	// helloTimeout bounds the rpc-server's answer to the worker's HELLO; none means another
+	// connection was accepted before the worker's.
+	helloTimeout = 5 * time.Second
+	backoffMin   = 500 * time.Millisecond
+	backoffMax   = 30 * time.Second
 	// steadyRun: a child that ran this long resets the restart backoff.
 	steadyRun = time.Minute
 	tailLines = 12
 )
 
+// The rpc-server's lines (on stderr) for each connection it serves.
+const (
+	lineAccepted = "Accepted client connection"
+	lineClosed   = "Client connection closed"
+)
+
+// errStranger: the rpc-server served a connection that is not the worker's.
+var errStranger = errors.New("the rpc-server served a connection that is not the worker's")
+
+// held is the rpc-server's one connection: the worker's own, its HELLO answered. llama.cpp's
+// rpc-server serves one connection at a time, so while the worker holds this one every other
+// connection to its port waits unserved; a head's session is carried over it, and when the
+// session ends the rpc-server is killed (taking the waiting connections with it) and started
+// again on a new port, held anew.
+type held struct {
+	conn  net.Conn
+	hello []byte // the rpc-server's answer to the worker's HELLO: what a head's HELLO gets
+	once  sync.Once
+	done  chan struct{} // closed by release
+}
+
+// release ends the session on h: the rpc-server is killed, then h.conn closed.
+func (h *held) release() { h.once.Do(func() { close(h.done) }) }
+
 // rpcChild owns llama.cpp's rpc-server process: its run goroutine starts it bound to 127.0.0.1
-// on a free port, publishes its address once it accepts connections, restarts it with backoff
-// when it exits, and kills it when the context ends.
+// on a free port, holds its one connection (held), restarts it after each session and with
+// backoff when it exits, and kills it when the context ends.
 type rpcChild struct {
 	path    string
 	threads int
 	log     *slog.Logger
 
-	mu      sync.Mutex    // guards addr, lastErr and change
-	addr    string        // host:port while the child accepts connections, else ""
+	mu      sync.Mutex    // guards free, running, lastErr and change
+	free    *held         // the held connection while no session has it, else nil
+	running bool          // the rpc-server is up and held (free or in a session)
 	lastErr error         // why the child last stopped
-	change  chan struct{} // closed (and replaced) whenever addr changes
+	change  chan struct{} // closed (and replaced) whenever free or running changes
 }
 
 func newRPCChild(path string, threads int, log *slog.Logger) *rpcChild {
@@ -55,10 +86,11 @@ func (c *rpcChild) argv(port int) []string {
 	return a
 }
 
-func (c *rpcChild) set(addr string, err error) {
+// set publishes h (nil: the child is down, for err; for a restart after a session when err is nil).
+func (c *rpcChild) set(h *held, err error) {
 	c.mu.Lock()
-	c.addr = addr
-	if err != nil {
+	c.free, c.running = h, h != nil
+	if h == nil {
 		c.lastErr = err
 	}
 	close(c.change)
@@ -66,29 +98,24 @@ func (c *rpcChild) set(addr string, err error) {
 	c.mu.Unlock()
 }
 
-// down says why the child is not accepting connections now, or nil when it is.
-func (c *rpcChild) down() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.addr != "" {
-		return nil
-	}
-	if c.lastErr != nil {
-		return c.lastErr
-	}
-	return errors.New("it has not started yet")
-}
-
-// wait returns the child's address, waiting up to d for it to be up.
-func (c *rpcChild) wait(ctx context.Context, d time.Duration) (string, error) {
+// wait waits up to d for the child to be running (take: and free, which it then takes). Without
+// take, a child down after a failure (restarting with backoff) is an error at once.
+func (c *rpcChild) wait(ctx context.Context, d time.Duration, take bool) (*held, error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		c.mu.Lock()
-		addr, ch, last := c.addr, c.change, c.lastErr
+		h, ch, last, running := c.free, c.change, c.lastErr, c.running
+		ok := running && (!take || h != nil)
+		if ok && take {
+			c.free = nil
+		}
 		c.mu.Unlock()
-		if addr != "" {
-			return addr, nil
+		if ok {
+			return h, nil
+		}
+		if !take && !running && last != nil {
+			return nil, fmt.Errorf("%w: %w", ErrWorkerDown, last)
 		}
 		select {
 		case <-ch:
@@ -96,14 +123,14 @@ func (c *rpcChild) wait(ctx context.Context, d time.Duration) (string, error) {
 			if last == nil {
 				last = errors.New("it has not started yet")
 			}
-			return "", fmt.Errorf("%w: %w", ErrWorkerDown, last)
+			return nil, fmt.Errorf("%w: %w", ErrWorkerDown, last)
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 }
 
-// run is the owner goroutine. first gets nil once the child first accepts connections, or the
+// run is the owner goroutine. first gets nil once the child first holds its connection, or the
 // error of its first start; after that, failures are logged and the child restarted.
 func (c *rpcChild) run(ctx context.Context, first chan<- error) {
 	// Linux: Pdeathsig is tied to the thread that forked the child; keep this one.
@@ -113,19 +140,23 @@ func (c *rpcChild) run(ctx context.Context, first chan<- error) {
 	started := false
 	for {
 		t0 := time.Now()
-		err := c.once(ctx, func(addr string) {
-			c.set(addr, nil)
+		err := c.once(ctx, func(h *held) {
+			c.set(h, nil)
 			if !started {
 				started = true
 				first <- nil
 			}
 		})
-		c.set("", err)
+		c.set(nil, err)
 		if ctx.Err() != nil {
 			if !started {
 				first <- ctx.Err()
 			}
 			return
+		}
+		if err == nil { // a session ended: a new rpc-server for the next one, at once
+			wait = backoffMin
+			continue
 		}
 		if !started {
 			first <- err
@@ -144,8 +175,9 @@ func (c *rpcChild) run(ctx context.Context, first chan<- error) {
 	}
 }
 
-// once runs the child until it exits or ctx ends; ready is called when it accepts connections.
-func (c *rpcChild) once(ctx context.Context, ready func(addr string)) error {
+// once runs one rpc-server until its session ends (nil), it exits, it serves a stranger or ctx
+// ends; ready is called with its held connection.
+func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -163,7 +195,7 @@ func (c *rpcChild) once(ctx context.Context, ready func(addr string)) error {
 	}
 	log := c.log.With("pid", cmd.Process.Pid)
 	log.Info("rpc-server started", "argv", strings.Join(argv, " "))
-	tail := &tailBuf{}
+	tail := &tailBuf{stranger: make(chan struct{})}
 	pumped := make(chan struct{})
 	go func() { defer close(pumped); tail.pump(out, log) }()
 	exited := make(chan error, 1)
@@ -171,41 +203,69 @@ func (c *rpcChild) once(ctx context.Context, ready func(addr string)) error {
 		<-pumped // Wait closes the pipe: read it all first
 		exited <- cmd.Wait()
 	}()
+	stop := func() { kill(cmd); <-exited }
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(rpcReadyTimeout)
-	tick := time.NewTicker(rpcPollEvery)
-	defer tick.Stop()
-	up := false
-	for !up {
-		select {
-		case err := <-exited:
-			return fmt.Errorf("rpc-server exited before it accepted connections (%v): %s", err, tail.String())
-		case <-ctx.Done():
-			kill(cmd)
-			<-exited
-			return ctx.Err()
-		case <-tick.C:
-			if d, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-				d.Close()
-				up = true
-			} else if time.Now().After(deadline) {
-				kill(cmd)
-				<-exited
-				return fmt.Errorf("rpc-server did not accept connections on %s within %s: %s", addr, rpcReadyTimeout, tail.String())
-			}
-		}
+	h, err := c.hold(ctx, addr, exited, tail)
+	if err != nil {
+		stop()
+		return err
 	}
-	log.Info("rpc-server ready", "addr", addr)
-	ready(addr)
+	defer h.conn.Close() // after the kill: a connection waiting behind it is never served
+	log.Info("rpc-server ready and held", "addr", addr)
+	ready(h)
 	select {
 	case err := <-exited:
 		return fmt.Errorf("rpc-server exited (%v): %s", err, tail.String())
 	case <-ctx.Done():
-		kill(cmd)
-		<-exited
+		stop()
 		log.Info("rpc-server stopped")
 		return ctx.Err()
+	case <-tail.stranger:
+		stop()
+		log.Warn("rpc-server served a connection not the worker's; restarted on a new port")
+		return errStranger
+	case <-h.done:
+		stop()
+		log.Debug("rpc-server's session ended; restarting it for the next")
+		return nil
+	}
+}
+
+// hold connects to the rpc-server at addr the moment it listens and checks that its HELLO is
+// answered: that its connection is the one the rpc-server serves.
+func (c *rpcChild) hold(ctx context.Context, addr string, exited chan error, tail *tailBuf) (*held, error) {
+	deadline := time.Now().Add(rpcReadyTimeout)
+	tick := time.NewTicker(rpcDialEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			exited <- err // for once's stop
+			return nil, fmt.Errorf("rpc-server exited before it accepted connections (%v): %s", err, tail.String())
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("rpc-server did not accept connections on %s within %s: %s", addr, rpcReadyTimeout, tail.String())
+			}
+			continue
+		}
+		conn.SetDeadline(time.Now().Add(helloTimeout))
+		var hello []byte
+		_, err = conn.Write(ggmlrpc.Hello())
+		if err == nil {
+			hello, err = ggmlrpc.ReadAnswer(conn)
+		}
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("rpc-server on %s did not answer the worker's HELLO (%w; another connection came first?): %s", addr, err, tail.String())
+		}
+		conn.SetDeadline(time.Time{})
+		return &held{conn: conn, hello: hello, done: make(chan struct{})}, nil
 	}
 }
 
@@ -219,18 +279,32 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// tailBuf keeps the child's last output lines, for the error when it exits.
+// tailBuf keeps the child's last output lines, for the error when it exits, and closes stranger
+// when they show a connection served that is not the worker's: a second accepted one, or one
+// closed, while the worker holds its own.
 type tailBuf struct {
-	mu    sync.Mutex // guards lines
-	lines []string
+	mu       sync.Mutex // guards lines
+	lines    []string
+	stranger chan struct{}
 }
 
 func (t *tailBuf) pump(r io.Reader, log *slog.Logger) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 64*1024)
+	accepted, told := 0, false
 	for sc.Scan() {
 		line := sc.Text()
 		log.Debug("rpc-server", "line", line)
+		switch strings.TrimSpace(line) {
+		case lineAccepted:
+			accepted++
+		case lineClosed:
+			accepted += 2 // the worker closes its own only after the rpc-server is killed
+		}
+		if accepted > 1 && !told {
+			told = true
+			close(t.stranger)
+		}
 		t.mu.Lock()
 		t.lines = append(t.lines, line)
 		if len(t.lines) > tailLines {

@@ -10,21 +10,23 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
 )
 
 // dialTimeout bounds a link's dial and handshake when llama-server opens a connection to an End.
 const dialTimeout = 10 * time.Second
 
 // End is the head's local end of the links to one worker: a loopback listener whose address is
-// what llama-server's --rpc gets. Each connection accepted there from a process of this user
-// (on Linux; see sameUser) is carried over a new authenticated link to the worker, spliced both
-// ways.
+// what llama-server's --rpc gets. Each connection accepted there from llama-server (see
+// ownProcess) is carried over a new authenticated link to the worker, spliced both ways.
 type End struct {
 	name, address, token string
 	log                  *slog.Logger
 	ln                   net.Listener
 	lost                 chan error
 	sent, received       atomic.Int64
+	carrying             atomic.Int32 // links open now
 	wg                   sync.WaitGroup
 
 	mu     sync.Mutex // guards conns and closed
@@ -62,7 +64,8 @@ func (e *End) Name() string    { return e.name }
 func (e *End) Address() string { return e.address }
 
 // Lost tells of a link in use that dropped (the worker died or closed it) or of a link the worker
-// refused (busy, bad token, unreachable); each error names the worker: "worker NAME (ADDRESS): ...".
+// refused (busy, bad token, unreachable) while no other was open; each error names the worker:
+// "worker NAME (ADDRESS): ...".
 // The channel is buffered; when nobody reads it, further errors are logged and dropped.
 func (e *End) Lost() <-chan error { return e.lost }
 
@@ -139,26 +142,47 @@ func (e *End) accept() {
 	}
 }
 
-// carry splices one local connection over a new link.
+// carry splices one local connection over a new link. Only llama-server's connections get one
+// (see ownProcess), and only when their first byte can begin llama.cpp's RPC (HELLO): anything
+// else is closed without dialing the worker. A new link that fails is reported on Lost only when
+// no other link is carried: a stranger's refused link is not the loss of a model's running one.
 func (e *End) carry(local net.Conn) {
 	defer e.wg.Done()
 	defer e.untrack(local)
 	defer local.Close()
-	// The port is on loopback and published (in /api/status): only this user's processes
-	// (llama-server) get a link, which carries the token's authority.
-	if ok, err := sameUser(local); !ok {
-		e.log.Warn("local end: connection refused: not this user's process", "local", local.RemoteAddr().String(), "err", err)
+	// The port is on loopback and published (in /api/status): only llama-server (this process's
+	// children) gets a link, which carries the token's authority.
+	if ok, err := ownProcess(local); !ok {
+		e.log.Warn("local end: connection refused: not llama-server's", "local", local.RemoteAddr().String(), "err", err)
 		return
 	}
+	var first [1]byte
+	local.SetReadDeadline(time.Now().Add(dialTimeout))
+	if _, err := io.ReadFull(local, first[:]); err != nil || !ggmlrpc.CanStart(first[0]) {
+		e.log.Warn("local end: connection refused: not llama.cpp's RPC", "local", local.RemoteAddr().String(), "first", first[0], "err", err)
+		return
+	}
+	local.SetReadDeadline(time.Time{})
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	l, err := dialLink(ctx, e.address, e.token, opRPC, headName())
 	cancel()
 	if err != nil {
-		if !e.isClosed() {
+		switch {
+		case e.isClosed():
+		case e.carrying.Load() > 0:
+			e.log.Warn("local end: a new link failed; the open one goes on", "err", err)
+		default:
 			e.report(err)
 		}
 		return
 	}
+	if _, err := l.conn.Write(first[:]); err != nil {
+		l.conn.Close()
+		return
+	}
+	e.sent.Add(1)
+	e.carrying.Add(1)
+	defer e.carrying.Add(-1)
 	if !e.track(l.conn) {
 		l.conn.Close()
 		return

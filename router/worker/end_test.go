@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"slices"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
 	"github.com/llamatray/llamatray/router/testbed"
 )
 
@@ -22,14 +25,52 @@ func openEnd(t *testing.T, name, addr string) *End {
 	return e
 }
 
+// dialEnd connects to e as llama-server does, its HELLO answered (the fake rpc-server's answer).
 func dialEnd(t *testing.T, e *End) net.Conn {
+	t.Helper()
+	c, err := dialHello(e.Addr())
+	if err != nil {
+		t.Fatalf("dial the local end: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// dialRefused connects to e and sends HELLO, for a link the worker refuses: no answer is read.
+func dialRefused(t *testing.T, e *End) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", e.Addr())
 	if err != nil {
 		t.Fatalf("dial the local end: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
+	if _, err := c.Write(ggmlrpc.Hello()); err != nil {
+		t.Fatalf("HELLO: %v", err)
+	}
 	return c
+}
+
+// dialHello connects to addr and sends RPC's HELLO; the connection is returned with its answer read.
+func dialHello(addr string) (net.Conn, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write(ggmlrpc.Hello()); err != nil {
+		c.Close()
+		return nil, err
+	}
+	a, err := ggmlrpc.ReadAnswer(c)
+	if err == nil && !bytes.Equal(a, ggmlrpc.Answer(testbed.FakeHelloAnswer)) {
+		err = fmt.Errorf("HELLO answered %x", a)
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.SetDeadline(time.Time{})
+	return c, nil
 }
 
 func TestEndCarriesBytesBothWays(t *testing.T) {
@@ -42,8 +83,9 @@ func TestEndCarriesBytesBothWays(t *testing.T) {
 	msg := strings.Repeat("tensor bytes ", 100000) // 1.3 MB
 	echoRound(t, c, msg)
 	sent, recv := e.Bytes()
-	if sent != int64(len(msg)) || recv != int64(len(msg)) {
-		t.Fatalf("Bytes = %d sent, %d received; want %d each", sent, recv, len(msg))
+	hello, answer := len(ggmlrpc.Hello()), len(ggmlrpc.Answer(testbed.FakeHelloAnswer))
+	if sent != int64(hello+len(msg)) || recv != int64(answer+len(msg)) {
+		t.Fatalf("Bytes = %d sent, %d received; want %d and %d", sent, recv, hello+len(msg), answer+len(msg))
 	}
 	c.Close()
 	// The next connection gets the worker again once this session ended (as llama-server does).
@@ -76,7 +118,7 @@ func TestBusyRefusal(t *testing.T) {
 	if err != nil || !in.Busy || !strings.Contains(in.BusyWith, "since") {
 		t.Fatalf("Check during a session: %+v, %v; want busy with who and since when", in, err)
 	}
-	c2 := dialEnd(t, e2)
+	c2 := dialRefused(t, e2)
 	err = waitLost(t, e2, busyWait+5*time.Second)
 	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "busy: serving 127.0.0.1:") ||
 		!strings.Contains(err.Error(), "since") || !strings.HasPrefix(err.Error(), "worker gpu1-other-head (") {
@@ -103,7 +145,7 @@ func TestWorkerKilledMidSession(t *testing.T) {
 	}
 	waitEOF(t, c, 5*time.Second)
 	// A new connection after the worker is gone is refused and told too.
-	dialEnd(t, e)
+	dialRefused(t, e)
 	if err := waitLost(t, e, 15*time.Second); !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("Lost for a connection to a stopped worker: %v, want ErrUnreachable", err)
 	}
@@ -136,15 +178,13 @@ func TestRPCServerRestarted(t *testing.T) {
 	// The next session waits for the restarted rpc-server (the worker waits up to 5 s for it).
 	var c2 net.Conn
 	for attempt := 0; ; attempt++ {
-		c2 = dialEnd(t, e)
-		c2.SetDeadline(time.Now().Add(10 * time.Second))
-		c2.Write([]byte("x"))
-		b := make([]byte, 1)
-		if _, err := c2.Read(b); err == nil {
+		var err error
+		if c2, err = dialHello(e.Addr()); err == nil {
+			t.Cleanup(func() { c2.Close() })
 			break
 		}
 		if attempt == 3 {
-			t.Fatalf("no session after the rpc-server's restart: %v", <-e.Lost())
+			t.Fatalf("no session after the rpc-server's restart: %v, %v", err, <-e.Lost())
 		}
 		<-e.Lost()
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -68,6 +69,38 @@ func TestEndRefusesAnotherUsersProcess(t *testing.T) {
 	select {
 	case err := <-e.Lost():
 		t.Fatalf("Lost after a refused local connection: %v", err)
+	default:
+	}
+}
+
+// TestEndRefusesThisUsersOtherProcesses: a process of this very user that is not one of this
+// process's children (llama-server is) is refused, and the model's open link goes on.
+func TestEndRefusesThisUsersOtherProcesses(t *testing.T) {
+	w := startWorker(t)
+	relay, dials := countingRelay(t, w.addr)
+	e := openEnd(t, "gpu1", relay)
+	c := dialEnd(t, e)
+	echoRound(t, c, "the model's link")
+	before := dials.Load()
+	// sh starts the client and exits: its parent is sh, not this process. Its output is read to
+	// the end, that is until the client exits.
+	cmd := exec.Command("sh", "-c", `"$0" -test.run='^$' &`, os.Args[0])
+	cmd.Env = append(os.Environ(), echoDialEnv+"="+e.Addr())
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "dial and HELLO") {
+		t.Fatalf("another process of this user: %v %q, want it refused", err, out)
+	}
+	if n := dials.Load(); n != before {
+		t.Fatalf("the End dialed the worker %d times for another process", n-before)
+	}
+	// A child of this process is carried (as llama-server is), when the model's link is done.
+	c.Close()
+	if code, out := echoFrom(t, os.Args[0], e.Addr(), nil); code != 0 {
+		t.Fatalf("a child of this process was not carried (exit %d): %s", code, out)
+	}
+	select {
+	case err := <-e.Lost():
+		t.Fatalf("Lost: %v", err)
 	default:
 	}
 }

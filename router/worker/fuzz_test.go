@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
@@ -69,4 +70,48 @@ func TestFuzzSeedsLeaveTheWorkerServing(t *testing.T) {
 	if _, err := Check(ctxT(t, 5*time.Second), w.addr, testToken); err != nil {
 		t.Fatalf("Check after hostile requests: %v", err)
 	}
+}
+
+// FuzzAnswer gives the head arbitrary bytes as a worker's answer line, after TLS: the head never
+// takes them for a worker's ok (a proof cannot be made without the token and this session's
+// keying material), ends within its context, and its error shows no control or format character.
+func FuzzAnswer(f *testing.F) {
+	f.Add([]byte(`{"ok":true,"proof":"` + hex.EncodeToString(make([]byte, 32)) + `","info":{"name":"w"}}` + "\n"))
+	f.Add([]byte(`{"ok":false,"code":"busy","error":"busy: serving \u001b[2J x\u202e"}` + "\n"))
+	f.Add([]byte(`{"ok":false,"code":"bad-token"}` + "\n"))
+	f.Add([]byte(strings.Repeat("[", 2*maxFrame)))
+	f.Add([]byte("\x00\x01\x02"))
+	f.Add([]byte{})
+	cert, err := selfSigned("fuzz")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		head, wk := net.Pipe()
+		defer head.Close()
+		go func() {
+			defer wk.Close()
+			c := tls.Server(wk, serverTLS(cert))
+			if c.Handshake() != nil {
+				return
+			}
+			var req request
+			if readLine(bufio.NewReaderSize(c, maxFrame), &req) != nil {
+				return
+			}
+			c.Write(data)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		l, err := handshake(ctx, head, testToken, opStatus, "fuzz")
+		if err == nil {
+			t.Fatalf("the head took %q for a worker's ok: %+v", data, l.info)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the head did not end within its context on %q: %v", data, err)
+		}
+		if strings.ContainsAny(err.Error(), "\x1b\u202e\x07") {
+			t.Fatalf("the head's error shows the worker's escapes: %q", err)
+		}
+	})
 }

@@ -73,10 +73,10 @@ func workerProc(dir string) int {
 const echoDialEnv = "LLAMATRAY_WORKER_TEST_ECHO_DIAL"
 
 func echoDial(addr string) int {
-	c, err := net.Dial("tcp", addr)
+	c, err := dialHello(addr)
 	if err != nil {
-		fmt.Println("dial:", err)
-		return 2
+		fmt.Println("dial and HELLO:", err)
+		return 1
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))

@@ -15,12 +15,12 @@ var procGetExtendedTcpTable = windows.NewLazySystemDLL("iphlpapi.dll").NewProc("
 // with its owning process.
 const tcpTableOwnerPIDConnections = 4
 
-// sameUser says whether the process at the other end of c, a connection accepted on the End's
-// loopback listener, runs as this process's user: the connecting socket (local address c's
+// ownProcess says whether the process at the other end of c, a connection accepted on the End's
+// loopback listener, runs as this process's user (Windows: the user, not the process, is checked): the connecting socket (local address c's
 // remote one, remote address c's local one) is found in GetExtendedTcpTable with its owning pid,
 // whose token's user is compared with this process's. A socket or process not found (it ended
 // already) or another user's process that cannot be opened is refused.
-func sameUser(c net.Conn) (bool, error) {
+func ownProcess(c net.Conn) (bool, error) {
 	remote, ok1 := c.RemoteAddr().(*net.TCPAddr)
 	local, ok2 := c.LocalAddr().(*net.TCPAddr)
 	if !ok1 || !ok2 {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/internal/backoff"
+	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
 )
 
 // busyWait is how long a second "rpc" request waits for the open session to end before it is
@@ -26,6 +27,10 @@ const busyWait = 2 * time.Second
 
 // answerTimeout bounds the worker's answer to a request (and its write), after the request line.
 const answerTimeout = 15 * time.Second
+
+// restartWait is how long a request waits for the rpc-server to be up: it is started afresh
+// after every session, which takes it a moment.
+const restartWait = 10 * time.Second
 
 // Options configure Serve.
 type Options struct {
@@ -84,9 +89,10 @@ func (s *session) String() string {
 }
 
 // Serve runs the worker until ctx ends (then it returns nil, its rpc-server killed and every link
-// closed): it starts the rpc-server bound to 127.0.0.1 on a free port (restarted with backoff if
-// it exits), and accepts link connections on o.Listen, each authenticated by o.Token, a "status"
-// answered and an "rpc" spliced to a new connection to the rpc-server, one session at a time.
+// closed): it starts the rpc-server bound to 127.0.0.1 on a free port and holds its one
+// connection (see held; restarted on a new port after each session, and with backoff if it
+// exits), and accepts link connections on o.Listen, each authenticated by o.Token, a "status"
+// answered and an "rpc" carried over the held connection, one session at a time.
 func Serve(ctx context.Context, o Options) error {
 	if o.Listen == "" {
 		return errors.New("worker: no listen address")
@@ -326,7 +332,7 @@ func (s *server) handle(raw net.Conn, hs *handshaking) {
 	case opStatus:
 		// A worker whose rpc-server is down (restarting after it exited) cannot take a model:
 		// the head hears it before it spawns llama-server.
-		if err := s.rpc.down(); err != nil {
+		if _, err := s.rpc.wait(s.ctx, restartWait, false); err != nil {
 			refuse(conn, raw, answer{Code: codeNoRPC, Error: fmt.Sprintf("rpc-server not running: %v", err)})
 			return
 		}
@@ -394,7 +400,9 @@ func (s *server) end(sess *session) {
 	close(sess.done)
 }
 
-// session splices an authenticated "rpc" link to a new connection to the rpc-server.
+// session carries an authenticated "rpc" link over the rpc-server's held connection: the head's
+// HELLO is answered with the rpc-server's answer to the worker's own, then bytes are spliced both
+// ways. When either side ends, the rpc-server is killed and started afresh for the next session.
 func (s *server) session(conn *tls.Conn, r *bufio.Reader, head, remote, proofHex string, log *slog.Logger) {
 	sess, err := s.begin(head, remote)
 	if err != nil {
@@ -403,38 +411,40 @@ func (s *server) session(conn *tls.Conn, r *bufio.Reader, head, remote, proofHex
 		return
 	}
 	defer s.end(sess)
-	addr, err := s.rpc.wait(s.ctx, 5*time.Second)
-	var rpc net.Conn
-	if err == nil {
-		rpc, err = net.DialTimeout("tcp", addr, 5*time.Second)
-	}
+	h, err := s.rpc.wait(s.ctx, restartWait, true)
 	if err != nil {
 		log.Error("link refused: rpc-server down", "err", err)
 		writeLine(conn, answer{Code: codeNoRPC, Error: err.Error()})
 		return
 	}
-	if !s.track(rpc) {
-		rpc.Close()
-		return
-	}
-	defer s.untrack(rpc)
-	defer rpc.Close()
+	defer h.release()
 	in := s.info()
 	if err := writeLine(conn, answer{OK: true, Proof: proofHex, Info: &in}); err != nil {
 		return
 	}
+	// The head's first RPC message must be HELLO: the rpc-server answered the worker's already.
+	hello, err := ggmlrpc.ReadHello(r)
+	if err != nil {
+		log.Warn("rpc session refused: no HELLO from the head", "head", head, "err", err)
+		return
+	}
 	conn.NetConn().SetDeadline(time.Time{})
-	log.Info("rpc session open", "head", head)
+	if _, err := conn.Write(h.hello); err != nil {
+		return
+	}
+	log.Info("rpc session open", "head", head, "hello", len(hello))
 	t0 := time.Now()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		io.Copy(conn, rpc)
+		io.Copy(conn, h.conn)
 		conn.Close() // the rpc-server ended the session: end the link
 	}()
 	// Read only: bufio's WriteTo would carry the bulk of a model's upload in 4 KiB writes.
-	io.Copy(rpc, struct{ io.Reader }{r})
-	rpc.Close() // the head ended the link: end the rpc-server's session
+	io.Copy(h.conn, struct{ io.Reader }{r})
+	// The head ended the link: the rpc-server is killed before its connection is closed, so that
+	// no connection waiting behind it is ever served.
+	h.release()
 	<-done
 	log.Info("rpc session closed", "head", head, "duration", time.Since(t0).Round(time.Millisecond))
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
 )
 
 // RPC devices (--rpc HOST:PORT,...): like llama-server, the fake connects to every rpc-server when
@@ -39,6 +41,17 @@ func dialRPC(addr string, lost func(err error)) (*rpcEnd, error) {
 	if err != nil {
 		return nil, err
 	}
+	// llama.cpp's HELLO first, as llama-server opens every RPC connection.
+	c.SetDeadline(time.Now().Add(rpcTimeout))
+	if _, err := c.Write(ggmlrpc.Hello()); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if _, err := ggmlrpc.ReadAnswer(c); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("no answer to HELLO: %w", err)
+	}
+	c.SetDeadline(time.Time{})
 	e := &rpcEnd{addr: addr, conn: c, answers: make(chan string, 1)}
 	go func() {
 		sc := bufio.NewScanner(c)

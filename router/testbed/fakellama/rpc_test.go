@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 func TestParseArgsRPC(t *testing.T) {
@@ -36,6 +39,11 @@ func TestDialRPC(t *testing.T) {
 			return
 		}
 		defer c.Close()
+		if _, err := ggmlrpc.ReadHello(c); err != nil {
+			got <- "no HELLO: " + err.Error()
+			return
+		}
+		c.Write(ggmlrpc.Answer(testbed.FakeHelloAnswer))
 		sc := bufio.NewScanner(c)
 		for sc.Scan() {
 			got <- sc.Text()

@@ -1,7 +1,7 @@
 // Command fakerpc is a fake llama.cpp rpc-server for the simulated machines with workers
 // (router/testbed/chaos -sim): the process router/worker starts as its rpc-server, with the same
 // command line (-H 127.0.0.1 -p PORT [-t N]). It has one device of FAKE_RPC_MIB MiB and speaks a
-// line protocol with the fake llama-server (router/testbed/fakellama), which reaches it through the
+// line protocol, after llama.cpp's HELLO, with the fake llama-server (router/testbed/fakellama), which reaches it through the
 // worker's link:
 //
 //	hello PID      → ok            the client is llama-server process PID
@@ -25,6 +25,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 // State is what FAKE_RPC_STATE holds.
@@ -95,6 +98,13 @@ func (s *server) serve(c net.Conn) {
 		s.mu.Unlock()
 		s.write()
 	}()
+	// llama.cpp's HELLO first, as the real one wants it.
+	if _, err := ggmlrpc.ReadHello(c); err != nil {
+		return
+	}
+	if _, err := c.Write(ggmlrpc.Answer(testbed.FakeHelloAnswer)); err != nil {
+		return
+	}
 	sc := bufio.NewScanner(c)
 	for sc.Scan() {
 		verb, arg, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")

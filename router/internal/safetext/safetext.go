@@ -1,21 +1,38 @@
-package discover
+// Package safetext is the one rule for names and words that come from elsewhere (peers' model
+// IDs and states, aliases, mDNS announcements) and are shown on a terminal, in the window or the
+// tray, or listed by the API: no control or format characters (C0, DEL, C1, escape sequences,
+// bidi overrides such as U+202E) and valid UTF-8. Text that is only shown is cleaned (Clean); a
+// name that is also sent back or stored as given is refused when it breaks the rule (Check).
+package safetext
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
-// Bounds on what an announcement's TXT fields may show: another machine wrote them.
-const (
-	maxNameRunes    = 64
-	maxVersionRunes = 40
-)
+// bad says whether r may not be shown: a control or format character.
+func bad(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 
-// cleanText is s as it may be shown on a terminal or in the window: escape sequences (ESC [ ... ,
+// Check says what in s breaks the rule, or nil: invalid UTF-8, or the first control or format
+// character, by its code point.
+func Check(s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%q is not valid UTF-8", s)
+	}
+	for _, r := range s {
+		if bad(r) {
+			return fmt.Errorf("%q holds the control or format character U+%04X", s, r)
+		}
+	}
+	return nil
+}
+
+// Clean is s as it may be shown on a terminal or in the window: escape sequences (ESC [ ... ,
 // ESC ] ... BEL) and every other control or format character (C0, DEL, C1, bidi overrides) left
 // out, invalid UTF-8 replaced, spaces trimmed, at most max runes.
-func cleanText(s string, max int) string {
+func Clean(s string, max int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	var b strings.Builder
 	n := 0
@@ -26,7 +43,7 @@ func cleanText(s string, max int) string {
 			continue
 		}
 		i += size
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+		if bad(r) {
 			continue
 		}
 		b.WriteRune(r)
