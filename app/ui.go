@@ -228,6 +228,8 @@ func (u *ui) do(a Action) {
 		u.showModels()
 	case ActOpenSettings:
 		u.showSettings()
+	case ActTryIt:
+		u.showTryIt("")
 	case ActOpenLogsFolder:
 		u.openFolder(u.snap.LogDir)
 	case ActToggleAutostart:
