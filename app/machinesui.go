@@ -38,7 +38,7 @@ func (m *machinesSection) update(s Snapshot) {
 		}
 		return
 	}
-	peers, found := s.Peers, discovered(m.u.b) // found: other Llamatrays on the network (discoverui.go)
+	peers, found := s.Peers, m.u.b.Discovered() // found: other Llamatrays on the network (discoverui.go)
 	key := peersKey(peers) + workersKey(s.Workers, s.Lending) + discoveredKey(found)
 	if key == m.key && len(m.box.Objects) > 0 {
 		return

@@ -128,3 +128,5 @@ func TestPeersMenu(t *testing.T) {
 		t.Fatal("not in the tray menu")
 	}
 }
+
+func (f *fakeBackend) Discovered() []wire.Discovered { return nil }
