@@ -83,7 +83,10 @@ func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
 	g.results = container.NewVBox()
 	g.repoHead = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	g.repoHead.Truncation = fyne.TextTruncateEllipsis // a long repo name does not widen the window
-	g.quants = container.NewVBox()
+	hint := widget.NewLabel("Pick a model on the left: its files (quants) show here, with their sizes and how they fit this machine.")
+	hint.Wrapping = fyne.TextWrapWord
+	hint.Importance = widget.LowImportance
+	g.quants = container.NewVBox(hint) // until a repo is opened
 	g.pullLine = widget.NewLabel("")
 	g.pullLine.Wrapping = fyne.TextWrapWord // a download's error can be long: it wraps, the window keeps its width
 	g.progress = widget.NewProgressBar()
