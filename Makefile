@@ -23,8 +23,8 @@ DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev rpm rpmlint she
 all: build
 
 build:
-	@test -e llamatray || echo "building llamatray: the first build compiles Fyne (cgo) and takes about five minutes on two cores; later ones take seconds"
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o llamatray .
+	@test -e llamatray || echo "building llamatray: the first build compiles Fyne (cgo) and takes five to fifteen minutes on two cores, each package named as it is compiled (go-gl's C is the long one); later ones take seconds"
+	$(GO) build $(if $(wildcard llamatray),,-v) -trimpath -ldflags "$(LDFLAGS)" -o llamatray .
 
 # deps installs the Debian/Ubuntu packages Fyne needs when they are missing.
 deps:

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2/widget"
+
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/wire"
 )
@@ -43,6 +45,7 @@ func TestTryItWaitsWithTheModelState(t *testing.T) {
 		u.showTryIt("qwen-7b")
 		w := u.tryIt
 		w.waiting = true
+		w.answer = widget.NewLabel("") // the answer a request in flight writes
 		s := windowSnapshot()
 		set := func(f func(m *Model)) {
 			for i := range s.Models {
@@ -66,17 +69,17 @@ func TestTryItWaitsWithTheModelState(t *testing.T) {
 		if want := "Waiting: every model is busy since 12:03:04 (llama-3b 2 requests)…"; w.status.Text != want {
 			t.Errorf("queued: %q, want %q", w.status.Text, want)
 		}
-		w.event(tryEvent{comment: "loading model qwen-7b (waiting: every model is busy since 12:03:04 (llama-3b 2 requests))"}, "")
+		w.event(w.answer, tryEvent{comment: "loading model qwen-7b (waiting: every model is busy since 12:03:04 (llama-3b 2 requests))"}, "")
 		if want := "Waiting: every model is busy since 12:03:04 (llama-3b 2 requests)…"; w.status.Text != want {
 			t.Errorf("with the router's comment: %q, want %q", w.status.Text, want)
 		}
 		set(func(m *Model) { m.Wait = nil })
-		w.event(tryEvent{comment: "loading model qwen-7b (queued)"}, "")
+		w.event(w.answer, tryEvent{comment: "loading model qwen-7b (queued)"}, "")
 		w.update(s)
 		if w.status.Text != "Waiting: loading model qwen-7b (queued)…" {
 			t.Errorf("without a reason, the router's word is replaced: %q", w.status.Text)
 		}
-		w.event(tryEvent{delta: "Hi", elapsed: 1500 * time.Millisecond}, "Hi")
+		w.event(w.answer, tryEvent{delta: "Hi", elapsed: 1500 * time.Millisecond}, "Hi")
 		if w.status.Text != "First token after 1.5 s; generating…" || w.answer.Text != "Hi" {
 			t.Errorf("first token: %q %q", w.status.Text, w.answer.Text)
 		}

@@ -113,6 +113,9 @@ type Backend interface {
 	RemovePeer(name string) error
 	// PeersChanged is closed at the next change of a peer's state or models; nil without peers.
 	PeersChanged() <-chan struct{}
+	// Discovered lists the other Llamatrays found on the local network that are not peers yet;
+	// none when the backend does not look.
+	Discovered() []wire.Discovered
 
 	// Workers (Offers.Workers): the [workers.NAME] machines models are spread over, and this
 	// machine lent to others. Their state is in the Snapshot.

@@ -17,21 +17,8 @@ import (
 	"github.com/llamatray/llamatray/router/wire"
 )
 
-// discoverer is a backend that finds other Llamatrays on the local network (the service's).
-type discoverer interface {
-	Discovered() []wire.Discovered
-}
-
 // Discovered is what the service found on the local network that is not a peer yet.
 func (sb *serviceBackend) Discovered() []wire.Discovered { return sb.svc.Discovered() }
-
-// discovered is what b found, nil when it finds nothing or cannot look.
-func discovered(b Backend) []wire.Discovered {
-	if d, ok := b.(discoverer); ok {
-		return d.Discovered()
-	}
-	return nil
-}
 
 // discoveredKey is what the part shows of found, for the section's key.
 func discoveredKey(found []wire.Discovered) string {

@@ -3,8 +3,10 @@ package app
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -40,7 +42,9 @@ func (d *downloadsSection) update(s Snapshot) {
 		return
 	}
 	h := d.u.b
-	objs := []fyne.CanvasObject{widget.NewLabelWithStyle("Downloads", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})}
+	title := widget.NewLabelWithStyle("Downloads", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	title.SizeName = theme.SizeNameSubHeadingText // as the model groups' titles
+	objs := []fyne.CanvasObject{title}
 	for _, dl := range s.Downloads {
 		objs = append(objs, d.row(h, dl))
 	}
@@ -52,7 +56,7 @@ func (d *downloadsSection) update(s Snapshot) {
 func (d *downloadsSection) row(h Backend, dl Download) fyne.CanvasObject {
 	name := dl.Model
 	bar := widget.NewProgressBar()
-	if dl.Total > 0 {
+	if _, kept := pullTrouble(dl.Error); dl.Total > 0 && (kept || dl.State != hub.StateFailed) {
 		bar.SetValue(float64(dl.Done) / float64(dl.Total))
 	}
 	line := widget.NewLabel(downloadText(dl))
@@ -61,8 +65,11 @@ func (d *downloadsSection) row(h Backend, dl Download) fyne.CanvasObject {
 	act := func(label string, icon fyne.Resource, what string, fn func() error) {
 		b := widget.NewButtonWithIcon(label, icon, nil)
 		b.OnTapped = func() {
-			b.Disable()
-			d.u.background(what+" "+name, fn)
+			b.Disable() // until fn returns: the row is rebuilt when the state changes, and not when it stays
+			d.u.background(what+" "+name, func() error {
+				defer d.u.onUI(b.Enable)
+				return fn()
+			})
 		}
 		buttons = append(buttons, b)
 	}
@@ -82,12 +89,20 @@ func (d *downloadsSection) row(h Backend, dl Download) fyne.CanvasObject {
 	}
 	act("Cancel", theme.CancelIcon(), "Cancel", func() error { return h.DiscardPull(name) })
 	head := widget.NewLabelWithStyle(name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	return container.NewBorder(nil, nil, nil, container.NewHBox(buttons...), container.NewVBox(head, bar, line))
+	body := container.NewVBox(head, bar, line)
+	if _, kept := pullTrouble(dl.Error); dl.State == hub.StateFailed && !kept {
+		body = container.NewVBox(head, line) // nothing kept: no bar to show
+	}
+	return container.NewBorder(nil, nil, nil, container.NewVBox(container.NewHBox(buttons...)), body)
 }
 
 // downloadText is a download's state in words: "42% of 4.1 GiB · 12 MiB/s · 3 min left".
 func downloadText(d Download) string {
 	var parts []string
+	trouble, kept := pullTrouble(d.Error)
+	if d.State == hub.StateFailed && !kept {
+		return trouble // nothing was kept: no share of it to give
+	}
 	if d.Total > 0 {
 		parts = append(parts, fmt.Sprintf("%d%% of %s", d.Done*100/d.Total, humanBytes(d.Total)))
 	}
@@ -105,7 +120,7 @@ func downloadText(d Download) string {
 	case hub.StatePaused:
 		parts = append(parts, "paused: "+humanBytes(d.Done)+" kept on disk; Resume goes on from there")
 	case hub.StateFailed:
-		parts = append(parts, "failed: "+d.Error+". What came is kept; Retry goes on from there")
+		parts = append(parts, trouble)
 	}
 	return strings.Join(parts, " · ")
 }
@@ -119,4 +134,61 @@ func leftText(d time.Duration) string {
 		return fmt.Sprintf("%d min left", int(d.Minutes()+0.5))
 	}
 	return fmt.Sprintf("%d h %d min left", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// pullTrouble is why a download stopped, as one or two sentences a person can act on, from the
+// Hub's error (no addresses, no Go error chains), and whether what came is kept for Retry.
+func pullTrouble(err string) (text string, kept bool) {
+	low := strings.ToLower(err)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(low, w) {
+				return true
+			}
+		}
+		return false
+	}
+	const goOn = " What came is kept; Retry goes on from there."
+	switch {
+	case err == "":
+		return "Stopped." + goOn, true
+	case has("sha256 mismatch", "checksum"):
+		return "What came does not match the checksum the Hub lists, so it was deleted: Retry downloads it again.", false
+	case has("gated or private", "no access", "http 401", "http 403"):
+		return "This model is gated: accept its terms on its Hub page, paste a token with access in Settings… (Hugging Face token), then Retry.", true
+	case has("not found on the hugging face hub", "http 404"):
+		return "The Hub no longer has this file: Cancel, and pick another model or quant.", false
+	case has("no space left", "disk quota"):
+		return "The disk is full: free some room, then Retry." + goOn, true
+	case has("does not resolve", "no such host"):
+		return "The Hugging Face Hub cannot be reached: is this computer offline?" + goOn, true
+	case has("refused"):
+		return "The Hub refused the connection: a proxy or firewall may be in the way." + goOn, true
+	case has("timeout", "did not answer in time", "deadline exceeded"):
+		return "The Hub stopped answering: the network is slow or down." + goOn, true
+	case has("certificate"):
+		return "The Hub's certificate is not trusted: a proxy may be intercepting HTTPS." + goOn, true
+	case has("cannot reach", "dial tcp", "connection reset", "broken pipe", "eof", "network is unreachable"):
+		return "The connection to the Hub broke off." + goOn, true
+	}
+	// Something else: its words, without addresses or the Go error chain behind them.
+	msg := urlPattern.ReplaceAllString(err, "the Hub")
+	if i := strings.Index(msg, " ("); i > 0 {
+		msg = msg[:i]
+	}
+	msg = strings.TrimSuffix(strings.TrimSpace(msg), ".")
+	return upperFirst(msg) + "." + goOn, true
+}
+
+// urlPattern matches a web address in an error.
+var urlPattern = regexp.MustCompile(`"?https?://[^\s"]+"?`)
+
+// upperFirst starts s with a capital letter.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	r := []rune(s)
+	r[0] = unicode.ToUpper(r[0])
+	return string(r)
 }

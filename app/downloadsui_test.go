@@ -109,7 +109,7 @@ func TestDownloadRowActions(t *testing.T) {
 	}{
 		{hub.StateDownloading, []string{"[Pause]", "[Cancel]"}, "50% of"},
 		{hub.StatePaused, []string{"[Resume]", "[Cancel]"}, "Resume goes on from there"},
-		{hub.StateFailed, []string{"[Retry]", "[Cancel]"}, "failed: checksum mismatch. What came is kept; Retry goes on from there"},
+		{hub.StateFailed, []string{"[Retry]", "[Cancel]"}, "What came does not match the checksum the Hub lists, so it was deleted: Retry downloads it again."},
 	} {
 		l.wait(func() {
 			row := newDownloadsSection(u).row(u.b, Download{Model: "Org/Tiny-GGUF:Q8_0", State: tc.state, Done: 50, Total: 100, Error: "checksum mismatch"})

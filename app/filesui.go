@@ -213,13 +213,18 @@ func (m *modelsWindow) confirmDelete(id, path string) {
 	if x, ok := m.modelByID(id); ok && len(x.Files) > 0 {
 		files = x.Files
 	}
-	msg := fmt.Sprintf("Move %s to the %s?\n\n%s", id, platform.TrashName(), strings.Join(files, "\n"))
-	done := "Moved " + id + " to the " + platform.TrashName() + "."
+	// The button says what happens: to the trash (restorable), or out of the Hub cache for good.
+	trash := platform.TrashName()
+	msg := fmt.Sprintf("Its files go to the %s, where they can be restored from:\n\n%s", trash, strings.Join(files, "\n"))
+	confirm := "Move to " + trash
+	done := "Moved " + id + " to the " + trash + "."
 	if name, ok := pulledName(m.u.b, id); ok {
-		msg = fmt.Sprintf("Delete %s (%s) from the Hugging Face cache?\n\nIts files are removed for good, as `llamatray rm` does; a file another\ndownloaded model shares is kept. Pull it again to get it back.", id, name)
+		msg = fmt.Sprintf("It was downloaded as %s. Its files leave the Hugging Face cache for good\n(a file another downloaded model shares is kept); Get models… downloads it again.", name)
+		confirm = "Delete for good"
 		done = "Deleted " + id + " from the Hugging Face cache."
 	}
-	dialog.ShowConfirm("Delete model", msg, func(ok bool) {
+	body := widget.NewLabel(msg)
+	dialog.NewCustomConfirm("Delete "+id+"?", confirm, "Cancel", body, func(ok bool) {
 		if !ok {
 			return
 		}
@@ -230,7 +235,7 @@ func (m *modelsWindow) confirmDelete(id, path string) {
 			m.u.onUI(func() { m.setStatus(done) })
 			return nil
 		})
-	}, m.win)
+	}, m.win).Show()
 }
 
 // pulledName is the ORG/REPO:QUANT a model was pulled from the Hub as; false for a user's own file.

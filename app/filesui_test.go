@@ -87,7 +87,7 @@ func TestDeleteThroughConfirmation(t *testing.T) {
 		if !hasText(top, path) {
 			t.Errorf("confirmation does not name the file: %q", texts(top))
 		}
-		test.Tap(findButton(t, top, "Yes"))
+		test.Tap(findButtonPrefix(t, top, "Move to "))
 	})
 	fb.waitCall(t, "rescan")
 	if _, err := os.Stat(filepath.Join(trashDir, "files", "gemma-2b.gguf")); err != nil {

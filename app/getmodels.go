@@ -24,16 +24,17 @@ type getModelsWindow struct {
 	h   Backend
 	win fyne.Window
 
-	search   *widget.Entry
-	status   *widget.Label
-	results  *fyne.Container // one button per repo
-	repoHead *widget.Label
-	quants   *fyne.Container // one row per quant
-	pullLine *widget.Label
-	progress *widget.ProgressBar
-	cancel   *widget.Button
-	tryIt    *widget.Button // Try it… with the model just downloaded
-	starters []starterSlot  // the starters' Download buttons
+	search    *widget.Entry
+	status    *widget.Label
+	results   *fyne.Container // one button per repo
+	repoHead  *widget.Label
+	quants    *fyne.Container // one row per quant
+	pullLine  *widget.Label
+	progress  *widget.ProgressBar
+	cancel    *widget.Button
+	tryIt     *widget.Button    // Try it… with the model just downloaded
+	starters  []starterSlot     // the starters' Download buttons
+	downloads *downloadsSection // running, paused and failed downloads
 
 	pulling    string // the model being downloaded, "" when none
 	ready      string // the model last downloaded here, "" when none
@@ -62,7 +63,7 @@ func (u *ui) showGetModels() {
 }
 
 // getModelsButton is the "Get models…" button, or nil when the backend has no Hub.
-func (u *ui) getModelsButton() fyne.CanvasObject {
+func (u *ui) getModelsButton() *widget.Button {
 	if !u.b.Offers().Hub {
 		return nil
 	}
@@ -81,7 +82,11 @@ func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
 	g.status.Wrapping = fyne.TextWrapWord
 	g.results = container.NewVBox()
 	g.repoHead = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	g.quants = container.NewVBox()
+	g.repoHead.Truncation = fyne.TextTruncateEllipsis // a long repo name does not widen the window
+	hint := widget.NewLabel("Pick a model on the left: its files (quants) show here, with their sizes and how they fit this machine.")
+	hint.Wrapping = fyne.TextWrapWord
+	hint.Importance = widget.LowImportance
+	g.quants = container.NewVBox(hint) // until a repo is opened
 	g.pullLine = widget.NewLabel("")
 	g.pullLine.Wrapping = fyne.TextWrapWord // a download's error can be long: it wraps, the window keeps its width
 	g.progress = widget.NewProgressBar()
@@ -104,12 +109,15 @@ func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
 		}
 	}()
 
-	top := container.NewVBox(container.NewBorder(nil, nil, nil, find, g.search), g.status)
+	g.downloads = newDownloadsSection(u) // every download, wherever it was started: this window's, the CLI's, an earlier run's
+	g.downloads.update(u.snap)
+	top := container.NewVBox(container.NewBorder(nil, nil, nil, find, g.search), g.status, g.downloads.box)
 	bottom := container.NewVBox(widget.NewSeparator(), container.NewBorder(nil, nil, nil, g.tryIt, g.pullLine),
 		container.NewBorder(nil, nil, nil, g.cancel, g.progress))
 	split := container.NewHSplit(container.NewVScroll(g.results), container.NewBorder(g.repoHead, nil, nil, nil, container.NewVScroll(g.quants)))
 	split.Offset = 0.4
 	g.win.SetContent(container.NewBorder(top, bottom, nil, nil, split))
+	g.status.SetText("Loading the models suggested to start with…")
 	go g.loadStarters()
 	return g
 }
@@ -120,24 +128,34 @@ func (g *getModelsWindow) loadStarters() {
 	defer cancel()
 	list, err := g.h.HubStarters(ctx)
 	g.u.onUI(func() {
+		loading := strings.HasPrefix(g.status.Text, "Loading the models suggested")
 		if g.searched || err != nil || len(list) == 0 {
-			return // a search came first, or the Hub is out of reach (a search will say so)
+			// A search came first, or the Hub is out of reach (a search will say so too).
+			if loading && err != nil {
+				trouble, _ := pullTrouble(err.Error())
+				g.status.SetText("The suggested models could not be listed. " + strings.TrimSuffix(trouble, " What came is kept; Retry goes on from there."))
+			} else if loading {
+				g.status.SetText("Type a name, or paste ORG/REPO:QUANT or a Hugging Face link.")
+			}
+			return
 		}
 		objs := []fyne.CanvasObject{widget.NewLabelWithStyle("To start with", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})}
 		g.starters = nil
 		for _, s := range list {
 			ref, _ := hub.ParseRef(s.Name)
-			b := widget.NewButton(s.Name, func() { g.openRepo(ref.Repo) })
+			b := widget.NewButton(shortName(s.Name), func() { g.openRepo(ref.Repo) })
 			b.Alignment = widget.ButtonAlignLeading
 			about := widget.NewLabel(starterText(s))
 			about.Wrapping = fyne.TextWrapWord
 			about.SizeName = theme.SizeNameCaptionText
-			about.Importance = fitImportance(s.Fit)
+			if imp := fitImportance(s.Fit); imp != widget.SuccessImportance {
+				about.Importance = imp // only a warning is coloured: a list of green text reads as none
+			}
 			objs = append(objs, container.NewBorder(nil, nil, nil, g.starterAction(ref.Repo, s.QuantFit), b), about)
 		}
 		g.results.Objects = objs
 		g.results.Refresh()
-		if g.status.Text == "" {
+		if g.status.Text == "" || loading {
 			g.status.SetText("Type a name, or paste ORG/REPO:QUANT or a Hugging Face link; or pick one to start with.")
 		}
 	})
@@ -184,11 +202,35 @@ func (g *getModelsWindow) starterAction(repo string, q hub.QuantFit) fyne.Canvas
 		g.openRepo(repo)
 		g.startPull(q.Model)
 	}
-	if g.pulling != "" {
+	if g.running(q.Model) {
 		b.Disable()
 	}
 	g.starters = append(g.starters, starterSlot{model: q.Model, b: b})
 	return b
+}
+
+// shortName is a repo or model name short enough for a button of the results column: a long
+// name keeps its start and end around an ellipsis.
+func shortName(name string) string {
+	const most = 48
+	r := []rune(name)
+	if len(r) <= most {
+		return name
+	}
+	return string(r[:most/2-1]) + "…" + string(r[len(r)-most/2:])
+}
+
+// running reports whether model is being downloaded, from this window or elsewhere.
+func (g *getModelsWindow) running(model string) bool {
+	if strings.EqualFold(model, g.pulling) {
+		return true
+	}
+	for _, d := range g.u.snap.Downloads {
+		if strings.EqualFold(d.Model, model) && d.State == hub.StateDownloading {
+			return true
+		}
+	}
+	return false
 }
 
 // starterText is a starter in words: its use, why, its size and its fit here.
@@ -242,7 +284,7 @@ func (g *getModelsWindow) showResults(text string, repos []hub.Repo, err error) 
 		g.status.SetText(fmt.Sprintf("%s for “%s”. Pick one to see its files.", plural(len(repos), "repo"), text))
 	}
 	for _, r := range repos {
-		b := widget.NewButton(r.ID, func() { g.openRepo(r.ID) })
+		b := widget.NewButton(shortName(r.ID), func() { g.openRepo(r.ID) })
 		b.Alignment = widget.ButtonAlignLeading
 		about := widget.NewLabel(repoLabel(r))
 		about.Wrapping = fyne.TextWrapWord
@@ -370,8 +412,8 @@ func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) 
 				b.Disable()
 				g.startPull(model)
 			}
-			if g.pulling != "" {
-				b.Disable() // one download at a time from this window
+			if g.running(model) {
+				b.Disable() // it is downloading: the Downloads above say how far
 			}
 			if q.Fit == fit.TooLarge {
 				b.Importance = widget.LowImportance
@@ -403,7 +445,8 @@ func (g *getModelsWindow) startPull(model string) {
 		st, err := g.h.Pull(ctx, model)
 		g.u.onUI(func() {
 			if err != nil {
-				g.setPulling("", "Download of "+model+" refused: "+err.Error())
+				trouble, _ := pullTrouble(err.Error())
+				g.setPulling("", "Download of "+model+" did not start. "+trouble)
 				g.reopen()
 				return
 			}
@@ -428,10 +471,10 @@ func (g *getModelsWindow) setPulling(model, text string) {
 	for _, s := range g.starters {
 		switch {
 		case s.ready:
-		case model == "":
-			s.b.Enable()
+		case strings.EqualFold(s.model, model):
+			s.b.Disable() // the others stay offered: downloads run side by side
 		default:
-			s.b.Disable() // one download at a time from this window
+			s.b.Enable()
 		}
 	}
 	g.pullLine.SetText(text)
@@ -485,7 +528,8 @@ func (g *getModelsWindow) event(ev hub.Event) {
 		g.setPulling("", "Download of "+ev.Model+" cancelled; nothing was kept.")
 		g.reopen()
 	case hub.StateFailed:
-		g.setPulling("", "Download of "+ev.Model+" failed: "+ev.Error)
+		trouble, _ := pullTrouble(ev.Error)
+		g.setPulling("", "Download of "+ev.Model+" failed. "+trouble)
 		g.reopen()
 	}
 }

@@ -15,7 +15,7 @@ import (
 // for what was copied to the clipboard, wait at most parkPoll: the park then returns and is
 // queued again a moment later, so that the loop polls X events once in between.
 const (
-	parkPoll  = time.Second
+	parkPoll  = 2 * time.Second
 	parkAgain = 40 * time.Millisecond // two of Fyne's frames: one poll of X events at least
 )
 
@@ -35,15 +35,13 @@ func (p *loopPark) kick() {
 	}
 }
 
-// wait blocks the UI thread until kicked or parkPoll has passed, and reports whether it was kicked.
-func (p *loopPark) wait() bool {
+// wait blocks the UI thread until kicked or parkPoll has passed.
+func (p *loopPark) wait() {
 	t := time.NewTimer(parkPoll)
 	defer t.Stop()
 	select {
 	case <-p.wake:
-		return true
 	case <-t.C:
-		return false
 	}
 }
 
@@ -64,10 +62,11 @@ func (u *ui) parkLoop() {
 		p.queued.Store(false)
 		return
 	}
-	kicked := p.wait()
+	p.wait()
 	p.queued.Store(false)
-	if !kicked {
-		u.settle() // Fyne's loop runs a frame or two, then parks again
-	}
-	// When kicked, the work queued behind this park runs next, then settles.
+	// Kicked or not, the next park is scheduled now: Fyne's loop runs a frame or two (and the work
+	// queued behind this park), then parks again. Leaving it to that work's own settle lost the
+	// park for good when the kick came before the park began and its work had already run (its
+	// settle then found this park queued): the loop went on at 60 frames a second, window or none.
+	u.settle()
 }

@@ -54,7 +54,7 @@ func (m *modelsWindow) serverInstallPanel() fyne.CanvasObject {
 		si.bar.Hide()
 		si.status.Hide()
 		si.pick.Hide()
-		si.box = container.NewBorder(nil, nil, container.NewVBox(si.button, si.stop), nil, container.NewVBox(si.pick, si.status, si.bar))
+		si.box = container.NewVBox(si.status, si.bar) // the button, Cancel and the pick are on the banner's line
 		m.install = si
 		go si.plan()
 	}
@@ -161,7 +161,11 @@ func (si *serverInstall) finish(b releases.Build, note string, err error) {
 	if b.Version != "" {
 		version = ", version " + b.Version
 	}
-	si.setStatus(fmt.Sprintf("Installed llama.cpp %s (%s%s): %s. Models load with it now; no restart is needed.%s", b.Build, b.Backend, version, b.Reason, note))
+	done := fmt.Sprintf("Installed llama.cpp %s (%s%s): %s. Models load with it now; no restart is needed.%s", b.Build, b.Backend, version, b.Reason, note)
+	si.setStatus(done)
+	if m := si.u.models; m != nil {
+		m.setStatus(done) // the banner goes with the next snapshot; this line stays to say it worked
+	}
 	si.u.send(fyne.NewNotification("llama-server installed", fmt.Sprintf("llama.cpp %s (%s): models load with it now.", b.Build, b.Backend)))
 	si.u.refresh.Kick() // the banner goes once the snapshot finds llama-server
 }

@@ -26,7 +26,7 @@ func TestLookAgainFindsLlamaServer(t *testing.T) {
 		l.wait(func() { ok = hasText(u.models.win.Content(), what) })
 		return ok
 	}
-	if !shows("llama-server not found") || !shows("no restart is needed") {
+	if !shows("llama-server not found") || !shows("[Look again]") {
 		t.Fatalf("banner: %q", texts(u.models.win.Content()))
 	}
 	// The user installs llama-server with the system's packages meanwhile: it appears on PATH.

@@ -17,15 +17,22 @@ import (
 // servers whose models are served here too) with their state and models, with Add and Remove; the
 // workers a model is spread over, and this machine lent to others (workersui.go). Each kind of
 // machine is built by a part function (peersPart, workersPart, lendPart).
+//
+// The section folds (fold, titled Other machines): open by itself while it has a machine to show,
+// folded while it has none, and hidden without the feature.
 type machinesSection struct {
-	u   *ui
-	win fyne.Window
-	box *fyne.Container
-	key string // what is shown, to leave an unchanged section alone
+	u    *ui
+	win  fyne.Window
+	box  *fyne.Container
+	fold *widget.Accordion // box under the title "Other machines"
+	key  string            // what is shown, to leave an unchanged section alone
 }
 
 func newMachinesSection(u *ui, win fyne.Window) *machinesSection {
-	return &machinesSection{u: u, win: win, box: container.NewVBox()}
+	m := &machinesSection{u: u, win: win, box: container.NewVBox()}
+	m.fold = widget.NewAccordion(widget.NewAccordionItem("Other machines", m.box))
+	m.fold.Hide()
+	return m
 }
 
 // update shows s's machines; it takes no room without the feature.
@@ -36,29 +43,33 @@ func (m *machinesSection) update(s Snapshot) {
 			m.key, m.box.Objects = "", nil
 			m.box.Refresh()
 		}
+		m.fold.Hide()
 		return
 	}
-	peers, found := s.Peers, discovered(m.u.b) // found: other Llamatrays on the network (discoverui.go)
+	peers, found := s.Peers, m.u.b.Discovered() // found: other Llamatrays on the network (discoverui.go)
 	key := peersKey(peers) + workersKey(s.Workers, s.Lending) + discoveredKey(found)
 	if key == m.key && len(m.box.Objects) > 0 {
 		return
 	}
 	m.key = key
-	head := widget.NewLabelWithStyle("Other machines", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	var objs []fyne.CanvasObject
 	if offers.Peers {
 		add := widget.NewButtonWithIcon("Add machine…", theme.ContentAddIcon(), m.askPeer)
-		objs = append(objs, container.NewBorder(nil, nil, head, add))
+		objs = append(objs, container.NewBorder(nil, nil, nil, add))
 		objs = append(append(objs, m.peersPart(peers)...), m.discoveredPart(found)...)
-	} else {
-		objs = append(objs, head)
 	}
 	if offers.Workers {
 		objs = append(objs, m.workersPart(s.Workers)...) // workersui.go
 		objs = append(objs, m.lendPart(s.Lending)...)
 	}
-	m.box.Objects = append(objs, widget.NewSeparator())
+	m.box.Objects = objs
 	m.box.Refresh()
+	m.fold.Show()
+	if len(peers) > 0 || len(found) > 0 || len(s.Workers) > 0 || s.Lending.On {
+		m.fold.Open(0)
+	} else {
+		m.fold.Close(0)
+	}
 }
 
 // peersKey is what the section shows of peers (not the times of their reads).

@@ -8,7 +8,6 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -53,7 +52,7 @@ func memorySegments(b service.Budget) (held, others, free, reserve, limit float6
 	return
 }
 
-// memoryLegend is the text under the bar.
+// memoryLegend is the text beside the bar.
 func memoryLegend(b service.Budget) string {
 	var p []string
 	limit := "budget " + humanBytes(b.Limit)
@@ -83,7 +82,7 @@ type memoryBar struct {
 
 func newMemoryBar() *memoryBar {
 	m := &memoryBar{legend: widget.NewLabel("")}
-	m.legend.Wrapping = fyne.TextWrapWord
+	m.legend.Wrapping = fyne.TextWrapWord // beside the bar; wraps where the window is narrow (truncating re-measured the text at each refresh: +6 MB of heap)
 	m.legend.SizeName = theme.SizeNameCaptionText
 	m.ExtendBaseWidget(m)
 	return m
@@ -113,14 +112,22 @@ type memoryBarRenderer struct {
 	objects                             []fyne.CanvasObject
 }
 
-const memoryBarHeight = 14
+// The bar is memoryBarWidth wide and memoryBarHeight high, its legend on the same line after it.
+const (
+	memoryBarHeight = 14
+	memoryBarWidth  = 220
+)
 
 func (r *memoryBarRenderer) Layout(size fyne.Size) {
-	w := size.Width
+	w := float32(memoryBarWidth)
+	if size.Width < w {
+		w = size.Width
+	}
+	top := (size.Height - memoryBarHeight) / 2
 	x := float32(0)
 	place := func(rect *canvas.Rectangle, f float64) {
 		width := float32(f) * w
-		rect.Move(fyne.NewPos(x, 0))
+		rect.Move(fyne.NewPos(x, top))
 		rect.Resize(fyne.NewSize(width, memoryBarHeight))
 		x += width
 	}
@@ -128,17 +135,16 @@ func (r *memoryBarRenderer) Layout(size fyne.Size) {
 	place(r.others, r.bar.others)
 	place(r.free, r.bar.free)
 	place(r.reserve, r.bar.reserve)
-	r.marker.Move(fyne.NewPos(float32(r.bar.limit)*w-1, -3))
+	r.marker.Move(fyne.NewPos(float32(r.bar.limit)*w-1, top-3))
 	r.marker.Resize(fyne.NewSize(2, memoryBarHeight+6))
 	r.marker.Hidden = r.bar.limit <= 0
-	legendTop := float32(memoryBarHeight + 2)
-	r.bar.legend.Move(fyne.NewPos(0, legendTop))
-	r.bar.legend.Resize(fyne.NewSize(w, size.Height-legendTop))
+	r.bar.legend.Move(fyne.NewPos(w, 0))
+	r.bar.legend.Resize(fyne.NewSize(size.Width-w, size.Height))
 }
 
 func (r *memoryBarRenderer) MinSize() fyne.Size {
 	l := r.bar.legend.MinSize()
-	return fyne.NewSize(l.Width, memoryBarHeight+2+l.Height)
+	return fyne.NewSize(memoryBarWidth+l.Width, max(l.Height, memoryBarHeight+6))
 }
 
 func (r *memoryBarRenderer) Refresh() {
@@ -158,29 +164,9 @@ func (r *memoryBarRenderer) Destroy()                     {}
 // reserveColor marks the reserve on the bar.
 var reserveColor = color.NRGBA{R: 0xd4, G: 0xa7, B: 0x2c, A: 0x80}
 
-// memoryBox is the bar with a heading and a key to its colours, as placed at the top of the models
-// window.
+// memoryBox is the bar on one line, after a heading: the window's bottom line. The legend says
+// what the colours are in numbers (models, other programs, free, reserve; the marker is the budget).
 func memoryBox(bar *memoryBar) fyne.CanvasObject {
-	swatch := func(c color.Color, text string) fyne.CanvasObject {
-		r := canvas.NewRectangle(c)
-		r.SetMinSize(fyne.NewSize(10, 10))
-		r.StrokeColor = theme.Color(theme.ColorNameDisabled)
-		r.StrokeWidth = 1
-		l := widget.NewLabel(text)
-		l.SizeName = theme.SizeNameCaptionText
-		return container.NewHBox(container.NewCenter(r), l)
-	}
-	marker := canvas.NewRectangle(theme.Color(theme.ColorNameForeground))
-	marker.SetMinSize(fyne.NewSize(2, 12))
-	markerLabel := widget.NewLabel("budget limit")
-	markerLabel.SizeName = theme.SizeNameCaptionText
-	key := container.NewHBox(
-		swatch(theme.Color(theme.ColorNamePrimary), "models"),
-		swatch(theme.Color(theme.ColorNameDisabled), "other programs"),
-		swatch(theme.Color(theme.ColorNameInputBackground), "free"),
-		swatch(reserveColor, "reserve"),
-		container.NewHBox(container.NewCenter(marker), markerLabel),
-	)
 	heading := widget.NewLabelWithStyle("Memory", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	return container.NewVBox(container.NewBorder(nil, nil, heading, nil, container.NewHBox(layout.NewSpacer(), key)), bar)
+	return container.NewBorder(nil, nil, heading, nil, bar)
 }

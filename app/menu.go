@@ -28,6 +28,7 @@ const (
 	ActQuit                       // stop every child and exit
 	ActOpenURL                    // open Action.Text in the browser
 	ActToggleLend                 // turn "Lend this machine" on or off
+	ActTryIt                      // open the Try-it window
 )
 
 // Action is what a click does, as data, so menus can be compared in tests.
@@ -78,8 +79,11 @@ func BuildMenu(s Snapshot) []MenuItem {
 	out = append(out, availableMenu(s, available))
 	out = append(out, peersMenu(s)...) // machinesui.go
 
-	out = append(out, sep(),
-		item("Open Llamatray…", ActOpenWindow, ""),
+	out = append(out, sep(), item("Open Llamatray…", ActOpenWindow, ""))
+	if s.ListenErr == "" && s.ListenAddr != "" && len(s.Models) > 0 {
+		out = append(out, item("Try it…", ActTryIt, "")) // a conversation with a model, straight from the tray
+	}
+	out = append(out,
 		item("Settings…", ActOpenSettings, ""),
 		item("Open logs folder", ActOpenLogsFolder, ""),
 		MenuItem{Label: "Start at login", Action: Action{Kind: ActToggleAutostart}, Checked: s.Autostart},

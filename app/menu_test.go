@@ -69,6 +69,7 @@ func TestBuildMenuSections(t *testing.T) {
 		"Available (2)",
 		"---",
 		"Open Llamatray…",
+		"Try it…",
 		"Settings…",
 		"Open logs folder",
 		"Start at login",

@@ -39,6 +39,7 @@ type modelsWindow struct {
 	downloads *downloadsSection // pulls running, paused or failed
 	machines  *machinesSection  // other machines: peers (machinesui.go)
 	list      *fyne.Container   // group headers and rows
+	tryIt     *widget.Button    // Try it…, offered only while the router serves
 	status    *widget.Label     // progress of adding a model, last result
 	progress  *widget.ProgressBar
 
@@ -74,11 +75,16 @@ func (m *modelsWindow) build() {
 	m.filter.OnChanged = func(string) { m.update(m.snap) }
 	add := widget.NewButtonWithIcon("Add model…", theme.ContentAddIcon(), m.addModel)
 	settings := widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), m.u.showSettings)
-	tools := container.NewHBox(append(m.u.windowTools(), add, settings)...)
+	tools := m.u.windowTools()
+	m.tryIt = tools[0]
+	objs := []fyne.CanvasObject{}
 	if get := m.u.getModelsButton(); get != nil {
-		tools.Objects = append([]fyne.CanvasObject{get}, tools.Objects...)
+		objs = append(objs, get)
 	}
-	toolbar := container.NewBorder(nil, nil, nil, tools, m.filter)
+	for _, b := range tools {
+		objs = append(objs, b)
+	}
+	toolbar := container.NewBorder(nil, nil, nil, container.NewHBox(append(objs, add, settings)...), m.filter)
 
 	m.bar = newMemoryBar()
 	m.banners = container.NewVBox()
@@ -89,10 +95,15 @@ func (m *modelsWindow) build() {
 	m.setStatus(m.statusText)
 	m.setProgress(m.progressShow, m.progressVal)
 
+	// The models come first, under the toolbar and whatever needs attention; downloads and the other
+	// machines follow them (each takes no room without something to show, the machines fold away),
+	// and memory is the bottom line.
 	m.downloads = newDownloadsSection(m.u)
 	m.machines = newMachinesSection(m.u, m.win)
-	top := container.NewVBox(toolbar, m.banners, m.downloads.box, memoryBox(m.bar), m.status, m.progress, widget.NewSeparator(), m.machines.box)
-	body := container.NewBorder(top, nil, nil, nil, container.NewVScroll(m.list))
+	top := container.NewVBox(toolbar, m.banners, m.status, m.progress)
+	models := container.NewVBox(m.list, m.downloads.box, m.machines.fold)
+	bottom := container.NewVBox(widget.NewSeparator(), memoryBox(m.bar))
+	body := container.NewBorder(top, bottom, nil, nil, container.NewVScroll(models))
 	m.win.SetContent(container.NewStack(m.shownSensor, body))
 }
 
@@ -148,6 +159,11 @@ func (m *modelsWindow) update(s Snapshot) {
 	}
 	m.bar.set(s.Budget)
 	m.updateBanners(s)
+	if s.ListenErr != "" || s.ListenAddr == "" {
+		m.tryIt.Hide() // nothing can be sent: the banner says why
+	} else {
+		m.tryIt.Show()
+	}
 	m.downloads.update(s)
 	m.machines.update(s)
 
@@ -157,13 +173,13 @@ func (m *modelsWindow) update(s Snapshot) {
 		return
 	}
 	m.rows, m.listKey = rows, key
-	m.list.Objects = m.listObjects(s, rows)
+	m.list.Objects = append(m.listObjects(s, rows), skippedObjects(s.Skipped)...)
 	m.list.Refresh()
 }
 
 // emptyKey identifies what the list shows when there are no rows.
 func (m *modelsWindow) emptyKey(s Snapshot) string {
-	return fmt.Sprint(len(s.Models) == 0, s.ModelDirs, s.Scanning, m.filter.Text)
+	return fmt.Sprint(len(s.Models) == 0, s.ModelDirs, s.Scanning, m.filter.Text, s.Skipped)
 }
 
 func (m *modelsWindow) listObjects(s Snapshot, rows []rowView) []fyne.CanvasObject {
@@ -188,19 +204,42 @@ func (m *modelsWindow) listObjects(s Snapshot, rows []rowView) []fyne.CanvasObje
 	return out
 }
 
+// skippedObjects lists, after the models, what the scan could not use and why (a .gguf file it
+// could not read, a name taken twice); nothing when the scan used everything.
+func skippedObjects(skipped []string) []fyne.CanvasObject {
+	if len(skipped) == 0 {
+		return nil
+	}
+	h := widget.NewLabelWithStyle(fmt.Sprintf("Not listed (%d)", len(skipped)), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	h.SizeName = theme.SizeNameSubHeadingText
+	out := []fyne.CanvasObject{h}
+	for _, w := range skipped {
+		l := widget.NewLabel(w)
+		l.Wrapping = fyne.TextWrapWord
+		l.Importance = widget.WarningImportance
+		out = append(out, l)
+	}
+	return out
+}
+
 // noModels is the empty state: how to add models, and where Llamatray looked.
 func (m *modelsWindow) noModels(s Snapshot) fyne.CanvasObject {
 	intro := "Add a folder that holds .gguf models, add a model file, or drop a .gguf file on this window."
 	if s.Scanning {
 		intro = "Scanning for models…"
 	}
-	buttons := container.NewHBox(
-		widget.NewButtonWithIcon("Add folder…", theme.FolderNewIcon(), m.addFolder),
-		widget.NewButtonWithIcon("Add model…", theme.ContentAddIcon(), m.addModel),
-	)
+	// Get models is the first way, and the highlighted one, where the Hub is offered.
+	buttons := container.NewHBox()
 	if get := m.u.getModelsButton(); get != nil {
+		get.Importance = widget.HighImportance
 		buttons.Add(get)
+		intro = "Get models from the Hugging Face Hub, add a folder that holds .gguf models, add a model file, or drop a .gguf file on this window."
+		if s.Scanning {
+			intro = "Scanning for models…"
+		}
 	}
+	buttons.Add(widget.NewButtonWithIcon("Add folder…", theme.FolderNewIcon(), m.addFolder))
+	buttons.Add(widget.NewButtonWithIcon("Add model…", theme.ContentAddIcon(), m.addModel))
 	where := "No model folders are set up yet."
 	if len(s.ModelDirs) > 0 {
 		where = "Folders searched:\n    " + strings.Join(s.ModelDirs, "\n    ")
@@ -210,6 +249,24 @@ func (m *modelsWindow) noModels(s Snapshot) fyne.CanvasObject {
 	dirs := widget.NewLabel(where)
 	dirs.Wrapping = fyne.TextWrapWord
 	return widget.NewCard("No models found", "", container.NewVBox(body, buttons, dirs))
+}
+
+// serverBanner is the llama-server-not-found banner: one line with Install (where the backend
+// installs builds), Look again and Locate…, and under it the build Install picks. Without Install,
+// the hint says how to get one.
+func (m *modelsWindow) serverBanner(s Snapshot) fyne.CanvasObject {
+	locate := widget.NewButtonWithIcon("Locate…", theme.SearchIcon(), m.locateServer)
+	again := widget.NewButtonWithIcon("Look again", theme.ViewRefreshIcon(), m.lookAgain)
+	head := widget.NewLabelWithStyle("llama-server not found", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	head.Importance = widget.DangerImportance
+	p := m.serverInstallPanel()
+	if p == nil {
+		return notice("llama-server not found",
+			"Llamatray runs llama.cpp's llama-server for every model, and none was found. "+s.ServerHint, again, locate)
+	}
+	si := m.install
+	line := container.NewBorder(nil, nil, head, container.NewHBox(si.button, si.stop, again, locate), si.pick)
+	return container.NewVBox(line, p)
 }
 
 // notice is a compact banner: a bold title, a message and buttons on the right.
@@ -229,18 +286,12 @@ func (m *modelsWindow) updateBanners(s Snapshot) {
 	m.bannersKey = key
 	var out []fyne.CanvasObject
 	if s.ServerPath == "" {
-		locate := widget.NewButtonWithIcon("Locate…", theme.SearchIcon(), m.locateServer)
-		again := widget.NewButtonWithIcon("Look again", theme.ViewRefreshIcon(), m.lookAgain)
-		out = append(out, notice("llama-server not found",
-			"Llamatray runs llama.cpp's llama-server for every model, and none was found. "+s.ServerHint, again, locate))
-		if p := m.serverInstallPanel(); p != nil {
-			out = append(out, p)
-		}
+		out = append(out, m.serverBanner(s))
 	}
 	if s.ListenErr != "" {
-		settings := widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), m.u.showSettings)
+		// The toolbar's Settings… is the way: one button for it is enough.
 		out = append(out, notice("Not serving",
-			"The router is not listening: "+s.ListenErr+". Choose another port in Settings; models can still be managed here.", settings))
+			"The router is not listening: "+s.ListenErr+". Choose another port in Settings…; models can still be managed here."))
 	}
 	if b := m.updateBanner(s); b != nil {
 		out = append(out, b)

@@ -23,7 +23,7 @@ import (
 // TestNewcomerPath walks a newcomer's way from an empty home (no llama-server, no models, no
 // configuration) to a first streamed answer in the window, counting clicks and keystrokes: Install
 // llama-server on the banner, Get models…, the first starter's Download, Try it… once it is ready,
-// a prompt, Send. Everything is real but the Internet: the service, the GitHub releases and Hub
+// a prompt typed where the cursor is and Enter, then a follow-up and Enter in the same conversation. Everything is real but the Internet: the service, the GitHub releases and Hub
 // stand-ins, the download, the catalog's scan, the router over HTTP; with LLAMA_SERVER set the
 // installed build is the real llama-server (make newcomer), else the fake one.
 func TestNewcomerPath(t *testing.T) {
@@ -70,7 +70,7 @@ func TestNewcomerPath(t *testing.T) {
 	}
 
 	u, l := newWatchedUI(t, sb)
-	clicks, keys := 0, 0
+	clicks := 0
 	click := func(what string, b func() *widget.Button) {
 		t.Helper()
 		l.wait(func() { test.Tap(b()) })
@@ -127,11 +127,12 @@ func TestNewcomerPath(t *testing.T) {
 		l.wait(func() { picked = tw.model.Selected })
 		return picked == ref.Repo+":"+ref.Quant
 	})
-	const prompt = "Say hello."
-	l.wait(func() { test.Type(tw.prompt, prompt) })
-	keys += len(prompt)
+	// The prompt has the cursor: typed into what has the focus, Enter sends.
+	kb := &keyboard{t: t, l: l}
+	const prompt, followUp = "Say hello.", "And again."
+	kb.typeText(tw.win, prompt)
 	tSend := time.Now()
-	click("Send", func() *widget.Button { return tw.send })
+	kb.press(tw.win, fyne.KeyReturn, false)
 	status := func() string {
 		var s string
 		l.wait(func() { s = tw.status.Text })
@@ -140,16 +141,32 @@ func TestNewcomerPath(t *testing.T) {
 	testbed.WaitFor(t, 2*time.Minute, "the first token", func() bool { return strings.HasPrefix(status(), "First token after") })
 	first := time.Since(tSend)
 	total := time.Since(t0)
-	testbed.WaitFor(t, 2*time.Minute, "the whole answer", func() bool { return strings.Contains(status(), "tokens/s") })
-	if clicks != 5 || keys != len(prompt) {
-		t.Errorf("%d clicks and %d keystrokes, want 5 and %d", clicks, keys, len(prompt))
+	answered := func(n int) func() bool {
+		return func() bool {
+			var ok bool
+			l.wait(func() { ok = tw.cancel == nil && len(tw.turns) == 2*n && strings.Contains(tw.status.Text, "tokens/s") })
+			return ok
+		}
+	}
+	testbed.WaitFor(t, 2*time.Minute, "the whole answer", answered(1))
+	firstSummary := status()
+	// A follow-up in the same conversation, by the keyboard again.
+	kb.typeText(tw.win, followUp)
+	kb.press(tw.win, fyne.KeyReturn, false)
+	testbed.WaitFor(t, 2*time.Minute, "the follow-up's answer", answered(2))
+	if p1, p2 := promptTokens(t, firstSummary), promptTokens(t, status()); p2 <= p1 {
+		t.Errorf("the follow-up's prompt has %d tokens, the first %d: the first turn was not sent with it", p2, p1)
+	}
+	wantKeys := len(prompt) + 1 + len(followUp) + 1
+	if clicks != 4 || kb.keys != wantKeys {
+		t.Errorf("%d clicks and %d keys, want 4 and %d", clicks, kb.keys, wantKeys)
 	}
 	build := "the fake llama-server"
 	if real != "" {
 		build = "the real llama-server"
 	}
-	t.Logf("from an empty home to a first answer in the window: %d clicks, %d keystrokes, %.1f s (%s; download ready after %.1f s, install after %.1f s, first token %d ms after Send, the load included); %s",
-		clicks, keys, total.Seconds(), build, tDownloaded.Seconds(), tInstalled.Seconds(), first.Milliseconds(), status())
+	t.Logf("from an empty home to a first answer and a follow-up in the window: %d clicks, %d keys, first answer after %.1f s (%s; download ready after %.1f s, install after %.1f s, first token %d ms after Enter, the load included); %s",
+		clicks, kb.keys, total.Seconds(), build, tDownloaded.Seconds(), tInstalled.Seconds(), first.Milliseconds(), status())
 }
 
 // starterButton is the button labelled label in the starter row of name.

@@ -111,6 +111,9 @@ func rowFor(b service.Budget, m Model, at time.Time) rowView {
 	case service.StateFailed:
 		r.Failed = true
 		r.Error = m.Error
+		if m.Cause != "" {
+			r.Error = "llama-server said “" + m.Cause + "”. " + m.CauseDo
+		}
 		if r.Error == "" {
 			r.Error = "the last load failed; see its logs"
 		}
@@ -118,6 +121,14 @@ func rowFor(b service.Budget, m Model, at time.Time) rowView {
 			r.Error += fmt.Sprintf(" (automatic retry in %s)", m.NextRetry.Sub(at).Round(time.Second))
 		}
 		r.Buttons = []button{{Label: "Retry", Action: act(ActLoad)}, pin, logs}
+		switch m.Fix { // what fixes it first
+		case fixServer:
+			r.Buttons = append([]button{{Label: "Settings…", Action: rowAction{Action: Action{Kind: ActOpenSettings}}}}, r.Buttons...)
+		case fixSettings:
+			r.Buttons = append([]button{{Label: "Its settings…", Action: rowAction{File: fileSettings}}}, r.Buttons...)
+		case fixFile:
+			r.Buttons = append([]button{{Label: "Delete…", Action: rowAction{File: fileDelete}}}, r.Buttons...)
+		}
 	default:
 		load := button{Label: "Load", Action: act(ActLoad)}
 		if !m.Fits(b) {

@@ -41,6 +41,7 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 		Workers:    sb.svc.Workers(),
 		Lending:    sb.svc.Lending(),
 		Budget:     sb.svc.Engine().Budget(),
+		Skipped:    sb.svc.Catalog().Warnings(),
 	}
 	if s.ListenAddr == "" {
 		s.ListenAddr = cfg.Listen
@@ -60,7 +61,11 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 	for _, v := range sb.svc.Models() {
 		// A model that left the catalog is listed while it still runs or has failed.
 		if v.Meta != nil || v.State.Running() || v.State == service.StateFailed {
-			s.Models = append(s.Models, modelFrom(v))
+			m := modelFrom(v)
+			if m.State == service.StateFailed {
+				m.Cause, m.CauseDo, m.Fix = loadCause(sb.Logs(m.ID))
+			}
+			s.Models = append(s.Models, m)
 		}
 	}
 	return s

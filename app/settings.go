@@ -195,3 +195,44 @@ func isJoined(e error) bool {
 	_, ok := e.(interface{ Unwrap() []error })
 	return ok
 }
+
+// notAppliedToRunning says which changes from old to v the models running now (running, their IDs)
+// do not take until they load again — what their llama-server was started with, and the idle
+// timers they were started under — and what to do; "" when none does.
+func notAppliedToRunning(old, v settingsValues, running []string) string {
+	if len(running) == 0 {
+		return ""
+	}
+	var changed []string
+	for _, c := range []struct {
+		name     string
+		was, now string
+	}{
+		{"llama-server", old.LlamaServer, v.LlamaServer},
+		{"context size", old.CtxSize, v.CtxSize},
+		{"GPU layers", old.GPULayers, v.GPULayers},
+		{"sleep when idle", old.IdleSleep, v.IdleSleep},
+		{"unload when idle", old.IdleUnload, v.IdleUnload},
+	} {
+		if strings.TrimSpace(c.was) != strings.TrimSpace(c.now) {
+			changed = append(changed, c.name)
+		}
+	}
+	if len(changed) == 0 {
+		return ""
+	}
+	verb := "keep"
+	if len(running) == 1 {
+		verb = "keeps"
+	}
+	return fmt.Sprintf("Running now, %s %s the old %s until loaded again: Unload and Load to use the new.",
+		joinAnd(running), verb, joinAnd(changed))
+}
+
+// joinAnd joins words as a sentence does: "a", "a and b", "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}

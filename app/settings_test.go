@@ -137,7 +137,8 @@ func TestSettingsWindowValidatesSavesAndApplies(t *testing.T) {
 	waitFor(t, "the save", func() bool {
 		var text string
 		l.wait(func() { text = s.general.Text })
-		return text == "Saved and applied."
+		// A model runs: it keeps what its llama-server was started with, and the window says so.
+		return strings.HasPrefix(text, "Saved. Running now, ") && strings.Contains(text, "the old GPU layers and sleep when idle until loaded again")
 	})
 	cfg := fb.Config()
 	if cfg.Listen != "127.0.0.1:8181" || cfg.MemoryLimit != 24*config.GiB || cfg.MemoryReserve != 2*config.GiB ||

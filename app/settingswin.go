@@ -269,6 +269,13 @@ func (s *settingsWindow) submit() {
 	s.setGeneral("Saving…", false)
 	s.save.Disable()
 	autostartChanged := v.Autostart != s.u.snap.Autostart
+	var running []string
+	for _, m := range s.u.snap.Models {
+		if m.Running() {
+			running = append(running, m.ID)
+		}
+	}
+	pending := notAppliedToRunning(valuesFrom(s.u.b.Config(), s.u.snap.Autostart), v, running)
 	go func() {
 		// The window's values go over the configuration in force when the edit is made, so that a
 		// pin or an alias made since the window read it is kept.
@@ -285,12 +292,13 @@ func (s *settingsWindow) submit() {
 			autoErr = s.u.auto.set(v.Autostart)
 		}
 		s.u.refresh.Kick()
-		s.u.onUI(func() { s.saved(err, autoErr) })
+		s.u.onUI(func() { s.saved(err, autoErr, pending) })
 	}()
 }
 
 // saved shows the result of a save.
-func (s *settingsWindow) saved(err, autoErr error) {
+// pending says what the running models do not take yet (notAppliedToRunning), "" when nothing.
+func (s *settingsWindow) saved(err, autoErr error, pending string) {
 	s.save.Enable()
 	if err != nil {
 		byKey, other := fieldErrors(err, s.shownKeys())
@@ -299,6 +307,10 @@ func (s *settingsWindow) saved(err, autoErr error) {
 	}
 	if autoErr != nil {
 		s.setGeneral("Saved and applied, but start at login could not be changed: "+autoErr.Error(), true)
+		return
+	}
+	if pending != "" {
+		s.setGeneral("Saved. "+pending, false)
 		return
 	}
 	s.setGeneral("Saved and applied.", false)

@@ -21,7 +21,8 @@ type Snapshot struct {
 	OllamaErr  string // why Ollama's port is not answered although ollama_port is on
 	ModelDirs  []string
 	LogDir     string
-	Models     []Model // sorted by ID
+	Models     []Model  // sorted by ID
+	Skipped    []string // files and settings the last scan could not use, each with the reason
 	Budget     service.Budget
 	Autostart  bool
 	Scanning   bool                // the catalog is being rescanned
@@ -56,6 +57,10 @@ type Model struct {
 	ContextLength int      // trained context length, 0 when unknown
 	CtxSize       int      // the context size it is started with
 	Files         []string // every file of the model (split parts), when known
+	// A failed load: the line of llama-server's output that explains it, what to do, and the fix
+	// the row offers (loadcause.go); "" and fixNone when no line explains.
+	Cause, CauseDo string
+	Fix            loadFix
 }
 
 // Running reports whether the model has a child process (loading, loaded, sleeping, stopping).

@@ -15,31 +15,43 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/router/service"
 )
 
-// tryItWindow is "Try it": pick a model, type a prompt, and see the answer stream in with its time
-// to first token and tokens per second. The prompt goes to the router's endpoint over HTTP like any
-// client's, so it waits, loads and evicts by the same rules; while it waits it shows why (the
-// loading comments the router streams, else the model's state). Fields are used on the UI thread.
+// tryItWindow is "Try it": a conversation with a model. Each prompt goes, with the turns before
+// it, to the router's endpoint over HTTP like any client's, so it waits, loads and evicts by the
+// same rules; while it waits it shows why (the loading comments the router streams, else the
+// model's state), and each answer ends with its time to first token and tokens per second. The
+// prompt has the cursor when the window opens and after each answer; Enter sends, Shift+Enter
+// starts a new line. Fields are used on the UI thread.
 type tryItWindow struct {
-	u      *ui
-	win    fyne.Window
-	model  *widget.Select
-	prompt *widget.Entry
-	send   *widget.Button
-	stop   *widget.Button
-	answer *widget.Label
-	status *widget.Label
-	scroll *container.Scroll
+	u       *ui
+	win     fyne.Window
+	model   *widget.Select
+	prompt  *promptEntry
+	send    *widget.Button
+	stop    *widget.Button
+	newChat *widget.Button
+	chat    *fyne.Container // the turns: a label per prompt and per answer
+	answer  *widget.Label   // the answer being written, nil before the first prompt
+	status  *widget.Label
+	scroll  *container.Scroll
 
+	turns   []chatMessage      // the conversation so far, sent with each prompt
 	cancel  context.CancelFunc // ends the request in flight; nil when none
 	waiting bool               // a request is in flight and no token came yet
 	reason  string             // the router's last word on why it waits, "" when none
 	want    string             // a model asked for before the snapshot listed it, "" when none
+}
+
+// chatMessage is one turn of the conversation, as the chat completions API takes it.
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
 }
 
 // showTryIt opens the Try-it window, or brings it forward; model, when not empty, is picked.
@@ -57,6 +69,7 @@ func (u *ui) showTryIt(model string) {
 	u.tryIt.update(u.snap)
 	u.tryIt.win.Show()
 	u.tryIt.win.RequestFocus()
+	u.tryIt.win.Canvas().Focus(u.tryIt.prompt)
 }
 
 func newTryItWindow(u *ui) *tryItWindow {
@@ -65,10 +78,8 @@ func newTryItWindow(u *ui) *tryItWindow {
 	t.win.Resize(fyne.NewSize(720, 540))
 	t.model = widget.NewSelect(nil, nil)
 	t.model.PlaceHolder = "Pick a model"
-	t.prompt = widget.NewMultiLineEntry()
-	t.prompt.SetPlaceHolder("Type a prompt, e.g. “Write a haiku about the sea.”")
-	t.prompt.SetMinRowsVisible(3)
-	t.prompt.Wrapping = fyne.TextWrapWord
+	t.prompt = newPromptEntry(t.start)
+	t.prompt.SetPlaceHolder("Type a prompt and press Enter (Shift+Enter for a new line), e.g. “Write a haiku about the sea.”")
 	t.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), t.start)
 	t.send.Importance = widget.HighImportance
 	t.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() {
@@ -77,25 +88,65 @@ func newTryItWindow(u *ui) *tryItWindow {
 		}
 	})
 	t.stop.Disable()
-	t.answer = widget.NewLabel("")
-	t.answer.Wrapping = fyne.TextWrapWord
-	t.answer.Selectable = true
+	t.newChat = widget.NewButtonWithIcon("New chat", theme.ContentClearIcon(), t.clear)
+	t.newChat.Disable()
 	t.status = widget.NewLabel("")
 	t.status.Wrapping = fyne.TextWrapWord
-	t.scroll = container.NewVScroll(t.answer)
-	top := container.NewVBox(
-		container.NewBorder(nil, nil, widget.NewLabel("Model"), nil, t.model),
-		t.prompt,
-		container.NewHBox(t.send, t.stop),
-		t.status,
+	t.chat = container.NewVBox()
+	t.scroll = container.NewVScroll(t.chat)
+	top := container.NewBorder(nil, nil, widget.NewLabel("Model"), t.newChat, t.model)
+	bottom := container.NewVBox(
 		widget.NewSeparator(),
+		t.status,
+		container.NewBorder(nil, nil, nil, container.NewVBox(t.send, t.stop), t.prompt),
 	)
-	t.win.SetContent(container.NewBorder(top, nil, nil, nil, t.scroll))
+	t.win.SetContent(container.NewBorder(top, bottom, nil, nil, t.scroll))
 	return t
 }
 
-// update follows a snapshot: the models to pick from and, while a request waits without word from
-// the router, the picked model's state.
+// promptEntry is the prompt: Enter sends, Shift+Enter starts a new line.
+type promptEntry struct {
+	widget.Entry
+	shift bool // a Shift key is held (the window's key-down and key-up events)
+	send  func()
+}
+
+func newPromptEntry(send func()) *promptEntry {
+	e := &promptEntry{send: send}
+	e.MultiLine = true
+	e.Wrapping = fyne.TextWrapWord
+	e.ExtendBaseWidget(e)
+	e.SetMinRowsVisible(2)
+	return e
+}
+
+// KeyDown and KeyUp follow the Shift keys (desktop.Keyable).
+func (e *promptEntry) KeyDown(k *fyne.KeyEvent) {
+	if k.Name == desktop.KeyShiftLeft || k.Name == desktop.KeyShiftRight {
+		e.shift = true
+	}
+	e.Entry.KeyDown(k)
+}
+
+func (e *promptEntry) KeyUp(k *fyne.KeyEvent) {
+	if k.Name == desktop.KeyShiftLeft || k.Name == desktop.KeyShiftRight {
+		e.shift = false
+	}
+	e.Entry.KeyUp(k)
+}
+
+// TypedKey sends on Enter; with Shift held the entry adds a new line (it submits on Shift+Enter only
+// when OnSubmitted is set, which it is not).
+func (e *promptEntry) TypedKey(k *fyne.KeyEvent) {
+	if (k.Name == fyne.KeyReturn || k.Name == fyne.KeyEnter) && !e.shift {
+		e.send()
+		return
+	}
+	e.Entry.TypedKey(k)
+}
+
+// update follows a snapshot: the models to pick from (a loaded one first picked, when there is
+// one) and, while a request waits without word from the router, the picked model's state.
 func (t *tryItWindow) update(s Snapshot) {
 	var ids []string
 	for _, m := range s.Models {
@@ -109,7 +160,7 @@ func (t *tryItWindow) update(s Snapshot) {
 		t.want = ""
 	}
 	if t.model.Selected == "" && len(ids) > 0 {
-		t.model.SetSelected(ids[0])
+		t.model.SetSelected(pickModel(s))
 	}
 	switch w := t.modelWait(s); {
 	case !t.waiting:
@@ -118,6 +169,22 @@ func (t *tryItWindow) update(s Snapshot) {
 	case t.reason == "":
 		t.status.SetText(t.waitText(s))
 	}
+}
+
+// pickModel is the model Try it picks by itself: a loaded one (answering at once) when there is one,
+// else a sleeping one, else the first.
+func pickModel(s Snapshot) string {
+	for _, want := range []service.State{service.StateLoaded, service.StateSleeping, service.StateLoading} {
+		for _, m := range s.Models {
+			if m.State == want {
+				return m.ID
+			}
+		}
+	}
+	if len(s.Models) == 0 {
+		return ""
+	}
+	return s.Models[0].ID
 }
 
 // modelWait is why the picked model's queued requests wait, as the engine says and every surface
@@ -150,10 +217,25 @@ func (t *tryItWindow) waitText(s Snapshot) string {
 	return "Waiting for the first token…"
 }
 
-// start sends the prompt; the answer streams in from a goroutine.
+// clear starts a new conversation.
+func (t *tryItWindow) clear() {
+	if t.cancel != nil {
+		t.cancel()
+	}
+	t.turns, t.answer = nil, nil
+	t.chat.Objects = nil
+	t.chat.Refresh()
+	t.status.SetText("")
+	t.newChat.Disable()
+	t.win.Canvas().Focus(t.prompt)
+}
+
+// start sends the prompt, with the conversation before it; the answer streams in from a goroutine.
 func (t *tryItWindow) start() {
 	model, prompt := t.model.Selected, strings.TrimSpace(t.prompt.Text)
 	switch {
+	case t.cancel != nil:
+		return // an answer is being written: Stop ends it
 	case model == "":
 		t.status.SetText("Pick a model first.")
 		return
@@ -166,29 +248,43 @@ func (t *tryItWindow) start() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.cancel, t.waiting, t.reason = cancel, true, ""
-	t.answer.SetText("")
+	t.turns = append(t.turns, chatMessage{Role: "user", Content: prompt})
+	asked := widget.NewLabelWithStyle(prompt, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	asked.Wrapping = fyne.TextWrapWord
+	t.answer = widget.NewLabel("…")
+	t.answer.Wrapping = fyne.TextWrapWord
+	t.answer.Selectable = true
+	t.chat.Objects = append(t.chat.Objects, asked, t.answer)
+	t.chat.Refresh()
+	t.scroll.ScrollToBottom()
+	t.prompt.SetText("")
 	t.status.SetText("Sending…")
 	t.send.Disable()
 	t.stop.Enable()
+	t.newChat.Enable()
 	key := ""
 	if keys := t.u.b.Config().APIKeys; len(keys) > 0 {
 		key = keys[0]
 	}
-	req := tryRequest{base: "http://" + t.u.snap.ListenAddr, key: key, model: model, prompt: prompt}
+	req := tryRequest{base: "http://" + t.u.snap.ListenAddr, key: key, model: model, messages: slices.Clone(t.turns)}
+	answer := t.answer
 	go func() {
 		var text strings.Builder
 		res, err := req.run(ctx, func(ev tryEvent) {
 			text.WriteString(ev.delta)
-			answer := text.String()
-			t.u.onUI(func() { t.event(ev, answer) })
+			so := text.String()
+			t.u.onUI(func() { t.event(answer, ev, so) })
 		})
 		cancel()
-		t.u.onUI(func() { t.done(res, err) })
+		t.u.onUI(func() { t.done(answer, text.String(), res, err) })
 	}()
 }
 
 // event shows one piece of the stream: a reason to wait, or the answer so far.
-func (t *tryItWindow) event(ev tryEvent, answer string) {
+func (t *tryItWindow) event(answer *widget.Label, ev tryEvent, text string) {
+	if answer != t.answer {
+		return // a New chat since
+	}
 	if ev.comment != "" && t.waiting {
 		t.reason = ev.comment
 		if w := t.modelWait(t.u.snap); w != "" {
@@ -203,29 +299,56 @@ func (t *tryItWindow) event(ev tryEvent, answer string) {
 			t.waiting = false
 			t.status.SetText(fmt.Sprintf("First token after %s; generating…", millis(float64(ev.elapsed)/float64(time.Millisecond))))
 		}
-		t.answer.SetText(answer)
+		answer.SetText(strings.TrimLeft(text, " \n"))
 		t.scroll.ScrollToBottom()
 	}
 }
 
-// done shows how the request ended.
-func (t *tryItWindow) done(res tryResult, err error) {
+// done shows how the request ended, keeps the answer as a turn of the conversation (what came of
+// it, when stopped), and gives the prompt the cursor back.
+func (t *tryItWindow) done(answer *widget.Label, text string, res tryResult, err error) {
+	if answer != t.answer {
+		return // a New chat since
+	}
 	t.cancel, t.waiting = nil, false
 	t.send.Enable()
 	t.stop.Disable()
+	var line string
 	switch {
 	case errors.Is(err, context.Canceled):
-		t.status.SetText("Stopped. " + res.summary())
+		line = "Stopped. " + res.summary()
 	case err != nil:
-		t.status.SetText("Failed: " + err.Error())
+		line = "Failed: " + err.Error()
 	default:
-		t.status.SetText(res.summary())
+		line = res.summary()
 	}
+	t.status.SetText(line)
+	if strings.TrimSpace(text) == "" {
+		// Nothing to keep: the prompt goes back into the entry, to send again.
+		asked := t.turns[len(t.turns)-1].Content
+		t.turns = t.turns[:len(t.turns)-1]
+		t.chat.Objects = t.chat.Objects[:len(t.chat.Objects)-2]
+		if t.prompt.Text == "" {
+			t.prompt.SetText(asked)
+		}
+	} else {
+		t.turns = append(t.turns, chatMessage{Role: "assistant", Content: text})
+		answer.SetText(strings.TrimLeft(text, " \n"))
+		stats := widget.NewLabel(line)
+		stats.Importance = widget.LowImportance
+		stats.SizeName = theme.SizeNameCaptionText
+		t.chat.Objects = append(t.chat.Objects, stats)
+	}
+	t.answer = nil
+	t.chat.Refresh()
+	t.scroll.ScrollToBottom()
+	t.win.Canvas().Focus(t.prompt)
 }
 
 // tryRequest is one streamed chat completion through the router.
 type tryRequest struct {
-	base, key, model, prompt string
+	base, key, model string
+	messages         []chatMessage // the conversation, the prompt last
 }
 
 // tryEvent is one thing the stream said: a comment (why it waits) or a piece of the answer.
@@ -272,13 +395,13 @@ type tryChunk struct {
 	} `json:"error"`
 }
 
-// run posts the prompt with stream on and reads the answer as it comes, calling on for every
+// run posts the conversation with stream on and reads the answer as it comes, calling on for every
 // comment and piece of text.
 func (r tryRequest) run(ctx context.Context, on func(tryEvent)) (tryResult, error) {
 	var res tryResult
 	body, _ := json.Marshal(map[string]any{
 		"model": r.model, "stream": true,
-		"messages": []map[string]string{{"role": "user", "content": r.prompt}},
+		"messages": r.messages,
 	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/v1/chat/completions", bytes.NewReader(body))
 	if err != nil {

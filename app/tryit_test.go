@@ -3,18 +3,25 @@ package app
 import (
 	"io"
 	"log/slog"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
+	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
 )
 
-// The Try-it pane sends a prompt through a real service over HTTP to the fake llama-server: while
-// the model loads it shows the router's loading comments, then the answer streams in, ending with
-// time to first token and tokens per second. The Activity window then shows the request.
+// Try it is a conversation, driven by the keyboard through what has the focus: the prompt has the
+// cursor when the window opens, Shift+Enter starts a new line, Enter sends it through a real service
+// over HTTP to the fake llama-server; while the model loads it shows the router's loading comments,
+// then the answer streams in, ending with time to first token and tokens per second. The cursor is
+// back in the prompt, and the follow-up goes with the first turn (its prompt is longer than the
+// first prompt and answer together). New chat empties it. The Activity window then shows the
+// requests.
 func TestTryItThroughTheRouter(t *testing.T) {
 	t.Setenv("FAKE_LLAMA_LOAD_TIME", "2500ms")
 	t.Setenv("FAKE_LLAMA_TOKENS", "24")
@@ -42,32 +49,80 @@ func TestTryItThroughTheRouter(t *testing.T) {
 		if tw.model.Selected != "tiny-chat" {
 			t.Errorf("picked %q, want the one model", tw.model.Selected)
 		}
-		test.Tap(tw.send) // no prompt yet
-		if tw.status.Text != "Type a prompt first." {
-			t.Errorf("status %q without a prompt", tw.status.Text)
-		}
-		tw.prompt.SetText("Write a haiku about the sea.")
-		test.Tap(tw.send)
 	})
+	// The prompt has the cursor: Enter with nothing typed asks for a prompt.
+	kb := &keyboard{t: t, l: l}
+	if f := kb.focused(tw.win); f != fyne.Focusable(tw.prompt) {
+		t.Fatalf("the focus is on %T when Try it opens, not the prompt", f)
+	}
+	kb.press(tw.win, fyne.KeyReturn, false)
 	status := func() string {
 		var s string
 		l.wait(func() { s = tw.status.Text })
 		return s
 	}
+	if s := status(); s != "Type a prompt first." {
+		t.Errorf("status %q after Enter without a prompt", s)
+	}
+	// Shift+Enter is a new line, not a send.
+	kb.typeText(tw.win, "Write a haiku")
+	kb.press(tw.win, fyne.KeyReturn, true)
+	kb.typeText(tw.win, "about the sea.")
+	l.wait(func() {
+		if tw.prompt.Text != "Write a haiku\nabout the sea." || tw.cancel != nil {
+			t.Errorf("after Shift+Enter the prompt is %q, sending %v", tw.prompt.Text, tw.cancel != nil)
+		}
+	})
+	kb.press(tw.win, fyne.KeyReturn, false)
 	waitFor(t, "the loading comment", func() bool { return strings.HasPrefix(status(), "Waiting: loading model tiny-chat") })
 	shoot(t, l, tw.win, "tryit-1-waiting")
-	waitFor(t, "the answer", func() bool {
-		return strings.HasPrefix(status(), "First token after") && strings.Contains(status(), "tokens/s")
-	})
+	answered := func(n int) func() bool {
+		return func() bool {
+			var ok bool
+			l.wait(func() { ok = tw.cancel == nil && len(tw.turns) == 2*n && strings.Contains(tw.status.Text, "tokens/s") })
+			return ok
+		}
+	}
+	waitFor(t, "the answer", answered(1))
+	first := status()
 	var answer string
-	l.wait(func() { answer = tw.answer.Text })
+	l.wait(func() { answer = tw.turns[1].Content })
 	if len(strings.Fields(answer)) < 10 {
 		t.Fatalf("answer %q", answer)
 	}
-	if s := status(); !strings.Contains(s, "24 tokens") {
-		t.Errorf("summary %q: the timings' token count is missing", s)
+	if !strings.Contains(first, "24 tokens") || !strings.HasPrefix(first, "First token after") {
+		t.Errorf("summary %q: the timings' token count is missing", first)
 	}
+
+	// The cursor is back in the prompt: a follow-up goes with the turns before it.
+	if f := kb.focused(tw.win); f != fyne.Focusable(tw.prompt) {
+		t.Fatalf("the focus is on %T after the answer, not the prompt", f)
+	}
+	kb.typeText(tw.win, "Now one about the hills.")
+	kb.press(tw.win, fyne.KeyReturn, false)
+	waitFor(t, "the second answer", answered(2))
+	second := status()
+	p1, p2 := promptTokens(t, first), promptTokens(t, second)
+	if p2 <= p1+20 {
+		t.Errorf("the follow-up's prompt has %d tokens, the first %d and its answer 24: the first turn was not sent with it", p2, p1)
+	}
+	l.wait(func() {
+		if !hasText(tw.chat, "Write a haiku\nabout the sea.") || !hasText(tw.chat, "Now one about the hills.") || !hasText(tw.chat, first) || !hasText(tw.chat, second) {
+			t.Errorf("the conversation shows %q", texts(tw.chat))
+		}
+	})
 	shoot(t, l, tw.win, "tryit-2-answer")
+
+	// New chat: an empty conversation, the cursor in the prompt.
+	l.wait(func() { test.Tap(tw.newChat) })
+	l.wait(func() {
+		if len(tw.turns) != 0 || len(tw.chat.Objects) != 0 {
+			t.Errorf("New chat left %d turns, %q", len(tw.turns), texts(tw.chat))
+		}
+	})
+	if f := kb.focused(tw.win); f != fyne.Focusable(tw.prompt) {
+		t.Errorf("the focus is on %T after New chat, not the prompt", f)
+	}
 
 	// The same request in the Activity window.
 	var aw *activityWindow
@@ -81,7 +136,7 @@ func TestTryItThroughTheRouter(t *testing.T) {
 	waitFor(t, "the activity", func() bool {
 		var ok bool
 		l.wait(func() {
-			ok = hasText(aw.list, "1 request · ") && hasText(aw.list, "24 out") && hasText(aw.list, "tokens/s")
+			ok = hasText(aw.list, "2 requests · ") && hasText(aw.list, "48 out") && hasText(aw.list, "tokens/s")
 		})
 		return ok
 	})
@@ -97,4 +152,34 @@ func TestTryItThroughTheRouter(t *testing.T) {
 			t.Error("the Activity window is still kept after closing")
 		}
 	})
+}
+
+// promptTokens reads the prompt's token count from an answer's summary line.
+func promptTokens(t *testing.T, summary string) int {
+	t.Helper()
+	m := regexp.MustCompile(`\(prompt (\d+) tokens\)`).FindStringSubmatch(summary)
+	if m == nil {
+		t.Fatalf("no prompt tokens in %q", summary)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// Try it picks a loaded model when there is one, else a sleeping one, else the first.
+func TestTryItPicksLoaded(t *testing.T) {
+	mk := func(id string, st service.State) Model {
+		return Model{ModelStatus: service.ModelStatus{ID: id, State: st}}
+	}
+	s := Snapshot{Models: []Model{mk("a", service.StateUnloaded), mk("b", service.StateSleeping), mk("c", service.StateLoaded)}}
+	if got := pickModel(s); got != "c" {
+		t.Errorf("picked %q, want the loaded c", got)
+	}
+	s.Models[2].State = service.StateUnloaded
+	if got := pickModel(s); got != "b" {
+		t.Errorf("picked %q, want the sleeping b", got)
+	}
+	s.Models[1].State = service.StateUnloaded
+	if got := pickModel(s); got != "a" {
+		t.Errorf("picked %q, want the first", got)
+	}
 }

@@ -54,6 +54,7 @@ type ui struct {
 	auto    autostarter
 	quit    func()
 	refresh *throttle
+	retry   *pullRetry               // resumes downloads that failed for a passing reason
 	pollOn  chan bool                // capacity 1: whether watch should poll (pollEvery), latest first
 	park    *loopPark                // nil where Fyne's loop must keep running (the tray lives in it)
 	noTray  bool                     // no tray host shows the icon: the window is the way in (UI thread; notray.go)
@@ -89,6 +90,7 @@ func newUI(a fyne.App, b Backend, log *slog.Logger, auto autostarter) *ui {
 	u.loopDo = fyne.Do
 	u.send = a.SendNotification
 	u.refresh = newThrottle(refreshEvery, u.pull)
+	u.retry = newPullRetry(b)
 	return u
 }
 
@@ -136,7 +138,8 @@ func (u *ui) watch(ctx context.Context) {
 			}
 		case <-ticks:
 			u.refresh.Kick()
-		case <-pulls: // a download's progress is in the tray menu's header
+		case ev := <-pulls: // a download's progress is in the tray menu's header
+			u.retry.event(ev)
 			u.refresh.Kick()
 		case <-peers: // the other machines' models are in the tray menu
 			peers = u.b.PeersChanged()
@@ -228,6 +231,8 @@ func (u *ui) do(a Action) {
 		u.showModels()
 	case ActOpenSettings:
 		u.showSettings()
+	case ActTryIt:
+		u.showTryIt("")
 	case ActOpenLogsFolder:
 		u.openFolder(u.snap.LogDir)
 	case ActToggleAutostart:

@@ -1,14 +1,14 @@
 package app
 
 import (
-	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
 // windowTools are the models window's buttons for the Try-it and Activity windows.
-func (u *ui) windowTools() []fyne.CanvasObject {
-	out := []fyne.CanvasObject{widget.NewButtonWithIcon("Try it…", theme.MailComposeIcon(), func() { u.showTryIt("") })}
+// Try it… is the first.
+func (u *ui) windowTools() []*widget.Button {
+	out := []*widget.Button{widget.NewButtonWithIcon("Try it…", theme.MailComposeIcon(), func() { u.showTryIt("") })}
 	if u.b.Offers().Activity {
 		out = append(out, widget.NewButtonWithIcon("Activity…", theme.HistoryIcon(), u.showActivity))
 	}
@@ -19,6 +19,9 @@ func (u *ui) windowTools() []fyne.CanvasObject {
 func (u *ui) applyWindows(s Snapshot) {
 	if u.tryIt != nil {
 		u.tryIt.update(s)
+	}
+	if u.getModels != nil {
+		u.getModels.downloads.update(s)
 	}
 }
 

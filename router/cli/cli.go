@@ -60,7 +60,8 @@ Usage:
   llamatray pin ID              keep a model loaded: never evicted (saved in the config, as the tray's pin)
   llamatray unpin ID            let a pinned model be evicted again
   llamatray search TEXT         find GGUF models on the Hugging Face Hub (ORG/REPO: its quants)
-  llamatray pull ORG/REPO[:QUANT]  download a model from the Hub (verified; Ctrl-C pauses, pull again resumes)
+  llamatray pull ORG/REPO[:QUANT]  download a model from the Hub (verified; Ctrl-C: with the app running the
+                                   download goes on there, without it it pauses and pull again resumes)
   llamatray rm ID               delete a model pulled from the Hub
   llamatray worker --listen HOST:PORT [--token-file PATH | --token T] [--rpc-server PATH]
                                 lend this machine to a Llamatray elsewhere (llama.cpp's RPC server over

@@ -66,7 +66,7 @@ func newServeFlags(name string, out io.Writer) *serveFlags {
 	fs.SetOutput(out)
 	fs.StringVar(&f.configPath, "config", "", "configuration `file` (default: the platform config dir's llamatray/config.toml)")
 	fs.StringVar(&f.addr, "addr", "", "listen `address` (default 127.0.0.1:8080)")
-	fs.Var(&f.modelsDirs, "models-dir", "scan this `dir` for GGUF models (repeatable; replaces the config's model_dirs)")
+	fs.Var(&f.modelsDirs, "models-dir", "scan this `dir` for GGUF models (repeatable; replaces the config's model_dirs and turns off the default folders: LM Studio's, Ollama's, the Hugging Face cache)")
 	fs.StringVar(&f.llamaServer, "llama-server", "", "`path` of llama-server (default: found on this machine)")
 	fs.Var(&f.memoryLimit, "memory-limit", "memory `size` all loaded models may use together, e.g. 6GiB (default: derived from the machine's available RAM)")
 	fs.Var(&f.memoryReserve, "memory-reserve", "RAM `size` always left free for other programs (default 1GiB)")
