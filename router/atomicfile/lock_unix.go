@@ -1,6 +1,6 @@
 //go:build unix
 
-package hub
+package atomicfile
 
 import (
 	"errors"
@@ -9,11 +9,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tryLock takes an exclusive lock on f without waiting; errBusy when another holds it.
-func tryLock(f *os.File) error {
-	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+// lock takes an exclusive lock on f, waiting for another holder when wait is set; ErrBusy when
+// another holds it and wait is not set.
+func lock(f *os.File, wait bool) error {
+	how := unix.LOCK_EX
+	if !wait {
+		how |= unix.LOCK_NB
+	}
+	err := unix.Flock(int(f.Fd()), how)
 	if errors.Is(err, unix.EWOULDBLOCK) {
-		return errBusy
+		return ErrBusy
 	}
 	return err
 }

@@ -1,6 +1,6 @@
 //go:build windows
 
-package hub
+package atomicfile
 
 import (
 	"errors"
@@ -9,12 +9,16 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// tryLock takes an exclusive lock on f without waiting; errBusy when another holds it.
-func tryLock(f *os.File) error {
-	ol := new(windows.Overlapped)
-	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
+// lock takes an exclusive lock on f, waiting for another holder when wait is set; ErrBusy when
+// another holds it and wait is not set.
+func lock(f *os.File, wait bool) error {
+	flags := uint32(windows.LOCKFILE_EXCLUSIVE_LOCK)
+	if !wait {
+		flags |= windows.LOCKFILE_FAIL_IMMEDIATELY
+	}
+	err := windows.LockFileEx(windows.Handle(f.Fd()), flags, 0, 1, 0, new(windows.Overlapped))
 	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
-		return errBusy
+		return ErrBusy
 	}
 	return err
 }

@@ -251,7 +251,8 @@ func errorSuffix(e string) string {
 }
 
 // editConfigFile changes the configuration file the flags name (the default one otherwise), when
-// no instance runs: read, changed, checked and written as the service writes it.
+// no instance runs: through the configuration's one writer (config.Writer), under the lock a
+// running service takes too.
 func editConfigFile(f *clientFlags, change func(*config.Config) error) (string, error) {
 	path := f.configPath
 	if path == "" {
@@ -261,15 +262,7 @@ func editConfigFile(f *clientFlags, change func(*config.Config) error) (string, 
 		}
 		path = p
 	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		return path, err
-	}
-	if err := change(&cfg); err != nil {
-		return path, err
-	}
-	if err := cfg.Validate(); err != nil {
-		return path, fmt.Errorf("configuration: %w", err)
-	}
-	return path, cfg.Save(path)
+	w := &config.Writer{Path: path}
+	load := func() (config.Config, error) { return config.Load(path) }
+	return path, w.Edit(load, change, func(_, cfg config.Config) error { return cfg.Save(path) })
 }

@@ -96,10 +96,11 @@ type Service struct {
 	workers     *workerLinks // the links to [workers.NAME] (workers.go); opened by Start
 	lend        *lender      // this machine lent to other Llamatrays (lend.go); started by Start
 
-	// saveMu serializes the writes of the configuration file, so that a later change is never
-	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
-	// across I/O; only mu is taken under it, briefly.
-	saveMu    sync.Mutex
+	// file is the configuration's one writer (config.Writer): its lock serializes the changes of
+	// the configuration file, so that a later change is never overwritten by an earlier one. It is
+	// held across I/O (the save, and Edit's rescan, exec of llama-server and listener restart); only
+	// mu is taken under it, briefly.
+	file      config.Writer
 	mu        sync.Mutex // guards cfg, llama, srv, addr, listenErr, cancel and ollama
 	cfg       config.Config
 	llama     LlamaServer
@@ -162,6 +163,7 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	o.IdleTimeout = timeoutOf(o.IdleTimeout, IdleTimeoutEnv, DefaultIdleTimeout, o.Logger)
 	o.BodyTimeout = timeoutOf(o.BodyTimeout, BodyTimeoutEnv, httpapi.DefaultBodyTimeout, o.Logger)
 	s := &Service{o: o, log: o.Logger, cfg: cfg, started: time.Now(), activity: activity.New(0, 0)}
+	s.file.Path = o.ConfigPath
 	// GPUs are named after llama-server's devices, and devices only it sees are added.
 	s.o.Memory = mem.Named(o.Memory, func() string { return s.LlamaServer().Path })
 	s.detectGPU()

@@ -4,7 +4,6 @@ package service
 // estimate parameters that match them; a new configuration applied live; pins saved.
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -125,26 +124,20 @@ func (s *Service) SetPinned(name string, pinned bool) error {
 // savePinned records a pin in the configuration in force and in its file, through the one writer
 // (edit.go). The pin holds for this run even when the file cannot be written.
 func (s *Service) savePinned(id string, pinned bool) error {
-	s.saveMu.Lock()
-	defer s.saveMu.Unlock()
-	_, cfg, err := s.changed(func(c *config.Config) error {
+	refused, notSaved := s.keep(func(c *config.Config) error {
 		m, _ := c.Section(id) // a variant's pin is its own
 		if m.Pinned == pinned {
-			return errUnchanged
+			return config.ErrUnchanged
 		}
 		m.Pinned = pinned
 		*c = c.WithSection(id, m)
 		return nil
 	})
-	if errors.Is(err, errUnchanged) {
-		return nil
+	if refused != nil {
+		return fmt.Errorf("%s is pinned for this run, but the configuration refused it: %w", id, refused)
 	}
-	if err != nil {
-		return fmt.Errorf("%s is pinned for this run, but the configuration refused it: %w", id, err)
-	}
-	s.setConfig(cfg)
-	if err := s.save(cfg); err != nil {
-		return fmt.Errorf("%s is pinned for this run, but %w", id, err)
+	if notSaved != nil {
+		return fmt.Errorf("%s is pinned for this run, but %w", id, notSaved)
 	}
 	return nil
 }
@@ -154,12 +147,7 @@ func (s *Service) savePinned(id string, pinned bool) error {
 // the file; Edit changes the configuration and saves it. It waits for an Edit under way, and a
 // change of the folders, variants or aliases is rescanned before it returns, as Edit's.
 func (s *Service) Apply(cfg config.Config) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	s.saveMu.Lock()
-	defer s.saveMu.Unlock()
-	return s.apply(s.config(), cfg.Clone())
+	return s.file.Edit(s.inForce, func(c *config.Config) error { *c = cfg.Clone(); return nil }, s.apply)
 }
 
 // variantsOf is every model's variant names, by model ID, for the catalog.
