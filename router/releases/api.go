@@ -17,19 +17,19 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/envconfig"
 )
 
 // DefaultURL is llama.cpp's releases collection in GitHub's REST API.
 const DefaultURL = "https://api.github.com/repos/ggml-org/llama.cpp/releases"
 
-// URLEnv names the environment variable that replaces DefaultURL.
-const URLEnv = "LLAMATRAY_RELEASES_URL"
+// URLEnv names the environment variable that replaces DefaultURL (envconfig.ReleasesURL).
+const URLEnv = string(envconfig.ReleasesURL)
 
 // Latest asks for the newest release.
 const Latest = "latest"
@@ -80,7 +80,7 @@ type Client struct {
 
 // BaseURL returns $LLAMATRAY_RELEASES_URL, else DefaultURL.
 func BaseURL() string {
-	return cmp.Or(strings.TrimSuffix(strings.TrimSpace(os.Getenv(URLEnv)), "/"), DefaultURL)
+	return envconfig.ReleasesURL.URL(DefaultURL)
 }
 
 func (c *Client) base() string {
@@ -156,17 +156,24 @@ func (c *Client) get(ctx context.Context, u, want string, out any) error {
 	timeout := cmp.Or(c.Timeout, 60*time.Second)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := c.fetch(ctx, u, want, out)
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	body, err := c.fetch(ctx, u)
+	if err != nil && !errors.Is(err, ErrTooLarge) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %s: no complete answer within %v: %w", c.what(), u, timeout, ctx.Err())
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("%s: %s: not %s: %w", c.what(), u, want, err)
+	}
+	return nil
 }
 
-func (c *Client) fetch(ctx context.Context, u, want string, out any) error {
+// fetch reads u's answer: its body when the status is 200 OK, else an error.
+func (c *Client) fetch(ctx context.Context, u string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.what(), err)
+		return nil, fmt.Errorf("%s: %w", c.what(), err)
 	}
 	// The media type and API version GitHub's REST docs ask clients to send.
 	req.Header.Set("Accept", "application/vnd.github+json")
@@ -174,16 +181,16 @@ func (c *Client) fetch(ctx context.Context, u, want string, out any) error {
 	req.Header.Set("User-Agent", cmp.Or(c.UserAgent, "Llamatray"))
 	resp, err := cmp.Or(c.HTTP, http.DefaultClient).Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.what(), err)
+		return nil, fmt.Errorf("%s: %w", c.what(), err)
 	}
 	defer resp.Body.Close()
 	limit := cmp.Or(c.MaxBody, 32<<20)
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return fmt.Errorf("%s: reading %s: %w", c.what(), u, err)
+		return nil, fmt.Errorf("%s: reading %s: %w", c.what(), u, err)
 	}
 	if int64(len(body)) > limit {
-		return fmt.Errorf("%s: %s: the answer is %w: more than %s", c.what(), u, ErrTooLarge, config.HumanSize(limit))
+		return nil, fmt.Errorf("%s: %s: the answer is %w: more than %s", c.what(), u, ErrTooLarge, config.HumanSize(limit))
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
@@ -198,12 +205,9 @@ func (c *Client) fetch(ctx context.Context, u, want string, out any) error {
 		}
 		err := fmt.Errorf("%s: %s: HTTP %d: %s", c.what(), u, resp.StatusCode, e.Message)
 		if resp.StatusCode == http.StatusNotFound {
-			return fmt.Errorf("%w (%w)", err, errNotFound)
+			return nil, fmt.Errorf("%w (%w)", err, errNotFound)
 		}
-		return err
+		return nil, err
 	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("%s: %s: not %s: %w", c.what(), u, want, err)
-	}
-	return nil
+	return body, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/front"
 	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/hub"
@@ -52,12 +53,6 @@ const DefaultIdleTimeout = 2 * time.Minute
 
 // readHeaderTimeout is how long a client may take to send a request's headers.
 const readHeaderTimeout = 30 * time.Second
-
-// Environment variables that set Options.IdleTimeout and Options.BodyTimeout, as Go durations.
-const (
-	IdleTimeoutEnv = "LLAMATRAY_IDLE_TIMEOUT"
-	BodyTimeoutEnv = "LLAMATRAY_BODY_TIMEOUT"
-)
 
 // LlamaServer says which llama-server binary is used.
 type LlamaServer struct {
@@ -160,8 +155,8 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	if o.Memory == nil {
 		o.Memory = mem.Machine()
 	}
-	o.IdleTimeout = timeoutOf(o.IdleTimeout, IdleTimeoutEnv, DefaultIdleTimeout, o.Logger)
-	o.BodyTimeout = timeoutOf(o.BodyTimeout, BodyTimeoutEnv, httpapi.DefaultBodyTimeout, o.Logger)
+	o.IdleTimeout = timeoutOf(o.IdleTimeout, envconfig.IdleTimeout, DefaultIdleTimeout, o.Logger)
+	o.BodyTimeout = timeoutOf(o.BodyTimeout, envconfig.BodyTimeout, httpapi.DefaultBodyTimeout, o.Logger)
 	s := &Service{o: o, log: o.Logger, cfg: cfg, started: time.Now(), activity: activity.New(0, 0)}
 	s.file.Path = o.ConfigPath
 	// GPUs are named after llama-server's devices, and devices only it sees are added.
@@ -385,11 +380,11 @@ func (s *Service) newHTTPServer() *front.Server {
 
 // timeoutOf is set when it is not zero, else the duration in the environment variable env, else def.
 // A variable that is not a positive duration is reported and ignored.
-func timeoutOf(set time.Duration, env string, def time.Duration, log *slog.Logger) time.Duration {
+func timeoutOf(set time.Duration, env envconfig.Var, def time.Duration, log *slog.Logger) time.Duration {
 	if set != 0 {
 		return set
 	}
-	v := os.Getenv(env)
+	v := env.Get()
 	if v == "" {
 		return def
 	}

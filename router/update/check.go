@@ -24,10 +24,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
+	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/wire"
 )
@@ -35,8 +34,8 @@ import (
 // DefaultURL is Llamatray's releases collection in GitHub's REST API.
 const DefaultURL = "https://api.github.com/repos/llamatray/llamatray/releases"
 
-// URLEnv names the environment variable that replaces DefaultURL.
-const URLEnv = "LLAMATRAY_UPDATE_URL"
+// URLEnv names the environment variable that replaces DefaultURL (envconfig.UpdateURL).
+const URLEnv = string(envconfig.UpdateURL)
 
 // The bounds of one check.
 const (
@@ -70,7 +69,7 @@ type Checker struct {
 
 // URL returns $LLAMATRAY_UPDATE_URL, else DefaultURL.
 func URL() string {
-	return cmp.Or(strings.TrimSuffix(strings.TrimSpace(os.Getenv(URLEnv)), "/"), DefaultURL)
+	return envconfig.UpdateURL.URL(DefaultURL)
 }
 
 // Releases lists the published releases whose tags are versions, drafts left out, in the list's
