@@ -79,7 +79,7 @@ type Service struct {
 	gpu     bool
 	// installer installs llama.cpp release builds (router/releases)
 	installer *releases.Installer
-	// activity is every model's last hour of requests; it outlives the routers Apply replaces
+	// activity is every model's last hour of requests; it outlives the routers Edit replaces
 	activity *activity.Recorder
 	// metrics are GET /metrics' counters, fed by every router and by the engine's events; they too
 	// outlive the routers, so a settings change resets no counter. Set in New, before any goroutine.

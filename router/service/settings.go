@@ -142,14 +142,6 @@ func (s *Service) savePinned(id string, pinned bool) error {
 	return nil
 }
 
-// Apply validates and applies a whole new configuration live: catalog folders rescanned, engine
-// limits updated, the listener restarted only when the listen address changed. It does not save
-// the file; Edit changes the configuration and saves it. It waits for an Edit under way, and a
-// change of the folders, variants or aliases is rescanned before it returns, as Edit's.
-func (s *Service) Apply(cfg config.Config) error {
-	return s.file.Edit(s.inForce, func(c *config.Config) error { *c = cfg.Clone(); return nil }, s.apply)
-}
-
 // variantsOf is every model's variant names, by model ID, for the catalog.
 func variantsOf(cfg config.Config) map[string][]string {
 	out := map[string][]string{}

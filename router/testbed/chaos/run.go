@@ -149,7 +149,7 @@ func runChaos(ctx context.Context, p params) (_ *chaosRun, err error) {
 	run.reserve = int64(cfg.MemoryReserve)
 	// Under pressure Available reads below the reserve by the deficit, at most half the reserve.
 	run.deficit = min(p.pressureDeficit, run.reserve/2)
-	if err := w.svc.Apply(cfg); err != nil {
+	if err := w.svc.Edit(func(c *config.Config) error { *c = cfg.Clone(); return nil }); err != nil {
 		return nil, fmt.Errorf("applying the limit: %w", err)
 	}
 	if limit > 0 && !testbed.Poll(context.Background(), 10*time.Second, 10*time.Millisecond, func() bool { return w.svc.Engine().Budget().Limit == limit }) {
