@@ -3,8 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/llamatray/llamatray/router/atomicfile"
@@ -31,17 +29,11 @@ func (w *Writer) Edit(from func() (Config, error), change func(*Config) error, c
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.Path != "" {
-		if err := os.MkdirAll(filepath.Dir(w.Path), 0o700); err != nil {
-			return fmt.Errorf("config: locking %s: %w", w.Path, err)
-		}
-		f, err := os.OpenFile(w.Path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+		f, err := atomicfile.Lock(w.Path + ".lock")
 		if err != nil {
 			return fmt.Errorf("config: locking %s: %w", w.Path, err)
 		}
 		defer f.Close() // releases the lock
-		if err := atomicfile.Lock(f); err != nil {
-			return fmt.Errorf("config: locking %s: %w", w.Path, err)
-		}
 	}
 	old, err := from()
 	if err != nil {
