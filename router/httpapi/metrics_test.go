@@ -13,7 +13,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/engine"
-	"github.com/llamatray/llamatray/router/metrics/metricstest"
+	"github.com/llamatray/llamatray/router/testbed/metricstest"
 	"github.com/llamatray/llamatray/router/testbed"
 )
 

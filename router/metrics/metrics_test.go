@@ -10,7 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/llamatray/llamatray/router/engine"
-	"github.com/llamatray/llamatray/router/metrics/metricstest"
+	"github.com/llamatray/llamatray/router/testbed/metricstest"
 	"github.com/llamatray/llamatray/router/testbed"
 )
 
