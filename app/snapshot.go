@@ -1,7 +1,6 @@
 package app
 
 import (
-	"sort"
 	"time"
 
 	"github.com/llamatray/llamatray/router/service"
@@ -83,11 +82,6 @@ func (m Model) Held() int64 {
 		return m.MemoryBytes
 	}
 	return m.EstimateBytes
-}
-
-// sortModels orders models by ID.
-func sortModels(ms []Model) {
-	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
 }
 
 // Group names the three sections of model lists.

@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
+	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
 )
@@ -27,9 +28,7 @@ func TestTryItThroughTheRouter(t *testing.T) {
 	t.Setenv("FAKE_LLAMA_TOKENS", "24")
 	t.Setenv("FAKE_LLAMA_TOKEN_DELAY", "20ms")
 	svc, _ := startService(t, "127.0.0.1:"+strconv.Itoa(testbed.FreePort(t)))
-	cfg := svc.Config()
-	cfg.StreamLoadingProgress = true
-	if err := svc.Apply(cfg); err != nil {
+	if err := svc.Edit(func(c *config.Config) error { c.StreamLoadingProgress = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}

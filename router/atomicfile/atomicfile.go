@@ -1,7 +1,7 @@
 // Package atomicfile replaces a file's content all at once: readers see the old content or the
 // new, never a part, and a failed write leaves the old file as it was and no temporary behind. It is
 // the one way Llamatray writes its state and settings files (the configuration, footprints, pulls,
-// builds, tokens, login items).
+// builds, tokens, login items). Lock and TryLock take a lock file's lock, shared with other processes.
 package atomicfile
 
 import (

@@ -341,16 +341,16 @@ func (s *ollamaStore) manifest(host, namespace, model, tag, file string) {
 	}
 	m, err := parseOllamaManifest(b)
 	if err == nil {
-		err = s.serve(name, file, m)
+		err = s.list(name, file, m)
 	}
 	if err != nil && !errors.Is(err, errCloud) {
 		s.w.ollamaProblem(file, fmt.Sprintf("Ollama model %s: %v", name, err))
 	}
 }
 
-// serve lists the blobs of manifest m, named name, at file: its model and projector, with the
+// list lists the blobs of manifest m, named name, at file: its model and projector, with the
 // settings of its other layers. Nothing is listed unless every layer it needs is sound.
-func (s *ollamaStore) serve(name, file string, m *ollamaManifest) error {
+func (s *ollamaStore) list(name, file string, m *ollamaManifest) error {
 	var model, proj, params, tmpl, system *ollamaLayer
 	tensors := false
 	for i := range m.Layers {

@@ -15,9 +15,6 @@ type PortAllocator interface {
 	Put(port int)
 }
 
-// defaultPorts is used by every Spec without its own allocator.
-var defaultPorts = NewPortAllocator()
-
 // maxPortTries bounds how often Get asks the OS for a port it has not handed out.
 const maxPortTries = 50
 

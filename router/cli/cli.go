@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/service"
 )
 
@@ -219,7 +220,7 @@ func runServe(args []string, b Build, env Env) error {
 	}
 	log, closeLog := newLogger(cfg.LogLevel, env.Stderr)
 	defer closeLog()
-	if prof := env.Getenv(cpuProfileEnv); prof != "" {
+	if prof := envconfig.CPUProfile.From(env.Getenv); prof != "" {
 		stopProf, err := startCPUProfile(prof)
 		if err != nil {
 			return err

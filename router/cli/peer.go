@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/wire"
 )
@@ -59,7 +60,7 @@ func runPeer(args []string, env Env) error {
 	switch sub {
 	case "add":
 		f.fs.StringVar(&name, "name", "", "the peer's name (default: from the URL's host and port)")
-		f.fs.StringVar(&key, "api-key", "", "the peer's API key, sent to it only (\"-\": read from the standard input; default: $"+peerKeyEnv+")")
+		f.fs.StringVar(&key, "api-key", "", "the peer's API key, sent to it only (\"-\": read from the standard input; default: $"+string(envconfig.PeerAPIKey)+")")
 	case "list", "ls":
 		f.fs.BoolVar(&asJSON, "json", false, "print the peers as JSON, as GET /api/peers gives them")
 	case "discover":
@@ -102,9 +103,6 @@ func runPeer(args []string, env Env) error {
 	}
 }
 
-// peerKeyEnv holds a peer's key for `peer add` without --api-key.
-const peerKeyEnv = "LLAMATRAY_PEER_API_KEY"
-
 // keySet says --api-key was given.
 func keySet(fs *flag.FlagSet) bool {
 	set := false
@@ -132,7 +130,7 @@ func peerKey(flagKey string, set bool, env Env) (string, error) {
 	case set:
 		return flagKey, nil
 	}
-	return strings.TrimSpace(env.Getenv(peerKeyEnv)), nil
+	return envconfig.PeerAPIKey.From(env.Getenv), nil
 }
 
 func peerAdd(ctx context.Context, f *clientFlags, env Env, p wire.PeerAdd) error {
@@ -251,7 +249,8 @@ func errorSuffix(e string) string {
 }
 
 // editConfigFile changes the configuration file the flags name (the default one otherwise), when
-// no instance runs: read, changed, checked and written as the service writes it.
+// no instance runs: through the configuration's one writer (config.Writer), under the lock a
+// running service takes too.
 func editConfigFile(f *clientFlags, change func(*config.Config) error) (string, error) {
 	path := f.configPath
 	if path == "" {
@@ -261,15 +260,7 @@ func editConfigFile(f *clientFlags, change func(*config.Config) error) (string, 
 		}
 		path = p
 	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		return path, err
-	}
-	if err := change(&cfg); err != nil {
-		return path, err
-	}
-	if err := cfg.Validate(); err != nil {
-		return path, fmt.Errorf("configuration: %w", err)
-	}
-	return path, cfg.Save(path)
+	w := &config.Writer{Path: path}
+	load := func() (config.Config, error) { return config.Load(path) }
+	return path, w.Edit(load, change, func(_, cfg config.Config) error { return cfg.Save(path) })
 }

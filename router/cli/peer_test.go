@@ -2,12 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/llamatray/llamatray/router/atomicfile"
 	"github.com/llamatray/llamatray/router/config"
 )
 
@@ -56,5 +58,31 @@ func TestPeerCommandsOffline(t *testing.T) {
 	cfg, _ = config.Load(path)
 	if len(cfg.Peers) != 0 {
 		t.Fatalf("%+v", cfg.Peers)
+	}
+}
+
+// The offline edit takes the lock a running service takes on the configuration file: another
+// process trying it meanwhile finds it held.
+func TestOfflineEditTakesTheConfigLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.toml")
+	var tried error
+	_, err := editConfigFile(&clientFlags{configPath: path}, func(c *config.Config) error {
+		f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		tried = atomicfile.TryLock(f)
+		c.Peers = map[string]config.Peer{"box": {URL: "http://192.0.2.7:8080"}}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(tried, atomicfile.ErrBusy) {
+		t.Fatalf("the lock of %s.lock was free during the edit (TryLock: %v)", path, tried)
+	}
+	if cfg, err := config.Load(path); err != nil || cfg.Peers["box"].URL != "http://192.0.2.7:8080" {
+		t.Fatalf("saved %+v, %v", cfg.Peers, err)
 	}
 }

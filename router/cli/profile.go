@@ -4,21 +4,19 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
-)
 
-// cpuProfileEnv names a file that `llamatray serve` writes a CPU profile of its whole run into; the
-// benchmark (router/testbed/bench -cpuprofile) uses it.
-const cpuProfileEnv = "LLAMATRAY_CPUPROFILE"
+	"github.com/llamatray/llamatray/router/envconfig"
+)
 
 // startCPUProfile starts profiling into path and returns what stops it and closes the file.
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cpuProfileEnv, err)
+		return nil, fmt.Errorf("%s: %w", envconfig.CPUProfile, err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w", cpuProfileEnv, err)
+		return nil, fmt.Errorf("%s: %w", envconfig.CPUProfile, err)
 	}
 	return func() {
 		pprof.StopCPUProfile()

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/testbed"
 )
 
@@ -149,7 +149,7 @@ func TestServeProcessBodyAndIdleLimits(t *testing.T) {
 		t.Skipf("no /proc: %v", err)
 	}
 	const bodyTimeout, idleTimeout = time.Second, time.Second
-	addr, pid := startServeProcess(t, service.BodyTimeoutEnv+"="+bodyTimeout.String(), service.IdleTimeoutEnv+"="+idleTimeout.String())
+	addr, pid := startServeProcess(t, string(envconfig.BodyTimeout)+"="+bodyTimeout.String(), string(envconfig.IdleTimeout)+"="+idleTimeout.String())
 	baseRSS, baseFDs := rssKiB(t, pid), openFiles(t, pid)
 
 	// (a) Bodies declared 64 MiB of which 1 byte comes, 3 rounds of 40 connections.

@@ -4,9 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strings"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/envconfig"
+	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/update"
 )
 
@@ -68,7 +69,7 @@ func runUpdate(args []string, b Build, env Env) error {
 	if version == "" {
 		version = "dev"
 	}
-	c := &update.Checker{URL: strings.TrimSpace(env.Getenv(update.URLEnv)), UserAgent: "Llamatray/" + version}
+	c := &update.Checker{Client: releases.Client{Base: envconfig.UpdateURL.From(env.Getenv), UserAgent: "Llamatray/" + version}}
 	res, err := c.Check(context.Background(), version, prerelease)
 	if err != nil {
 		return fmt.Errorf("checking for a newer Llamatray: %w", err)

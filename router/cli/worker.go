@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/worker"
 )
@@ -21,15 +22,12 @@ const workerUsage = `Usage: llamatray worker --listen HOST:PORT [--token-file PA
 Lends this machine to a Llamatray elsewhere (one model over several machines): runs llama.cpp's RPC
 server bound to 127.0.0.1 only and exposes it only through Llamatray's link (TLS, authenticated by a
 pairing token) on --listen. The token is read from --token-file (its first line), else --token, else
-the environment variable ` + workerTokenEnv + `; --token is visible to every local user (the
+the environment variable ` + string(envconfig.WorkerToken) + `; --token is visible to every local user (the
 process's command line), the other two are not. Without any it makes one and prints it once, with
 the lines to paste into the head's config. --rpc-server defaults to ggml-rpc-server (or rpc-server)
 beside the llama-server Llamatray finds, then on PATH.
 
 `
-
-// workerTokenEnv gives the worker's pairing token without putting it on the command line.
-const workerTokenEnv = "LLAMATRAY_WORKER_TOKEN"
 
 func runWorker(args []string, b Build, env Env) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
@@ -39,7 +37,7 @@ func runWorker(args []string, b Build, env Env) error {
 		fs.PrintDefaults()
 	}
 	listen := fs.String("listen", "", "the link's address, `HOST:PORT` (heads connect to it)")
-	token := fs.String("token", "", "pairing token heads must give (default: --token-file, $"+workerTokenEnv+", else make one and print it)")
+	token := fs.String("token", "", "pairing token heads must give (default: --token-file, $"+string(envconfig.WorkerToken)+", else make one and print it)")
 	tokenFile := fs.String("token-file", "", "a `file` whose first line is the pairing token")
 	rpcPath := fs.String("rpc-server", "", "llama.cpp's RPC server `binary` (default: beside llama-server, then PATH)")
 	threads := fs.Int("threads", 0, "threads of the RPC server's CPU device (0: its default)")
@@ -102,7 +100,7 @@ func findRPCServer(ctx context.Context, given string) (string, error) {
 	return p, err
 }
 
-// workerToken is the pairing token given by --token-file, --token or workerTokenEnv (in that
+// workerToken is the pairing token given by --token-file, --token or envconfig.WorkerToken (in that
 // order; "" when none is); giving both flags is an error.
 func workerToken(flagToken, file string, getenv func(string) string) (string, error) {
 	switch {
@@ -121,5 +119,5 @@ func workerToken(flagToken, file string, getenv func(string) string) (string, er
 	case flagToken != "":
 		return flagToken, nil
 	}
-	return strings.TrimSpace(getenv(workerTokenEnv)), nil
+	return envconfig.WorkerToken.From(getenv), nil
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llamatray/llamatray/router/envconfig"
 )
 
 func TestWorkerUsageErrors(t *testing.T) {
@@ -35,7 +37,7 @@ func TestWorkerTokenSources(t *testing.T) {
 	os.WriteFile(empty, []byte("\n"), 0o600)
 	env := func(v string) func(string) string {
 		return func(k string) string {
-			if k == workerTokenEnv {
+			if k == string(envconfig.WorkerToken) {
 				return v
 			}
 			return ""
@@ -74,10 +76,10 @@ func TestWorkerTokenSources(t *testing.T) {
 func TestWorkerTokenFromEnvAndFile(t *testing.T) {
 	o := &out{}
 	env := Env{Stdout: &o.stdout, Stderr: &o.stderr, GOOS: "linux",
-		Getenv: func(k string) string { return map[string]string{workerTokenEnv: "short-from-env"}[k] }}
+		Getenv: func(k string) string { return map[string]string{string(envconfig.WorkerToken): "short-from-env"}[k] }}
 	code := run([]string{"worker", "--listen", "127.0.0.1:0", "--rpc-server", "/bin/sh"}, Build{}, nil, env)
 	if code != 1 || !strings.Contains(o.stderr.String(), "at least 32 characters (this one 14)") {
-		t.Fatalf("worker with %s short: %d %q", workerTokenEnv, code, o.stderr.String())
+		t.Fatalf("worker with %s short: %d %q", string(envconfig.WorkerToken), code, o.stderr.String())
 	}
 	file := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(file, []byte("short-from-file\n"), 0o600)
@@ -85,7 +87,7 @@ func TestWorkerTokenFromEnvAndFile(t *testing.T) {
 	if code != 1 || !strings.Contains(o.stderr.String(), "at least 32 characters (this one 15)") {
 		t.Fatalf("worker with a short --token-file: %d %q", code, o.stderr.String())
 	}
-	if code, o := runCLI(t, "worker", "--help"); !strings.Contains(o.stderr.String(), "--token-file") || !strings.Contains(o.stderr.String(), workerTokenEnv) {
-		t.Fatalf("worker --help (%d) does not tell of --token-file and %s: %q", code, workerTokenEnv, o.stderr.String())
+	if code, o := runCLI(t, "worker", "--help"); !strings.Contains(o.stderr.String(), "--token-file") || !strings.Contains(o.stderr.String(), string(envconfig.WorkerToken)) {
+		t.Fatalf("worker --help (%d) does not tell of --token-file and %s: %q", code, string(envconfig.WorkerToken), o.stderr.String())
 	}
 }

@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -217,19 +218,13 @@ func urls(l wire.DiscoveredList) []string {
 	return out
 }
 
-// pollUntil asks until cond holds, every half second, failing at the deadline with the last answer.
+// pollUntil asks until cond holds, every half second (an external process's state), failing at
+// the deadline with the last answer.
 func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v; last: %s", what, timeout, last)
-		}
-		time.Sleep(500 * time.Millisecond) // an external process's state, polled to a deadline
+	var last string
+	if !testbed.Poll(context.Background(), timeout, 500*time.Millisecond, func() (ok bool) { ok, last = cond(); return ok }) {
+		t.Fatalf("%s: not within %v; last: %s", what, timeout, last)
 	}
 }
 

@@ -24,7 +24,7 @@ func TestMemoryBudgetRoomForOne(t *testing.T) {
 	cfg := in.svc.Config()
 	cfg.MemoryLimit = config.Size(held * 3 / 2)
 	cfg.MemoryReserve = 0
-	if err := in.svc.Apply(cfg); err != nil {
+	if err := in.svc.Edit(func(c *config.Config) error { *c = cfg.Clone(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("one child holds or needs %d MiB; memory limit %d MiB", held>>20, int64(cfg.MemoryLimit)>>20)

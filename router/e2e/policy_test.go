@@ -175,7 +175,7 @@ func TestSleepingWaiterWokenNotEvicted(t *testing.T) {
 	short := xHeld - b.EstimateBytes/2 // waking s fits once x is gone, with half of b's need to spare
 	cfg := in.svc.Config()
 	cfg.MemoryLimit = config.Size(eng.Budget().Used + wake - short)
-	if err := in.svc.Apply(cfg); err != nil {
+	if err := in.svc.Edit(func(c *config.Config) error { *c = cfg.Clone(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("s asleep %d MiB, wakes to %d MiB; x %d MiB; b needs %d MiB; limit %d MiB",
@@ -232,7 +232,7 @@ func TestLoweredMaxLoadedStopsIdleModels(t *testing.T) {
 	}
 	cfg := in.svc.Config()
 	cfg.MaxLoaded = 1
-	if err := in.svc.Apply(cfg); err != nil {
+	if err := in.svc.Edit(func(c *config.Config) error { *c = cfg.Clone(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	in.waitState("alpha", 10*time.Second, engine.StateUnloaded)

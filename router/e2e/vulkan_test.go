@@ -14,6 +14,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
 
@@ -107,15 +108,12 @@ func TestGPUDeviceBudget(t *testing.T) {
 	}
 	learned := func(id string) map[string]int64 {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if st := in.state(id); len(st.LearnedGPU) > 0 {
-				return st.LearnedGPU
-			}
-			time.Sleep(100 * time.Millisecond) // polling the engine's public state; nothing to wait on from outside
-		}
-		t.Fatalf("%s: no footprint learned per device", id)
-		return nil
+		var got map[string]int64
+		testbed.WaitFor(t, 30*time.Second, id+"'s footprint learned per device", func() bool {
+			got = in.state(id).LearnedGPU
+			return len(got) > 0
+		})
+		return got
 	}
 	checkLines := func(id string, logs []string) int64 {
 		t.Helper()

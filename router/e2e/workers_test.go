@@ -218,25 +218,20 @@ func startSplitServer(t *testing.T, llama, model, rpcArg string) (string, *syncB
 	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(120 * time.Second)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	testbed.WaitFor(t, 120*time.Second, "llama-server --rpc "+rpcArg+" to be ready", func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("llama-server --rpc %s exited before it was ready:\n%s", rpcArg, logs)
-		case <-tick.C:
+		default:
 		}
-		if resp, err := http.Get(base + "/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base, logs
-			}
+		resp, err := http.Get(base + "/health")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("llama-server --rpc %s not ready in 120 s:\n%s", rpcArg, logs)
-		}
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return base, logs
 }
 
 // completion asks for n tokens and returns the text.

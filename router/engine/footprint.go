@@ -146,12 +146,6 @@ func loadFootprints(dir string) (*footprints, error) {
 	return f, nil
 }
 
-func (f *footprints) get(key string) footprint {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.m[key].clone()
-}
-
 // lookup is the footprint learned under key or, when none is, under the legacy key, which is then
 // copied to key (written with the next save; the legacy entry stays for an older version).
 func (f *footprints) lookup(key, legacy string) footprint {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 // logBuffer collects JSON log records from concurrent handlers.
@@ -51,17 +53,12 @@ func (b *logBuffer) records(t testing.TB) []map[string]any {
 // which may be just after the client got the response).
 func (b *logBuffer) waitRecord(t testing.TB, n int) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		recs := b.records(t)
-		if len(recs) >= n {
-			return recs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d access log records, want %d", len(recs), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var recs []map[string]any
+	testbed.WaitFor(t, 10*time.Second, fmt.Sprintf("%d access log records", n), func() bool {
+		recs = b.records(t)
+		return len(recs) >= n
+	})
+	return recs
 }
 
 func TestAccessLog(t *testing.T) {

@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -113,67 +115,95 @@ func startSSE(w http.ResponseWriter) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// events serves GET /models/events: engine events as SSE, coalesced per model, with a keep-alive
-// comment when nothing happened for a while.
-func (rt *Server) events(w http.ResponseWriter, r *http.Request) {
+// sseStream is what one SSE endpoint makes of engine and Hub events; serveSSE is the one loop that
+// serves each (/models/events, /models/sse).
+type sseStream interface {
+	engineEvent(ev engine.Event, now time.Time) []byte // what to send now for an engine event
+	pullEvent(ev hub.Event) []byte                     // what to send for a Hub download's change
+	due(now time.Time, all bool) []byte                // events held back whose time came (all: every one)
+	next() (time.Time, bool)                           // when the next event held back is due
+}
+
+// serveSSE streams engine and Hub events as s renders them, after hello, with a keep-alive comment
+// when nothing happened for a while, until the client goes away or the engine's events end.
+func (rt *Server) serveSSE(w http.ResponseWriter, r *http.Request, s sseStream, hello string) {
 	ch, cancel := rt.o.Engine.Subscribe()
 	defer cancel()
 	pulls, stopPulls := rt.pullEvents()
 	defer stopPulls()
 	startSSE(w)
 	rc := http.NewResponseController(w)
-	send := func(evs []engine.Event, comment string) bool {
-		var buf []byte
-		if comment != "" {
-			buf = append(buf, ": "+comment+"\n\n"...)
-		}
-		for _, ev := range evs {
-			b, _ := json.Marshal(wire.Event{Seq: ev.Seq, Time: ev.Time.UTC(), Model: ev.Model, Kind: string(ev.Kind),
-				State: string(ev.State), Active: ev.Active, Message: ev.Message})
-			buf = append(buf, "id: "+strconv.FormatUint(ev.Seq, 10)+"\ndata: "...)
-			buf = append(append(buf, b...), "\n\n"...)
-		}
+	send := func(buf []byte) bool {
 		if len(buf) == 0 {
 			return true
 		}
-		if _, err := w.Write(buf); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+		_, err := w.Write(buf)
+		return err == nil && rc.Flush() == nil
 	}
-	if !send(nil, "connected") {
+	if _, err := io.WriteString(w, hello); err != nil || rc.Flush() != nil {
 		return
 	}
-	c := newCoalescer(rt.coalesce)
 	keepAlive := time.NewTicker(rt.keepAlive)
 	defer keepAlive.Stop()
 	due := time.NewTimer(time.Hour)
 	due.Stop()
 	defer due.Stop()
 	for {
-		var ok bool
+		var buf []byte
 		select {
 		case <-r.Context().Done():
 			return
 		case ev, open := <-ch:
 			if !open {
-				send(c.flush(time.Now(), true), "")
+				send(s.due(time.Now(), true))
 				return
 			}
-			ok = send(c.add(ev, time.Now()), "")
+			buf = s.engineEvent(ev, time.Now())
 		case <-due.C:
-			ok = send(c.flush(time.Now(), false), "")
+			buf = s.due(time.Now(), false)
 		case <-keepAlive.C:
-			ok = send(nil, "keep-alive")
-		case ev := <-pulls:
-			_, err := w.Write(pullEventLine(ev))
-			ok = err == nil && rc.Flush() == nil
+			buf = []byte(": keep-alive\n\n")
+		case ev, open := <-pulls:
+			if !open {
+				pulls = nil
+				continue
+			}
+			buf = s.pullEvent(ev)
 		}
-		if !ok {
+		if !send(buf) {
 			return
 		}
-		if at, pending := c.next(); pending {
+		if at, pending := s.next(); pending {
 			due.Reset(max(time.Until(at), 0))
 		}
 	}
+}
+
+// events serves GET /models/events: engine events as SSE (wire.Event, with the sequence as id),
+// coalesced per model, and Hub downloads (wire.DownloadEvent).
+func (rt *Server) events(w http.ResponseWriter, r *http.Request) {
+	rt.serveSSE(w, r, modelEvents{newCoalescer(rt.coalesce)}, ": connected\n\n")
+}
+
+// modelEvents renders /models/events.
+type modelEvents struct{ c *coalescer }
+
+func (s modelEvents) engineEvent(ev engine.Event, now time.Time) []byte {
+	return appendEvents(nil, s.c.add(ev, now))
+}
+func (s modelEvents) pullEvent(ev hub.Event) []byte { return pullEventLine(ev) }
+func (s modelEvents) due(now time.Time, all bool) []byte {
+	return appendEvents(nil, s.c.flush(now, all))
+}
+func (s modelEvents) next() (time.Time, bool) { return s.c.next() }
+
+// appendEvents appends engine events as /models/events data blocks.
+func appendEvents(buf []byte, evs []engine.Event) []byte {
+	for _, ev := range evs {
+		b, _ := json.Marshal(wire.Event{Seq: ev.Seq, Time: ev.Time.UTC(), Model: ev.Model, Kind: string(ev.Kind),
+			State: string(ev.State), Active: ev.Active, Message: ev.Message})
+		buf = append(buf, "id: "+strconv.FormatUint(ev.Seq, 10)+"\ndata: "...)
+		buf = append(append(buf, b...), "\n\n"...)
+	}
+	return buf
 }

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// errInvalidJSON marks a request body that is not a JSON object. Every error ExtractModel returns wraps it.
+// errInvalidJSON marks a request body that is not a JSON object. Every error scanBody returns wraps it.
 var errInvalidJSON = errors.New("invalid JSON body")
 
 // maxJSONDepth bounds the nesting the scanner accepts, like encoding/json does.
@@ -20,17 +20,12 @@ type bodyFields struct {
 	Stream bool   // "stream": true
 }
 
-// ExtractModel returns the top-level "model" string of a JSON object body without decoding anything
-// else: other values are skipped in place, so a body carrying megabytes of inline base64 images costs
-// one pass with no allocation. An empty or all-whitespace body has no model (""). A body that is not
-// one well-formed JSON object, or whose "model" is neither a string nor null, is an error wrapping
-// errInvalidJSON. When "model" appears more than once the last one wins, as with encoding/json.
-func ExtractModel(body []byte) (string, error) {
-	f, err := scanBody(body)
-	return f.Model, err
-}
-
-// scanBody reads the top-level "model" and "stream" fields of a JSON object body.
+// scanBody reads the top-level "model" and "stream" fields of a JSON object body without decoding
+// anything else: other values are skipped in place, so a body carrying megabytes of inline base64
+// images costs one pass with no allocation. An empty or all-whitespace body has no model (""). A
+// body that is not one well-formed JSON object, or whose "model" is neither a string nor null, is
+// an error wrapping errInvalidJSON. When "model" appears more than once the last one wins, as with
+// encoding/json.
 func scanBody(body []byte) (bodyFields, error) {
 	var f bodyFields
 	var modelErr error // a non-string "model", unless a later one replaces it

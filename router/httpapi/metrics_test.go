@@ -13,8 +13,8 @@ import (
 
 	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/engine"
-	"github.com/llamatray/llamatray/router/metrics/metricstest"
 	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/testbed/metricstest"
 )
 
 // scrapeMetrics gets GET /metrics (no model) with headers and parses it with Prometheus's parser.

@@ -192,48 +192,17 @@ func pullSSE(ev hub.Event) []sseEventJSON {
 }
 
 // modelsSSE serves GET /models/sse: model state changes as llama.cpp's router sends them,
-// `data: {"model","event","data"}`, Hub downloads among them, with a keep-alive comment when
-// nothing happened for a while.
+// `data: {"model","event","data"}`, Hub downloads among them.
 func (rt *Server) modelsSSE(w http.ResponseWriter, r *http.Request) {
-	ch, cancel := rt.o.Engine.Subscribe()
-	defer cancel()
-	pulls, stopPulls := rt.pullEvents()
-	defer stopPulls()
-	startSSE(w)
-	rc := http.NewResponseController(w)
-	if rc.Flush() != nil {
-		return
-	}
-	t := &sseTranslator{rt: rt, last: map[string]sseStatus{}}
-	keepAlive := time.NewTicker(rt.keepAlive)
-	defer keepAlive.Stop()
-	for {
-		var buf []byte
-		select {
-		case <-r.Context().Done():
-			return
-		case ev, open := <-ch:
-			if !open {
-				return
-			}
-			buf = appendSSE(buf, t.translate(ev))
-		case ev, open := <-pulls:
-			if !open {
-				pulls = nil
-				continue
-			}
-			buf = appendSSE(buf, pullSSE(ev))
-		case <-keepAlive.C:
-			buf = []byte(": keep-alive\n\n")
-		}
-		if len(buf) == 0 {
-			continue
-		}
-		if _, err := w.Write(buf); err != nil || rc.Flush() != nil {
-			return
-		}
-	}
+	rt.serveSSE(w, r, &sseTranslator{rt: rt, last: map[string]sseStatus{}}, "")
 }
+
+func (t *sseTranslator) engineEvent(ev engine.Event, _ time.Time) []byte {
+	return appendSSE(nil, t.translate(ev))
+}
+func (t *sseTranslator) pullEvent(ev hub.Event) []byte { return appendSSE(nil, pullSSE(ev)) }
+func (t *sseTranslator) due(time.Time, bool) []byte    { return nil }
+func (t *sseTranslator) next() (time.Time, bool)       { return time.Time{}, false }
 
 // appendSSE appends events as SSE data blocks.
 func appendSSE(buf []byte, evs []sseEventJSON) []byte {

@@ -51,12 +51,12 @@ func targetOf(ctx context.Context) *proxyTarget {
 	return t
 }
 
-// modifyResponse drops the child's X-Request-Id (ours is already set) and every CORS header it
+// childAnswer drops the child's X-Request-Id (ours is already set) and every CORS header it
 // sent (llama-server echoes any Origin, and answers none with an empty Allow-Origin): the cors
 // middleware alone decides what a browser may read. A stream gets the opening the child left out
 // (repair.go). When the client already got an SSE response (loading progress), an error status
 // from the child becomes an SSE error event.
-func (rt *Server) modifyResponse(resp *http.Response) error {
+func (rt *Server) childAnswer(resp *http.Response) {
 	resp.Header.Del(requestIDHeader)
 	dropCORS(resp.Header)
 	t := targetFrom(resp.Request)
@@ -69,7 +69,7 @@ func (rt *Server) modifyResponse(resp *http.Response) error {
 		repairStream(resp, t.model, id)
 	}
 	if t == nil || !t.early || resp.StatusCode < 300 {
-		return nil
+		return
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
@@ -77,7 +77,6 @@ func (rt *Server) modifyResponse(resp *http.Response) error {
 	resp.Body = io.NopCloser(bytes.NewReader(ev))
 	resp.ContentLength = int64(len(ev))
 	resp.Header.Del("Content-Length")
-	return nil
 }
 
 // dropCORS deletes every Access-Control-* header of h.

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-)
 
-var errBusy = errors.New("locked by another process")
+	"github.com/llamatray/llamatray/router/atomicfile"
+)
 
 // blobLocks serializes downloads of one blob within this process (two quants may share a
 // projector); lockBlob adds the lock file other programs use.
@@ -45,11 +45,11 @@ func lockBlob(ctx context.Context, root *os.Root, repo, sha string) (func(), err
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		err := tryLock(f)
+		err := atomicfile.TryLock(f)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, errBusy) {
+		if !errors.Is(err, atomicfile.ErrBusy) {
 			f.Close()
 			m.Unlock()
 			return nil, fmt.Errorf("locking %s: %w", path, err)

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -18,6 +17,8 @@ import (
 
 	gmem "github.com/shirou/gopsutil/v4/mem"
 	"github.com/shirou/gopsutil/v4/process"
+
+	"github.com/llamatray/llamatray/router/envconfig"
 )
 
 // GPU is one GPU's memory.
@@ -53,18 +54,14 @@ type Probe interface {
 	ProcessVRAM(ctx context.Context) (map[int]int64, error)
 }
 
-// Machine is the real machine's probe; with LLAMATRAY_SIM_MACHINE set (SimEnv), the simulated
+// Machine is the real machine's probe; with LLAMATRAY_SIM_MACHINE set (envconfig.SimMachine), the simulated
 // machine it describes.
 func Machine() Probe {
-	if path := os.Getenv(SimEnv); path != "" {
+	if path := envconfig.SimMachine.Get(); path != "" {
 		return Sim(path)
 	}
 	return machine{smi: findSMI(), nv: loadNVML()}
 }
-
-// NVMLEnv names the NVML library to load instead of the driver's (libnvidia-ml.so.1, nvml.dll):
-// a path, as tests use for a stand-in.
-const NVMLEnv = "LLAMATRAY_NVML_LIB"
 
 // nvmlLoaded keeps each NVML library loaded and initialised once per process, by path.
 var nvmlLoaded struct {
@@ -72,10 +69,10 @@ var nvmlLoaded struct {
 	libs map[string]*nvmlLib
 }
 
-// loadNVML loads and initialises NVML (NVMLEnv, else the driver's); nil when it is not there or
+// loadNVML loads and initialises NVML (envconfig.NVMLLib, else the driver's); nil when it is not there or
 // fails to start (no NVIDIA driver), and then nvidia-smi is asked instead.
 func loadNVML() *nvmlLib {
-	path := os.Getenv(NVMLEnv)
+	path := envconfig.NVMLLib.Get()
 	if path == "" {
 		path = nvmlDefault
 	}

@@ -12,6 +12,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/llamatray/llamatray/router/envconfig"
 )
 
 // fakeNVML compiles the NVML stand-in of the test bed (router/testbed/fakenvml) into dir, or skips
@@ -67,11 +69,11 @@ func TestNVMLProbe(t *testing.T) {
 	}{
 		{"NVML", nil, fromNVML},
 		{"NVML does not start: nvidia-smi", []string{"FAKE_NVML_INIT=9"}, fromSMI},
-		{"no NVML: nvidia-smi", []string{NVMLEnv + "=" + filepath.Join(dir, "missing.so")}, fromSMI},
+		{"no NVML: nvidia-smi", []string{string(envconfig.NVMLLib) + "=" + filepath.Join(dir, "missing.so")}, fromSMI},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestNVMLHelper$", "-test.v")
-			cmd.Env = append(os.Environ(), nvmlHelperEnv+"=1", SimEnv+"=", "PATH="+bin+":"+os.Getenv("PATH"), NVMLEnv+"="+lib,
+			cmd.Env = append(os.Environ(), nvmlHelperEnv+"=1", string(envconfig.SimMachine)+"=", "PATH="+bin+":"+os.Getenv("PATH"), string(envconfig.NVMLLib)+"="+lib,
 				"FAKE_NVML_GPUS=NVIDIA GeForce RTX 4090:24564:20000;NVIDIA RTX A4000:16376:1234")
 			cmd.Env = append(cmd.Env, c.env...)
 			out, err := cmd.CombinedOutput()

@@ -13,10 +13,10 @@ import (
 	"github.com/llamatray/llamatray/router/atomicfile"
 )
 
-// SimEnv names a simulated machine's description file. When it is set, Machine's probe reads the
-// machine from it instead of measuring this one, and the fake llama-server (router/testbed/fakellama)
-// books what it holds per device there: a 24 GB GPU, two GPUs or an Apple-silicon Mac, on any machine.
-const SimEnv = "LLAMATRAY_SIM_MACHINE"
+// A simulated machine's description file (envconfig.SimMachine): when it is set, Machine's probe
+// reads the machine from it instead of measuring this one, and the fake llama-server
+// (router/testbed/fakellama) books what it holds per device there: a 24 GB GPU, two GPUs or an
+// Apple-silicon Mac, on any machine.
 
 // SimMachine is a simulated machine's description (JSON):
 //

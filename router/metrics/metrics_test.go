@@ -10,8 +10,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/llamatray/llamatray/router/engine"
-	"github.com/llamatray/llamatray/router/metrics/metricstest"
 	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/testbed/metricstest"
 )
 
 // fakeSource is a Source with fixed models and budget and a subscription the test feeds.

@@ -8,7 +8,8 @@ import (
 	"github.com/llamatray/llamatray/router/download"
 )
 
-// ErrTooLarge is matched when a download is larger than its release lists, or an archive unpacks to
+// ErrTooLarge is matched when an answer of the API is larger than Client.MaxBody, a download is larger
+// than its release lists, or an archive unpacks to
 // more than an install accepts (see Installer.MaxUnpacked).
 var ErrTooLarge = download.ErrTooLarge
 

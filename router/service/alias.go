@@ -44,14 +44,12 @@ func (s *Service) SetAlias(name, alias string, add bool) error {
 // saveAlias records the alias change in the configuration in force and in its file, through the
 // one writer (edit.go). The alias holds for this run even when the file cannot be written.
 func (s *Service) saveAlias(id, alias string, add bool) error {
-	s.saveMu.Lock()
-	defer s.saveMu.Unlock()
-	_, cfg, err := s.changed(func(c *config.Config) error {
+	refused, notSaved := s.keep(func(c *config.Config) error {
 		m, _ := c.Section(id)
 		has := slices.Contains(m.Aliases, alias)
 		switch {
 		case add && has:
-			return errUnchanged
+			return config.ErrUnchanged
 		case add:
 			m.Aliases = append(m.Aliases, alias)
 		case !has:
@@ -62,18 +60,13 @@ func (s *Service) saveAlias(id, alias string, add bool) error {
 		*c = c.WithSection(id, m)
 		return nil
 	})
-	if errors.Is(err, errUnchanged) {
-		return nil
-	}
-	if err != nil {
-		if errors.Is(err, ErrNotAlias) {
-			return err
-		}
-		return fmt.Errorf("%s: %w", alias, err)
-	}
-	s.setConfig(cfg)
-	if err := s.save(cfg); err != nil {
-		return fmt.Errorf("the alias %s of %s holds for this run, but %w", alias, id, err)
+	switch {
+	case errors.Is(refused, ErrNotAlias):
+		return refused
+	case refused != nil:
+		return fmt.Errorf("%s: %w", alias, refused)
+	case notSaved != nil:
+		return fmt.Errorf("the alias %s of %s holds for this run, but %w", alias, id, notSaved)
 	}
 	return nil
 }

@@ -1,12 +1,11 @@
 package service
 
-// One writer for the configuration: a window's save, a pin and an alias each change the
-// configuration in force at the time, under saveMu, and the file is written from there, so that no
-// change made meanwhile is dropped by a save of an older copy.
+// One writer for the configuration (config.Writer): a window's save, a pin and an alias each change
+// the configuration in force at the time, under the writer's lock, and the file is written from
+// there, so that no change made meanwhile is dropped by a save of an older copy.
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,64 +14,59 @@ import (
 	"github.com/llamatray/llamatray/router/config"
 )
 
-// errUnchanged is returned by a change that finds the configuration already as it wants it:
-// nothing is saved or applied.
-var errUnchanged = errors.New("configuration unchanged")
-
-// Edit changes the configuration in force and its file. Under saveMu, change runs on a copy of
-// the configuration in force (Clone), and the result is validated, saved to the configuration
-// file (when the service has one) and applied live as Apply applies it. When change fails, or the
-// result does not validate or cannot be saved, nothing changes and the error says why. A change
-// of the model folders, of scan_default_dirs or of any model's variants or aliases is rescanned
-// before Edit returns, so that a name the change made resolves (and a name it took away no longer
-// does) once it has; other changes are rescanned in the background, for the estimates.
+// Edit changes the configuration in force and its file, through the configuration's one writer
+// (config.Writer.Edit): change runs on a copy of the configuration in force, and the result is
+// validated, saved to the configuration file (when the service has one) and applied live. When
+// change fails, or the result does not validate or cannot be saved, nothing changes and the error
+// says why. A change of the model folders, of scan_default_dirs or of any model's variants or
+// aliases is rescanned before Edit returns, so that a name the change made resolves (and a name it
+// took away no longer does) once it has; other changes are rescanned in the background, for the
+// estimates.
 //
 // A change is a function rather than a whole configuration so that what others changed since the
 // caller last read the configuration (a pin through the API, an alias, another window) survives.
 func (s *Service) Edit(change func(*config.Config) error) error {
-	s.saveMu.Lock()
-	defer s.saveMu.Unlock()
-	old, cfg, err := s.changed(change)
-	if errors.Is(err, errUnchanged) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := s.save(cfg); err != nil {
-		return fmt.Errorf("not saved, nor applied: %w", err)
-	}
-	return s.apply(old, cfg)
+	return s.file.Edit(s.inForce, s.thenPresets(change), func(old, cfg config.Config) error {
+		if err := s.file.Save(cfg); err != nil {
+			return fmt.Errorf("not saved, nor applied: %w", err)
+		}
+		return s.apply(old, cfg)
+	})
 }
 
-// changed runs change on a copy of the configuration in force and validates the result. The
-// caller holds saveMu, so the configuration in force is still old when it puts cfg in force.
-func (s *Service) changed(change func(*config.Config) error) (old, cfg config.Config, err error) {
-	old = s.config()
-	cfg = old.Clone()
-	if err := change(&cfg); err != nil {
-		return old, old, err
-	}
-	if cfg, err = s.presetsFor(old, cfg); err != nil {
-		return old, old, err
-	}
-	if err := cfg.Validate(); err != nil {
-		return old, old, fmt.Errorf("configuration: %w", err)
-	}
-	return old, cfg, nil
+// keep changes the configuration in force and its file for a pin or an alias, which the engine and
+// the catalog take in by themselves: the change holds for this run even when the file cannot be
+// written (notSaved says why). refused is the error of a change refused, which changed nothing.
+func (s *Service) keep(change func(*config.Config) error) (refused, notSaved error) {
+	refused = s.file.Edit(s.inForce, s.thenPresets(change), func(_, cfg config.Config) error {
+		s.mu.Lock()
+		s.cfg = cfg
+		s.mu.Unlock()
+		notSaved = s.file.Save(cfg)
+		return nil
+	})
+	return refused, notSaved
 }
 
-// save writes cfg to the configuration file, when the service has one: the one place the file is
-// written. The caller holds saveMu.
-func (s *Service) save(cfg config.Config) error {
-	if s.o.ConfigPath == "" {
+// thenPresets is change followed by the preset file read again when the change names another one
+// (presetsFor), for the writer's Edit: the configuration in force is still the old one under its lock.
+func (s *Service) thenPresets(change func(*config.Config) error) func(*config.Config) error {
+	return func(cfg *config.Config) error {
+		old := s.config()
+		if err := change(cfg); err != nil {
+			return err
+		}
+		withPresets, err := s.presetsFor(old, *cfg)
+		if err != nil {
+			return err
+		}
+		*cfg = withPresets
 		return nil
 	}
-	if err := cfg.Save(s.o.ConfigPath); err != nil {
-		return fmt.Errorf("saving the configuration: %w", err)
-	}
-	return nil
 }
+
+// inForce is the configuration in force, for the writer.
+func (s *Service) inForce() (config.Config, error) { return s.config(), nil }
 
 // renamed moves, in the configuration in force, the settings of models the catalog renamed (a
 // model pulled as ORG/REPO:QUANT, named by its file before) from their old IDs to the new ones
@@ -95,16 +89,8 @@ func (s *Service) renamed(r map[string]string) {
 	}
 }
 
-// setConfig puts cfg in force without applying anything else: for a pin or an alias, which the
-// engine and the catalog take in by themselves.
-func (s *Service) setConfig(cfg config.Config) {
-	s.mu.Lock()
-	s.cfg = cfg
-	s.mu.Unlock()
-}
-
 // apply puts cfg, validated, in force in place of old: catalog folders rescanned, engine limits
-// updated, the listener restarted only when the listen address changed. The caller holds saveMu.
+// updated, the listener restarted only when the listen address changed. The caller holds the writer's lock.
 func (s *Service) apply(old, cfg config.Config) error {
 	defer s.disc.poke() // discover and advertise, and the listener (moved below), read again
 	ls := s.LlamaServer()

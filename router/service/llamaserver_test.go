@@ -57,7 +57,7 @@ func TestDailyUpdate(t *testing.T) {
 	}
 
 	cfg.LlamaServerUpdate = true
-	if err := svc.Apply(cfg); err != nil {
+	if err := svc.Edit(func(c *config.Config) error { *c = cfg.Clone(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	go svc.updateDaily(ctx, 0, time.Hour)

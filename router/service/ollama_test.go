@@ -47,7 +47,7 @@ func TestOllamaPort(t *testing.T) {
 
 	off := svc.Config()
 	off.OllamaPort = false
-	if err := svc.Apply(off); err != nil {
+	if err := svc.Edit(func(c *config.Config) error { *c = off.Clone(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := net.DialTimeout("tcp", ollamaAddr, time.Second); err == nil {
@@ -62,7 +62,7 @@ func TestOllamaPort(t *testing.T) {
 	defer ln.Close()
 	on := svc.Config()
 	on.OllamaPort = true
-	if err := svc.Apply(on); err != nil {
+	if err := svc.Edit(func(c *config.Config) error { *c = on.Clone(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.OllamaListen(); err == nil || !strings.Contains(err.Error(), "is Ollama itself running") {

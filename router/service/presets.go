@@ -44,25 +44,30 @@ func (s *Service) presetsFor(old, cfg config.Config) (config.Config, error) {
 }
 
 // reloadPresets reads the preset file again, when it changed or when forced (GET /models?reload=1),
-// and applies it: the models it adds, settings, aliases and tags. A file that does not read leaves
-// the presets in force as they were, and the error says why.
+// and applies it through the configuration's writer (the file itself is not written): the models it
+// adds, settings, aliases and tags. A file that does not read leaves the presets in force as they
+// were, and the error says why.
 func (s *Service) reloadPresets(ctx context.Context, force bool) error {
-	s.saveMu.Lock()
-	defer s.saveMu.Unlock()
-	old := s.config()
-	if old.Presets == "" || !force && !old.PresetChanged() {
+	if old := s.config(); old.Presets == "" || !force && !old.PresetChanged() {
 		return nil
 	}
-	cfg, err := s.withPresets(ctx, old)
-	if err != nil {
-		if msg := err.Error(); msg != s.presetErr {
-			s.presetErr = msg
-			s.log.Warn("preset file not read; the presets in force stay", "err", err)
+	err := s.file.Edit(s.inForce, func(cfg *config.Config) error {
+		if cfg.Presets == "" {
+			return config.ErrUnchanged
 		}
-		return fmt.Errorf("presets: %w", err)
-	}
-	s.presetErr = ""
-	if err := s.apply(old, cfg); err != nil {
+		withPresets, err := s.withPresets(ctx, *cfg)
+		if err != nil {
+			if msg := err.Error(); msg != s.presetErr {
+				s.presetErr = msg
+				s.log.Warn("preset file not read; the presets in force stay", "err", err)
+			}
+			return fmt.Errorf("presets: %w", err)
+		}
+		s.presetErr = ""
+		*cfg = withPresets
+		return nil
+	}, s.apply)
+	if err != nil {
 		return err
 	}
 	return s.rescan(ctx)

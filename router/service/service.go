@@ -19,6 +19,7 @@ import (
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/front"
 	"github.com/llamatray/llamatray/router/httpapi"
 	"github.com/llamatray/llamatray/router/hub"
@@ -53,12 +54,6 @@ const DefaultIdleTimeout = 2 * time.Minute
 // readHeaderTimeout is how long a client may take to send a request's headers.
 const readHeaderTimeout = 30 * time.Second
 
-// Environment variables that set Options.IdleTimeout and Options.BodyTimeout, as Go durations.
-const (
-	IdleTimeoutEnv = "LLAMATRAY_IDLE_TIMEOUT"
-	BodyTimeoutEnv = "LLAMATRAY_BODY_TIMEOUT"
-)
-
 // LlamaServer says which llama-server binary is used.
 type LlamaServer struct {
 	Path    string // "" when none was found
@@ -84,7 +79,7 @@ type Service struct {
 	gpu     bool
 	// installer installs llama.cpp release builds (router/releases)
 	installer *releases.Installer
-	// activity is every model's last hour of requests; it outlives the routers Apply replaces
+	// activity is every model's last hour of requests; it outlives the routers Edit replaces
 	activity *activity.Recorder
 	// metrics are GET /metrics' counters, fed by every router and by the engine's events; they too
 	// outlive the routers, so a settings change resets no counter. Set in New, before any goroutine.
@@ -96,11 +91,12 @@ type Service struct {
 	workers     *workerLinks // the links to [workers.NAME] (workers.go); opened by Start
 	lend        *lender      // this machine lent to other Llamatrays (lend.go); started by Start
 
-	// saveMu serializes the writes of the configuration file, so that a later change is never
-	// overwritten by an earlier one. It guards the file, not memory, and is the one lock held
-	// across I/O; only mu is taken under it, briefly.
-	saveMu    sync.Mutex
-	presetErr string     // the last preset file error logged (presets.go); guarded by saveMu
+	// file is the configuration's one writer (config.Writer): its lock serializes the changes of
+	// the configuration file, so that a later change is never overwritten by an earlier one. It is
+	// held across I/O (the save, and Edit's rescan, exec of llama-server and listener restart); only
+	// mu is taken under it, briefly.
+	file      config.Writer
+	presetErr string     // the last preset file error logged (presets.go); set only within the writer's Edit, under its lock
 	mu        sync.Mutex // guards cfg, llama, srv, addr, listenErr, cancel and ollama
 	cfg       config.Config
 	llama     LlamaServer
@@ -167,9 +163,10 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	if o.Memory == nil {
 		o.Memory = mem.Machine()
 	}
-	o.IdleTimeout = timeoutOf(o.IdleTimeout, IdleTimeoutEnv, DefaultIdleTimeout, o.Logger)
-	o.BodyTimeout = timeoutOf(o.BodyTimeout, BodyTimeoutEnv, httpapi.DefaultBodyTimeout, o.Logger)
+	o.IdleTimeout = timeoutOf(o.IdleTimeout, envconfig.IdleTimeout, DefaultIdleTimeout, o.Logger)
+	o.BodyTimeout = timeoutOf(o.BodyTimeout, envconfig.BodyTimeout, httpapi.DefaultBodyTimeout, o.Logger)
 	s := &Service{o: o, log: o.Logger, cfg: cfg, started: time.Now(), activity: activity.New(0, 0)}
+	s.file.Path = o.ConfigPath
 	// GPUs are named after llama-server's devices, and devices only it sees are added.
 	s.o.Memory = mem.Named(o.Memory, func() string { return s.LlamaServer().Path })
 	s.detectGPU()
@@ -395,11 +392,11 @@ func (s *Service) newHTTPServer() *front.Server {
 
 // timeoutOf is set when it is not zero, else the duration in the environment variable env, else def.
 // A variable that is not a positive duration is reported and ignored.
-func timeoutOf(set time.Duration, env string, def time.Duration, log *slog.Logger) time.Duration {
+func timeoutOf(set time.Duration, env envconfig.Var, def time.Duration, log *slog.Logger) time.Duration {
 	if set != 0 {
 		return set
 	}
-	v := os.Getenv(env)
+	v := env.Get()
 	if v == "" {
 		return def
 	}

@@ -4,7 +4,6 @@ package service
 // estimate parameters that match them; a new configuration applied live; pins saved.
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -125,46 +124,22 @@ func (s *Service) SetPinned(name string, pinned bool) error {
 // savePinned records a pin in the configuration in force and in its file, through the one writer
 // (edit.go). The pin holds for this run even when the file cannot be written.
 func (s *Service) savePinned(id string, pinned bool) error {
-	s.saveMu.Lock()
-	defer s.saveMu.Unlock()
-	_, cfg, err := s.changed(func(c *config.Config) error {
+	refused, notSaved := s.keep(func(c *config.Config) error {
 		m, _ := c.Section(id) // a variant's pin is its own
 		if m.Pinned == pinned {
-			return errUnchanged
+			return config.ErrUnchanged
 		}
 		m.Pinned = pinned
 		*c = c.WithSection(id, m)
 		return nil
 	})
-	if errors.Is(err, errUnchanged) {
-		return nil
+	if refused != nil {
+		return fmt.Errorf("%s is pinned for this run, but the configuration refused it: %w", id, refused)
 	}
-	if err != nil {
-		return fmt.Errorf("%s is pinned for this run, but the configuration refused it: %w", id, err)
-	}
-	s.setConfig(cfg)
-	if err := s.save(cfg); err != nil {
-		return fmt.Errorf("%s is pinned for this run, but %w", id, err)
+	if notSaved != nil {
+		return fmt.Errorf("%s is pinned for this run, but %w", id, notSaved)
 	}
 	return nil
-}
-
-// Apply validates and applies a whole new configuration live: catalog folders rescanned, engine
-// limits updated, the listener restarted only when the listen address changed. It does not save
-// the file; Edit changes the configuration and saves it. It waits for an Edit under way, and a
-// change of the folders, variants or aliases is rescanned before it returns, as Edit's.
-func (s *Service) Apply(cfg config.Config) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	s.saveMu.Lock()
-	defer s.saveMu.Unlock()
-	old := s.config()
-	cfg, err := s.presetsFor(old, cfg.Clone())
-	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	return s.apply(old, cfg)
 }
 
 // variantsOf is every model's variant names, by model ID, for the catalog.

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/update"
 	"github.com/llamatray/llamatray/router/wire"
 )
@@ -46,7 +47,7 @@ func (s *Service) CheckReleases(ctx context.Context) bool {
 		return false
 	}
 	v := s.version()
-	c := &update.Checker{UserAgent: "Llamatray/" + v}
+	c := &update.Checker{Client: releases.Client{UserAgent: "Llamatray/" + v}}
 	res, err := c.Check(ctx, v, cfg.UpdatePrerelease)
 	var w wire.Update
 	s.releases.mu.Lock()

@@ -106,7 +106,7 @@ func TestReleaseCheckInStatus(t *testing.T) {
 
 	c := svc.Config()
 	c.UpdatePrerelease = true
-	if err := svc.Apply(c); err != nil {
+	if err := svc.Edit(func(in *config.Config) error { *in = c.Clone(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	svc.CheckReleases(context.Background())
@@ -116,7 +116,7 @@ func TestReleaseCheckInStatus(t *testing.T) {
 
 	// Turned off, the result is gone from the status, and a check reads nothing.
 	c.UpdateCheck = false
-	if err := svc.Apply(c); err != nil {
+	if err := svc.Edit(func(in *config.Config) error { *in = c.Clone(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	n := gh.Lists()

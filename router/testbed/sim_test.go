@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/child"
+	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/mem"
 	"github.com/llamatray/llamatray/router/testbed"
 )
@@ -24,7 +25,7 @@ func TestFakeOnSimulatedMachine(t *testing.T) {
 	if err := os.WriteFile(machine, []byte(`{"name": "two 16 GB GPUs", "ram_mib": 65536, "gpus": [{"device": "CUDA0", "name": "GPU A", "mib": 16384}, {"device": "CUDA1", "name": "GPU B", "mib": 16384}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(mem.SimEnv, machine)
+	t.Setenv(string(envconfig.SimMachine), machine)
 	out, err := exec.Command(bin, "--list-devices").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +84,7 @@ func simMachine(t *testing.T, desc string) string {
 	if err := os.WriteFile(machine, []byte(desc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(mem.SimEnv, machine)
+	t.Setenv(string(envconfig.SimMachine), machine)
 	return machine
 }
 

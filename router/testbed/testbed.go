@@ -7,6 +7,7 @@ package testbed
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -200,19 +201,33 @@ func FreePort(tb testing.TB) int {
 	return port
 }
 
+// Poll asks cond every interval until it holds (true), or until timeout has passed (0: no timeout)
+// or ctx ends (false). It is the one poll loop of the tests and the harnesses; WaitFor is it for a
+// test.
+func Poll(ctx context.Context, timeout, interval time.Duration, cond func() bool) bool {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
 // WaitFor polls cond every 10ms until it returns true, or fails the test
 // with msg once timeout has elapsed.
 func WaitFor(tb testing.TB, timeout time.Duration, msg string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting for %s", timeout, msg)
-			return
-		}
-		<-tick.C
+	if !Poll(context.Background(), timeout, 10*time.Millisecond, cond) {
+		tb.Fatalf("timed out after %s waiting for %s", timeout, msg)
 	}
 }
 

@@ -21,25 +21,21 @@
 package update
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"strings"
 	"time"
 
-	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/envconfig"
+	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
 // DefaultURL is Llamatray's releases collection in GitHub's REST API.
 const DefaultURL = "https://api.github.com/repos/llamatray/llamatray/releases"
 
-// URLEnv names the environment variable that replaces DefaultURL.
-const URLEnv = "LLAMATRAY_UPDATE_URL"
+// URLEnv names the environment variable that replaces DefaultURL (envconfig.UpdateURL).
+const URLEnv = string(envconfig.UpdateURL)
 
 // The bounds of one check.
 const (
@@ -53,130 +49,51 @@ const (
 )
 
 // ErrTooLarge is matched by the error of an answer larger than the checker accepts.
-var ErrTooLarge = errors.New("too large")
+var ErrTooLarge = releases.ErrTooLarge
 
 // Release is one published release of Llamatray.
 type Release struct {
 	Tag         string  // the Git tag, "v0.3.0"
 	Version     Version // the tag read as a version
 	Name        string  // the release's title
-	URL         string  // its page (html_url), where the installers are
+	URL         string  // its page, where the installers are: only a safe link (releases.Client.Link)
 	Prerelease  bool    // GitHub marks it so, or its tag has a pre-release part
 	PublishedAt time.Time
 }
 
-// ghRelease is the part of GitHub's release object read here.
-type ghRelease struct {
-	TagName     string    `json:"tag_name"`
-	Name        string    `json:"name"`
-	HTMLURL     string    `json:"html_url"`
-	Draft       bool      `json:"draft"`
-	Prerelease  bool      `json:"prerelease"`
-	PublishedAt time.Time `json:"published_at"`
-}
-
-// Checker reads the releases list. Its zero value reads URL() with the default bounds.
+// Checker reads the releases list through the one GitHub client. Its zero value reads URL() with
+// the default bounds (DefaultTimeout, DefaultMaxBody).
 type Checker struct {
-	URL       string        // the releases collection; "" → URL()
-	HTTP      *http.Client  // nil → http.DefaultClient (the check's own timeout applies either way)
-	Timeout   time.Duration // bounds one check; 0 → DefaultTimeout
-	MaxBody   int64         // the largest answer accepted; 0 → DefaultMaxBody
-	UserAgent string        // "" → "Llamatray"
+	releases.Client
 }
 
 // URL returns $LLAMATRAY_UPDATE_URL, else DefaultURL.
 func URL() string {
-	if v := strings.TrimSpace(os.Getenv(URLEnv)); v != "" {
-		return strings.TrimSuffix(v, "/")
-	}
-	return DefaultURL
+	return envconfig.UpdateURL.URL(DefaultURL)
 }
 
 // Releases lists the published releases whose tags are versions, drafts left out, in the list's
 // order (GitHub's: newest first).
 func (c *Checker) Releases(ctx context.Context) ([]Release, error) {
-	u := c.URL
-	if u == "" {
-		u = URL()
-	}
-	u = strings.TrimSuffix(u, "/") + fmt.Sprintf("?per_page=%d", perPage)
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	body, err := c.get(ctx, u)
+	gh := c.Client
+	gh.Base = cmp.Or(gh.Base, URL())
+	gh.Timeout = cmp.Or(gh.Timeout, DefaultTimeout)
+	gh.MaxBody = cmp.Or(gh.MaxBody, DefaultMaxBody)
+	gh.What = "Llamatray releases"
+	list, err := gh.List(ctx, perPage)
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("Llamatray releases: %s: no complete answer within %v: %w", u, timeout, ctx.Err())
-		}
 		return nil, err
-	}
-	var list []ghRelease
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("Llamatray releases: %s: not a list of releases: %w", u, err)
 	}
 	out := make([]Release, 0, len(list))
 	for _, r := range list {
 		v, err := ParseVersion(r.TagName)
-		if r.Draft || err != nil {
+		if err != nil {
 			continue
 		}
-		out = append(out, Release{Tag: r.TagName, Version: v, Name: r.Name, URL: r.HTMLURL,
+		out = append(out, Release{Tag: r.TagName, Version: v, Name: r.Name, URL: gh.Link(r),
 			Prerelease: r.Prerelease || v.Prerelease(), PublishedAt: r.PublishedAt})
 	}
 	return out, nil
-}
-
-func (c *Checker) get(ctx context.Context, u string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, fmt.Errorf("Llamatray releases: %w", err)
-	}
-	// The media type and API version GitHub's REST docs ask clients to send; GitHub refuses
-	// requests without a User-Agent.
-	req.Header.Set("Accept", "application/vnd.github+json")
-	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
-	ua := c.UserAgent
-	if ua == "" {
-		ua = "Llamatray"
-	}
-	req.Header.Set("User-Agent", ua)
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("Llamatray releases: %w", err)
-	}
-	defer resp.Body.Close()
-	limit := c.MaxBody
-	if limit <= 0 {
-		limit = DefaultMaxBody
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("Llamatray releases: reading %s: %w", u, err)
-	}
-	if int64(len(body)) > limit {
-		return nil, fmt.Errorf("Llamatray releases: %s: the answer is %w: more than %s", u, ErrTooLarge, config.HumanSize(limit))
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(body, &e)
-		if e.Message == "" {
-			e.Message = strings.TrimSpace(string(body))
-			if len(e.Message) > 200 {
-				e.Message = e.Message[:200] + "…"
-			}
-		}
-		return nil, fmt.Errorf("Llamatray releases: %s: HTTP %d: %s", u, resp.StatusCode, e.Message)
-	}
-	return body, nil
 }
 
 // Result is what a check found.

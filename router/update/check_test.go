@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/testbed/ghreleases"
 )
 
@@ -77,7 +78,7 @@ func standIn(t *testing.T) *ghreleases.Server {
 
 func TestCheckAgainstStandIn(t *testing.T) {
 	s := standIn(t)
-	c := &Checker{URL: s.Base, UserAgent: "Llamatray/0.3.0"}
+	c := &Checker{releases.Client{Base: s.Base, UserAgent: "Llamatray/0.3.0"}}
 	ctx := context.Background()
 
 	res, err := c.Check(ctx, "0.3.0", false)
@@ -155,7 +156,7 @@ func TestHostileAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := standIn(t)
 			tc.fault(s)
-			c := &Checker{URL: s.Base, Timeout: 300 * time.Millisecond, MaxBody: 1 << 20}
+			c := &Checker{releases.Client{Base: s.Base, Timeout: 300 * time.Millisecond, MaxBody: 1 << 20}}
 			start := time.Now()
 			res, err := c.Check(context.Background(), "0.3.0", false)
 			if err == nil {
@@ -181,9 +182,38 @@ func TestHostileAnswers(t *testing.T) {
 func TestEndlessBodyCutByTimeout(t *testing.T) {
 	s := standIn(t)
 	s.ListEndless.Store(true)
-	c := &Checker{URL: s.Base, Timeout: 200 * time.Millisecond, MaxBody: 64 << 20}
+	c := &Checker{releases.Client{Base: s.Base, Timeout: 200 * time.Millisecond, MaxBody: 64 << 20}}
 	_, err := c.Check(context.Background(), "0.3.0", false)
 	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("err = %v, want the deadline", err)
+	}
+}
+
+// A feed's html_url is shown only when it is https:// on the feed's own host; any other (a script,
+// plain http, a custom scheme, another host) gives way to the page built from the feed and the tag.
+func TestHostileLinks(t *testing.T) {
+	s := standIn(t)
+	host := strings.TrimPrefix(strings.TrimSuffix(s.Base, "/repos/"+ghreleases.LlamatrayRepo+"/releases"), "http://")
+	built := "http://" + host + "/" + ghreleases.LlamatrayRepo + "/releases/tag/v0.4.0"
+	for _, tc := range []struct{ htmlURL, want string }{
+		{"javascript:alert(document.cookie)", built},
+		{"JavaScript://" + host + "/%0aalert(1)", built},
+		{"http://" + host + "/elsewhere", built},
+		{"llamatray://install?url=https://evil.example/x.exe", built},
+		{"https://evil.example/" + ghreleases.LlamatrayRepo + "/releases/tag/v0.4.0", built},
+		{"https://" + host + "@evil.example/", built},
+		{"https://user@" + host + "/notes", built},
+		{"", built},
+		{"https://" + host + "/" + ghreleases.LlamatrayRepo + "/releases/tag/v0.4.0-notes", "https://" + host + "/" + ghreleases.LlamatrayRepo + "/releases/tag/v0.4.0-notes"},
+	} {
+		s.SetHTMLURL("v0.4.0", tc.htmlURL)
+		res, err := (&Checker{releases.Client{Base: s.Base}}).Check(context.Background(), "0.3.0", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := res.Wire()
+		if w.URL != tc.want || !strings.HasSuffix(w.Message, ": "+tc.want) {
+			t.Errorf("html_url %q: link %q, message %q; want %q", tc.htmlURL, w.URL, w.Message, tc.want)
+		}
 	}
 }

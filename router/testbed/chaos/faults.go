@@ -9,6 +9,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/mem"
+	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/bench/harness"
 )
 
@@ -132,7 +133,7 @@ func killBusyChild(ctx context.Context, eng *engine.Engine) (killInfo, error) {
 // still running.
 func waitGone(pids map[int]string, timeout time.Duration) map[int]string {
 	left := map[int]string{}
-	harness.WaitFor(timeout, func() bool {
+	testbed.Poll(context.Background(), timeout, 10*time.Millisecond, func() bool {
 		clear(left)
 		for pid, who := range pids {
 			if !harness.Gone(pid) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/bench/harness"
 )
 
@@ -148,10 +149,10 @@ func runChaos(ctx context.Context, p params) (_ *chaosRun, err error) {
 	run.reserve = int64(cfg.MemoryReserve)
 	// Under pressure Available reads below the reserve by the deficit, at most half the reserve.
 	run.deficit = min(p.pressureDeficit, run.reserve/2)
-	if err := w.svc.Apply(cfg); err != nil {
+	if err := w.svc.Edit(func(c *config.Config) error { *c = cfg.Clone(); return nil }); err != nil {
 		return nil, fmt.Errorf("applying the limit: %w", err)
 	}
-	if limit > 0 && !harness.WaitFor(10*time.Second, func() bool { return w.svc.Engine().Budget().Limit == limit }) {
+	if limit > 0 && !testbed.Poll(context.Background(), 10*time.Second, 10*time.Millisecond, func() bool { return w.svc.Engine().Budget().Limit == limit }) {
 		return nil, fmt.Errorf("the engine's budget is %d after applying memory_limit %d", w.svc.Engine().Budget().Limit, limit)
 	}
 	run.models = w.models
@@ -160,7 +161,7 @@ func runChaos(ctx context.Context, p params) (_ *chaosRun, err error) {
 
 	// Every lease must come back once the clients are done; abandoned streams are noticed by the
 	// server asynchronously, so give it a moment.
-	harness.WaitFor(15*time.Second, func() bool {
+	testbed.Poll(context.Background(), 15*time.Second, 10*time.Millisecond, func() bool {
 		for _, m := range w.svc.Engine().Models() {
 			if m.Active != 0 {
 				return false
@@ -245,14 +246,14 @@ func (run *chaosRun) drive(ctx context.Context, w *world) {
 	go func() {
 		defer wg.Done()
 		defer faultsDone.Store(true)
-		if !waitUntil(reqCtx, func() bool { return share(p.killAt) }) {
+		if !testbed.Poll(reqCtx, 0, 20*time.Millisecond, func() bool { return share(p.killAt) }) {
 			return
 		}
 		run.kill, run.killErr = killBusyChild(reqCtx, w.svc.Engine())
 		if run.killErr == nil {
 			fmt.Fprintf(p.progress, "chaos: SIGKILLed %s's child (pid %d, %d active) after %s\n", run.kill.model, run.kill.pid, run.kill.active, time.Since(run.wall).Round(time.Millisecond))
 		}
-		if !p.pressure || !waitUntil(reqCtx, func() bool { return share(p.pressureAt) }) {
+		if !p.pressure || !testbed.Poll(reqCtx, 0, 20*time.Millisecond, func() bool { return share(p.pressureAt) }) {
 			return
 		}
 		fmt.Fprintf(p.progress, "chaos: memory pressure for %s after %s\n", p.pressureFor, time.Since(run.wall).Round(time.Millisecond))
@@ -290,20 +291,6 @@ func states(w *world) string {
 		s += fmt.Sprintf("%s %s active %d queued %d; ", m.ID, m.State, m.Active, m.Queued)
 	}
 	return s
-}
-
-// waitUntil polls cond every 20 ms until it holds (true) or ctx ends (false).
-func waitUntil(ctx context.Context, cond func() bool) bool {
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-	}
-	return true
 }
 
 // clientBackoff is how long a client pauses after an error answer, as real clients do.

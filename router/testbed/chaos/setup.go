@@ -12,6 +12,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/mem"
+	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/bench/harness"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
@@ -113,7 +114,7 @@ func (w *world) learnFootprints(ctx context.Context, progress io.Writer) error {
 		if !r.OK() {
 			return fmt.Errorf("first load of %s: status %d %s %v %s", m.id, r.Status, r.Code, r.Err, r.Snippet)
 		}
-		if !harness.WaitFor(30*time.Second, func() bool { return w.svc.Status(m.id).LearnedBytes > 0 }) {
+		if !testbed.Poll(context.Background(), 30*time.Second, 10*time.Millisecond, func() bool { return w.svc.Status(m.id).LearnedBytes > 0 }) {
 			return fmt.Errorf("the engine learned no footprint for %s within 30 s", m.id)
 		}
 		m.learned = w.svc.Status(m.id).LearnedBytes

@@ -22,13 +22,14 @@ import (
 
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/mem"
 	"github.com/llamatray/llamatray/router/testbed/bench/harness"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
 
 // The simulated machines (-sim): the chaos mix on machines this one is not, with the fake
-// llama-server booking what it holds per device on a simulated machine (mem.SimEnv). Twenty
+// llama-server booking what it holds per device on a simulated machine (envconfig.SimMachine). Twenty
 // header-only models of 2–40 GB (sizes declared, not written), loads that take time in proportion
 // to their size, sleepers and pressure from other programs. Every sample checks: per-device memory
 // held ≤ that device's memory, no model with a lease stopping; every answer: no 503 for a request
@@ -130,8 +131,8 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 	if err := os.WriteFile(machine, b, 0o644); err != nil {
 		return res, err
 	}
-	os.Setenv(mem.SimEnv, machine) // the children inherit it
-	defer os.Unsetenv(mem.SimEnv)
+	os.Setenv(string(envconfig.SimMachine), machine) // the children inherit it
+	defer os.Unsetenv(string(envconfig.SimMachine))
 	for _, g := range m.Devices() {
 		res.budget[g.Device] = g.Total
 	}

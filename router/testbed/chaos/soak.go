@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/bench/harness"
 )
 
@@ -159,7 +160,7 @@ func settleGoroutines(c interface{ CloseIdleConnections() }, target int) int {
 	c.CloseIdleConnections()
 	last, since := -1, time.Now()
 	n := 0
-	harness.WaitFor(30*time.Second, func() bool {
+	testbed.Poll(context.Background(), 30*time.Second, 10*time.Millisecond, func() bool {
 		runtime.GC()
 		n = runtime.NumGoroutine()
 		if target >= 0 {

@@ -6,11 +6,12 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/mem"
 	"github.com/llamatray/llamatray/router/sched"
 )
 
-// simBuffers is what the fake holds on a simulated machine (mem.SimEnv): its weights and KV cache
+// simBuffers is what the fake holds on a simulated machine (envconfig.SimMachine): its weights and KV cache
 // split over the machine's GPUs by the layers -ngl offloads, in proportion to each GPU's memory
 // (llama.cpp's default layer split), the rest in RAM, plus a compute buffer on each device used.
 type simBuffers struct {
@@ -27,7 +28,7 @@ const simComputeMiB = 300
 
 // simBuffers reads the simulated machine; nil when there is none.
 func (s *server) simBuffers() *simBuffers {
-	path := os.Getenv(mem.SimEnv)
+	path := envconfig.SimMachine.Get()
 	if path == "" {
 		return nil
 	}
@@ -216,7 +217,7 @@ func listDevices(rpc []string) {
 	ends := connectRPC(rpc, nil)
 	fmt.Println("Available devices:")
 	var gpus []mem.GPU
-	if path := os.Getenv(mem.SimEnv); path != "" {
+	if path := envconfig.SimMachine.Get(); path != "" {
 		m, err := mem.LoadSimMachine(path)
 		if err != nil {
 			rawLog("fakellama: %v", err)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 func TestServe(t *testing.T) {
@@ -62,11 +64,6 @@ func TestServe(t *testing.T) {
 		t.Fatalf("hold -1: %q", a)
 	}
 	c.Close() // a client's holding ends with its connection
-	deadline := time.Now().Add(5 * time.Second)
-	for read().Held != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("still held after the client left: %+v", read())
-		}
-		time.Sleep(10 * time.Millisecond) // the server's goroutine sees the close on its own time
-	}
+	// The server's goroutine sees the close on its own time.
+	testbed.WaitFor(t, 5*time.Second, "the hold to end with the client's connection", func() bool { return read().Held == 0 })
 }

@@ -68,6 +68,20 @@ func (s *Server) SetFlags(tag string, draft, prerelease bool) bool {
 	return false
 }
 
+// SetHTMLURL makes the API list release tag with html_url u (a hostile feed's link: javascript:,
+// http:, another host). It reports whether the release exists.
+func (s *Server) SetHTMLURL(tag, u string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.releases {
+		if s.releases[i].TagName == tag {
+			s.releases[i].HTMLURL = u
+			return true
+		}
+	}
+	return false
+}
+
 // listFault counts a list request and answers it when a fault is on; it reports whether it did.
 func (s *Server) listFault(w http.ResponseWriter, r *http.Request) bool {
 	s.lists.Add(1)

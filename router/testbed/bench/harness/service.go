@@ -92,20 +92,6 @@ func (s *Service) ModelID(path string) (string, error) {
 	return "", fmt.Errorf("no model for %s in the catalog", path)
 }
 
-// WaitFor polls cond every 10 ms until it holds or timeout passes.
-func WaitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		<-tick.C
-	}
-	return true
-}
-
 // Status is one model's snapshot, or the zero value when it is unknown.
 func (s *Service) Status(id string) engine.ModelStatus {
 	st, _ := s.Engine().Model(id)
