@@ -37,7 +37,7 @@ func (e *Engine) reconcile(now time.Time) []action {
 // snapshot is the state sched.Plan decides over; queue is e.queue's copy whose indexes its steps
 // use. Called with mu held.
 func (e *Engine) snapshot(now time.Time, queue []*waiter) sched.State {
-	s := sched.State{Now: now, Room: e.room(), Limits: e.limits(), FairWait: e.o.FairWait, Devices: len(e.gpus())}
+	s := sched.State{Now: now, Room: e.room(), Limits: e.limits(), FairWait: e.o.FairWait, Linger: linger, Devices: len(e.gpus())}
 	for i, g := range e.gpus() {
 		if i < sched.MaxGPUs {
 			s.DeviceFree[i] = g.Free
@@ -73,6 +73,11 @@ func (e *Engine) snapshot(now time.Time, queue []*waiter) sched.State {
 	}
 	return s
 }
+
+// linger is how long a loaded model that went idle while a load for another waited is kept for its
+// clients' next requests before it is swapped out (sched.Plan 5.7 e; fair_wait bounds it): clients
+// that send back to back are back within milliseconds, and each swap it spares costs a load.
+const linger = 500 * time.Millisecond
 
 // phase is a state as the scheduler sees it.
 func phase(s State) sched.Phase {
