@@ -174,28 +174,21 @@ func (e *Engine) limits() sched.Room {
 
 // grantWaiters hands every waiter of m a lease, in FIFO order. Called with mu held.
 func (e *Engine) grantWaiters(m *model, now time.Time) {
-	kept := e.queue[:0]
-	for _, w := range e.queue {
-		if w.model == m.id {
-			e.answer(w, result{lease: e.grant(m, now)})
-			continue
-		}
-		kept = append(kept, w)
-	}
-	n := len(e.queue) - len(kept)
-	clear(e.queue[len(kept):])
-	e.queue = kept
-	if n > 0 {
-		e.queueChanged(m.id)
-	}
+	e.answerWaiters(m, func() result { return result{lease: e.grant(m, now)} })
 }
 
 // failWaiters ends every waiter of m with err. Called with mu held.
 func (e *Engine) failWaiters(m *model, err error) {
+	e.answerWaiters(m, func() result { return result{err: err} })
+}
+
+// answerWaiters takes every waiter of m out of the queue, in FIFO order, and answers each with what
+// r gives it. Called with mu held.
+func (e *Engine) answerWaiters(m *model, r func() result) {
 	kept := e.queue[:0]
 	for _, w := range e.queue {
 		if w.model == m.id {
-			e.answer(w, result{err: err})
+			e.answer(w, r())
 			continue
 		}
 		kept = append(kept, w)
