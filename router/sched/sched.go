@@ -344,15 +344,20 @@ func Drain(views []View, need Mem, room Room, self string) (drain []string, ok b
 	return nil, false
 }
 
-// Pressure picks idle (no lease, no queued request), unpinned models to unload, least recently used first, until what they hold
-// covers deficit (RAM the system is short of its reserve). It returns what it picked and what they
-// hold together; when every idle model is not enough, it returns them all.
-func Pressure(views []View, deficit int64) ([]string, int64) {
-	if deficit <= 0 {
-		return nil, 0
+// Pressure picks idle (no lease, no queued request), unpinned models to unload, least recently used
+// first, when the system is short bytes of RAM below its reserve: until what they hold covers the
+// deficit, what is short less what the models already stopping hold. It returns what it picked, the
+// deficit and what they hold together; when every idle model is not enough, it returns them all.
+func Pressure(views []View, short int64) (ids []string, deficit, freed int64) {
+	deficit = short
+	for _, v := range views {
+		if v.Phase == Stopping {
+			deficit -= v.Held.RAM
+		}
 	}
-	var ids []string
-	var freed int64
+	if short <= 0 || deficit <= 0 {
+		return nil, deficit, 0
+	}
 	for _, v := range Idle(views, "") {
 		if freed >= deficit {
 			break
@@ -360,7 +365,7 @@ func Pressure(views []View, deficit int64) ([]string, int64) {
 		ids = append(ids, v.ID)
 		freed += v.Held.RAM
 	}
-	return ids, freed
+	return ids, deficit, freed
 }
 
 // Excess picks idle models to stop, least recently used first, until the models that stay (all but
