@@ -53,6 +53,7 @@ type options struct {
 	swapEach    int
 	swapRounds  int
 	swapRooms   []int
+	swapModels  string
 }
 
 func main() {
@@ -135,6 +136,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.swapClients, "swap-clients", 6, "with -swap: clients sending at once")
 	fs.IntVar(&o.swapEach, "swap-each", 8, "with -swap: requests each client sends, one after the other")
 	fs.IntVar(&o.swapRounds, "swap-rounds", 1, "with -swap: rounds, each system going first in turn")
+	fs.StringVar(&o.swapModels, "swap-models", "", "with -swap: keep the models in this folder and use those already there (default: written into the temporary folder)")
 	rooms := fs.String("swap-rooms", "1,2", "with -swap: room for this many models, each in turn (comma separated)")
 	cells := fs.String("cells", "", "only these load cells, comma separated MODE/C (e.g. \"json/8,stream/8\"); default all")
 	if err := fs.Parse(args); err != nil {

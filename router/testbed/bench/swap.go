@@ -72,6 +72,9 @@ func runSwap(ctx context.Context, o options) (swapReport, error) {
 	}
 	defer cleanup()
 	f := peerFiles{dir: filepath.Join(tmp, "models")}
+	if o.swapModels != "" {
+		f.dir = o.swapModels // kept between runs: writing 3 GB of random weights takes minutes
+	}
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
 		return r, err
 	}
@@ -81,6 +84,9 @@ func runSwap(ctx context.Context, o options) (swapReport, error) {
 	for i, p := range []*string{&f.a, &f.b, &f.c} {
 		name := fmt.Sprintf("swap-%c", 'a'+i)
 		*p = filepath.Join(f.dir, name+".gguf")
+		if _, err := os.Stat(*p); err == nil && o.swapModels != "" {
+			continue
+		}
 		progress("writing " + *p)
 		if err := ggufwrite.WriteLlama(*p, ggufwrite.LlamaOptions{Width: width, Blocks: blocks, Seed: int64(i + 1), Name: name}); err != nil {
 			return r, err
@@ -104,8 +110,8 @@ func runSwap(ctx context.Context, o options) (swapReport, error) {
 	if err != nil {
 		return r, err
 	}
+	// The router this is measured against first, the slow serial spawner last.
 	starts := []func(room int) (*swapSystem, error){
-		func(room int) (*swapSystem, error) { return startSpawner(o.llamaServer, room, tmp), nil },
 		func(room int) (*swapSystem, error) {
 			g := f
 			g.room = room
@@ -114,13 +120,14 @@ func runSwap(ctx context.Context, o options) (swapReport, error) {
 		func(room int) (*swapSystem, error) {
 			g := f
 			g.room = room
-			return fromPeer(startLlamaSwap(ctx, o.llamaSwap, o.llamaServer, g, tmp))
+			return fromPeer(startLlamatrayPeer(ctx, bin, o.llamaServer, g, tmp))
 		},
 		func(room int) (*swapSystem, error) {
 			g := f
 			g.room = room
-			return fromPeer(startLlamatrayPeer(ctx, bin, o.llamaServer, g, tmp))
+			return fromPeer(startLlamaSwap(ctx, o.llamaSwap, o.llamaServer, g, tmp))
 		},
+		func(room int) (*swapSystem, error) { return startSpawner(o.llamaServer, room, tmp), nil },
 	}
 	for round := range o.swapRounds {
 		for _, room := range o.swapRooms {
@@ -135,11 +142,14 @@ func runSwap(ctx context.Context, o options) (swapReport, error) {
 				sys.stop()
 				res.room, res.round = room, round+1
 				r.results = append(r.results, res)
-				progress(fmt.Sprintf("%s, room for %d: %d loads, %d/%d answered, %s, slowest %s", res.name, room, res.loads, len(res.lat), len(res.lat)+res.fails, secs(res.total), secs(slices.Max(append([]time.Duration{0}, res.lat...)))))
+				r.loadAvg = append(r.loadAvg[:1], "now "+harness.LoadAvg())
+				if err := r.write(o.out); err != nil { // what is measured so far is kept, should a later run not finish
+					return r, err
+				}
 			}
 		}
 	}
-	r.loadAvg = append(r.loadAvg, "end "+harness.LoadAvg())
+	r.loadAvg = append(r.loadAvg[:1], "end "+harness.LoadAvg())
 	return r, nil
 }
 

@@ -58,12 +58,19 @@ func mainSwap(ctx context.Context, o options) int {
 		return 1
 	}
 	fmt.Print(r.markdown())
-	if o.out != "" {
-		if err := harness.ReplaceSection(o.out, swapHeading, r.markdown()); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 1
-		}
-		fmt.Fprintln(os.Stderr, "bench: wrote", o.out)
+	if err := r.write(o.out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
 	}
 	return 0
+}
+
+// write puts the section into out ("": nowhere) and prints its table so far.
+func (r swapReport) write(out string) error {
+	md := r.markdown()
+	fmt.Fprint(os.Stderr, md[strings.Index(md, "| room |"):])
+	if out == "" {
+		return nil
+	}
+	return harness.ReplaceSection(out, swapHeading, md)
 }
