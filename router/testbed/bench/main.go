@@ -54,6 +54,8 @@ type options struct {
 	swapRounds  int
 	swapRooms   []int
 	swapModels  string
+	swapKeys    []string // more Llamatray settings
+	swapSystems string   // the systems to run, by name; "" all
 }
 
 func main() {
@@ -137,6 +139,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.swapEach, "swap-each", 8, "with -swap: requests each client sends, one after the other")
 	fs.IntVar(&o.swapRounds, "swap-rounds", 1, "with -swap: rounds, each system going first in turn")
 	fs.StringVar(&o.swapModels, "swap-models", "", "with -swap: keep the models in this folder and use those already there (default: written into the temporary folder)")
+	swapKeys := fs.String("swap-llamatray", "", "with -swap: more settings of Llamatray's config, `;` separated (e.g. 'fair_wait = \"2m\"; queue_timeout = \"10m\"')")
+	fs.StringVar(&o.swapSystems, "swap-systems", "", "with -swap: only these systems, comma separated (direct spawns, llama.cpp router, llama-swap, Llamatray); default all")
 	rooms := fs.String("swap-rooms", "1,2", "with -swap: room for this many models, each in turn (comma separated)")
 	cells := fs.String("cells", "", "only these load cells, comma separated MODE/C (e.g. \"json/8,stream/8\"); default all")
 	if err := fs.Parse(args); err != nil {
@@ -147,6 +151,11 @@ func parseFlags(args []string) (options, error) {
 		return o, err
 	}
 	o.routerEnv = strings.Fields(*routerEnv)
+	for _, k := range strings.Split(*swapKeys, ";") {
+		if k = strings.TrimSpace(k); k != "" {
+			o.swapKeys = append(o.swapKeys, k)
+		}
+	}
 	for _, f := range strings.Split(*rooms, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 || n > 2 {

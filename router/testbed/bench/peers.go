@@ -35,7 +35,8 @@ type peerFiles struct {
 	a, b, c    string
 	long       string // "" in the swap run
 	longTokens int
-	room       int // models loaded at once; 0: one
+	room       int      // models loaded at once; 0: one
+	keys       []string // more settings of Llamatray's config (the swap run's -swap-llamatray)
 }
 
 // files are the model files a router is given.
@@ -71,6 +72,15 @@ func writePeerModels(dir string) (peerFiles, error) {
 	return f, nil
 }
 
+// keysNote is ", `k = v`" for each more setting.
+func keysNote(keys []string) string {
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(", `" + k + "`")
+	}
+	return b.String()
+}
+
 // baseName is the model name llama.cpp's router and the llama-swap configuration give a file.
 func baseName(file string) string { return strings.TrimSuffix(filepath.Base(file), ".gguf") }
 
@@ -79,7 +89,7 @@ func startLlamatrayPeer(ctx context.Context, bin, llamaServer string, f peerFile
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	p, err := harness.StartProcess(ctx, bin, harness.ProcessConfig{ModelDir: f.dir, LlamaServer: llamaServer, Args: []string{"-t", "1"}, MaxLoaded: f.slots()}, dir)
+	p, err := harness.StartProcess(ctx, bin, harness.ProcessConfig{ModelDir: f.dir, LlamaServer: llamaServer, Args: []string{"-t", "1"}, MaxLoaded: f.slots(), Keys: f.keys}, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +103,7 @@ func startLlamatrayPeer(ctx context.Context, bin, llamaServer string, f peerFile
 		ids[file] = id
 	}
 	return &peer{name: "Llamatray", base: p.Base, model: func(file string) string { return ids[file] }, cpu: p.CPU, pid: p.PID, stop: p.Stop,
-		note: fmt.Sprintf("`llamatray serve`, `max_loaded = %d`, `[defaults] ctx_size = 2048, args = [\"-t\", \"1\"]`", f.slots())}, nil
+		note: fmt.Sprintf("`llamatray serve`, `max_loaded = %d`%s, `[defaults] ctx_size = 2048, args = [\"-t\", \"1\"]`", f.slots(), keysNote(f.keys))}, nil
 }
 
 func startLlamaCppRouter(ctx context.Context, llamaServer string, f peerFiles, tmp string) (*peer, error) {

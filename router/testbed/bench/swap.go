@@ -71,7 +71,7 @@ func runSwap(ctx context.Context, o options) (swapReport, error) {
 		return r, err
 	}
 	defer cleanup()
-	f := peerFiles{dir: filepath.Join(tmp, "models")}
+	f := peerFiles{dir: filepath.Join(tmp, "models"), keys: o.swapKeys}
 	if o.swapModels != "" {
 		f.dir = o.swapModels // kept between runs: writing 3 GB of random weights takes minutes
 	}
@@ -136,6 +136,10 @@ func runSwap(ctx context.Context, o options) (swapReport, error) {
 				sys, err := start(room)
 				if err != nil {
 					return r, err
+				}
+				if o.swapSystems != "" && !slices.Contains(strings.Split(o.swapSystems, ","), sys.name) {
+					sys.stop()
+					continue
 				}
 				progress(fmt.Sprintf("swap workload: %s, room for %d, round %d (load %s)", sys.name, room, round+1, harness.LoadAvg()))
 				res := runSwapWorkload(ctx, client, sys, f, params, o.swapClients, o.swapEach)
