@@ -16,7 +16,7 @@ DEB_BUILD := gcc pkg-config libgl1-mesa-dev xorg-dev
 DEB_TEST  := xvfb xauth dbus dbus-x11 imagemagick patchelf xdotool curl python3-gi gir1.2-dbusmenu-gtk3-0.4
 DEB_PKG   := nsis gcc-mingw-w64-x86-64 imagemagick file dpkg-dev rpm rpmlint shellcheck
 
-.PHONY: all build run deps deps-test deps-package test test-short e2e e2e-vulkan gpu-check llama-server llama-server-vulkan bench bench-draft bench-peers chaos chaos-small sim sim-small soak fuzz fuzz-hostile screenshot \
+.PHONY: all build run deps deps-test deps-package test test-short e2e e2e-vulkan gpu-check llama-server llama-server-vulkan bench bench-draft bench-peers bench-swap chaos chaos-small sim sim-small soak fuzz fuzz-hostile screenshot \
         package-linux package-windows package-macos lint-packaging check-packages clean wine test-windows \
         e2e-release release-snapshot release-dist check-release build-darwin build-headless vet-darwin vet-windows lint-workflows
 
@@ -140,6 +140,14 @@ gpu-check:
 bench-peers: llama-server deps build
 	@test -n "$(LLAMA_SWAP)" || { echo "bench-peers: set LLAMA_SWAP to a llama-swap binary: git clone https://github.com/mostlygeek/llama-swap && cd llama-swap && git checkout v250 && go build -ldflags '-X main.version=v250' -o llama-swap ."; exit 2; }
 	$(GO) run ./router/testbed/bench -peers -llama-server $(LLAMA_SERVER_BIN) -llama-swap "$(LLAMA_SWAP)" -nginx "$${NGINX:-$$(bash scripts/fetch-nginx.sh | tail -n1)}" -llamatray ./llamatray -duration 10s -out docs/benchmarks.md
+
+# Three models of 1.5 GB, room for one and for two, six clients sending 48 requests back to back through
+# direct spawns, llama.cpp's router, llama-swap and Llamatray: loads, time to first token, the slowest
+# request, the page-cache floor (the Swaps at real size section of docs/benchmarks.md). LLAMA_SWAP as
+# for bench-peers.
+bench-swap: llama-server deps build
+	@test -n "$(LLAMA_SWAP)" || { echo "bench-swap: set LLAMA_SWAP to a llama-swap binary (see bench-peers)"; exit 2; }
+	$(GO) run ./router/testbed/bench -swap -llama-server $(LLAMA_SERVER_BIN) -llama-swap "$(LLAMA_SWAP)" -llamatray ./llamatray -max-tokens 4 -out docs/benchmarks.md
 
 # The chaos mix on four simulated machines (24 GB NVIDIA + 64 GB RAM, two 16 GB GPUs, a 36 GB
 # Apple-silicon Mac, a 16 GB GPU with two 12 GB RPC workers) with the fake llama-server: figures

@@ -103,15 +103,23 @@ func (e *Engine) answerNow(id, name string, now time.Time) (r result, replan, an
 	if m == nil {
 		return result{err: &UnknownModelError{Name: name}}, true, true
 	}
-	if m.set.Refuse != "" && !m.state.Running() {
+	// The snapshot sched.Answer decides over: the model, and for a wake the running models and room.
+	sm := sched.Model{ID: id, Phase: phase(m.state), Removed: m.removed, Refused: m.set.Refuse != "", Draining: m.draining, Held: m.held, RetryAt: m.nextRetry}
+	var views []sched.View
+	var room sched.Room
+	if m.state == StateSleeping && len(e.queue) == 0 {
+		sm.Need, views, room = e.need(m), e.views(), e.room()
+	}
+	switch st := sched.Answer(sm, views, room, len(e.queue) > 0, now); {
+	case st.Op == sched.OpFail && st.Why == sched.FailRefused:
 		return result{err: refusal(m)}, true, true
-	}
-	loaded := m.state == StateLoaded // a lease on it changes no decision (settled); a wake does
-	if l := e.tryLease(m, now); l != nil {
-		return result{lease: l}, !(loaded && e.settled(m)), true
-	}
-	if m.state == StateFailed && now.Before(m.nextRetry) {
+	case st.Op == sched.OpFail:
 		return result{err: e.loadError(m)}, true, true
+	case st.Op == sched.OpAdmit: // a lease on a loaded model changes no decision (settled)
+		return result{lease: e.grant(m, now)}, !e.settled(m), true
+	case st.Op == sched.OpWake:
+		e.expectWake(m)
+		return result{lease: e.grant(m, now)}, true, true
 	}
 	return result{}, false, false
 }
@@ -223,29 +231,6 @@ func (e *Engine) leave(w *waiter) (r result, ok bool) {
 // retryAfter guesses when a slot may free up: the load timeout is too long; a few seconds is honest.
 func (e *Engine) retryAfter() time.Duration {
 	return 5 * time.Second
-}
-
-// tryLease hands out a lease when m can serve now: loaded, or sleeping with room to wake and no
-// request waiting (a wake takes memory: with requests queued it takes its place in line, and
-// reconcile wakes it in turn). Called with mu held.
-func (e *Engine) tryLease(m *model, now time.Time) *Lease {
-	if m.draining || m.removed {
-		return nil
-	}
-	switch m.state {
-	case StateLoaded:
-		return e.grant(m, now)
-	case StateSleeping:
-		if len(e.queue) > 0 {
-			return nil
-		}
-		need := e.need(m).Sub(m.held)
-		if d := sched.Fit(e.views(), need, e.room(), m.id); d.Start {
-			e.expectWake(m)
-			return e.grant(m, now)
-		}
-	}
-	return nil
 }
 
 // expectWake counts a sleeping model as holding its full footprint once a request wakes it.

@@ -215,20 +215,8 @@ func (e *Engine) views() []sched.View {
 
 // view is m as the scheduler sees it, if it holds or is about to hold a process.
 func (e *Engine) view(m *model, queued int) (sched.View, bool) {
-	v := sched.View{ID: m.id, Leases: m.leases, Pinned: m.pinned, Draining: m.draining, LastUsed: m.lastUsed, Held: m.held, Queued: queued}
-	switch m.state {
-	case StateLoading:
-		v.Phase = sched.Loading
-	case StateLoaded:
-		v.Phase = sched.Loaded
-	case StateSleeping:
-		v.Phase = sched.Sleeping
-	case StateStopping:
-		v.Phase = sched.Stopping
-	default:
-		return v, false
-	}
-	return v, true
+	v := sched.View{ID: m.id, Phase: phase(m.state), Leases: m.leases, Pinned: m.pinned, Draining: m.draining, LastUsed: m.lastUsed, Held: m.held, Queued: queued}
+	return v, v.Phase <= sched.Stopping
 }
 
 // room is the memory budget for all models together, and the slot cap.

@@ -154,16 +154,10 @@ func (e *Engine) pressure(now time.Time) []action {
 	if !e.sysOK || e.o.Reserve <= 0 || e.sys.Available >= e.o.Reserve {
 		return nil
 	}
-	deficit := e.o.Reserve - e.sys.Available
-	for _, m := range e.models {
-		if m.state == StateStopping {
-			deficit -= m.held.RAM
-		}
-	}
+	ids, deficit, freed := sched.Pressure(e.views(), e.o.Reserve-e.sys.Available)
 	if deficit <= 0 {
 		return nil
 	}
-	ids, freed := sched.Pressure(e.views(), deficit)
 	if len(ids) == 0 {
 		e.log.Warn("memory pressure, but every model is busy or pinned", "available_mib", e.sys.Available>>20, "reserve_mib", e.o.Reserve>>20)
 		return nil

@@ -37,7 +37,7 @@ func (e *Engine) reconcile(now time.Time) []action {
 // snapshot is the state sched.Plan decides over; queue is e.queue's copy whose indexes its steps
 // use. Called with mu held.
 func (e *Engine) snapshot(now time.Time, queue []*waiter) sched.State {
-	s := sched.State{Now: now, Room: e.room(), Limits: e.limits(), FairWait: e.o.FairWait, Devices: len(e.gpus())}
+	s := sched.State{Now: now, Room: e.room(), Limits: e.limits(), FairWait: e.o.FairWait, Linger: linger, Devices: len(e.gpus())}
 	for i, g := range e.gpus() {
 		if i < sched.MaxGPUs {
 			s.DeviceFree[i] = g.Free
@@ -73,6 +73,11 @@ func (e *Engine) snapshot(now time.Time, queue []*waiter) sched.State {
 	}
 	return s
 }
+
+// linger is how long a loaded model that went idle while a load for another waited is kept for its
+// clients' next requests before it is swapped out (sched.Plan 5.7 e; fair_wait bounds it): clients
+// that send back to back are back within milliseconds, and each swap it spares costs a load.
+const linger = 500 * time.Millisecond
 
 // phase is a state as the scheduler sees it.
 func phase(s State) sched.Phase {
@@ -169,28 +174,21 @@ func (e *Engine) limits() sched.Room {
 
 // grantWaiters hands every waiter of m a lease, in FIFO order. Called with mu held.
 func (e *Engine) grantWaiters(m *model, now time.Time) {
-	kept := e.queue[:0]
-	for _, w := range e.queue {
-		if w.model == m.id {
-			e.answer(w, result{lease: e.grant(m, now)})
-			continue
-		}
-		kept = append(kept, w)
-	}
-	n := len(e.queue) - len(kept)
-	clear(e.queue[len(kept):])
-	e.queue = kept
-	if n > 0 {
-		e.queueChanged(m.id)
-	}
+	e.answerWaiters(m, func() result { return result{lease: e.grant(m, now)} })
 }
 
 // failWaiters ends every waiter of m with err. Called with mu held.
 func (e *Engine) failWaiters(m *model, err error) {
+	e.answerWaiters(m, func() result { return result{err: err} })
+}
+
+// answerWaiters takes every waiter of m out of the queue, in FIFO order, and answers each with what
+// r gives it. Called with mu held.
+func (e *Engine) answerWaiters(m *model, r func() result) {
 	kept := e.queue[:0]
 	for _, w := range e.queue {
 		if w.model == m.id {
-			e.answer(w, result{err: err})
+			e.answer(w, r())
 			continue
 		}
 		kept = append(kept, w)

@@ -134,8 +134,13 @@ func TestWaitReasonLifetime(t *testing.T) {
 	}
 	la.Release()
 	la2.Release()
+	// a served while b waited: it is kept for its clients' next request for the linger, no longer.
+	if w := s.waitOf("b"); w.Kind != WaitBusy || len(w.Holders) != 1 || w.Holders[0].Active != 0 || !w.DrainAt.Equal(t0.Add(s.e.o.FairWait)) {
+		t.Fatalf("b %+v just as a went idle, want busy behind a with its fair wait's end", w)
+	}
+	s.advance(linger)
 	if w := s.waitOf("b"); w.Kind != WaitMemory || !slices.Equal(ids(w.Victims), []string{"a:0"}) {
-		t.Fatalf("b %+v once a is idle, want memory with a being unloaded", w)
+		t.Fatalf("b %+v once a is idle for the linger, want memory with a being unloaded", w)
 	}
 	pa.exitStopped()
 	if w := s.waitOf("b"); w.Kind != WaitLoading {

@@ -13,6 +13,9 @@ type State struct {
 	Room     Room          // the budget now (memory other programs use moves it), its ceiling, max_loaded
 	Limits   Room          // the configured limits only (memory_limit, device limits, max_loaded): what a lowered limit stops idle models for
 	FairWait time.Duration // how long a blocked load waits before busy models drain for it
+	// Linger is how long a loaded model that went idle while a load waited is kept for its clients'
+	// next requests before it is evicted for that load (5.7, never past FairWait; 0: off).
+	Linger time.Duration
 	// Devices is how many GPU devices there are; DeviceFree is what each had free at the last sample
 	// plus what our children measured there (what a starting child that measures free memory sees,
 	// before what other children hold or are promised is taken off).
@@ -158,7 +161,10 @@ type Wait struct {
 //     c. fits, but its child would measure a nearly full device while another loads or wakes
 //     there: it waits behind that one, and blocks the later loads;
 //     d. fits: it starts;
-//     e. fits once idle victims stop: they stop, its need is booked;
+//     e. fits once idle victims stop: they stop, its need is booked; a loaded model that served a
+//     request after this load's first waiter came, Linger ago at most, is no victim while that
+//     waiter has waited less than FairWait (it is serving: its clients send back to back, and a
+//     swap now would have them wait for a load of their own), so it blocks the load as in g;
 //     f. fits once models already stopping are gone: it waits, its need booked;
 //     g. blocked behind busy models: it blocks the later loads; once its first waiter has waited
 //     FairWait, the busy models Drain picks drain for it.

@@ -101,9 +101,9 @@ func (q *pass) workerWait(m *Model) bool {
 	return false
 }
 
-// fit is 5.6: m needs memory.
+// fit is 5.7: m needs memory.
 func (q *pass) fit(m *Model, ahead []*Model) {
-	views := q.booked(shieldAhead(q.views(), ahead))
+	views := q.booked(q.serving(shieldAhead(q.views(), ahead), m))
 	need := m.Need
 	if m.Phase == Sleeping {
 		need = need.Sub(m.Held)
@@ -135,7 +135,28 @@ func (q *pass) fit(m *Model, ahead []*Model) {
 	}
 }
 
-// blocked is 5.6 g: m waits behind busy models, and after FairWait has them drain for it.
+// serving is 5.7 e's swap guard: it marks Serving (no victim) each loaded, idle model that served a
+// request after m's first waiter was queued, Linger ago at most, while that waiter has waited less
+// than FairWait, and arms the timer for when the first of the two is over.
+func (q *pass) serving(views []View, m *Model) []View {
+	first := q.first[m.ID]
+	due := first.Add(q.s.FairWait)
+	if q.s.Linger <= 0 || !q.s.Now.Before(due) {
+		return views
+	}
+	for i := range views {
+		v := &views[i]
+		until := v.LastUsed.Add(q.s.Linger)
+		if v.ID == m.ID || v.Phase != Loaded || !evictable(*v) || !v.LastUsed.After(first) || !q.s.Now.Before(until) {
+			continue
+		}
+		v.Serving = true
+		q.wakeAt(until) // blocked arms due
+	}
+	return views
+}
+
+// blocked is 5.7 g: m waits behind busy models, and after FairWait has them drain for it.
 func (q *pass) blocked(m *Model, need Mem, views []View) {
 	q.blockedBy = m.ID
 	w := q.wait(m, WaitBusy, need, views)

@@ -153,8 +153,9 @@ type View struct {
 	Pinned   bool
 	Draining bool
 	LastUsed time.Time
-	Held     Mem // what it really holds now (measured), or what it is expected to hold (loading)
-	Queued   int // requests waiting for it (for Fit and Drain: ahead of self): never a victim, nor unloaded while idle
+	Held     Mem  // what it really holds now (measured), or what it is expected to hold (loading)
+	Queued   int  // requests waiting for it (for Fit and Drain: ahead of self): never a victim, nor unloaded while idle
+	Serving  bool // idle, but it served while the load being planned waited, and may serve again (Plan 5.7 e): no victim before FairWait
 }
 
 // Reserve returns views with need booked for model id, once: added to what id holds when it is in
@@ -182,9 +183,9 @@ func UnloadDue(v View, after time.Duration) (time.Time, bool) {
 }
 
 // evictable is whether v may be stopped to make room, or by a timer or memory pressure: loaded or
-// sleeping, no lease, no queued request, not pinned, not draining.
+// sleeping, no lease, no queued request, not pinned, not draining, not serving.
 func evictable(v View) bool {
-	return v.Leases == 0 && v.Queued == 0 && !v.Pinned && !v.Draining && (v.Phase == Loaded || v.Phase == Sleeping)
+	return v.Leases == 0 && v.Queued == 0 && !v.Pinned && !v.Draining && !v.Serving && (v.Phase == Loaded || v.Phase == Sleeping)
 }
 
 // Room is the budget: the memory all models together may hold now, the most it can ever be, and the
@@ -299,9 +300,9 @@ func sortLRU(vs []View) {
 }
 
 // Drain is the starvation guard: a load for self has waited too long behind busy models. It returns
-// the busy, unpinned, loaded or sleeping models to drain (least recently used first) so that, once
-// they and every idle model are gone, self fits. ok is false when even draining every busy unpinned
-// model cannot make it fit.
+// the busy (or serving), unpinned, loaded or sleeping models to drain (least recently used first) so
+// that, once they and every idle model are gone, self fits. ok is false when even draining every busy
+// unpinned model cannot make it fit.
 func Drain(views []View, need Mem, room Room, self string) (drain []string, ok bool) {
 	var used, gone Mem
 	count, n := 0, 0
@@ -318,7 +319,7 @@ func Drain(views []View, need Mem, room Room, self string) (drain []string, ok b
 		case v.Phase == Stopping || v.Draining || evictable(v):
 			gone = gone.Add(v.Held)
 			n++
-		case v.Leases > 0 && !v.Pinned && (v.Phase == Loaded || v.Phase == Sleeping):
+		case (v.Leases > 0 || v.Serving) && !v.Pinned && (v.Phase == Loaded || v.Phase == Sleeping):
 			busy = append(busy, v)
 		}
 	}
@@ -343,15 +344,20 @@ func Drain(views []View, need Mem, room Room, self string) (drain []string, ok b
 	return nil, false
 }
 
-// Pressure picks idle (no lease, no queued request), unpinned models to unload, least recently used first, until what they hold
-// covers deficit (RAM the system is short of its reserve). It returns what it picked and what they
-// hold together; when every idle model is not enough, it returns them all.
-func Pressure(views []View, deficit int64) ([]string, int64) {
-	if deficit <= 0 {
-		return nil, 0
+// Pressure picks idle (no lease, no queued request), unpinned models to unload, least recently used
+// first, when the system is short bytes of RAM below its reserve: until what they hold covers the
+// deficit, what is short less what the models already stopping hold. It returns what it picked, the
+// deficit and what they hold together; when every idle model is not enough, it returns them all.
+func Pressure(views []View, short int64) (ids []string, deficit, freed int64) {
+	deficit = short
+	for _, v := range views {
+		if v.Phase == Stopping {
+			deficit -= v.Held.RAM
+		}
 	}
-	var ids []string
-	var freed int64
+	if short <= 0 || deficit <= 0 {
+		return nil, deficit, 0
+	}
 	for _, v := range Idle(views, "") {
 		if freed >= deficit {
 			break
@@ -359,7 +365,7 @@ func Pressure(views []View, deficit int64) ([]string, int64) {
 		ids = append(ids, v.ID)
 		freed += v.Held.RAM
 	}
-	return ids, freed
+	return ids, deficit, freed
 }
 
 // Excess picks idle models to stop, least recently used first, until the models that stay (all but

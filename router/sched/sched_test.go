@@ -170,7 +170,7 @@ func TestPressure(t *testing.T) {
 		{100 * gib, []string{"old", "sleepy", "new"}},
 	}
 	for _, tc := range tests {
-		got, freed := Pressure(views, tc.deficit)
+		got, _, freed := Pressure(views, tc.deficit)
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Pressure(%d) = %v, want %v", tc.deficit, got, tc.want)
 		}
@@ -235,12 +235,34 @@ func TestUnloadDue(t *testing.T) {
 	}
 }
 
+// The deficit is what the system is short less what models already stopping give back.
+func TestPressureCountsStopping(t *testing.T) {
+	views := []View{
+		{ID: "going", Phase: Stopping, Held: ram(2)},
+		{ID: "old", Phase: Loaded, Held: ram(1), LastUsed: at(1)},
+		{ID: "new", Phase: Loaded, Held: ram(1), LastUsed: at(2)},
+	}
+	for _, tc := range []struct {
+		short, deficit int64
+		want           []string
+	}{
+		{2 * gib, 0, nil},
+		{2*gib + 1, 1, []string{"old"}},
+		{3*gib + 1, gib + 1, []string{"old", "new"}},
+	} {
+		got, deficit, _ := Pressure(views, tc.short)
+		if !reflect.DeepEqual(got, tc.want) || deficit != tc.deficit {
+			t.Errorf("Pressure(%d) = %v, deficit %d; want %v, %d", tc.short, got, deficit, tc.want, tc.deficit)
+		}
+	}
+}
+
 func TestPressureSparesQueued(t *testing.T) {
 	views := []View{
 		{ID: "waking", Phase: Sleeping, Held: ram(1), LastUsed: at(0), Queued: 2},
 		{ID: "idle", Phase: Loaded, Held: ram(2), LastUsed: at(1)},
 	}
-	if got, _ := Pressure(views, 10*gib); !reflect.DeepEqual(got, []string{"idle"}) {
+	if got, _, _ := Pressure(views, 10*gib); !reflect.DeepEqual(got, []string{"idle"}) {
 		t.Fatalf("Pressure = %v, want only idle", got)
 	}
 }

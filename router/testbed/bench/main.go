@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -47,6 +48,15 @@ type options struct {
 	llamaSwap   string
 	nginx       string
 	baseline    string
+	swap        bool // swap.go
+	swapMB      int64
+	swapClients int
+	swapEach    int
+	swapRounds  int
+	swapRooms   []int
+	swapModels  string
+	swapKeys    []string // more Llamatray settings
+	swapSystems string   // the systems to run, by name; "" all
 }
 
 func main() {
@@ -76,6 +86,9 @@ func main() {
 	defer stop()
 	if o.peers {
 		os.Exit(mainPeers(ctx, o))
+	}
+	if o.swap {
+		os.Exit(mainSwap(ctx, o))
 	}
 	if o.draft {
 		os.Exit(mainDraft(ctx, o))
@@ -125,6 +138,15 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.peers, "peers", false, "instead: Llamatray, llama.cpp's router and llama-swap side by side with room for one model (the Peers section of -out)")
 	fs.StringVar(&o.llamaSwap, "llama-swap", os.Getenv("LLAMA_SWAP"), "llama-swap binary for -peers (default $LLAMA_SWAP)")
 	fs.StringVar(&o.nginx, "nginx", os.Getenv("NGINX"), "nginx binary for -peers (default $NGINX, else scripts/fetch-nginx.sh's copy in the cache, else nginx on PATH)")
+	fs.BoolVar(&o.swap, "swap", false, "instead: three models of real size, room for fewer, clients sending back to back, through direct spawns, llama.cpp's router, llama-swap and Llamatray: loads, time to first token, slowest request (the Swaps at real size section of -out)")
+	fs.Int64Var(&o.swapMB, "swap-mb", 1500, "with -swap: the size of each model, in MiB")
+	fs.IntVar(&o.swapClients, "swap-clients", 6, "with -swap: clients sending at once")
+	fs.IntVar(&o.swapEach, "swap-each", 8, "with -swap: requests each client sends, one after the other")
+	fs.IntVar(&o.swapRounds, "swap-rounds", 1, "with -swap: rounds, each system going first in turn")
+	fs.StringVar(&o.swapModels, "swap-models", "", "with -swap: keep the models in this folder and use those already there (default: written into the temporary folder)")
+	swapKeys := fs.String("swap-llamatray", "", "with -swap: more settings of Llamatray's config, `;` separated (e.g. 'fair_wait = \"2m\"; queue_timeout = \"10m\"')")
+	fs.StringVar(&o.swapSystems, "swap-systems", "", "with -swap: only these systems, comma separated (direct spawns, llama.cpp router, llama-swap, Llamatray); default all")
+	rooms := fs.String("swap-rooms", "1,2", "with -swap: room for this many models, each in turn (comma separated)")
 	cells := fs.String("cells", "", "only these load cells, comma separated MODE/C (e.g. \"json/8,stream/8\"); default all")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -134,6 +156,18 @@ func parseFlags(args []string) (options, error) {
 		return o, err
 	}
 	o.routerEnv = strings.Fields(*routerEnv)
+	for _, k := range strings.Split(*swapKeys, ";") {
+		if k = strings.TrimSpace(k); k != "" {
+			o.swapKeys = append(o.swapKeys, k)
+		}
+	}
+	for _, f := range strings.Split(*rooms, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 2 {
+			return o, fmt.Errorf("-swap-rooms: %q is not 1 or 2", f)
+		}
+		o.swapRooms = append(o.swapRooms, n)
+	}
 	switch {
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
@@ -143,6 +177,8 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("-duration must be positive")
 	case o.coldRuns < 1 || o.scanModels < 1 || o.maxTokens < 1 || o.slices < 1:
 		return o, errors.New("-cold-runs, -scan-models, -max-tokens and -slices must be at least 1")
+	case o.swapMB < 1 || o.swapClients < 1 || o.swapEach < 1 || o.swapRounds < 1:
+		return o, errors.New("-swap-mb, -swap-clients, -swap-each and -swap-rounds must be at least 1")
 	}
 	if _, err := os.Stat(o.llamaServer); err != nil {
 		return o, fmt.Errorf("llama-server: %w", err)

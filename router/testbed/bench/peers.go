@@ -33,9 +33,23 @@ type peer struct {
 type peerFiles struct {
 	dir        string
 	a, b, c    string
-	long       string
+	long       string // "" in the swap run
 	longTokens int
+	room       int      // models loaded at once; 0: one
+	keys       []string // more settings of Llamatray's config (the swap run's -swap-llamatray)
 }
+
+// files are the model files a router is given.
+func (f peerFiles) files() []string {
+	out := []string{f.a, f.b, f.c}
+	if f.long != "" {
+		out = append(out, f.long)
+	}
+	return out
+}
+
+// slots is how many models may be loaded at once.
+func (f peerFiles) slots() int { return max(f.room, 1) }
 
 func writePeerModels(dir string) (peerFiles, error) {
 	f := peerFiles{dir: dir, longTokens: 1000}
@@ -58,6 +72,15 @@ func writePeerModels(dir string) (peerFiles, error) {
 	return f, nil
 }
 
+// keysNote is ", `k = v`" for each more setting.
+func keysNote(keys []string) string {
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(", `" + k + "`")
+	}
+	return b.String()
+}
+
 // baseName is the model name llama.cpp's router and the llama-swap configuration give a file.
 func baseName(file string) string { return strings.TrimSuffix(filepath.Base(file), ".gguf") }
 
@@ -66,12 +89,12 @@ func startLlamatrayPeer(ctx context.Context, bin, llamaServer string, f peerFile
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	p, err := harness.StartProcess(ctx, bin, harness.ProcessConfig{ModelDir: f.dir, LlamaServer: llamaServer, Args: []string{"-t", "1"}, MaxLoaded: 1}, dir)
+	p, err := harness.StartProcess(ctx, bin, harness.ProcessConfig{ModelDir: f.dir, LlamaServer: llamaServer, Args: []string{"-t", "1"}, MaxLoaded: f.slots(), Keys: f.keys}, dir)
 	if err != nil {
 		return nil, err
 	}
 	ids := map[string]string{}
-	for _, file := range []string{f.a, f.b, f.c, f.long} {
+	for _, file := range f.files() {
 		id, err := p.ModelID(ctx, file)
 		if err != nil {
 			p.Stop()
@@ -80,7 +103,7 @@ func startLlamatrayPeer(ctx context.Context, bin, llamaServer string, f peerFile
 		ids[file] = id
 	}
 	return &peer{name: "Llamatray", base: p.Base, model: func(file string) string { return ids[file] }, cpu: p.CPU, pid: p.PID, stop: p.Stop,
-		note: "`llamatray serve`, `max_loaded = 1`, `[defaults] ctx_size = 2048, args = [\"-t\", \"1\"]`"}, nil
+		note: fmt.Sprintf("`llamatray serve`, `max_loaded = %d`%s, `[defaults] ctx_size = 2048, args = [\"-t\", \"1\"]`", f.slots(), keysNote(f.keys))}, nil
 }
 
 func startLlamaCppRouter(ctx context.Context, llamaServer string, f peerFiles, tmp string) (*peer, error) {
@@ -88,13 +111,13 @@ func startLlamaCppRouter(ctx context.Context, llamaServer string, f peerFiles, t
 	if err != nil {
 		return nil, err
 	}
-	argv := []string{llamaServer, "--models-dir", f.dir, "--models-max", "1", "-c", "2048", "-t", "1", "--host", "127.0.0.1", "--port", strconv.Itoa(port)}
+	argv := []string{llamaServer, "--models-dir", f.dir, "--models-max", strconv.Itoa(f.slots()), "-c", "2048", "-t", "1", "--host", "127.0.0.1", "--port", strconv.Itoa(port)}
 	d, _, err := harness.StartServer(ctx, argv, nil, fmt.Sprintf("http://127.0.0.1:%d", port), filepath.Join(tmp, "llamacpp-router.log"))
 	if err != nil {
 		return nil, fmt.Errorf("llama.cpp's router: %w", err)
 	}
 	return &peer{name: "llama.cpp router", base: d.URL, model: baseName, cpu: d.CPU, pid: d.PID, stop: d.Stop,
-		note: "`llama-server --models-dir DIR --models-max 1 -c 2048 -t 1` (the same binary)"}, nil
+		note: fmt.Sprintf("`llama-server --models-dir DIR --models-max %d -c 2048 -t 1` (the same binary)", f.slots())}, nil
 }
 
 func startLlamaSwap(ctx context.Context, swap, llamaServer string, f peerFiles, tmp string) (*peer, error) {
@@ -104,8 +127,14 @@ func startLlamaSwap(ctx context.Context, swap, llamaServer string, f peerFiles, 
 	}
 	var conf strings.Builder
 	conf.WriteString("healthCheckTimeout: 60\nlogLevel: warn\nmodels:\n")
-	for _, file := range []string{f.a, f.b, f.c, f.long} {
+	for _, file := range f.files() {
 		fmt.Fprintf(&conf, "  %q:\n    cmd: %s -m %s -c 2048 -t 1 --host 127.0.0.1 --port ${PORT}\n", baseName(file), llamaServer, file)
+	}
+	room := "one model at a time (its default)"
+	if f.slots() == 2 { // any two of the three: its matrix engine
+		a, b, c := baseName(f.a), baseName(f.b), baseName(f.c)
+		fmt.Fprintf(&conf, "routing:\n  router:\n    use: matrix\n    settings:\n      matrix:\n        sets:\n          pairs: \"(%s & %s) | (%s & %s) | (%s & %s)\"\n", a, b, a, c, b, c)
+		room = "any two of the three at once (its matrix engine)"
 	}
 	path := filepath.Join(tmp, "llama-swap.yaml")
 	if err := os.WriteFile(path, []byte(conf.String()), 0o600); err != nil {
@@ -117,7 +146,7 @@ func startLlamaSwap(ctx context.Context, swap, llamaServer string, f peerFiles, 
 		return nil, fmt.Errorf("llama-swap: %w", err)
 	}
 	return &peer{name: "llama-swap", base: d.URL, model: baseName, cpu: d.CPU, pid: d.PID, stop: d.Stop,
-		note: "`llama-swap -config FILE` (" + swapVersion(ctx, swap) + "), one model at a time (its default), each `llama-server -m FILE -c 2048 -t 1`"}, nil
+		note: "`llama-swap -config FILE` (" + swapVersion(ctx, swap) + "), " + room + ", each `llama-server -m FILE -c 2048 -t 1`"}, nil
 }
 
 // swapVersion is what `llama-swap -version` prints, in one line.

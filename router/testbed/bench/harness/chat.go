@@ -73,6 +73,7 @@ type Result struct {
 	End        time.Time
 	Status     int           // 0 when no response came
 	TTFB       time.Duration // first byte of the response body; 0 if none
+	FirstData  time.Duration // a stream's first data line (its first token, not a comment); 0 if none
 	Latency    time.Duration // until the body was read to its end (or the request failed)
 	Complete   bool          // 200 and a whole answer: data: [DONE] for a stream, a finished choice otherwise
 	Abandoned  bool          // the client hung up on purpose
@@ -156,6 +157,9 @@ func readStream(body io.Reader, abandon bool, cancel context.CancelFunc, res *Re
 			if bytes.HasPrefix(payload, []byte(`{"error"`)) {
 				res.Code = errorCode(payload)
 				res.Snippet = snippet(payload)
+			}
+			if !sawData {
+				res.FirstData = time.Since(res.Start)
 			}
 			sawData = true
 			if abandon {

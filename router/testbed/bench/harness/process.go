@@ -30,6 +30,7 @@ type ProcessConfig struct {
 	Args        []string // [defaults].args for every child
 	Env         []string // more environment, e.g. GOMAXPROCS=1
 	MaxLoaded   int      // max_loaded, 0 = the default
+	Keys        []string // more top-level settings, one `key = value` line each
 }
 
 // Process is Llamatray running as its own process (`llamatray serve`), as users run it.
@@ -59,6 +60,9 @@ func StartProcess(ctx context.Context, bin string, cfg ProcessConfig, dir string
 		toml(fmt.Sprintf("127.0.0.1:%d", port)), toml(cfg.ModelDir), toml(cfg.LlamaServer), strings.Join(args, ", "))
 	if cfg.MaxLoaded > 0 {
 		conf = fmt.Sprintf("max_loaded = %d\n", cfg.MaxLoaded) + conf
+	}
+	for _, k := range cfg.Keys {
+		conf = k + "\n" + conf
 	}
 	confPath := filepath.Join(dir, "llamatray.toml")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {

@@ -1,0 +1,30 @@
+package sched
+
+import "time"
+
+// Answer is the request fast path: what a new request for m gets at once, without a plan, decided
+// over the same snapshot types as Plan (views: the running models; queued: whether any request
+// waits). Its step is one of:
+//
+//  1. its settings refuse its loads and it has no process: the request fails (OpFail, FailRefused);
+//  2. loaded, not draining and not removed: a lease (OpAdmit);
+//  3. sleeping, not draining and not removed, nothing queued (a wake takes memory: with requests
+//     queued it takes its place in line, and Plan wakes it in turn) and its wake fits: woken, with
+//     a lease (OpWake);
+//  4. its last load failed and the retry backoff has not passed: the request fails (OpFail,
+//     FailBackoff);
+//  5. else it is queued (OpWait), and Plan decides.
+func Answer(m Model, views []View, room Room, queued bool, now time.Time) Step {
+	serves := !m.Draining && !m.Removed
+	switch {
+	case m.Refused && m.Phase > Stopping: // 1
+		return Step{Op: OpFail, Model: m.ID, Why: FailRefused}
+	case serves && m.Phase == Loaded: // 2
+		return Step{Op: OpAdmit, Model: m.ID}
+	case serves && m.Phase == Sleeping && !queued && Fit(views, m.Need.Sub(m.Held), room, m.ID).Start: // 3
+		return Step{Op: OpWake, Model: m.ID}
+	case m.Phase == Failed && now.Before(m.RetryAt): // 4
+		return Step{Op: OpFail, Model: m.ID, Why: FailBackoff}
+	}
+	return Step{Op: OpWait, Model: m.ID} // 5
+}

@@ -1,0 +1,44 @@
+package sched
+
+import "testing"
+
+// Rows of the request fast path: what a new request gets at once.
+func TestAnswerRows(t *testing.T) {
+	sleeper := with(mod("s", Sleeping, ram(1)), func(m *Model) { m.Need = ram(4) })
+	failed := with(Model{ID: "f", Phase: Failed, Need: ram(1)}, func(m *Model) { m.RetryAt = at(5) })
+	rows := []struct {
+		name   string
+		m      Model
+		views  []View
+		budget int64
+		queued bool
+		now    int
+		want   string
+	}{
+		{"a loaded model: a lease", mod("a", Loaded, ram(1)), nil, 8, true, 0, "admit a"},
+		{"loaded but draining: queued", with(mod("a", Loaded, ram(1)), func(m *Model) { m.Draining = true }), nil, 8, false, 0, "wait"},
+		{"loaded but removed: queued (the plan fails it)", with(mod("a", Loaded, ram(1)), func(m *Model) { m.Removed = true }), nil, 8, false, 0, "wait"},
+		{"refused with no process: fails", with(off("a", ram(1)), func(m *Model) { m.Refused = true }), nil, 8, false, 0, "fail a refused"},
+		{"refused but running: it still serves", with(mod("a", Loaded, ram(1)), func(m *Model) { m.Refused = true }), nil, 8, false, 0, "admit a"},
+		{"a sleeper whose wake fits, nothing queued: woken", sleeper, []View{{ID: "s", Phase: Sleeping, Held: ram(1)}}, 8, false, 0, "wake s"},
+		{"a sleeper with requests queued takes its place in line", sleeper, []View{{ID: "s", Phase: Sleeping, Held: ram(1)}}, 8, true, 0, "wait"},
+		{"a sleeper whose wake does not fit: queued", sleeper, []View{{ID: "s", Phase: Sleeping, Held: ram(1)}, {ID: "b", Phase: Loaded, Held: ram(6), Leases: 1}}, 8, false, 0, "wait"},
+		{"failed within its backoff: fails", failed, nil, 8, false, 4, "fail f backoff"},
+		{"failed, backoff passed: queued to load again", failed, nil, 8, false, 5, "wait"},
+		{"removed and failed within its backoff: fails", with(failed, func(m *Model) { m.Removed = true }), nil, 8, false, 4, "fail f backoff"},
+		{"unloaded: queued", off("a", ram(1)), nil, 8, false, 0, "wait"},
+		{"loading: queued", mod("a", Loading, ram(1)), nil, 8, false, 0, "wait"},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			st := Answer(r.m, r.views, Room{Budget: ram(r.budget)}, r.queued, at(r.now))
+			got := "wait"
+			if st.Op != OpWait {
+				got = stepText(st)
+			}
+			if got != r.want {
+				t.Errorf("%s, want %s", got, r.want)
+			}
+		})
+	}
+}
