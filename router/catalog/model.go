@@ -44,6 +44,7 @@ type Model struct {
 	ContextLength int    // trained context length
 	EmbeddingLen  int    // width of its embeddings (<arch>.embedding_length), 0 = unknown
 	Pooling       bool   // it pools its output into one embedding (<arch>.pooling_type): an embedding model
+	Rerank        bool   // its pooling is llama.cpp's rank (pooling_type 4): a reranker, served with --reranking
 	ChatTemplate  bool   // the file carries a chat template
 	Vocab         Vocab  // its vocabulary, from the header (vocab.go)
 	// The draft model configured for it (EstimateParams.Draft), as the scan resolved it

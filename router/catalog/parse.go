@@ -21,6 +21,7 @@ type header struct {
 	ctxLen       int
 	embdLen      int  // <arch>.embedding_length
 	pooling      bool // <arch>.pooling_type set: an embedding model
+	rerank       bool // <arch>.pooling_type 4 (rank): a reranker
 	chatTemplate bool
 	vocab        Vocab
 }
@@ -137,6 +138,7 @@ func describe(gf *gguf.GGUFFile) *header {
 		ctxLen:  int(min(arch.MaximumContextLength, math.MaxInt32)),
 		embdLen: int(min(arch.EmbeddingLength, math.MaxInt32)),
 		pooling: arch.PoolingType != 0,
+		rerank:  arch.PoolingType == 4,
 	}
 	if kv, ok := gf.Header.MetadataKV.Get("general.file_type"); ok && kv.ValueType.IsNumeric() {
 		h.quant = strings.TrimPrefix(gguf.GGUFFileType(gguf.ValueNumeric[uint32](kv)).String(), "MOSTLY_")

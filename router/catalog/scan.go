@@ -294,6 +294,7 @@ func (c *Catalog) model(e *entry, r *cached, proj *entry, results map[*entry]*ca
 		ContextLength: h.ctxLen,
 		EmbeddingLen:  h.embdLen,
 		Pooling:       h.pooling,
+		Rerank:        h.rerank,
 		ChatTemplate:  h.chatTemplate,
 		Vocab:         h.vocab,
 		Splits:        len(e.files),

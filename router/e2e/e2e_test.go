@@ -122,7 +122,12 @@ func chatBody(model string, stream bool, maxTokens int) []byte {
 
 // chat posts a chat completion and returns the status and the body.
 func (in *instance) chat(ctx context.Context, model string, stream bool, maxTokens int) (int, string, error) {
-	req, _ := http.NewRequestWithContext(ctx, "POST", in.base+"/v1/chat/completions", bytes.NewReader(chatBody(model, stream, maxTokens)))
+	return in.post(ctx, "/v1/chat/completions", string(chatBody(model, stream, maxTokens)))
+}
+
+// post sends body as JSON to path and returns the status and the body.
+func (in *instance) post(ctx context.Context, path, body string) (int, string, error) {
+	req, _ := http.NewRequestWithContext(ctx, "POST", in.base+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -150,4 +150,12 @@ func TestEmbeddingModelArgs(t *testing.T) {
 	if got := e.args(&model{id: "c", entry: catalog.Model{Path: "/c.gguf"}}); slices.Contains(got, "--embeddings") {
 		t.Errorf("a chat model got %v", got)
 	}
+	rr := &model{id: "r", entry: catalog.Model{Path: "/r.gguf", Pooling: true, Rerank: true}}
+	if got := strings.Join(e.args(rr), " "); !strings.Contains(got, "--reranking") || strings.Contains(got, "--embeddings") {
+		t.Errorf("a reranker got %s, want --reranking alone", got)
+	}
+	rr.set.Args = []string{"--rerank"}
+	if got := strings.Join(e.args(rr), " "); strings.Contains(got, "--reranking") {
+		t.Errorf("a reranker whose args ask for it got %s", got)
+	}
 }

@@ -183,7 +183,11 @@ func (e *Engine) args(m *model) []string {
 	}
 	a = append(a, "--alias", m.id)
 	a = append(a, "-c", strconv.Itoa(max(m.set.CtxSize, 0))) // 0: the model's trained context
-	if m.entry.Pooling && !slices.ContainsFunc(m.set.Args, isEmbeddingFlag) {
+	switch {
+	case slices.ContainsFunc(m.set.Args, isEmbeddingFlag):
+	case m.entry.Rerank:
+		a = append(a, "--reranking") // a reranker: llama-server serves /v1/rerank only with it (501 otherwise)
+	case m.entry.Pooling:
 		a = append(a, "--embeddings") // an embedding model: llama-server serves /v1/embeddings only with it
 	}
 	if m.set.IdleSleep > 0 {
@@ -196,7 +200,10 @@ func (e *Engine) args(m *model) []string {
 	return append(a, m.set.Args...)
 }
 
-func isEmbeddingFlag(s string) bool { return s == "--embedding" || s == "--embeddings" }
+// isEmbeddingFlag is a flag of llama-server's that starts it for embeddings or reranking.
+func isEmbeddingFlag(s string) bool {
+	return s == "--embedding" || s == "--embeddings" || s == "--reranking" || s == "--rerank"
+}
 
 // views is the scheduling snapshot: every model holding or about to hold a process.
 func (e *Engine) views() []sched.View {
