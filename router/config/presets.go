@@ -220,34 +220,12 @@ func (m *Model) setPreset(k, v string, known func(string) bool) error {
 }
 
 // overlay layers section m over section p (a preset's under the configuration's own, the section
-// in the file under an import's): what m sets wins, its args follow p's, aliases and tags are
-// both's, a flag either sets is set.
+// in the file under an import's): m's settings over p's (layered), aliases and tags are both's, a
+// flag either sets is set.
 func overlay(p, m Model) Model {
-	out := m
-	out.Args = append(slices.Clone(p.Args), m.Args...)
+	out := layered(p, m)
 	out.Aliases = slices.Compact(append(slices.Clone(p.Aliases), m.Aliases...))
 	out.Tags = append(slices.Clone(p.Tags), m.Tags...)
-	if out.CtxSize == 0 {
-		out.CtxSize = p.CtxSize
-	}
-	if out.GPULayers == nil {
-		out.GPULayers = p.GPULayers
-	}
-	if out.FlashAttn == "" {
-		out.FlashAttn = p.FlashAttn
-	}
-	if out.Parallel == 0 {
-		out.Parallel = p.Parallel
-	}
-	if out.IdleUnload == nil {
-		out.IdleUnload = p.IdleUnload
-	}
-	if out.StripParams == nil {
-		out.StripParams = p.StripParams
-	}
-	if out.SetParams == nil {
-		out.SetParams = p.SetParams
-	}
 	out.LoadOnStart, out.Hidden, out.Pinned = out.LoadOnStart || p.LoadOnStart, out.Hidden || p.Hidden, out.Pinned || p.Pinned
 	return out
 }

@@ -119,47 +119,54 @@ func (c Config) Layered(id string) (Model, bool) {
 	if !ok {
 		return c.Section(id)
 	}
-	b, v := c.Models[base], c.Models[base].Variants[name]
-	out := v
+	out := layered(c.Models[base], c.Models[base].Variants[name])
 	out.Variants = nil
-	out.Args = append(append([]string(nil), b.Args...), v.Args...)
+	return out, true
+}
+
+// layered is over's settings layered over under's (a variant's over its model's, a preset's
+// section under the configuration's own): what over sets wins, its args follow under's, request
+// parameters are merged; its names (aliases, tags), flags and variants stay its own.
+func layered(under, over Model) Model {
+	out := over
+	out.Args = append(slices.Clone(under.Args), over.Args...)
 	if out.CtxSize == 0 {
-		out.CtxSize = b.CtxSize
+		out.CtxSize = under.CtxSize
 	}
 	if out.GPULayers == nil {
-		out.GPULayers = b.GPULayers
+		out.GPULayers = under.GPULayers
 	}
 	if out.FlashAttn == "" {
-		out.FlashAttn = b.FlashAttn
+		out.FlashAttn = under.FlashAttn
 	}
 	if out.Parallel == 0 {
-		out.Parallel = b.Parallel
+		out.Parallel = under.Parallel
 	}
 	if out.CacheType == "" {
-		out.CacheType = b.CacheType
+		out.CacheType = under.CacheType
 	}
 	if out.IdleSleep == nil {
-		out.IdleSleep = b.IdleSleep
+		out.IdleSleep = under.IdleSleep
 	}
 	if out.Draft == "" {
-		out.Draft = b.Draft
+		out.Draft = under.Draft
 	}
 	if out.DraftGPULayers == nil {
-		out.DraftGPULayers = b.DraftGPULayers
+		out.DraftGPULayers = under.DraftGPULayers
 	}
 	if out.DraftMax == 0 {
-		out.DraftMax = b.DraftMax
+		out.DraftMax = under.DraftMax
 	}
 	if out.Workers == nil {
-		out.Workers = slices.Clone(b.Workers)
+		out.Workers = slices.Clone(under.Workers)
 	}
-	out.SetParams = mergeParams(b.SetParams, v.SetParams)
-	out.DefaultParams = mergeParams(b.DefaultParams, v.DefaultParams)
-	out.StripParams = unionStrings(b.StripParams, v.StripParams)
+	out.SetParams = mergeParams(under.SetParams, over.SetParams)
+	out.DefaultParams = mergeParams(under.DefaultParams, over.DefaultParams)
+	out.StripParams = unionStrings(under.StripParams, over.StripParams)
 	if out.IdleUnload == nil {
-		out.IdleUnload = b.IdleUnload
+		out.IdleUnload = under.IdleUnload
 	}
-	return out, true
+	return out
 }
 
 // checkVariantName refuses a name that cannot be part of a model ID and of a URL path.
