@@ -74,6 +74,16 @@ func valuesFrom(c config.Config, autostart bool) settingsValues {
 	return v
 }
 
+// fieldTexts are the text fields' values by settings key.
+func (v settingsValues) fieldTexts() map[string]string {
+	return map[string]string{
+		keyListen: v.Port, keyMemoryLimit: v.MemoryLimit, keyMemoryReserve: v.MemoryReserve,
+		keyMaxLoaded: v.MaxLoaded, keyIdleSleep: v.IdleSleep, keyIdleUnload: v.IdleUnload,
+		keyQueueTimeout: v.QueueTimeout, keyLlamaServer: v.LlamaServer, keyCtxSize: v.CtxSize,
+		keyGPULayers: v.GPULayers,
+	}
+}
+
 // apply writes the fields over base. Fields that do not parse are reported by key, and base's value
 // is kept for them; every other setting of base (models, API keys, ...) is left as it was.
 func (v settingsValues) apply(base config.Config) (config.Config, map[string]error) {

@@ -119,7 +119,8 @@ func newSettingsWindow(u *ui) *settingsWindow {
 	s.save = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), s.submit)
 	s.save.Importance = widget.HighImportance
 	closeBtn := widget.NewButton("Close", func() { s.win.Close() })
-	bottom := container.NewVBox(s.general, container.NewHBox(layout.NewSpacer(), closeBtn, s.save))
+	importBtn := widget.NewButtonWithIcon("Import llama-swap config…", theme.DownloadIcon(), s.chooseLlamaSwap)
+	bottom := container.NewVBox(s.general, container.NewHBox(importBtn, layout.NewSpacer(), closeBtn, s.save))
 	s.win.SetContent(container.NewBorder(nil, bottom, nil, nil, container.NewVScroll(container.NewPadded(form))))
 	s.win.Resize(fyne.NewSize(720, 720))
 	s.update(u.snap)
@@ -199,7 +200,7 @@ func (s *settingsWindow) browseServer() {
 
 // values reads the fields.
 func (s *settingsWindow) values() settingsValues {
-	t := func(k string) string { return s.entries[k].Text }
+	t := func(k string) string { return s.entries[k].Text } // the inverse of fieldTexts
 	return settingsValues{
 		ModelDirs: append([]string(nil), s.dirs...), ScanDefaultDirs: s.scanDefs.Checked,
 		Port: t(keyListen), MemoryLimit: t(keyMemoryLimit), MemoryReserve: t(keyMemoryReserve),
