@@ -33,6 +33,7 @@ func TestSettingsValuesRoundTrip(t *testing.T) {
 	}
 
 	v.Port, v.MemoryLimit, v.GPULayers, v.IdleSleep, v.QueueTimeout = "9090", "24GiB", "all", "0", "-1"
+	v.Presets = " /etc/llama/presets.ini "
 	v.ModelDirs = []string{"/models", "  ", "/more"}
 	got, errs = v.apply(base)
 	if errs != nil {
@@ -40,10 +41,11 @@ func TestSettingsValuesRoundTrip(t *testing.T) {
 	}
 	if got.Listen != "127.0.0.1:9090" || got.MemoryLimit != 24*config.GiB || got.Defaults.GPULayers == nil ||
 		*got.Defaults.GPULayers != -1 || got.IdleSleep != 0 || got.QueueTimeout != config.Never ||
-		strings.Join(got.ModelDirs, ",") != "/models,/more" {
+		strings.Join(got.ModelDirs, ",") != "/models,/more" || got.Presets != "/etc/llama/presets.ini" {
 		t.Errorf("applied: %+v", got)
 	}
-	if again := valuesFrom(got, false); again.GPULayers != "all" || again.MemoryLimit != "24GiB" || again.Port != "9090" {
+	if again := valuesFrom(got, false); again.GPULayers != "all" || again.MemoryLimit != "24GiB" || again.Port != "9090" ||
+		again.Presets != "/etc/llama/presets.ini" || again.fieldTexts()[keyPresets] != again.Presets {
 		t.Errorf("values read back: %+v", again)
 	}
 }
