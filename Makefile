@@ -82,6 +82,12 @@ bench-workers: llama-server deps
 bench-fit: llama-server deps
 	$(GO) run ./router/testbed/bench -fit -llama-server $(LLAMA_SERVER_BIN) -out docs/benchmarks.md
 
+# The idle desktop app's CPU and resident memory with its window open and a model loaded, under Xvfb:
+# a figure to compare between changes, not a limit `make test` fails on.
+.PHONY: bench-app
+bench-app: deps
+	$(GO) test -count=1 -run '^$$' -bench IdleWindowOpen ./app/traytest/
+
 # llama.cpp's RPC worker (issue #24's workers), fetched with llama-server: its wrapper's path.
 .PHONY: rpc-server
 rpc-server: llama-server

@@ -26,6 +26,13 @@ func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
 	detail.SizeName = theme.SizeNameCaptionText
 	detail.Wrapping = fyne.TextWrapWord
 	left := container.NewVBox(container.NewHBox(title, state), detail)
+	if r.Unsized != "" {
+		why := widget.NewLabel(r.Unsized)
+		why.SizeName = theme.SizeNameCaptionText
+		why.Importance = widget.WarningImportance
+		why.Wrapping = fyne.TextWrapWord
+		left.Add(why)
+	}
 	if r.Wait != "" {
 		why := widget.NewLabel(r.Wait)
 		why.Importance = widget.WarningImportance

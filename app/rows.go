@@ -17,6 +17,7 @@ type rowView struct {
 	Detail   string    // "2 active · 4.1 GiB measured · ctx 4096 · Q4_K_M · 7B llama · used 5 min ago"
 	Error    string    // why it failed, or why it cannot load
 	Wait     string    // why its queued requests wait (view.WaitText), "" when none does
+	Unsized  string    // why its memory need could not be sized (its file size stands for it), "" when it was
 	Progress float64   // loading: 0..1, or -1 for a load without progress reports; else unused
 	Loading  bool      // show a progress bar
 	Failed   bool      // the last load failed; Error says why
@@ -76,6 +77,9 @@ func rowFor(b service.Budget, m Model, at time.Time) rowView {
 	r := rowView{ID: m.ID, Group: GroupOf(m), Title: m.ID, Path: m.Path, LastUsed: m.LastUsed, Draining: m.Draining}
 	r.State = stateText(m)
 	r.Wait = waitText(m)
+	if m.EstimateError != "" && m.MemoryBytes == 0 {
+		r.Unsized = m.EstimateError + " (its file size is taken as its need)"
+	}
 	r.Detail = strings.Join(detailParts(m, at), " · ")
 	id := m.ID
 	act := func(k ActionKind) rowAction { return rowAction{Action: Action{Kind: k, Model: id}} }
@@ -179,14 +183,14 @@ func detailParts(m Model, at time.Time) []string {
 		}
 		if m.MemoryBytes > 0 {
 			p = append(p, humanBytes(m.MemoryBytes)+" measured")
-		} else if m.EstimateBytes > 0 {
+		} else if m.EstimateBytes > 0 && m.EstimateError == "" {
 			p = append(p, "~"+humanBytes(m.EstimateBytes)+" estimated")
 		}
 	} else {
 		if m.Queued > 0 {
 			p = append(p, fmt.Sprintf("%d queued", m.Queued))
 		}
-		if m.EstimateBytes > 0 {
+		if m.EstimateBytes > 0 && m.EstimateError == "" { // else Unsized says so
 			p = append(p, "needs ~"+humanBytes(m.EstimateBytes))
 		}
 		if m.SizeBytes > 0 {

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/app/platform"
+	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 func TestModelRows(t *testing.T) {
@@ -139,5 +141,34 @@ func TestTooBigNamesWhatBoundsTheBudget(t *testing.T) {
 	}
 	if got := tooBig(9*gb, service.Budget{Limit: 6 * gb, Reserve: gb}); !strings.Contains(got, "close other programs") {
 		t.Errorf("automatic budget: %q", got)
+	}
+}
+
+// A model whose memory need could not be sized from its header says so on its row, rather than
+// showing its file size as a need; once measured, the measure is shown and the line goes.
+func TestModelRowSaysWhenNotSized(t *testing.T) {
+	at := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
+	v := view.Model{Meta: &catalog.Model{ID: "odd", SizeBytes: 3 << 30, EstimateError: "no memory estimate: unknown architecture \"xyz\""}}
+	v.ID, v.State, v.EstimateBytes = "odd", service.StateUnloaded, 3<<30
+	m := modelFrom(v)
+	r := rowFor(service.Budget{}, m, at)
+	if !strings.Contains(r.Unsized, "no memory estimate: unknown architecture") {
+		t.Errorf("row's sizing line = %q", r.Unsized)
+	}
+	if strings.Contains(r.Detail, "needs") {
+		t.Errorf("row shows a need it could not size: %q", r.Detail)
+	}
+	if !strings.Contains(r.Detail, "3.0 GiB file") {
+		t.Errorf("row detail = %q", r.Detail)
+	}
+
+	m.State, m.MemoryBytes = service.StateLoaded, 4<<30
+	if r := rowFor(service.Budget{}, m, at); r.Unsized != "" || !strings.Contains(r.Detail, "4.0 GiB measured") {
+		t.Errorf("measured: sizing line %q, detail %q", r.Unsized, r.Detail)
+	}
+	m.EstimateError = ""
+	m.State, m.MemoryBytes = service.StateUnloaded, 0
+	if r := rowFor(service.Budget{}, m, at); r.Unsized != "" || !strings.Contains(r.Detail, "needs ~3.0 GiB") {
+		t.Errorf("sized: sizing line %q, detail %q", r.Unsized, r.Detail)
 	}
 }

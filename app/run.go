@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/llamatray/llamatray/app/platform"
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/service"
 )
 
@@ -107,7 +107,7 @@ func Run(ctx context.Context, o Options) error {
 			u.send(fyne.NewNotification(n.Title, n.Body))
 		}
 		// Started at login: stay in the tray unless something needs attention.
-		if os.Getenv(platform.AutostartEnv) != "1" || len(startupNotes(u.snap)) > 0 || len(u.snap.Models) == 0 {
+		if envconfig.Autostart.Get() != "1" || len(startupNotes(u.snap)) > 0 || len(u.snap.Models) == 0 {
 			u.showModels()
 		}
 		u.settle()

@@ -94,6 +94,7 @@ func modelFrom(v view.Model) Model {
 		m.SizeBytes = cm.SizeBytes
 		m.ContextLength = cm.ContextLength
 		m.Files = append([]string(nil), cm.Files...)
+		m.EstimateError = cm.EstimateError
 	}
 	return m
 }

@@ -22,6 +22,7 @@ type settingsValues struct {
 	IdleUnload      string
 	QueueTimeout    string
 	LlamaServer     string // "" = find it
+	Presets         string // llama.cpp's router preset INI; "" = none
 	CtxSize         string
 	GPULayers       string // "" = llama-server's default, "all" or "-1" = every layer
 	Autostart       bool
@@ -39,6 +40,7 @@ const (
 	keyIdleUnload    = "idle_unload"
 	keyQueueTimeout  = "queue_timeout"
 	keyLlamaServer   = "llama_server"
+	keyPresets       = "presets"
 	keyCtxSize       = "defaults.ctx_size"
 	keyGPULayers     = "defaults.gpu_layers"
 )
@@ -55,6 +57,7 @@ func valuesFrom(c config.Config, autostart bool) settingsValues {
 		IdleUnload:      c.IdleUnload.String(),
 		QueueTimeout:    c.QueueTimeout.String(),
 		LlamaServer:     c.LlamaServer,
+		Presets:         c.Presets,
 		CtxSize:         strconv.Itoa(c.Defaults.CtxSize),
 		Autostart:       autostart,
 		OllamaPort:      c.OllamaPort,
@@ -72,6 +75,16 @@ func valuesFrom(c config.Config, autostart bool) settingsValues {
 		}
 	}
 	return v
+}
+
+// fieldTexts are the text fields' values by settings key.
+func (v settingsValues) fieldTexts() map[string]string {
+	return map[string]string{
+		keyListen: v.Port, keyMemoryLimit: v.MemoryLimit, keyMemoryReserve: v.MemoryReserve,
+		keyMaxLoaded: v.MaxLoaded, keyIdleSleep: v.IdleSleep, keyIdleUnload: v.IdleUnload,
+		keyQueueTimeout: v.QueueTimeout, keyLlamaServer: v.LlamaServer, keyPresets: v.Presets, keyCtxSize: v.CtxSize,
+		keyGPULayers: v.GPULayers,
+	}
 }
 
 // apply writes the fields over base. Fields that do not parse are reported by key, and base's value
@@ -137,6 +150,7 @@ func (v settingsValues) apply(base config.Config) (config.Config, map[string]err
 		}
 	}
 	c.LlamaServer = strings.TrimSpace(v.LlamaServer)
+	c.Presets = strings.TrimSpace(v.Presets)
 
 	if n, err := strconv.Atoi(strings.TrimSpace(v.CtxSize)); err != nil || n < 0 {
 		bad(keyCtxSize, fmt.Errorf("%q is not a context size (a whole number of tokens; 0 = the model's own)", v.CtxSize))

@@ -3,6 +3,8 @@ package app
 import (
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +33,7 @@ func TestSettingsValuesRoundTrip(t *testing.T) {
 	}
 
 	v.Port, v.MemoryLimit, v.GPULayers, v.IdleSleep, v.QueueTimeout = "9090", "24GiB", "all", "0", "-1"
+	v.Presets = " /etc/llama/presets.ini "
 	v.ModelDirs = []string{"/models", "  ", "/more"}
 	got, errs = v.apply(base)
 	if errs != nil {
@@ -38,10 +41,11 @@ func TestSettingsValuesRoundTrip(t *testing.T) {
 	}
 	if got.Listen != "127.0.0.1:9090" || got.MemoryLimit != 24*config.GiB || got.Defaults.GPULayers == nil ||
 		*got.Defaults.GPULayers != -1 || got.IdleSleep != 0 || got.QueueTimeout != config.Never ||
-		strings.Join(got.ModelDirs, ",") != "/models,/more" {
+		strings.Join(got.ModelDirs, ",") != "/models,/more" || got.Presets != "/etc/llama/presets.ini" {
 		t.Errorf("applied: %+v", got)
 	}
-	if again := valuesFrom(got, false); again.GPULayers != "all" || again.MemoryLimit != "24GiB" || again.Port != "9090" {
+	if again := valuesFrom(got, false); again.GPULayers != "all" || again.MemoryLimit != "24GiB" || again.Port != "9090" ||
+		again.Presets != "/etc/llama/presets.ini" || again.fieldTexts()[keyPresets] != again.Presets {
 		t.Errorf("values read back: %+v", again)
 	}
 }
@@ -171,4 +175,59 @@ func TestSettingsWindowShowsOllamaPort(t *testing.T) {
 	if !strings.Contains(text, "http://127.0.0.1:11434") {
 		t.Errorf("answering: %q", text)
 	}
+}
+
+// Importing llama-swap's config.yaml from the settings window goes through the one configuration
+// writer, says what was left out and why, and shows the fields it changed; a file that does not
+// read changes nothing and says why.
+func TestSettingsWindowImportsLlamaSwap(t *testing.T) {
+	u, fb, l := newTestUI(t, windowSnapshot())
+	var s *settingsWindow
+	l.wait(func() { u.showSettings(); s = u.settings })
+	general := func() (text string) {
+		l.wait(func() { text = s.general.Text })
+		return
+	}
+
+	l.wait(func() { s.importLlamaSwap("bad.yaml", []byte("models: [unclosed")) })
+	waitFor(t, "the bad import's error", func() bool { return strings.HasPrefix(general(), "Nothing was imported: bad.yaml") })
+	fb.mu.Lock()
+	applied := len(fb.applied)
+	fb.mu.Unlock()
+	if applied != 0 {
+		t.Fatal("a file that does not read changed the configuration")
+	}
+
+	const path = "../router/config/testdata/llama-swap.yaml"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.wait(func() { s.entries[keyCtxSize].SetText("8192") }) // an edit not saved yet stays
+	l.wait(func() { s.importLlamaSwap(path, data) })
+	waitFor(t, "the import", func() bool { return strings.HasPrefix(general(), "Imported llama-swap's models from "+path) })
+	text := general()
+	for _, want := range []string{"Not carried over:", "model vllm:", "group always:"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("import result lacks %q: %q", want, text)
+		}
+	}
+	cfg := fb.Config()
+	if _, ok := cfg.Section("Llama-3.2-3B-Q4_K_M"); !ok {
+		t.Errorf("imported configuration has no model Llama-3.2-3B-Q4_K_M: %+v", cfg.Models)
+	}
+	if !slices.Contains(cfg.ModelDirs, "/models/Llama-3.2-3B-Q4_K_M.gguf") || cfg.IdleUnload.Std() != 15*time.Minute {
+		t.Errorf("imported configuration: dirs %v, idle unload %v", cfg.ModelDirs, cfg.IdleUnload)
+	}
+	l.wait(func() {
+		if got := s.entries[keyIdleUnload].Text; got != cfg.IdleUnload.String() {
+			t.Errorf("unload when idle field = %q after the import, want %q", got, cfg.IdleUnload)
+		}
+		if !slices.Equal(s.dirs, cfg.ModelDirs) {
+			t.Errorf("model folders shown = %v, want %v", s.dirs, cfg.ModelDirs)
+		}
+		if got := s.entries[keyCtxSize].Text; got != "8192" {
+			t.Errorf("an unsaved edit was lost: context size = %q", got)
+		}
+	})
 }

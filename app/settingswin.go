@@ -83,7 +83,7 @@ func newSettingsWindow(u *ui) *settingsWindow {
 		return it
 	}
 	serverField := field(keyLlamaServer, v.LlamaServer, "found automatically")
-	browse := widget.NewButton("Browse…", s.browseServer)
+	browse := widget.NewButton("Browse…", s.browse(keyLlamaServer))
 	s.serverIn = widget.NewLabel("")
 	s.serverIn.SizeName = theme.SizeNameCaptionText
 	s.serverIn.Wrapping = fyne.TextWrapWord
@@ -105,6 +105,8 @@ func newSettingsWindow(u *ui) *settingsWindow {
 		hinted("Unload when idle", field(keyIdleUnload, v.IdleUnload, "30m"), "Stop the model after this long without requests; 0 = never"),
 		hinted("Queue timeout", field(keyQueueTimeout, v.QueueTimeout, "2m"), "How long a request waits for memory or a slot; -1 = no limit"),
 		widget.NewFormItem("llama-server", container.NewVBox(container.NewBorder(nil, nil, nil, browse, serverField), s.serverIn)),
+		hinted("Presets", container.NewBorder(nil, nil, nil, widget.NewButton("Browse…", s.browse(keyPresets)), field(keyPresets, v.Presets, "none")),
+			"llama.cpp's router preset file (INI, a section per model), read in place"),
 		hinted("Context size", field(keyCtxSize, v.CtxSize, "4096"), "Default for every model, in tokens; 0 = the model's trained context"),
 		hinted("GPU layers", field(keyGPULayers, v.GPULayers, "llama-server default"), "Layers offloaded to the GPU: a number, \"all\", or empty for llama-server's default"),
 		widget.NewFormItem("Ollama apps", container.NewVBox(s.ollama, s.ollamaIn)),
@@ -119,7 +121,8 @@ func newSettingsWindow(u *ui) *settingsWindow {
 	s.save = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), s.submit)
 	s.save.Importance = widget.HighImportance
 	closeBtn := widget.NewButton("Close", func() { s.win.Close() })
-	bottom := container.NewVBox(s.general, container.NewHBox(layout.NewSpacer(), closeBtn, s.save))
+	importBtn := widget.NewButtonWithIcon("Import llama-swap config…", theme.DownloadIcon(), s.chooseLlamaSwap)
+	bottom := container.NewVBox(s.general, container.NewHBox(importBtn, layout.NewSpacer(), closeBtn, s.save))
 	s.win.SetContent(container.NewBorder(nil, bottom, nil, nil, container.NewVScroll(container.NewPadded(form))))
 	s.win.Resize(fyne.NewSize(720, 720))
 	s.update(u.snap)
@@ -187,24 +190,27 @@ func (s *settingsWindow) addDir() {
 	}, s.win)
 }
 
-func (s *settingsWindow) browseServer() {
-	dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err != nil || r == nil {
-			return
-		}
-		s.entries[keyLlamaServer].SetText(r.URI().Path())
-		r.Close()
-	}, s.win)
+// browse returns a button's action that puts the path of a chosen file into the field of key.
+func (s *settingsWindow) browse(key string) func() {
+	return func() {
+		dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
+			if err != nil || r == nil {
+				return
+			}
+			s.entries[key].SetText(r.URI().Path())
+			r.Close()
+		}, s.win)
+	}
 }
 
 // values reads the fields.
 func (s *settingsWindow) values() settingsValues {
-	t := func(k string) string { return s.entries[k].Text }
+	t := func(k string) string { return s.entries[k].Text } // the inverse of fieldTexts
 	return settingsValues{
 		ModelDirs: append([]string(nil), s.dirs...), ScanDefaultDirs: s.scanDefs.Checked,
 		Port: t(keyListen), MemoryLimit: t(keyMemoryLimit), MemoryReserve: t(keyMemoryReserve),
 		MaxLoaded: t(keyMaxLoaded), IdleSleep: t(keyIdleSleep), IdleUnload: t(keyIdleUnload),
-		QueueTimeout: t(keyQueueTimeout), LlamaServer: t(keyLlamaServer), CtxSize: t(keyCtxSize),
+		QueueTimeout: t(keyQueueTimeout), LlamaServer: t(keyLlamaServer), Presets: t(keyPresets), CtxSize: t(keyCtxSize),
 		GPULayers: t(keyGPULayers), Autostart: s.autostart.Checked, OllamaPort: s.ollama.Checked,
 	}
 }

@@ -56,6 +56,7 @@ type Model struct {
 	ContextLength int      // trained context length, 0 when unknown
 	CtxSize       int      // the context size it is started with
 	Files         []string // every file of the model (split parts), when known
+	EstimateError string   // why its memory need could not be sized from its header; "" when it was
 	// A failed load: the line of llama-server's output that explains it, what to do, and the fix
 	// the row offers (loadcause.go); "" and fixNone when no line explains.
 	Cause, CauseDo string

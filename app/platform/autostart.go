@@ -12,11 +12,12 @@ import (
 	"strings"
 
 	"github.com/llamatray/llamatray/router/atomicfile"
+	"github.com/llamatray/llamatray/router/envconfig"
 )
 
-// AutostartEnv is set to "1" in the environment of a Llamatray started at login, so that it starts
-// to the tray without opening its window.
-const AutostartEnv = "LLAMATRAY_AUTOSTART"
+// autostartEnv (envconfig.Autostart) is set to "1" in the environment of a Llamatray started at
+// login, so that it starts to the tray without opening its window.
+const autostartEnv = string(envconfig.Autostart)
 
 // AppID is the reverse-DNS identifier used for the Fyne app, the autostart entries and the icon.
 const AppID = "io.github.llamatray"
@@ -27,7 +28,7 @@ func desktopEntry(exe string) string {
 		"Type=Application\n" +
 		"Name=Llamatray\n" +
 		"Comment=Serve local GGUF models through one OpenAI-compatible endpoint\n" +
-		"Exec=env " + AutostartEnv + "=1 " + desktopExecQuote(exe) + "\n" +
+		"Exec=env " + autostartEnv + "=1 " + desktopExecQuote(exe) + "\n" +
 		"Icon=" + AppID + "\n" +
 		"Terminal=false\n" +
 		"Categories=Utility;\n" +
@@ -73,7 +74,7 @@ func launchAgentPlist(exe string) string {
 	</array>
 	<key>EnvironmentVariables</key>
 	<dict>
-		<key>` + AutostartEnv + `</key>
+		<key>` + autostartEnv + `</key>
 		<string>1</string>
 	</dict>
 	<key>RunAtLoad</key>

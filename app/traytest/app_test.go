@@ -21,7 +21,7 @@ import (
 )
 
 // buildLlamatray builds the module's main package into a temporary directory.
-func buildLlamatray(t *testing.T) string {
+func buildLlamatray(t testing.TB) string {
 	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
@@ -54,7 +54,7 @@ func buildLlamatray(t *testing.T) string {
 // desktopEnv is the environment of a llamatray under test: this process's, minus anything that
 // would reach the real desktop or the user's files, plus the test's display, bus and XDG dirs
 // (config, data, cache, state and runtime, the last holding the single-instance socket).
-func desktopEnv(t *testing.T, display, bus string, extra ...string) []string {
+func desktopEnv(t testing.TB, display, bus string, extra ...string) []string {
 	t.Helper()
 	root := t.TempDir()
 	var env []string
@@ -91,7 +91,7 @@ type process struct {
 
 // startLlamatray starts bin with args and env, its output going to a log file that is shown when
 // the test fails. A process still running when the test ends is killed.
-func startLlamatray(t *testing.T, bin string, args, env []string) *process {
+func startLlamatray(t testing.TB, bin string, args, env []string) *process {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "llamatray.log")
 	logf, err := os.Create(logPath)
@@ -207,7 +207,7 @@ func writeTinyModel(path string) error {
 
 // appArgs are the arguments of a llamatray under test: a free port, modelsDir, the fake
 // llama-server, a config file of its own, then extra. It also returns the address.
-func appArgs(t *testing.T, modelsDir string, extra ...string) ([]string, string) {
+func appArgs(t testing.TB, modelsDir string, extra ...string) ([]string, string) {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
 	args := []string{"--addr", addr, "--models-dir", modelsDir, "--llama-server", testbed.FakeLlamaServer(t),
@@ -216,7 +216,7 @@ func appArgs(t *testing.T, modelsDir string, extra ...string) ([]string, string)
 }
 
 // waitRegistered waits for the app to register its tray icon with w.
-func waitRegistered(t *testing.T, w *watcher, app *process) trayItem {
+func waitRegistered(t testing.TB, w *watcher, app *process) trayItem {
 	t.Helper()
 	select {
 	case item := <-w.registered:

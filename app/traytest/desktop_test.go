@@ -22,7 +22,7 @@ const startTimeout = 30 * time.Second
 
 // requireTools skips the test when a tool is missing, or fails it when $CI is set: on CI a missing
 // tool is a broken setup, not a reason to pass quietly.
-func requireTools(t *testing.T, tools ...string) {
+func requireTools(t testing.TB, tools ...string) {
 	t.Helper()
 	var missing []string
 	for _, tool := range tools {
@@ -45,7 +45,7 @@ func requireTools(t *testing.T, tools ...string) {
 // program writes there: Xvfb's -displayfd and dbus-daemon's --print-address both write it once
 // the server accepts connections. The process is stopped when the test ends. Its output goes to
 // logPath, whose content comes with any error.
-func startDaemon(t *testing.T, cmd *exec.Cmd, logPath string) (string, error) {
+func startDaemon(t testing.TB, cmd *exec.Cmd, logPath string) (string, error) {
 	t.Helper()
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -93,7 +93,7 @@ func displayTaken(n int) bool {
 
 // startXvfb starts Xvfb on the first free display from :90 with a screen of the given size and
 // returns the DISPLAY value once the server accepts connections.
-func startXvfb(t *testing.T, width, height int) string {
+func startXvfb(t testing.TB, width, height int) string {
 	t.Helper()
 	dir := t.TempDir()
 	for n := 90; n < 190; n++ {
@@ -139,7 +139,7 @@ const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Con
 `
 
 // startBus starts a private dbus-daemon and returns its address once it accepts connections.
-func startBus(t *testing.T) string {
+func startBus(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "bus.conf")

@@ -36,9 +36,9 @@ const (
 	rssTrayLimit = 45_000_000
 	// rssTrayAppLimit: in the tray, the window never opened, without the GL driver (the same 34 MB).
 	rssTrayAppLimit = 45_000_000
-	// rssOpenAppLimit: the window open, without the GL driver (measured 102-105 MB, Go heap 28 MB;
-	// the driver maps 70 MB more once the window draws).
-	rssOpenAppLimit = 115_000_000
+	// The window open is a figure, not a limit: BenchmarkIdleWindowOpen reports it (measured 102-105 MB
+	// without the GL driver, Go heap 28 MB; the driver maps 70 MB more once the window draws).
+	//
 	// windowTitle is the models window's title.
 	windowTitle = "Llamatray"
 )
@@ -194,11 +194,7 @@ func TestTrayMenu(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("idle, window open, one model loaded: %s", open)
-	if open.appPeak >= rssOpenAppLimit {
-		t.Errorf("idle with the window open, RSS without the GL driver peaked at %.1f MB; want under %.0f MB",
-			mb(open.appPeak), mb(rssOpenAppLimit))
-	}
+	t.Logf("idle, window open, one model loaded: %s", open) // a budget: BenchmarkIdleWindowOpen
 
 	// A second launch shows the first one's window and exits. The window is unmapped behind the
 	// app's back first (the test has no window manager to close it with), so that mapping it again
@@ -267,7 +263,7 @@ func waitLayout(t *testing.T, conn *dbus.Conn, bus string, menu dbus.ObjectPath,
 }
 
 // waitFor polls cond until it holds, failing the test on timeout or when the app exits.
-func waitFor(t *testing.T, app *process, what string, cond func() bool) {
+func waitFor(t testing.TB, app *process, what string, cond func() bool) {
 	t.Helper()
 	waitForDeadline(t, waitTimeout, what, func() bool {
 		select {
@@ -279,7 +275,7 @@ func waitFor(t *testing.T, app *process, what string, cond func() bool) {
 	})
 }
 
-func waitForDeadline(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitForDeadline(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(20 * time.Millisecond)

@@ -42,7 +42,7 @@ type watcher struct {
 }
 
 // startWatcher connects to the bus at addr and serves the watcher until the test ends.
-func startWatcher(t *testing.T, addr string) *watcher {
+func startWatcher(t testing.TB, addr string) *watcher {
 	t.Helper()
 	conn, err := dbus.Connect(addr)
 	if err != nil {

@@ -1,7 +1,9 @@
 package envconfig
 
 import (
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -38,5 +40,39 @@ func TestGet(t *testing.T) {
 	}
 	if got := PeerAPIKey.From(func(k string) string { return map[string]string{string(PeerAPIKey): " k\n"}[k] }); got != "k" {
 		t.Errorf("From = %q", got)
+	}
+}
+
+// Each variable is named only here: the product's other code reads it through its Var (the test
+// bed's own variables aside).
+func TestVariablesNamedOnlyHere(t *testing.T) {
+	root := "../.."
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			switch filepath.ToSlash(rel) {
+			case ".git", "router/testbed", "router/envconfig":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if i := strings.Index(string(data), `"LLAMATRAY_`); i >= 0 {
+			line := strings.Count(string(data[:i]), "\n") + 1
+			t.Errorf("%s:%d names a LLAMATRAY_ variable; declare it in envconfig and read it through its Var", rel, line)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
