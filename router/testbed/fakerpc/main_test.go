@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
 	"github.com/llamatray/llamatray/router/testbed"
 )
 
@@ -33,6 +34,13 @@ func TestServe(t *testing.T) {
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
+	}
+	// llama.cpp's HELLO first, as to the real rpc-server; then the line protocol.
+	if _, err := c.Write(ggmlrpc.Hello()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ggmlrpc.ReadAnswer(c); err != nil {
+		t.Fatalf("HELLO: %v", err)
 	}
 	r := bufio.NewScanner(c)
 	ask := func(line string) string {
