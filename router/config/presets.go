@@ -111,7 +111,9 @@ func ParsePresets(name string, data []byte, known func(flag string) bool) (*Pres
 		}
 		if k == "model" && section != "*" {
 			path := ExpandHome(v)
-			if !filepath.IsAbs(path) {
+			// Relative to the preset file; a rooted path (/models/x.gguf, as llama.cpp's presets
+			// give them) stays as it is, on Windows on the current drive.
+			if !filepath.IsAbs(path) && !strings.HasPrefix(filepath.ToSlash(path), "/") {
 				path = filepath.Join(filepath.Dir(name), path)
 			}
 			p.Files = append(p.Files, filepath.Clean(path))
