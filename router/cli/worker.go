@@ -82,7 +82,11 @@ func runWorker(args []string, b Build, env Env) error {
 		Listen: *listen, Token: *token, RPCServer: path, Threads: *threads, Logger: log,
 		Name: *name, Version: cmp.Or(b.Version, "dev"),
 		Ready: func(addr string) {
-			fmt.Fprintf(env.Stdout, "Worker %s listening on %s (rpc-server %s, bound to 127.0.0.1).\n", *name, addr, path)
+			where := "bound to 127.0.0.1, its one connection held by the worker"
+			if mode, _ := worker.Isolation(); mode == worker.IsolationNetns {
+				where = "in its own network namespace"
+			}
+			fmt.Fprintf(env.Stdout, "Worker %s listening on %s (rpc-server %s, %s).\n", *name, addr, path, where)
 			if made {
 				fmt.Fprintf(env.Stdout, "Its pairing token is printed only now. On the head, add to the config:\n\n%s\n",
 					worker.ConfigLines(*name, addr, *token))

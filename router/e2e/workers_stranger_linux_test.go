@@ -3,10 +3,8 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -16,29 +14,16 @@ import (
 	"github.com/llamatray/llamatray/router/worker"
 )
 
-// rpcServerPort is the -p of this process's one rpc-server child (Linux: /proc).
+// rpcServerPort is the -p of this process's one rpc-server (Linux: /proc).
 func rpcServerPort(t *testing.T) string {
 	t.Helper()
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, st := range stats {
-		b, err := os.ReadFile(st)
-		if err != nil {
-			continue
-		}
-		var state string
-		var ppid int
-		if i := strings.LastIndexByte(string(b), ')'); i < 0 {
-			continue
-		} else if _, err := fmt.Sscan(string(b[i+1:]), &state, &ppid); err != nil || ppid != os.Getpid() {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(st), "cmdline"))
-		argv := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		if i := slices.Index(argv, "-p"); strings.Contains(argv[0], "rpc-server") && i > 0 && i+1 < len(argv) {
+	procs := rpcServerProcs(t)
+	for _, argv := range procs {
+		if i := slices.Index(argv, "-p"); len(procs) == 1 && i > 0 && i+1 < len(argv) {
 			return argv[i+1]
 		}
 	}
-	t.Fatal("no rpc-server child of this process")
+	t.Fatalf("rpc-servers of this process: %v, want one", procs)
 	return ""
 }
 
@@ -74,9 +59,11 @@ func strangerAs(t *testing.T, port string, idle bool) (connected <-chan struct{}
 }
 
 // TestRPCServerRefusesOtherUsers: as root, user nobody connects straight to a worker's real
-// rpc-server and sends llama.cpp's HELLO: it gets no answer, and an idle connection of nobody's
-// does not keep a paired head from its session; the session's end kills that rpc-server (for a
-// new one on another port), which ends nobody's connections without a byte.
+// rpc-server and sends llama.cpp's HELLO. In a network namespace of its own (worker.IsolationNetns)
+// the connection is refused, before and after a head's session. Held (elsewhere): it gets no
+// answer, and an idle connection of nobody's does not keep a paired head from its session; the
+// session's end kills that rpc-server (for a new one on another port), which ends nobody's
+// connections without a byte.
 func TestRPCServerRefusesOtherUsers(t *testing.T) {
 	llama, rpc := rpcServerBin(t)
 	if os.Getuid() != 0 {
@@ -85,6 +72,20 @@ func TestRPCServerRefusesOtherUsers(t *testing.T) {
 	w := startE2EWorker(t, "lent", rpc)
 	e := openE2EEnd(t, w)
 	port := rpcServerPort(t)
+	if mode, _ := worker.Isolation(); mode == worker.IsolationNetns {
+		refusedAs(t, port, "before the session")
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, llama, "--rpc", e.Addr(), "--list-devices").CombinedOutput()
+		if err != nil || !rpcDevice.Match(out) {
+			t.Fatalf("the head's session: %v\n%s", err, out)
+		}
+		if _, err := worker.Check(ctx, w.addr, workerToken); err != nil { // waits for the new rpc-server
+			t.Fatalf("Check after the session: %v", err)
+		}
+		refusedAs(t, rpcServerPort(t), "after the session")
+		return
+	}
 	var got []<-chan string
 	for _, idle := range []bool{true, false} {
 		connected, g := strangerAs(t, port, idle)
@@ -116,5 +117,22 @@ func TestRPCServerRefusesOtherUsers(t *testing.T) {
 	}
 	if p := rpcServerPort(t); p == port {
 		t.Fatalf("the rpc-server still on port %s after the session", p)
+	}
+}
+
+// refusedAs checks that nobody's connection to the rpc-server's port is refused.
+func refusedAs(t *testing.T, port, when string) {
+	t.Helper()
+	connected, got := strangerAs(t, port, false)
+	select {
+	case <-got: // closed connected first if it opened
+	case <-connected:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: nobody's connection to the rpc-server's port %s neither opened nor failed in 30 s", when, port)
+	}
+	select {
+	case <-connected:
+		t.Fatalf("%s: nobody's connection to the rpc-server's port %s opened", when, port)
+	default:
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -271,32 +272,53 @@ func lostSoFar(ends ...*worker.End) string {
 	return b.String()
 }
 
-// checkRPCServersLoopbackOnly finds this process's rpc-server children (Linux: /proc) and checks
-// that each was told -H 127.0.0.1 and that its port answers on loopback and on no other address.
+// rpcServerProcs are the argv of this process's rpc-servers (Linux: /proc), keyed by pid: its
+// children, or its children's children where the worker runs each in a network namespace of its
+// own through its shim.
+func rpcServerProcs(t *testing.T) map[int][]string {
+	t.Helper()
+	stat := func(pid string) (ppid int, argv []string) {
+		b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+		i := bytes.LastIndexByte(b, ')')
+		if err != nil || i < 0 {
+			return 0, nil
+		}
+		var state string // pid (comm) state ppid ...
+		if _, err := fmt.Sscan(string(b[i+1:]), &state, &ppid); err != nil {
+			return 0, nil
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+		return ppid, strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	}
+	out := map[int][]string{}
+	stats, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range stats {
+		ppid, argv := stat(filepath.Base(dir))
+		if len(argv) == 0 || !strings.Contains(filepath.Base(argv[0]), "rpc-server") {
+			continue
+		}
+		if ppid != os.Getpid() {
+			if gp, _ := stat(strconv.Itoa(ppid)); gp != os.Getpid() {
+				continue
+			}
+		}
+		pid, _ := strconv.Atoi(filepath.Base(dir))
+		out[pid] = argv
+	}
+	return out
+}
+
+// checkRPCServersLoopbackOnly finds this process's rpc-servers and checks that each was told
+// -H 127.0.0.1 and that its port answers on no address but loopback; on loopback too where the
+// worker runs it in a network namespace of its own (worker.IsolationNetns), else there only.
 func checkRPCServersLoopbackOnly(t *testing.T, want int) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		return
 	}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	mode, _ := worker.Isolation()
 	found := 0
-	for _, st := range stats {
-		b, err := os.ReadFile(st)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...
-		rest := string(b[bytes.LastIndexByte(b, ')')+1:])
-		var state string
-		var ppid int
-		if _, err := fmt.Sscan(rest, &state, &ppid); err != nil || ppid != os.Getpid() {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(st), "cmdline"))
-		argv := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		if !strings.Contains(filepath.Base(argv[0]), "rpc-server") {
-			continue
-		}
+	for _, argv := range rpcServerProcs(t) {
 		found++
 		host, port := "", ""
 		for i := 0; i+1 < len(argv); i++ {
@@ -311,10 +333,15 @@ func checkRPCServersLoopbackOnly(t *testing.T, want int) {
 			t.Fatalf("rpc-server argv %q, want -H 127.0.0.1 and a port", argv)
 		}
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, 2*time.Second)
-		if err != nil {
+		switch {
+		case err != nil && mode != worker.IsolationNetns:
 			t.Fatalf("rpc-server %q does not answer on loopback: %v", argv, err)
+		case err == nil && mode == worker.IsolationNetns:
+			c.Close()
+			t.Fatalf("rpc-server %q in its own network namespace answers on this one's loopback", argv)
+		case err == nil:
+			c.Close()
 		}
-		c.Close()
 		addrs, _ := net.InterfaceAddrs()
 		for _, a := range addrs {
 			ip, ok := a.(*net.IPNet)

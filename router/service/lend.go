@@ -53,6 +53,8 @@ type lender struct {
 	state  string             // wire.Lend*
 	addr   string
 	err    string
+	// isolation is worker.Isolation's mode once lent (wire.Lending.Isolation).
+	isolation string
 }
 
 func newLender(log *slog.Logger, dir, version string, llama func() string) *lender {
@@ -130,9 +132,10 @@ func (l *lender) serve(ctx context.Context, listen string) error {
 	err = worker.Serve(ctx, worker.Options{
 		Listen: listen, Token: token, RPCServer: path, Logger: l.log, Name: l.name, Version: l.version,
 		Ready: func(addr string) {
+			mode, _ := worker.Isolation() // found by Serve already
 			l.mu.Lock()
 			if l.cancel != nil && l.listen == listen {
-				l.state, l.addr = wire.LendOn, addr
+				l.state, l.addr, l.isolation = wire.LendOn, addr, mode
 			}
 			l.mu.Unlock()
 		},
@@ -186,7 +189,11 @@ func (l *lender) readToken(fresh bool) (string, error) {
 func (l *lender) status(cfg config.Config) wire.Lending {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return wire.Lending{On: cfg.Lend, State: l.state, Listen: cfg.LendListen, Addr: l.addr, Error: l.err, Name: l.name}
+	st := wire.Lending{On: cfg.Lend, State: l.state, Listen: cfg.LendListen, Addr: l.addr, Error: l.err, Name: l.name}
+	if l.state == wire.LendOn {
+		st.Isolation = l.isolation
+	}
+	return st
 }
 
 // close stops lending.

@@ -17,6 +17,7 @@ import (
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/wire"
+	"github.com/llamatray/llamatray/router/worker"
 )
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -110,6 +111,9 @@ func TestLendOneWorkerAtATime(t *testing.T) {
 		}
 		return st.State == wire.LendOn
 	})
+	if mode, _ := worker.Isolation(); l.status(cfg).Isolation != mode || mode == "" {
+		t.Fatalf("lending's isolation %q, want the worker's %q", l.status(cfg).Isolation, mode)
+	}
 	alive := func() []string {
 		ents, _ := os.ReadDir(pids)
 		var out []string

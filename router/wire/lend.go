@@ -10,6 +10,9 @@ type Lending struct {
 	Addr   string `json:"addr,omitempty"`  // where the link listens, once it does
 	Error  string `json:"error,omitempty"` // why lending failed (no rpc-server, the port in use)
 	Name   string `json:"name"`            // the worker's name heads see
+	// Isolation, once on, is how its RPC server is kept from other local processes: "netns" (a
+	// network namespace of its own, Linux) or "held" (on 127.0.0.1, its one connection held).
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // Lending states.

@@ -40,6 +40,30 @@ const (
 	lineClosed   = "Client connection closed"
 )
 
+// How a worker keeps its rpc-server from every other local process (Isolation).
+const (
+	// IsolationNetns: the rpc-server runs in a network namespace of its own (Linux), whose
+	// loopback no process outside it reaches; the worker holds its one connection, passed out.
+	IsolationNetns = "netns"
+	// IsolationHeld: the rpc-server listens on the machine's 127.0.0.1 and the worker holds its
+	// one connection (held), restarting it when it served another.
+	IsolationHeld = "held"
+)
+
+var isolation = sync.OnceValues(probeIsolation)
+
+// Isolation is how this process's workers keep their rpc-server from other local processes,
+// IsolationNetns or IsolationHeld, and for the latter why no namespace could be made (found
+// once per process, by making one).
+func Isolation() (string, error) { return isolation() }
+
+// handover gives the worker its connection to an rpc-server in a network namespace (Linux).
+type handover interface {
+	started()                                      // after Start: closes the child's end here
+	receive(ctx context.Context) (net.Conn, error) // the connection, or an error when the child exits first
+	close()
+}
+
 // errStranger: the rpc-server served a connection that is not the worker's.
 var errStranger = errors.New("the rpc-server served a connection that is not the worker's")
 
@@ -64,6 +88,7 @@ func (h *held) release() { h.once.Do(func() { close(h.done) }) }
 type rpcChild struct {
 	path    string
 	threads int
+	netns   bool // run it in a network namespace of its own (IsolationNetns)
 	log     *slog.Logger
 
 	mu      sync.Mutex    // guards free, running, lastErr and change
@@ -73,8 +98,8 @@ type rpcChild struct {
 	change  chan struct{} // closed (and replaced) whenever free or running changes
 }
 
-func newRPCChild(path string, threads int, log *slog.Logger) *rpcChild {
-	return &rpcChild{path: path, threads: threads, log: log, change: make(chan struct{})}
+func newRPCChild(path string, threads int, netns bool, log *slog.Logger) *rpcChild {
+	return &rpcChild{path: path, threads: threads, netns: netns, log: log, change: make(chan struct{})}
 }
 
 // argv is the child's command line: loopback only, always.
@@ -183,8 +208,13 @@ func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
 		return err
 	}
 	argv := c.argv(port)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	configure(cmd)
+	cmd, hand, err := c.command(argv)
+	if err != nil {
+		return err
+	}
+	if hand != nil {
+		defer hand.close()
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -193,8 +223,13 @@ func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", c.path, err)
 	}
+	where := "127.0.0.1"
+	if hand != nil {
+		hand.started()
+		where = "its own network namespace (pid is the shim's)"
+	}
 	log := c.log.With("pid", cmd.Process.Pid)
-	log.Info("rpc-server started", "argv", strings.Join(argv, " "))
+	log.Info("rpc-server started", "argv", strings.Join(argv, " "), "in", where)
 	tail := &tailBuf{stranger: make(chan struct{})}
 	pumped := make(chan struct{})
 	go func() { defer close(pumped); tail.pump(out, log) }()
@@ -206,13 +241,13 @@ func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
 	stop := func() { kill(cmd); <-exited }
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	h, err := c.hold(ctx, addr, exited, tail)
+	h, err := c.hold(ctx, addr, exited, tail, hand)
 	if err != nil {
 		stop()
 		return err
 	}
 	defer h.conn.Close() // after the kill: a connection waiting behind it is never served
-	log.Info("rpc-server ready and held", "addr", addr)
+	log.Info("rpc-server ready and held", "addr", addr, "in", where)
 	ready(h)
 	select {
 	case err := <-exited:
@@ -232,41 +267,64 @@ func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
 	}
 }
 
-// hold connects to the rpc-server at addr the moment it listens and checks that its HELLO is
-// answered: that its connection is the one the rpc-server serves.
-func (c *rpcChild) hold(ctx context.Context, addr string, exited chan error, tail *tailBuf) (*held, error) {
+// hold gets the worker's connection to the rpc-server at addr (from hand, in a network
+// namespace; else connecting the moment it listens) and checks that its HELLO is answered: that
+// its connection is the one the rpc-server serves.
+func (c *rpcChild) hold(ctx context.Context, addr string, exited chan error, tail *tailBuf, hand handover) (*held, error) {
+	var conn net.Conn
+	var err error
+	if hand != nil {
+		conn, err = hand.receive(ctx)
+	} else {
+		conn, err = dialStarted(ctx, addr, exited)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, tail.String())
+	}
+	conn.SetDeadline(time.Now().Add(helloTimeout))
+	var hello []byte
+	_, err = conn.Write(ggmlrpc.Hello())
+	if err == nil {
+		hello, err = ggmlrpc.ReadAnswer(conn)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("rpc-server on %s did not answer the worker's HELLO (%w; another connection came first?): %s", addr, err, tail.String())
+	}
+	conn.SetDeadline(time.Time{})
+	return &held{conn: conn, hello: hello, done: make(chan struct{})}, nil
+}
+
+// dialStarted connects to the rpc-server at addr the moment it listens: until it exits (exited
+// gets its error back, for whoever waits next), ctx ends or rpcReadyTimeout passes.
+func dialStarted(ctx context.Context, addr string, exited chan error) (net.Conn, error) {
 	deadline := time.Now().Add(rpcReadyTimeout)
 	tick := time.NewTicker(rpcDialEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case err := <-exited:
-			exited <- err // for once's stop
-			return nil, fmt.Errorf("rpc-server exited before it accepted connections (%v): %s", err, tail.String())
+			exited <- err
+			return nil, fmt.Errorf("rpc-server exited before it accepted connections (%v)", err)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-tick.C:
 		}
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("rpc-server did not accept connections on %s within %s: %s", addr, rpcReadyTimeout, tail.String())
-			}
-			continue
-		}
-		conn.SetDeadline(time.Now().Add(helloTimeout))
-		var hello []byte
-		_, err = conn.Write(ggmlrpc.Hello())
 		if err == nil {
-			hello, err = ggmlrpc.ReadAnswer(conn)
+			return conn, nil
 		}
-		if err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("rpc-server on %s did not answer the worker's HELLO (%w; another connection came first?): %s", addr, err, tail.String())
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("rpc-server did not accept connections on %s within %s", addr, rpcReadyTimeout)
 		}
-		conn.SetDeadline(time.Time{})
-		return &held{conn: conn, hello: hello, done: make(chan struct{})}, nil
 	}
+}
+
+// plainCommand is argv run as it is, in its own process group (configure).
+func plainCommand(argv []string) *exec.Cmd {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	configure(cmd)
+	return cmd
 }
 
 // freePort asks the kernel for a free loopback port.

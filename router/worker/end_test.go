@@ -194,10 +194,10 @@ func TestRPCServerRestarted(t *testing.T) {
 	}
 }
 
-// TestRPCServerLoopbackOnly: the rpc-server is always told to bind 127.0.0.1, and its port answers
-// on no other address of this machine.
+// TestRPCServerLoopbackOnly: the rpc-server is always told to bind 127.0.0.1, and (held, as where
+// no network namespace can be made) its port answers on no other address of this machine.
 func TestRPCServerLoopbackOnly(t *testing.T) {
-	w := startWorker(t)
+	w := startWorkerHeld(t, true)
 	for _, argv := range w.fakeArgv(t) {
 		i := slices.Index(argv, "-H")
 		if i < 0 || i+1 >= len(argv) || argv[i+1] != "127.0.0.1" || slices.Contains(argv, "0.0.0.0") {

@@ -108,6 +108,13 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // startWorker runs Serve with the fake rpc-server on a free loopback port, until the test ends.
 func startWorker(t testing.TB) *testWorker {
 	t.Helper()
+	return startWorkerHeld(t, false)
+}
+
+// startWorkerHeld is startWorker, with held: the rpc-server on this machine's loopback, as where
+// no network namespace can be made (IsolationHeld).
+func startWorkerHeld(t testing.TB, held bool) *testWorker {
+	t.Helper()
 	dir := t.TempDir()
 	t.Setenv(fakeRPCEnv, dir)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -115,7 +122,7 @@ func startWorker(t testing.TB) *testWorker {
 	ready := make(chan string, 1)
 	go func() {
 		w.done <- Serve(ctx, Options{Listen: "127.0.0.1:0", Token: testToken, RPCServer: os.Args[0],
-			Threads: 2, Logger: quiet(), Name: "w1", Version: "test", Ready: func(a string) { ready <- a }})
+			Threads: 2, Logger: quiet(), Name: "w1", Version: "test", Ready: func(a string) { ready <- a }, held: held})
 	}()
 	select {
 	case w.addr = <-ready:

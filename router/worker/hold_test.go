@@ -53,12 +53,12 @@ func stranger(t *testing.T, port string, hello bool) <-chan []byte {
 	return got
 }
 
-// TestRPCServerServesOnlyTheLink: a process that connects to the rpc-server's port itself gets no
-// answer to its HELLO, before, during and after a head's session, and its connection ends (the
-// rpc-server is killed after the session and started on another port) without a byte; an idle one
-// does not hold the rpc-server from the head.
+// TestRPCServerServesOnlyTheLink (held, as where no network namespace can be made): a process that
+// connects to the rpc-server's port itself gets no answer to its HELLO, before, during and after a
+// head's session, and its connection ends (the rpc-server is killed after the session and started
+// on another port) without a byte; an idle one does not hold the rpc-server from the head.
 func TestRPCServerServesOnlyTheLink(t *testing.T) {
-	w := startWorker(t)
+	w := startWorkerHeld(t, true)
 	e := openEnd(t, "gpu1", w.addr)
 	port := w.rpcPort(t)
 	direct := stranger(t, port, true)

@@ -52,6 +52,8 @@ type Options struct {
 	// Ready, when set, is called once the link listens and the rpc-server accepts connections,
 	// with the link listener's address.
 	Ready func(addr string)
+
+	held bool // tests: IsolationHeld even where a network namespace can be made
 }
 
 // server is one Serve call's state.
@@ -89,9 +91,9 @@ func (s *session) String() string {
 }
 
 // Serve runs the worker until ctx ends (then it returns nil, its rpc-server killed and every link
-// closed): it starts the rpc-server bound to 127.0.0.1 on a free port and holds its one
-// connection (see held; restarted on a new port after each session, and with backoff if it
-// exits), and accepts link connections on o.Listen, each authenticated by o.Token, a "status"
+// closed): it starts the rpc-server bound to 127.0.0.1 on a free port (on Linux in a network
+// namespace of its own: Isolation) and holds its one connection (see held; restarted on a new
+// port after each session, and with backoff if it exits), and accepts link connections on o.Listen, each authenticated by o.Token, a "status"
 // answered and an "rpc" carried over the held connection, one session at a time.
 func Serve(ctx context.Context, o Options) error {
 	if o.Listen == "" {
@@ -131,9 +133,19 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	defer ln.Close()
 
+	mode, why := Isolation()
+	if o.held {
+		mode, why = IsolationHeld, errors.New("turned off")
+	}
+	if why != nil {
+		log.Info("rpc-server on 127.0.0.1, its one connection held by the worker", "isolation", mode, "why", why)
+	} else {
+		log.Info("rpc-server in its own network namespace", "isolation", mode)
+	}
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &server{o: o, log: log, tls: serverTLS(cert), rpc: newRPCChild(path, o.Threads, log),
+	s := &server{o: o, log: log, tls: serverTLS(cert), rpc: newRPCChild(path, o.Threads, mode == IsolationNetns, log),
 		ctx: ctx, conns: map[net.Conn]struct{}{}, pending: map[string]int{}}
 	first := make(chan error, 1)
 	childDone := make(chan struct{})
