@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,6 +32,9 @@ func TestMain(m *testing.M) {
 	}
 	if addr := os.Getenv(echoDialEnv); addr != "" {
 		os.Exit(echoDial(addr))
+	}
+	if addr := os.Getenv(orphanDialEnv); addr != "" {
+		os.Exit(orphanDial(addr))
 	}
 	os.Exit(m.Run())
 }
@@ -73,6 +77,9 @@ func workerProc(dir string) int {
 const echoDialEnv = "LLAMATRAY_WORKER_TEST_ECHO_DIAL"
 
 func echoDial(addr string) int {
+	if os.Getenv(orphanDialEnv+"_CHILD") != "" {
+		io.Copy(io.Discard, os.Stdin) // until orphanDial, its parent, has exited
+	}
 	c, err := dialHello(addr)
 	if err != nil {
 		fmt.Println("dial and HELLO:", err)
@@ -91,6 +98,27 @@ func echoDial(addr string) int {
 		return 1
 	}
 	fmt.Println("echoed")
+	return 0
+}
+
+// orphanDialEnv makes the test binary start an echoDial client and exit without waiting for it:
+// the client dials once this process (its parent) has exited, its stdin's writer with it.
+const orphanDialEnv = "LLAMATRAY_WORKER_TEST_ORPHAN_DIAL"
+
+func orphanDial(addr string) int {
+	r, w, err := os.Pipe()
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), orphanDialEnv+"=", orphanDialEnv+"_CHILD=1", echoDialEnv+"="+addr)
+	cmd.Stdin, cmd.Stdout = r, os.Stdout
+	if err := cmd.Start(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	_ = w // held open until this process exits
 	return 0
 }
 

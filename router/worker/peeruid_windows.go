@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -16,10 +17,11 @@ var procGetExtendedTcpTable = windows.NewLazySystemDLL("iphlpapi.dll").NewProc("
 const tcpTableOwnerPIDConnections = 4
 
 // ownProcess says whether the process at the other end of c, a connection accepted on the End's
-// loopback listener, runs as this process's user (Windows: the user, not the process, is checked): the connecting socket (local address c's
-// remote one, remote address c's local one) is found in GetExtendedTcpTable with its owning pid,
-// whose token's user is compared with this process's. A socket or process not found (it ended
-// already) or another user's process that cannot be opened is refused.
+// loopback listener, is this process or one of its descendants (llama-server, which Llamatray
+// starts): the connecting socket (local address c's remote one, remote address c's local one) is
+// found in GetExtendedTcpTable with its owning pid, and that pid's parents (a Toolhelp snapshot)
+// must lead to this process (descends). A socket or process not found (it ended already) is
+// refused.
 func ownProcess(c net.Conn) (bool, error) {
 	remote, ok1 := c.RemoteAddr().(*net.TCPAddr)
 	local, ok2 := c.LocalAddr().(*net.TCPAddr)
@@ -30,25 +32,49 @@ func ownProcess(c net.Conn) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	me, err := windows.GetCurrentProcessToken().GetTokenUser()
+	parent, err := parents()
 	if err != nil {
-		return false, fmt.Errorf("this process's user: %w", err)
+		return false, err
 	}
+	me := uint32(os.Getpid())
+	pp := func(p uint32) (uint32, bool) { q, ok := parent[p]; return q, ok }
+	if !descends(pid, me, pp, created) {
+		return false, fmt.Errorf("process %d is not this process's (%d) nor one of its descendants", pid, me)
+	}
+	return true, nil
+}
+
+// parents maps each running process to its parent's id, from a Toolhelp snapshot.
+func parents() (map[uint32]uint32, error) {
+	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPPROCESS, 0)
+	if err != nil {
+		return nil, fmt.Errorf("process snapshot: %w", err)
+	}
+	defer windows.CloseHandle(snap)
+	out := map[uint32]uint32{}
+	var e windows.ProcessEntry32
+	e.Size = uint32(unsafe.Sizeof(e))
+	for err = windows.Process32First(snap, &e); err == nil; err = windows.Process32Next(snap, &e) {
+		out[e.ProcessID] = e.ParentProcessID
+	}
+	if !errors.Is(err, windows.ERROR_NO_MORE_FILES) {
+		return nil, fmt.Errorf("process snapshot: %w", err)
+	}
+	return out, nil
+}
+
+// created is when process pid was created (100 ns since 1601); false when it cannot be opened.
+func created(pid uint32) (int64, bool) {
 	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, pid)
 	if err != nil {
-		return false, fmt.Errorf("process %d: %w", pid, err)
+		return 0, false
 	}
 	defer windows.CloseHandle(h)
-	var tok windows.Token
-	if err := windows.OpenProcessToken(h, windows.TOKEN_QUERY, &tok); err != nil {
-		return false, fmt.Errorf("process %d's token: %w", pid, err)
+	var c, x, k, u windows.Filetime
+	if windows.GetProcessTimes(h, &c, &x, &k, &u) != nil {
+		return 0, false
 	}
-	defer tok.Close()
-	them, err := tok.GetTokenUser()
-	if err != nil {
-		return false, fmt.Errorf("process %d's user: %w", pid, err)
-	}
-	return me.User.Sid.Equals(them.User.Sid), nil
+	return int64(c.HighDateTime)<<32 | int64(c.LowDateTime), true
 }
 
 // socketPID is the pid owning the TCP socket from local to remote, from the IPv4 and IPv6 tables.

@@ -40,3 +40,30 @@ func findSocket(tab []byte, v6 bool, local, remote *net.TCPAddr) (uint32, bool) 
 	}
 	return 0, false
 }
+
+// maxDepth bounds the parents descends follows.
+const maxDepth = 32
+
+// descends says whether pid is me or a descendant of me (Windows: peeruid_windows.go): its chain
+// of parents reaches me, each parent created no later than its child. Windows keeps a process's
+// parent id after the parent exits, and that id may since name a newer process (this one, or
+// one of its children): such a link is refused by the creation times. A process not listed or
+// not opened (it ended) breaks the chain.
+func descends(pid, me uint32, parent func(uint32) (uint32, bool), created func(uint32) (int64, bool)) bool {
+	for range maxDepth {
+		if pid == me {
+			return true
+		}
+		pp, ok := parent(pid)
+		if !ok || pp == 0 || pp == pid {
+			return false
+		}
+		child, ok1 := created(pid)
+		par, ok2 := created(pp)
+		if !ok1 || !ok2 || par > child {
+			return false
+		}
+		pid = pp
+	}
+	return false
+}

@@ -71,3 +71,47 @@ func TestFindSocket(t *testing.T) {
 		t.Fatal("an empty table")
 	}
 }
+
+func TestDescends(t *testing.T) {
+	const me = 100
+	type proc struct {
+		parent  uint32
+		created int64
+	}
+	procs := map[uint32]proc{
+		me:  {4, 50},
+		4:   {0, 1},
+		200: {me, 60},   // llama-server
+		201: {200, 61},  // its child
+		300: {4, 70},    // another process of this machine
+		301: {300, 71},  // its child
+		400: {me, 40},   // its parent exited, and its id is this process's now: created before it
+		401: {400, 41},  // a child of that one
+		500: {501, 80},  // a loop of stale ids
+		501: {500, 81},  // (each created after the other's link: refused by the times anyway)
+		600: {601, 90},  // its parent is not listed (ended)
+		700: {me, 1000}, // a child that cannot be opened (no creation time)
+	}
+	parent := func(p uint32) (uint32, bool) { q, ok := procs[p]; return q.parent, ok }
+	created := func(p uint32) (int64, bool) {
+		if p == 700 {
+			return 0, false
+		}
+		q, ok := procs[p]
+		return q.created, ok
+	}
+	for pid, want := range map[uint32]bool{me: true, 200: true, 201: true, 300: false, 301: false, 4: false,
+		400: false, 401: false, 500: false, 600: false, 700: false, 999: false} {
+		if got := descends(pid, me, parent, created); got != want {
+			t.Errorf("descends(%d) = %v, want %v", pid, got, want)
+		}
+	}
+	// A chain longer than maxDepth is refused.
+	long := func(p uint32) (uint32, bool) { return p - 1, true }
+	if descends(me+maxDepth+1, me, long, func(p uint32) (int64, bool) { return int64(p), true }) {
+		t.Error("a chain of more than maxDepth parents accepted")
+	}
+	if !descends(me+maxDepth-1, me, long, func(p uint32) (int64, bool) { return int64(p), true }) {
+		t.Error("a chain within maxDepth refused")
+	}
+}
