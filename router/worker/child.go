@@ -275,6 +275,15 @@ func (c *rpcChild) hold(ctx context.Context, addr string, exited chan error, tai
 	var err error
 	if hand != nil {
 		conn, err = hand.receive(ctx)
+		if err != nil && ctx.Err() == nil {
+			// The shim exited, or will at once: its exit comes after all of its output.
+			select {
+			case xerr := <-exited:
+				exited <- xerr // for once's stop
+				err = fmt.Errorf("rpc-server exited before it accepted connections (%v)", xerr)
+			case <-time.After(helloTimeout):
+			}
+		}
 	} else {
 		conn, err = dialStarted(ctx, addr, exited)
 	}

@@ -162,6 +162,9 @@ func shim(argv []string) int {
 		return fail(fmt.Errorf("no -p PORT in %q", argv))
 	}
 	addr := net.JoinHostPort("127.0.0.1", argv[i+1])
+	if err := noCaps(); err != nil {
+		return fail(err)
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // the shim's process group
@@ -209,6 +212,25 @@ func sendConn(conn net.Conn) error {
 	}
 	if serr != nil {
 		return fmt.Errorf("passing the connection to the worker: %w", serr)
+	}
+	return nil
+}
+
+// Securebits (linux/securebits.h): root's execve grants no capabilities, for good.
+const (
+	secbitNoroot       = 1 << 0
+	secbitNorootLocked = 1 << 1
+)
+
+// noCaps makes what this thread starts run without capabilities: root of the namespace has all of
+// them there (over its network namespace: netfilter, interfaces), which the rpc-server needs none
+// of. Securebits and no_new_privs are the thread's, and the rpc-server is started from it.
+func noCaps() error {
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secbitNoroot|secbitNorootLocked, 0, 0, 0); err != nil {
+		return fmt.Errorf("securebits: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	return nil
 }

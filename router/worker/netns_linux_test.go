@@ -89,7 +89,8 @@ func unreachable(t *testing.T, w *testWorker, when string) {
 
 // TestRPCServerInItsOwnNetworkNamespace: no process outside the rpc-server's network namespace,
 // the worker's own included, can connect to it, before, during and after a head's session (after
-// which another rpc-server is started, also unreachable), while the head's sessions are carried.
+// which another rpc-server is started, also unreachable), while the head's sessions are carried;
+// it runs as this user, without capabilities (not even in its namespace).
 func TestRPCServerInItsOwnNetworkNamespace(t *testing.T) {
 	needNetns(t)
 	w := startWorker(t)
@@ -110,6 +111,11 @@ func TestRPCServerInItsOwnNetworkNamespace(t *testing.T) {
 		st, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 		if !strings.Contains(string(st), fmt.Sprintf("\nUid:\t%d\t", os.Getuid())) {
 			t.Fatalf("rpc-server %d does not run as this user (uid %d): %s", pid, os.Getuid(), st)
+		}
+		for _, c := range []string{"CapPrm", "CapEff", "CapAmb"} {
+			if !strings.Contains(string(st), "\n"+c+":\t0000000000000000\n") {
+				t.Fatalf("rpc-server %d has capabilities (%s): %s", pid, c, st)
+			}
 		}
 	}
 	select {
