@@ -145,6 +145,12 @@ func startWorkerHeld(t testing.TB, held bool) *testWorker {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv(fakeRPCEnv, dir)
+	return startWorkerIn(t, dir, held)
+}
+
+// startWorkerIn is startWorkerHeld, its fake rpc-servers' folder dir (fakeRPCEnv, set by the caller).
+func startWorkerIn(t testing.TB, dir string, held bool) *testWorker {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &testWorker{dir: dir, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan string, 1)

@@ -221,3 +221,61 @@ func TestHeldWhereNoNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestNoStrangerInTheInstant: a process that watches for each rpc-server's port (from the moment
+// the rpc-server is started, before it listens) and dials it over and over, through the worker's
+// start and three sessions with a restart after each, never connects: there is no instant, between
+// the rpc-server's listen and the worker's connection, in which another process is served.
+func TestNoStrangerInTheInstant(t *testing.T) {
+	needNetns(t)
+	dir := t.TempDir()
+	t.Setenv(fakeRPCEnv, dir)
+	stop, done := make(chan struct{}), make(chan map[string][2]int)
+	go func() {
+		tried := map[string][2]int{} // port → dials, connections
+		for {
+			select {
+			case <-stop:
+				done <- tried
+				return
+			default:
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+				argv := strings.Split(string(b), "\n")
+				i := slices.Index(argv, "-p")
+				if err != nil || !strings.HasPrefix(e.Name(), "argv-") || i < 0 || i+1 >= len(argv) {
+					continue
+				}
+				n := tried[argv[i+1]]
+				n[0]++
+				if c, err := net.DialTimeout("tcp", "127.0.0.1:"+argv[i+1], time.Second); err == nil {
+					c.Close()
+					n[1]++
+				}
+				tried[argv[i+1]] = n
+			}
+		}
+	}()
+	w := startWorkerIn(t, dir, false)
+	e := openEnd(t, "gpu1", w.addr)
+	for i := range 3 {
+		c := dialEnd(t, e)
+		echoRound(t, c, fmt.Sprintf("session %d", i))
+		c.Close()
+	}
+	c := dialEnd(t, e) // the fourth rpc-server is up
+	echoRound(t, c, "the last")
+	close(stop)
+	tried := <-done
+	if len(tried) < 4 {
+		t.Fatalf("the stranger saw %d rpc-servers' ports, want 4: %v", len(tried), tried)
+	}
+	for port, n := range tried {
+		if n[1] > 0 {
+			t.Fatalf("the stranger connected to the rpc-server's port %s %d times (of %d)", port, n[1], n[0])
+		}
+	}
+	t.Logf("the stranger's dials per rpc-server port, all refused: %v", tried)
+}
