@@ -93,8 +93,9 @@ func (s *session) String() string {
 // Serve runs the worker until ctx ends (then it returns nil, its rpc-server killed and every link
 // closed): it starts the rpc-server bound to 127.0.0.1 on a free port (on Linux in a network
 // namespace of its own: Isolation) and holds its one connection (see held; restarted on a new
-// port after each session, and with backoff if it exits), and accepts link connections on o.Listen, each authenticated by o.Token, a "status"
-// answered and an "rpc" carried over the held connection, one session at a time.
+// port after each session, and with backoff if it exits), and accepts link connections on
+// o.Listen, each authenticated by o.Token, a "status" answered and an "rpc" carried over the held
+// connection, one session at a time.
 func Serve(ctx context.Context, o Options) error {
 	if o.Listen == "" {
 		return errors.New("worker: no listen address")
