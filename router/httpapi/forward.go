@@ -14,7 +14,7 @@ import (
 	"github.com/llamatray/llamatray/router/internal/h1"
 )
 
-// forward proxies r to t's child over rt.children and copies the answer to w. It is the reverse
+// forward proxies r to t's child over srv.children and copies the answer to w. It is the reverse
 // proxy of every model-routed request, doing what net/http/httputil's ReverseProxy did here
 // (outRequest, childAnswer and proxyError do what its hooks did), without what that one spends per request on
 // features this proxy does not use: a clone of the request and of its headers and a second copy with
@@ -25,24 +25,24 @@ import (
 // unknown length flushed after every write (its headers at once), an answer cut while it is copied
 // ending the client's connection (http.ErrAbortHandler), and a child's 101 answered 502: upgrades
 // are not relayed.
-func (rt *Server) forward(w http.ResponseWriter, r *http.Request, t *proxyTarget) {
+func (srv *Server) forward(w http.ResponseWriter, r *http.Request, t *proxyTarget) {
 	out := outRequest(r, t)
 	if out == nil {
-		rt.proxyError(w, r, fmt.Errorf("client tried to switch to invalid protocol %q", upgradeType(r.Header)))
+		srv.proxyError(w, r, fmt.Errorf("client tried to switch to invalid protocol %q", upgradeType(r.Header)))
 		return
 	}
-	resp, err := rt.children.RoundTrip(out)
+	resp, err := srv.children.RoundTrip(out)
 	if err != nil {
-		rt.proxyError(w, out, err)
+		srv.proxyError(w, out, err)
 		return
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		_ = resp.Body.Close()
-		rt.proxyError(w, out, errors.New("llama-server switched protocols, which the proxy does not relay"))
+		srv.proxyError(w, out, errors.New("llama-server switched protocols, which the proxy does not relay"))
 		return
 	}
 	removeHopByHop(resp.Header)
-	rt.childAnswer(resp)
+	srv.childAnswer(resp)
 	h := w.Header()
 	for k, vv := range resp.Header {
 		if prev, ok := h[k]; ok {
@@ -65,7 +65,7 @@ func (rt *Server) forward(w http.ResponseWriter, r *http.Request, t *proxyTarget
 		flush = http.NewResponseController(w).Flush
 		_ = flush() // the headers now, before the first event
 	}
-	if err := rt.copyAnswer(w, resp.Body, flush); err != nil {
+	if err := srv.copyAnswer(w, resp.Body, flush); err != nil {
 		_ = resp.Body.Close()
 		if flush != nil && t.lost.Lost() != nil {
 			// A worker's link was lost mid-stream: the stream ends with an error event naming it.
@@ -261,7 +261,7 @@ func flushEach(resp *http.Response) bool {
 // copyAnswer copies body to w through one of the proxy's copy buffers, calling flush (when set)
 // after every write. It returns the first read or write error; a read error that is not the
 // client's leaving is logged.
-func (rt *Server) copyAnswer(w io.Writer, body io.Reader, flush func() error) error {
+func (srv *Server) copyAnswer(w io.Writer, body io.Reader, flush func() error) error {
 	arr := copyBufferPool.Get().(*[32 << 10]byte)
 	defer copyBufferPool.Put(arr)
 	buf := arr[:]
@@ -284,7 +284,7 @@ func (rt *Server) copyAnswer(w io.Writer, body io.Reader, flush func() error) er
 		}
 		if rerr != nil {
 			if !errors.Is(rerr, context.Canceled) {
-				rt.log.Debug("reading llama-server's answer", "error", rerr)
+				srv.log.Debug("reading llama-server's answer", "error", rerr)
 			}
 			return rerr
 		}

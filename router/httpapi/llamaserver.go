@@ -24,8 +24,8 @@ type LlamaServers interface {
 // llamaServers serves GET /api/llama-server: the builds installed, and what a fresh install of the
 // latest release (or ?build=) would pick, with the other archives that run here. Asking GitHub
 // (?available, ?build=) cross-site is 403; the local listing is not.
-func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
-	ls := rt.o.LlamaServers
+func (srv *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
+	ls := srv.o.LlamaServers
 	if ls == nil {
 		writeError(w, r, errNotFound)
 		return
@@ -45,8 +45,8 @@ func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 		builds = []releases.Build{}
 	}
 	out := releases.Listing{Builds: builds}
-	if rt.o.Setup != nil {
-		out.InUse = rt.o.Setup().LlamaServer
+	if srv.o.Setup != nil {
+		out.InUse = srv.o.Setup().LlamaServer
 	}
 	if askGitHub {
 		rel, c, err := ls.PlanBuild(r.Context(), releases.Request{Build: q.Get("build"), Backend: q.Get("backend")})
@@ -64,14 +64,14 @@ func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 // total), then one "done" event with the installed build, or one "error" event. An error before the
 // first event (a bad body, another install running, no such release) is a plain JSON error instead.
 // Closing the connection cancels the install, which leaves nothing behind.
-func (rt *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
-	ls := rt.o.LlamaServers
+func (srv *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
+	ls := srv.o.LlamaServers
 	if ls == nil {
 		writeError(w, r, errNotFound)
 		return
 	}
 	var req releases.Request
-	if err := rt.readJSON(w, r, &req); err != nil {
+	if err := srv.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -112,14 +112,14 @@ func (es *eventStream) send(event string, v any) {
 }
 
 // useLlamaServer serves POST /api/llama-server/use {"build": "b7100"} ("previous" rolls back).
-func (rt *Server) useLlamaServer(w http.ResponseWriter, r *http.Request) {
-	ls := rt.o.LlamaServers
+func (srv *Server) useLlamaServer(w http.ResponseWriter, r *http.Request) {
+	ls := srv.o.LlamaServers
 	if ls == nil {
 		writeError(w, r, errNotFound)
 		return
 	}
 	var req releases.Request
-	if err := rt.readJSON(w, r, &req); err != nil {
+	if err := srv.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
 		return
 	}

@@ -16,25 +16,25 @@ import (
 
 // Ollama's API (router/ollama translates): apps that speak only Ollama's API use Llamatray's models
 // with the same leases, queue, memory rules, Host check, CORS and keys as every other route.
-func (rt *Server) ollamaRoutes(m *mux.Router) {
-	m.HandleFunc("/", rt.ollamaRoot).Methods(http.MethodGet, http.MethodHead)
-	m.HandleFunc("/api/version", rt.ollamaVersion).Methods(http.MethodGet, http.MethodHead)
-	m.HandleFunc("/api/tags", rt.ollamaTags).Methods(http.MethodGet, http.MethodHead)
-	m.HandleFunc("/api/ps", rt.ollamaPS).Methods(http.MethodGet)
-	m.HandleFunc("/api/show", rt.ollamaShow).Methods(http.MethodPost)
-	m.HandleFunc("/api/chat", rt.ollamaChat).Methods(http.MethodPost)
-	m.HandleFunc("/api/generate", rt.ollamaGenerate).Methods(http.MethodPost)
-	m.HandleFunc("/api/embed", rt.ollamaEmbed).Methods(http.MethodPost)
-	m.HandleFunc("/api/embeddings", rt.ollamaEmbeddings).Methods(http.MethodPost)
-	m.HandleFunc("/api/pull", rt.ollamaPull).Methods(http.MethodPost) // ollama_hub.go
-	m.HandleFunc("/api/delete", rt.ollamaDelete).Methods(http.MethodDelete)
-	m.HandleFunc("/api/create", rt.ollamaUnsupported).Methods(http.MethodPost)
-	m.HandleFunc("/api/push", rt.ollamaUnsupported).Methods(http.MethodPost)
-	m.HandleFunc("/api/copy", rt.ollamaCopy).Methods(http.MethodPost)
+func (srv *Server) ollamaRoutes(m *mux.Router) {
+	m.HandleFunc("/", srv.ollamaRoot).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/api/version", srv.ollamaVersion).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/api/tags", srv.ollamaTags).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/api/ps", srv.ollamaPS).Methods(http.MethodGet)
+	m.HandleFunc("/api/show", srv.ollamaShow).Methods(http.MethodPost)
+	m.HandleFunc("/api/chat", srv.ollamaChat).Methods(http.MethodPost)
+	m.HandleFunc("/api/generate", srv.ollamaGenerate).Methods(http.MethodPost)
+	m.HandleFunc("/api/embed", srv.ollamaEmbed).Methods(http.MethodPost)
+	m.HandleFunc("/api/embeddings", srv.ollamaEmbeddings).Methods(http.MethodPost)
+	m.HandleFunc("/api/pull", srv.ollamaPull).Methods(http.MethodPost) // ollama_hub.go
+	m.HandleFunc("/api/delete", srv.ollamaDelete).Methods(http.MethodDelete)
+	m.HandleFunc("/api/create", srv.ollamaUnsupported).Methods(http.MethodPost)
+	m.HandleFunc("/api/push", srv.ollamaUnsupported).Methods(http.MethodPost)
+	m.HandleFunc("/api/copy", srv.ollamaCopy).Methods(http.MethodPost)
 }
 
 // ollamaRoot answers the probe Ollama's clients send before anything else.
-func (rt *Server) ollamaRoot(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) ollamaRoot(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
@@ -42,12 +42,12 @@ func (rt *Server) ollamaRoot(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (rt *Server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"version": ollama.Version})
 }
 
 // ollamaError writes err in Ollama's shape, {"error": "…"}, with the status errorFor gives it.
-func (rt *Server) ollamaError(w http.ResponseWriter, r *http.Request, name string, err error) {
+func (srv *Server) ollamaError(w http.ResponseWriter, r *http.Request, name string, err error) {
 	e := errorFor(err)
 	if info := infoFrom(r.Context()); info != nil {
 		info.err = err
@@ -82,8 +82,8 @@ func notFoundText(path, name string) string {
 
 // ollamaRead reads a JSON body into v; false when it answered an error. A request without a body
 // is refused as Ollama refuses it.
-func (rt *Server) ollamaRead(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := rt.readBody(w, r)
+func (srv *Server) ollamaRead(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := srv.readBody(w, r)
 	if err == nil && len(body) == 0 {
 		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: "missing request body"})
 		return false
@@ -94,7 +94,7 @@ func (rt *Server) ollamaRead(w http.ResponseWriter, r *http.Request, v any) bool
 		}
 	}
 	if err != nil {
-		rt.ollamaError(w, r, "", err)
+		srv.ollamaError(w, r, "", err)
 		return false
 	}
 	return true
@@ -104,7 +104,7 @@ func (rt *Server) ollamaRead(w http.ResponseWriter, r *http.Request, v any) bool
 // listed with, else as the Hub name it was pulled by (hf.co/ORG/REPO:QUANT resolves as
 // ORG/REPO:QUANT, so the name a client pulled is the name it then uses). false when it answered
 // an error.
-func (rt *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name string) (string, bool) {
+func (srv *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name string) (string, bool) {
 	if name == "" {
 		if r.URL.Path == "/api/generate" { // as Ollama answers it
 			writeJSON(w, http.StatusNotFound, ollama.ErrorResponse{Error: "model '' not found"})
@@ -113,23 +113,23 @@ func (rt *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name str
 		}
 		return "", false
 	}
-	if ref, ok := rt.ollamaPeer(r, name, true); ok { // peers.go
+	if ref, ok := srv.ollamaPeer(r, name, true); ok { // peers.go
 		return ref, true
 	}
-	id, err := rt.resolveRequest(r, name)
+	id, err := srv.resolveRequest(r, name)
 	for _, alt := range ollamaNames(name) {
 		if err == nil {
 			break
 		}
-		if id2, err2 := rt.resolveRequest(r, alt); err2 == nil || !isNotFound(err2) {
+		if id2, err2 := srv.resolveRequest(r, alt); err2 == nil || !isNotFound(err2) {
 			id, err = id2, err2
 		}
 	}
-	if ref, ok := rt.ollamaPeer(r, name, false); ok && isNotFound(err) {
+	if ref, ok := srv.ollamaPeer(r, name, false); ok && isNotFound(err) {
 		return ref, true
 	}
 	if err != nil {
-		rt.ollamaError(w, r, name, err)
+		srv.ollamaError(w, r, name, err)
 		return "", false
 	}
 	return id, true
@@ -156,101 +156,101 @@ func isNotFound(err error) bool {
 
 // applyKeepAlive applies a request's keep_alive to the model's current or next child; without one the
 // configured idle timers apply again, as Ollama goes back to its default.
-func (rt *Server) applyKeepAlive(id string, ka *ollama.Duration) {
+func (srv *Server) applyKeepAlive(id string, ka *ollama.Duration) {
 	var d *time.Duration
 	if ka != nil {
 		v := ka.Duration
 		d = &v
 	}
-	if err := rt.o.Engine.KeepAlive(id, d); err != nil {
-		rt.log.Debug("keep_alive not applied", "model", id, "err", err)
+	if err := srv.o.Engine.KeepAlive(id, d); err != nil {
+		srv.log.Debug("keep_alive not applied", "model", id, "err", err)
 	}
 }
 
-func (rt *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollama.ChatRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !srv.ollamaRead(w, r, &req) {
 		return
 	}
 	asked := req.Model
-	id, ok := rt.ollamaTarget(w, r, asked, req.KeepAlive, ollama.KindChat, len(req.Messages) == 0)
+	id, ok := srv.ollamaTarget(w, r, asked, req.KeepAlive, ollama.KindChat, len(req.Messages) == 0)
 	if !ok {
 		return
 	}
 	req.Model = id
-	defaults, system := rt.ollamaDefaults(id, asked)
+	defaults, system := srv.ollamaDefaults(id, asked)
 	req.Options = ollama.WithDefaults(req.Options, defaults)
 	if system != "" && req.Messages[0].Role != "system" {
 		req.Messages = append([]ollama.Message{{Role: "system", Content: system}}, req.Messages...)
 	}
 	up, err := ollama.Chat(req)
-	rt.ollamaSend(w, r, start, ollama.KindChat, asked, id, req.KeepAlive, up, err)
+	srv.ollamaSend(w, r, start, ollama.KindChat, asked, id, req.KeepAlive, up, err)
 }
 
-func (rt *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollama.GenerateRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !srv.ollamaRead(w, r, &req) {
 		return
 	}
 	asked := req.Model
-	id, ok := rt.ollamaTarget(w, r, asked, req.KeepAlive, ollama.KindGenerate, req.Prompt == "" && len(req.Images) == 0)
+	id, ok := srv.ollamaTarget(w, r, asked, req.KeepAlive, ollama.KindGenerate, req.Prompt == "" && len(req.Images) == 0)
 	if !ok {
 		return
 	}
 	req.Model = id
-	defaults, system := rt.ollamaDefaults(id, asked)
+	defaults, system := srv.ollamaDefaults(id, asked)
 	req.Options = ollama.WithDefaults(req.Options, defaults)
 	if req.System == "" && !req.Raw {
 		req.System = system
 	}
 	up, err := ollama.Generate(req)
-	rt.ollamaSend(w, r, start, ollama.KindGenerate, asked, id, req.KeepAlive, up, err)
+	srv.ollamaSend(w, r, start, ollama.KindGenerate, asked, id, req.KeepAlive, up, err)
 }
 
-func (rt *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollama.EmbedRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !srv.ollamaRead(w, r, &req) {
 		return
 	}
 	inputs, err := ollama.EmbedInputs(req.Input) // said once the model is known to exist
-	id, ok := rt.ollamaTarget(w, r, req.Model, req.KeepAlive, ollama.KindEmbed, err == nil && len(inputs) == 0)
+	id, ok := srv.ollamaTarget(w, r, req.Model, req.KeepAlive, ollama.KindEmbed, err == nil && len(inputs) == 0)
 	if !ok {
 		return
 	}
-	rt.ollamaSend(w, r, start, ollama.KindEmbed, req.Model, id, req.KeepAlive, ollama.Embeddings(id, inputs), err)
+	srv.ollamaSend(w, r, start, ollama.KindEmbed, req.Model, id, req.KeepAlive, ollama.Embeddings(id, inputs), err)
 }
 
-func (rt *Server) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollama.EmbeddingsRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !srv.ollamaRead(w, r, &req) {
 		return
 	}
-	id, ok := rt.ollamaTarget(w, r, req.Model, req.KeepAlive, ollama.KindEmbeddings, req.Prompt == "")
+	id, ok := srv.ollamaTarget(w, r, req.Model, req.KeepAlive, ollama.KindEmbeddings, req.Prompt == "")
 	if !ok {
 		return
 	}
-	rt.ollamaSend(w, r, start, ollama.KindEmbeddings, req.Model, id, req.KeepAlive, ollama.Embeddings(id, []string{req.Prompt}), nil)
+	srv.ollamaSend(w, r, start, ollama.KindEmbeddings, req.Model, id, req.KeepAlive, ollama.Embeddings(id, []string{req.Prompt}), nil)
 }
 
 // ollamaTarget resolves the model a request asks for and checks that it does what kind asks; a
 // request with nothing to answer (empty) it serves itself by loading or unloading the model. false
 // when it answered.
-func (rt *Server) ollamaTarget(w http.ResponseWriter, r *http.Request, asked string, ka *ollama.Duration, kind ollama.Kind, empty bool) (string, bool) {
-	id, ok := rt.ollamaResolve(w, r, asked)
+func (srv *Server) ollamaTarget(w http.ResponseWriter, r *http.Request, asked string, ka *ollama.Duration, kind ollama.Kind, empty bool) (string, bool) {
+	id, ok := srv.ollamaResolve(w, r, asked)
 	if !ok {
 		return "", false
 	}
 	if empty {
-		rt.ollamaLoadOnly(w, r, id, asked, ka, kind)
+		srv.ollamaLoadOnly(w, r, id, asked, ka, kind)
 		return "", false
 	}
 	what := map[ollama.Kind]string{ollama.KindChat: "chat", ollama.KindGenerate: "generate"}[kind]
-	if err := rt.ollamaSupports(id, asked, what); err != nil {
-		rt.ollamaError(w, r, asked, err)
+	if err := srv.ollamaSupports(id, asked, what); err != nil {
+		srv.ollamaError(w, r, asked, err)
 		return "", false
 	}
 	return id, true
@@ -258,19 +258,19 @@ func (rt *Server) ollamaTarget(w http.ResponseWriter, r *http.Request, asked str
 
 // ollamaSend applies keep_alive and sends up to model id's child, or answers err (the request could
 // not be turned into one).
-func (rt *Server) ollamaSend(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, asked, id string, ka *ollama.Duration, up ollama.Upstream, err error) {
+func (srv *Server) ollamaSend(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, asked, id string, ka *ollama.Duration, up ollama.Upstream, err error) {
 	if err != nil {
-		rt.ollamaError(w, r, asked, err)
+		srv.ollamaError(w, r, asked, err)
 		return
 	}
-	rt.applyKeepAlive(id, ka)
-	rt.ollamaProxy(w, r, start, kind, asked, id, up)
+	srv.applyKeepAlive(id, ka)
+	srv.ollamaProxy(w, r, start, kind, asked, id, up)
 }
 
 // ollamaSupports refuses what the model cannot do, in Ollama's words: an embedding model neither
 // chats nor generates.
-func (rt *Server) ollamaSupports(id, asked, what string) error {
-	v, err := rt.views.Model(id)
+func (srv *Server) ollamaSupports(id, asked, what string) error {
+	v, err := srv.views.Model(id)
 	if err != nil {
 		return nil // the proxy path reports it
 	}
@@ -279,7 +279,7 @@ func (rt *Server) ollamaSupports(id, asked, what string) error {
 
 // ollamaProxy sends up to model id's child, holding a lease as every proxied request does, and
 // writes the child's answer in Ollama's shape.
-func (rt *Server) ollamaProxy(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, name, id string, up ollama.Upstream) {
+func (srv *Server) ollamaProxy(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, name, id string, up ollama.Upstream) {
 	ow := ollama.NewWriter(w, kind, name, up.Stream, start)
 	ow.TopLogprobs = up.TopLogprobs
 	ow.Load = func() time.Duration {
@@ -288,13 +288,13 @@ func (rt *Server) ollamaProxy(w http.ResponseWriter, r *http.Request, start time
 		}
 		return 0
 	}
-	rt.serveModel(ow, r, id, up.Body, up.Stream, up.Path, "")
+	srv.serveModel(ow, r, id, up.Body, up.Stream, up.Path, "")
 	ow.Finish()
 }
 
 // ollamaLoadOnly serves a request with nothing to answer, as Ollama does: it loads the model (or,
 // with keep_alive 0, unloads it) and reports that in one object.
-func (rt *Server) ollamaLoadOnly(w http.ResponseWriter, r *http.Request, id, name string, ka *ollama.Duration, kind ollama.Kind) {
+func (srv *Server) ollamaLoadOnly(w http.ResponseWriter, r *http.Request, id, name string, ka *ollama.Duration, kind ollama.Kind) {
 	reason := "load"
 	if ka != nil && ka.Duration == 0 {
 		reason = "unload"
@@ -303,18 +303,18 @@ func (rt *Server) ollamaLoadOnly(w http.ResponseWriter, r *http.Request, id, nam
 	switch {
 	case onPeer: // another machine's model: it loads with its first request there
 	case reason == "unload":
-		if err := rt.o.Engine.Unload(r.Context(), id, false); err != nil {
-			rt.ollamaError(w, r, name, err)
+		if err := srv.o.Engine.Unload(r.Context(), id, false); err != nil {
+			srv.ollamaError(w, r, name, err)
 			return
 		}
 	default:
-		if err := rt.checkAutoload(r, id); err != nil { // a cross-site page never loads a model
-			rt.ollamaError(w, r, name, err)
+		if err := srv.checkAutoload(r, id); err != nil { // a cross-site page never loads a model
+			srv.ollamaError(w, r, name, err)
 			return
 		}
-		rt.applyKeepAlive(id, ka)
-		if err := rt.o.Engine.Load(r.Context(), id); err != nil {
-			rt.ollamaError(w, r, name, err)
+		srv.applyKeepAlive(id, ka)
+		if err := srv.o.Engine.Load(r.Context(), id); err != nil {
+			srv.ollamaError(w, r, name, err)
 			return
 		}
 	}
@@ -333,7 +333,7 @@ func (rt *Server) ollamaLoadOnly(w http.ResponseWriter, r *http.Request, id, nam
 
 // ollamaUnsupported answers what Llamatray does not do: it serves GGUF files, it does not build
 // or publish Ollama images.
-func (rt *Server) ollamaUnsupported(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) ollamaUnsupported(w http.ResponseWriter, r *http.Request) {
 	what := strings.TrimPrefix(r.URL.Path, "/api/")
 	msg := fmt.Sprintf("Llamatray does not %s Ollama models: it serves GGUF files from its model folders and the Hugging Face Hub", what)
 	switch what {
@@ -347,23 +347,23 @@ func (rt *Server) ollamaUnsupported(w http.ResponseWriter, r *http.Request) {
 
 // ollamaCopy serves POST /api/copy: the destination becomes one more name of the source's model,
 // an alias saved in the configuration (Llamatray never copies a model's file).
-func (rt *Server) ollamaCopy(w http.ResponseWriter, r *http.Request) {
-	if rt.o.Alias == nil {
-		rt.ollamaUnsupported(w, r)
+func (srv *Server) ollamaCopy(w http.ResponseWriter, r *http.Request) {
+	if srv.o.Alias == nil {
+		srv.ollamaUnsupported(w, r)
 		return
 	}
 	var req ollama.CopyRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !srv.ollamaRead(w, r, &req) {
 		return
 	}
 	if req.Source == "" || req.Destination == "" {
 		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: "source and destination are required"})
 		return
 	}
-	id, err := rt.resolve(req.Source)
+	id, err := srv.resolve(req.Source)
 	if err != nil {
 		if base, ok := ollama.Unlisted(req.Source); ok {
-			id, err = rt.resolve(base)
+			id, err = srv.resolve(base)
 		}
 	}
 	if err != nil {
@@ -371,7 +371,7 @@ func (rt *Server) ollamaCopy(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusNotFound, ollama.ErrorResponse{Error: fmt.Sprintf("model %q not found", req.Source)}) // Ollama's words
 			return
 		}
-		rt.ollamaError(w, r, req.Source, err)
+		srv.ollamaError(w, r, req.Source, err)
 		return
 	}
 	dest, _ := ollama.Unlisted(req.Destination) // listed again with the default tag
@@ -379,10 +379,10 @@ func (rt *Server) ollamaCopy(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: fmt.Sprintf("%q is not a model name", req.Destination)})
 		return
 	}
-	if err := rt.o.Alias(id, dest, true); err != nil {
+	if err := srv.o.Alias(id, dest, true); err != nil {
 		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: err.Error()})
 		return
 	}
-	rt.log.Info("alias added", "model", id, "alias", dest)
+	srv.log.Info("alias added", "model", id, "alias", dest)
 	w.WriteHeader(http.StatusOK)
 }

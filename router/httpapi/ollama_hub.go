@@ -32,17 +32,17 @@ func hubNameOf(name string) string {
 // ollamaPull serves POST /api/pull: a download from the Hugging Face Hub, with Ollama's status
 // lines as it goes (stream) or one status at its end. The download belongs to the service: a
 // client that goes away does not stop it.
-func (rt *Server) ollamaPull(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) ollamaPull(w http.ResponseWriter, r *http.Request) {
 	var req ollama.NameRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !srv.ollamaRead(w, r, &req) {
 		return
 	}
-	if rt.o.Hub == nil || rt.o.Hub.Manager == nil {
+	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
 		writeJSON(w, http.StatusNotImplemented, ollama.ErrorResponse{Error: "downloads from the Hugging Face Hub are off in this Llamatray"})
 		return
 	}
 	if err := outbound(r); err != nil {
-		rt.ollamaError(w, r, req.Named(), err)
+		srv.ollamaError(w, r, req.Named(), err)
 		return
 	}
 	ref, err := hub.ParseRef(hubNameOf(req.Named()))
@@ -52,19 +52,19 @@ func (rt *Server) ollamaPull(w http.ResponseWriter, r *http.Request) {
 	}
 	stream := req.Stream == nil || *req.Stream
 	p := &pullLines{w: w, stream: stream}
-	if ref.Quant != "" && rt.o.Catalog != nil {
-		if m, ok := rt.o.Catalog.Lookup(ref.String()); ok && m.HubName != "" {
+	if ref.Quant != "" && srv.o.Catalog != nil {
+		if m, ok := srv.o.Catalog.Lookup(ref.String()); ok && m.HubName != "" {
 			p.status("pulling manifest")
 			p.done(ollama.ProgressResponse{Status: "success"})
 			return
 		}
 	}
-	mgr := rt.o.Hub.Manager
+	mgr := srv.o.Hub.Manager
 	events, stop := mgr.Subscribe()
 	defer stop()
 	st, err := mgr.Start(r.Context(), ref)
 	if err != nil {
-		rt.ollamaError(w, r, req.Named(), err)
+		srv.ollamaError(w, r, req.Named(), err)
 		return
 	}
 	p.status("pulling manifest")

@@ -54,22 +54,22 @@ func digestOf(v view.Model) string {
 // ollamaDefaults are what a model's Ollama manifest chose (its params and system layers), for the
 // requests that leave them out: the manifest of the name the request used (one blob may have
 // several, each its own), else the model's first; nil for a model that is not in an Ollama store.
-func (rt *Server) ollamaDefaults(id, asked string) (map[string]any, string) {
-	if rt.o.Catalog == nil {
+func (srv *Server) ollamaDefaults(id, asked string) (map[string]any, string) {
+	if srv.o.Catalog == nil {
 		return nil, ""
 	}
-	c, ok := rt.o.Catalog.Lookup(id)
+	c, ok := srv.o.Catalog.Lookup(id)
 	if !ok || len(c.Ollama) == 0 {
 		return nil, ""
 	}
 	if n, ok := c.OllamaNamed(asked); ok {
-		return rt.underRules(id, n.Defaults), n.System
+		return srv.underRules(id, n.Defaults), n.System
 	}
-	return rt.underRules(id, c.Defaults), c.Ollama[0].System
+	return srv.underRules(id, c.Defaults), c.Ollama[0].System
 }
 
-func (rt *Server) ollamaModels() []ollama.Model {
-	views := rt.views.Models()
+func (srv *Server) ollamaModels() []ollama.Model {
+	views := srv.views.Models()
 	out := make([]ollama.Model, 0, len(views))
 	for _, v := range views {
 		m := ollamaModel(v)
@@ -98,37 +98,37 @@ func (rt *Server) ollamaModels() []ollama.Model {
 }
 
 // ollamaTags serves GET /api/tags: every model Llamatray serves, answering peers' included.
-func (rt *Server) ollamaTags(w http.ResponseWriter, r *http.Request) {
-	local := rt.ollamaModels()
-	writeJSON(w, http.StatusOK, ollama.Tags(append(local, rt.ollamaPeerModels(r, local)...))) // ollama_peers.go
+func (srv *Server) ollamaTags(w http.ResponseWriter, r *http.Request) {
+	local := srv.ollamaModels()
+	writeJSON(w, http.StatusOK, ollama.Tags(append(local, srv.ollamaPeerModels(r, local)...))) // ollama_peers.go
 }
 
 // ollamaPS serves GET /api/ps: the models running now, peers' models their peer reports loaded included.
-func (rt *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {
-	local := rt.ollamaModels()
-	writeJSON(w, http.StatusOK, ollama.PS(append(local, rt.ollamaPeerModels(r, local)...)))
+func (srv *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {
+	local := srv.ollamaModels()
+	writeJSON(w, http.StatusOK, ollama.PS(append(local, srv.ollamaPeerModels(r, local)...)))
 }
 
 // ollamaShow serves POST /api/show.
-func (rt *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 	var req ollama.ShowRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !srv.ollamaRead(w, r, &req) {
 		return
 	}
 	name := req.Model
 	if name == "" {
 		name = req.Name
 	}
-	id, ok := rt.ollamaResolve(w, r, name)
+	id, ok := srv.ollamaResolve(w, r, name)
 	if !ok {
 		return
 	}
-	if _, _, isRef := peer.ParseRef(id); isRef && rt.ollamaPeerShow(w, id) { // ollama_peers.go
+	if _, _, isRef := peer.ParseRef(id); isRef && srv.ollamaPeerShow(w, id) { // ollama_peers.go
 		return
 	}
-	v, err := rt.views.Model(id)
+	v, err := srv.views.Model(id)
 	if err != nil {
-		rt.ollamaError(w, r, name, err)
+		srv.ollamaError(w, r, name, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, ollama.Show(ollamaModel(v)))
@@ -136,26 +136,26 @@ func (rt *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 
 // ollamaDelete serves DELETE /api/delete: a model pulled from the Hub is removed as DELETE /models
 // removes it; a file of the user's own, or one in Ollama's store, is not deleted.
-func (rt *Server) ollamaDelete(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) ollamaDelete(w http.ResponseWriter, r *http.Request) {
 	var req ollama.NameRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !srv.ollamaRead(w, r, &req) {
 		return
 	}
-	id, ok := rt.ollamaResolve(w, r, req.Named())
+	id, ok := srv.ollamaResolve(w, r, req.Named())
 	if !ok {
 		return
 	}
-	if alias := rt.configuredAlias(id, req.Named()); alias != "" && rt.o.Alias != nil {
+	if alias := srv.configuredAlias(id, req.Named()); alias != "" && srv.o.Alias != nil {
 		// a copy (/api/copy): the name goes, the model and its other names stay
-		if err := rt.o.Alias(id, alias, false); err != nil {
-			rt.ollamaError(w, r, req.Named(), err)
+		if err := srv.o.Alias(id, alias, false); err != nil {
+			srv.ollamaError(w, r, req.Named(), err)
 			return
 		}
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if _, err := rt.removePulled(r, id); err != nil {
-		rt.ollamaError(w, r, req.Named(), err)
+	if _, err := srv.removePulled(r, id); err != nil {
+		srv.ollamaError(w, r, req.Named(), err)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
@@ -163,11 +163,11 @@ func (rt *Server) ollamaDelete(w http.ResponseWriter, r *http.Request) {
 
 // configuredAlias is the alias of model id that name (as an Ollama client sends it) is, "" when
 // it is not one.
-func (rt *Server) configuredAlias(id, name string) string {
-	if rt.o.Catalog == nil {
+func (srv *Server) configuredAlias(id, name string) string {
+	if srv.o.Catalog == nil {
 		return ""
 	}
-	c, ok := rt.o.Catalog.Lookup(id)
+	c, ok := srv.o.Catalog.Lookup(id)
 	if !ok {
 		return ""
 	}
@@ -182,26 +182,26 @@ func (rt *Server) configuredAlias(id, name string) string {
 
 // removePulled unloads model id (its in-flight requests finish first) and deletes its files from
 // the Hub cache, blobs nothing else uses included. A model that is not a Hub pull is refused.
-func (rt *Server) removePulled(r *http.Request, id string) (wire.RemoveAnswer, error) {
-	if rt.o.Hub == nil || rt.o.Hub.Manager == nil {
+func (srv *Server) removePulled(r *http.Request, id string) (wire.RemoveAnswer, error) {
+	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
 		return wire.RemoveAnswer{}, &notHubModelError{id: id}
 	}
-	cm, _ := rt.o.Catalog.Lookup(id)
+	cm, _ := srv.o.Catalog.Lookup(id)
 	cache, repoFiles, ok := hub.LocalFiles(cm)
 	if !ok {
 		return wire.RemoveAnswer{}, &notHubModelError{id: id, path: cm.Path}
 	}
-	if err := rt.o.Engine.Unload(r.Context(), id, false); err != nil && !isUnknown(err) {
+	if err := srv.o.Engine.Unload(r.Context(), id, false); err != nil && !isUnknown(err) {
 		return wire.RemoveAnswer{}, err
 	}
 	removed, err := cache.Remove(cm.HubRepo, repoFiles)
 	if err != nil {
 		return wire.RemoveAnswer{}, fmt.Errorf("removing %s: %w", id, err)
 	}
-	if rt.o.Hub.Rescan != nil {
-		rt.o.Hub.Rescan()
+	if srv.o.Hub.Rescan != nil {
+		srv.o.Hub.Rescan()
 	}
-	rt.log.Info("model removed", "model", id, "paths", len(removed))
+	srv.log.Info("model removed", "model", id, "paths", len(removed))
 	return wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: removedOrEmpty(removed)}, nil
 }
 

@@ -20,11 +20,11 @@ import (
 // from a peer (one hop only). A model the peer reports loaded is Running. A bare ID whose listed
 // name a local model takes (as ollamaResolve takes it: an alias, an Ollama name), or that is
 // listed already, is listed as its "peer:NAME/ID" too, so a listed name is never another model's.
-func (rt *Server) ollamaPeerModels(r *http.Request, local []ollama.Model) []ollama.Model {
-	if rt.o.Peers == nil || r.Header.Get(viaHeader) != "" {
+func (srv *Server) ollamaPeerModels(r *http.Request, local []ollama.Model) []ollama.Model {
+	if srv.o.Peers == nil || r.Header.Get(viaHeader) != "" {
 		return nil
 	}
-	views := rt.views.Models()
+	views := srv.views.Models()
 	taken := make(map[string]bool, len(views))
 	for _, v := range views {
 		taken[v.ID] = true
@@ -34,7 +34,7 @@ func (rt *Server) ollamaPeerModels(r *http.Request, local []ollama.Model) []olla
 		names[m.Name] = true
 	}
 	var out []ollama.Model
-	for _, e := range rt.peerModels(taken) { // peers.go
+	for _, e := range srv.peerModels(taken) { // peers.go
 		if e.Status.Value == peer.Unavailable {
 			continue
 		}
@@ -42,20 +42,20 @@ func (rt *Server) ollamaPeerModels(r *http.Request, local []ollama.Model) []olla
 		if len(e.Aliases) > 0 {
 			ref, name = e.Aliases[0], ollama.ListedName(e.ID)
 		}
-		if names[name] || rt.ollamaLocal(name) {
+		if names[name] || srv.ollamaLocal(name) {
 			name = ref
 		}
 		names[name] = true
-		out = append(out, ollamaPeerModel(name, ref, e.Status.Value, rt.o.StartTime))
+		out = append(out, ollamaPeerModel(name, ref, e.Status.Value, srv.o.StartTime))
 	}
 	return out
 }
 
 // ollamaLocal says a local model takes an Ollama request for name: ollamaResolve's lookup, without
 // a pull.
-func (rt *Server) ollamaLocal(name string) bool {
+func (srv *Server) ollamaLocal(name string) bool {
 	for _, n := range append([]string{name}, ollamaNames(name)...) {
-		if _, err := rt.resolve(n); err == nil || !isNotFound(err) {
+		if _, err := srv.resolve(n); err == nil || !isNotFound(err) {
 			return true
 		}
 	}
@@ -77,12 +77,12 @@ func peerDigest(ref string) string {
 
 // ollamaPeerShow answers POST /api/show for ref ("peer:NAME/ID", as ollamaResolve gives a peer's
 // model) with what is known of it; false when no peer of that name lists the ID.
-func (rt *Server) ollamaPeerShow(w http.ResponseWriter, ref string) bool {
+func (srv *Server) ollamaPeerShow(w http.ResponseWriter, ref string) bool {
 	pname, id, ok := peer.ParseRef(ref)
-	if !ok || rt.o.Peers == nil {
+	if !ok || srv.o.Peers == nil {
 		return false
 	}
-	p, ok := rt.o.Peers.Peer(pname)
+	p, ok := srv.o.Peers.Peer(pname)
 	if !ok {
 		return false
 	}
@@ -90,7 +90,7 @@ func (rt *Server) ollamaPeerShow(w http.ResponseWriter, ref string) bool {
 		if m.ID != id {
 			continue
 		}
-		s := ollama.Show(ollamaPeerModel(ref, ref, p.ModelStatus(m), rt.o.StartTime))
+		s := ollama.Show(ollamaPeerModel(ref, ref, p.ModelStatus(m), srv.o.StartTime))
 		s.Modelfile = "# Served by the peer " + pname + "; Llamatray knows only its name and state.\nFROM " + id + "\n"
 		s.ModelInfo = map[string]any{} // the peer said nothing of its architecture
 		writeJSON(w, http.StatusOK, s)

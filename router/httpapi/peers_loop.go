@@ -42,14 +42,14 @@ func newInstance() string {
 }
 
 // viaMarker is the marker of a request sent to peer name.
-func (rt *Server) viaMarker(name string) string { return rt.instance + "/" + name }
+func (srv *Server) viaMarker(name string) string { return srv.instance + "/" + name }
 
 // loopedThrough says which peer a request that this instance sent came back from (its marker in
 // the header or the body), or "" when it is no request of this instance's.
-func (rt *Server) loopedThrough(r *http.Request, body []byte) (string, bool) {
+func (srv *Server) loopedThrough(r *http.Request, body []byte) (string, bool) {
 	marks := r.Header.Values(viaHeader)
 	var obj map[string]json.RawMessage
-	if bytes.Contains(body, []byte(rt.instance)) && json.Unmarshal(body, &obj) == nil {
+	if bytes.Contains(body, []byte(srv.instance)) && json.Unmarshal(body, &obj) == nil {
 		var list []string
 		if json.Unmarshal(obj[viaField], &list) == nil {
 			marks = append(marks, list...)
@@ -57,7 +57,7 @@ func (rt *Server) loopedThrough(r *http.Request, body []byte) (string, bool) {
 	}
 	for _, m := range marks {
 		for _, m := range strings.Split(m, ",") {
-			if inst, name, ok := strings.Cut(strings.TrimSpace(m), "/"); ok && inst == rt.instance {
+			if inst, name, ok := strings.Cut(strings.TrimSpace(m), "/"); ok && inst == srv.instance {
 				return name, true
 			}
 		}
@@ -66,18 +66,18 @@ func (rt *Server) loopedThrough(r *http.Request, body []byte) (string, bool) {
 }
 
 // checkLoop is errPeerLoop, naming the peer, for a request of this instance's that came back.
-func (rt *Server) checkLoop(r *http.Request, body []byte) error {
-	name, ok := rt.loopedThrough(r, body)
+func (srv *Server) checkLoop(r *http.Request, body []byte) error {
+	name, ok := srv.loopedThrough(r, body)
 	if !ok {
 		return nil
 	}
 	url := ""
-	if rt.o.Peers != nil {
-		if p, found := rt.o.Peers.Peer(name); found {
+	if srv.o.Peers != nil {
+		if p, found := srv.o.Peers.Peer(name); found {
 			url = " (" + p.URL + ")"
 		}
 	}
-	rt.log.Warn("request loop: a request sent to a peer came back", "peer", name)
+	srv.log.Warn("request loop: a request sent to a peer came back", "peer", name)
 	return fmt.Errorf("%w: this request was sent by this instance to peer %s%s and came back to it: peer %s leads back here (a proxy in front of this instance?)", errPeerLoop, name, url, name)
 }
 

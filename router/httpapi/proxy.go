@@ -56,7 +56,7 @@ func targetOf(ctx context.Context) *proxyTarget {
 // middleware alone decides what a browser may read. A stream gets the opening the child left out
 // (repair.go). When the client already got an SSE response (loading progress), an error status
 // from the child becomes an SSE error event.
-func (rt *Server) childAnswer(resp *http.Response) {
+func (srv *Server) childAnswer(resp *http.Response) {
 	resp.Header.Del(requestIDHeader)
 	dropCORS(resp.Header)
 	t := targetFrom(resp.Request)
@@ -103,7 +103,7 @@ func upstreamErrorBody(status int, raw []byte) []byte {
 }
 
 // proxyError handles a failed round trip (the child could not be reached or answered garbage).
-func (rt *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+func (srv *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		if info := infoFrom(r.Context()); info != nil {
 			info.status, info.err = statusClientClosed, err
@@ -116,7 +116,7 @@ func (rt *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		model = t.model
 	}
 	err = fmt.Errorf("%w for model %q: %w", errUpstream, model, t.lostOr(err))
-	rt.log.Warn("proxy error", "model", model, "error", err)
+	srv.log.Warn("proxy error", "model", model, "error", err)
 	if t != nil && t.early {
 		writeSSEError(w, r, err)
 		return
@@ -166,16 +166,16 @@ func looksLikePath(name string) bool {
 
 // resolve maps a requested name (ID or alias) to a catalog ID. Anything else — in particular a file
 // path — is an unknown model.
-func (rt *Server) resolve(name string) (string, error) {
+func (srv *Server) resolve(name string) (string, error) {
 	if looksLikePath(name) {
 		return "", &engine.UnknownModelError{Name: name}
 	}
-	id, err := rt.o.Engine.Resolve(name) // the one resolution of the request's name: the ID goes on (AcquireID)
+	id, err := srv.o.Engine.Resolve(name) // the one resolution of the request's name: the ID goes on (AcquireID)
 	if err != nil {
-		return "", rt.resolveHub(name, err)
+		return "", srv.resolveHub(name, err)
 	}
-	if rt.o.Catalog != nil {
-		if !rt.o.Catalog.Has(id) { // by ID: a model the engine runs but the catalog dropped
+	if srv.o.Catalog != nil {
+		if !srv.o.Catalog.Has(id) { // by ID: a model the engine runs but the catalog dropped
 			return "", &engine.UnknownModelError{Name: name}
 		}
 	}
@@ -184,20 +184,20 @@ func (rt *Server) resolve(name string) (string, error) {
 
 // serveModel resolves name, holds a lease on the model for the whole proxied exchange and proxies
 // the request with body to the child. path, when set, replaces the request path upstream.
-func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) {
+func (srv *Server) serveModel(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) {
 	info := infoFrom(r.Context())
 	start := time.Now()
 	if name == "" {
-		name = rt.o.DefaultModel
+		name = srv.o.DefaultModel
 	}
 	if name == "" {
 		writeError(w, r, errModelRequired)
 		return
 	}
-	if rt.servePeer(w, r, name, body, stream, path, rawPath) { // peers.go
+	if srv.servePeer(w, r, name, body, stream, path, rawPath) { // peers.go
 		return
 	}
-	id, err := rt.resolveRequest(r, name)
+	id, err := srv.resolveRequest(r, name)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -205,17 +205,17 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 	if info != nil {
 		info.model, info.routed = id, true
 	}
-	if body, err = rt.applyRules(r, id, body, path); err != nil {
+	if body, err = srv.applyRules(r, id, body, path); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if err := rt.checkAutoload(r, id); err != nil {
+	if err := srv.checkAutoload(r, id); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	lease, early, err := rt.acquire(w, r, id, stream)
+	lease, early, err := srv.acquire(w, r, id, stream)
 	if err != nil && r.Context().Err() == nil {
-		rt.o.Activity.Record(activity.Sample{Model: id, Wait: time.Since(start)})
+		srv.o.Activity.Record(activity.Sample{Model: id, Wait: time.Since(start)})
 	}
 	if lease != nil {
 		// Released when the response is fully written, the client is gone, or the proxy aborts the
@@ -245,8 +245,8 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 	if early {
 		w = &sentWriter{ResponseWriter: w, h: make(http.Header)}
 	}
-	rt.forward(w, r, t)
-	rt.record(t, lease.Waited)
+	srv.forward(w, r, t)
+	srv.record(t, lease.Waited)
 	if info != nil {
 		info.usage = t.usage
 	}

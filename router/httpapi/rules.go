@@ -137,8 +137,8 @@ var rulePaths = func() map[string]bool {
 // applyRules is body as model id's rules make it, for a request to be proxied to path ("" = the
 // request's own). With no rules for id, or for another path, body is returned as it is without
 // allocating. A body the rules cannot splice is an error wrapping errInvalidJSON (400).
-func (rt *Server) applyRules(r *http.Request, id string, body []byte, path string) ([]byte, error) {
-	rules := rt.o.Rules[id]
+func (srv *Server) applyRules(r *http.Request, id string, body []byte, path string) ([]byte, error) {
+	rules := srv.o.Rules[id]
 	if rules == nil || r.Method != http.MethodPost {
 		return body, nil
 	}
@@ -439,8 +439,8 @@ func ruleName(body []byte, ks, ke int, esc bool, names []string) (string, bool) 
 // underRules is an Ollama model's own defaults (its Modelfile's parameters) less those whose
 // llama-server field model id's default_params give: the configuration's defaults come before the
 // model file's, and a request's own options before both. defaults itself is never changed.
-func (rt *Server) underRules(id string, defaults map[string]any) map[string]any {
-	r := rt.o.Rules[id]
+func (srv *Server) underRules(id string, defaults map[string]any) map[string]any {
+	r := srv.o.Rules[id]
 	if r == nil || len(r.defaults) == 0 || len(defaults) == 0 {
 		return defaults
 	}
