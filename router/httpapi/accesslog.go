@@ -57,6 +57,14 @@ func infoFrom(ctx context.Context) *reqInfo {
 	return info
 }
 
+// requestIDs is the request's X-Request-Id as a header's values, nil without info.
+func (info *reqInfo) requestIDs() []string {
+	if info == nil {
+		return nil
+	}
+	return info.ids[:]
+}
+
 // requestID returns the client's X-Request-Id when it is sane, else a new random one.
 func requestID(r *http.Request) string {
 	if id := r.Header.Get(requestIDHeader); id != "" && len(id) <= 128 && printableASCII(id) {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -131,35 +130,5 @@ func readGrowing(r io.Reader, declared, limit int64) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-	}
-}
-
-// memBody is a proxied request's body, held in memory: it reads as a bytes.Reader (io.Copy writes
-// it in one piece) and replays from its start for a resend. It lives inside the request's
-// proxyTarget, so a proxied body costs no allocation of its own.
-type memBody struct {
-	b []byte
-	bytes.Reader
-}
-
-func (m *memBody) Close() error { return nil }
-
-// replay is a new reader of the whole body (http.Request.GetBody's contract).
-func (m *memBody) replay() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(m.b)), nil }
-
-// setBody makes body r's, through m: Body, ContentLength, no transfer coding. GetBody is set when
-// the request goes to a transport that resends with it (net/http's, for peers): the children's
-// upstream replays a memBody itself.
-func setBody(r *http.Request, m *memBody, body []byte, getBody bool) {
-	r.ContentLength, r.TransferEncoding, r.GetBody = int64(len(body)), nil, nil
-	if len(body) == 0 {
-		r.Body = http.NoBody
-		return
-	}
-	m.b = body
-	m.Reset(body)
-	r.Body = m
-	if getBody {
-		r.GetBody = m.replay
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/llamatray/llamatray/router/internal/h1"
 )
 
 // errInvalidJSON marks a request body that is not a JSON object. Every error scanBody returns wraps it.
@@ -199,7 +201,7 @@ outer:
 					return 0, 0, false, s.fail("bad \\u escape")
 				}
 				for _, h := range rest[p+1 : p+5] {
-					if !isHex(h) {
+					if !h1.IsHex(h) {
 						s.i += p
 						return 0, 0, false, s.fail("bad \\u escape")
 					}
@@ -211,10 +213,6 @@ outer:
 			}
 		}
 	}
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // value skips one JSON value. Nesting is tracked with an explicit stack, so depth costs no recursion.

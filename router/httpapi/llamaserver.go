@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/releases"
 )
 
@@ -107,7 +108,7 @@ func (es *eventStream) send(event string, v any) {
 		startSSE(es.w)
 		es.begun = true
 	}
-	es.w.Write(sseEvent(event, b))
+	es.w.Write(proxy.SSEEvent(event, b))
 	es.rc.Flush()
 }
 

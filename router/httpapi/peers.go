@@ -21,6 +21,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/peer"
+	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -168,10 +169,10 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 		r.URL = &u
 	}
 	t := info.newTarget(proxyTarget{model: ref, name: name, url: base, path: path, rawPath: rawPath, stream: stream})
-	setBody(r, &t.body, body, true)
+	proxy.SetBody(r, &t.body, body, true)
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	out := outRequest(r.WithContext(ctx), t)
+	out := proxy.OutRequest(r.WithContext(ctx), t.url, t.path, t.rawPath, t.stream, info.requestIDs())
 	if out == nil {
 		writeError(w, r, fmt.Errorf("%w: the client asked to switch protocols", errUpstream))
 		return
@@ -203,7 +204,7 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 		srv.o.Peers.Poke(p.Name) // it answers again: list its models now
 	}
 	t.status = resp.StatusCode
-	removeHopByHop(resp.Header)
+	proxy.RemoveHopByHop(resp.Header)
 	dropCORS(resp.Header)
 	resp.Header.Del(requestIDHeader)
 	h := w.Header()
@@ -212,11 +213,11 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 	}
 	w.WriteHeader(resp.StatusCode)
 	var flush func() error
-	if flushEach(resp) {
+	if proxy.FlushEach(resp) {
 		flush = http.NewResponseController(w).Flush
 		_ = flush()
 	}
-	if err := srv.copyAnswer(w, pw.body(resp.Body), flush); err != nil && r.Context().Err() == nil {
+	if err := srv.copyAnswer(w, pw.body(resp.Body), flush, ref); err != nil && r.Context().Err() == nil {
 		if c := context.Cause(ctx); errors.Is(c, errPeerDown) {
 			err = c
 		}

@@ -9,16 +9,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/proxy"
 )
-
-// upstreamIdleTimeout keeps idle connections to children shorter than llama-server's own keep-alive
-// timeout (5 s), so the router rarely reuses a connection the child is about to close.
-const upstreamIdleTimeout = 3 * time.Second
 
 type targetKey struct{}
 
@@ -36,7 +32,7 @@ type proxyTarget struct {
 	stream  bool            // the body asked for a stream
 	status  int             // the child's answer status, 0 until it answered
 	usage   *activity.Usage // what the answer reported of itself (activity.go), nil when nothing
-	body    memBody         // the request's body, as sent
+	body    proxy.Body      // the request's body, as sent
 }
 
 func targetFrom(r *http.Request) *proxyTarget { return targetOf(r.Context()) }
@@ -51,10 +47,19 @@ func targetOf(ctx context.Context) *proxyTarget {
 	return t
 }
 
+// dest is where the exchange ctx is of goes, for the children's Transport: the model and its
+// child's unix socket ("" when it listens on a port).
+func dest(ctx context.Context) (model, socket string) {
+	if t := targetOf(ctx); t != nil {
+		return t.model, t.socket
+	}
+	return "", ""
+}
+
 // childAnswer drops the child's X-Request-Id (ours is already set) and every CORS header it
 // sent (llama-server echoes any Origin, and answers none with an empty Allow-Origin): the cors
 // middleware alone decides what a browser may read. A stream gets the opening the child left out
-// (repair.go). When the client already got an SSE response (loading progress), an error status
+// (proxy.Repair). When the client already got an SSE response (loading progress), an error status
 // from the child becomes an SSE error event.
 func (srv *Server) childAnswer(resp *http.Response) {
 	resp.Header.Del(requestIDHeader)
@@ -66,7 +71,7 @@ func (srv *Server) childAnswer(resp *http.Response) {
 		if info := infoFrom(resp.Request.Context()); info != nil {
 			id = info.id
 		}
-		repairStream(resp, t.model, id)
+		proxy.Repair(resp, t.model, id)
 	}
 	if t == nil || !t.early || resp.StatusCode < 300 {
 		return
@@ -145,10 +150,6 @@ type sentWriter struct {
 func (s *sentWriter) Header() http.Header         { return s.h }
 func (s *sentWriter) WriteHeader(int)             {}
 func (s *sentWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-// copyBufferPool recycles the proxy's 32 KiB copy buffers (forward.go).
-// A pointer to an array: a slice put in a Pool would be boxed, one allocation per Put.
-var copyBufferPool = sync.Pool{New: func() any { return new([32 << 10]byte) }}
 
 // looksLikePath reports names that can only be file paths, never catalog IDs or aliases.
 func looksLikePath(name string) bool {
@@ -238,7 +239,7 @@ func (srv *Server) serveModel(w http.ResponseWriter, r *http.Request, name strin
 		return
 	}
 	t := info.newTarget(proxyTarget{model: id, name: name, url: lease.URL, socket: lease.Socket, path: path, rawPath: rawPath, early: early, stream: stream, lost: lease})
-	setBody(r, &t.body, body, false)
+	proxy.SetBody(r, &t.body, body, false)
 	if info == nil {
 		r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
 	}

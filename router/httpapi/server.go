@@ -21,6 +21,7 @@ import (
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/metrics"
 	"github.com/llamatray/llamatray/router/peer"
+	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
@@ -134,7 +135,7 @@ type Server struct {
 	limit    int64
 	bodyWait time.Duration // bounds the arrival of a request body (bodyDeadline); <= 0: no bound
 	keys     [][]byte
-	children *upstream // connections to the children
+	children *proxy.Transport // connections to the children
 	mux      *mux.Router
 	handler  http.Handler
 	views    view.Source
@@ -195,7 +196,7 @@ func New(o Options) *Server {
 			srv.unwatch = srv.metrics.Watch(o.Engine)
 		}
 	}
-	srv.children = newUpstream()
+	srv.children = proxy.NewTransport(dest)
 	srv.mux = srv.routes()
 	srv.handler = srv.accessLog(srv.bodyDeadline(srv.checkHost(srv.cors(srv.auth(srv.fastRoutes(srv.mux))))))
 	return srv
@@ -217,7 +218,7 @@ func (srv *Server) Close() {
 
 // DropIdle closes the idle connections to model id's children: its child is about to stop, and
 // llama-server waits for open connections before it exits.
-func (srv *Server) DropIdle(id string) { srv.children.closeIdle(id) }
+func (srv *Server) DropIdle(id string) { srv.children.CloseIdle(id) }
 
 // RequiresKey reports whether binding listen exposes the router beyond this machine, so that an API
 // key must be configured: anything but a loopback name or address (":8080" and "0.0.0.0:8080" bind

@@ -1,7 +1,13 @@
-package httpapi
+// Package proxy is the transport of the requests the router proxies to its llama-server children:
+// an HTTP/1.1 client and connection pool (Transport), its reading and writing of the wire, the
+// headers a proxied request and its answer keep (OutRequest, RemoveHopByHop), the copy of an
+// answer (Copy), and the repair of a stream's opening (Repair). The router's handlers decide where a
+// request goes; this package carries it there and back.
+package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +20,11 @@ import (
 	"github.com/llamatray/llamatray/router/internal/rawio"
 )
 
-// upstream is the round tripper of every proxied request: HTTP/1.1 to one llama-server child on its
+// IdleTimeout keeps idle connections to children shorter than llama-server's own keep-alive
+// timeout (5 s), so the router rarely reuses a connection the child is about to close.
+const IdleTimeout = 3 * time.Second
+
+// Transport is the round tripper of every proxied request: HTTP/1.1 to one llama-server child on its
 // unix socket (Linux, macOS) or loopback port (Windows), one request at a time per connection.
 //
 // It does on the request's own goroutine what net/http's Transport hands to two more per connection
@@ -26,7 +36,8 @@ import (
 //
 // A request that fails on a kept-alive connection before any byte of an answer came back (the child
 // closed it under our feet) is sent again once on a new connection, its body replayed from GetBody.
-type upstream struct {
+type Transport struct {
+	dest    func(ctx context.Context) (model, socket string) // where a request goes (NewTransport)
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	maxIdle int           // idle connections kept per child
 	idleFor time.Duration // an idle connection older than this is closed, not reused
@@ -49,22 +60,24 @@ type upstreamConn struct {
 	since time.Time // idle since
 }
 
-func newUpstream() *upstream {
+// NewTransport returns a Transport that asks dest, when set, which model's child a request goes to
+// and on which unix socket ("": the request URL's host, over TCP).
+func NewTransport(dest func(ctx context.Context) (model, socket string)) *Transport {
 	// No TCP keep-alive probes: a child on loopback that goes away is seen by its supervisor.
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: -1}
-	return &upstream{dial: d.DialContext, maxIdle: 16, idleFor: upstreamIdleTimeout, idle: map[connKey][]*upstreamConn{}}
+	return &Transport{dest: dest, dial: d.DialContext, maxIdle: 16, idleFor: IdleTimeout, idle: map[connKey][]*upstreamConn{}}
 }
 
 // errUpstreamClosed says the child closed a kept-alive connection before it answered.
 var errUpstreamClosed = errors.New("llama-server closed the connection before answering")
 
-func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
+func (u *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	network, addr, model := "tcp", req.URL.Host, ""
-	if t := targetOf(ctx); t != nil {
-		model = t.model
-		if t.socket != "" {
-			network, addr = "unix", t.socket
+	if u.dest != nil {
+		var socket string
+		if model, socket = u.dest(ctx); socket != "" {
+			network, addr = "unix", socket
 		}
 	}
 	c, reused, err := u.get(ctx, network, addr, model)
@@ -77,7 +90,7 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if req.Body != nil && req.Body != http.NoBody {
 		getBody := req.GetBody
-		if m, ok := req.Body.(*memBody); ok {
+		if m, ok := req.Body.(*Body); ok {
 			getBody = m.replay
 		}
 		if getBody == nil {
@@ -103,7 +116,7 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // exchange writes req on c and reads the answer's head. The body returned reads from c; closing it
 // gives c back to the pool when the answer was read to its end and both sides keep the connection.
-func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Request) (*http.Response, error) {
+func (u *Transport) exchange(ctx context.Context, c *upstreamConn, req *http.Request) (*http.Response, error) {
 	// A cancelled request (the client left) closes the connection, which ends a read or write in
 	// progress on it; once the answer is read the hook is taken off again.
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
@@ -147,7 +160,7 @@ func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Requ
 }
 
 // done ends one exchange on c: back to the pool when keep and the cancel hook had not fired, else closed.
-func (u *upstream) done(c *upstreamConn, stop func() bool, keep bool) {
+func (u *Transport) done(c *upstreamConn, stop func() bool, keep bool) {
 	if stop() && keep {
 		u.put(c)
 		return
@@ -158,7 +171,7 @@ func (u *upstream) done(c *upstreamConn, stop func() bool, keep bool) {
 // upstreamBody is an answer's body; it knows whether it was read to its end.
 type upstreamBody struct {
 	rc     io.ReadCloser
-	u      *upstream
+	u      *Transport
 	c      *upstreamConn
 	stop   func() bool
 	keep   bool
@@ -187,7 +200,7 @@ func (b *upstreamBody) Close() error {
 }
 
 // get returns an idle connection to addr, or a new one to model's child there; reused says which.
-func (u *upstream) get(ctx context.Context, network, addr, model string) (*upstreamConn, bool, error) {
+func (u *Transport) get(ctx context.Context, network, addr, model string) (*upstreamConn, bool, error) {
 	key := connKey{network, addr}
 	now := time.Now()
 	var stale []*upstreamConn
@@ -215,7 +228,7 @@ func (u *upstream) get(ctx context.Context, network, addr, model string) (*upstr
 }
 
 // dialConn connects to model's child at addr.
-func (u *upstream) dialConn(ctx context.Context, network, addr, model string) (*upstreamConn, error) {
+func (u *Transport) dialConn(ctx context.Context, network, addr, model string) (*upstreamConn, error) {
 	nc, err := u.dial(ctx, network, addr)
 	if err != nil {
 		return nil, err
@@ -227,7 +240,7 @@ func (u *upstream) dialConn(ctx context.Context, network, addr, model string) (*
 }
 
 // put keeps c for the next request to its child.
-func (u *upstream) put(c *upstreamConn) {
+func (u *Transport) put(c *upstreamConn) {
 	c.since = time.Now()
 	u.mu.Lock()
 	list := u.idle[c.key]
@@ -245,7 +258,7 @@ func (u *upstream) put(c *upstreamConn) {
 
 // prune closes the idle connections that are too old to reuse: a child that stopped, or traffic
 // that ended, leaves none open for long. It re-arms itself while any connection is idle.
-func (u *upstream) prune() {
+func (u *Transport) prune() {
 	now := time.Now()
 	u.drop(func(c *upstreamConn) bool { return now.Sub(c.since) >= u.idleFor }, func(oldest time.Time, any bool) {
 		u.timer = nil
@@ -255,14 +268,15 @@ func (u *upstream) prune() {
 	})
 }
 
-// closeIdle closes the idle connections to model's children.
-func (u *upstream) closeIdle(model string) {
+// CloseIdle closes the idle connections to model's children: its child is about to stop, and
+// llama-server waits for open connections before it exits.
+func (u *Transport) CloseIdle(model string) {
 	u.drop(func(c *upstreamConn) bool { return c.model == model }, nil)
 }
 
 // drop closes the idle connections gone picks. then, when set, runs under mu with the oldest idle
 // time of those kept and whether any is kept.
-func (u *upstream) drop(gone func(*upstreamConn) bool, then func(oldest time.Time, any bool)) {
+func (u *Transport) drop(gone func(*upstreamConn) bool, then func(oldest time.Time, any bool)) {
 	var closing []*upstreamConn
 	u.mu.Lock()
 	oldest := time.Now()
@@ -293,7 +307,7 @@ func (u *upstream) drop(gone func(*upstreamConn) bool, then func(oldest time.Tim
 }
 
 // CloseIdleConnections closes every idle connection (the server is stopping).
-func (u *upstream) CloseIdleConnections() {
+func (u *Transport) CloseIdleConnections() {
 	u.mu.Lock()
 	var all []*upstreamConn
 	for _, list := range u.idle {
@@ -315,4 +329,35 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// Body is a proxied request's body, held in memory: it reads as a bytes.Reader (io.Copy writes it in
+// one piece) and replays from its start for a resend. A caller keeps it inside its own per-request
+// state, so a proxied body costs no allocation of its own.
+type Body struct {
+	b []byte
+	bytes.Reader
+}
+
+// Close does nothing: the bytes are the caller's.
+func (m *Body) Close() error { return nil }
+
+// replay is a new reader of the whole body (http.Request.GetBody's contract).
+func (m *Body) replay() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(m.b)), nil }
+
+// SetBody makes body r's, through m: Body, ContentLength, no transfer coding. GetBody is set when
+// the request goes to a transport that resends with it (net/http's, for peers): a Transport replays
+// a Body itself.
+func SetBody(r *http.Request, m *Body, body []byte, getBody bool) {
+	r.ContentLength, r.TransferEncoding, r.GetBody = int64(len(body)), nil, nil
+	if len(body) == 0 {
+		r.Body = http.NoBody
+		return
+	}
+	m.b = body
+	m.Reset(body)
+	r.Body = m
+	if getBody {
+		r.GetBody = m.replay
+	}
 }
