@@ -66,14 +66,8 @@ func (srv *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 // first event (a bad body, another install running, no such release) is a plain JSON error instead.
 // Closing the connection cancels the install, which leaves nothing behind.
 func (srv *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
-	ls := srv.o.LlamaServers
-	if ls == nil {
-		writeError(w, r, errNotFound)
-		return
-	}
-	var req releases.Request
-	if err := srv.readJSON(w, r, &req); err != nil {
-		writeError(w, r, err)
+	ls, req, ok := srv.llamaServerRequest(w, r)
+	if !ok {
 		return
 	}
 	es := &eventStream{w: w, rc: http.NewResponseController(w)}
@@ -114,14 +108,8 @@ func (es *eventStream) send(event string, v any) {
 
 // useLlamaServer serves POST /api/llama-server/use {"build": "b7100"} ("previous" rolls back).
 func (srv *Server) useLlamaServer(w http.ResponseWriter, r *http.Request) {
-	ls := srv.o.LlamaServers
-	if ls == nil {
-		writeError(w, r, errNotFound)
-		return
-	}
-	var req releases.Request
-	if err := srv.readJSON(w, r, &req); err != nil {
-		writeError(w, r, err)
+	ls, req, ok := srv.llamaServerRequest(w, r)
+	if !ok {
 		return
 	}
 	if req.Build == "" {
@@ -134,4 +122,18 @@ func (srv *Server) useLlamaServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, b)
+}
+
+// llamaServerRequest is the installer and the body of a POST to /api/llama-server/...; ok is false
+// when it answered the request itself (404 without an installer, 400 for a bad body).
+func (srv *Server) llamaServerRequest(w http.ResponseWriter, r *http.Request) (ls LlamaServers, req releases.Request, ok bool) {
+	if ls = srv.o.LlamaServers; ls == nil {
+		writeError(w, r, errNotFound)
+		return nil, req, false
+	}
+	if err := srv.readJSON(w, r, &req); err != nil {
+		writeError(w, r, err)
+		return nil, req, false
+	}
+	return ls, req, true
 }

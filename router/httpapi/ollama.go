@@ -173,19 +173,13 @@ func (srv *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 	if !srv.ollamaRead(w, r, &req) {
 		return
 	}
-	asked := req.Model
-	id, ok := srv.ollamaTarget(w, r, asked, req.KeepAlive, ollama.KindChat, len(req.Messages) == 0)
-	if !ok {
-		return
-	}
-	req.Model = id
-	defaults, system := srv.ollamaDefaults(id, asked)
-	req.Options = ollama.WithDefaults(req.Options, defaults)
-	if system != "" && req.Messages[0].Role != "system" {
-		req.Messages = append([]ollama.Message{{Role: "system", Content: system}}, req.Messages...)
-	}
-	up, err := ollama.Chat(req)
-	srv.ollamaSend(w, r, start, ollama.KindChat, asked, id, req.KeepAlive, up, err)
+	srv.ollamaInfer(w, r, start, ollama.KindChat, req.Model, req.KeepAlive, len(req.Messages) == 0, &req.Options, func(id, system string) (ollama.Upstream, error) {
+		req.Model = id
+		if system != "" && req.Messages[0].Role != "system" {
+			req.Messages = append([]ollama.Message{{Role: "system", Content: system}}, req.Messages...)
+		}
+		return ollama.Chat(req)
+	})
 }
 
 func (srv *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
@@ -194,19 +188,27 @@ func (srv *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	if !srv.ollamaRead(w, r, &req) {
 		return
 	}
-	asked := req.Model
-	id, ok := srv.ollamaTarget(w, r, asked, req.KeepAlive, ollama.KindGenerate, req.Prompt == "" && len(req.Images) == 0)
+	srv.ollamaInfer(w, r, start, ollama.KindGenerate, req.Model, req.KeepAlive, req.Prompt == "" && len(req.Images) == 0, &req.Options, func(id, system string) (ollama.Upstream, error) {
+		req.Model = id
+		if req.System == "" && !req.Raw {
+			req.System = system
+		}
+		return ollama.Generate(req)
+	})
+}
+
+// ollamaInfer serves a chat or a generate request for the model asked: it lays the model's own
+// defaults under *opts and sends what build makes of the request, given the model's ID and its own
+// system prompt.
+func (srv *Server) ollamaInfer(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, asked string, ka *ollama.Duration, empty bool, opts *map[string]any, build func(id, system string) (ollama.Upstream, error)) {
+	id, ok := srv.ollamaTarget(w, r, asked, ka, kind, empty)
 	if !ok {
 		return
 	}
-	req.Model = id
 	defaults, system := srv.ollamaDefaults(id, asked)
-	req.Options = ollama.WithDefaults(req.Options, defaults)
-	if req.System == "" && !req.Raw {
-		req.System = system
-	}
-	up, err := ollama.Generate(req)
-	srv.ollamaSend(w, r, start, ollama.KindGenerate, asked, id, req.KeepAlive, up, err)
+	*opts = ollama.WithDefaults(*opts, defaults)
+	up, err := build(id, system)
+	srv.ollamaSend(w, r, start, kind, asked, id, ka, up, err)
 }
 
 func (srv *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
