@@ -21,7 +21,7 @@ import (
 // name a local model takes (as ollamaResolve takes it: an alias, an Ollama name), or that is
 // listed already, is listed as its "peer:NAME/ID" too, so a listed name is never another model's.
 func (srv *Server) ollamaPeerModels(r *http.Request, local []ollama.Model) []ollama.Model {
-	if srv.o.Peers == nil || r.Header.Get(viaHeader) != "" {
+	if srv.o.Peers == nil || r.Header.Get(peer.ViaHeader) != "" {
 		return nil
 	}
 	views := srv.views.Models()

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/gorilla/mux"
 
@@ -24,20 +23,6 @@ import (
 	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/wire"
 )
-
-// viaHeader marks a request this instance sends to a peer (with its marker: peers_loop.go); a
-// request that carries it is served by local models only, so two instances that are each other's
-// peers never pass a request round.
-const viaHeader = "X-Llamatray-Via"
-
-// peerHeaderPoke is how long a request waits for a peer's answer to begin, or for its next bytes
-// midway, before the peer's list is read again: when that read fails too, the request ends (see
-// errPeerDown and peerWatch), so a peer that stopped answering fails a request within
-// peerHeaderPoke + the read's timeout rather than never.
-var peerHeaderPoke = 3 * time.Second
-
-// errPeerDown ends a request whose peer stopped answering while it waited.
-var errPeerDown = errors.New("the peer stopped answering (its model list could not be read either)")
 
 // peerError is a request a peer could not take: unreachable, or cut midway.
 type peerError struct {
@@ -56,9 +41,9 @@ func peerAPIError(err error) (apiError, bool) {
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "peer_unreachable", Message: pe.Error()}, true
 	case errors.Is(err, errPeerEditRemote):
 		return apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "peer_edit_forbidden", Message: err.Error()}, true
-	case errors.Is(err, errPeerLoop):
+	case errors.Is(err, peer.ErrLoop):
 		return apiError{Status: http.StatusLoopDetected, Type: "invalid_request_error", Code: "peer_loop", Message: err.Error()}, true
-	case errors.Is(err, errPeerBusy):
+	case errors.Is(err, peer.ErrBusy):
 		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "peer_busy", Message: err.Error()}, true
 	case errors.Is(err, errPeerHop):
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: err.Error()}, true
@@ -89,7 +74,7 @@ func (srv *Server) peerFor(r *http.Request, name string) (info peer.Info, id str
 		}
 		return info, pid, true, nil
 	}
-	if r.Header.Get(viaHeader) != "" {
+	if r.Header.Get(peer.ViaHeader) != "" {
 		return info, "", false, nil
 	}
 	info, found := ps.Find(name)
@@ -107,7 +92,7 @@ func (srv *Server) peerFor(r *http.Request, name string) (info peer.Info, id str
 // not found.
 func refHop(r *http.Request, ref, id string) error {
 	switch {
-	case r.Header.Get(viaHeader) != "":
+	case r.Header.Get(peer.ViaHeader) != "":
 		return fmt.Errorf("model %q not found: %w: a request that came from a peer is served by this instance's own models only, never sent on to another peer", ref, errPeerHop)
 	case strings.HasPrefix(id, peer.RefPrefix):
 		return fmt.Errorf("model %q not found: %w: a peer's model ID never starts with %q", ref, errPeerHop, peer.RefPrefix)
@@ -120,7 +105,7 @@ var errPeerHop = errors.New("one hop only")
 
 // servePeer sends the request to a peer when peerFor says so; false: it stays here.
 func (srv *Server) servePeer(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) bool {
-	if err := srv.checkLoop(r, body); err != nil { // peers_loop.go
+	if err := srv.checkLoop(r, body); err != nil {
 		writeError(w, r, err)
 		return true
 	}
@@ -149,7 +134,7 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 		writeError(w, r, &peerError{Name: p.Name, URL: p.URL, Err: err})
 		return
 	}
-	release, err := srv.flight.acquire(p.Name) // peers_loop.go
+	release, err := srv.flight.Acquire(p.Name)
 	if err != nil {
 		srv.log.Warn("peer request refused", "peer", p.Name, "error", err)
 		writeError(w, r, err)
@@ -161,7 +146,7 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 		writeError(w, r, err)
 		return
 	}
-	body = withVia(body, srv.viaMarker(p.Name))
+	body = peer.WithVia(body, peer.Marker(srv.instance, p.Name))
 	if q := r.URL.Query(); q.Get("model") != "" {
 		q.Set("model", id)
 		u := *r.URL
@@ -177,12 +162,12 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 		writeError(w, r, fmt.Errorf("%w: the client asked to switch protocols", errUpstream))
 		return
 	}
-	out.Header[viaHeader] = append(slices.Clone(r.Header.Values(viaHeader)), srv.viaMarker(p.Name))
+	out.Header[peer.ViaHeader] = append(slices.Clone(r.Header.Values(peer.ViaHeader)), peer.Marker(srv.instance, p.Name))
 	if p.APIKey != "" {
 		out.Header["Authorization"] = []string{"Bearer " + p.APIKey}
 	}
-	pw := watchPeer(ctx, cancel, srv.o.Peers, p) // peers_watch.go
-	defer pw.end()
+	pw := srv.o.Peers.WatchRequest(ctx, cancel, p, srv.peerPoke)
+	defer pw.End()
 	resp, err := srv.peerRoundTrip(out, p)
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -217,8 +202,8 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 		flush = http.NewResponseController(w).Flush
 		_ = flush()
 	}
-	if err := srv.copyAnswer(w, pw.body(resp.Body), flush, ref); err != nil && r.Context().Err() == nil {
-		if c := context.Cause(ctx); errors.Is(c, errPeerDown) {
+	if err := srv.copyAnswer(w, pw.Body(resp.Body), flush, ref); err != nil && r.Context().Err() == nil {
+		if c := context.Cause(ctx); errors.Is(c, peer.ErrDown) {
 			err = c
 		}
 		srv.peerCut(w, r, p, id, resp, err)
@@ -408,7 +393,7 @@ func (srv *Server) ollamaPeer(r *http.Request, name string, explicit bool) (stri
 	if srv.o.Peers == nil {
 		return "", false
 	}
-	if r.Header.Get(viaHeader) != "" {
+	if r.Header.Get(peer.ViaHeader) != "" {
 		return "", false // one hop only: the name is looked up here, and not found
 	}
 	if explicit {
@@ -435,4 +420,20 @@ func (srv *Server) peerModel(name string) (wire.Model, bool) {
 		}
 	}
 	return wire.Model{}, false
+}
+
+// checkLoop is peer.ErrLoop, naming the peer, for a request of this instance's that came back.
+func (srv *Server) checkLoop(r *http.Request, body []byte) error {
+	name, ok := peer.LoopedThrough(srv.instance, r.Header, body)
+	if !ok {
+		return nil
+	}
+	url := ""
+	if srv.o.Peers != nil {
+		if p, found := srv.o.Peers.Peer(name); found {
+			url = " (" + p.URL + ")"
+		}
+	}
+	srv.log.Warn("request loop: a request sent to a peer came back", "peer", name)
+	return fmt.Errorf("%w: this request was sent by this instance to peer %s%s and came back to it: peer %s leads back here (a proxy in front of this instance?)", peer.ErrLoop, name, url, name)
 }

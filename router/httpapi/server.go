@@ -147,8 +147,9 @@ type Server struct {
 	keepAlive    time.Duration // interval of /models/events keep-alive comments
 	coalesce     time.Duration // /models/events window per model
 
-	instance string     // this Server's marker in the requests it sends to peers (peers_loop.go)
-	flight   peerFlight // requests in flight to peers
+	instance string        // this Server's marker in the requests it sends to peers (peer.Marker)
+	flight   peer.Flight   // requests in flight to peers
+	peerPoke time.Duration // a request to a peer silent this long reads its list again (0: peer.Poke)
 }
 
 // New builds a Server. It does not validate the listen address against the keys: that is the
@@ -163,7 +164,7 @@ func New(o Options) *Server {
 		loadingEvery: 2 * time.Second,
 		keepAlive:    15 * time.Second,
 		coalesce:     100 * time.Millisecond,
-		instance:     newInstance(),
+		instance:     peer.NewInstance(),
 	}
 	if srv.log == nil {
 		srv.log = slog.New(slog.NewTextHandler(io.Discard, nil))
