@@ -60,24 +60,12 @@ func (srv *Server) ollamaError(w http.ResponseWriter, r *http.Request, name stri
 		e.Status, msg = http.StatusBadRequest, strings.TrimPrefix(err.Error(), ollama.ErrBadRequest.Error()+": ")
 	}
 	if isNotFound(err) {
-		e.Status, msg = http.StatusNotFound, notFoundText(r.URL.Path, name)
+		e.Status, msg = http.StatusNotFound, ollama.NotFoundText(r.URL.Path, name)
 	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(max(int(e.RetryAfter.Seconds()), 1)))
 	}
 	writeJSON(w, e.Status, ollama.ErrorResponse{Error: msg})
-}
-
-// notFoundText is Ollama's message for a model it does not have, which differs by endpoint (as
-// recorded from Ollama 0.33: router/testbed/testdata/ollama/errors.json).
-func notFoundText(path, name string) string {
-	switch path {
-	case "/api/embed", "/api/embeddings", "/api/pull":
-		return fmt.Sprintf("model %q not found, try pulling it first", name)
-	case "/api/show":
-		return fmt.Sprintf("model '%s' not found", ollama.ListedName(name))
-	}
-	return fmt.Sprintf("model '%s' not found", name)
 }
 
 // ollamaRead reads a JSON body into v; false when it answered an error. A request without a body
@@ -117,7 +105,7 @@ func (srv *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name st
 		return ref, true
 	}
 	id, err := srv.resolveRequest(r, name)
-	for _, alt := range ollamaNames(name) {
+	for _, alt := range ollama.AltNames(name) {
 		if err == nil {
 			break
 		}
@@ -133,19 +121,6 @@ func (srv *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name st
 		return "", false
 	}
 	return id, true
-}
-
-// ollamaNames are the other names an Ollama name may resolve by, in order: without the ":latest"
-// it was listed with, then as a Hub name.
-func ollamaNames(name string) []string {
-	var out []string
-	if base, tagged := ollama.Unlisted(name); tagged {
-		out = append(out, base)
-	}
-	if h := hubNameOf(name); h != name && (len(out) == 0 || h != out[0]) {
-		out = append(out, h)
-	}
-	return out
 }
 
 // isNotFound says err is a model that is not there (rather than, say, one being pulled).
@@ -276,7 +251,7 @@ func (srv *Server) ollamaSupports(id, asked, what string) error {
 	if err != nil {
 		return nil // the proxy path reports it
 	}
-	return ollamaModel(v).Supports(what, asked)
+	return ollama.FromView(v).Supports(what, asked)
 }
 
 // ollamaProxy sends up to model id's child, holding a lease as every proxied request does, and

@@ -1,55 +1,15 @@
 package httpapi
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 
-	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/ollama"
 	"github.com/llamatray/llamatray/router/peer"
-	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
-
-// embeddingArchs are GGUF architectures that embed rather than generate.
-var embeddingArchs = map[string]bool{"bert": true, "nomic-bert": true, "nomic-bert-moe": true, "jina-bert-v2": true,
-	"t5encoder": true, "modern-bert": true, "neo-bert": true}
-
-// ollamaModel is the one view of a model in Ollama's terms.
-func ollamaModel(v view.Model) ollama.Model {
-	m := ollama.Model{Name: ollama.ListedName(v.ID), Digest: digestOf(v), Ctx: v.CtxSize,
-		Running: v.State == engine.StateLoaded || v.State == engine.StateSleeping, Memory: v.MemoryBytes, ExpiresAt: v.UnloadAt}
-	for _, b := range v.HeldGPU {
-		m.VRAM += b
-	}
-	if c := v.Meta; c != nil && c.HubName != "" && len(c.Ollama) == 0 {
-		m.Name = "hf.co/" + c.HubName // a Hub pull is listed by the name it was pulled by, as Ollama lists it
-	}
-	if c := v.Meta; c != nil {
-		m.Size, m.Modified, m.Family, m.Parameters, m.Quantization = c.SizeBytes, c.ModTime, c.Architecture, c.Parameters, c.Quantization
-		m.ContextLength, m.EmbeddingLen, m.Projector, m.ChatTemplate = c.ContextLength, c.EmbeddingLen, c.Mmproj != "", c.ChatTemplate
-		m.Embedding = c.Pooling || embeddingArchs[c.Architecture]
-	}
-	return m
-}
-
-// digestOf is a model's digest: an Ollama blob's own sha256 when the file is one, else a hash of
-// the file's name, size and time, stable while the file does not change.
-func digestOf(v view.Model) string {
-	if v.Meta == nil {
-		return ""
-	}
-	if hex, ok := strings.CutPrefix(filepath.Base(v.Meta.Path), "sha256-"); ok && len(hex) == 64 {
-		return hex
-	}
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d", v.Meta.Path, v.Meta.SizeBytes, v.Meta.ModTime.UnixNano())))
-	return hex.EncodeToString(h[:])
-}
 
 // ollamaDefaults are what a model's Ollama manifest chose (its params and system layers), for the
 // requests that leave them out: the manifest of the name the request used (one blob may have
@@ -72,7 +32,7 @@ func (srv *Server) ollamaModels() []ollama.Model {
 	views := srv.views.Models()
 	out := make([]ollama.Model, 0, len(views))
 	for _, v := range views {
-		m := ollamaModel(v)
+		m := ollama.FromView(v)
 		out = append(out, m)
 		if v.Meta == nil {
 			continue
@@ -131,7 +91,7 @@ func (srv *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 		srv.ollamaError(w, r, name, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ollama.Show(ollamaModel(v)))
+	writeJSON(w, http.StatusOK, ollama.Show(ollama.FromView(v)))
 }
 
 // ollamaDelete serves DELETE /api/delete: a model pulled from the Hub is removed as DELETE /models

@@ -4,10 +4,7 @@ package httpapi
 // the names the OpenAI listing gives them (peerModels), and /api/show answers what is known of one.
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
-	"time"
 
 	"github.com/llamatray/llamatray/router/ollama"
 	"github.com/llamatray/llamatray/router/peer"
@@ -46,7 +43,7 @@ func (srv *Server) ollamaPeerModels(r *http.Request, local []ollama.Model) []oll
 			name = ref
 		}
 		names[name] = true
-		out = append(out, ollamaPeerModel(name, ref, e.Status.Value, srv.o.StartTime))
+		out = append(out, ollama.PeerModel(name, ref, e.Status.Value, srv.o.StartTime))
 	}
 	return out
 }
@@ -54,25 +51,12 @@ func (srv *Server) ollamaPeerModels(r *http.Request, local []ollama.Model) []oll
 // ollamaLocal says a local model takes an Ollama request for name: ollamaResolve's lookup, without
 // a pull.
 func (srv *Server) ollamaLocal(name string) bool {
-	for _, n := range append([]string{name}, ollamaNames(name)...) {
+	for _, n := range append([]string{name}, ollama.AltNames(name)...) {
 		if _, err := srv.resolve(n); err == nil || !isNotFound(err) {
 			return true
 		}
 	}
 	return false
-}
-
-// ollamaPeerModel is a peer's model in Ollama's terms: the table knows its ID and state only, so
-// size, family and the rest are unknown (zero), and modified_at is when this server started, as
-// the OpenAI listing's created.
-func ollamaPeerModel(name, ref, status string, started time.Time) ollama.Model {
-	return ollama.Model{Name: name, Digest: peerDigest(ref), Modified: started, Running: status == "loaded"}
-}
-
-// peerDigest is a peer model's digest: a hash of its "peer:NAME/ID", stable while the peer lists it.
-func peerDigest(ref string) string {
-	h := sha256.Sum256([]byte("peer\x00" + ref))
-	return hex.EncodeToString(h[:])
 }
 
 // ollamaPeerShow answers POST /api/show for ref ("peer:NAME/ID", as ollamaResolve gives a peer's
@@ -90,7 +74,7 @@ func (srv *Server) ollamaPeerShow(w http.ResponseWriter, ref string) bool {
 		if m.ID != id {
 			continue
 		}
-		s := ollama.Show(ollamaPeerModel(ref, ref, p.ModelStatus(m), srv.o.StartTime))
+		s := ollama.Show(ollama.PeerModel(ref, ref, p.ModelStatus(m), srv.o.StartTime))
 		s.Modelfile = "# Served by the peer " + pname + "; Llamatray knows only its name and state.\nFROM " + id + "\n"
 		s.ModelInfo = map[string]any{} // the peer said nothing of its architecture
 		writeJSON(w, http.StatusOK, s)

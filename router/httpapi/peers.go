@@ -19,6 +19,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/ollama"
 	"github.com/llamatray/llamatray/router/peer"
 	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/wire"
@@ -400,7 +401,7 @@ func (srv *Server) ollamaPeer(r *http.Request, name string, explicit bool) (stri
 		_, id, ok := peer.ParseRef(name)
 		return name, ok && !strings.HasPrefix(id, peer.RefPrefix)
 	}
-	for _, n := range append([]string{name}, ollamaNames(name)...) {
+	for _, n := range append([]string{name}, ollama.AltNames(name)...) {
 		if p, ok := srv.o.Peers.Find(n); ok {
 			return peer.Ref(p.Name, n), true
 		}
