@@ -32,7 +32,7 @@ type reqInfo struct {
 	routed bool
 	leased bool
 	usage  *activity.Usage
-	// target: where serveModel proxies it (proxy.go), read by the proxy's hooks and the upstream;
+	// target: where serveModel proxies it (proxy.go), read by forward and the children's transport (dest);
 	// it points at tv (newTarget)
 	target *proxyTarget
 	tv     proxyTarget

@@ -13,7 +13,7 @@ import (
 
 // forward proxies r to t's child over srv.children and copies the answer to w. It is the reverse
 // proxy of every model-routed request, doing what net/http/httputil's ReverseProxy did here
-// (outRequest, childAnswer and proxyError do what its hooks did), without what that one spends per request on
+// (proxy.OutRequest, childAnswer and proxyError do what its hooks did), without what that one spends per request on
 // features this proxy does not use: a clone of the request and of its headers and a second copy with
 // a client trace in its context (for 1xx answers relayed from a Transport), a timer goroutine to
 // flush a stream's headers. The rules are the same: hop-by-hop headers dropped both ways (those the

@@ -212,7 +212,7 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 	srv.record(t, 0)
 }
 
-// peerRoundTrip sends out to p and waits for its answer to begin, under pw (see peerWatch).
+// peerRoundTrip sends out to p and waits for its answer to begin, under pw (see peer.Watch).
 func (srv *Server) peerRoundTrip(out *http.Request, p peer.Info) (*http.Response, error) {
 	resp, err := srv.o.Peers.Transport().RoundTrip(out)
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 
 type targetKey struct{}
 
-// proxyTarget is where and how one request is proxied; forward, its hooks and the upstream read it
-// from the request's reqInfo (targetOf).
+// proxyTarget is where and how one request is proxied; forward, childAnswer, proxyError and the
+// children's transport (dest) read it from the request's reqInfo (targetOf).
 type proxyTarget struct {
 	model   string // canonical ID
 	name    string // the model as the client named it

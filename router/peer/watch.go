@@ -37,10 +37,10 @@ type Watch struct {
 
 // WatchRequest starts the watch of a request to p whose context cancel ends (with ErrDown), reading
 // p's list again after every poke of silence (0: Poke); call End when done.
-func (ps *Set) WatchRequest(ctx context.Context, cancel context.CancelCauseFunc, p Info, poke time.Duration) *Watch {
-	pw := &Watch{ps: ps, name: p.Name, poke: cmp.Or(poke, Poke), cancel: cancel, stop: make(chan struct{}), done: make(chan struct{})}
+func (s *Set) WatchRequest(ctx context.Context, cancel context.CancelCauseFunc, p Info, poke time.Duration) *Watch {
+	pw := &Watch{ps: s, name: p.Name, poke: cmp.Or(poke, Poke), cancel: cancel, stop: make(chan struct{}), done: make(chan struct{})}
 	pw.touch()
-	go pw.run(ctx, ps.Failed(p.Name))
+	go pw.run(ctx, s.Failed(p.Name))
 	return pw
 }
 

@@ -42,16 +42,16 @@ type Transport struct {
 	maxIdle int           // idle connections kept per child
 	idleFor time.Duration // an idle connection older than this is closed, not reused
 
-	mu    sync.Mutex                  // guards idle and timer
-	idle  map[connKey][]*upstreamConn // by child, most recent last; a list emptied by get stays, for the next put
-	timer *time.Timer                 // closes stale idle connections; armed while any is idle
+	mu    sync.Mutex          // guards idle and timer
+	idle  map[connKey][]*conn // by child, most recent last; a list emptied by get stays, for the next put
+	timer *time.Timer         // closes stale idle connections; armed while any is idle
 }
 
 // connKey is where a child listens: "unix" and its socket path, or "tcp" and host:port.
 type connKey struct{ network, addr string }
 
-// upstreamConn is one connection to a child with its buffers.
-type upstreamConn struct {
+// conn is one connection to a child with its buffers.
+type conn struct {
 	net.Conn
 	key   connKey
 	model string // the model whose child it reaches (canonical ID)
@@ -65,26 +65,26 @@ type upstreamConn struct {
 func NewTransport(dest func(ctx context.Context) (model, socket string)) *Transport {
 	// No TCP keep-alive probes: a child on loopback that goes away is seen by its supervisor.
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: -1}
-	return &Transport{dest: dest, dial: d.DialContext, maxIdle: 16, idleFor: IdleTimeout, idle: map[connKey][]*upstreamConn{}}
+	return &Transport{dest: dest, dial: d.DialContext, maxIdle: 16, idleFor: IdleTimeout, idle: map[connKey][]*conn{}}
 }
 
 // errUpstreamClosed says the child closed a kept-alive connection before it answered.
 var errUpstreamClosed = errors.New("llama-server closed the connection before answering")
 
-func (u *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	network, addr, model := "tcp", req.URL.Host, ""
-	if u.dest != nil {
+	if t.dest != nil {
 		var socket string
-		if model, socket = u.dest(ctx); socket != "" {
+		if model, socket = t.dest(ctx); socket != "" {
 			network, addr = "unix", socket
 		}
 	}
-	c, reused, err := u.get(ctx, network, addr, model)
+	c, reused, err := t.get(ctx, network, addr, model)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := u.exchange(ctx, c, req)
+	resp, err := t.exchange(ctx, c, req)
 	if err == nil || !reused || ctx.Err() != nil || !errors.Is(err, errUpstreamClosed) {
 		return resp, err
 	}
@@ -103,11 +103,11 @@ func (u *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(ctx)
 		req.Body = body
 	}
-	c, err2 := u.dialConn(ctx, network, addr, model)
+	c, err2 := t.dialConn(ctx, network, addr, model)
 	if err2 != nil {
 		return nil, fmt.Errorf("%w (retried after: %v)", err2, err)
 	}
-	resp, err2 = u.exchange(ctx, c, req)
+	resp, err2 = t.exchange(ctx, c, req)
 	if err2 != nil {
 		return nil, fmt.Errorf("%w (retried after: %v)", err2, err)
 	}
@@ -116,7 +116,7 @@ func (u *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // exchange writes req on c and reads the answer's head. The body returned reads from c; closing it
 // gives c back to the pool when the answer was read to its end and both sides keep the connection.
-func (u *Transport) exchange(ctx context.Context, c *upstreamConn, req *http.Request) (*http.Response, error) {
+func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*http.Response, error) {
 	// A cancelled request (the client left) closes the connection, which ends a read or write in
 	// progress on it; once the answer is read the hook is taken off again.
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
@@ -152,34 +152,34 @@ func (u *Transport) exchange(ctx context.Context, c *upstreamConn, req *http.Req
 	keep := !resp.Close && !req.Close
 	if resp.Body == http.NoBody || resp.Body == nil {
 		resp.Body = http.NoBody
-		u.done(c, stop, keep)
+		t.done(c, stop, keep)
 		return resp, nil
 	}
-	resp.Body = &upstreamBody{rc: resp.Body, u: u, c: c, stop: stop, keep: keep}
+	resp.Body = &answerBody{rc: resp.Body, t: t, c: c, stop: stop, keep: keep}
 	return resp, nil
 }
 
 // done ends one exchange on c: back to the pool when keep and the cancel hook had not fired, else closed.
-func (u *Transport) done(c *upstreamConn, stop func() bool, keep bool) {
+func (t *Transport) done(c *conn, stop func() bool, keep bool) {
 	if stop() && keep {
-		u.put(c)
+		t.put(c)
 		return
 	}
 	_ = c.Close()
 }
 
-// upstreamBody is an answer's body; it knows whether it was read to its end.
-type upstreamBody struct {
+// answerBody is an answer's body; it knows whether it was read to its end.
+type answerBody struct {
 	rc     io.ReadCloser
-	u      *Transport
-	c      *upstreamConn
+	t      *Transport
+	c      *conn
 	stop   func() bool
 	keep   bool
 	eof    bool
 	closed bool
 }
 
-func (b *upstreamBody) Read(p []byte) (int, error) {
+func (b *answerBody) Read(p []byte) (int, error) {
 	if b.closed {
 		return 0, net.ErrClosed
 	}
@@ -190,97 +190,97 @@ func (b *upstreamBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *upstreamBody) Close() error {
+func (b *answerBody) Close() error {
 	if b.closed {
 		return nil
 	}
 	b.closed = true
-	b.u.done(b.c, b.stop, b.keep && b.eof)
+	b.t.done(b.c, b.stop, b.keep && b.eof)
 	return nil
 }
 
 // get returns an idle connection to addr, or a new one to model's child there; reused says which.
-func (u *Transport) get(ctx context.Context, network, addr, model string) (*upstreamConn, bool, error) {
+func (t *Transport) get(ctx context.Context, network, addr, model string) (*conn, bool, error) {
 	key := connKey{network, addr}
 	now := time.Now()
-	var stale []*upstreamConn
-	var c *upstreamConn
-	u.mu.Lock()
-	for list := u.idle[key]; len(list) > 0; list = u.idle[key] {
+	var stale []*conn
+	var c *conn
+	t.mu.Lock()
+	for list := t.idle[key]; len(list) > 0; list = t.idle[key] {
 		last := list[len(list)-1]
 		list[len(list)-1] = nil
-		u.idle[key] = list[:len(list)-1]
-		if now.Sub(last.since) < u.idleFor {
+		t.idle[key] = list[:len(list)-1]
+		if now.Sub(last.since) < t.idleFor {
 			c = last
 			break
 		}
 		stale = append(stale, last)
 	}
-	u.mu.Unlock()
+	t.mu.Unlock()
 	for _, s := range stale {
 		_ = s.Close()
 	}
 	if c != nil {
 		return c, true, nil
 	}
-	c, err := u.dialConn(ctx, network, addr, model)
+	c, err := t.dialConn(ctx, network, addr, model)
 	return c, false, err
 }
 
 // dialConn connects to model's child at addr.
-func (u *Transport) dialConn(ctx context.Context, network, addr, model string) (*upstreamConn, error) {
-	nc, err := u.dial(ctx, network, addr)
+func (t *Transport) dialConn(ctx context.Context, network, addr, model string) (*conn, error) {
+	nc, err := t.dial(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
 	nc = rawio.Wrap(nc)
 	// Buffers are per connection and, with a new connection per stream, per request: small ones.
 	// Larger bodies go straight from the proxy's 32 KiB copy buffer.
-	return &upstreamConn{Conn: nc, key: connKey{network, addr}, model: model, br: bufio.NewReaderSize(nc, 8<<10), bw: bufio.NewWriterSize(nc, 8<<10)}, nil
+	return &conn{Conn: nc, key: connKey{network, addr}, model: model, br: bufio.NewReaderSize(nc, 8<<10), bw: bufio.NewWriterSize(nc, 8<<10)}, nil
 }
 
 // put keeps c for the next request to its child.
-func (u *Transport) put(c *upstreamConn) {
+func (t *Transport) put(c *conn) {
 	c.since = time.Now()
-	u.mu.Lock()
-	list := u.idle[c.key]
-	if len(list) >= u.maxIdle {
-		u.mu.Unlock()
+	t.mu.Lock()
+	list := t.idle[c.key]
+	if len(list) >= t.maxIdle {
+		t.mu.Unlock()
 		_ = c.Close()
 		return
 	}
-	u.idle[c.key] = append(list, c)
-	if u.timer == nil {
-		u.timer = time.AfterFunc(u.idleFor, u.prune)
+	t.idle[c.key] = append(list, c)
+	if t.timer == nil {
+		t.timer = time.AfterFunc(t.idleFor, t.prune)
 	}
-	u.mu.Unlock()
+	t.mu.Unlock()
 }
 
 // prune closes the idle connections that are too old to reuse: a child that stopped, or traffic
 // that ended, leaves none open for long. It re-arms itself while any connection is idle.
-func (u *Transport) prune() {
+func (t *Transport) prune() {
 	now := time.Now()
-	u.drop(func(c *upstreamConn) bool { return now.Sub(c.since) >= u.idleFor }, func(oldest time.Time, any bool) {
-		u.timer = nil
+	t.drop(func(c *conn) bool { return now.Sub(c.since) >= t.idleFor }, func(oldest time.Time, any bool) {
+		t.timer = nil
 		if any {
-			u.timer = time.AfterFunc(oldest.Add(u.idleFor).Sub(now), u.prune)
+			t.timer = time.AfterFunc(oldest.Add(t.idleFor).Sub(now), t.prune)
 		}
 	})
 }
 
 // CloseIdle closes the idle connections to model's children: its child is about to stop, and
 // llama-server waits for open connections before it exits.
-func (u *Transport) CloseIdle(model string) {
-	u.drop(func(c *upstreamConn) bool { return c.model == model }, nil)
+func (t *Transport) CloseIdle(model string) {
+	t.drop(func(c *conn) bool { return c.model == model }, nil)
 }
 
 // drop closes the idle connections gone picks. then, when set, runs under mu with the oldest idle
 // time of those kept and whether any is kept.
-func (u *Transport) drop(gone func(*upstreamConn) bool, then func(oldest time.Time, any bool)) {
-	var closing []*upstreamConn
-	u.mu.Lock()
+func (t *Transport) drop(gone func(*conn) bool, then func(oldest time.Time, any bool)) {
+	var closing []*conn
+	t.mu.Lock()
 	oldest := time.Now()
-	for key, list := range u.idle {
+	for key, list := range t.idle {
 		kept := list[:0]
 		for _, c := range list {
 			if gone(c) {
@@ -292,33 +292,33 @@ func (u *Transport) drop(gone func(*upstreamConn) bool, then func(oldest time.Ti
 		}
 		clear(list[len(kept):])
 		if len(kept) == 0 {
-			delete(u.idle, key)
+			delete(t.idle, key)
 		} else {
-			u.idle[key] = kept
+			t.idle[key] = kept
 		}
 	}
 	if then != nil {
-		then(oldest, len(u.idle) > 0)
+		then(oldest, len(t.idle) > 0)
 	}
-	u.mu.Unlock()
+	t.mu.Unlock()
 	for _, c := range closing {
 		_ = c.Close()
 	}
 }
 
 // CloseIdleConnections closes every idle connection (the server is stopping).
-func (u *Transport) CloseIdleConnections() {
-	u.mu.Lock()
-	var all []*upstreamConn
-	for _, list := range u.idle {
+func (t *Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	var all []*conn
+	for _, list := range t.idle {
 		all = append(all, list...)
 	}
-	u.idle = map[connKey][]*upstreamConn{}
-	if u.timer != nil {
-		u.timer.Stop()
-		u.timer = nil
+	t.idle = map[connKey][]*conn{}
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
 	}
-	u.mu.Unlock()
+	t.mu.Unlock()
 	for _, c := range all {
 		_ = c.Close()
 	}
