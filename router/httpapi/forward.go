@@ -40,28 +40,15 @@ func (srv *Server) forward(w http.ResponseWriter, r *http.Request, t *proxyTarge
 	}
 	proxy.RemoveHopByHop(resp.Header)
 	srv.childAnswer(resp)
-	h := w.Header()
-	for k, vv := range resp.Header {
-		if prev, ok := h[k]; ok {
-			h[k] = append(prev, vv...)
-		} else {
-			h[k] = vv // resp is this request's own: its values are not used again
-		}
-	}
 	announced := len(resp.Trailer)
 	if announced > 0 {
 		keys := make([]string, 0, announced)
 		for k := range resp.Trailer {
 			keys = append(keys, k)
 		}
-		h.Add("Trailer", strings.Join(keys, ", "))
+		resp.Header.Add("Trailer", strings.Join(keys, ", "))
 	}
-	w.WriteHeader(resp.StatusCode)
-	var flush func() error
-	if proxy.FlushEach(resp) {
-		flush = http.NewResponseController(w).Flush
-		_ = flush() // the headers now, before the first event
-	}
+	flush := proxy.WriteHead(w, resp)
 	if err := srv.copyAnswer(w, resp.Body, flush, t.model); err != nil {
 		_ = resp.Body.Close()
 		if flush != nil && t.lost.Lost() != nil {
@@ -82,6 +69,7 @@ func (srv *Server) forward(w http.ResponseWriter, r *http.Request, t *proxyTarge
 	}
 	// A trailer forces chunking: net/http must not compute a length for a short body.
 	_ = http.NewResponseController(w).Flush()
+	h := w.Header()
 	for k, vv := range resp.Trailer {
 		if announced != len(resp.Trailer) {
 			k = http.TrailerPrefix + k

@@ -193,16 +193,7 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 	proxy.RemoveHopByHop(resp.Header)
 	dropCORS(resp.Header)
 	resp.Header.Del(requestIDHeader)
-	h := w.Header()
-	for k, vv := range resp.Header {
-		h[k] = append(h[k], vv...)
-	}
-	w.WriteHeader(resp.StatusCode)
-	var flush func() error
-	if proxy.FlushEach(resp) {
-		flush = http.NewResponseController(w).Flush
-		_ = flush()
-	}
+	flush := proxy.WriteHead(w, resp)
 	if err := srv.copyAnswer(w, pw.Body(resp.Body), flush, ref); err != nil && r.Context().Err() == nil {
 		if c := context.Cause(ctx); errors.Is(c, peer.ErrDown) {
 			err = c

@@ -162,9 +162,28 @@ func reencodeQuery(q string) string {
 	return v.Encode()
 }
 
-// FlushEach reports an answer that is flushed after every write: an event stream, or a body of
+// WriteHead sends resp's status and headers to w, added to those w has, and returns the flush to
+// call after every write of an answer flushEach picks (its headers go at once), else nil.
+func WriteHead(w http.ResponseWriter, resp *http.Response) (flush func() error) {
+	h := w.Header()
+	for k, vv := range resp.Header {
+		if prev, ok := h[k]; ok {
+			h[k] = append(prev, vv...)
+		} else {
+			h[k] = vv // resp is this request's own: its values are not used again
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	if flushEach(resp) {
+		flush = http.NewResponseController(w).Flush
+		_ = flush() // the headers now, before the first event
+	}
+	return flush
+}
+
+// flushEach reports an answer that is flushed after every write: an event stream, or a body of
 // unknown length.
-func FlushEach(resp *http.Response) bool {
+func flushEach(resp *http.Response) bool {
 	if resp.ContentLength == -1 {
 		return true
 	}
