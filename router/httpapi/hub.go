@@ -15,6 +15,7 @@ import (
 	"github.com/llamatray/llamatray/router/download"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -317,7 +318,7 @@ func (srv *Server) pullEvents() (<-chan hub.Event, func()) {
 func pullEventLine(ev hub.Event) []byte {
 	d := wire.DownloadEvent{Time: ev.Time.UTC(), Kind: "download", State: ev.State, Message: ev.Error, Pull: pullJSON(ev.PullStatus)}
 	b, _ := json.Marshal(d)
-	return append(append([]byte("data: "), b...), "\n\n"...)
+	return proxy.SSEEvent("", b)
 }
 
 // removedOrEmpty keeps "removed" a JSON list when nothing was removed.

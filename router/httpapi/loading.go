@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/view"
 )
 
@@ -82,14 +83,6 @@ func (srv *Server) loadingComment(w http.ResponseWriter, id string) {
 	_ = http.NewResponseController(w).Flush()
 }
 
-// sseErrorEvent frames a JSON error document as one SSE data event.
-func sseErrorEvent(doc []byte) []byte {
-	ev := make([]byte, 0, len(doc)+10)
-	ev = append(ev, "data: "...)
-	ev = append(ev, doc...)
-	return append(ev, "\n\n"...)
-}
-
 // writeSSEError ends a stream whose headers were already sent with an error event.
 func writeSSEError(w http.ResponseWriter, r *http.Request, err error) {
 	e := errorFor(err)
@@ -99,6 +92,6 @@ func writeSSEError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Status == statusClientClosed {
 		return
 	}
-	_, _ = w.Write(sseErrorEvent(e.body()))
+	_, _ = w.Write(proxy.SSEEvent("", e.body()))
 	_ = http.NewResponseController(w).Flush()
 }

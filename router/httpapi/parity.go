@@ -10,6 +10,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -208,7 +209,7 @@ func (t *sseTranslator) next() (time.Time, bool)       { return time.Time{}, fal
 func appendSSE(buf []byte, evs []sseEventJSON) []byte {
 	for _, ev := range evs {
 		b, _ := json.Marshal(ev)
-		buf = append(append(append(buf, "data: "...), b...), "\n\n"...)
+		buf = append(buf, proxy.SSEEvent("", b)...)
 	}
 	return buf
 }

@@ -228,10 +228,10 @@ func (srv *Server) peerCut(w http.ResponseWriter, r *http.Request, p peer.Info, 
 		return
 	}
 	e := errorFor(err)
-	ev := sseErrorEvent(e.body())
+	ev := proxy.SSEEvent("", e.body())
 	if strings.HasPrefix(r.URL.Path, "/v1/messages") { // Anthropic's error event
 		doc, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": e.Message}})
-		ev = append(append([]byte("\nevent: error\ndata: "), doc...), "\n\n"...)
+		ev = append([]byte("\n"), proxy.SSEEvent("error", doc)...)
 	} else {
 		ev = append([]byte("\n"), ev...) // ends a line the cut left open
 	}

@@ -78,7 +78,7 @@ func (srv *Server) childAnswer(resp *http.Response) {
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
-	ev := sseErrorEvent(upstreamErrorBody(resp.StatusCode, raw))
+	ev := proxy.SSEEvent("", upstreamErrorBody(resp.StatusCode, raw))
 	resp.Body = io.NopCloser(bytes.NewReader(ev))
 	resp.ContentLength = int64(len(ev))
 	resp.Header.Del("Content-Length")

@@ -228,13 +228,14 @@ func anthropicOpening(name string, data []byte, model, id string) []byte {
 	return out
 }
 
-// SSEEvent formats one named SSE event.
+// SSEEvent formats one SSE event: its name (none when "") and its data, the one way every stream
+// of the router writes an event.
 func SSEEvent(name string, data []byte) []byte {
 	out := make([]byte, 0, len(name)+len(data)+16)
-	out = append(out, "event: "...)
-	out = append(out, name...)
-	out = append(out, "\ndata: "...)
-	out = append(out, data...)
+	if name != "" {
+		out = append(append(append(out, "event: "...), name...), '\n')
+	}
+	out = append(append(out, "data: "...), data...)
 	return append(out, "\n\n"...)
 }
 
@@ -292,8 +293,5 @@ func openAIOpening(data []byte) []byte {
 		chunk.Choices = append(chunk.Choices, openAIRoleChoice{Index: idx, Delta: openAIRoleDelta{Role: "assistant"}})
 	}
 	b, _ := json.Marshal(chunk)
-	out := make([]byte, 0, len(b)+8)
-	out = append(out, "data: "...)
-	out = append(out, b...)
-	return append(out, "\n\n"...)
+	return SSEEvent("", b)
 }
