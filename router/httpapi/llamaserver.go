@@ -76,10 +76,7 @@ func (srv *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
 	case err != nil && !es.started():
 		writeError(w, r, err)
 	case err != nil:
-		if info := infoFrom(r.Context()); info != nil {
-			info.err = err
-		}
-		e := errorFor(err)
+		e, _ := failed(r, err)
 		es.send("error", map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}})
 	default:
 		es.send("done", b)

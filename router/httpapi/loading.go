@@ -85,11 +85,8 @@ func (srv *Server) loadingComment(w http.ResponseWriter, id string) {
 
 // writeSSEError ends a stream whose headers were already sent with an error event.
 func writeSSEError(w http.ResponseWriter, r *http.Request, err error) {
-	e := errorFor(err)
-	if info := infoFrom(r.Context()); info != nil {
-		info.err = err
-	}
-	if e.Status == statusClientClosed {
+	e, ok := failed(r, err)
+	if !ok {
 		return
 	}
 	_, _ = w.Write(proxy.SSEEvent("", e.body()))

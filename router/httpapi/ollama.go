@@ -48,11 +48,8 @@ func (srv *Server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
 
 // ollamaError writes err in Ollama's shape, {"error": "…"}, with the status errorFor gives it.
 func (srv *Server) ollamaError(w http.ResponseWriter, r *http.Request, name string, err error) {
-	e := errorFor(err)
-	if info := infoFrom(r.Context()); info != nil {
-		info.err = err
-	}
-	if e.Status == statusClientClosed {
+	e, ok := failed(r, err)
+	if !ok {
 		return
 	}
 	msg := e.Message
@@ -63,7 +60,7 @@ func (srv *Server) ollamaError(w http.ResponseWriter, r *http.Request, name stri
 		e.Status, msg = http.StatusNotFound, ollama.NotFoundText(r.URL.Path, name)
 	}
 	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", fmt.Sprint(max(int(e.RetryAfter.Seconds()), 1)))
+		w.Header().Set("Retry-After", retryAfterSeconds(e.RetryAfter))
 	}
 	writeJSON(w, e.Status, ollama.ErrorResponse{Error: msg})
 }
