@@ -163,8 +163,13 @@ func retryAfterSeconds(d time.Duration) string {
 
 // body is the JSON error document.
 func (e apiError) body() []byte {
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}})
+	b, _ := json.Marshal(e.doc())
 	return b
+}
+
+// doc is the error document as a value, for writeJSON and event streams.
+func (e apiError) doc() map[string]any {
+	return map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}}
 }
 
 // writeError sends err as an OpenAI-shaped error response and records it for the access log.

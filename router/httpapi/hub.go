@@ -178,11 +178,6 @@ func (srv *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, wire.PullAnswer{Success: true, Model: st.Model, Status: st.State, Download: &d})
 }
 
-// doc is the error document as a value, for writeJSON.
-func (e apiError) doc() map[string]any {
-	return map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}}
-}
-
 // removeModel serves DELETE /models {"model"} (or ?model=): it cancels a running pull of that
 // name, or unloads a pulled model (its in-flight requests finish first) and deletes its files
 // from the Hub cache (blobs that nothing else uses). Models that are plain files elsewhere are

@@ -77,7 +77,7 @@ func (srv *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 	case err != nil:
 		e, _ := failed(r, err)
-		es.send("error", map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}})
+		es.send("error", e.doc())
 	default:
 		es.send("done", b)
 	}

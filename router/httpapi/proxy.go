@@ -35,8 +35,6 @@ type proxyTarget struct {
 	body    proxy.Body      // the request's body, as sent
 }
 
-func targetFrom(r *http.Request) *proxyTarget { return targetOf(r.Context()) }
-
 // targetOf is the target of the exchange ctx is of: in the request's reqInfo (accessLog), or, for a
 // request that came by no access log, in a context value of its own.
 func targetOf(ctx context.Context) *proxyTarget {
@@ -64,7 +62,7 @@ func dest(ctx context.Context) (model, socket string) {
 func (srv *Server) childAnswer(resp *http.Response) {
 	resp.Header.Del(requestIDHeader)
 	dropCORS(resp.Header)
-	t := targetFrom(resp.Request)
+	t := targetOf(resp.Request.Context())
 	if t != nil {
 		watchUsage(resp, t)
 		id := ""
@@ -115,7 +113,7 @@ func (srv *Server) proxyError(w http.ResponseWriter, r *http.Request, err error)
 		}
 		return
 	}
-	t := targetFrom(r)
+	t := targetOf(r.Context())
 	model := ""
 	if t != nil {
 		model = t.model

@@ -288,7 +288,9 @@ func (t *Transport) drop(gone func(*conn) bool, then func(oldest time.Time, any 
 				continue
 			}
 			kept = append(kept, c)
-			oldest = minTime(oldest, c.since)
+			if c.since.Before(oldest) {
+				oldest = c.since
+			}
 		}
 		clear(list[len(kept):])
 		if len(kept) == 0 {
@@ -308,27 +310,12 @@ func (t *Transport) drop(gone func(*conn) bool, then func(oldest time.Time, any 
 
 // CloseIdleConnections closes every idle connection (the server is stopping).
 func (t *Transport) CloseIdleConnections() {
-	t.mu.Lock()
-	var all []*conn
-	for _, list := range t.idle {
-		all = append(all, list...)
-	}
-	t.idle = map[connKey][]*conn{}
-	if t.timer != nil {
-		t.timer.Stop()
-		t.timer = nil
-	}
-	t.mu.Unlock()
-	for _, c := range all {
-		_ = c.Close()
-	}
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
+	t.drop(func(*conn) bool { return true }, func(time.Time, bool) {
+		if t.timer != nil {
+			t.timer.Stop()
+			t.timer = nil
+		}
+	})
 }
 
 // Body is a proxied request's body, held in memory: it reads as a bytes.Reader (io.Copy writes it in

@@ -265,3 +265,25 @@ func TestUpstreamResendsOnClosedConnection(t *testing.T) {
 		}
 	}
 }
+
+// CloseIdleConnections closes the idle connections to every child, and a request after it dials anew.
+func TestTransportCloseIdleConnections(t *testing.T) {
+	urlA, connsA, closedA := keepAliveUpstream(t, "{}")
+	urlB, _, closedB := keepAliveUpstream(t, "{}")
+	u := NewTransport(nil)
+	roundTrip(t, u, context.Background(), urlA, true)
+	roundTrip(t, u, context.Background(), urlB, true)
+	u.CloseIdleConnections()
+	for _, closed := range []chan struct{}{closedA, closedB} {
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("an idle connection stayed open after CloseIdleConnections")
+		}
+	}
+	roundTrip(t, u, context.Background(), urlA, true)
+	if n := connsA.Load(); n != 2 {
+		t.Fatalf("%d connections to A, want 2 (a closed one reused?)", n)
+	}
+	u.CloseIdleConnections()
+}
