@@ -323,3 +323,38 @@ func removedOrEmpty(paths []string) []string {
 	}
 	return paths
 }
+
+// removePulled unloads model id (its in-flight requests finish first) and deletes its files from
+// the Hub cache, blobs nothing else uses included. A model that is not a Hub pull is refused.
+func (srv *Server) removePulled(r *http.Request, id string) (wire.RemoveAnswer, error) {
+	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
+		return wire.RemoveAnswer{}, &notHubModelError{id: id}
+	}
+	cm, _ := srv.o.Catalog.Lookup(id)
+	cache, repoFiles, ok := hub.LocalFiles(cm)
+	if !ok {
+		return wire.RemoveAnswer{}, &notHubModelError{id: id, path: cm.Path}
+	}
+	if err := srv.o.Engine.Unload(r.Context(), id, false); err != nil && !isUnknown(err) {
+		return wire.RemoveAnswer{}, err
+	}
+	removed, err := cache.Remove(cm.HubRepo, repoFiles)
+	if err != nil {
+		return wire.RemoveAnswer{}, fmt.Errorf("removing %s: %w", id, err)
+	}
+	if srv.o.Hub.Rescan != nil {
+		srv.o.Hub.Rescan()
+	}
+	srv.log.Info("model removed", "model", id, "paths", len(removed))
+	return wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: removedOrEmpty(removed)}, nil
+}
+
+// notHubModelError refuses to delete a model that is not a Hub pull: a user's own file.
+type notHubModelError struct{ id, path string }
+
+func (e *notHubModelError) Error() string {
+	if e.path == "" {
+		return fmt.Sprintf("model %q cannot be deleted here: Hub downloads are off", e.id)
+	}
+	return fmt.Sprintf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", e.id, e.path)
+}

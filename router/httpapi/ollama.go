@@ -14,27 +14,32 @@ import (
 	"github.com/llamatray/llamatray/router/peer"
 )
 
-// Ollama's API (router/ollama translates): apps that speak only Ollama's API use Llamatray's models
-// with the same leases, queue, memory rules, Host check, CORS and keys as every other route.
+// ollamaAPI serves Ollama's API (router/ollama translates): apps that speak only Ollama's API use
+// Llamatray's models with the same leases, queue, memory rules, Host check, CORS and keys as every
+// other route, through the Server it is a view of.
+type ollamaAPI struct{ *Server }
+
+// ollamaRoutes declares Ollama's endpoints.
 func (srv *Server) ollamaRoutes(m *mux.Router) {
-	m.HandleFunc("/", srv.ollamaRoot).Methods(http.MethodGet, http.MethodHead)
-	m.HandleFunc("/api/version", srv.ollamaVersion).Methods(http.MethodGet, http.MethodHead)
-	m.HandleFunc("/api/tags", srv.ollamaTags).Methods(http.MethodGet, http.MethodHead)
-	m.HandleFunc("/api/ps", srv.ollamaPS).Methods(http.MethodGet)
-	m.HandleFunc("/api/show", srv.ollamaShow).Methods(http.MethodPost)
-	m.HandleFunc("/api/chat", srv.ollamaChat).Methods(http.MethodPost)
-	m.HandleFunc("/api/generate", srv.ollamaGenerate).Methods(http.MethodPost)
-	m.HandleFunc("/api/embed", srv.ollamaEmbed).Methods(http.MethodPost)
-	m.HandleFunc("/api/embeddings", srv.ollamaEmbeddings).Methods(http.MethodPost)
-	m.HandleFunc("/api/pull", srv.ollamaPull).Methods(http.MethodPost) // ollama_hub.go
-	m.HandleFunc("/api/delete", srv.ollamaDelete).Methods(http.MethodDelete)
-	m.HandleFunc("/api/create", srv.ollamaUnsupported).Methods(http.MethodPost)
-	m.HandleFunc("/api/push", srv.ollamaUnsupported).Methods(http.MethodPost)
-	m.HandleFunc("/api/copy", srv.ollamaCopy).Methods(http.MethodPost)
+	api := ollamaAPI{srv}
+	m.HandleFunc("/", api.root).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/api/version", api.version).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/api/tags", api.tags).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/api/ps", api.ps).Methods(http.MethodGet)
+	m.HandleFunc("/api/show", api.show).Methods(http.MethodPost)
+	m.HandleFunc("/api/chat", api.chat).Methods(http.MethodPost)
+	m.HandleFunc("/api/generate", api.generate).Methods(http.MethodPost)
+	m.HandleFunc("/api/embed", api.embed).Methods(http.MethodPost)
+	m.HandleFunc("/api/embeddings", api.embeddings).Methods(http.MethodPost)
+	m.HandleFunc("/api/pull", api.pull).Methods(http.MethodPost) // ollama_hub.go
+	m.HandleFunc("/api/delete", api.deleteModel).Methods(http.MethodDelete)
+	m.HandleFunc("/api/create", api.unsupported).Methods(http.MethodPost)
+	m.HandleFunc("/api/push", api.unsupported).Methods(http.MethodPost)
+	m.HandleFunc("/api/copy", api.copyModel).Methods(http.MethodPost)
 }
 
-// ollamaRoot answers the probe Ollama's clients send before anything else.
-func (srv *Server) ollamaRoot(w http.ResponseWriter, r *http.Request) {
+// root answers the probe Ollama's clients send before anything else.
+func (api ollamaAPI) root(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
@@ -42,12 +47,12 @@ func (srv *Server) ollamaRoot(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (srv *Server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) version(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"version": ollama.Version})
 }
 
-// ollamaError writes err in Ollama's shape, {"error": "…"}, with the status errorFor gives it.
-func (srv *Server) ollamaError(w http.ResponseWriter, r *http.Request, name string, err error) {
+// fail writes err in Ollama's shape, {"error": "…"}, with the status errorFor gives it.
+func (api ollamaAPI) fail(w http.ResponseWriter, r *http.Request, name string, err error) {
 	e, ok := failed(r, err)
 	if !ok {
 		return
@@ -65,10 +70,10 @@ func (srv *Server) ollamaError(w http.ResponseWriter, r *http.Request, name stri
 	writeJSON(w, e.Status, ollama.ErrorResponse{Error: msg})
 }
 
-// ollamaRead reads a JSON body into v; false when it answered an error. A request without a body
+// read reads a JSON body into v; false when it answered an error. A request without a body
 // is refused as Ollama refuses it.
-func (srv *Server) ollamaRead(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := srv.readBody(w, r)
+func (api ollamaAPI) read(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := api.readBody(w, r)
 	if err == nil && len(body) == 0 {
 		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: "missing request body"})
 		return false
@@ -79,17 +84,17 @@ func (srv *Server) ollamaRead(w http.ResponseWriter, r *http.Request, v any) boo
 		}
 	}
 	if err != nil {
-		srv.ollamaError(w, r, "", err)
+		api.fail(w, r, "", err)
 		return false
 	}
 	return true
 }
 
-// ollamaResolve maps an Ollama name to a catalog ID: as sent, else without the ":latest" it was
+// resolveName maps an Ollama name to a catalog ID: as sent, else without the ":latest" it was
 // listed with, else as the Hub name it was pulled by (hf.co/ORG/REPO:QUANT resolves as
 // ORG/REPO:QUANT, so the name a client pulled is the name it then uses). false when it answered
 // an error.
-func (srv *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name string) (string, bool) {
+func (api ollamaAPI) resolveName(w http.ResponseWriter, r *http.Request, name string) (string, bool) {
 	if name == "" {
 		if r.URL.Path == "/api/generate" { // as Ollama answers it
 			writeJSON(w, http.StatusNotFound, ollama.ErrorResponse{Error: "model '' not found"})
@@ -98,23 +103,23 @@ func (srv *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name st
 		}
 		return "", false
 	}
-	if ref, ok := srv.ollamaPeer(r, name, true); ok { // peers.go
+	if ref, ok := api.peerRef(r, name, true); ok { // peers.go
 		return ref, true
 	}
-	id, err := srv.resolveRequest(r, name)
+	id, err := api.resolveRequest(r, name)
 	for _, alt := range ollama.AltNames(name) {
 		if err == nil {
 			break
 		}
-		if id2, err2 := srv.resolveRequest(r, alt); err2 == nil || !isNotFound(err2) {
+		if id2, err2 := api.resolveRequest(r, alt); err2 == nil || !isNotFound(err2) {
 			id, err = id2, err2
 		}
 	}
-	if ref, ok := srv.ollamaPeer(r, name, false); ok && isNotFound(err) {
+	if ref, ok := api.peerRef(r, name, false); ok && isNotFound(err) {
 		return ref, true
 	}
 	if err != nil {
-		srv.ollamaError(w, r, name, err)
+		api.fail(w, r, name, err)
 		return "", false
 	}
 	return id, true
@@ -128,24 +133,24 @@ func isNotFound(err error) bool {
 
 // applyKeepAlive applies a request's keep_alive to the model's current or next child; without one the
 // configured idle timers apply again, as Ollama goes back to its default.
-func (srv *Server) applyKeepAlive(id string, ka *ollama.Duration) {
+func (api ollamaAPI) applyKeepAlive(id string, ka *ollama.Duration) {
 	var d *time.Duration
 	if ka != nil {
 		v := ka.Duration
 		d = &v
 	}
-	if err := srv.o.Engine.KeepAlive(id, d); err != nil {
-		srv.log.Debug("keep_alive not applied", "model", id, "err", err)
+	if err := api.o.Engine.KeepAlive(id, d); err != nil {
+		api.log.Debug("keep_alive not applied", "model", id, "err", err)
 	}
 }
 
-func (srv *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) chat(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollama.ChatRequest
-	if !srv.ollamaRead(w, r, &req) {
+	if !api.read(w, r, &req) {
 		return
 	}
-	srv.ollamaInfer(w, r, start, ollama.KindChat, req.Model, req.KeepAlive, len(req.Messages) == 0, &req.Options, func(id, system string) (ollama.Upstream, error) {
+	api.infer(w, r, start, ollama.KindChat, req.Model, req.KeepAlive, len(req.Messages) == 0, &req.Options, func(id, system string) (ollama.Upstream, error) {
 		req.Model = id
 		if system != "" && req.Messages[0].Role != "system" {
 			req.Messages = append([]ollama.Message{{Role: "system", Content: system}}, req.Messages...)
@@ -154,13 +159,13 @@ func (srv *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (srv *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) generate(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollama.GenerateRequest
-	if !srv.ollamaRead(w, r, &req) {
+	if !api.read(w, r, &req) {
 		return
 	}
-	srv.ollamaInfer(w, r, start, ollama.KindGenerate, req.Model, req.KeepAlive, req.Prompt == "" && len(req.Images) == 0, &req.Options, func(id, system string) (ollama.Upstream, error) {
+	api.infer(w, r, start, ollama.KindGenerate, req.Model, req.KeepAlive, req.Prompt == "" && len(req.Images) == 0, &req.Options, func(id, system string) (ollama.Upstream, error) {
 		req.Model = id
 		if req.System == "" && !req.Raw {
 			req.System = system
@@ -169,91 +174,91 @@ func (srv *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// ollamaInfer serves a chat or a generate request for the model asked: it lays the model's own
+// infer serves a chat or a generate request for the model asked: it lays the model's own
 // defaults under *opts and sends what build makes of the request, given the model's ID and its own
 // system prompt.
-func (srv *Server) ollamaInfer(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, asked string, ka *ollama.Duration, empty bool, opts *map[string]any, build func(id, system string) (ollama.Upstream, error)) {
-	id, ok := srv.ollamaTarget(w, r, asked, ka, kind, empty)
+func (api ollamaAPI) infer(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, asked string, ka *ollama.Duration, empty bool, opts *map[string]any, build func(id, system string) (ollama.Upstream, error)) {
+	id, ok := api.target(w, r, asked, ka, kind, empty)
 	if !ok {
 		return
 	}
-	defaults, system := srv.ollamaDefaults(id, asked)
+	defaults, system := api.defaults(id, asked)
 	*opts = ollama.WithDefaults(*opts, defaults)
 	up, err := build(id, system)
-	srv.ollamaSend(w, r, start, kind, asked, id, ka, up, err)
+	api.send(w, r, start, kind, asked, id, ka, up, err)
 }
 
-func (srv *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) embed(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollama.EmbedRequest
-	if !srv.ollamaRead(w, r, &req) {
+	if !api.read(w, r, &req) {
 		return
 	}
 	inputs, err := ollama.EmbedInputs(req.Input) // said once the model is known to exist
-	id, ok := srv.ollamaTarget(w, r, req.Model, req.KeepAlive, ollama.KindEmbed, err == nil && len(inputs) == 0)
+	id, ok := api.target(w, r, req.Model, req.KeepAlive, ollama.KindEmbed, err == nil && len(inputs) == 0)
 	if !ok {
 		return
 	}
-	srv.ollamaSend(w, r, start, ollama.KindEmbed, req.Model, id, req.KeepAlive, ollama.Embeddings(id, inputs), err)
+	api.send(w, r, start, ollama.KindEmbed, req.Model, id, req.KeepAlive, ollama.Embeddings(id, inputs), err)
 }
 
-func (srv *Server) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) embeddings(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollama.EmbeddingsRequest
-	if !srv.ollamaRead(w, r, &req) {
+	if !api.read(w, r, &req) {
 		return
 	}
-	id, ok := srv.ollamaTarget(w, r, req.Model, req.KeepAlive, ollama.KindEmbeddings, req.Prompt == "")
+	id, ok := api.target(w, r, req.Model, req.KeepAlive, ollama.KindEmbeddings, req.Prompt == "")
 	if !ok {
 		return
 	}
-	srv.ollamaSend(w, r, start, ollama.KindEmbeddings, req.Model, id, req.KeepAlive, ollama.Embeddings(id, []string{req.Prompt}), nil)
+	api.send(w, r, start, ollama.KindEmbeddings, req.Model, id, req.KeepAlive, ollama.Embeddings(id, []string{req.Prompt}), nil)
 }
 
-// ollamaTarget resolves the model a request asks for and checks that it does what kind asks; a
+// target resolves the model a request asks for and checks that it does what kind asks; a
 // request with nothing to answer (empty) it serves itself by loading or unloading the model. false
 // when it answered.
-func (srv *Server) ollamaTarget(w http.ResponseWriter, r *http.Request, asked string, ka *ollama.Duration, kind ollama.Kind, empty bool) (string, bool) {
-	id, ok := srv.ollamaResolve(w, r, asked)
+func (api ollamaAPI) target(w http.ResponseWriter, r *http.Request, asked string, ka *ollama.Duration, kind ollama.Kind, empty bool) (string, bool) {
+	id, ok := api.resolveName(w, r, asked)
 	if !ok {
 		return "", false
 	}
 	if empty {
-		srv.ollamaLoadOnly(w, r, id, asked, ka, kind)
+		api.loadOnly(w, r, id, asked, ka, kind)
 		return "", false
 	}
 	what := map[ollama.Kind]string{ollama.KindChat: "chat", ollama.KindGenerate: "generate"}[kind]
-	if err := srv.ollamaSupports(id, asked, what); err != nil {
-		srv.ollamaError(w, r, asked, err)
+	if err := api.supports(id, asked, what); err != nil {
+		api.fail(w, r, asked, err)
 		return "", false
 	}
 	return id, true
 }
 
-// ollamaSend applies keep_alive and sends up to model id's child, or answers err (the request could
+// send applies keep_alive and sends up to model id's child, or answers err (the request could
 // not be turned into one).
-func (srv *Server) ollamaSend(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, asked, id string, ka *ollama.Duration, up ollama.Upstream, err error) {
+func (api ollamaAPI) send(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, asked, id string, ka *ollama.Duration, up ollama.Upstream, err error) {
 	if err != nil {
-		srv.ollamaError(w, r, asked, err)
+		api.fail(w, r, asked, err)
 		return
 	}
-	srv.applyKeepAlive(id, ka)
-	srv.ollamaProxy(w, r, start, kind, asked, id, up)
+	api.applyKeepAlive(id, ka)
+	api.serve(w, r, start, kind, asked, id, up)
 }
 
-// ollamaSupports refuses what the model cannot do, in Ollama's words: an embedding model neither
+// supports refuses what the model cannot do, in Ollama's words: an embedding model neither
 // chats nor generates.
-func (srv *Server) ollamaSupports(id, asked, what string) error {
-	v, err := srv.views.Model(id)
+func (api ollamaAPI) supports(id, asked, what string) error {
+	v, err := api.views.Model(id)
 	if err != nil {
 		return nil // the proxy path reports it
 	}
 	return ollama.FromView(v).Supports(what, asked)
 }
 
-// ollamaProxy sends up to model id's child, holding a lease as every proxied request does, and
+// serve sends up to model id's child, holding a lease as every proxied request does, and
 // writes the child's answer in Ollama's shape.
-func (srv *Server) ollamaProxy(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, name, id string, up ollama.Upstream) {
+func (api ollamaAPI) serve(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, name, id string, up ollama.Upstream) {
 	ow := ollama.NewWriter(w, kind, name, up.Stream, start)
 	ow.TopLogprobs = up.TopLogprobs
 	ow.Load = func() time.Duration {
@@ -262,13 +267,13 @@ func (srv *Server) ollamaProxy(w http.ResponseWriter, r *http.Request, start tim
 		}
 		return 0
 	}
-	srv.serveModel(ow, r, id, up.Body, up.Stream, up.Path, "")
+	api.serveModel(ow, r, id, up.Body, up.Stream, up.Path, "")
 	ow.Finish()
 }
 
-// ollamaLoadOnly serves a request with nothing to answer, as Ollama does: it loads the model (or,
+// loadOnly serves a request with nothing to answer, as Ollama does: it loads the model (or,
 // with keep_alive 0, unloads it) and reports that in one object.
-func (srv *Server) ollamaLoadOnly(w http.ResponseWriter, r *http.Request, id, name string, ka *ollama.Duration, kind ollama.Kind) {
+func (api ollamaAPI) loadOnly(w http.ResponseWriter, r *http.Request, id, name string, ka *ollama.Duration, kind ollama.Kind) {
 	reason := "load"
 	if ka != nil && ka.Duration == 0 {
 		reason = "unload"
@@ -277,18 +282,18 @@ func (srv *Server) ollamaLoadOnly(w http.ResponseWriter, r *http.Request, id, na
 	switch {
 	case onPeer: // another machine's model: it loads with its first request there
 	case reason == "unload":
-		if err := srv.o.Engine.Unload(r.Context(), id, false); err != nil {
-			srv.ollamaError(w, r, name, err)
+		if err := api.o.Engine.Unload(r.Context(), id, false); err != nil {
+			api.fail(w, r, name, err)
 			return
 		}
 	default:
-		if err := srv.checkAutoload(r, id); err != nil { // a cross-site page never loads a model
-			srv.ollamaError(w, r, name, err)
+		if err := api.checkAutoload(r, id); err != nil { // a cross-site page never loads a model
+			api.fail(w, r, name, err)
 			return
 		}
-		srv.applyKeepAlive(id, ka)
-		if err := srv.o.Engine.Load(r.Context(), id); err != nil {
-			srv.ollamaError(w, r, name, err)
+		api.applyKeepAlive(id, ka)
+		if err := api.o.Engine.Load(r.Context(), id); err != nil {
+			api.fail(w, r, name, err)
 			return
 		}
 	}
@@ -305,9 +310,9 @@ func (srv *Server) ollamaLoadOnly(w http.ResponseWriter, r *http.Request, id, na
 	}
 }
 
-// ollamaUnsupported answers what Llamatray does not do: it serves GGUF files, it does not build
+// unsupported answers what Llamatray does not do: it serves GGUF files, it does not build
 // or publish Ollama images.
-func (srv *Server) ollamaUnsupported(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) unsupported(w http.ResponseWriter, r *http.Request) {
 	what := strings.TrimPrefix(r.URL.Path, "/api/")
 	msg := fmt.Sprintf("Llamatray does not %s Ollama models: it serves GGUF files from its model folders and the Hugging Face Hub", what)
 	switch what {
@@ -319,25 +324,25 @@ func (srv *Server) ollamaUnsupported(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNotImplemented, ollama.ErrorResponse{Error: msg})
 }
 
-// ollamaCopy serves POST /api/copy: the destination becomes one more name of the source's model,
+// copyModel serves POST /api/copy: the destination becomes one more name of the source's model,
 // an alias saved in the configuration (Llamatray never copies a model's file).
-func (srv *Server) ollamaCopy(w http.ResponseWriter, r *http.Request) {
-	if srv.o.Alias == nil {
-		srv.ollamaUnsupported(w, r)
+func (api ollamaAPI) copyModel(w http.ResponseWriter, r *http.Request) {
+	if api.o.Alias == nil {
+		api.unsupported(w, r)
 		return
 	}
 	var req ollama.CopyRequest
-	if !srv.ollamaRead(w, r, &req) {
+	if !api.read(w, r, &req) {
 		return
 	}
 	if req.Source == "" || req.Destination == "" {
 		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: "source and destination are required"})
 		return
 	}
-	id, err := srv.resolve(req.Source)
+	id, err := api.resolve(req.Source)
 	if err != nil {
 		if base, ok := ollama.Unlisted(req.Source); ok {
-			id, err = srv.resolve(base)
+			id, err = api.resolve(base)
 		}
 	}
 	if err != nil {
@@ -345,7 +350,7 @@ func (srv *Server) ollamaCopy(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusNotFound, ollama.ErrorResponse{Error: fmt.Sprintf("model %q not found", req.Source)}) // Ollama's words
 			return
 		}
-		srv.ollamaError(w, r, req.Source, err)
+		api.fail(w, r, req.Source, err)
 		return
 	}
 	dest, _ := ollama.Unlisted(req.Destination) // listed again with the default tag
@@ -353,10 +358,10 @@ func (srv *Server) ollamaCopy(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: fmt.Sprintf("%q is not a model name", req.Destination)})
 		return
 	}
-	if err := srv.o.Alias(id, dest, true); err != nil {
+	if err := api.o.Alias(id, dest, true); err != nil {
 		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: err.Error()})
 		return
 	}
-	srv.log.Info("alias added", "model", id, "alias", dest)
+	api.log.Info("alias added", "model", id, "alias", dest)
 	w.WriteHeader(http.StatusOK)
 }

@@ -9,20 +9,20 @@ import (
 	"github.com/llamatray/llamatray/router/ollama"
 )
 
-// ollamaPull serves POST /api/pull: a download from the Hugging Face Hub, with Ollama's status
+// pull serves POST /api/pull: a download from the Hugging Face Hub, with Ollama's status
 // lines as it goes (stream) or one status at its end. The download belongs to the service: a
 // client that goes away does not stop it.
-func (srv *Server) ollamaPull(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) pull(w http.ResponseWriter, r *http.Request) {
 	var req ollama.NameRequest
-	if !srv.ollamaRead(w, r, &req) {
+	if !api.read(w, r, &req) {
 		return
 	}
-	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
+	if api.o.Hub == nil || api.o.Hub.Manager == nil {
 		writeJSON(w, http.StatusNotImplemented, ollama.ErrorResponse{Error: "downloads from the Hugging Face Hub are off in this Llamatray"})
 		return
 	}
 	if err := outbound(r); err != nil {
-		srv.ollamaError(w, r, req.Named(), err)
+		api.fail(w, r, req.Named(), err)
 		return
 	}
 	ref, err := hub.ParseRef(ollama.HubName(req.Named()))
@@ -32,19 +32,19 @@ func (srv *Server) ollamaPull(w http.ResponseWriter, r *http.Request) {
 	}
 	stream := req.Stream == nil || *req.Stream
 	p := &ollama.PullWriter{W: w, Stream: stream}
-	if ref.Quant != "" && srv.o.Catalog != nil {
-		if m, ok := srv.o.Catalog.Lookup(ref.String()); ok && m.HubName != "" {
+	if ref.Quant != "" && api.o.Catalog != nil {
+		if m, ok := api.o.Catalog.Lookup(ref.String()); ok && m.HubName != "" {
 			p.Status("pulling manifest")
 			p.Done(ollama.ProgressResponse{Status: "success"})
 			return
 		}
 	}
-	mgr := srv.o.Hub.Manager
+	mgr := api.o.Hub.Manager
 	events, stop := mgr.Subscribe()
 	defer stop()
 	st, err := mgr.Start(r.Context(), ref)
 	if err != nil {
-		srv.ollamaError(w, r, req.Named(), err)
+		api.fail(w, r, req.Named(), err)
 		return
 	}
 	p.Status("pulling manifest")

@@ -19,7 +19,6 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/llamatray/llamatray/router/engine"
-	"github.com/llamatray/llamatray/router/ollama"
 	"github.com/llamatray/llamatray/router/peer"
 	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/wire"
@@ -375,29 +374,6 @@ func (srv *Server) removePeer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
-}
-
-// ollamaPeer is the "peer:NAME/ID" an Ollama request's name goes to: with explicit, only a name of
-// that form; else a name (or the name without the ":latest" Ollama lists it with) a peer lists.
-// The request then goes through serveModel, which sends the translated request to the peer's
-// OpenAI endpoint and the answer back translated: any OpenAI-compatible peer serves it.
-func (srv *Server) ollamaPeer(r *http.Request, name string, explicit bool) (string, bool) {
-	if srv.o.Peers == nil {
-		return "", false
-	}
-	if r.Header.Get(peer.ViaHeader) != "" {
-		return "", false // one hop only: the name is looked up here, and not found
-	}
-	if explicit {
-		_, id, ok := peer.ParseRef(name)
-		return name, ok && !strings.HasPrefix(id, peer.RefPrefix)
-	}
-	for _, n := range append([]string{name}, ollama.AltNames(name)...) {
-		if p, ok := srv.o.Peers.Find(n); ok {
-			return peer.Ref(p.Name, n), true
-		}
-	}
-	return "", false
 }
 
 // peerModel is the entry of GET /v1/models/{model} for a peer's model, by its listed ID or its ref.
