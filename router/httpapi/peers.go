@@ -217,24 +217,19 @@ func (srv *Server) peerCut(w http.ResponseWriter, r *http.Request, p peer.Info, 
 	err = &peerError{Name: p.Name, URL: p.URL, Err: fmt.Errorf("the answer was cut: %w", err)}
 	srv.log.Warn("peer answer cut", "peer", p.Name, "model", id, "error", err)
 	srv.o.Peers.Poke(p.Name)
-	if info := infoFrom(r.Context()); info != nil {
-		info.err = err
-	}
+	e, _ := failed(r, err)
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		if r.Context().Value(http.ServerContextKey) != nil {
 			panic(http.ErrAbortHandler)
 		}
 		return
 	}
-	e := errorFor(err)
-	ev := proxy.SSEEvent("", e.body())
+	name, doc := "", e.body()
 	if strings.HasPrefix(r.URL.Path, "/v1/messages") { // Anthropic's error event
-		doc, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": e.Message}})
-		ev = append([]byte("\n"), proxy.SSEEvent("error", doc)...)
-	} else {
-		ev = append([]byte("\n"), ev...) // ends a line the cut left open
+		name = "error"
+		doc, _ = json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": e.Message}})
 	}
-	_, _ = w.Write(ev)
+	_, _ = w.Write(append([]byte("\n"), proxy.SSEEvent(name, doc)...)) // the newline ends a line the cut left open
 	_ = http.NewResponseController(w).Flush()
 }
 
