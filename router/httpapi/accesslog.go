@@ -32,7 +32,7 @@ type reqInfo struct {
 	routed bool
 	leased bool
 	usage  *activity.Usage
-	// target: where serveModel proxies it (proxy.go), read by the proxy's hooks and the upstream;
+	// target: where serveModel proxies it (proxy.go), read by forward and the children's transport (dest);
 	// it points at tv (newTarget)
 	target *proxyTarget
 	tv     proxyTarget
@@ -55,6 +55,14 @@ func (info *reqInfo) newTarget(t proxyTarget) *proxyTarget {
 func infoFrom(ctx context.Context) *reqInfo {
 	info, _ := ctx.Value(infoKey{}).(*reqInfo)
 	return info
+}
+
+// requestIDs is the request's X-Request-Id as a header's values, nil without info.
+func (info *reqInfo) requestIDs() []string {
+	if info == nil {
+		return nil
+	}
+	return info.ids[:]
 }
 
 // requestID returns the client's X-Request-Id when it is sane, else a new random one.
@@ -81,7 +89,7 @@ func printableASCII(s string) bool {
 
 // accessLog assigns the request ID, echoes it, and logs every request once it ends (also when the
 // handler aborts the connection with a panic, which is re-raised).
-func (rt *Server) accessLog(next http.Handler) http.Handler {
+func (srv *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		info := &reqInfo{id: requestID(r)}
@@ -106,13 +114,13 @@ func (rt *Server) accessLog(next http.Handler) http.Handler {
 			}
 			took := time.Since(start)
 			if info.routed {
-				rt.countRequest(info, status, took)
+				srv.countRequest(info, status, took)
 			}
 			level := slog.LevelInfo
 			if isHealth(r.URL.Path) {
 				level = slog.LevelDebug // polled by clients and the tray
 			}
-			if !rt.log.Enabled(context.Background(), level) {
+			if !srv.log.Enabled(context.Background(), level) {
 				return // the usual case at log_level "warn": nothing to build
 			}
 			attrs := []slog.Attr{
@@ -131,7 +139,7 @@ func (rt *Server) accessLog(next http.Handler) http.Handler {
 			if info.crossSite {
 				attrs = append(attrs, slog.Bool("cross_site", true))
 			}
-			rt.log.LogAttrs(context.Background(), level, "request", attrs...)
+			srv.log.LogAttrs(context.Background(), level, "request", attrs...)
 		}()
 		next.ServeHTTP(lw, r)
 		aborted = false

@@ -27,13 +27,13 @@ func watchUsage(resp *http.Response, t *proxyTarget) {
 
 // record adds one proxied request to the activity, once its answer has ended. It runs on the
 // request's goroutine after the proxy returned, when the scanner is done with t.
-func (rt *Server) record(t *proxyTarget, waited time.Duration) {
-	rt.o.Activity.Record(activity.Sample{Model: t.model, Status: t.status, Wait: waited, Usage: t.usage})
+func (srv *Server) record(t *proxyTarget, waited time.Duration) {
+	srv.o.Activity.Record(activity.Sample{Model: t.model, Status: t.status, Wait: waited, Usage: t.usage})
 }
 
 // countRequest adds one model-routed request that ended to the metrics, with what the access log
 // has of it: the status the client got, its duration, its queue wait and the answer's usage.
-func (rt *Server) countRequest(info *reqInfo, status int, took time.Duration) {
+func (srv *Server) countRequest(info *reqInfo, status int, took time.Duration) {
 	q := metrics.Request{Model: info.model, Code: status, Duration: took, Leased: info.leased, Wait: info.waited}
 	if u := info.usage; u != nil {
 		q.TokensIn, q.TokensOut = u.In(), u.Out()
@@ -42,10 +42,10 @@ func (rt *Server) countRequest(info *reqInfo, status int, took time.Duration) {
 			q.TTFT = info.waited + time.Duration(u.Timings.PromptMs*float64(time.Millisecond))
 		}
 	}
-	rt.metrics.Request(q)
+	srv.metrics.Request(q)
 }
 
 // activityDoc serves GET /api/activity: per model, the last hour in buckets.
-func (rt *Server) activityDoc(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, rt.o.Activity.Snapshot())
+func (srv *Server) activityDoc(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, srv.o.Activity.Snapshot())
 }

@@ -108,7 +108,7 @@ func TestActivityFromTheFakeLlamaServer(t *testing.T) {
 // TestActivityKeepsNoText checks that the document holds no part of a prompt or an answer.
 func TestActivityKeepsNoText(t *testing.T) {
 	fake, _ := startFakeLlama(t, "", "FAKE_LLAMA_TOKENS=4")
-	srv, _, rt := testRouter(t, fake, nil)
+	srv, _, server := testRouter(t, fake, nil)
 	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json",
 		strings.NewReader(`{"model":"m1","messages":[{"role":"user","content":"secret-prompt-words"}]}`))
 	if err != nil {
@@ -122,7 +122,7 @@ func TestActivityKeepsNoText(t *testing.T) {
 	if err := json.Unmarshal(answer, &a); err != nil || len(a.Choices) == 0 {
 		t.Fatalf("answer %s: %v", answer, errors.Join(err))
 	}
-	b, _ := json.Marshal(rt.o.Activity.Snapshot())
+	b, _ := json.Marshal(server.o.Activity.Snapshot())
 	if strings.Contains(string(b), "secret-prompt-words") || strings.Contains(string(b), a.Choices[0].Message.Content) {
 		t.Fatalf("activity keeps text: %s", b)
 	}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -19,20 +18,20 @@ const DefaultBodyTimeout = 2 * time.Minute
 // bytes come.
 const bodyChunk = 64 << 10
 
-// bodyDeadline gives a request with a body rt.bodyWait to send all of it. The connection's read
+// bodyDeadline gives a request with a body srv.bodyWait to send all of it. The connection's read
 // deadline is set as the request starts and cleared once the body was read to its end, so that it
 // never bounds the answer: after the body net/http reads the connection in the background, and a
 // deadline expiring there would cancel the request's context (a long stream, a load waited for).
 // That is why this is not http.Server.ReadTimeout. A body that stalls fails its read (readBody:
 // errBodyTimeout, 408); net/http then closes the connection, and the buffer is garbage.
-func (rt *Server) bodyDeadline(next http.Handler) http.Handler {
+func (srv *Server) bodyDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody || rt.bodyWait <= 0 || bodyBuffered(r.Body) {
+		if r.Body == nil || r.Body == http.NoBody || srv.bodyWait <= 0 || bodyBuffered(r.Body) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		rc := *http.NewResponseController(w) // a value: the body below holds it, one allocation for both
-		if rc.SetReadDeadline(time.Now().Add(rt.bodyWait)) == nil {
+		if rc.SetReadDeadline(time.Now().Add(srv.bodyWait)) == nil {
 			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 		}
 		next.ServeHTTP(w, r)
@@ -66,21 +65,21 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 // readBody reads the whole request body, bounded by the body limit (413 past it) and, through
 // bodyDeadline, by the body timeout (408). Memory grows with the bytes that arrived, never with the
 // length a client merely declared.
-func (rt *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+func (srv *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	if r.ContentLength > rt.limit {
-		return nil, &http.MaxBytesError{Limit: rt.limit}
+	if r.ContentLength > srv.limit {
+		return nil, &http.MaxBytesError{Limit: srv.limit}
 	}
-	buf, err := readGrowing(http.MaxBytesReader(w, r.Body, rt.limit), r.ContentLength, rt.limit)
+	buf, err := readGrowing(http.MaxBytesReader(w, r.Body, srv.limit), r.ContentLength, srv.limit)
 	if err != nil {
 		var mb *http.MaxBytesError
 		switch {
 		case errors.As(err, &mb):
 			return nil, err
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			return nil, fmt.Errorf("%w (body timeout %s): %w", errBodyTimeout, rt.bodyWait, err)
+			return nil, fmt.Errorf("%w (body timeout %s): %w", errBodyTimeout, srv.bodyWait, err)
 		}
 		return nil, fmt.Errorf("%w: %w", errBodyRead, err)
 	}
@@ -131,35 +130,5 @@ func readGrowing(r io.Reader, declared, limit int64) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-	}
-}
-
-// memBody is a proxied request's body, held in memory: it reads as a bytes.Reader (io.Copy writes
-// it in one piece) and replays from its start for a resend. It lives inside the request's
-// proxyTarget, so a proxied body costs no allocation of its own.
-type memBody struct {
-	b []byte
-	bytes.Reader
-}
-
-func (m *memBody) Close() error { return nil }
-
-// replay is a new reader of the whole body (http.Request.GetBody's contract).
-func (m *memBody) replay() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(m.b)), nil }
-
-// setBody makes body r's, through m: Body, ContentLength, no transfer coding. GetBody is set when
-// the request goes to a transport that resends with it (net/http's, for peers): the children's
-// upstream replays a memBody itself.
-func setBody(r *http.Request, m *memBody, body []byte, getBody bool) {
-	r.ContentLength, r.TransferEncoding, r.GetBody = int64(len(body)), nil, nil
-	if len(body) == 0 {
-		r.Body = http.NoBody
-		return
-	}
-	m.b = body
-	m.Reset(body)
-	r.Body = m
-	if getBody {
-		r.GetBody = m.replay
 	}
 }

@@ -39,8 +39,8 @@ func dialRaw(t *testing.T, srv *httptest.Server) (net.Conn, *bufio.Reader) {
 func TestBodyDeadlineCutsStalledBody(t *testing.T) {
 	up, got := recordingUpstream(t)
 	const timeout = 200 * time.Millisecond
-	plain, fe, rt := testRouter(t, up.URL, func(o *Options) { o.BodyTimeout = timeout })
-	for _, srv := range []*httptest.Server{plain, viaFront(t, rt)} {
+	plain, fe, server := testRouter(t, up.URL, func(o *Options) { o.BodyTimeout = timeout })
+	for _, srv := range []*httptest.Server{plain, viaFront(t, server)} {
 		for _, c := range []struct{ path, framing, sent string }{
 			{"/v1/chat/completions", "Content-Length: 100", `{"model":`},
 			{"/models/load", "Content-Length: 100", `{"model":`},
@@ -86,7 +86,7 @@ func TestBodyDeadlineCutsStalledBody(t *testing.T) {
 func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
 	up, _ := recordingUpstream(t)
 	const timeout = 100 * time.Millisecond
-	plain, fe, rt := testRouter(t, up.URL, func(o *Options) { o.BodyTimeout = timeout })
+	plain, fe, server := testRouter(t, up.URL, func(o *Options) { o.BodyTimeout = timeout })
 	fe.mu.Lock()
 	fe.acquire = func(ctx context.Context, id string) (*engine.Lease, error) {
 		select { // a load that takes several body timeouts
@@ -97,7 +97,7 @@ func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
 		return fe.lease(id, 5*timeout), nil
 	}
 	fe.mu.Unlock()
-	for _, srv := range []*httptest.Server{plain, viaFront(t, rt)} {
+	for _, srv := range []*httptest.Server{plain, viaFront(t, server)} {
 		conn, br := dialRaw(t, srv)
 		body := `{"model":"m1","messages":[]}`
 		for i := range 2 {

@@ -10,16 +10,16 @@ import (
 
 // discoverRoutes declares GET /api/peers/discovered: the other Llamatrays mDNS found on the local
 // network that are not peers yet. Only offered: adding one is POST /api/peers.
-func (rt *Server) discoverRoutes(m *mux.Router) {
-	m.HandleFunc("/api/peers/discovered", rt.listDiscovered).Methods(http.MethodGet)
+func (srv *Server) discoverRoutes(m *mux.Router) {
+	m.HandleFunc("/api/peers/discovered", srv.listDiscovered).Methods(http.MethodGet)
 }
 
-func (rt *Server) listDiscovered(w http.ResponseWriter, r *http.Request) {
-	if rt.o.Discovered == nil {
+func (srv *Server) listDiscovered(w http.ResponseWriter, r *http.Request) {
+	if srv.o.Discovered == nil {
 		writeError(w, r, errNotFound)
 		return
 	}
-	l := rt.o.Discovered()
+	l := srv.o.Discovered()
 	if l.Discovered == nil {
 		l.Discovered = []wire.Discovered{}
 	}

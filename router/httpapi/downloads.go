@@ -19,24 +19,24 @@ type Installs interface {
 }
 
 // downloadRoutes declares GET /api/downloads and POST /api/downloads/{pause,resume,cancel}.
-func (rt *Server) downloadRoutes(m *mux.Router) {
-	if rt.o.Hub == nil || rt.o.Hub.Manager == nil {
+func (srv *Server) downloadRoutes(m *mux.Router) {
+	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
 		return
 	}
-	m.HandleFunc("/api/downloads", rt.downloads).Methods(http.MethodGet)
-	m.HandleFunc("/api/downloads/{action:pause|resume|cancel}", rt.downloadAction).Methods(http.MethodPost)
+	m.HandleFunc("/api/downloads", srv.downloads).Methods(http.MethodGet)
+	m.HandleFunc("/api/downloads/{action:pause|resume|cancel}", srv.downloadAction).Methods(http.MethodPost)
 }
 
 // Downloads lists every download: the Hub's pulls and the llama-server install.
-func (rt *Server) Downloads() []wire.Download {
+func (srv *Server) Downloads() []wire.Download {
 	var out []wire.Download
-	if rt.o.Hub != nil && rt.o.Hub.Manager != nil {
-		for _, st := range rt.o.Hub.Manager.List() {
+	if srv.o.Hub != nil && srv.o.Hub.Manager != nil {
+		for _, st := range srv.o.Hub.Manager.List() {
 			out = append(out, modelDownload(st))
 		}
 	}
-	if rt.o.Hub != nil && rt.o.Hub.Installs != nil {
-		out = append(out, rt.o.Hub.Installs.Downloads()...)
+	if srv.o.Hub != nil && srv.o.Hub.Installs != nil {
+		out = append(out, srv.o.Hub.Installs.Downloads()...)
 	}
 	slices.SortStableFunc(out, func(a, b wire.Download) int {
 		ra, rb := a.Status == hub.StateDownloading, b.Status == hub.StateDownloading
@@ -64,8 +64,8 @@ func modelDownload(st hub.PullStatus) wire.Download {
 }
 
 // downloads serves GET /api/downloads.
-func (rt *Server) downloads(w http.ResponseWriter, r *http.Request) {
-	list := rt.Downloads()
+func (srv *Server) downloads(w http.ResponseWriter, r *http.Request) {
+	list := srv.Downloads()
 	if list == nil {
 		list = []wire.Download{}
 	}
@@ -75,11 +75,11 @@ func (rt *Server) downloads(w http.ResponseWriter, r *http.Request) {
 // downloadAction serves POST /api/downloads/{pause,resume,cancel} {"name"}: pause keeps what came
 // for a resume; resume goes on from it (after a restart too); cancel stops it and deletes what
 // it left.
-func (rt *Server) downloadAction(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) downloadAction(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Name string `json:"name"`
 	}
-	if err := rt.readJSON(w, r, &req); err != nil {
+	if err := srv.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -88,11 +88,11 @@ func (rt *Server) downloadAction(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "name_required", Message: `"name" (a download's name, from GET /api/downloads) is missing`}.doc())
 		return
 	}
-	m := rt.o.Hub.Manager
+	m := srv.o.Hub.Manager
 	action := mux.Vars(r)["action"]
 	st, known := m.Status(name)
 	if !known {
-		if action == "cancel" && rt.o.Hub.Installs != nil && rt.o.Hub.Installs.CancelInstall(name) {
+		if action == "cancel" && srv.o.Hub.Installs != nil && srv.o.Hub.Installs.CancelInstall(name) {
 			writeJSON(w, http.StatusOK, map[string]any{"success": true, "name": name, "status": "cancelled"})
 			return
 		}

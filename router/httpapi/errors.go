@@ -163,17 +163,19 @@ func retryAfterSeconds(d time.Duration) string {
 
 // body is the JSON error document.
 func (e apiError) body() []byte {
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}})
+	b, _ := json.Marshal(e.doc())
 	return b
+}
+
+// doc is the error document as a value, for writeJSON and event streams.
+func (e apiError) doc() map[string]any {
+	return map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}}
 }
 
 // writeError sends err as an OpenAI-shaped error response and records it for the access log.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	e := errorFor(err)
-	if info := infoFrom(r.Context()); info != nil {
-		info.err = err
-	}
-	if e.Status == statusClientClosed {
+	e, ok := failed(r, err)
+	if !ok {
 		// Nobody is listening; the access log still records 499.
 		if info := infoFrom(r.Context()); info != nil {
 			info.status = statusClientClosed
@@ -188,6 +190,16 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(append(e.body(), '\n'))
+}
+
+// failed is errorFor(err), with err noted for the request's access log; false when the client has
+// gone and nothing is to be written.
+func failed(r *http.Request, err error) (apiError, bool) {
+	if info := infoFrom(r.Context()); info != nil {
+		info.err = err
+	}
+	e := errorFor(err)
+	return e, e.Status != statusClientClosed
 }
 
 // writeJSON sends v with the given status.

@@ -111,3 +111,27 @@ func TestAcquireErrorsOverHTTP(t *testing.T) {
 		t.Fatal("lease held after failed acquires")
 	}
 }
+
+// Ollama's API says when to retry as every other route does: whole seconds, rounded up.
+func TestRetryAfterRoundsUpOnEveryAPI(t *testing.T) {
+	up, _ := recordingUpstream(t)
+	srv, fe, _ := testRouter(t, up.URL, nil)
+	wait := &engine.QueueTimeoutError{Model: "m1", RetryAfter: 2500 * time.Millisecond}
+	fe.mu.Lock()
+	fe.acquire = func(context.Context, string) (*engine.Lease, error) { return nil, wait }
+	fe.loadErr = wait
+	fe.mu.Unlock()
+	for path, body := range map[string]string{
+		"/v1/chat/completions": `{"model":"m1"}`,
+		"/api/chat":            `{"model":"m1","messages":[]}`, // nothing to answer: Ollama's load
+	} {
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "3" {
+			t.Errorf("%s: %d Retry-After %q, want 503 and 3", path, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+}

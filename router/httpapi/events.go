@@ -126,10 +126,10 @@ type sseStream interface {
 
 // serveSSE streams engine and Hub events as s renders them, after hello, with a keep-alive comment
 // when nothing happened for a while, until the client goes away or the engine's events end.
-func (rt *Server) serveSSE(w http.ResponseWriter, r *http.Request, s sseStream, hello string) {
-	ch, cancel := rt.o.Engine.Subscribe()
+func (srv *Server) serveSSE(w http.ResponseWriter, r *http.Request, s sseStream, hello string) {
+	ch, cancel := srv.o.Engine.Subscribe()
 	defer cancel()
-	pulls, stopPulls := rt.pullEvents()
+	pulls, stopPulls := srv.pullEvents()
 	defer stopPulls()
 	startSSE(w)
 	rc := http.NewResponseController(w)
@@ -143,7 +143,7 @@ func (rt *Server) serveSSE(w http.ResponseWriter, r *http.Request, s sseStream, 
 	if _, err := io.WriteString(w, hello); err != nil || rc.Flush() != nil {
 		return
 	}
-	keepAlive := time.NewTicker(rt.keepAlive)
+	keepAlive := time.NewTicker(srv.keepAlive)
 	defer keepAlive.Stop()
 	due := time.NewTimer(time.Hour)
 	due.Stop()
@@ -181,8 +181,8 @@ func (rt *Server) serveSSE(w http.ResponseWriter, r *http.Request, s sseStream, 
 
 // events serves GET /models/events: engine events as SSE (wire.Event, with the sequence as id),
 // coalesced per model, and Hub downloads (wire.DownloadEvent).
-func (rt *Server) events(w http.ResponseWriter, r *http.Request) {
-	rt.serveSSE(w, r, modelEvents{newCoalescer(rt.coalesce)}, ": connected\n\n")
+func (srv *Server) events(w http.ResponseWriter, r *http.Request) {
+	srv.serveSSE(w, r, modelEvents{newCoalescer(srv.coalesce)}, ": connected\n\n")
 }
 
 // modelEvents renders /models/events.

@@ -132,9 +132,9 @@ func TestCoalescerRate(t *testing.T) {
 }
 
 func TestEventsSSE(t *testing.T) {
-	srv, fe, _ := testRouter(t, "", nil, func(rt *Server) {
-		rt.coalesce = 50 * time.Millisecond
-		rt.keepAlive = 40 * time.Millisecond
+	srv, fe, _ := testRouter(t, "", nil, func(server *Server) {
+		server.coalesce = 50 * time.Millisecond
+		server.keepAlive = 40 * time.Millisecond
 	})
 	resp, err := http.Get(srv.URL + "/models/events")
 	if err != nil {

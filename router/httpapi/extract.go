@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
+
+	"github.com/llamatray/llamatray/router/internal/h1"
 )
 
 // errInvalidJSON marks a request body that is not a JSON object. Every error scanBody returns wraps it.
@@ -21,79 +24,47 @@ type bodyFields struct {
 }
 
 // scanBody reads the top-level "model" and "stream" fields of a JSON object body without decoding
-// anything else: other values are skipped in place, so a body carrying megabytes of inline base64
-// images costs one pass with no allocation. An empty or all-whitespace body has no model (""). A
-// body that is not one well-formed JSON object, or whose "model" is neither a string nor null, is
-// an error wrapping errInvalidJSON. When "model" appears more than once the last one wins, as with
-// encoding/json.
+// anything else: other values are skipped in place (scanObject), so a body carrying megabytes of
+// inline base64 images costs one pass with no allocation. An empty or all-whitespace body has no
+// model (""). A body that is not one well-formed JSON object, or whose "model" is neither a string
+// nor null, is an error wrapping errInvalidJSON. When a field appears more than once the last one
+// wins, as with encoding/json.
 func scanBody(body []byte) (bodyFields, error) {
 	var f bodyFields
-	var modelErr error // a non-string "model", unless a later one replaces it
 	s := scanner{b: body}
-	s.ws()
-	if s.i == len(s.b) {
+	if s.ws(); s.i == len(body) {
 		return f, nil
 	}
-	if s.b[s.i] != '{' {
-		return f, s.fail("request body must be a JSON object")
+	var arr [4]member
+	obj, err := scanObject(body, bodyNames, arr[:0])
+	if err != nil {
+		return f, err
 	}
-	s.i++
-	s.ws()
-	if s.peek() == '}' {
-		s.i++
-	} else {
-		for {
-			s.ws()
-			ks, ke, esc, err := s.str()
-			if err != nil {
-				return f, err
-			}
-			s.ws()
-			if s.peek() != ':' {
-				return f, s.fail("expected ':' after object key")
-			}
-			s.i++
-			s.ws()
-			key := s.b[ks:ke]
-			switch {
-			case !esc && string(key) == "model", esc && unquote(s.b[ks-1:ke+1]) == "model":
-				isString, err := s.model(&f)
-				if err != nil {
-					return f, err
-				}
-				modelErr = nil
-				if !isString {
-					modelErr = fmt.Errorf("%w: \"model\" must be a string", errInvalidJSON)
-				}
-			case !esc && string(key) == "stream", esc && unquote(s.b[ks-1:ke+1]) == "stream":
-				start := s.i
-				if err := s.value(); err != nil {
-					return f, err
-				}
-				f.Stream = string(s.b[start:s.i]) == "true"
-			default:
-				if err := s.value(); err != nil {
-					return f, err
-				}
-			}
-			s.ws()
-			c := s.peek()
-			s.i++
-			if c == '}' {
-				break
-			}
-			if c != ',' {
-				s.i--
-				return f, s.fail("expected ',' or '}' in object")
-			}
+	var modelErr error // a non-string "model", unless a later one replaces it
+	for _, m := range obj.named {
+		v := body[m.vs:m.ve]
+		if m.name == "stream" {
+			f.Stream = string(v) == "true"
+			continue
 		}
-	}
-	s.ws()
-	if s.i != len(s.b) {
-		return f, s.fail("unexpected data after the JSON object")
+		f.Model, modelErr = "", nil
+		switch v[0] {
+		case 'n': // null
+		case '"':
+			if lit := v[1 : len(v)-1]; bytes.IndexByte(lit, '\\') < 0 && utf8.Valid(lit) {
+				f.Model = string(lit)
+			} else if err := json.Unmarshal(v, &f.Model); err != nil { // escapes, invalid UTF-8: as encoding/json decodes them
+				return f, fmt.Errorf("%w: bad \"model\" string: %w", errInvalidJSON, err)
+			}
+		default:
+			modelErr = fmt.Errorf("%w: \"model\" must be a string", errInvalidJSON)
+		}
 	}
 	return f, modelErr
 }
+
+// bodyNames are the fields scanBody reads.
+var bodyNames = []string{"model", "stream"}
 
 // unquote decodes a JSON string literal including its quotes; "" when it is malformed.
 func unquote(lit []byte) string {
@@ -130,33 +101,6 @@ func (s *scanner) ws() {
 		default:
 			return
 		}
-	}
-}
-
-// model reads the value of a "model" key into f; isString is false for a value that is neither a
-// string nor null (f.Model is then "").
-func (s *scanner) model(f *bodyFields) (isString bool, err error) {
-	f.Model = ""
-	switch s.peek() {
-	case '"':
-		start := s.i
-		vs, ve, esc, err := s.str()
-		if err != nil {
-			return false, err
-		}
-		if !esc && utf8.Valid(s.b[vs:ve]) {
-			f.Model = string(s.b[vs:ve])
-			return true, nil
-		}
-		// Escapes or invalid UTF-8: decode exactly as encoding/json does.
-		if err := json.Unmarshal(s.b[start:s.i], &f.Model); err != nil {
-			return false, fmt.Errorf("%w: bad \"model\" string: %w", errInvalidJSON, err)
-		}
-		return true, nil
-	case 'n':
-		return true, s.literal("null")
-	default:
-		return false, s.value()
 	}
 }
 
@@ -199,7 +143,7 @@ outer:
 					return 0, 0, false, s.fail("bad \\u escape")
 				}
 				for _, h := range rest[p+1 : p+5] {
-					if !isHex(h) {
+					if !h1.IsHex(h) {
 						s.i += p
 						return 0, 0, false, s.fail("bad \\u escape")
 					}
@@ -211,10 +155,6 @@ outer:
 			}
 		}
 	}
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // value skips one JSON value. Nesting is tracked with an explicit stack, so depth costs no recursion.
@@ -353,4 +293,104 @@ func (s *scanner) digits() int {
 		n++
 	}
 	return n
+}
+
+// member is one top-level field of a body that a caller names (a rule: by its name or a synonym): bytes
+// [start,end) are the field with the whitespace around it (between the '{' or ',' before it and
+// the ',' or '}' after it); [vs,ve) its value; idx its place among all the body's fields, and
+// prevVe where the value of the field before it ends (-1 for the first). Fields no rule names are
+// counted, never listed, so a body of millions of fields costs no bookkeeping per field.
+type member struct {
+	idx, start, vs, ve, end, prevVe int
+	name                            string
+}
+
+// object is a body's top-level object as Apply reads it.
+type object struct {
+	named         []member // the fields a rule names, in order
+	n             int      // how many fields it has
+	open, closing int      // the offsets of its '{' and its '}'
+	lastVe        int      // where the value of its last field ends
+}
+
+// scanObject reads the top-level object of a JSON body, listing the fields whose names are among
+// names (escaped names read as decoded) and appending them to ms; anything but one well-formed
+// JSON object is an error wrapping errInvalidJSON.
+func scanObject(body []byte, names []string, ms []member) (obj object, err error) {
+	s := scanner{b: body}
+	s.ws()
+	if s.peek() != '{' {
+		return obj, s.fail("request body must be a JSON object")
+	}
+	obj.open = s.i
+	s.i++
+	start := s.i
+	s.ws()
+	if s.peek() == '}' {
+		obj.closing = s.i
+		s.i++
+	} else {
+		prevVe := -1
+		for {
+			s.ws()
+			ks, ke, esc, err := s.str()
+			if err != nil {
+				return obj, err
+			}
+			s.ws()
+			if s.peek() != ':' {
+				return obj, s.fail("expected ':' after object key")
+			}
+			s.i++
+			s.ws()
+			vs := s.i
+			if err := s.value(); err != nil {
+				return obj, err
+			}
+			ve := s.i
+			s.ws()
+			if name, ok := ruleName(body, ks, ke, esc, names); ok {
+				ms = append(ms, member{idx: obj.n, start: start, vs: vs, ve: ve, end: s.i, prevVe: prevVe, name: name})
+			}
+			obj.n++
+			prevVe, obj.lastVe = ve, ve
+			c := s.peek()
+			if c == '}' {
+				obj.closing = s.i
+				s.i++
+				break
+			}
+			if c != ',' {
+				return obj, s.fail("expected ',' or '}' in object")
+			}
+			s.i++
+			start = s.i
+		}
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return obj, s.fail("unexpected data after the JSON object")
+	}
+	obj.named = ms
+	return obj, nil
+}
+
+// ruleName is the one of names that the key body[ks:ke] (the contents of a string literal, esc if
+// it has escapes) is, compared without allocating unless it is escaped.
+func ruleName(body []byte, ks, ke int, esc bool, names []string) (string, bool) {
+	key := body[ks:ke]
+	if esc {
+		u := unquote(body[ks-1 : ke+1])
+		i := slices.Index(names, u)
+		if i < 0 {
+			return "", false
+		}
+		return names[i], true
+	}
+	for _, n := range names {
+		if string(key) == n {
+			return n, true
+		}
+	}
+	return "", false
 }

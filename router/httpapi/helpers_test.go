@@ -285,16 +285,16 @@ func testRouter(t testing.TB, upstream string, tweak func(*Options), tweaks ...f
 	if tweak != nil {
 		tweak(&o)
 	}
-	rt := New(o)
+	server := New(o)
 	if o.Engine == Engine(fe) && o.Metrics == nil {
 		<-fe.subscribed // the Server's own metrics subscribed in New; tests wait for the next one
 	}
 	for _, f := range tweaks {
-		f(rt)
+		f(server)
 	}
-	srv := httptest.NewServer(rt)
-	t.Cleanup(func() { srv.Close(); rt.Close() })
-	return srv, fe, rt
+	srv := httptest.NewServer(server)
+	t.Cleanup(func() { srv.Close(); server.Close() })
+	return srv, fe, server
 }
 
 // waitReleased waits until n leases were released, or fails.

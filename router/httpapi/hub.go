@@ -15,6 +15,7 @@ import (
 	"github.com/llamatray/llamatray/router/download"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -34,16 +35,16 @@ type HubOptions struct {
 }
 
 // hubRoutes declares the Hub routes when the Hub is enabled.
-func (rt *Server) hubRoutes(m *mux.Router) {
-	if rt.o.Hub == nil || rt.o.Hub.Manager == nil {
+func (srv *Server) hubRoutes(m *mux.Router) {
+	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
 		return
 	}
-	m.HandleFunc("/models", rt.pullModel).Methods(http.MethodPost)
-	m.HandleFunc("/models", rt.removeModel).Methods(http.MethodDelete)
-	m.HandleFunc("/api/hub/search", rt.hubSearch).Methods(http.MethodGet)
-	m.HandleFunc("/api/hub/files", rt.hubFiles).Methods(http.MethodGet)
-	m.HandleFunc("/api/hub/pulls", rt.hubPulls).Methods(http.MethodGet)
-	rt.downloadRoutes(m)
+	m.HandleFunc("/models", srv.pullModel).Methods(http.MethodPost)
+	m.HandleFunc("/models", srv.removeModel).Methods(http.MethodDelete)
+	m.HandleFunc("/api/hub/search", srv.hubSearch).Methods(http.MethodGet)
+	m.HandleFunc("/api/hub/files", srv.hubFiles).Methods(http.MethodGet)
+	m.HandleFunc("/api/hub/pulls", srv.hubPulls).Methods(http.MethodGet)
+	srv.downloadRoutes(m)
 }
 
 // notPulledError says a request named an ORG/REPO:QUANT that is not on this machine.
@@ -103,12 +104,12 @@ func hubAPIError(err error) (apiError, bool) {
 
 // resolveHub explains an unknown name that is an ORG/REPO:QUANT: downloading, or not pulled.
 // Other errors pass through.
-func (rt *Server) resolveHub(name string, err error) error {
+func (srv *Server) resolveHub(name string, err error) error {
 	var unknown *engine.UnknownModelError
-	if rt.o.Hub == nil || rt.o.Hub.Manager == nil || !errors.As(err, &unknown) || !hub.LooksLikeRef(name) {
+	if srv.o.Hub == nil || srv.o.Hub.Manager == nil || !errors.As(err, &unknown) || !hub.LooksLikeRef(name) {
 		return err
 	}
-	if st, ok := rt.o.Hub.Manager.Status(name); ok && st.State == hub.StateDownloading {
+	if st, ok := srv.o.Hub.Manager.Status(name); ok && st.State == hub.StateDownloading {
 		return &pullingError{st}
 	}
 	return &notPulledError{name}
@@ -117,10 +118,10 @@ func (rt *Server) resolveHub(name string, err error) error {
 // resolveRequest resolves the model of a model-routed request. With auto_pull on, a POST naming an
 // ORG/REPO:QUANT that is not on disk starts its download (GETs never do: a page could make a
 // browser send them cross-site).
-func (rt *Server) resolveRequest(r *http.Request, name string) (string, error) {
-	id, err := rt.resolve(name)
+func (srv *Server) resolveRequest(r *http.Request, name string) (string, error) {
+	id, err := srv.resolve(name)
 	var np *notPulledError
-	if err == nil || !errors.As(err, &np) || !rt.o.Hub.AutoPull || r.Method != http.MethodPost {
+	if err == nil || !errors.As(err, &np) || !srv.o.Hub.AutoPull || r.Method != http.MethodPost {
 		return id, err
 	}
 	ref, perr := hub.ParseRef(name)
@@ -129,24 +130,24 @@ func (rt *Server) resolveRequest(r *http.Request, name string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	st, serr := rt.o.Hub.Manager.Start(ctx, ref)
+	st, serr := srv.o.Hub.Manager.Start(ctx, ref)
 	if serr != nil {
 		return "", serr
 	}
-	rt.log.Info("auto_pull started a download", "model", st.Model)
+	srv.log.Info("auto_pull started a download", "model", st.Model)
 	return "", &pullingError{st}
 }
 
 // pullModel serves POST /models {"model": "ORG/REPO[:QUANT]"}: 202 once the download started
 // (progress on /models/events), 200 when the model is already on disk.
-func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Model string `json:"model"`
 		// HFToken is a Hub token for this pull only (`llamatray pull` sends the one in its shell);
 		// it is sent to the Hub's host alone and never logged.
 		HFToken string `json:"hf_token"`
 	}
-	if err := rt.readJSON(w, r, &req); err != nil {
+	if err := srv.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -162,13 +163,13 @@ func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "invalid_model_name", Message: err.Error()}.doc())
 		return
 	}
-	if ref.Quant != "" && rt.o.Catalog != nil {
-		if m, ok := rt.o.Catalog.Lookup(ref.String()); ok && m.HubName != "" {
+	if ref.Quant != "" && srv.o.Catalog != nil {
+		if m, ok := srv.o.Catalog.Lookup(ref.String()); ok && m.HubName != "" {
 			writeJSON(w, http.StatusOK, wire.PullAnswer{Success: true, Model: m.HubName, ID: m.ID, Status: hub.StateDownloaded})
 			return
 		}
 	}
-	st, err := rt.o.Hub.Manager.StartWithToken(r.Context(), ref, strings.TrimSpace(req.HFToken))
+	st, err := srv.o.Hub.Manager.StartWithToken(r.Context(), ref, strings.TrimSpace(req.HFToken))
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -177,21 +178,16 @@ func (rt *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, wire.PullAnswer{Success: true, Model: st.Model, Status: st.State, Download: &d})
 }
 
-// doc is the error document as a value, for writeJSON.
-func (e apiError) doc() map[string]any {
-	return map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}}
-}
-
 // removeModel serves DELETE /models {"model"} (or ?model=): it cancels a running pull of that
 // name, or unloads a pulled model (its in-flight requests finish first) and deletes its files
 // from the Hub cache (blobs that nothing else uses). Models that are plain files elsewhere are
 // not deleted.
-func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("model")
 	var req struct {
 		Model string `json:"model"`
 	}
-	if err := rt.readJSON(w, r, &req); err != nil {
+	if err := srv.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -202,7 +198,7 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errModelRequired)
 		return
 	}
-	m := rt.o.Hub.Manager
+	m := srv.o.Hub.Manager
 	if st, ok := m.Status(name); ok && st.State == hub.StateDownloading {
 		m.Cancel(name)
 		end, err := m.Wait(r.Context(), name)
@@ -213,12 +209,12 @@ func (rt *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, wire.RemoveAnswer{Success: true, Model: end.Model, Status: end.State, Removed: []string{}})
 		return
 	}
-	id, err := rt.resolve(name)
+	id, err := srv.resolve(name)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	ans, err := rt.removePulled(r, id)
+	ans, err := srv.removePulled(r, id)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -233,7 +229,7 @@ func isUnknown(err error) bool {
 }
 
 // hubSearch serves GET /api/hub/search?q=TEXT[&limit=N]: GGUF repos on the Hub (403 cross-site).
-func (rt *Server) hubSearch(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) hubSearch(w http.ResponseWriter, r *http.Request) {
 	if err := outbound(r); err != nil {
 		writeError(w, r, err)
 		return
@@ -245,7 +241,7 @@ func (rt *Server) hubSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	limit := 30
 	fmt.Sscan(r.URL.Query().Get("limit"), &limit)
-	repos, err := rt.o.Hub.Manager.Client().Search(r.Context(), q, min(max(limit, 1), 100))
+	repos, err := srv.o.Hub.Manager.Client().Search(r.Context(), q, min(max(limit, 1), 100))
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -255,7 +251,7 @@ func (rt *Server) hubSearch(w http.ResponseWriter, r *http.Request) {
 
 // hubFiles serves GET /api/hub/files?repo=ORG/REPO[&fit=false]: the repo's quants with sizes
 // and, unless fit=false, fit badges from the GGUF headers read with range requests (403 cross-site).
-func (rt *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
 	if err := outbound(r); err != nil {
 		writeError(w, r, err)
 		return
@@ -265,21 +261,21 @@ func (rt *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "repo_required", Message: "repo (ORG/REPO) is missing"}.doc())
 		return
 	}
-	c := rt.o.Hub.Manager.Client()
+	c := srv.o.Hub.Manager.Client()
 	l, err := c.Files(r.Context(), repo)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	var params catalog.EstimateParams
-	if rt.o.Hub.Params != nil {
-		params = rt.o.Hub.Params()
+	if srv.o.Hub.Params != nil {
+		params = srv.o.Hub.Params()
 	}
 	var downloaded func(string) bool
-	if rt.o.Catalog != nil {
-		downloaded = func(name string) bool { _, ok := rt.o.Catalog.Lookup(name); return ok }
+	if srv.o.Catalog != nil {
+		downloaded = func(name string) bool { _, ok := srv.o.Catalog.Lookup(name); return ok }
 	}
-	room := engine.RoomOf(rt.o.Engine.Budget(), rt.o.Engine.Models())
+	room := engine.RoomOf(srv.o.Engine.Budget(), srv.o.Engine.Models())
 	quants := c.Badges(r.Context(), l, params, room, downloaded, r.URL.Query().Get("fit") != "false")
 	writeJSON(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": quants})
 }
@@ -296,8 +292,8 @@ func pullJSON(st hub.PullStatus) wire.Pull {
 }
 
 // hubPulls serves GET /api/hub/pulls: this instance's pulls, newest first.
-func (rt *Server) hubPulls(w http.ResponseWriter, r *http.Request) {
-	list := rt.o.Hub.Manager.List()
+func (srv *Server) hubPulls(w http.ResponseWriter, r *http.Request) {
+	list := srv.o.Hub.Manager.List()
 	out := wire.PullList{Object: "list", Data: make([]wire.Pull, len(list))}
 	for i, st := range list {
 		out.Data[i] = pullJSON(st)
@@ -306,18 +302,18 @@ func (rt *Server) hubPulls(w http.ResponseWriter, r *http.Request) {
 }
 
 // pullEvents subscribes to pull events; nil channel and a no-op when the Hub is off.
-func (rt *Server) pullEvents() (<-chan hub.Event, func()) {
-	if rt.o.Hub == nil || rt.o.Hub.Manager == nil {
+func (srv *Server) pullEvents() (<-chan hub.Event, func()) {
+	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
 		return nil, func() {}
 	}
-	return rt.o.Hub.Manager.Subscribe()
+	return srv.o.Hub.Manager.Subscribe()
 }
 
 // pullEventLine renders one pull event as an SSE data block.
 func pullEventLine(ev hub.Event) []byte {
 	d := wire.DownloadEvent{Time: ev.Time.UTC(), Kind: "download", State: ev.State, Message: ev.Error, Pull: pullJSON(ev.PullStatus)}
 	b, _ := json.Marshal(d)
-	return append(append([]byte("data: "), b...), "\n\n"...)
+	return proxy.SSEEvent("", b)
 }
 
 // removedOrEmpty keeps "removed" a JSON list when nothing was removed.
@@ -326,4 +322,39 @@ func removedOrEmpty(paths []string) []string {
 		return []string{}
 	}
 	return paths
+}
+
+// removePulled unloads model id (its in-flight requests finish first) and deletes its files from
+// the Hub cache, blobs nothing else uses included. A model that is not a Hub pull is refused.
+func (srv *Server) removePulled(r *http.Request, id string) (wire.RemoveAnswer, error) {
+	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
+		return wire.RemoveAnswer{}, &notHubModelError{id: id}
+	}
+	cm, _ := srv.o.Catalog.Lookup(id)
+	cache, repoFiles, ok := hub.LocalFiles(cm)
+	if !ok {
+		return wire.RemoveAnswer{}, &notHubModelError{id: id, path: cm.Path}
+	}
+	if err := srv.o.Engine.Unload(r.Context(), id, false); err != nil && !isUnknown(err) {
+		return wire.RemoveAnswer{}, err
+	}
+	removed, err := cache.Remove(cm.HubRepo, repoFiles)
+	if err != nil {
+		return wire.RemoveAnswer{}, fmt.Errorf("removing %s: %w", id, err)
+	}
+	if srv.o.Hub.Rescan != nil {
+		srv.o.Hub.Rescan()
+	}
+	srv.log.Info("model removed", "model", id, "paths", len(removed))
+	return wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: removedOrEmpty(removed)}, nil
+}
+
+// notHubModelError refuses to delete a model that is not a Hub pull: a user's own file.
+type notHubModelError struct{ id, path string }
+
+func (e *notHubModelError) Error() string {
+	if e.path == "" {
+		return fmt.Sprintf("model %q cannot be deleted here: Hub downloads are off", e.id)
+	}
+	return fmt.Sprintf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", e.id, e.path)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/releases"
 )
 
@@ -24,8 +25,8 @@ type LlamaServers interface {
 // llamaServers serves GET /api/llama-server: the builds installed, and what a fresh install of the
 // latest release (or ?build=) would pick, with the other archives that run here. Asking GitHub
 // (?available, ?build=) cross-site is 403; the local listing is not.
-func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
-	ls := rt.o.LlamaServers
+func (srv *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
+	ls := srv.o.LlamaServers
 	if ls == nil {
 		writeError(w, r, errNotFound)
 		return
@@ -45,8 +46,8 @@ func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 		builds = []releases.Build{}
 	}
 	out := releases.Listing{Builds: builds}
-	if rt.o.Setup != nil {
-		out.InUse = rt.o.Setup().LlamaServer
+	if srv.o.Setup != nil {
+		out.InUse = srv.o.Setup().LlamaServer
 	}
 	if askGitHub {
 		rel, c, err := ls.PlanBuild(r.Context(), releases.Request{Build: q.Get("build"), Backend: q.Get("backend")})
@@ -64,15 +65,9 @@ func (rt *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 // total), then one "done" event with the installed build, or one "error" event. An error before the
 // first event (a bad body, another install running, no such release) is a plain JSON error instead.
 // Closing the connection cancels the install, which leaves nothing behind.
-func (rt *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
-	ls := rt.o.LlamaServers
-	if ls == nil {
-		writeError(w, r, errNotFound)
-		return
-	}
-	var req releases.Request
-	if err := rt.readJSON(w, r, &req); err != nil {
-		writeError(w, r, err)
+func (srv *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
+	ls, req, ok := srv.llamaServerRequest(w, r)
+	if !ok {
 		return
 	}
 	es := &eventStream{w: w, rc: http.NewResponseController(w)}
@@ -81,11 +76,8 @@ func (rt *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
 	case err != nil && !es.started():
 		writeError(w, r, err)
 	case err != nil:
-		if info := infoFrom(r.Context()); info != nil {
-			info.err = err
-		}
-		e := errorFor(err)
-		es.send("error", map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}})
+		e, _ := failed(r, err)
+		es.send("error", e.doc())
 	default:
 		es.send("done", b)
 	}
@@ -107,20 +99,14 @@ func (es *eventStream) send(event string, v any) {
 		startSSE(es.w)
 		es.begun = true
 	}
-	es.w.Write(sseEvent(event, b))
+	es.w.Write(proxy.SSEEvent(event, b))
 	es.rc.Flush()
 }
 
 // useLlamaServer serves POST /api/llama-server/use {"build": "b7100"} ("previous" rolls back).
-func (rt *Server) useLlamaServer(w http.ResponseWriter, r *http.Request) {
-	ls := rt.o.LlamaServers
-	if ls == nil {
-		writeError(w, r, errNotFound)
-		return
-	}
-	var req releases.Request
-	if err := rt.readJSON(w, r, &req); err != nil {
-		writeError(w, r, err)
+func (srv *Server) useLlamaServer(w http.ResponseWriter, r *http.Request) {
+	ls, req, ok := srv.llamaServerRequest(w, r)
+	if !ok {
 		return
 	}
 	if req.Build == "" {
@@ -133,4 +119,18 @@ func (rt *Server) useLlamaServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, b)
+}
+
+// llamaServerRequest is the installer and the body of a POST to /api/llama-server/...; ok is false
+// when it answered the request itself (404 without an installer, 400 for a bad body).
+func (srv *Server) llamaServerRequest(w http.ResponseWriter, r *http.Request) (ls LlamaServers, req releases.Request, ok bool) {
+	if ls = srv.o.LlamaServers; ls == nil {
+		writeError(w, r, errNotFound)
+		return nil, req, false
+	}
+	if err := srv.readJSON(w, r, &req); err != nil {
+		writeError(w, r, err)
+		return nil, req, false
+	}
+	return ls, req, true
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/view"
 )
 
@@ -25,23 +26,23 @@ type acquired struct {
 // loadingAfter, with StreamLoadingProgress on, gets 200 and SSE headers at once and a comment line
 // every loadingEvery until the lease arrives; early then reports that headers were sent.
 // Acquire is bound to the client's context, so a client that leaves ends the wait.
-func (rt *Server) acquire(w http.ResponseWriter, r *http.Request, id string, stream bool) (lease *engine.Lease, early bool, err error) {
+func (srv *Server) acquire(w http.ResponseWriter, r *http.Request, id string, stream bool) (lease *engine.Lease, early bool, err error) {
 	ctx := r.Context()
-	if !stream || !rt.o.StreamLoadingProgress {
-		lease, err = rt.o.Engine.AcquireID(ctx, id)
+	if !stream || !srv.o.StreamLoadingProgress {
+		lease, err = srv.o.Engine.AcquireID(ctx, id)
 		return lease, false, err
 	}
-	if ta, ok := rt.o.Engine.(tryAcquirer); ok {
+	if ta, ok := srv.o.Engine.(tryAcquirer); ok {
 		if lease, answered, err := ta.TryAcquireID(id); answered {
 			return lease, false, err // the usual case, a loaded model: no goroutine, no timer
 		}
 	}
 	done := make(chan acquired, 1)
 	go func() {
-		l, err := rt.o.Engine.AcquireID(ctx, id)
+		l, err := srv.o.Engine.AcquireID(ctx, id)
 		done <- acquired{l, err}
 	}()
-	timer := time.NewTimer(rt.loadingAfter)
+	timer := time.NewTimer(srv.loadingAfter)
 	defer timer.Stop()
 	select {
 	case a := <-done:
@@ -50,8 +51,8 @@ func (rt *Server) acquire(w http.ResponseWriter, r *http.Request, id string, str
 	}
 
 	startSSE(w)
-	rt.loadingComment(w, id)
-	ticker := time.NewTicker(rt.loadingEvery)
+	srv.loadingComment(w, id)
+	ticker := time.NewTicker(srv.loadingEvery)
 	defer ticker.Stop()
 	for {
 		select {
@@ -59,7 +60,7 @@ func (rt *Server) acquire(w http.ResponseWriter, r *http.Request, id string, str
 			return a.lease, true, a.err
 		case <-ticker.C:
 			// A write error means the client left; Acquire sees the same cancelled context.
-			rt.loadingComment(w, id)
+			srv.loadingComment(w, id)
 		}
 	}
 }
@@ -68,9 +69,9 @@ func (rt *Server) acquire(w http.ResponseWriter, r *http.Request, id string, str
 // request waits, in the words every surface uses (view.WaitText), ": loading model m1 (waiting: 2nd
 // in line for 5.1 GiB (2.0 GiB free); beta will be unloaded when its 1 request ends)"; while its own
 // load runs, how far it is, ": loading model m1 (40%)".
-func (rt *Server) loadingComment(w http.ResponseWriter, id string) {
+func (srv *Server) loadingComment(w http.ResponseWriter, id string) {
 	line := ": loading model " + id
-	st, err := rt.o.Engine.Model(id)
+	st, err := srv.o.Engine.Model(id)
 	if err == nil && st.Wait != nil && st.Wait.Kind != engine.WaitLoading {
 		line += " (" + view.WaitText(st) + ")"
 	} else if err == nil && st.State == engine.StateLoading && st.Progress > 0 {
@@ -82,23 +83,12 @@ func (rt *Server) loadingComment(w http.ResponseWriter, id string) {
 	_ = http.NewResponseController(w).Flush()
 }
 
-// sseErrorEvent frames a JSON error document as one SSE data event.
-func sseErrorEvent(doc []byte) []byte {
-	ev := make([]byte, 0, len(doc)+10)
-	ev = append(ev, "data: "...)
-	ev = append(ev, doc...)
-	return append(ev, "\n\n"...)
-}
-
 // writeSSEError ends a stream whose headers were already sent with an error event.
 func writeSSEError(w http.ResponseWriter, r *http.Request, err error) {
-	e := errorFor(err)
-	if info := infoFrom(r.Context()); info != nil {
-		info.err = err
-	}
-	if e.Status == statusClientClosed {
+	e, ok := failed(r, err)
+	if !ok {
 		return
 	}
-	_, _ = w.Write(sseErrorEvent(e.body()))
+	_, _ = w.Write(proxy.SSEEvent("", e.body()))
 	_ = http.NewResponseController(w).Flush()
 }

@@ -54,9 +54,9 @@ func sseUpstream(t testing.TB, status int) *httptest.Server {
 }
 
 func loadingRouter(t testing.TB, upstream string, progress bool) (*httptest.Server, *fakeEngine) {
-	srv, fe, _ := testRouter(t, upstream, func(o *Options) { o.StreamLoadingProgress = progress }, func(rt *Server) {
-		rt.loadingAfter = 20 * time.Millisecond
-		rt.loadingEvery = 20 * time.Millisecond
+	srv, fe, _ := testRouter(t, upstream, func(o *Options) { o.StreamLoadingProgress = progress }, func(server *Server) {
+		server.loadingAfter = 20 * time.Millisecond
+		server.loadingEvery = 20 * time.Millisecond
 	})
 	return srv, fe
 }
@@ -239,9 +239,9 @@ func TestLoadingProgressOnlyWhenTheRequestWaits(t *testing.T) {
 			o.StreamLoadingProgress = true
 			te = &tryingEngine{fakeEngine: o.Engine.(*fakeEngine), answer: answer}
 			o.Engine = te
-		}, func(rt *Server) {
-			rt.loadingAfter = 20 * time.Millisecond
-			rt.loadingEvery = 20 * time.Millisecond
+		}, func(server *Server) {
+			server.loadingAfter = 20 * time.Millisecond
+			server.loadingEvery = 20 * time.Millisecond
 		})
 		<-fe.subscribed
 		outcome := slowLoad(fe) // Acquire waits until told: only a request that waits reaches it

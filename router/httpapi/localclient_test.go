@@ -16,7 +16,7 @@ import (
 // from a loopback client or one that connected from this machine's own address.
 func TestPeerEditsLocalOnly(t *testing.T) {
 	var added, removed []string
-	_, _, rt := testRouter(t, "http://127.0.0.1:1", func(o *Options) {
+	_, _, server := testRouter(t, "http://127.0.0.1:1", func(o *Options) {
 		o.AddPeer = func(p wire.PeerAdd) error { added = append(added, p.URL); return nil }
 		o.RemovePeer = func(name string) error { removed = append(removed, name); return nil }
 	})
@@ -30,7 +30,7 @@ func TestPeerEditsLocalOnly(t *testing.T) {
 			req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, local))
 		}
 		rec := httptest.NewRecorder()
-		rt.ServeHTTP(rec, req)
+		server.ServeHTTP(rec, req)
 		return rec.Code, rec.Body.String()
 	}
 	add := `{"name":"x","url":"http://169.254.169.254/"}`

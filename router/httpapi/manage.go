@@ -13,8 +13,8 @@ import (
 
 // readJSON reads a management request's body (bounded) into v; an empty body leaves v as it is.
 // A body that is not JSON of v's shape is errInvalidJSON.
-func (rt *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := rt.readBody(w, r)
+func (srv *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := srv.readBody(w, r)
 	if err != nil || len(body) == 0 {
 		return err
 	}
@@ -25,9 +25,9 @@ func (rt *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error 
 }
 
 // manageTarget reads a management request and resolves its model: body "model", else ?model=.
-func (rt *Server) manageTarget(w http.ResponseWriter, r *http.Request) (wire.ManageRequest, string, error) {
+func (srv *Server) manageTarget(w http.ResponseWriter, r *http.Request) (wire.ManageRequest, string, error) {
 	var req wire.ManageRequest
-	body, err := rt.readBody(w, r)
+	body, err := srv.readBody(w, r)
 	if err != nil {
 		return req, "", err
 	}
@@ -45,7 +45,7 @@ func (rt *Server) manageTarget(w http.ResponseWriter, r *http.Request) (wire.Man
 	if req.Model == "" {
 		return req, "", errModelRequired
 	}
-	id, err := rt.resolve(req.Model)
+	id, err := srv.resolve(req.Model)
 	if err == nil {
 		if info := infoFrom(r.Context()); info != nil {
 			info.model = id
@@ -56,54 +56,54 @@ func (rt *Server) manageTarget(w http.ResponseWriter, r *http.Request) (wire.Man
 
 // loadModel serves POST /models/load: waits until the model is ready or failed; ?wait=false
 // answers 202 as soon as the load started.
-func (rt *Server) loadModel(w http.ResponseWriter, r *http.Request) {
-	_, id, err := rt.manageTarget(w, r)
+func (srv *Server) loadModel(w http.ResponseWriter, r *http.Request) {
+	_, id, err := srv.manageTarget(w, r)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	if wait := r.URL.Query().Get("wait"); wait == "false" || wait == "0" {
-		if err := rt.o.Engine.StartLoad(id); err != nil {
+		if err := srv.o.Engine.StartLoad(id); err != nil {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusAccepted, wire.ManageAnswer{Success: true, ID: id, Status: rt.statusOf(id)})
+		writeJSON(w, http.StatusAccepted, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
 		return
 	}
-	if err := rt.o.Engine.Load(r.Context(), id); err != nil {
+	if err := srv.o.Engine.Load(r.Context(), id); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: rt.statusOf(id)})
+	writeJSON(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
 }
 
 // unloadModel serves POST /models/unload: drains (no new leases, in-flight requests finish) and
 // stops the child; "force": true stops it at once.
-func (rt *Server) unloadModel(w http.ResponseWriter, r *http.Request) {
-	req, id, err := rt.manageTarget(w, r)
+func (srv *Server) unloadModel(w http.ResponseWriter, r *http.Request) {
+	req, id, err := srv.manageTarget(w, r)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if err := rt.o.Engine.Unload(r.Context(), id, req.Force); err != nil {
+	if err := srv.o.Engine.Unload(r.Context(), id, req.Force); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: rt.statusOf(id)})
+	writeJSON(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
 }
 
 // pinModel serves POST /models/pin; "pinned" defaults to true. Through the service the pin is saved
 // in the configuration, as the tray's is (see Options.Pin).
-func (rt *Server) pinModel(w http.ResponseWriter, r *http.Request) {
-	req, id, err := rt.manageTarget(w, r)
+func (srv *Server) pinModel(w http.ResponseWriter, r *http.Request) {
+	req, id, err := srv.manageTarget(w, r)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	pinned := req.Pinned == nil || *req.Pinned
-	pin := rt.o.Pin
+	pin := srv.o.Pin
 	if pin == nil {
-		pin = rt.o.Engine.SetPinned
+		pin = srv.o.Engine.SetPinned
 	}
 	if err := pin(id, pinned); err != nil {
 		writeError(w, r, err)
@@ -113,8 +113,8 @@ func (rt *Server) pinModel(w http.ResponseWriter, r *http.Request) {
 }
 
 // statusOf is the model's status value, or null when the engine cannot say.
-func (rt *Server) statusOf(id string) *wire.ModelStatus {
-	st, err := rt.o.Engine.Model(id)
+func (srv *Server) statusOf(id string) *wire.ModelStatus {
+	st, err := srv.o.Engine.Model(id)
 	if err != nil {
 		return nil
 	}
@@ -123,24 +123,24 @@ func (rt *Server) statusOf(id string) *wire.ModelStatus {
 }
 
 // modelLogs serves GET /models/logs?model=: the tail of the child's output.
-func (rt *Server) modelLogs(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) modelLogs(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("model")
 	if name == "" {
 		writeError(w, r, errModelRequired)
 		return
 	}
-	id, err := rt.resolve(name)
+	id, err := srv.resolve(name)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	infoFrom(r.Context()).model = id
-	writeJSON(w, http.StatusOK, wire.Logs{ID: id, Lines: append([]string{}, rt.o.Engine.Logs(id)...)})
+	writeJSON(w, http.StatusOK, wire.Logs{ID: id, Lines: append([]string{}, srv.o.Engine.Logs(id)...)})
 }
 
 // health serves GET /health. "service" tells a Llamatray instance from a bare llama-server.
-func (rt *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, wire.Health{Status: "ok", Service: "llamatray", Version: rt.o.Version})
+func (srv *Server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, wire.Health{Status: "ok", Service: "llamatray", Version: srv.o.Version})
 }
 
 // memoryJSON is the memory budget of /api/status.
@@ -179,20 +179,20 @@ func countsJSON(ms []engine.ModelStatus) wire.Counts {
 
 // apiStatus serves GET /api/status: version, uptime, memory budget, model counts, plus the
 // service's setup (llama-server, config file, model folders).
-func (rt *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
 	st := wire.Status{
 		Service:       "llamatray",
-		Version:       rt.o.Version,
-		StartTime:     rt.o.StartTime.UTC().Format(time.RFC3339),
-		UptimeSeconds: int64(time.Since(rt.o.StartTime).Seconds()),
-		Listen:        rt.o.Listen,
-		DefaultModel:  rt.o.DefaultModel,
-		Memory:        memoryJSON(rt.o.Engine.Budget()),
-		Models:        countsJSON(rt.o.Engine.Models()),
-		Peers:         rt.peersWire(),
+		Version:       srv.o.Version,
+		StartTime:     srv.o.StartTime.UTC().Format(time.RFC3339),
+		UptimeSeconds: int64(time.Since(srv.o.StartTime).Seconds()),
+		Listen:        srv.o.Listen,
+		DefaultModel:  srv.o.DefaultModel,
+		Memory:        memoryJSON(srv.o.Engine.Budget()),
+		Models:        countsJSON(srv.o.Engine.Models()),
+		Peers:         srv.peersWire(),
 	}
-	if rt.o.Setup != nil {
-		setup := rt.o.Setup()
+	if srv.o.Setup != nil {
+		setup := srv.o.Setup()
 		st.Setup = &setup
 	}
 	writeJSON(w, http.StatusOK, st)

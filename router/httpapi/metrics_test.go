@@ -189,14 +189,14 @@ func TestMetricsNeedsKey(t *testing.T) {
 
 func TestMetricsWatchEndsWithClose(t *testing.T) {
 	fe := newFakeEngine()
-	rt := New(Options{Engine: fe})
+	server := New(Options{Engine: fe})
 	<-fe.subscribed
-	rt.Close()
+	server.Close()
 	fe.mu.Lock()
 	n := len(fe.subs)
 	fe.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("%d subscriptions left after Close", n)
 	}
-	rt.Close() // twice is fine
+	server.Close() // twice is fine
 }

@@ -9,40 +9,40 @@ import (
 // listModels serves GET /models and GET /v1/models: every model with its state, as the service
 // views it (router/view).
 // ?reload=1 scans the model folders first, as llama.cpp's router does.
-func (rt *Server) listModels(w http.ResponseWriter, r *http.Request) {
-	if err := rt.reload(r); err != nil {
+func (srv *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	if err := srv.reload(r); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	l := view.List(rt.views.Models(), rt.o.StartTime)
+	l := view.List(srv.views.Models(), srv.o.StartTime)
 	taken := make(map[string]bool, len(l.Data))
 	for _, m := range l.Data {
 		taken[m.ID] = true
 	}
-	l.Data = append(l.Data, rt.peerModels(taken)...) // peers.go
+	l.Data = append(l.Data, srv.peerModels(taken)...) // peers.go
 	writeJSON(w, http.StatusOK, l)
 }
 
 // getModel serves GET /v1/models/{model} (OpenAI "retrieve model"), by ID or alias.
-func (rt *Server) getModel(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	name, ok := muxVar(r, "model")
 	if !ok {
 		writeError(w, r, errNotFound)
 		return
 	}
-	id, err := rt.resolve(name)
+	id, err := srv.resolve(name)
 	if err != nil {
-		if m, ok := rt.peerModel(name); ok && isNotFound(err) { // peers.go
+		if m, ok := srv.peerModel(name); ok && isNotFound(err) { // peers.go
 			writeJSON(w, http.StatusOK, m)
 			return
 		}
 		writeError(w, r, err)
 		return
 	}
-	m, err := rt.views.Model(id)
+	m, err := srv.views.Model(id)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, m.Wire(rt.o.StartTime))
+	writeJSON(w, http.StatusOK, m.Wire(srv.o.StartTime))
 }

@@ -14,27 +14,32 @@ import (
 	"github.com/llamatray/llamatray/router/peer"
 )
 
-// Ollama's API (router/ollama translates): apps that speak only Ollama's API use Llamatray's models
-// with the same leases, queue, memory rules, Host check, CORS and keys as every other route.
-func (rt *Server) ollamaRoutes(m *mux.Router) {
-	m.HandleFunc("/", rt.ollamaRoot).Methods(http.MethodGet, http.MethodHead)
-	m.HandleFunc("/api/version", rt.ollamaVersion).Methods(http.MethodGet, http.MethodHead)
-	m.HandleFunc("/api/tags", rt.ollamaTags).Methods(http.MethodGet, http.MethodHead)
-	m.HandleFunc("/api/ps", rt.ollamaPS).Methods(http.MethodGet)
-	m.HandleFunc("/api/show", rt.ollamaShow).Methods(http.MethodPost)
-	m.HandleFunc("/api/chat", rt.ollamaChat).Methods(http.MethodPost)
-	m.HandleFunc("/api/generate", rt.ollamaGenerate).Methods(http.MethodPost)
-	m.HandleFunc("/api/embed", rt.ollamaEmbed).Methods(http.MethodPost)
-	m.HandleFunc("/api/embeddings", rt.ollamaEmbeddings).Methods(http.MethodPost)
-	m.HandleFunc("/api/pull", rt.ollamaPull).Methods(http.MethodPost) // ollama_hub.go
-	m.HandleFunc("/api/delete", rt.ollamaDelete).Methods(http.MethodDelete)
-	m.HandleFunc("/api/create", rt.ollamaUnsupported).Methods(http.MethodPost)
-	m.HandleFunc("/api/push", rt.ollamaUnsupported).Methods(http.MethodPost)
-	m.HandleFunc("/api/copy", rt.ollamaCopy).Methods(http.MethodPost)
+// ollamaAPI serves Ollama's API (router/ollama translates): apps that speak only Ollama's API use
+// Llamatray's models with the same leases, queue, memory rules, Host check, CORS and keys as every
+// other route, through the Server it is a view of.
+type ollamaAPI struct{ *Server }
+
+// ollamaRoutes declares Ollama's endpoints.
+func (srv *Server) ollamaRoutes(m *mux.Router) {
+	api := ollamaAPI{srv}
+	m.HandleFunc("/", api.root).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/api/version", api.version).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/api/tags", api.tags).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/api/ps", api.ps).Methods(http.MethodGet)
+	m.HandleFunc("/api/show", api.show).Methods(http.MethodPost)
+	m.HandleFunc("/api/chat", api.chat).Methods(http.MethodPost)
+	m.HandleFunc("/api/generate", api.generate).Methods(http.MethodPost)
+	m.HandleFunc("/api/embed", api.embed).Methods(http.MethodPost)
+	m.HandleFunc("/api/embeddings", api.embeddings).Methods(http.MethodPost)
+	m.HandleFunc("/api/pull", api.pull).Methods(http.MethodPost) // ollama_hub.go
+	m.HandleFunc("/api/delete", api.deleteModel).Methods(http.MethodDelete)
+	m.HandleFunc("/api/create", api.unsupported).Methods(http.MethodPost)
+	m.HandleFunc("/api/push", api.unsupported).Methods(http.MethodPost)
+	m.HandleFunc("/api/copy", api.copyModel).Methods(http.MethodPost)
 }
 
-// ollamaRoot answers the probe Ollama's clients send before anything else.
-func (rt *Server) ollamaRoot(w http.ResponseWriter, r *http.Request) {
+// root answers the probe Ollama's clients send before anything else.
+func (api ollamaAPI) root(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
@@ -42,17 +47,14 @@ func (rt *Server) ollamaRoot(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (rt *Server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) version(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"version": ollama.Version})
 }
 
-// ollamaError writes err in Ollama's shape, {"error": "…"}, with the status errorFor gives it.
-func (rt *Server) ollamaError(w http.ResponseWriter, r *http.Request, name string, err error) {
-	e := errorFor(err)
-	if info := infoFrom(r.Context()); info != nil {
-		info.err = err
-	}
-	if e.Status == statusClientClosed {
+// fail writes err in Ollama's shape, {"error": "…"}, with the status errorFor gives it.
+func (api ollamaAPI) fail(w http.ResponseWriter, r *http.Request, name string, err error) {
+	e, ok := failed(r, err)
+	if !ok {
 		return
 	}
 	msg := e.Message
@@ -60,30 +62,18 @@ func (rt *Server) ollamaError(w http.ResponseWriter, r *http.Request, name strin
 		e.Status, msg = http.StatusBadRequest, strings.TrimPrefix(err.Error(), ollama.ErrBadRequest.Error()+": ")
 	}
 	if isNotFound(err) {
-		e.Status, msg = http.StatusNotFound, notFoundText(r.URL.Path, name)
+		e.Status, msg = http.StatusNotFound, ollama.NotFoundText(r.URL.Path, name)
 	}
 	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", fmt.Sprint(max(int(e.RetryAfter.Seconds()), 1)))
+		w.Header().Set("Retry-After", retryAfterSeconds(e.RetryAfter))
 	}
 	writeJSON(w, e.Status, ollama.ErrorResponse{Error: msg})
 }
 
-// notFoundText is Ollama's message for a model it does not have, which differs by endpoint (as
-// recorded from Ollama 0.33: router/testbed/testdata/ollama/errors.json).
-func notFoundText(path, name string) string {
-	switch path {
-	case "/api/embed", "/api/embeddings", "/api/pull":
-		return fmt.Sprintf("model %q not found, try pulling it first", name)
-	case "/api/show":
-		return fmt.Sprintf("model '%s' not found", ollama.ListedName(name))
-	}
-	return fmt.Sprintf("model '%s' not found", name)
-}
-
-// ollamaRead reads a JSON body into v; false when it answered an error. A request without a body
+// read reads a JSON body into v; false when it answered an error. A request without a body
 // is refused as Ollama refuses it.
-func (rt *Server) ollamaRead(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := rt.readBody(w, r)
+func (api ollamaAPI) read(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := api.readBody(w, r)
 	if err == nil && len(body) == 0 {
 		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: "missing request body"})
 		return false
@@ -94,17 +84,17 @@ func (rt *Server) ollamaRead(w http.ResponseWriter, r *http.Request, v any) bool
 		}
 	}
 	if err != nil {
-		rt.ollamaError(w, r, "", err)
+		api.fail(w, r, "", err)
 		return false
 	}
 	return true
 }
 
-// ollamaResolve maps an Ollama name to a catalog ID: as sent, else without the ":latest" it was
+// resolveName maps an Ollama name to a catalog ID: as sent, else without the ":latest" it was
 // listed with, else as the Hub name it was pulled by (hf.co/ORG/REPO:QUANT resolves as
 // ORG/REPO:QUANT, so the name a client pulled is the name it then uses). false when it answered
 // an error.
-func (rt *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name string) (string, bool) {
+func (api ollamaAPI) resolveName(w http.ResponseWriter, r *http.Request, name string) (string, bool) {
 	if name == "" {
 		if r.URL.Path == "/api/generate" { // as Ollama answers it
 			writeJSON(w, http.StatusNotFound, ollama.ErrorResponse{Error: "model '' not found"})
@@ -113,39 +103,26 @@ func (rt *Server) ollamaResolve(w http.ResponseWriter, r *http.Request, name str
 		}
 		return "", false
 	}
-	if ref, ok := rt.ollamaPeer(r, name, true); ok { // peers.go
+	if ref, ok := api.peerRef(r, name, true); ok { // peers.go
 		return ref, true
 	}
-	id, err := rt.resolveRequest(r, name)
-	for _, alt := range ollamaNames(name) {
+	id, err := api.resolveRequest(r, name)
+	for _, alt := range ollama.AltNames(name) {
 		if err == nil {
 			break
 		}
-		if id2, err2 := rt.resolveRequest(r, alt); err2 == nil || !isNotFound(err2) {
+		if id2, err2 := api.resolveRequest(r, alt); err2 == nil || !isNotFound(err2) {
 			id, err = id2, err2
 		}
 	}
-	if ref, ok := rt.ollamaPeer(r, name, false); ok && isNotFound(err) {
+	if ref, ok := api.peerRef(r, name, false); ok && isNotFound(err) {
 		return ref, true
 	}
 	if err != nil {
-		rt.ollamaError(w, r, name, err)
+		api.fail(w, r, name, err)
 		return "", false
 	}
 	return id, true
-}
-
-// ollamaNames are the other names an Ollama name may resolve by, in order: without the ":latest"
-// it was listed with, then as a Hub name.
-func ollamaNames(name string) []string {
-	var out []string
-	if base, tagged := ollama.Unlisted(name); tagged {
-		out = append(out, base)
-	}
-	if h := hubNameOf(name); h != name && (len(out) == 0 || h != out[0]) {
-		out = append(out, h)
-	}
-	return out
 }
 
 // isNotFound says err is a model that is not there (rather than, say, one being pulled).
@@ -156,130 +133,132 @@ func isNotFound(err error) bool {
 
 // applyKeepAlive applies a request's keep_alive to the model's current or next child; without one the
 // configured idle timers apply again, as Ollama goes back to its default.
-func (rt *Server) applyKeepAlive(id string, ka *ollama.Duration) {
+func (api ollamaAPI) applyKeepAlive(id string, ka *ollama.Duration) {
 	var d *time.Duration
 	if ka != nil {
 		v := ka.Duration
 		d = &v
 	}
-	if err := rt.o.Engine.KeepAlive(id, d); err != nil {
-		rt.log.Debug("keep_alive not applied", "model", id, "err", err)
+	if err := api.o.Engine.KeepAlive(id, d); err != nil {
+		api.log.Debug("keep_alive not applied", "model", id, "err", err)
 	}
 }
 
-func (rt *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) chat(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollama.ChatRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !api.read(w, r, &req) {
 		return
 	}
-	asked := req.Model
-	id, ok := rt.ollamaTarget(w, r, asked, req.KeepAlive, ollama.KindChat, len(req.Messages) == 0)
-	if !ok {
-		return
-	}
-	req.Model = id
-	defaults, system := rt.ollamaDefaults(id, asked)
-	req.Options = ollama.WithDefaults(req.Options, defaults)
-	if system != "" && req.Messages[0].Role != "system" {
-		req.Messages = append([]ollama.Message{{Role: "system", Content: system}}, req.Messages...)
-	}
-	up, err := ollama.Chat(req)
-	rt.ollamaSend(w, r, start, ollama.KindChat, asked, id, req.KeepAlive, up, err)
+	api.infer(w, r, start, ollama.KindChat, req.Model, req.KeepAlive, len(req.Messages) == 0, &req.Options, func(id, system string) (ollama.Upstream, error) {
+		req.Model = id
+		if system != "" && req.Messages[0].Role != "system" {
+			req.Messages = append([]ollama.Message{{Role: "system", Content: system}}, req.Messages...)
+		}
+		return ollama.Chat(req)
+	})
 }
 
-func (rt *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) generate(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollama.GenerateRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !api.read(w, r, &req) {
 		return
 	}
-	asked := req.Model
-	id, ok := rt.ollamaTarget(w, r, asked, req.KeepAlive, ollama.KindGenerate, req.Prompt == "" && len(req.Images) == 0)
+	api.infer(w, r, start, ollama.KindGenerate, req.Model, req.KeepAlive, req.Prompt == "" && len(req.Images) == 0, &req.Options, func(id, system string) (ollama.Upstream, error) {
+		req.Model = id
+		if req.System == "" && !req.Raw {
+			req.System = system
+		}
+		return ollama.Generate(req)
+	})
+}
+
+// infer serves a chat or a generate request for the model asked: it lays the model's own
+// defaults under *opts and sends what build makes of the request, given the model's ID and its own
+// system prompt.
+func (api ollamaAPI) infer(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, asked string, ka *ollama.Duration, empty bool, opts *map[string]any, build func(id, system string) (ollama.Upstream, error)) {
+	id, ok := api.target(w, r, asked, ka, kind, empty)
 	if !ok {
 		return
 	}
-	req.Model = id
-	defaults, system := rt.ollamaDefaults(id, asked)
-	req.Options = ollama.WithDefaults(req.Options, defaults)
-	if req.System == "" && !req.Raw {
-		req.System = system
-	}
-	up, err := ollama.Generate(req)
-	rt.ollamaSend(w, r, start, ollama.KindGenerate, asked, id, req.KeepAlive, up, err)
+	defaults, system := api.defaults(id, asked)
+	*opts = ollama.WithDefaults(*opts, defaults)
+	up, err := build(id, system)
+	api.send(w, r, start, kind, asked, id, ka, up, err)
 }
 
-func (rt *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) embed(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollama.EmbedRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !api.read(w, r, &req) {
 		return
 	}
 	inputs, err := ollama.EmbedInputs(req.Input) // said once the model is known to exist
-	id, ok := rt.ollamaTarget(w, r, req.Model, req.KeepAlive, ollama.KindEmbed, err == nil && len(inputs) == 0)
+	id, ok := api.target(w, r, req.Model, req.KeepAlive, ollama.KindEmbed, err == nil && len(inputs) == 0)
 	if !ok {
 		return
 	}
-	rt.ollamaSend(w, r, start, ollama.KindEmbed, req.Model, id, req.KeepAlive, ollama.Embeddings(id, inputs), err)
+	api.send(w, r, start, ollama.KindEmbed, req.Model, id, req.KeepAlive, ollama.Embeddings(id, inputs), err)
 }
 
-func (rt *Server) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) embeddings(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollama.EmbeddingsRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !api.read(w, r, &req) {
 		return
 	}
-	id, ok := rt.ollamaTarget(w, r, req.Model, req.KeepAlive, ollama.KindEmbeddings, req.Prompt == "")
+	id, ok := api.target(w, r, req.Model, req.KeepAlive, ollama.KindEmbeddings, req.Prompt == "")
 	if !ok {
 		return
 	}
-	rt.ollamaSend(w, r, start, ollama.KindEmbeddings, req.Model, id, req.KeepAlive, ollama.Embeddings(id, []string{req.Prompt}), nil)
+	api.send(w, r, start, ollama.KindEmbeddings, req.Model, id, req.KeepAlive, ollama.Embeddings(id, []string{req.Prompt}), nil)
 }
 
-// ollamaTarget resolves the model a request asks for and checks that it does what kind asks; a
+// target resolves the model a request asks for and checks that it does what kind asks; a
 // request with nothing to answer (empty) it serves itself by loading or unloading the model. false
 // when it answered.
-func (rt *Server) ollamaTarget(w http.ResponseWriter, r *http.Request, asked string, ka *ollama.Duration, kind ollama.Kind, empty bool) (string, bool) {
-	id, ok := rt.ollamaResolve(w, r, asked)
+func (api ollamaAPI) target(w http.ResponseWriter, r *http.Request, asked string, ka *ollama.Duration, kind ollama.Kind, empty bool) (string, bool) {
+	id, ok := api.resolveName(w, r, asked)
 	if !ok {
 		return "", false
 	}
 	if empty {
-		rt.ollamaLoadOnly(w, r, id, asked, ka, kind)
+		api.loadOnly(w, r, id, asked, ka, kind)
 		return "", false
 	}
 	what := map[ollama.Kind]string{ollama.KindChat: "chat", ollama.KindGenerate: "generate"}[kind]
-	if err := rt.ollamaSupports(id, asked, what); err != nil {
-		rt.ollamaError(w, r, asked, err)
+	if err := api.supports(id, asked, what); err != nil {
+		api.fail(w, r, asked, err)
 		return "", false
 	}
 	return id, true
 }
 
-// ollamaSend applies keep_alive and sends up to model id's child, or answers err (the request could
+// send applies keep_alive and sends up to model id's child, or answers err (the request could
 // not be turned into one).
-func (rt *Server) ollamaSend(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, asked, id string, ka *ollama.Duration, up ollama.Upstream, err error) {
+func (api ollamaAPI) send(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, asked, id string, ka *ollama.Duration, up ollama.Upstream, err error) {
 	if err != nil {
-		rt.ollamaError(w, r, asked, err)
+		api.fail(w, r, asked, err)
 		return
 	}
-	rt.applyKeepAlive(id, ka)
-	rt.ollamaProxy(w, r, start, kind, asked, id, up)
+	api.applyKeepAlive(id, ka)
+	api.serve(w, r, start, kind, asked, id, up)
 }
 
-// ollamaSupports refuses what the model cannot do, in Ollama's words: an embedding model neither
+// supports refuses what the model cannot do, in Ollama's words: an embedding model neither
 // chats nor generates.
-func (rt *Server) ollamaSupports(id, asked, what string) error {
-	v, err := rt.views.Model(id)
+func (api ollamaAPI) supports(id, asked, what string) error {
+	v, err := api.views.Model(id)
 	if err != nil {
 		return nil // the proxy path reports it
 	}
-	return ollamaModel(v).Supports(what, asked)
+	return ollama.FromView(v).Supports(what, asked)
 }
 
-// ollamaProxy sends up to model id's child, holding a lease as every proxied request does, and
+// serve sends up to model id's child, holding a lease as every proxied request does, and
 // writes the child's answer in Ollama's shape.
-func (rt *Server) ollamaProxy(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, name, id string, up ollama.Upstream) {
+func (api ollamaAPI) serve(w http.ResponseWriter, r *http.Request, start time.Time, kind ollama.Kind, name, id string, up ollama.Upstream) {
 	ow := ollama.NewWriter(w, kind, name, up.Stream, start)
 	ow.TopLogprobs = up.TopLogprobs
 	ow.Load = func() time.Duration {
@@ -288,13 +267,13 @@ func (rt *Server) ollamaProxy(w http.ResponseWriter, r *http.Request, start time
 		}
 		return 0
 	}
-	rt.serveModel(ow, r, id, up.Body, up.Stream, up.Path, "")
+	api.serveModel(ow, r, id, up.Body, up.Stream, up.Path, "")
 	ow.Finish()
 }
 
-// ollamaLoadOnly serves a request with nothing to answer, as Ollama does: it loads the model (or,
+// loadOnly serves a request with nothing to answer, as Ollama does: it loads the model (or,
 // with keep_alive 0, unloads it) and reports that in one object.
-func (rt *Server) ollamaLoadOnly(w http.ResponseWriter, r *http.Request, id, name string, ka *ollama.Duration, kind ollama.Kind) {
+func (api ollamaAPI) loadOnly(w http.ResponseWriter, r *http.Request, id, name string, ka *ollama.Duration, kind ollama.Kind) {
 	reason := "load"
 	if ka != nil && ka.Duration == 0 {
 		reason = "unload"
@@ -303,18 +282,18 @@ func (rt *Server) ollamaLoadOnly(w http.ResponseWriter, r *http.Request, id, nam
 	switch {
 	case onPeer: // another machine's model: it loads with its first request there
 	case reason == "unload":
-		if err := rt.o.Engine.Unload(r.Context(), id, false); err != nil {
-			rt.ollamaError(w, r, name, err)
+		if err := api.o.Engine.Unload(r.Context(), id, false); err != nil {
+			api.fail(w, r, name, err)
 			return
 		}
 	default:
-		if err := rt.checkAutoload(r, id); err != nil { // a cross-site page never loads a model
-			rt.ollamaError(w, r, name, err)
+		if err := api.checkAutoload(r, id); err != nil { // a cross-site page never loads a model
+			api.fail(w, r, name, err)
 			return
 		}
-		rt.applyKeepAlive(id, ka)
-		if err := rt.o.Engine.Load(r.Context(), id); err != nil {
-			rt.ollamaError(w, r, name, err)
+		api.applyKeepAlive(id, ka)
+		if err := api.o.Engine.Load(r.Context(), id); err != nil {
+			api.fail(w, r, name, err)
 			return
 		}
 	}
@@ -331,9 +310,9 @@ func (rt *Server) ollamaLoadOnly(w http.ResponseWriter, r *http.Request, id, nam
 	}
 }
 
-// ollamaUnsupported answers what Llamatray does not do: it serves GGUF files, it does not build
+// unsupported answers what Llamatray does not do: it serves GGUF files, it does not build
 // or publish Ollama images.
-func (rt *Server) ollamaUnsupported(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) unsupported(w http.ResponseWriter, r *http.Request) {
 	what := strings.TrimPrefix(r.URL.Path, "/api/")
 	msg := fmt.Sprintf("Llamatray does not %s Ollama models: it serves GGUF files from its model folders and the Hugging Face Hub", what)
 	switch what {
@@ -345,25 +324,25 @@ func (rt *Server) ollamaUnsupported(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNotImplemented, ollama.ErrorResponse{Error: msg})
 }
 
-// ollamaCopy serves POST /api/copy: the destination becomes one more name of the source's model,
+// copyModel serves POST /api/copy: the destination becomes one more name of the source's model,
 // an alias saved in the configuration (Llamatray never copies a model's file).
-func (rt *Server) ollamaCopy(w http.ResponseWriter, r *http.Request) {
-	if rt.o.Alias == nil {
-		rt.ollamaUnsupported(w, r)
+func (api ollamaAPI) copyModel(w http.ResponseWriter, r *http.Request) {
+	if api.o.Alias == nil {
+		api.unsupported(w, r)
 		return
 	}
 	var req ollama.CopyRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !api.read(w, r, &req) {
 		return
 	}
 	if req.Source == "" || req.Destination == "" {
 		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: "source and destination are required"})
 		return
 	}
-	id, err := rt.resolve(req.Source)
+	id, err := api.resolve(req.Source)
 	if err != nil {
 		if base, ok := ollama.Unlisted(req.Source); ok {
-			id, err = rt.resolve(base)
+			id, err = api.resolve(base)
 		}
 	}
 	if err != nil {
@@ -371,7 +350,7 @@ func (rt *Server) ollamaCopy(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusNotFound, ollama.ErrorResponse{Error: fmt.Sprintf("model %q not found", req.Source)}) // Ollama's words
 			return
 		}
-		rt.ollamaError(w, r, req.Source, err)
+		api.fail(w, r, req.Source, err)
 		return
 	}
 	dest, _ := ollama.Unlisted(req.Destination) // listed again with the default tag
@@ -379,10 +358,10 @@ func (rt *Server) ollamaCopy(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: fmt.Sprintf("%q is not a model name", req.Destination)})
 		return
 	}
-	if err := rt.o.Alias(id, dest, true); err != nil {
+	if err := api.o.Alias(id, dest, true); err != nil {
 		writeJSON(w, http.StatusBadRequest, ollama.ErrorResponse{Error: err.Error()})
 		return
 	}
-	rt.log.Info("alias added", "model", id, "alias", dest)
+	api.log.Info("alias added", "model", id, "alias", dest)
 	w.WriteHeader(http.StatusOK)
 }

@@ -1,78 +1,35 @@
 package httpapi
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 
-	"github.com/llamatray/llamatray/router/engine"
-	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/ollama"
 	"github.com/llamatray/llamatray/router/peer"
-	"github.com/llamatray/llamatray/router/view"
-	"github.com/llamatray/llamatray/router/wire"
 )
 
-// embeddingArchs are GGUF architectures that embed rather than generate.
-var embeddingArchs = map[string]bool{"bert": true, "nomic-bert": true, "nomic-bert-moe": true, "jina-bert-v2": true,
-	"t5encoder": true, "modern-bert": true, "neo-bert": true}
-
-// ollamaModel is the one view of a model in Ollama's terms.
-func ollamaModel(v view.Model) ollama.Model {
-	m := ollama.Model{Name: ollama.ListedName(v.ID), Digest: digestOf(v), Ctx: v.CtxSize,
-		Running: v.State == engine.StateLoaded || v.State == engine.StateSleeping, Memory: v.MemoryBytes, ExpiresAt: v.UnloadAt}
-	for _, b := range v.HeldGPU {
-		m.VRAM += b
-	}
-	if c := v.Meta; c != nil && c.HubName != "" && len(c.Ollama) == 0 {
-		m.Name = "hf.co/" + c.HubName // a Hub pull is listed by the name it was pulled by, as Ollama lists it
-	}
-	if c := v.Meta; c != nil {
-		m.Size, m.Modified, m.Family, m.Parameters, m.Quantization = c.SizeBytes, c.ModTime, c.Architecture, c.Parameters, c.Quantization
-		m.ContextLength, m.EmbeddingLen, m.Projector, m.ChatTemplate = c.ContextLength, c.EmbeddingLen, c.Mmproj != "", c.ChatTemplate
-		m.Embedding = c.Pooling || embeddingArchs[c.Architecture]
-	}
-	return m
-}
-
-// digestOf is a model's digest: an Ollama blob's own sha256 when the file is one, else a hash of
-// the file's name, size and time, stable while the file does not change.
-func digestOf(v view.Model) string {
-	if v.Meta == nil {
-		return ""
-	}
-	if hex, ok := strings.CutPrefix(filepath.Base(v.Meta.Path), "sha256-"); ok && len(hex) == 64 {
-		return hex
-	}
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d", v.Meta.Path, v.Meta.SizeBytes, v.Meta.ModTime.UnixNano())))
-	return hex.EncodeToString(h[:])
-}
-
-// ollamaDefaults are what a model's Ollama manifest chose (its params and system layers), for the
+// defaults are what a model's Ollama manifest chose (its params and system layers), for the
 // requests that leave them out: the manifest of the name the request used (one blob may have
 // several, each its own), else the model's first; nil for a model that is not in an Ollama store.
-func (rt *Server) ollamaDefaults(id, asked string) (map[string]any, string) {
-	if rt.o.Catalog == nil {
+func (api ollamaAPI) defaults(id, asked string) (map[string]any, string) {
+	if api.o.Catalog == nil {
 		return nil, ""
 	}
-	c, ok := rt.o.Catalog.Lookup(id)
+	c, ok := api.o.Catalog.Lookup(id)
 	if !ok || len(c.Ollama) == 0 {
 		return nil, ""
 	}
 	if n, ok := c.OllamaNamed(asked); ok {
-		return rt.underRules(id, n.Defaults), n.System
+		return api.underRules(id, n.Defaults), n.System
 	}
-	return rt.underRules(id, c.Defaults), c.Ollama[0].System
+	return api.underRules(id, c.Defaults), c.Ollama[0].System
 }
 
-func (rt *Server) ollamaModels() []ollama.Model {
-	views := rt.views.Models()
+func (api ollamaAPI) models() []ollama.Model {
+	views := api.views.Models()
 	out := make([]ollama.Model, 0, len(views))
 	for _, v := range views {
-		m := ollamaModel(v)
+		m := ollama.FromView(v)
 		out = append(out, m)
 		if v.Meta == nil {
 			continue
@@ -97,65 +54,65 @@ func (rt *Server) ollamaModels() []ollama.Model {
 	return out
 }
 
-// ollamaTags serves GET /api/tags: every model Llamatray serves, answering peers' included.
-func (rt *Server) ollamaTags(w http.ResponseWriter, r *http.Request) {
-	local := rt.ollamaModels()
-	writeJSON(w, http.StatusOK, ollama.Tags(append(local, rt.ollamaPeerModels(r, local)...))) // ollama_peers.go
+// tags serves GET /api/tags: every model Llamatray serves, answering peers' included.
+func (api ollamaAPI) tags(w http.ResponseWriter, r *http.Request) {
+	local := api.models()
+	writeJSON(w, http.StatusOK, ollama.Tags(append(local, api.peerList(r, local)...))) // ollama_peers.go
 }
 
-// ollamaPS serves GET /api/ps: the models running now, peers' models their peer reports loaded included.
-func (rt *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {
-	local := rt.ollamaModels()
-	writeJSON(w, http.StatusOK, ollama.PS(append(local, rt.ollamaPeerModels(r, local)...)))
+// ps serves GET /api/ps: the models running now, peers' models their peer reports loaded included.
+func (api ollamaAPI) ps(w http.ResponseWriter, r *http.Request) {
+	local := api.models()
+	writeJSON(w, http.StatusOK, ollama.PS(append(local, api.peerList(r, local)...)))
 }
 
-// ollamaShow serves POST /api/show.
-func (rt *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
+// show serves POST /api/show.
+func (api ollamaAPI) show(w http.ResponseWriter, r *http.Request) {
 	var req ollama.ShowRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !api.read(w, r, &req) {
 		return
 	}
 	name := req.Model
 	if name == "" {
 		name = req.Name
 	}
-	id, ok := rt.ollamaResolve(w, r, name)
+	id, ok := api.resolveName(w, r, name)
 	if !ok {
 		return
 	}
-	if _, _, isRef := peer.ParseRef(id); isRef && rt.ollamaPeerShow(w, id) { // ollama_peers.go
+	if _, _, isRef := peer.ParseRef(id); isRef && api.peerShow(w, id) { // ollama_peers.go
 		return
 	}
-	v, err := rt.views.Model(id)
+	v, err := api.views.Model(id)
 	if err != nil {
-		rt.ollamaError(w, r, name, err)
+		api.fail(w, r, name, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ollama.Show(ollamaModel(v)))
+	writeJSON(w, http.StatusOK, ollama.Show(ollama.FromView(v)))
 }
 
-// ollamaDelete serves DELETE /api/delete: a model pulled from the Hub is removed as DELETE /models
+// deleteModel serves DELETE /api/delete: a model pulled from the Hub is removed as DELETE /models
 // removes it; a file of the user's own, or one in Ollama's store, is not deleted.
-func (rt *Server) ollamaDelete(w http.ResponseWriter, r *http.Request) {
+func (api ollamaAPI) deleteModel(w http.ResponseWriter, r *http.Request) {
 	var req ollama.NameRequest
-	if !rt.ollamaRead(w, r, &req) {
+	if !api.read(w, r, &req) {
 		return
 	}
-	id, ok := rt.ollamaResolve(w, r, req.Named())
+	id, ok := api.resolveName(w, r, req.Named())
 	if !ok {
 		return
 	}
-	if alias := rt.configuredAlias(id, req.Named()); alias != "" && rt.o.Alias != nil {
+	if alias := api.configuredAlias(id, req.Named()); alias != "" && api.o.Alias != nil {
 		// a copy (/api/copy): the name goes, the model and its other names stay
-		if err := rt.o.Alias(id, alias, false); err != nil {
-			rt.ollamaError(w, r, req.Named(), err)
+		if err := api.o.Alias(id, alias, false); err != nil {
+			api.fail(w, r, req.Named(), err)
 			return
 		}
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if _, err := rt.removePulled(r, id); err != nil {
-		rt.ollamaError(w, r, req.Named(), err)
+	if _, err := api.removePulled(r, id); err != nil {
+		api.fail(w, r, req.Named(), err)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
@@ -163,11 +120,11 @@ func (rt *Server) ollamaDelete(w http.ResponseWriter, r *http.Request) {
 
 // configuredAlias is the alias of model id that name (as an Ollama client sends it) is, "" when
 // it is not one.
-func (rt *Server) configuredAlias(id, name string) string {
-	if rt.o.Catalog == nil {
+func (api ollamaAPI) configuredAlias(id, name string) string {
+	if api.o.Catalog == nil {
 		return ""
 	}
-	c, ok := rt.o.Catalog.Lookup(id)
+	c, ok := api.o.Catalog.Lookup(id)
 	if !ok {
 		return ""
 	}
@@ -178,39 +135,4 @@ func (rt *Server) configuredAlias(id, name string) string {
 		}
 	}
 	return ""
-}
-
-// removePulled unloads model id (its in-flight requests finish first) and deletes its files from
-// the Hub cache, blobs nothing else uses included. A model that is not a Hub pull is refused.
-func (rt *Server) removePulled(r *http.Request, id string) (wire.RemoveAnswer, error) {
-	if rt.o.Hub == nil || rt.o.Hub.Manager == nil {
-		return wire.RemoveAnswer{}, &notHubModelError{id: id}
-	}
-	cm, _ := rt.o.Catalog.Lookup(id)
-	cache, repoFiles, ok := hub.LocalFiles(cm)
-	if !ok {
-		return wire.RemoveAnswer{}, &notHubModelError{id: id, path: cm.Path}
-	}
-	if err := rt.o.Engine.Unload(r.Context(), id, false); err != nil && !isUnknown(err) {
-		return wire.RemoveAnswer{}, err
-	}
-	removed, err := cache.Remove(cm.HubRepo, repoFiles)
-	if err != nil {
-		return wire.RemoveAnswer{}, fmt.Errorf("removing %s: %w", id, err)
-	}
-	if rt.o.Hub.Rescan != nil {
-		rt.o.Hub.Rescan()
-	}
-	rt.log.Info("model removed", "model", id, "paths", len(removed))
-	return wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: removedOrEmpty(removed)}, nil
-}
-
-// notHubModelError refuses to delete a model that is not a Hub pull: a user's own file.
-type notHubModelError struct{ id, path string }
-
-func (e *notHubModelError) Error() string {
-	if e.path == "" {
-		return fmt.Sprintf("model %q cannot be deleted here: Hub downloads are off", e.id)
-	}
-	return fmt.Sprintf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", e.id, e.path)
 }

@@ -4,27 +4,25 @@ package httpapi
 // the names the OpenAI listing gives them (peerModels), and /api/show answers what is known of one.
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
-	"time"
+	"strings"
 
 	"github.com/llamatray/llamatray/router/ollama"
 	"github.com/llamatray/llamatray/router/peer"
 )
 
-// ollamaPeerModels are the answering peers' models for /api/tags and /api/ps: a bare ID is listed
-// with ":latest" as a local one is (ollamaPeer takes it back off); a "peer:NAME/ID" (a local model
+// peerList are the answering peers' models for /api/tags and /api/ps: a bare ID is listed
+// with ":latest" as a local one is (peerRef takes it back off); a "peer:NAME/ID" (a local model
 // has the ID) is listed as it is, since that form sends its ID to the peer verbatim. A peer that is
 // down is left out (Ollama lists what can be used), and so is every peer for a request that came
 // from a peer (one hop only). A model the peer reports loaded is Running. A bare ID whose listed
-// name a local model takes (as ollamaResolve takes it: an alias, an Ollama name), or that is
+// name a local model takes (as resolveName takes it: an alias, an Ollama name), or that is
 // listed already, is listed as its "peer:NAME/ID" too, so a listed name is never another model's.
-func (rt *Server) ollamaPeerModels(r *http.Request, local []ollama.Model) []ollama.Model {
-	if rt.o.Peers == nil || r.Header.Get(viaHeader) != "" {
+func (api ollamaAPI) peerList(r *http.Request, local []ollama.Model) []ollama.Model {
+	if api.o.Peers == nil || r.Header.Get(peer.ViaHeader) != "" {
 		return nil
 	}
-	views := rt.views.Models()
+	views := api.views.Models()
 	taken := make(map[string]bool, len(views))
 	for _, v := range views {
 		taken[v.ID] = true
@@ -34,7 +32,7 @@ func (rt *Server) ollamaPeerModels(r *http.Request, local []ollama.Model) []olla
 		names[m.Name] = true
 	}
 	var out []ollama.Model
-	for _, e := range rt.peerModels(taken) { // peers.go
+	for _, e := range api.peerModels(taken) { // peers.go
 		if e.Status.Value == peer.Unavailable {
 			continue
 		}
@@ -42,47 +40,34 @@ func (rt *Server) ollamaPeerModels(r *http.Request, local []ollama.Model) []olla
 		if len(e.Aliases) > 0 {
 			ref, name = e.Aliases[0], ollama.ListedName(e.ID)
 		}
-		if names[name] || rt.ollamaLocal(name) {
+		if names[name] || api.isLocal(name) {
 			name = ref
 		}
 		names[name] = true
-		out = append(out, ollamaPeerModel(name, ref, e.Status.Value, rt.o.StartTime))
+		out = append(out, ollama.PeerModel(name, ref, e.Status.Value, api.o.StartTime))
 	}
 	return out
 }
 
-// ollamaLocal says a local model takes an Ollama request for name: ollamaResolve's lookup, without
+// isLocal says a local model takes an Ollama request for name: resolveName's lookup, without
 // a pull.
-func (rt *Server) ollamaLocal(name string) bool {
-	for _, n := range append([]string{name}, ollamaNames(name)...) {
-		if _, err := rt.resolve(n); err == nil || !isNotFound(err) {
+func (api ollamaAPI) isLocal(name string) bool {
+	for _, n := range append([]string{name}, ollama.AltNames(name)...) {
+		if _, err := api.resolve(n); err == nil || !isNotFound(err) {
 			return true
 		}
 	}
 	return false
 }
 
-// ollamaPeerModel is a peer's model in Ollama's terms: the table knows its ID and state only, so
-// size, family and the rest are unknown (zero), and modified_at is when this server started, as
-// the OpenAI listing's created.
-func ollamaPeerModel(name, ref, status string, started time.Time) ollama.Model {
-	return ollama.Model{Name: name, Digest: peerDigest(ref), Modified: started, Running: status == "loaded"}
-}
-
-// peerDigest is a peer model's digest: a hash of its "peer:NAME/ID", stable while the peer lists it.
-func peerDigest(ref string) string {
-	h := sha256.Sum256([]byte("peer\x00" + ref))
-	return hex.EncodeToString(h[:])
-}
-
-// ollamaPeerShow answers POST /api/show for ref ("peer:NAME/ID", as ollamaResolve gives a peer's
+// peerShow answers POST /api/show for ref ("peer:NAME/ID", as resolveName gives a peer's
 // model) with what is known of it; false when no peer of that name lists the ID.
-func (rt *Server) ollamaPeerShow(w http.ResponseWriter, ref string) bool {
+func (api ollamaAPI) peerShow(w http.ResponseWriter, ref string) bool {
 	pname, id, ok := peer.ParseRef(ref)
-	if !ok || rt.o.Peers == nil {
+	if !ok || api.o.Peers == nil {
 		return false
 	}
-	p, ok := rt.o.Peers.Peer(pname)
+	p, ok := api.o.Peers.Peer(pname)
 	if !ok {
 		return false
 	}
@@ -90,11 +75,34 @@ func (rt *Server) ollamaPeerShow(w http.ResponseWriter, ref string) bool {
 		if m.ID != id {
 			continue
 		}
-		s := ollama.Show(ollamaPeerModel(ref, ref, p.ModelStatus(m), rt.o.StartTime))
+		s := ollama.Show(ollama.PeerModel(ref, ref, p.ModelStatus(m), api.o.StartTime))
 		s.Modelfile = "# Served by the peer " + pname + "; Llamatray knows only its name and state.\nFROM " + id + "\n"
 		s.ModelInfo = map[string]any{} // the peer said nothing of its architecture
 		writeJSON(w, http.StatusOK, s)
 		return true
 	}
 	return false
+}
+
+// peerRef is the "peer:NAME/ID" an Ollama request's name goes to: with explicit, only a name of
+// that form; else a name (or the name without the ":latest" Ollama lists it with) a peer lists.
+// The request then goes through serveModel, which sends the translated request to the peer's
+// OpenAI endpoint and the answer back translated: any OpenAI-compatible peer serves it.
+func (api ollamaAPI) peerRef(r *http.Request, name string, explicit bool) (string, bool) {
+	if api.o.Peers == nil {
+		return "", false
+	}
+	if r.Header.Get(peer.ViaHeader) != "" {
+		return "", false // one hop only: the name is looked up here, and not found
+	}
+	if explicit {
+		_, id, ok := peer.ParseRef(name)
+		return name, ok && !strings.HasPrefix(id, peer.RefPrefix)
+	}
+	for _, n := range append([]string{name}, ollama.AltNames(name)...) {
+		if p, ok := api.o.Peers.Find(n); ok {
+			return peer.Ref(p.Name, n), true
+		}
+	}
+	return "", false
 }

@@ -130,7 +130,7 @@ func TestPeerOllamaTags(t *testing.T) {
 	}
 
 	// From a peer: local models only.
-	via := tagsByName(t, srv.URL+"/api/tags", viaHeader, "1")
+	via := tagsByName(t, srv.URL+"/api/tags", peer.ViaHeader, "1")
 	if len(via) != 1 || via["m1:latest"].Name == "" {
 		t.Fatalf("from a peer: %v", via)
 	}
@@ -153,7 +153,7 @@ func TestPeerOllamaPS(t *testing.T) {
 	if len(names) != 2 || names["m1:latest"].Name == "" || names["pm:latest"].SizeVRAM != 0 || !hexDigest.MatchString(names["pm:latest"].Digest) {
 		t.Fatalf("%+v", l.Models)
 	}
-	if code := getJSONVia(t, srv.URL+"/api/ps", &l, viaHeader, "1"); code != 200 || len(l.Models) != 1 || l.Models[0].Name != "m1:latest" {
+	if code := getJSONVia(t, srv.URL+"/api/ps", &l, peer.ViaHeader, "1"); code != 200 || len(l.Models) != 1 || l.Models[0].Name != "m1:latest" {
 		t.Fatalf("from a peer: %d %+v", code, l.Models)
 	}
 }
@@ -183,7 +183,7 @@ func TestPeerOllamaShow(t *testing.T) {
 		t.Fatalf("local: %d %s", resp.StatusCode, body)
 	}
 	for _, c := range []struct{ name, via string }{{"peer:box/nope", ""}, {"peer:nobody/pm", ""}, {"pm", "1"}, {"peer:box/pm", "1"}} {
-		resp := peerPost(t, srv.URL+"/api/show", `{"model":"`+c.name+`"}`, viaHeader, c.via)
+		resp := peerPost(t, srv.URL+"/api/show", `{"model":"`+c.name+`"}`, peer.ViaHeader, c.via)
 		if body, _ := io.ReadAll(resp.Body); resp.StatusCode != 404 {
 			t.Fatalf("%s (via %q): %d %s", c.name, c.via, resp.StatusCode, body)
 		}

@@ -200,15 +200,6 @@ func TestOllamaLoadUnloadAndErrors(t *testing.T) {
 	}
 }
 
-func TestHubNameOf(t *testing.T) {
-	for in, want := range map[string]string{"hf.co/Org/Repo:Q4_K_M": "Org/Repo:Q4_K_M", "https://huggingface.co/Org/Repo": "Org/Repo",
-		"Org/Repo:Q8_0": "Org/Repo:Q8_0", "hf.co/Org/Repo:latest": "Org/Repo", "HF.CO/Org/Repo:Q2_K": "Org/Repo:Q2_K"} {
-		if got := hubNameOf(in); got != want {
-			t.Errorf("%s: %s, want %s", in, got, want)
-		}
-	}
-}
-
 // A model of an Ollama store gets the params and system layers of the name the request used, under
 // what the request itself sets.
 func TestOllamaStoreDefaults(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -38,19 +39,19 @@ type routerGenSetJSON struct {
 }
 
 // props serves GET/POST /props: with a model it is the child's, without one the router's own.
-func (rt *Server) props(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) props(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("model") != "" || r.Method != http.MethodGet {
-		rt.modelRoute(w, r)
+		srv.modelRoute(w, r)
 		return
 	}
 	writeJSON(w, http.StatusOK, routerPropsJSON{
 		Role:           "router",
-		MaxInstances:   rt.o.Engine.Budget().MaxLoaded,
-		ModelsAutoload: !rt.o.NoModelsAutoload,
+		MaxInstances:   srv.o.Engine.Budget().MaxLoaded,
+		ModelsAutoload: !srv.o.NoModelsAutoload,
 		ModelAlias:     "llamatray",
 		ModelPath:      "none",
-		BuildInfo:      "llamatray " + rt.o.Version,
-		DefaultModel:   rt.o.DefaultModel,
+		BuildInfo:      "llamatray " + srv.o.Version,
+		DefaultModel:   srv.o.DefaultModel,
 	})
 }
 
@@ -59,13 +60,13 @@ const reloadTimeout = time.Minute
 
 // reload scans the model folders again when the request asks for it (?reload=1 or true), before
 // the list is answered, as llama.cpp's router does. A cross-site request gets the list as it is.
-func (rt *Server) reload(r *http.Request) error {
-	if v := r.URL.Query().Get("reload"); v != "1" && v != "true" || rt.o.Reload == nil || crossSite(r) {
+func (srv *Server) reload(r *http.Request) error {
+	if v := r.URL.Query().Get("reload"); v != "1" && v != "true" || srv.o.Reload == nil || crossSite(r) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), reloadTimeout)
 	defer cancel()
-	if err := rt.o.Reload(ctx); err != nil {
+	if err := srv.o.Reload(ctx); err != nil {
 		return fmt.Errorf("reload the model list: %w", err)
 	}
 	return nil
@@ -75,8 +76,8 @@ func (rt *Server) reload(r *http.Request) error {
 // ?autoload=false (or 0), with models_autoload off unless it asks ?autoload=true (or 1), and a
 // cross-site one (crossSite: an <img> of another site's page must not load models and evict the
 // user's). A sleeping model is running (waking it is not a load).
-func (rt *Server) checkAutoload(r *http.Request, id string) error {
-	autoload := !rt.o.NoModelsAutoload
+func (srv *Server) checkAutoload(r *http.Request, id string) error {
+	autoload := !srv.o.NoModelsAutoload
 	switch queryValue(r.URL, "autoload") {
 	case "false", "0":
 		autoload = false
@@ -86,7 +87,7 @@ func (rt *Server) checkAutoload(r *http.Request, id string) error {
 	if autoload && !crossSite(r) {
 		return nil
 	}
-	st, err := rt.o.Engine.Model(id)
+	st, err := srv.o.Engine.Model(id)
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ type sseStatus struct {
 // each model, so that an engine event that changes nothing a router client sees (a lease, a pin)
 // sends nothing. It is used by one goroutine and needs no lock.
 type sseTranslator struct {
-	rt   *Server
+	srv  *Server
 	last map[string]sseStatus
 }
 
@@ -136,7 +137,7 @@ func (t *sseTranslator) translate(ev engine.Event) []sseEventJSON {
 	if ev.Kind != "state" || ev.Model == "" {
 		return nil
 	}
-	st, err := t.rt.o.Engine.Model(ev.Model)
+	st, err := t.srv.o.Engine.Model(ev.Model)
 	if err != nil {
 		return nil
 	}
@@ -145,8 +146,8 @@ func (t *sseTranslator) translate(ev engine.Event) []sseEventJSON {
 	case engine.StateLoading:
 		now.Progress = &sseProgress{Stages: []string{"text_model"}, Current: "text_model", Value: st.Progress}
 	case engine.StateLoaded:
-		if v, err := t.rt.views.Model(ev.Model); err == nil {
-			e := v.Wire(t.rt.o.StartTime)
+		if v, err := t.srv.views.Model(ev.Model); err == nil {
+			e := v.Wire(t.srv.o.StartTime)
 			now.Info = &e
 		}
 	case engine.StateUnloaded, engine.StateFailed:
@@ -193,8 +194,8 @@ func pullSSE(ev hub.Event) []sseEventJSON {
 
 // modelsSSE serves GET /models/sse: model state changes as llama.cpp's router sends them,
 // `data: {"model","event","data"}`, Hub downloads among them.
-func (rt *Server) modelsSSE(w http.ResponseWriter, r *http.Request) {
-	rt.serveSSE(w, r, &sseTranslator{rt: rt, last: map[string]sseStatus{}}, "")
+func (srv *Server) modelsSSE(w http.ResponseWriter, r *http.Request) {
+	srv.serveSSE(w, r, &sseTranslator{srv: srv, last: map[string]sseStatus{}}, "")
 }
 
 func (t *sseTranslator) engineEvent(ev engine.Event, _ time.Time) []byte {
@@ -208,7 +209,7 @@ func (t *sseTranslator) next() (time.Time, bool)       { return time.Time{}, fal
 func appendSSE(buf []byte, evs []sseEventJSON) []byte {
 	for _, ev := range evs {
 		b, _ := json.Marshal(ev)
-		buf = append(append(append(buf, "data: "...), b...), "\n\n"...)
+		buf = append(buf, proxy.SSEEvent("", b)...)
 	}
 	return buf
 }

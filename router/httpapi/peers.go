@@ -15,28 +15,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/gorilla/mux"
 
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/peer"
+	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/wire"
 )
-
-// viaHeader marks a request this instance sends to a peer (with its marker: peers_loop.go); a
-// request that carries it is served by local models only, so two instances that are each other's
-// peers never pass a request round.
-const viaHeader = "X-Llamatray-Via"
-
-// peerHeaderPoke is how long a request waits for a peer's answer to begin, or for its next bytes
-// midway, before the peer's list is read again: when that read fails too, the request ends (see
-// errPeerDown and peerWatch), so a peer that stopped answering fails a request within
-// peerHeaderPoke + the read's timeout rather than never.
-var peerHeaderPoke = 3 * time.Second
-
-// errPeerDown ends a request whose peer stopped answering while it waited.
-var errPeerDown = errors.New("the peer stopped answering (its model list could not be read either)")
 
 // peerError is a request a peer could not take: unreachable, or cut midway.
 type peerError struct {
@@ -55,9 +41,9 @@ func peerAPIError(err error) (apiError, bool) {
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "peer_unreachable", Message: pe.Error()}, true
 	case errors.Is(err, errPeerEditRemote):
 		return apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "peer_edit_forbidden", Message: err.Error()}, true
-	case errors.Is(err, errPeerLoop):
+	case errors.Is(err, peer.ErrLoop):
 		return apiError{Status: http.StatusLoopDetected, Type: "invalid_request_error", Code: "peer_loop", Message: err.Error()}, true
-	case errors.Is(err, errPeerBusy):
+	case errors.Is(err, peer.ErrBusy):
 		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "peer_busy", Message: err.Error()}, true
 	case errors.Is(err, errPeerHop):
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: err.Error()}, true
@@ -73,8 +59,8 @@ func peerAPIError(err error) (apiError, bool) {
 // another name does when no local model takes it and a peer lists it. A request that came from a
 // peer never goes on to another, "peer:NAME/ID" included (see errPeerHop), so two instances that
 // are each other's peers never pass one round. ok is false when the request stays here.
-func (rt *Server) peerFor(r *http.Request, name string) (info peer.Info, id string, ok bool, err error) {
-	ps := rt.o.Peers
+func (srv *Server) peerFor(r *http.Request, name string) (info peer.Info, id string, ok bool, err error) {
+	ps := srv.o.Peers
 	if ps == nil {
 		return info, "", false, nil
 	}
@@ -88,14 +74,14 @@ func (rt *Server) peerFor(r *http.Request, name string) (info peer.Info, id stri
 		}
 		return info, pid, true, nil
 	}
-	if r.Header.Get(viaHeader) != "" {
+	if r.Header.Get(peer.ViaHeader) != "" {
 		return info, "", false, nil
 	}
 	info, found := ps.Find(name)
 	if !found {
 		return info, "", false, nil
 	}
-	if _, err := rt.resolve(name); err == nil || !isNotFound(err) {
+	if _, err := srv.resolve(name); err == nil || !isNotFound(err) {
 		return info, "", false, nil // a local model (or one being pulled) wins
 	}
 	return info, name, true, nil
@@ -106,7 +92,7 @@ func (rt *Server) peerFor(r *http.Request, name string) (info peer.Info, id stri
 // not found.
 func refHop(r *http.Request, ref, id string) error {
 	switch {
-	case r.Header.Get(viaHeader) != "":
+	case r.Header.Get(peer.ViaHeader) != "":
 		return fmt.Errorf("model %q not found: %w: a request that came from a peer is served by this instance's own models only, never sent on to another peer", ref, errPeerHop)
 	case strings.HasPrefix(id, peer.RefPrefix):
 		return fmt.Errorf("model %q not found: %w: a peer's model ID never starts with %q", ref, errPeerHop, peer.RefPrefix)
@@ -118,12 +104,12 @@ func refHop(r *http.Request, ref, id string) error {
 var errPeerHop = errors.New("one hop only")
 
 // servePeer sends the request to a peer when peerFor says so; false: it stays here.
-func (rt *Server) servePeer(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) bool {
-	if err := rt.checkLoop(r, body); err != nil { // peers_loop.go
+func (srv *Server) servePeer(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) bool {
+	if err := srv.checkLoop(r, body); err != nil {
 		writeError(w, r, err)
 		return true
 	}
-	p, id, ok, err := rt.peerFor(r, name)
+	p, id, ok, err := srv.peerFor(r, name)
 	if err != nil {
 		writeError(w, r, err)
 		return true
@@ -131,13 +117,13 @@ func (rt *Server) servePeer(w http.ResponseWriter, r *http.Request, name string,
 	if !ok {
 		return false
 	}
-	rt.forwardPeer(w, r, p, id, name, body, stream, path, rawPath)
+	srv.forwardPeer(w, r, p, id, name, body, stream, path, rawPath)
 	return true
 }
 
 // forwardPeer proxies r to model id of peer p, unbuffered: the peer's key replaces the client's
 // (none is sent when the peer has none), and the body's "model" (or ?model=) becomes the peer's ID.
-func (rt *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Info, id, name string, body []byte, stream bool, path, rawPath string) {
+func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Info, id, name string, body []byte, stream bool, path, rawPath string) {
 	ref := peer.Ref(p.Name, id)
 	info := infoFrom(r.Context())
 	if info != nil {
@@ -148,9 +134,9 @@ func (rt *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Inf
 		writeError(w, r, &peerError{Name: p.Name, URL: p.URL, Err: err})
 		return
 	}
-	release, err := rt.flight.acquire(p.Name) // peers_loop.go
+	release, err := srv.flight.Acquire(p.Name)
 	if err != nil {
-		rt.log.Warn("peer request refused", "peer", p.Name, "error", err)
+		srv.log.Warn("peer request refused", "peer", p.Name, "error", err)
 		writeError(w, r, err)
 		return
 	}
@@ -160,7 +146,7 @@ func (rt *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Inf
 		writeError(w, r, err)
 		return
 	}
-	body = withVia(body, rt.viaMarker(p.Name))
+	body = peer.WithVia(body, peer.Marker(srv.instance, p.Name))
 	if q := r.URL.Query(); q.Get("model") != "" {
 		q.Set("model", id)
 		u := *r.URL
@@ -168,21 +154,21 @@ func (rt *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Inf
 		r.URL = &u
 	}
 	t := info.newTarget(proxyTarget{model: ref, name: name, url: base, path: path, rawPath: rawPath, stream: stream})
-	setBody(r, &t.body, body, true)
+	proxy.SetBody(r, &t.body, body, true)
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	out := outRequest(r.WithContext(ctx), t)
+	out := proxy.OutRequest(r.WithContext(ctx), t.url, t.path, t.rawPath, t.stream, info.requestIDs())
 	if out == nil {
 		writeError(w, r, fmt.Errorf("%w: the client asked to switch protocols", errUpstream))
 		return
 	}
-	out.Header[viaHeader] = append(slices.Clone(r.Header.Values(viaHeader)), rt.viaMarker(p.Name))
+	out.Header[peer.ViaHeader] = append(slices.Clone(r.Header.Values(peer.ViaHeader)), peer.Marker(srv.instance, p.Name))
 	if p.APIKey != "" {
 		out.Header["Authorization"] = []string{"Bearer " + p.APIKey}
 	}
-	pw := watchPeer(ctx, cancel, rt.o.Peers, p) // peers_watch.go
-	defer pw.end()
-	resp, err := rt.peerRoundTrip(out, p)
+	pw := srv.o.Peers.WatchRequest(ctx, cancel, p, srv.peerPoke)
+	defer pw.End()
+	resp, err := srv.peerRoundTrip(out, p)
 	if err != nil {
 		if r.Context().Err() != nil {
 			if info != nil {
@@ -194,70 +180,56 @@ func (rt *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Inf
 			err = c
 		}
 		err = &peerError{Name: p.Name, URL: p.URL, Err: err}
-		rt.log.Warn("peer request failed", "peer", p.Name, "model", id, "error", err)
+		srv.log.Warn("peer request failed", "peer", p.Name, "model", id, "error", err)
 		writeError(w, r, err)
 		return
 	}
 	defer resp.Body.Close()
 	if !p.Up() {
-		rt.o.Peers.Poke(p.Name) // it answers again: list its models now
+		srv.o.Peers.Poke(p.Name) // it answers again: list its models now
 	}
 	t.status = resp.StatusCode
-	removeHopByHop(resp.Header)
+	proxy.RemoveHopByHop(resp.Header)
 	dropCORS(resp.Header)
 	resp.Header.Del(requestIDHeader)
-	h := w.Header()
-	for k, vv := range resp.Header {
-		h[k] = append(h[k], vv...)
-	}
-	w.WriteHeader(resp.StatusCode)
-	var flush func() error
-	if flushEach(resp) {
-		flush = http.NewResponseController(w).Flush
-		_ = flush()
-	}
-	if err := rt.copyAnswer(w, pw.body(resp.Body), flush); err != nil && r.Context().Err() == nil {
-		if c := context.Cause(ctx); errors.Is(c, errPeerDown) {
+	flush := proxy.WriteHead(w, resp)
+	if err := srv.copyAnswer(w, pw.Body(resp.Body), flush, ref); err != nil && r.Context().Err() == nil {
+		if c := context.Cause(ctx); errors.Is(c, peer.ErrDown) {
 			err = c
 		}
-		rt.peerCut(w, r, p, id, resp, err)
+		srv.peerCut(w, r, p, id, resp, err)
 	}
-	rt.record(t, 0)
+	srv.record(t, 0)
 }
 
-// peerRoundTrip sends out to p and waits for its answer to begin, under pw (see peerWatch).
-func (rt *Server) peerRoundTrip(out *http.Request, p peer.Info) (*http.Response, error) {
-	resp, err := rt.o.Peers.Transport().RoundTrip(out)
+// peerRoundTrip sends out to p and waits for its answer to begin, under pw (see peer.Watch).
+func (srv *Server) peerRoundTrip(out *http.Request, p peer.Info) (*http.Response, error) {
+	resp, err := srv.o.Peers.Transport().RoundTrip(out)
 	if err != nil {
-		rt.o.Peers.Poke(p.Name) // see whether it is down, for the lists
+		srv.o.Peers.Poke(p.Name) // see whether it is down, for the lists
 	}
 	return resp, err
 }
 
 // peerCut ends an answer the peer cut midway: a stream gets an error event naming the peer and
 // ends cleanly; any other answer ends the client's connection, so it is seen broken, not short.
-func (rt *Server) peerCut(w http.ResponseWriter, r *http.Request, p peer.Info, id string, resp *http.Response, err error) {
+func (srv *Server) peerCut(w http.ResponseWriter, r *http.Request, p peer.Info, id string, resp *http.Response, err error) {
 	err = &peerError{Name: p.Name, URL: p.URL, Err: fmt.Errorf("the answer was cut: %w", err)}
-	rt.log.Warn("peer answer cut", "peer", p.Name, "model", id, "error", err)
-	rt.o.Peers.Poke(p.Name)
-	if info := infoFrom(r.Context()); info != nil {
-		info.err = err
-	}
+	srv.log.Warn("peer answer cut", "peer", p.Name, "model", id, "error", err)
+	srv.o.Peers.Poke(p.Name)
+	e, _ := failed(r, err)
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		if r.Context().Value(http.ServerContextKey) != nil {
 			panic(http.ErrAbortHandler)
 		}
 		return
 	}
-	e := errorFor(err)
-	ev := sseErrorEvent(e.body())
+	name, doc := "", e.body()
 	if strings.HasPrefix(r.URL.Path, "/v1/messages") { // Anthropic's error event
-		doc, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": e.Message}})
-		ev = append(append([]byte("\nevent: error\ndata: "), doc...), "\n\n"...)
-	} else {
-		ev = append([]byte("\n"), ev...) // ends a line the cut left open
+		name = "error"
+		doc, _ = json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": e.Message}})
 	}
-	_, _ = w.Write(ev)
+	_, _ = w.Write(append([]byte("\n"), proxy.SSEEvent(name, doc)...)) // the newline ends a line the cut left open
 	_ = http.NewResponseController(w).Flush()
 }
 
@@ -289,17 +261,17 @@ func withModel(body []byte, id string) ([]byte, error) {
 // peerModels are the peers' models for GET /models and /v1/models: under their own ID, else —
 // when a local model (taken) or an earlier peer has it (those that answer first, then by name, as
 // Find picks) — under "peer:NAME/ID".
-func (rt *Server) peerModels(taken map[string]bool) []wire.Model {
-	if rt.o.Peers == nil {
+func (srv *Server) peerModels(taken map[string]bool) []wire.Model {
+	if srv.o.Peers == nil {
 		return nil
 	}
 	var out []wire.Model
-	peers := rt.o.Peers.Peers()
+	peers := srv.o.Peers.Peers()
 	sort.SliceStable(peers, func(a, b int) bool { return peers[a].Up() && !peers[b].Up() }) // as Find picks
 	for _, p := range peers {
 		for _, m := range p.Models {
 			ref := peer.Ref(p.Name, m.ID)
-			e := wire.Model{ID: m.ID, Object: "model", OwnedBy: peer.OwnedBy(p.Name), Created: rt.o.StartTime.Unix(),
+			e := wire.Model{ID: m.ID, Object: "model", OwnedBy: peer.OwnedBy(p.Name), Created: srv.o.StartTime.Unix(),
 				Aliases: []string{ref}, Tags: []string{}, Architecture: wire.Modalities{Input: []string{"text"}, Output: []string{"text"}}}
 			if taken[m.ID] {
 				e.ID, e.Aliases = ref, []string{}
@@ -314,27 +286,27 @@ func (rt *Server) peerModels(taken map[string]bool) []wire.Model {
 }
 
 // peersWire is every peer for GET /api/peers and /api/status.
-func (rt *Server) peersWire() []wire.Peer {
+func (srv *Server) peersWire() []wire.Peer {
 	out := []wire.Peer{}
-	if rt.o.Peers == nil {
+	if srv.o.Peers == nil {
 		return out
 	}
-	local := func(id string) bool { _, err := rt.resolve(id); return err == nil }
-	for _, p := range rt.o.Peers.Peers() {
+	local := func(id string) bool { _, err := srv.resolve(id); return err == nil }
+	for _, p := range srv.o.Peers.Peers() {
 		out = append(out, p.Wire(local))
 	}
 	return out
 }
 
 // peerRoutes declares GET and POST /api/peers and DELETE /api/peers/{name}.
-func (rt *Server) peerRoutes(m *mux.Router) {
-	m.HandleFunc("/api/peers", rt.listPeers).Methods(http.MethodGet)
-	m.HandleFunc("/api/peers", rt.addPeer).Methods(http.MethodPost)
-	m.HandleFunc("/api/peers/{name}", rt.removePeer).Methods(http.MethodDelete)
+func (srv *Server) peerRoutes(m *mux.Router) {
+	m.HandleFunc("/api/peers", srv.listPeers).Methods(http.MethodGet)
+	m.HandleFunc("/api/peers", srv.addPeer).Methods(http.MethodPost)
+	m.HandleFunc("/api/peers/{name}", srv.removePeer).Methods(http.MethodDelete)
 }
 
-func (rt *Server) listPeers(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, wire.PeerList{Peers: rt.peersWire()})
+func (srv *Server) listPeers(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
 }
 
 // errNoPeerEdit answers a peer change where the server has no configuration to save it in.
@@ -342,7 +314,7 @@ var errNoPeerEdit = fmt.Errorf("%w: peers cannot be changed here", errNotFound)
 
 // addPeer serves POST /api/peers: the peer is saved in the configuration and read at once. Only a
 // client on this machine may add one, and no page of another site (it makes Llamatray call out).
-func (rt *Server) addPeer(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) addPeer(w http.ResponseWriter, r *http.Request) {
 	if crossSite(r) {
 		writeError(w, r, fmt.Errorf("%w: a page of another site may not add a peer", errOriginForbidden))
 		return
@@ -352,19 +324,19 @@ func (rt *Server) addPeer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req wire.PeerAdd
-	if err := rt.readJSON(w, r, &req); err != nil {
+	if err := srv.readJSON(w, r, &req); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if rt.o.AddPeer == nil {
+	if srv.o.AddPeer == nil {
 		writeError(w, r, errNoPeerEdit)
 		return
 	}
-	if err := rt.o.AddPeer(req); err != nil {
+	if err := srv.o.AddPeer(req); err != nil {
 		writeError(w, r, fmt.Errorf("%w: %w", errBadPeer, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.PeerList{Peers: rt.peersWire()})
+	writeJSON(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
 }
 
 // errBadPeer is a peer change the configuration refused (a bad name or URL).
@@ -374,7 +346,7 @@ var errBadPeer = errors.New("peer not saved")
 var ErrNoSuchPeer = errors.New("no such peer")
 
 // removePeer serves DELETE /api/peers/{name}: as addPeer, only from this machine.
-func (rt *Server) removePeer(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) removePeer(w http.ResponseWriter, r *http.Request) {
 	name, ok := muxVar(r, "name")
 	if !ok {
 		writeError(w, r, errNotFound)
@@ -388,50 +360,43 @@ func (rt *Server) removePeer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errPeerEditRemote)
 		return
 	}
-	if rt.o.RemovePeer == nil {
+	if srv.o.RemovePeer == nil {
 		writeError(w, r, errNoPeerEdit)
 		return
 	}
-	if err := rt.o.RemovePeer(name); err != nil {
+	if err := srv.o.RemovePeer(name); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.PeerList{Peers: rt.peersWire()})
-}
-
-// ollamaPeer is the "peer:NAME/ID" an Ollama request's name goes to: with explicit, only a name of
-// that form; else a name (or the name without the ":latest" Ollama lists it with) a peer lists.
-// The request then goes through serveModel, which sends the translated request to the peer's
-// OpenAI endpoint and the answer back translated: any OpenAI-compatible peer serves it.
-func (rt *Server) ollamaPeer(r *http.Request, name string, explicit bool) (string, bool) {
-	if rt.o.Peers == nil {
-		return "", false
-	}
-	if r.Header.Get(viaHeader) != "" {
-		return "", false // one hop only: the name is looked up here, and not found
-	}
-	if explicit {
-		_, id, ok := peer.ParseRef(name)
-		return name, ok && !strings.HasPrefix(id, peer.RefPrefix)
-	}
-	for _, n := range append([]string{name}, ollamaNames(name)...) {
-		if p, ok := rt.o.Peers.Find(n); ok {
-			return peer.Ref(p.Name, n), true
-		}
-	}
-	return "", false
+	writeJSON(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
 }
 
 // peerModel is the entry of GET /v1/models/{model} for a peer's model, by its listed ID or its ref.
-func (rt *Server) peerModel(name string) (wire.Model, bool) {
+func (srv *Server) peerModel(name string) (wire.Model, bool) {
 	taken := map[string]bool{}
-	for _, m := range rt.views.Models() {
+	for _, m := range srv.views.Models() {
 		taken[m.ID] = true
 	}
-	for _, m := range rt.peerModels(taken) {
+	for _, m := range srv.peerModels(taken) {
 		if m.ID == name || len(m.Aliases) > 0 && m.Aliases[0] == name {
 			return m, true
 		}
 	}
 	return wire.Model{}, false
+}
+
+// checkLoop is peer.ErrLoop, naming the peer, for a request of this instance's that came back.
+func (srv *Server) checkLoop(r *http.Request, body []byte) error {
+	name, ok := peer.LoopedThrough(srv.instance, r.Header, body)
+	if !ok {
+		return nil
+	}
+	url := ""
+	if srv.o.Peers != nil {
+		if p, found := srv.o.Peers.Peer(name); found {
+			url = " (" + p.URL + ")"
+		}
+	}
+	srv.log.Warn("request loop: a request sent to a peer came back", "peer", name)
+	return fmt.Errorf("%w: this request was sent by this instance to peer %s%s and came back to it: peer %s leads back here (a proxy in front of this instance?)", peer.ErrLoop, name, url, name)
 }

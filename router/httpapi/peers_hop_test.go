@@ -18,7 +18,7 @@ func TestPeerOneHop(t *testing.T) {
 	var hopsA, hopsB atomic.Int64 // requests that arrived from a peer
 	count := func(h http.Handler, n *atomic.Int64) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get(viaHeader) != "" {
+			if r.Header.Get(peer.ViaHeader) != "" {
 				n.Add(1)
 			}
 			h.ServeHTTP(w, r)
@@ -55,13 +55,13 @@ func TestPeerOneHop(t *testing.T) {
 	}
 
 	// A request that came from a peer (as B sends it) with an explicit ref stays at A: 404.
-	resp = peerPost(t, a.URL+"/v1/chat/completions", `{"model":"peer:b/m1","messages":[]}`, viaHeader, "1")
+	resp = peerPost(t, a.URL+"/v1/chat/completions", `{"model":"peer:b/m1","messages":[]}`, peer.ViaHeader, "1")
 	if _, code, msg := decodeError(t, resp); resp.StatusCode != http.StatusNotFound || code != "model_not_found" || !strings.Contains(msg, "came from a peer") || hops() != 2 {
 		t.Fatalf("explicit ref from a peer: %d %s %q, %d requests from a peer", resp.StatusCode, code, msg, hops())
 	}
 
 	// Ollama's endpoints: the same, in Ollama's shape.
-	resp = peerPost(t, a.URL+"/api/chat", `{"model":"peer:b/m1","stream":false,"messages":[{"role":"user","content":"x"}]}`, viaHeader, "1")
+	resp = peerPost(t, a.URL+"/api/chat", `{"model":"peer:b/m1","stream":false,"messages":[{"role":"user","content":"x"}]}`, peer.ViaHeader, "1")
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), `"error":"model`) || hops() != 3 {
 		t.Fatalf("ollama, explicit ref from a peer: %d %s, %d requests from a peer", resp.StatusCode, body, hops())

@@ -37,8 +37,8 @@ func TestPeerLoopThroughAProxy(t *testing.T) {
 	ps := fastPeers()
 	t.Cleanup(ps.Close)
 	up, _ := recordingUpstream(t)
-	_, _, rt := testRouter(t, up.URL, func(o *Options) { o.Peers = ps })
-	a := httptest.NewServer(rt)
+	_, _, server := testRouter(t, up.URL, func(o *Options) { o.Peers = ps }, func(s *Server) { s.flight.Max = 3 })
+	a := httptest.NewServer(server)
 	t.Cleanup(a.Close)
 	target, _ := url.Parse(a.URL)
 	var turns atomic.Int64
@@ -50,7 +50,7 @@ func TestPeerLoopThroughAProxy(t *testing.T) {
 			return
 		}
 		turns.Add(1)
-		r.Header.Del(viaHeader)
+		r.Header.Del(peer.ViaHeader)
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(proxy.Close)
@@ -81,11 +81,9 @@ func TestPeerLoopThroughAProxy(t *testing.T) {
 	}
 }
 
-// TestPeerInFlightBound: requests in flight to one peer past peerMaxInFlight get 503 peer_busy
+// TestPeerInFlightBound: requests in flight to one peer past the Flight's bound get 503 peer_busy
 // naming it, at once; the others go through.
 func TestPeerInFlightBound(t *testing.T) {
-	defer func(n, all int) { peerMaxInFlight, peerMaxInFlightAll = n, all }(peerMaxInFlight, peerMaxInFlightAll)
-	peerMaxInFlight, peerMaxInFlightAll = 3, 100
 	release := make(chan struct{})
 	var arrived sync.WaitGroup
 	arrived.Add(3)
@@ -97,8 +95,8 @@ func TestPeerInFlightBound(t *testing.T) {
 		}
 		var body map[string]any
 		json.NewDecoder(r.Body).Decode(&body)
-		if _, ok := body[viaField]; !ok {
-			t.Errorf("a request to a peer without its %s marker: %v", viaField, body)
+		if _, ok := body["llamatray_via"]; !ok {
+			t.Errorf("a request to a peer without its llamatray_via marker: %v", body)
 		}
 		arrived.Done()
 		<-release
@@ -109,8 +107,8 @@ func TestPeerInFlightBound(t *testing.T) {
 	ps := fastPeers()
 	t.Cleanup(ps.Close)
 	up, _ := recordingUpstream(t)
-	_, _, rt := testRouter(t, up.URL, func(o *Options) { o.Peers = ps })
-	a := httptest.NewServer(rt)
+	_, _, server := testRouter(t, up.URL, func(o *Options) { o.Peers = ps }, func(s *Server) { s.flight.Max = 3 })
+	a := httptest.NewServer(server)
 	t.Cleanup(a.Close)
 	ps.Sync([]peer.Spec{{Name: "slowpeer", URL: remote.URL}})
 	waitPeerState(t, ps, "slowpeer", peer.StateUp)

@@ -98,11 +98,16 @@ func waitPeerState(t *testing.T, ps *peer.Set, name, state string) {
 }
 
 func peerRouter(t *testing.T, specs ...peer.Spec) (*httptest.Server, chan seen, *peer.Set) {
+	return peerRouterPoke(t, 0, specs...)
+}
+
+// peerRouterPoke is peerRouter reading a silent peer's list again after poke (0: peer.Poke).
+func peerRouterPoke(t *testing.T, poke time.Duration, specs ...peer.Spec) (*httptest.Server, chan seen, *peer.Set) {
 	local, localSeen := recordingUpstream(t)
 	ps := fastPeers()
 	t.Cleanup(ps.Close)
 	ps.Sync(specs)
-	srv, _, _ := testRouter(t, local.URL, func(o *Options) { o.Peers = ps })
+	srv, _, _ := testRouter(t, local.URL, func(o *Options) { o.Peers = ps }, func(s *Server) { s.peerPoke = poke })
 	return srv, localSeen, ps
 }
 
@@ -133,7 +138,7 @@ func TestPeerRoutingAndKeys(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 	got := a.last(t)
-	if got.Header.Get("Authorization") != "Bearer key-a" || got.Header.Get("X-Api-Key") != "" || got.Header.Get(viaHeader) == "" {
+	if got.Header.Get("Authorization") != "Bearer key-a" || got.Header.Get("X-Api-Key") != "" || got.Header.Get(peer.ViaHeader) == "" {
 		t.Fatalf("peer got headers %v", got.Header)
 	}
 
@@ -162,7 +167,7 @@ func TestPeerRoutingAndKeys(t *testing.T) {
 	}
 
 	// A request that came from a peer goes to local models only.
-	resp = peerPost(t, srv.URL+"/v1/chat/completions", `{"model":"pm","messages":[]}`, viaHeader, "1")
+	resp = peerPost(t, srv.URL+"/v1/chat/completions", `{"model":"pm","messages":[]}`, peer.ViaHeader, "1")
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("a request from a peer was passed on: %d", resp.StatusCode)
 	}
@@ -240,9 +245,6 @@ func TestPeerDown(t *testing.T) {
 // TestPeerHangs: a peer that takes connections but never answers fails a request within 10 s,
 // once its list cannot be read either.
 func TestPeerHangs(t *testing.T) {
-	old := peerHeaderPoke
-	peerHeaderPoke = 200 * time.Millisecond
-	t.Cleanup(func() { peerHeaderPoke = old })
 	var hang sync.WaitGroup
 	stop := make(chan struct{})
 	release := sync.OnceFunc(func() { close(stop) })
@@ -263,7 +265,7 @@ func TestPeerHangs(t *testing.T) {
 	t.Cleanup(ps.Close)
 	ps.Sync([]peer.Spec{{Name: "slow", URL: srv0.URL}})
 	local, _ := recordingUpstream(t)
-	srv, _, _ := testRouter(t, local.URL, func(o *Options) { o.Peers = ps })
+	srv, _, _ := testRouter(t, local.URL, func(o *Options) { o.Peers = ps }, func(s *Server) { s.peerPoke = 200 * time.Millisecond })
 	waitPeerState(t, ps, "slow", peer.StateUp)
 	readyOnce()
 	start := time.Now()

@@ -75,11 +75,8 @@ func streamPM(t *testing.T, srv *httptest.Server) (string, time.Duration) {
 // TestPeerFreezesMidStream: a peer that stops sending midway and no longer answers its list reads
 // either ends the stream within 10 s with an error event naming it.
 func TestPeerFreezesMidStream(t *testing.T) {
-	old := peerHeaderPoke
-	peerHeaderPoke = 200 * time.Millisecond
-	t.Cleanup(func() { peerHeaderPoke = old })
 	p := pausingPeer(t, true)
-	srv, _, ps := peerRouter(t, peer.Spec{Name: "box", URL: p.URL})
+	srv, _, ps := peerRouterPoke(t, 200*time.Millisecond, peer.Spec{Name: "box", URL: p.URL})
 	waitPeerState(t, ps, "box", peer.StateUp)
 	b, took := streamPM(t, srv)
 	if took > 10*time.Second || !strings.Contains(b, `"content":"hi"`) || !strings.Contains(b, "peer_unreachable") || !strings.Contains(b, "peer box") || !strings.Contains(b, "stopped answering") {
@@ -90,11 +87,8 @@ func TestPeerFreezesMidStream(t *testing.T) {
 // TestPeerPausesMidStream: a peer that is silent midway for several list reads but answers them
 // is not cut: the stream ends as the peer ends it.
 func TestPeerPausesMidStream(t *testing.T) {
-	old := peerHeaderPoke
-	peerHeaderPoke = 100 * time.Millisecond
-	t.Cleanup(func() { peerHeaderPoke = old })
 	p := pausingPeer(t, false)
-	srv, _, ps := peerRouter(t, peer.Spec{Name: "box", URL: p.URL})
+	srv, _, ps := peerRouterPoke(t, 100*time.Millisecond, peer.Spec{Name: "box", URL: p.URL})
 	waitPeerState(t, ps, "box", peer.StateUp)
 	b, _ := streamPM(t, srv)
 	if !strings.Contains(b, `"content":"hi"`) || !strings.Contains(b, `"content":"there"`) || !strings.Contains(b, "[DONE]") || strings.Contains(b, "error") {

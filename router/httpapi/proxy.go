@@ -9,21 +9,17 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/proxy"
 )
-
-// upstreamIdleTimeout keeps idle connections to children shorter than llama-server's own keep-alive
-// timeout (5 s), so the router rarely reuses a connection the child is about to close.
-const upstreamIdleTimeout = 3 * time.Second
 
 type targetKey struct{}
 
-// proxyTarget is where and how one request is proxied; forward, its hooks and the upstream read it
-// from the request's reqInfo (targetOf).
+// proxyTarget is where and how one request is proxied; forward, childAnswer, proxyError and the
+// children's transport (dest) read it from the request's reqInfo (targetOf).
 type proxyTarget struct {
 	model   string // canonical ID
 	name    string // the model as the client named it
@@ -36,10 +32,8 @@ type proxyTarget struct {
 	stream  bool            // the body asked for a stream
 	status  int             // the child's answer status, 0 until it answered
 	usage   *activity.Usage // what the answer reported of itself (activity.go), nil when nothing
-	body    memBody         // the request's body, as sent
+	body    proxy.Body      // the request's body, as sent
 }
-
-func targetFrom(r *http.Request) *proxyTarget { return targetOf(r.Context()) }
 
 // targetOf is the target of the exchange ctx is of: in the request's reqInfo (accessLog), or, for a
 // request that came by no access log, in a context value of its own.
@@ -51,29 +45,38 @@ func targetOf(ctx context.Context) *proxyTarget {
 	return t
 }
 
+// dest is where the exchange ctx is of goes, for the children's Transport: the model and its
+// child's unix socket ("" when it listens on a port).
+func dest(ctx context.Context) (model, socket string) {
+	if t := targetOf(ctx); t != nil {
+		return t.model, t.socket
+	}
+	return "", ""
+}
+
 // childAnswer drops the child's X-Request-Id (ours is already set) and every CORS header it
 // sent (llama-server echoes any Origin, and answers none with an empty Allow-Origin): the cors
 // middleware alone decides what a browser may read. A stream gets the opening the child left out
-// (repair.go). When the client already got an SSE response (loading progress), an error status
+// (proxy.Repair). When the client already got an SSE response (loading progress), an error status
 // from the child becomes an SSE error event.
-func (rt *Server) childAnswer(resp *http.Response) {
+func (srv *Server) childAnswer(resp *http.Response) {
 	resp.Header.Del(requestIDHeader)
 	dropCORS(resp.Header)
-	t := targetFrom(resp.Request)
+	t := targetOf(resp.Request.Context())
 	if t != nil {
 		watchUsage(resp, t)
 		id := ""
 		if info := infoFrom(resp.Request.Context()); info != nil {
 			id = info.id
 		}
-		repairStream(resp, t.model, id)
+		proxy.Repair(resp, t.model, id)
 	}
 	if t == nil || !t.early || resp.StatusCode < 300 {
 		return
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
-	ev := sseErrorEvent(upstreamErrorBody(resp.StatusCode, raw))
+	ev := proxy.SSEEvent("", upstreamErrorBody(resp.StatusCode, raw))
 	resp.Body = io.NopCloser(bytes.NewReader(ev))
 	resp.ContentLength = int64(len(ev))
 	resp.Header.Del("Content-Length")
@@ -103,20 +106,20 @@ func upstreamErrorBody(status int, raw []byte) []byte {
 }
 
 // proxyError handles a failed round trip (the child could not be reached or answered garbage).
-func (rt *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+func (srv *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		if info := infoFrom(r.Context()); info != nil {
 			info.status, info.err = statusClientClosed, err
 		}
 		return
 	}
-	t := targetFrom(r)
+	t := targetOf(r.Context())
 	model := ""
 	if t != nil {
 		model = t.model
 	}
 	err = fmt.Errorf("%w for model %q: %w", errUpstream, model, t.lostOr(err))
-	rt.log.Warn("proxy error", "model", model, "error", err)
+	srv.log.Warn("proxy error", "model", model, "error", err)
 	if t != nil && t.early {
 		writeSSEError(w, r, err)
 		return
@@ -146,10 +149,6 @@ func (s *sentWriter) Header() http.Header         { return s.h }
 func (s *sentWriter) WriteHeader(int)             {}
 func (s *sentWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// copyBufferPool recycles the proxy's 32 KiB copy buffers (forward.go).
-// A pointer to an array: a slice put in a Pool would be boxed, one allocation per Put.
-var copyBufferPool = sync.Pool{New: func() any { return new([32 << 10]byte) }}
-
 // looksLikePath reports names that can only be file paths, never catalog IDs or aliases.
 func looksLikePath(name string) bool {
 	if strings.ContainsAny(name, "\x00\\") || strings.HasPrefix(name, "/") || strings.HasPrefix(name, "~") ||
@@ -166,16 +165,16 @@ func looksLikePath(name string) bool {
 
 // resolve maps a requested name (ID or alias) to a catalog ID. Anything else — in particular a file
 // path — is an unknown model.
-func (rt *Server) resolve(name string) (string, error) {
+func (srv *Server) resolve(name string) (string, error) {
 	if looksLikePath(name) {
 		return "", &engine.UnknownModelError{Name: name}
 	}
-	id, err := rt.o.Engine.Resolve(name) // the one resolution of the request's name: the ID goes on (AcquireID)
+	id, err := srv.o.Engine.Resolve(name) // the one resolution of the request's name: the ID goes on (AcquireID)
 	if err != nil {
-		return "", rt.resolveHub(name, err)
+		return "", srv.resolveHub(name, err)
 	}
-	if rt.o.Catalog != nil {
-		if !rt.o.Catalog.Has(id) { // by ID: a model the engine runs but the catalog dropped
+	if srv.o.Catalog != nil {
+		if !srv.o.Catalog.Has(id) { // by ID: a model the engine runs but the catalog dropped
 			return "", &engine.UnknownModelError{Name: name}
 		}
 	}
@@ -184,20 +183,20 @@ func (rt *Server) resolve(name string) (string, error) {
 
 // serveModel resolves name, holds a lease on the model for the whole proxied exchange and proxies
 // the request with body to the child. path, when set, replaces the request path upstream.
-func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) {
+func (srv *Server) serveModel(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) {
 	info := infoFrom(r.Context())
 	start := time.Now()
 	if name == "" {
-		name = rt.o.DefaultModel
+		name = srv.o.DefaultModel
 	}
 	if name == "" {
 		writeError(w, r, errModelRequired)
 		return
 	}
-	if rt.servePeer(w, r, name, body, stream, path, rawPath) { // peers.go
+	if srv.servePeer(w, r, name, body, stream, path, rawPath) { // peers.go
 		return
 	}
-	id, err := rt.resolveRequest(r, name)
+	id, err := srv.resolveRequest(r, name)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -205,17 +204,17 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 	if info != nil {
 		info.model, info.routed = id, true
 	}
-	if body, err = rt.applyRules(r, id, body, path); err != nil {
+	if body, err = srv.applyRules(r, id, body, path); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if err := rt.checkAutoload(r, id); err != nil {
+	if err := srv.checkAutoload(r, id); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	lease, early, err := rt.acquire(w, r, id, stream)
+	lease, early, err := srv.acquire(w, r, id, stream)
 	if err != nil && r.Context().Err() == nil {
-		rt.o.Activity.Record(activity.Sample{Model: id, Wait: time.Since(start)})
+		srv.o.Activity.Record(activity.Sample{Model: id, Wait: time.Since(start)})
 	}
 	if lease != nil {
 		// Released when the response is fully written, the client is gone, or the proxy aborts the
@@ -238,15 +237,15 @@ func (rt *Server) serveModel(w http.ResponseWriter, r *http.Request, name string
 		return
 	}
 	t := info.newTarget(proxyTarget{model: id, name: name, url: lease.URL, socket: lease.Socket, path: path, rawPath: rawPath, early: early, stream: stream, lost: lease})
-	setBody(r, &t.body, body, false)
+	proxy.SetBody(r, &t.body, body, false)
 	if info == nil {
 		r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
 	}
 	if early {
 		w = &sentWriter{ResponseWriter: w, h: make(http.Header)}
 	}
-	rt.forward(w, r, t)
-	rt.record(t, lease.Waited)
+	srv.forward(w, r, t)
+	srv.record(t, lease.Waited)
 	if info != nil {
 		info.usage = t.usage
 	}

@@ -27,14 +27,14 @@ var proxiedGET = []string{"/slots", "/metrics", "/lora-adapters"}
 // fastRoutes sends a POST to one of proxiedPOST straight to modelRoute, as the mux would, without
 // matching the mux's routes one regexp at a time (they are most of the requests); anything else
 // goes to next.
-func (rt *Server) fastRoutes(next http.Handler) http.Handler {
+func (srv *Server) fastRoutes(next http.Handler) http.Handler {
 	exact := make(map[string]bool, len(proxiedPOST))
 	for _, p := range proxiedPOST {
 		exact[p] = true
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.RawPath == "" && exact[r.URL.Path] {
-			rt.modelRoute(w, r)
+			srv.modelRoute(w, r)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -42,7 +42,7 @@ func (rt *Server) fastRoutes(next http.Handler) http.Handler {
 }
 
 // routes declares every route of the router.
-func (rt *Server) routes() *mux.Router {
+func (srv *Server) routes() *mux.Router {
 	m := mux.NewRouter()
 	m.SkipClean(true)    // /upstream paths reach the child exactly as sent
 	m.UseEncodedPath()   // {model} is one escaped segment
@@ -51,79 +51,79 @@ func (rt *Server) routes() *mux.Router {
 	m.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeError(w, r, errMethod) })
 
 	// Management API, shaped like llama.cpp's router.
-	m.HandleFunc("/health", rt.health).Methods(http.MethodGet, http.MethodHead)
-	m.HandleFunc("/v1/health", rt.health).Methods(http.MethodGet, http.MethodHead) // llama.cpp's second name
-	m.HandleFunc("/api/status", rt.apiStatus).Methods(http.MethodGet)
-	m.HandleFunc("/api/activity", rt.activityDoc).Methods(http.MethodGet) // activity.go
-	m.HandleFunc("/models", rt.listModels).Methods(http.MethodGet)
-	m.HandleFunc("/v1/models", rt.listModels).Methods(http.MethodGet)
-	m.HandleFunc("/v1/models/{model:.+}", rt.getModel).Methods(http.MethodGet) // ORG/REPO:QUANT escaped or not
-	m.HandleFunc("/models/load", rt.loadModel).Methods(http.MethodPost)
-	m.HandleFunc("/models/unload", rt.unloadModel).Methods(http.MethodPost)
-	m.HandleFunc("/models/pin", rt.pinModel).Methods(http.MethodPost)
-	m.HandleFunc("/models/logs", rt.modelLogs).Methods(http.MethodGet)
-	m.HandleFunc("/models/events", rt.events).Methods(http.MethodGet)
-	m.HandleFunc("/models/sse", rt.modelsSSE).Methods(http.MethodGet) // llama.cpp's router events
-	rt.hubRoutes(m)                                                   // POST and DELETE /models, /api/hub/...
+	m.HandleFunc("/health", srv.health).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/v1/health", srv.health).Methods(http.MethodGet, http.MethodHead) // llama.cpp's second name
+	m.HandleFunc("/api/status", srv.apiStatus).Methods(http.MethodGet)
+	m.HandleFunc("/api/activity", srv.activityDoc).Methods(http.MethodGet) // activity.go
+	m.HandleFunc("/models", srv.listModels).Methods(http.MethodGet)
+	m.HandleFunc("/v1/models", srv.listModels).Methods(http.MethodGet)
+	m.HandleFunc("/v1/models/{model:.+}", srv.getModel).Methods(http.MethodGet) // ORG/REPO:QUANT escaped or not
+	m.HandleFunc("/models/load", srv.loadModel).Methods(http.MethodPost)
+	m.HandleFunc("/models/unload", srv.unloadModel).Methods(http.MethodPost)
+	m.HandleFunc("/models/pin", srv.pinModel).Methods(http.MethodPost)
+	m.HandleFunc("/models/logs", srv.modelLogs).Methods(http.MethodGet)
+	m.HandleFunc("/models/events", srv.events).Methods(http.MethodGet)
+	m.HandleFunc("/models/sse", srv.modelsSSE).Methods(http.MethodGet) // llama.cpp's router events
+	srv.hubRoutes(m)                                                   // POST and DELETE /models, /api/hub/...
 
 	// llama-server builds from llama.cpp's releases (llamaserver.go).
-	m.HandleFunc("/api/llama-server", rt.llamaServers).Methods(http.MethodGet)
-	m.HandleFunc("/api/llama-server/install", rt.installLlamaServer).Methods(http.MethodPost)
-	m.HandleFunc("/api/llama-server/use", rt.useLlamaServer).Methods(http.MethodPost)
+	m.HandleFunc("/api/llama-server", srv.llamaServers).Methods(http.MethodGet)
+	m.HandleFunc("/api/llama-server/install", srv.installLlamaServer).Methods(http.MethodPost)
+	m.HandleFunc("/api/llama-server/use", srv.useLlamaServer).Methods(http.MethodPost)
 
 	// Model-routed endpoints, proxied to the model's child.
 	for _, p := range proxiedPOST {
-		m.HandleFunc(p, rt.modelRoute).Methods(http.MethodPost)
+		m.HandleFunc(p, srv.modelRoute).Methods(http.MethodPost)
 	}
 	for _, p := range proxiedGET {
-		h := rt.modelRoute
+		h := srv.modelRoute
 		if p == "/metrics" {
-			h = rt.metricsRoute
+			h = srv.metricsRoute
 		}
 		m.HandleFunc(p, h).Methods(http.MethodGet, http.MethodPost)
 	}
-	m.HandleFunc("/slots/{slot}", rt.modelRoute).Methods(http.MethodPost)
-	m.HandleFunc("/props", rt.props).Methods(http.MethodGet, http.MethodPost)
+	m.HandleFunc("/slots/{slot}", srv.modelRoute).Methods(http.MethodPost)
+	m.HandleFunc("/props", srv.props).Methods(http.MethodGet, http.MethodPost)
 
-	rt.ollamaRoutes(m)   // Ollama's API (ollama.go)
-	rt.discoverRoutes(m) // /api/peers/discovered (discover.go), before /api/peers/{name}
-	rt.peerRoutes(m)     // /api/peers (peers.go)
+	srv.ollamaRoutes(m)   // Ollama's API (ollama.go)
+	srv.discoverRoutes(m) // /api/peers/discovered (discover.go), before /api/peers/{name}
+	srv.peerRoutes(m)     // /api/peers (peers.go)
 
 	// Passthrough to one child, any method, prefix stripped (llama-server's web UI works through it).
-	m.HandleFunc("/upstream/{model}", rt.upstreamRoot)
-	m.PathPrefix("/upstream/{model}/").HandlerFunc(rt.upstream)
+	m.HandleFunc("/upstream/{model}", srv.upstreamRoot)
+	m.PathPrefix("/upstream/{model}/").HandlerFunc(srv.upstream)
 	return m
 }
 
 // modelRoute proxies a model-routed request: the model is the body's "model", else ?model=, else
 // the default model. The body is read once and replayed upstream byte for byte.
-func (rt *Server) modelRoute(w http.ResponseWriter, r *http.Request) {
-	body, f, ok := rt.routedBody(w, r)
+func (srv *Server) modelRoute(w http.ResponseWriter, r *http.Request) {
+	body, f, ok := srv.routedBody(w, r)
 	if !ok {
 		return
 	}
-	rt.serveModel(w, r, f.Model, body, f.Stream, "", "")
+	srv.serveModel(w, r, f.Model, body, f.Stream, "", "")
 }
 
 // metricsRoute serves /metrics: a request naming a model (body or ?model=) is that model's
 // llama-server's, proxied as modelRoute does; one naming none gets Llamatray's own metrics in
 // Prometheus's text format (router/metrics), whatever the default model.
-func (rt *Server) metricsRoute(w http.ResponseWriter, r *http.Request) {
-	body, f, ok := rt.routedBody(w, r)
+func (srv *Server) metricsRoute(w http.ResponseWriter, r *http.Request) {
+	body, f, ok := srv.routedBody(w, r)
 	if !ok {
 		return
 	}
 	if f.Model == "" {
-		rt.metrics.ServeHTTP(w, r)
+		srv.metrics.ServeHTTP(w, r)
 		return
 	}
-	rt.serveModel(w, r, f.Model, body, f.Stream, "", "")
+	srv.serveModel(w, r, f.Model, body, f.Stream, "", "")
 }
 
 // routedBody reads a model-routed request's body and scans it; the model is the body's "model",
 // else ?model= ("" when neither names one). On an error it has answered, and ok is false.
-func (rt *Server) routedBody(w http.ResponseWriter, r *http.Request) (body []byte, f bodyFields, ok bool) {
-	body, err := rt.readBody(w, r)
+func (srv *Server) routedBody(w http.ResponseWriter, r *http.Request) (body []byte, f bodyFields, ok bool) {
+	body, err := srv.readBody(w, r)
 	if err != nil {
 		writeError(w, r, err)
 		return nil, f, false
@@ -140,9 +140,9 @@ func (rt *Server) routedBody(w http.ResponseWriter, r *http.Request) (body []byt
 }
 
 // upstreamRoot sends /upstream/{model} to /upstream/{model}/ so the web UI's relative links resolve.
-func (rt *Server) upstreamRoot(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) upstreamRoot(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		rt.upstream(w, r)
+		srv.upstream(w, r)
 		return
 	}
 	u := *r.URL
@@ -154,15 +154,15 @@ func (rt *Server) upstreamRoot(w http.ResponseWriter, r *http.Request) {
 }
 
 // upstream serves /upstream/{model}/...: any method, the path after the model forwarded as is.
-func (rt *Server) upstream(w http.ResponseWriter, r *http.Request) {
-	name, rest, ok := rt.upstreamModel(strings.TrimPrefix(r.URL.EscapedPath(), "/upstream/"))
+func (srv *Server) upstream(w http.ResponseWriter, r *http.Request) {
+	name, rest, ok := srv.upstreamModel(strings.TrimPrefix(r.URL.EscapedPath(), "/upstream/"))
 	if !ok || name == "" {
 		writeError(w, r, errNotFound)
 		return
 	}
 	if rest == "" { // /upstream/MODEL, without its slash
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			rt.upstreamRoot(w, r)
+			srv.upstreamRoot(w, r)
 			return
 		}
 		rest = "/"
@@ -176,12 +176,12 @@ func (rt *Server) upstream(w http.ResponseWriter, r *http.Request) {
 	if path != rest {
 		rawPath = rest
 	}
-	body, err := rt.readBody(w, r)
+	body, err := srv.readBody(w, r)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	rt.serveModel(w, r, name, body, false, path, rawPath)
+	srv.serveModel(w, r, name, body, false, path, rawPath)
 }
 
 // muxVar returns an unescaped path variable (routes match on the escaped path).

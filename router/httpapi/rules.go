@@ -137,8 +137,8 @@ var rulePaths = func() map[string]bool {
 // applyRules is body as model id's rules make it, for a request to be proxied to path ("" = the
 // request's own). With no rules for id, or for another path, body is returned as it is without
 // allocating. A body the rules cannot splice is an error wrapping errInvalidJSON (400).
-func (rt *Server) applyRules(r *http.Request, id string, body []byte, path string) ([]byte, error) {
-	rules := rt.o.Rules[id]
+func (srv *Server) applyRules(r *http.Request, id string, body []byte, path string) ([]byte, error) {
+	rules := srv.o.Rules[id]
 	if rules == nil || r.Method != http.MethodPost {
 		return body, nil
 	}
@@ -153,24 +153,6 @@ func (rt *Server) applyRules(r *http.Request, id string, body []byte, path strin
 		return nil, fmt.Errorf("%w (model %q has request rules, and they apply to a JSON object)", err, id)
 	}
 	return out, nil
-}
-
-// member is one top-level field of a body that a rule names (by its name or a synonym): bytes
-// [start,end) are the field with the whitespace around it (between the '{' or ',' before it and
-// the ',' or '}' after it); [vs,ve) its value; idx its place among all the body's fields, and
-// prevVe where the value of the field before it ends (-1 for the first). Fields no rule names are
-// counted, never listed, so a body of millions of fields costs no bookkeeping per field.
-type member struct {
-	idx, start, vs, ve, end, prevVe int
-	name                            string
-}
-
-// object is a body's top-level object as Apply reads it.
-type object struct {
-	named         []member // the fields a rule names, in order
-	n             int      // how many fields it has
-	open, closing int      // the offsets of its '{' and its '}'
-	lastVe        int      // where the value of its last field ends
 }
 
 // ruleAction is what a rule does to one member.
@@ -354,93 +336,11 @@ func splice(body []byte, obj object, acts []ruleAction, vals [][]byte, add [][]b
 	return append(out, body[pos:]...)
 }
 
-// scanObject reads the top-level object of a JSON body, listing the fields whose names are among
-// names (escaped names read as decoded) and appending them to ms; anything but one well-formed
-// JSON object is an error wrapping errInvalidJSON.
-func scanObject(body []byte, names []string, ms []member) (obj object, err error) {
-	s := scanner{b: body}
-	s.ws()
-	if s.peek() != '{' {
-		return obj, s.fail("request body must be a JSON object")
-	}
-	obj.open = s.i
-	s.i++
-	start := s.i
-	s.ws()
-	if s.peek() == '}' {
-		obj.closing = s.i
-		s.i++
-	} else {
-		prevVe := -1
-		for {
-			s.ws()
-			ks, ke, esc, err := s.str()
-			if err != nil {
-				return obj, err
-			}
-			s.ws()
-			if s.peek() != ':' {
-				return obj, s.fail("expected ':' after object key")
-			}
-			s.i++
-			s.ws()
-			vs := s.i
-			if err := s.value(); err != nil {
-				return obj, err
-			}
-			ve := s.i
-			s.ws()
-			if name, ok := ruleName(body, ks, ke, esc, names); ok {
-				ms = append(ms, member{idx: obj.n, start: start, vs: vs, ve: ve, end: s.i, prevVe: prevVe, name: name})
-			}
-			obj.n++
-			prevVe, obj.lastVe = ve, ve
-			c := s.peek()
-			if c == '}' {
-				obj.closing = s.i
-				s.i++
-				break
-			}
-			if c != ',' {
-				return obj, s.fail("expected ',' or '}' in object")
-			}
-			s.i++
-			start = s.i
-		}
-	}
-	s.ws()
-	if s.i != len(s.b) {
-		return obj, s.fail("unexpected data after the JSON object")
-	}
-	obj.named = ms
-	return obj, nil
-}
-
-// ruleName is the one of names that the key body[ks:ke] (the contents of a string literal, esc if
-// it has escapes) is, compared without allocating unless it is escaped.
-func ruleName(body []byte, ks, ke int, esc bool, names []string) (string, bool) {
-	key := body[ks:ke]
-	if esc {
-		u := unquote(body[ks-1 : ke+1])
-		i := slices.Index(names, u)
-		if i < 0 {
-			return "", false
-		}
-		return names[i], true
-	}
-	for _, n := range names {
-		if string(key) == n {
-			return n, true
-		}
-	}
-	return "", false
-}
-
 // underRules is an Ollama model's own defaults (its Modelfile's parameters) less those whose
 // llama-server field model id's default_params give: the configuration's defaults come before the
 // model file's, and a request's own options before both. defaults itself is never changed.
-func (rt *Server) underRules(id string, defaults map[string]any) map[string]any {
-	r := rt.o.Rules[id]
+func (srv *Server) underRules(id string, defaults map[string]any) map[string]any {
+	r := srv.o.Rules[id]
 	if r == nil || len(r.defaults) == 0 || len(defaults) == 0 {
 		return defaults
 	}

@@ -143,11 +143,11 @@ func TestNewRules(t *testing.T) {
 
 // TestApplyRulesNoAllocation: a model without rules costs the proxy no allocation.
 func TestApplyRulesNoAllocation(t *testing.T) {
-	rt := &Server{o: Options{Rules: RuleSet{"other": mustRules(t, map[string]any{"a": 1.0}, nil, nil)}}}
+	server := &Server{o: Options{Rules: RuleSet{"other": mustRules(t, map[string]any{"a": 1.0}, nil, nil)}}}
 	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
 	body := []byte(`{"model":"m1","messages":[]}`)
 	allocs := testing.AllocsPerRun(1000, func() {
-		out, err := rt.applyRules(r, "m1", body, "")
+		out, err := server.applyRules(r, "m1", body, "")
 		if err != nil || len(out) != len(body) {
 			t.Fatal("changed")
 		}

@@ -17,9 +17,9 @@ const corsAllowHeaders = "Authorization, Content-Type, X-Api-Key, Anthropic-Vers
 // "Host: evil.example"). Accepted: localhost and loopback addresses with any port, the host of the
 // listen address, Options.AllowedHosts ("*" accepts all), and — when listening on every interface —
 // any IP literal, since rebinding needs a DNS name.
-func (rt *Server) checkHost(next http.Handler) http.Handler {
+func (srv *Server) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !rt.hostAllowed(r.Host) {
+		if !srv.hostAllowed(r.Host) {
 			writeError(w, r, errHostNotAllowed)
 			return
 		}
@@ -27,7 +27,7 @@ func (rt *Server) checkHost(next http.Handler) http.Handler {
 	})
 }
 
-func (rt *Server) hostAllowed(hostport string) bool {
+func (srv *Server) hostAllowed(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
@@ -39,7 +39,7 @@ func (rt *Server) hostAllowed(hostport string) bool {
 	if isLoopbackHost(host) {
 		return true
 	}
-	for _, a := range rt.o.AllowedHosts {
+	for _, a := range srv.o.AllowedHosts {
 		a = strings.ToLower(strings.TrimSpace(a))
 		if h, _, err := net.SplitHostPort(a); err == nil {
 			a = h
@@ -48,7 +48,7 @@ func (rt *Server) hostAllowed(hostport string) bool {
 			return true
 		}
 	}
-	listen := rt.o.Listen
+	listen := srv.o.Listen
 	if h, _, err := net.SplitHostPort(listen); err == nil {
 		listen = h
 	}
@@ -66,9 +66,9 @@ func (rt *Server) hostAllowed(hostport string) bool {
 // originAllowed reports whether a browser origin may read responses: http(s) on localhost or a
 // loopback address with any port, or one of Options.CORSOrigins. The second result is "*" when that
 // wildcard is configured, else the origin itself.
-func (rt *Server) originAllowed(origin string) (bool, string) {
+func (srv *Server) originAllowed(origin string) (bool, string) {
 	norm := strings.TrimSuffix(strings.ToLower(origin), "/")
-	for _, o := range rt.o.CORSOrigins {
+	for _, o := range srv.o.CORSOrigins {
 		o = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o)), "/")
 		if o == "*" {
 			return true, "*"
@@ -92,7 +92,7 @@ func (rt *Server) originAllowed(origin string) (bool, string) {
 // GETs and HEADs may only read: the handlers ask crossSite before they would start a load, a rescan
 // or a call to the Hub or GitHub. An allowed Origin is trusted whatever Sec-Fetch-Site says.
 // Requests with neither header (curl, SDKs) are not cross-site.
-func (rt *Server) cors(next http.Handler) http.Handler {
+func (srv *Server) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		if origin == "" {
@@ -106,7 +106,7 @@ func (rt *Server) cors(next http.Handler) http.Handler {
 		preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
 		h := w.Header()
 		h.Add("Vary", "Origin")
-		ok, allow := rt.originAllowed(origin)
+		ok, allow := srv.originAllowed(origin)
 		if !ok {
 			serveCrossSite(w, r, next, preflight)
 			return
@@ -182,9 +182,9 @@ func validHeaderList(s string) bool {
 // auth requires one of Options.APIKeys when any is configured, as "Authorization: Bearer K" or
 // "x-api-key: K". /health stays open so clients can find a running instance. The credentials are
 // the router's own: the proxy never forwards them to a child.
-func (rt *Server) auth(next http.Handler) http.Handler {
+func (srv *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(rt.keys) == 0 || isHealth(r.URL.Path) || rt.keyOK(r) {
+		if len(srv.keys) == 0 || isHealth(r.URL.Path) || srv.keyOK(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -196,7 +196,7 @@ func (rt *Server) auth(next http.Handler) http.Handler {
 // isHealth reports the liveness paths, which stay open and are logged at debug level.
 func isHealth(path string) bool { return path == "/health" || path == "/v1/health" }
 
-func (rt *Server) keyOK(r *http.Request) bool {
+func (srv *Server) keyOK(r *http.Request) bool {
 	var given []string
 	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 		given = append(given, strings.TrimSpace(a[7:]))
@@ -205,7 +205,7 @@ func (rt *Server) keyOK(r *http.Request) bool {
 		given = append(given, strings.TrimSpace(k))
 	}
 	for _, g := range given {
-		for _, k := range rt.keys {
+		for _, k := range srv.keys {
 			if subtle.ConstantTimeCompare([]byte(g), k) == 1 {
 				return true
 			}

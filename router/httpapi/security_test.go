@@ -48,8 +48,8 @@ func TestHostCheck(t *testing.T) {
 		{":8080", nil, "10.0.0.2:8080", true},
 	}
 	for _, tc := range cases {
-		rt := New(Options{Engine: newFakeEngine(), Listen: tc.listen, AllowedHosts: tc.allowed})
-		if got := rt.hostAllowed(tc.host); got != tc.ok {
+		server := New(Options{Engine: newFakeEngine(), Listen: tc.listen, AllowedHosts: tc.allowed})
+		if got := server.hostAllowed(tc.host); got != tc.ok {
 			t.Errorf("listen %q allowed %v host %q: %v, want %v", tc.listen, tc.allowed, tc.host, got, tc.ok)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/metrics"
 	"github.com/llamatray/llamatray/router/peer"
+	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
@@ -134,7 +135,7 @@ type Server struct {
 	limit    int64
 	bodyWait time.Duration // bounds the arrival of a request body (bodyDeadline); <= 0: no bound
 	keys     [][]byte
-	children *upstream // connections to the children
+	children *proxy.Transport // connections to the children
 	mux      *mux.Router
 	handler  http.Handler
 	views    view.Source
@@ -146,14 +147,15 @@ type Server struct {
 	keepAlive    time.Duration // interval of /models/events keep-alive comments
 	coalesce     time.Duration // /models/events window per model
 
-	instance string     // this Server's marker in the requests it sends to peers (peers_loop.go)
-	flight   peerFlight // requests in flight to peers
+	instance string        // this Server's marker in the requests it sends to peers (peer.Marker)
+	flight   peer.Flight   // requests in flight to peers
+	peerPoke time.Duration // a request to a peer silent this long reads its list again (0: peer.Poke)
 }
 
 // New builds a Server. It does not validate the listen address against the keys: that is the
 // service's job (RequiresKey).
 func New(o Options) *Server {
-	rt := &Server{
+	srv := &Server{
 		o:            o,
 		log:          o.Logger,
 		limit:        o.BodyLimit,
@@ -162,62 +164,62 @@ func New(o Options) *Server {
 		loadingEvery: 2 * time.Second,
 		keepAlive:    15 * time.Second,
 		coalesce:     100 * time.Millisecond,
-		instance:     newInstance(),
+		instance:     peer.NewInstance(),
 	}
-	if rt.log == nil {
-		rt.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if srv.log == nil {
+		srv.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if rt.limit <= 0 {
-		rt.limit = DefaultBodyLimit
+	if srv.limit <= 0 {
+		srv.limit = DefaultBodyLimit
 	}
-	if rt.bodyWait == 0 {
-		rt.bodyWait = DefaultBodyTimeout
+	if srv.bodyWait == 0 {
+		srv.bodyWait = DefaultBodyTimeout
 	}
-	if rt.o.StartTime.IsZero() {
-		rt.o.StartTime = time.Now()
+	if srv.o.StartTime.IsZero() {
+		srv.o.StartTime = time.Now()
 	}
 	for _, k := range o.APIKeys {
 		if k != "" {
-			rt.keys = append(rt.keys, []byte(k))
+			srv.keys = append(srv.keys, []byte(k))
 		}
 	}
-	if rt.o.Activity == nil {
-		rt.o.Activity = activity.New(0, 0)
+	if srv.o.Activity == nil {
+		srv.o.Activity = activity.New(0, 0)
 	}
-	rt.views = o.Views
-	if rt.views == nil {
-		rt.views = view.Builder{Engine: o.Engine, Catalog: o.Catalog}
+	srv.views = o.Views
+	if srv.views == nil {
+		srv.views = view.Builder{Engine: o.Engine, Catalog: o.Catalog}
 	}
-	rt.metrics = o.Metrics
-	if rt.metrics == nil {
-		rt.metrics = metrics.New(o.Engine)
+	srv.metrics = o.Metrics
+	if srv.metrics == nil {
+		srv.metrics = metrics.New(o.Engine)
 		if o.Engine != nil {
-			rt.unwatch = rt.metrics.Watch(o.Engine)
+			srv.unwatch = srv.metrics.Watch(o.Engine)
 		}
 	}
-	rt.children = newUpstream()
-	rt.mux = rt.routes()
-	rt.handler = rt.accessLog(rt.bodyDeadline(rt.checkHost(rt.cors(rt.auth(rt.fastRoutes(rt.mux))))))
-	return rt
+	srv.children = proxy.NewTransport(dest)
+	srv.mux = srv.routes()
+	srv.handler = srv.accessLog(srv.bodyDeadline(srv.checkHost(srv.cors(srv.auth(srv.fastRoutes(srv.mux))))))
+	return srv
 }
 
 // ServeHTTP implements http.Handler.
-func (rt *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rt.handler.ServeHTTP(w, r)
+func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	srv.handler.ServeHTTP(w, r)
 }
 
 // Close drops idle upstream connections and ends the metrics' event subscription. In-flight
 // requests are not affected.
-func (rt *Server) Close() {
-	rt.children.CloseIdleConnections()
-	if rt.unwatch != nil {
-		rt.unwatch()
+func (srv *Server) Close() {
+	srv.children.CloseIdleConnections()
+	if srv.unwatch != nil {
+		srv.unwatch()
 	}
 }
 
 // DropIdle closes the idle connections to model id's children: its child is about to stop, and
 // llama-server waits for open connections before it exits.
-func (rt *Server) DropIdle(id string) { rt.children.closeIdle(id) }
+func (srv *Server) DropIdle(id string) { srv.children.CloseIdle(id) }
 
 // RequiresKey reports whether binding listen exposes the router beyond this machine, so that an API
 // key must be configured: anything but a loopback name or address (":8080" and "0.0.0.0:8080" bind

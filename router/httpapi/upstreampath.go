@@ -13,7 +13,7 @@ const maxModelSegments = 4
 // the escaped path for the child. A model's name is one segment, escaped as
 // "Org%2FRepo:Q8_0", or, written as it is ("/upstream/Org/Repo:Q8_0/health"), the most segments
 // from the start that name a model. ok is false when the name does not unescape.
-func (rt *Server) upstreamModel(tail string) (name, rest string, ok bool) {
+func (srv *Server) upstreamModel(tail string) (name, rest string, ok bool) {
 	segs := strings.Split(tail, "/")
 	for n := min(len(segs), maxModelSegments); n > 1; n-- {
 		esc := strings.Join(segs[:n], "/")
@@ -21,7 +21,7 @@ func (rt *Server) upstreamModel(tail string) (name, rest string, ok bool) {
 		if err != nil {
 			continue
 		}
-		if _, err := rt.o.Engine.Resolve(v); err == nil {
+		if _, err := srv.o.Engine.Resolve(v); err == nil {
 			return v, tail[len(esc):], true
 		}
 	}

@@ -313,3 +313,12 @@ func TestCutStream(t *testing.T) {
 		t.Errorf("%s", rec.Body)
 	}
 }
+
+func TestHubName(t *testing.T) {
+	for in, want := range map[string]string{"hf.co/Org/Repo:Q4_K_M": "Org/Repo:Q4_K_M", "https://huggingface.co/Org/Repo": "Org/Repo",
+		"Org/Repo:Q8_0": "Org/Repo:Q8_0", "hf.co/Org/Repo:latest": "Org/Repo", "HF.CO/Org/Repo:Q2_K": "Org/Repo:Q2_K"} {
+		if got := HubName(in); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+}

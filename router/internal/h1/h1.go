@@ -59,6 +59,11 @@ func IsTchar(c byte) bool {
 	return false
 }
 
+// IsHex reports an ASCII hexadecimal digit.
+func IsHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
 // HasLineBreak reports a CR or LF in s (two byte searches: faster than strings.ContainsAny).
 func HasLineBreak(s string) bool {
 	return strings.IndexByte(s, '\n') >= 0 || strings.IndexByte(s, '\r') >= 0

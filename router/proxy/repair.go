@@ -1,4 +1,4 @@
-package httpapi
+package proxy
 
 import (
 	"bytes"
@@ -40,11 +40,11 @@ func streamKindOf(path string) streamKind {
 // a longer first event passes unrepaired.
 const maxFirstEvent = 256 << 10
 
-// repairStream wraps resp.Body when resp is a successful SSE answer that may lack its opening.
+// Repair wraps resp.Body when resp is a successful SSE answer that may lack its opening.
 // model is the model's ID, the name llama-server's own events give it (the child runs with the ID as
 // its alias), so that an opening the repair restores reads as the one the child would have sent;
 // id is the request ID, for a synthesized message_start.
-func repairStream(resp *http.Response, model, id string) {
+func Repair(resp *http.Response, model, id string) {
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return
 	}
@@ -205,12 +205,12 @@ func anthropicOpening(name string, data []byte, model, id string) []byte {
 	start, _ := json.Marshal(anthropicMessageStart{Type: "message_start", Message: anthropicMessage{
 		ID: "msg_" + id, Type: "message", Role: "assistant", Content: []any{}, Model: model,
 	}})
-	out := sseEvent("message_start", start)
+	out := SSEEvent("message_start", start)
 	if first.Type == "message_delta" {
 		// The whole answer was lost with the opening (every token an incomplete UTF-8 sequence):
 		// an empty text block, so that the message has the content the SDKs expect.
-		out = append(out, sseEvent("content_block_start", []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`))...)
-		out = append(out, sseEvent("content_block_stop", []byte(`{"type":"content_block_stop","index":0}`))...)
+		out = append(out, SSEEvent("content_block_start", []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`))...)
+		out = append(out, SSEEvent("content_block_stop", []byte(`{"type":"content_block_stop","index":0}`))...)
 	}
 	if first.Type == "content_block_delta" && first.Index != nil {
 		var block string
@@ -222,19 +222,20 @@ func anthropicOpening(name string, data []byte, model, id string) []byte {
 		}
 		if block != "" {
 			b, _ := json.Marshal(map[string]any{"type": "content_block_start", "index": *first.Index, "content_block": json.RawMessage(block)})
-			out = append(out, sseEvent("content_block_start", b)...)
+			out = append(out, SSEEvent("content_block_start", b)...)
 		}
 	}
 	return out
 }
 
-// sseEvent formats one named SSE event.
-func sseEvent(name string, data []byte) []byte {
+// SSEEvent formats one SSE event: its name (none when "") and its data, the one way every stream
+// of the router writes an event.
+func SSEEvent(name string, data []byte) []byte {
 	out := make([]byte, 0, len(name)+len(data)+16)
-	out = append(out, "event: "...)
-	out = append(out, name...)
-	out = append(out, "\ndata: "...)
-	out = append(out, data...)
+	if name != "" {
+		out = append(append(append(out, "event: "...), name...), '\n')
+	}
+	out = append(append(out, "data: "...), data...)
 	return append(out, "\n\n"...)
 }
 
@@ -292,8 +293,5 @@ func openAIOpening(data []byte) []byte {
 		chunk.Choices = append(chunk.Choices, openAIRoleChoice{Index: idx, Delta: openAIRoleDelta{Role: "assistant"}})
 	}
 	b, _ := json.Marshal(chunk)
-	out := make([]byte, 0, len(b)+8)
-	out = append(out, "data: "...)
-	out = append(out, b...)
-	return append(out, "\n\n"...)
+	return SSEEvent("", b)
 }
