@@ -85,7 +85,7 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	var bar float64
 	var barShown bool
 	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Install llama-server")) })
-	testbed.WaitFor(t, 10*time.Second, "the install to finish", func() bool {
+	testbed.WaitFor(t, 30*time.Second, "the install to finish", func() bool {
 		var done bool
 		l.wait(func() {
 			si := u.models.install
