@@ -87,6 +87,9 @@ func (d *downloadsSection) row(h Backend, dl Download) fyne.CanvasObject {
 			return h.ResumePull(ctx, name)
 		})
 	}
+	if dl.State == hub.StateFailed && pullGated(dl.Error) {
+		buttons = append(buttons, widget.NewButtonWithIcon("Hugging Face token…", theme.SettingsIcon(), d.u.showHubToken))
+	}
 	act("Cancel", theme.CancelIcon(), "Cancel", func() error { return h.DiscardPull(name) })
 	head := widget.NewLabelWithStyle(name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	body := container.NewVBox(head, bar, line)
@@ -154,8 +157,8 @@ func pullTrouble(err string) (text string, kept bool) {
 		return "Stopped." + goOn, true
 	case has("sha256 mismatch", "checksum"):
 		return "What came does not match the checksum the Hub lists, so it was deleted: Retry downloads it again.", false
-	case has("gated or private", "no access", "http 401", "http 403"):
-		return "This model is gated: accept its terms on its Hub page, paste a token with access in Settings… (Hugging Face token), then Retry.", true
+	case pullGated(err):
+		return "This model is gated: accept its terms on its Hub page, paste a token with access in Settings' Hugging Face token field, then Retry.", true
 	case has("not found on the hugging face hub", "http 404"):
 		return "The Hub no longer has this file: Cancel, and pick another model or quant.", false
 	case has("no space left", "disk quota"):
@@ -178,6 +181,18 @@ func pullTrouble(err string) (text string, kept bool) {
 	}
 	msg = strings.TrimSuffix(strings.TrimSpace(msg), ".")
 	return upperFirst(msg) + "." + goOn, true
+}
+
+// pullGated reports whether the Hub refused a download for want of access (401, 403: a gated or
+// private repo), which a token with access in Settings fixes.
+func pullGated(err string) bool {
+	low := strings.ToLower(err)
+	for _, w := range []string{"gated or private", "no access", "http 401", "http 403"} {
+		if strings.Contains(low, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // urlPattern matches a web address in an error.

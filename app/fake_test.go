@@ -18,6 +18,7 @@ import (
 	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -150,7 +151,7 @@ func (f *fakeBackend) callLog() []string {
 // waitCall waits until the backend saw a call.
 func (f *fakeBackend) waitCall(t *testing.T, want string) {
 	t.Helper()
-	waitFor(t, "call "+want, func() bool {
+	testbed.WaitFor(t, 10*time.Second, "call "+want, func() bool {
 		for _, c := range f.callLog() {
 			if c == want {
 				return true
@@ -158,18 +159,6 @@ func (f *fakeBackend) waitCall(t *testing.T, want string) {
 		}
 		return false
 	})
-}
-
-// waitFor polls cond until it holds, failing the test after a deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // uiLoop stands in for Fyne's UI thread in tests: Fyne's test driver runs fyne.Do callbacks on the

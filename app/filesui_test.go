@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/app/platform"
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 // overlayTop returns the topmost dialog or popup of a window.
@@ -37,7 +38,7 @@ func TestDropCopiesModelIntoModelsDir(t *testing.T) {
 		test.Tap(findButton(t, top, "Add"))
 	})
 	fb.waitCall(t, "rescan")
-	waitFor(t, "the status line", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the status line", func() bool {
 		var text string
 		l.wait(func() { text = u.models.status.Text })
 		return text == "Added dropped.gguf."

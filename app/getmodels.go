@@ -209,17 +209,6 @@ func (g *getModelsWindow) starterAction(repo string, q hub.QuantFit) fyne.Canvas
 	return b
 }
 
-// shortName is a repo or model name short enough for a button of the results column: a long
-// name keeps its start and end around an ellipsis.
-func shortName(name string) string {
-	const most = 48
-	r := []rune(name)
-	if len(r) <= most {
-		return name
-	}
-	return string(r[:most/2-1]) + "…" + string(r[len(r)-most/2:])
-}
-
 // running reports whether model is being downloaded, from this window or elsewhere.
 func (g *getModelsWindow) running(model string) bool {
 	if strings.EqualFold(model, g.pulling) {
@@ -231,11 +220,6 @@ func (g *getModelsWindow) running(model string) bool {
 		}
 	}
 	return false
-}
-
-// starterText is a starter in words: its use, why, its size and its fit here.
-func starterText(s hub.StarterFit) string {
-	return fmt.Sprintf("%s · %s · %s · %s", s.Use, s.Why, humanBytes(s.Size), fitText(s.QuantFit))
 }
 
 // runSearch searches the Hub for the entry's text.
@@ -297,37 +281,6 @@ func (g *getModelsWindow) showResults(text string, repos []hub.Repo, err error) 
 	g.results.Refresh()
 }
 
-// repoLabel is what the Hub says of a search result, in words.
-func repoLabel(r hub.Repo) string {
-	var parts []string
-	if r.Downloads > 0 {
-		parts = append(parts, countText(r.Downloads, "download"))
-	}
-	if r.Likes > 0 {
-		parts = append(parts, countText(r.Likes, "like"))
-	}
-	if t, err := time.Parse(time.RFC3339, r.Modified); err == nil {
-		parts = append(parts, "updated "+t.Format("2 Jan 2006"))
-	}
-	if r.Gated {
-		parts = append(parts, "gated: needs a token with access")
-	}
-	return strings.Join(parts, " · ")
-}
-
-// countText is a count for people: 950 downloads, 12.3k downloads, 4.1M downloads.
-func countText(n int64, what string) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1fM %ss", float64(n)/1e6, what)
-	case n >= 10_000:
-		return fmt.Sprintf("%.0fk %ss", float64(n)/1e3, what)
-	case n >= 1_000:
-		return fmt.Sprintf("%.1fk %ss", float64(n)/1e3, what)
-	}
-	return plural(int(n), what)
-}
-
 // openRepo lists a repo's quants with their fit badges (headers read, nothing downloaded).
 func (g *getModelsWindow) openRepo(repo string) {
 	g.repoHead.SetText(repo)
@@ -339,37 +292,6 @@ func (g *getModelsWindow) openRepo(repo string) {
 		qs, err := g.h.HubQuants(ctx, repo)
 		g.u.onUI(func() { g.showQuants(repo, qs, err) })
 	}()
-}
-
-// fitText is a fit badge in words.
-func fitText(q hub.QuantFit) string {
-	switch q.Fit {
-	case fit.Now:
-		return "Fits now"
-	case fit.AfterUnload:
-		return "Fits after unloading other models"
-	case fit.TooLarge:
-		return "Too large for this machine"
-	}
-	return "Fit unknown"
-}
-
-// fitReason says what the badge is based on, in the window's units.
-func fitReason(q hub.QuantFit) string {
-	if q.Fit == "" || q.MemoryBytes <= 0 {
-		return q.FitReason // why the fit is unknown
-	}
-	return "Needs about " + humanBytes(q.MemoryBytes) + " of memory to run (estimated from its header)."
-}
-
-func fitImportance(f fit.Fit) widget.Importance {
-	switch f {
-	case fit.Now:
-		return widget.SuccessImportance
-	case fit.TooLarge:
-		return widget.DangerImportance
-	}
-	return widget.WarningImportance
 }
 
 func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) {
@@ -491,19 +413,6 @@ func (g *getModelsWindow) setPulling(model, text string) {
 	g.progress.SetValue(0)
 	g.progress.Show()
 	g.cancel.Show()
-}
-
-// pullText is one line of a download's progress: bytes, rate and time left.
-func pullText(ev hub.Event) string {
-	p := ev.Progress
-	s := fmt.Sprintf("Downloading %s: %s of %s", ev.Model, humanBytes(p.Done), humanBytes(p.Total))
-	if p.Rate > 0 {
-		s += fmt.Sprintf(", %s/s", humanBytes(int64(p.Rate)))
-	}
-	if p.Left > 0 {
-		s += fmt.Sprintf(", %s left", p.Left.Round(time.Second))
-	}
-	return s
 }
 
 // event shows a pull's progress or end.

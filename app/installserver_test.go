@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2/test"
 
@@ -65,7 +66,7 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	// The panel says which build suits this machine and why, and offers the others.
 	var picked string
 	var options []string
-	waitFor(t, "the build choice", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the build choice", func() bool {
 		l.wait(func() { picked, options = u.models.install.pick.Selected, u.models.install.pick.Options })
 		return picked != ""
 	})
@@ -84,7 +85,7 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	var bar float64
 	var barShown bool
 	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Install llama-server")) })
-	waitFor(t, "the install to finish", func() bool {
+	testbed.WaitFor(t, 30*time.Second, "the install to finish", func() bool {
 		var done bool
 		l.wait(func() {
 			si := u.models.install
@@ -97,7 +98,7 @@ func TestInstallLlamaServerButton(t *testing.T) {
 		t.Errorf("progress bar at the end: %v shown %v", bar, barShown)
 	}
 	shoot(t, l, u.models.win, "install-2-installed")
-	waitFor(t, "the banner to go", func() bool { return !shows("llama-server not found") })
+	testbed.WaitFor(t, 10*time.Second, "the banner to go", func() bool { return !shows("llama-server not found") })
 	if ls := svc.LlamaServer(); ls.Source != "installed" || ls.Build != "b7100" {
 		t.Fatalf("service uses %+v", ls)
 	}
@@ -105,7 +106,7 @@ func TestInstallLlamaServerButton(t *testing.T) {
 		t.Errorf("installed %+v, want the picked %s", builds, want)
 	}
 	l.wait(func() { test.Tap(findButton(t, u.models.list, "Load")) })
-	waitFor(t, "the model to load on the installed build", func() bool { return shows("[Unload]") })
+	testbed.WaitFor(t, 10*time.Second, "the model to load on the installed build", func() bool { return shows("[Unload]") })
 	if got := sb.Snapshot().Models[0].Binary; got != svc.LlamaServer().Path {
 		t.Errorf("the child runs %s", got)
 	}
@@ -121,7 +122,7 @@ func TestInstallLlamaServerButtonFailure(t *testing.T) {
 	u, l := newTestUIWith(t, sb)
 	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
 	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Install llama-server")) })
-	waitFor(t, "the failure", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the failure", func() bool {
 		var text string
 		var enabled bool
 		l.wait(func() { text, enabled = u.models.install.status.Text, !u.models.install.button.Disabled() })
@@ -140,7 +141,7 @@ func TestInstallLlamaServerCancel(t *testing.T) {
 	u, l := newTestUIWith(t, sb)
 	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
 	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Install llama-server")) })
-	waitFor(t, "the download under way, with Cancel", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the download under way, with Cancel", func() bool {
 		var ok bool
 		l.wait(func() {
 			si := u.models.install
@@ -149,7 +150,7 @@ func TestInstallLlamaServerCancel(t *testing.T) {
 		return ok
 	})
 	l.wait(func() { test.Tap(u.models.install.stop) })
-	waitFor(t, "the install cancelled", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the install cancelled", func() bool {
 		var text string
 		l.wait(func() { text = u.models.install.status.Text })
 		return strings.Contains(text, "Install cancelled")

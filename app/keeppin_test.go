@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
@@ -63,7 +64,7 @@ func TestSettingsWindowKeepsAPinMadeMeanwhile(t *testing.T) {
 		sw.entries[keyMaxLoaded].SetText("3")
 		test.Tap(sw.save)
 	})
-	waitFor(t, "the settings save", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the settings save", func() bool {
 		var text string
 		l.wait(func() { text = sw.general.Text })
 		return text == "Saved and applied."
@@ -82,7 +83,7 @@ func TestModelSettingsWindowKeepsAPinMadeMeanwhile(t *testing.T) {
 	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	u, l := newWatchedUI(t, b)
 	const id = "tiny-chat"
-	waitFor(t, "the snapshot", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the snapshot", func() bool {
 		var ok bool
 		l.wait(func() { ok = len(u.snap.Models) == 1 })
 		return ok
@@ -96,7 +97,7 @@ func TestModelSettingsWindowKeepsAPinMadeMeanwhile(t *testing.T) {
 		w.ctx.SetText("256")
 		test.Tap(w.apply)
 	})
-	waitFor(t, "the save", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the save", func() bool {
 		var text string
 		l.wait(func() { text = w.result.Text })
 		return text != "" && text != "Saving…"

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2/test"
 
@@ -39,7 +40,7 @@ func TestLookAgainFindsLlamaServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.wait(func() { test.Tap(findButton(t, u.models.banners, "Look again")) })
-	waitFor(t, "the banner to go", func() bool { return !shows("llama-server not found") })
+	testbed.WaitFor(t, 10*time.Second, "the banner to go", func() bool { return !shows("llama-server not found") })
 	if !shows("Found llama-server at") {
 		t.Errorf("status: %q", texts(u.models.win.Content()))
 	}

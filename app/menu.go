@@ -108,7 +108,7 @@ func header(s Snapshot) []MenuItem {
 		})
 	}
 	if s.ServerPath == "" {
-		out = append(out, MenuItem{Label: "llama-server not found — how to install…", Action: Action{Kind: ActOpenWindow}})
+		out = append(out, MenuItem{Label: "llama-server not found — Install llama-server…", Action: Action{Kind: ActOpenWindow}})
 	}
 	out = append(out, updateItems(s)...)
 	stopped := 0
@@ -208,7 +208,7 @@ func modelSubmenu(m Model) []MenuItem {
 		pin,
 		sep(),
 		{Label: "Copy model ID", Action: Action{Kind: ActCopy, Text: m.ID}},
-		item("Show logs", ActShowLogs, m.ID),
+		item("Logs", ActShowLogs, m.ID), // as the window's row says
 	}
 }
 
@@ -220,7 +220,7 @@ func availableMenu(s Snapshot, ms []Model) MenuItem {
 		top.Label = "Available"
 		msg := "No other models"
 		if len(s.Models) == 0 {
-			msg = "No models found — add a folder in Settings"
+			msg = "No models found — Get models… in the window"
 		}
 		top.Children = []MenuItem{{Label: msg, Disabled: true}}
 		return top

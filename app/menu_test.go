@@ -111,41 +111,41 @@ func TestBuildMenuModelSubmenu(t *testing.T) {
 			name:     "idle loaded",
 			m:        model("a", service.StateLoaded, func(m *Model) { m.MemoryBytes = 812_000_000 }),
 			label:    "● a — 774 MiB",
-			want:     []string{"Unload", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
+			want:     []string{"Unload", "Force unload", "Pin", "---", "Copy model ID", "Logs"},
 			disabled: []string{"Force unload"},
 		},
 		{
 			name:  "busy",
 			m:     model("a", service.StateLoaded, func(m *Model) { m.Active = 2; m.Queued = 1; m.MemoryBytes = 4_100_000_000 }),
 			label: "● a — 2 active · 1 queued · 3.8 GiB",
-			want:  []string{"Unload — busy, 2 active", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
+			want:  []string{"Unload — busy, 2 active", "Force unload", "Pin", "---", "Copy model ID", "Logs"},
 		},
 		{
 			name:     "draining",
 			m:        model("a", service.StateLoaded, func(m *Model) { m.Active = 1; m.Draining = true; m.MemoryBytes = gb }),
 			label:    "● a — 1 active · unloading · 954 MiB",
-			want:     []string{"Unloading — draining, 1 active", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
+			want:     []string{"Unloading — draining, 1 active", "Force unload", "Pin", "---", "Copy model ID", "Logs"},
 			disabled: []string{"Unloading — draining, 1 active"},
 		},
 		{
 			name:     "pinned sleeping",
 			m:        model("a", service.StateSleeping, func(m *Model) { m.Pinned = true }),
 			label:    "◐ a — pinned",
-			want:     []string{"Unload", "Force unload", "Unpin", "---", "Copy model ID", "Show logs"},
+			want:     []string{"Unload", "Force unload", "Unpin", "---", "Copy model ID", "Logs"},
 			disabled: []string{"Force unload"},
 		},
 		{
 			name:     "loading",
 			m:        model("a", service.StateLoading, func(m *Model) { m.Progress = 0.42; m.Queued = 3 }),
 			label:    "◌ a — loading 42% · 3 queued",
-			want:     []string{"Cancel load", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
+			want:     []string{"Cancel load", "Force unload", "Pin", "---", "Copy model ID", "Logs"},
 			disabled: []string{"Force unload"},
 		},
 		{
 			name:     "stopping",
 			m:        model("a", service.StateStopping, func(m *Model) { m.MemoryBytes = 2 * gb }),
 			label:    "○ a — stopping · 1.9 GiB",
-			want:     []string{"Stopping…", "Force unload", "Pin", "---", "Copy model ID", "Show logs"},
+			want:     []string{"Stopping…", "Force unload", "Pin", "---", "Copy model ID", "Logs"},
 			disabled: []string{"Stopping…", "Force unload"},
 		},
 	}
@@ -230,11 +230,11 @@ func TestBuildMenuProblems(t *testing.T) {
 		want  []string // the lines before the first separator
 		empty string   // the Available submenu's only line
 	}{
-		{"no models", func(s *Snapshot) { s.Models = nil }, []string{"Serving on 127.0.0.1:8080"}, "No models found — add a folder in Settings"},
+		{"no models", func(s *Snapshot) { s.Models = nil }, []string{"Serving on 127.0.0.1:8080"}, "No models found — Get models… in the window"},
 		{"port in use", func(s *Snapshot) { s.ListenErr = "127.0.0.1:8080 is in use" },
 			[]string{"Not serving: 127.0.0.1:8080 is in use"}, "No other models"},
 		{"no llama-server", func(s *Snapshot) { s.ServerPath = "" },
-			[]string{"Serving on 127.0.0.1:8080", "llama-server not found — how to install…"}, "No other models"},
+			[]string{"Serving on 127.0.0.1:8080", "llama-server not found — Install llama-server…"}, "No other models"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

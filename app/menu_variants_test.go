@@ -59,7 +59,7 @@ func TestBuildMenuVariants(t *testing.T) {
 		if c := find(t, m.Children, "Copy model ID"); c.Action.Text != id {
 			t.Errorf("%s's Copy model ID copies %q", id, c.Action.Text)
 		}
-		if l := find(t, m.Children, "Show logs"); l.Action.Model != id {
+		if l := find(t, m.Children, "Logs"); l.Action.Model != id {
 			t.Errorf("%s's Show logs shows %q", id, l.Action.Model)
 		}
 	}

@@ -22,7 +22,7 @@ func TestPullTrouble(t *testing.T) {
 		{`org/repo: a.gguf: sha256 mismatch (the Hub lists abc, the download is def): refused and deleted`,
 			"What came does not match the checksum the Hub lists, so it was deleted: Retry downloads it again.", false},
 		{`org/repo: HTTP 401: this repo is gated or private and no Hugging Face token is set: accept its terms on the Hub, then set HF_TOKEN or log in with ` + "`hf auth login`",
-			"This model is gated: accept its terms on its Hub page, paste a token with access in Settings… (Hugging Face token), then Retry.", true},
+			"This model is gated: accept its terms on its Hub page, paste a token with access in Settings' Hugging Face token field, then Retry.", true},
 		{`write /cache/blobs/x.incomplete: no space left on device`,
 			"The disk is full: free some room, then Retry. What came is kept; Retry goes on from there.", true},
 		{`unexpected answer from https://example.org/x (status 500)`,

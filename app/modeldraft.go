@@ -63,20 +63,6 @@ func draftChanged(x, y config.Model) bool {
 	return x.Draft != y.Draft || x.DraftMax != y.DraftMax || !equalInt(x.DraftGPULayers, y.DraftGPULayers)
 }
 
-// draftOver sets on v, a variant's section over its model's own, the draft settings of sec that
-// differ from own's.
-func draftOver(v *config.Model, own, sec config.Model) {
-	if sec.Draft != own.Draft {
-		v.Draft = sec.Draft
-	}
-	if !equalInt(sec.DraftGPULayers, own.DraftGPULayers) {
-		v.DraftGPULayers = sec.DraftGPULayers
-	}
-	if sec.DraftMax != own.DraftMax {
-		v.DraftMax = sec.DraftMax
-	}
-}
-
 // noDraft is the draft select's first choice: no draft, or for a variant its model's.
 const noDraft = "none"
 

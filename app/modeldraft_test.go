@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2/test"
 
@@ -67,8 +68,7 @@ func TestDraftForm(t *testing.T) {
 
 	// As a variant: only what differs from the model's own section.
 	own := config.Model{Draft: "small", DraftMax: 8}
-	var v config.Model
-	draftOver(&v, own, config.Model{Draft: "small", DraftMax: 16})
+	v := config.VariantOver(own, config.Model{Draft: "small", DraftMax: 16})
 	if v.Draft != "" || v.DraftMax != 16 || v.DraftGPULayers != nil {
 		t.Fatalf("variant %+v", v)
 	}
@@ -118,7 +118,7 @@ func TestDraftSettingsWindow(t *testing.T) {
 		return s
 	}
 	memory := func() string { return text(func() string { return w.memory.Text }) }
-	waitFor(t, "the estimate", func() bool { return strings.HasPrefix(memory(), "Fits: needs ") })
+	testbed.WaitFor(t, 10*time.Second, "the estimate", func() bool { return strings.HasPrefix(memory(), "Fits: needs ") })
 	before := memory()
 	l.wait(func() {
 		if got := strings.Join(w.draft.model.Options, ","); got != "none,tiny-draft" {
@@ -130,10 +130,10 @@ func TestDraftSettingsWindow(t *testing.T) {
 		w.draft.model.SetSelected("tiny-draft")
 		w.draft.max.SetText("4")
 	})
-	waitFor(t, "the estimate with the draft", func() bool { m := memory(); return strings.HasPrefix(m, "Fits: needs ") && m != before })
+	testbed.WaitFor(t, 10*time.Second, "the estimate with the draft", func() bool { m := memory(); return strings.HasPrefix(m, "Fits: needs ") && m != before })
 	shoot(t, l, w.win, "model-settings-draft")
 	l.wait(func() { test.Tap(w.apply) })
-	waitFor(t, "the save", func() bool { return svc.Config().Models[id].Draft == "tiny-draft" })
+	testbed.WaitFor(t, 10*time.Second, "the save", func() bool { return svc.Config().Models[id].Draft == "tiny-draft" })
 	if m := svc.Config().Models[id]; m.DraftMax != 4 {
 		t.Fatalf("saved %+v", m)
 	}
@@ -148,7 +148,7 @@ func TestDraftSettingsWindow(t *testing.T) {
 	}
 	l.wait(func() { w.win.Close() })
 	l.wait(func() { u.showModelSettings(id); w = u.modelSettings[id] })
-	waitFor(t, "the draft refused", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the draft refused", func() bool {
 		return strings.Contains(text(func() string { return w.problems.Text }), "draft: other-vocab cannot draft for tiny-chat")
 	})
 	l.wait(func() {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2/test"
 
@@ -112,7 +113,7 @@ func TestModelRulesWindow(t *testing.T) {
 	})
 	shoot(t, l, w.win, "model-settings-rules")
 	l.wait(func() { test.Tap(r.save) })
-	waitFor(t, "the rules saved", func() bool { return strings.HasPrefix(text(func() string { return r.result.Text }), "Saved") })
+	testbed.WaitFor(t, 10*time.Second, "the rules saved", func() bool { return strings.HasPrefix(text(func() string { return r.result.Text }), "Saved") })
 	c, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
@@ -146,13 +147,13 @@ func TestModelRulesWindow(t *testing.T) {
 
 	// The form's Apply writes the rest of the section and keeps the rules.
 	l.wait(func() { w.parallel.SetText("2") })
-	waitFor(t, "Apply enabled", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "Apply enabled", func() bool {
 		var ok bool
 		l.wait(func() { ok = !w.apply.Disabled() })
 		return ok
 	})
 	l.wait(func() { test.Tap(w.apply) })
-	waitFor(t, "the settings saved", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the settings saved", func() bool {
 		c, err := config.Load(cfgPath)
 		return err == nil && c.Models[id].Parallel == 2
 	})
@@ -164,7 +165,7 @@ func TestModelRulesWindow(t *testing.T) {
 	// Cleared, the next request is the client's own again.
 	l.wait(func() { r.set.SetText(""); test.Tap(r.save) })
 	// Tapped, the result says "Saving…" until EditConfig returned: saved and in force.
-	waitFor(t, "the rules cleared", func() bool { return strings.HasPrefix(text(func() string { return r.result.Text }), "Saved") })
+	testbed.WaitFor(t, 10*time.Second, "the rules cleared", func() bool { return strings.HasPrefix(text(func() string { return r.result.Text }), "Saved") })
 	if c, err := config.Load(cfgPath); err != nil || c.Models[id].SetParams != nil {
 		t.Fatalf("cleared rules saved as %#v, %v", c.Models[id], err)
 	}

@@ -81,32 +81,17 @@ func (f modelForm) apply(cfg config.Config, id string, m Model) (config.Config, 
 }
 
 // edit is apply of the form over cfg as it is now, for a window whose form stood at orig when it
-// opened or last saved (see over).
+// opened or last saved: what the form left as orig had it follows the section in force
+// (config.Merge3), so that what was changed elsewhere since is kept.
 func (f modelForm) edit(cfg config.Config, id string, orig modelForm, m Model) (config.Config, []formProblem) {
+	mine, probs := f.section(cfg, id, m)
+	was, _ := orig.section(cfg, id, m)
 	cur, _ := cfg.Section(id)
-	return f.over(orig, formFrom(cur)).apply(cfg, id, m)
-}
-
-// over is the form f, edited from orig, laid over cur, the form the section as it is now would
-// show: a field the user left as orig had it takes cur's value, so that what was changed
-// elsewhere since (a pin through the API, an alias given by /api/copy) is kept.
-func (f modelForm) over(orig, cur modelForm) modelForm {
-	return modelForm{
-		CtxSize: keep(f.CtxSize, orig.CtxSize, cur.CtxSize), GPULayers: keep(f.GPULayers, orig.GPULayers, cur.GPULayers),
-		Parallel: keep(f.Parallel, orig.Parallel, cur.Parallel), CacheType: keep(f.CacheType, orig.CacheType, cur.CacheType),
-		FlashAttn: keep(f.FlashAttn, orig.FlashAttn, cur.FlashAttn), Args: keep(f.Args, orig.Args, cur.Args),
-		Aliases: keep(f.Aliases, orig.Aliases, cur.Aliases), IdleSleep: keep(f.IdleSleep, orig.IdleSleep, cur.IdleSleep),
-		IdleUnload: keep(f.IdleUnload, orig.IdleUnload, cur.IdleUnload), Pinned: keep(f.Pinned, orig.Pinned, cur.Pinned),
-		LoadOnStart: keep(f.LoadOnStart, orig.LoadOnStart, cur.LoadOnStart), Draft: keep(f.Draft, orig.Draft, cur.Draft),
+	out := cfg.WithSection(id, config.Merge3(mine, was, cur))
+	if probs = checkApplied(out, id, probs); len(probs) > 0 {
+		return cfg, probs
 	}
-}
-
-// keep is mine, unless it is still was: then now.
-func keep[T comparable](mine, was, now T) T {
-	if mine == was {
-		return now
-	}
-	return mine
+	return out, nil
 }
 
 // problemsError is the form's problems as one error, for a save that finds them only once the
@@ -129,7 +114,7 @@ func (f modelForm) applyAsVariant(cfg config.Config, id, name string, m Model) (
 	}
 	sec, probs := f.section(cfg, id, m)
 	own, _ := cfg.Section(base)
-	out, err := cfg.WithVariant(base, strings.TrimSpace(name), variantOver(own, sec))
+	out, err := cfg.WithVariant(base, strings.TrimSpace(name), config.VariantOver(own, sec))
 	if err != nil {
 		return cfg, "", append(probs, formProblem{Field: "variant", Reason: err.Error()})
 	}
@@ -138,55 +123,6 @@ func (f modelForm) applyAsVariant(cfg config.Config, id, name string, m Model) (
 		return cfg, "", probs
 	}
 	return out, vid, nil
-}
-
-// variantOver is the section of a variant of a model whose own section is own that runs as sec
-// says: only what differs from own, so that the rest follows the model. Its args are added after
-// the model's; aliases the model has stay the model's.
-func variantOver(own, sec config.Model) config.Model {
-	v := config.Model{Pinned: sec.Pinned, LoadOnStart: sec.LoadOnStart}
-	draftOver(&v, own, sec)
-	if sec.CtxSize != own.CtxSize {
-		v.CtxSize = sec.CtxSize
-	}
-	if !equalInt(sec.GPULayers, own.GPULayers) {
-		v.GPULayers = sec.GPULayers
-	}
-	if sec.FlashAttn != own.FlashAttn {
-		v.FlashAttn = sec.FlashAttn
-	}
-	if sec.Parallel != own.Parallel {
-		v.Parallel = sec.Parallel
-	}
-	if sec.CacheType != own.CacheType {
-		v.CacheType = sec.CacheType
-	}
-	if !equalDur(sec.IdleSleep, own.IdleSleep) {
-		v.IdleSleep = sec.IdleSleep
-	}
-	if !equalDur(sec.IdleUnload, own.IdleUnload) {
-		v.IdleUnload = sec.IdleUnload
-	}
-	switch {
-	case slices.Equal(sec.Args, own.Args):
-	case len(sec.Args) > len(own.Args) && slices.Equal(sec.Args[:len(own.Args)], own.Args):
-		v.Args = slices.Clone(sec.Args[len(own.Args):])
-	default:
-		v.Args = slices.Clone(sec.Args)
-	}
-	for _, a := range sec.Aliases {
-		if !slices.Contains(own.Aliases, a) {
-			v.Aliases = append(v.Aliases, a)
-		}
-	}
-	return v
-}
-
-func equalDur(a, b *config.Duration) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 // section parses the form into model id's own section, with the problems of its values.

@@ -120,7 +120,7 @@ func TestModelSettingsWindowRestartsIdleModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	firstPID := b.Snapshot().Models[0].PID
-	waitFor(t, "the snapshot", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the snapshot", func() bool {
 		var ok bool
 		l.wait(func() { ok = len(u.snap.Models) == 1 && u.snap.Models[0].State == service.StateLoaded })
 		return ok
@@ -134,12 +134,12 @@ func TestModelSettingsWindowRestartsIdleModel(t *testing.T) {
 		return s
 	}
 	memory := func() string { return text(func() string { return w.memory.Text }) }
-	waitFor(t, "the estimate", func() bool { return strings.HasPrefix(memory(), "Fits: needs ") })
+	testbed.WaitFor(t, 10*time.Second, "the estimate", func() bool { return strings.HasPrefix(memory(), "Fits: needs ") })
 	before := memory()
 
 	// The fake llama-server's --help lists its flags, as the real one's does.
 	l.wait(func() { w.args.SetText("--jinja --no-such-flag") })
-	waitFor(t, "the unknown flag", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the unknown flag", func() bool {
 		return strings.Contains(text(func() string { return w.problems.Text }), "llama-server has no flag --no-such-flag")
 	})
 	l.wait(func() { w.args.SetText("--jinja") })
@@ -157,7 +157,7 @@ func TestModelSettingsWindowRestartsIdleModel(t *testing.T) {
 		w.parallel.SetText("2")
 	})
 	// tiny-chat's heads are 16 values wide: no whole q8_0 block, which llama-server refuses.
-	waitFor(t, "the cache type refused", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the cache type refused", func() bool {
 		return strings.Contains(text(func() string { return w.problems.Text }), "cache_type: a q8_0 cache stores blocks of 32")
 	})
 	l.wait(func() {
@@ -166,13 +166,13 @@ func TestModelSettingsWindowRestartsIdleModel(t *testing.T) {
 		}
 		w.cache.SetSelected("f32")
 	})
-	waitFor(t, "the new estimate", func() bool { m := memory(); return strings.HasPrefix(m, "Fits: needs ") && m != before })
+	testbed.WaitFor(t, 10*time.Second, "the new estimate", func() bool { m := memory(); return strings.HasPrefix(m, "Fits: needs ") && m != before })
 	shoot(t, l, w.win, "model-settings")
 	l.wait(func() { test.Tap(w.apply) })
-	waitFor(t, "the restart", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the restart", func() bool {
 		return strings.Contains(text(func() string { return w.result.Text }), "restarting with the new settings")
 	})
-	waitFor(t, "the model with its new flags", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the model with its new flags", func() bool {
 		st, err := svc.Engine().Model(id)
 		return err == nil && st.State == service.StateLoaded && st.PID != firstPID &&
 			strings.Contains(strings.Join(st.Args, " "), "-ctk f32 -ctv f32") && strings.Contains(strings.Join(st.Args, " "), "-np 2")

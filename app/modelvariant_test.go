@@ -101,7 +101,7 @@ func TestModelSettingsWindowSavesVariant(t *testing.T) {
 	if err := b.EditConfig(func(c *config.Config) error { c.Models = base.Models; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the snapshot", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the snapshot", func() bool {
 		var ok bool
 		l.wait(func() { ok = len(u.snap.Models) == 1 })
 		return ok
@@ -113,7 +113,7 @@ func TestModelSettingsWindowSavesVariant(t *testing.T) {
 		w.ctx.SetText("256")
 		w.createVariant("short")
 	})
-	waitFor(t, "the variant's window", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the variant's window", func() bool {
 		var ok bool
 		l.wait(func() { ok = u.modelSettings[id+"@short"] != nil })
 		return ok
@@ -160,7 +160,7 @@ func TestModelSettingsWindowSavesVariant(t *testing.T) {
 	if !strings.Contains(head, "trained context 512") {
 		t.Errorf("the variant's header %q", head)
 	}
-	waitFor(t, "the variant's estimate", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the variant's estimate", func() bool {
 		var m string
 		l.wait(func() { m = vw.memory.Text })
 		return strings.HasPrefix(m, "Fits: needs ")
@@ -182,7 +182,7 @@ func TestVariantWindowKnowsItsFileAtOnce(t *testing.T) {
 		w.createVariant("16k")
 	})
 	var vw *modelSettingsWindow
-	waitFor(t, "the variant's window", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the variant's window", func() bool {
 		l.wait(func() { vw = u.modelSettings["qwen@16k"] })
 		return vw != nil
 	})

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strconv"
@@ -79,18 +80,13 @@ func TestNewcomerPath(t *testing.T) {
 	}
 	until := func(what string, o func() fyne.CanvasObject, want string) {
 		t.Helper()
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
+		var shown []string
+		if !testbed.Poll(context.Background(), 2*time.Minute, 20*time.Millisecond, func() bool {
 			var ok bool
-			var shown []string
 			l.wait(func() { ok, shown = hasText(o(), want), texts(o()) })
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; the window shows %q", what, shown)
-			}
-			time.Sleep(20 * time.Millisecond) // polling what the window shows
+			return ok
+		}) {
+			t.Fatalf("timed out waiting for %s; the window shows %q", what, shown)
 		}
 	}
 	t0 := time.Now()

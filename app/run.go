@@ -88,10 +88,10 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	u.onUI = func(f func()) {
-		if u.park != nil {
-			u.park.kick()
-		}
 		u.loopDo(func() { f(); u.settle() })
+		if u.park != nil {
+			u.park.kick() // after the work is queued: a park that the kick ends finds it there
+		}
 	}
 
 	// The tray icon and menu are set before Run, as the system tray needs them at start. A click on
@@ -112,6 +112,11 @@ func Run(ctx context.Context, o Options) error {
 		}
 		u.settle()
 	})
+
+	// Which window has the keyboard focus bounds how long Fyne's loop parks (idle.go). Both run on
+	// the UI thread, as the loop reads the X server's focus events.
+	fa.Lifecycle().SetOnEnteredForeground(func() { u.front = true })
+	fa.Lifecycle().SetOnExitedForeground(func() { u.front = false })
 
 	watched := make(chan struct{})
 	go func() { u.watch(runCtx); close(watched) }()

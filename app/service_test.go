@@ -125,29 +125,29 @@ func TestWindowDrivesRealService(t *testing.T) {
 
 	// Load from the window; engine events refresh the row.
 	tap("Load")
-	waitFor(t, "the model to load", func() bool { return rowShows("Loaded (1)") && rowShows("[Unload]") })
+	testbed.WaitFor(t, 10*time.Second, "the model to load", func() bool { return rowShows("Loaded (1)") && rowShows("[Unload]") })
 	if got := b.Snapshot().Models[0]; got.State != service.StateLoaded || got.PID == 0 {
 		t.Errorf("engine state after Load: %+v", got.ModelStatus)
 	}
 
 	// Pin: the engine pins at once and the config file keeps it.
 	tap("Pin")
-	waitFor(t, "the pin", func() bool { return rowShows("loaded · pinned") })
-	waitFor(t, "the pin in the config file", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the pin", func() bool { return rowShows("loaded · pinned") })
+	testbed.WaitFor(t, 10*time.Second, "the pin in the config file", func() bool {
 		c, err := config.Load(cfgPath)
 		return err == nil && c.Models[m.ID].Pinned
 	})
 
 	// The live log view shows the child's output.
 	l.wait(func() { u.showLogs(m.ID) })
-	waitFor(t, "the child's log lines", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the child's log lines", func() bool {
 		var text string
 		l.wait(func() { text = u.logs[m.ID].text.Text() })
 		return strings.Contains(text, "srv")
 	})
 
 	tap("Unload")
-	waitFor(t, "the model to unload", func() bool { return rowShows("Available (1)") && rowShows("[Load]") })
+	testbed.WaitFor(t, 10*time.Second, "the model to unload", func() bool { return rowShows("Available (1)") && rowShows("[Load]") })
 
 	// Settings: a new port is validated, saved and applied live.
 	newPort := testbed.FreePort(t)
@@ -158,7 +158,7 @@ func TestWindowDrivesRealService(t *testing.T) {
 		sw.entries[keyListen].SetText(strconv.Itoa(newPort))
 		test.Tap(sw.save)
 	})
-	waitFor(t, "the settings save", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the settings save", func() bool {
 		var text string
 		l.wait(func() { text = sw.general.Text })
 		return text == "Saved and applied."

@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 func TestSettingsValuesRoundTrip(t *testing.T) {
@@ -138,7 +139,7 @@ func TestSettingsWindowValidatesSavesAndApplies(t *testing.T) {
 		s.refreshDirs()
 		test.Tap(s.save)
 	})
-	waitFor(t, "the save", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the save", func() bool {
 		var text string
 		l.wait(func() { text = s.general.Text })
 		// A model runs: it keeps what its llama-server was started with, and the window says so.
@@ -190,7 +191,7 @@ func TestSettingsWindowImportsLlamaSwap(t *testing.T) {
 	}
 
 	l.wait(func() { s.importLlamaSwap("bad.yaml", []byte("models: [unclosed")) })
-	waitFor(t, "the bad import's error", func() bool { return strings.HasPrefix(general(), "Nothing was imported: bad.yaml") })
+	testbed.WaitFor(t, 10*time.Second, "the bad import's error", func() bool { return strings.HasPrefix(general(), "Nothing was imported: bad.yaml") })
 	fb.mu.Lock()
 	applied := len(fb.applied)
 	fb.mu.Unlock()
@@ -205,7 +206,7 @@ func TestSettingsWindowImportsLlamaSwap(t *testing.T) {
 	}
 	l.wait(func() { s.entries[keyCtxSize].SetText("8192") }) // an edit not saved yet stays
 	l.wait(func() { s.importLlamaSwap(path, data) })
-	waitFor(t, "the import", func() bool { return strings.HasPrefix(general(), "Imported llama-swap's models from "+path) })
+	testbed.WaitFor(t, 10*time.Second, "the import", func() bool { return strings.HasPrefix(general(), "Imported llama-swap's models from "+path) })
 	text := general()
 	for _, want := range []string{"Not carried over:", "model vllm:", "group always:"} {
 		if !strings.Contains(text, want) {

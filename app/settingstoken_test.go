@@ -55,3 +55,27 @@ func TestSettingsSavesHubToken(t *testing.T) {
 	}
 	l.wait(func() { u.settings.win.Close() })
 }
+
+// A download the Hub refused for a gated repo says so, and its Hugging Face token… button opens
+// Settings at the token field, with the cursor in it.
+func TestGatedDownloadOpensTokenField(t *testing.T) {
+	m := hub.NewManager(&hub.Client{Endpoint: "http://127.0.0.1:1"}, hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}, nil, nil)
+	s := windowSnapshot()
+	s.Downloads = []Download{{Model: "Org/Gated-GGUF:Q4_K_M", State: hub.StateFailed, Done: 1 << 20, Total: 4 << 20,
+		Error: "Org/Gated-GGUF: the Hub refused (HTTP 403): gated or private repo"}}
+	u, l := newTestUIWith(t, withHub(newFakeBackend(s), testManagerHub(m, nil)))
+	l.wait(func() {
+		d := newDownloadsSection(u)
+		d.update(s)
+		if !hasText(d.box, "Hugging Face token field") {
+			t.Errorf("the refused download does not point to the token field: %q", texts(d.box))
+		}
+		test.Tap(findButton(t, d.box, "Hugging Face token…"))
+		if u.settings == nil {
+			t.Fatal("Hugging Face token… did not open Settings")
+		}
+		if got := u.settings.win.Canvas().Focused(); got != u.settings.token.entry {
+			t.Errorf("Settings opened with the focus on %T, want the token field", got)
+		}
+	})
+}

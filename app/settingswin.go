@@ -33,6 +33,8 @@ type settingsWindow struct {
 	ollamaIn  *widget.Label // whether Ollama's port answers, or why not
 	serverIn  *widget.Label // which llama-server is in use
 	general   *widget.Label // problems not tied to one field; the save result
+	token     *tokenField   // the Hugging Face token, last in the form; nil without a Hub
+	scroll    *container.Scroll
 	save      *widget.Button
 }
 
@@ -47,6 +49,15 @@ func (u *ui) showSettings() {
 	u.settings = s
 	s.win.SetOnClosed(func() { u.settings = nil; u.settle() })
 	s.win.Show()
+}
+
+// showHubToken opens Settings at the Hugging Face token field (the form's last), with the cursor in it.
+func (u *ui) showHubToken() {
+	u.showSettings()
+	if s := u.settings; s.token != nil {
+		s.scroll.ScrollToBottom()
+		s.win.Canvas().Focus(s.token.entry)
+	}
 }
 
 func newSettingsWindow(u *ui) *settingsWindow {
@@ -112,8 +123,8 @@ func newSettingsWindow(u *ui) *settingsWindow {
 		widget.NewFormItem("Ollama apps", container.NewVBox(s.ollama, s.ollamaIn)),
 		widget.NewFormItem("Login", s.autostart),
 	)
-	if t := newTokenField(u); t != nil {
-		form.AppendItem(t.item())
+	if s.token = newTokenField(u); s.token != nil {
+		form.AppendItem(s.token.item())
 	}
 	s.general = widget.NewLabel("")
 	s.general.Wrapping = fyne.TextWrapWord
@@ -123,7 +134,8 @@ func newSettingsWindow(u *ui) *settingsWindow {
 	closeBtn := widget.NewButton("Close", func() { s.win.Close() })
 	importBtn := widget.NewButtonWithIcon("Import llama-swap config…", theme.DownloadIcon(), s.chooseLlamaSwap)
 	bottom := container.NewVBox(s.general, container.NewHBox(importBtn, layout.NewSpacer(), closeBtn, s.save))
-	s.win.SetContent(container.NewBorder(nil, bottom, nil, nil, container.NewVScroll(container.NewPadded(form))))
+	s.scroll = container.NewVScroll(container.NewPadded(form))
+	s.win.SetContent(container.NewBorder(nil, bottom, nil, nil, s.scroll))
 	s.win.Resize(fyne.NewSize(720, 720))
 	s.update(u.snap)
 	return s

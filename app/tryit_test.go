@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -73,7 +74,7 @@ func TestTryItThroughTheRouter(t *testing.T) {
 		}
 	})
 	kb.press(tw.win, fyne.KeyReturn, false)
-	waitFor(t, "the loading comment", func() bool { return strings.HasPrefix(status(), "Waiting: loading model tiny-chat") })
+	testbed.WaitFor(t, 10*time.Second, "the loading comment", func() bool { return strings.HasPrefix(status(), "Waiting: loading model tiny-chat") })
 	shoot(t, l, tw.win, "tryit-1-waiting")
 	answered := func(n int) func() bool {
 		return func() bool {
@@ -82,7 +83,7 @@ func TestTryItThroughTheRouter(t *testing.T) {
 			return ok
 		}
 	}
-	waitFor(t, "the answer", answered(1))
+	testbed.WaitFor(t, 10*time.Second, "the answer", answered(1))
 	first := status()
 	var answer string
 	l.wait(func() { answer = tw.turns[1].Content })
@@ -99,7 +100,7 @@ func TestTryItThroughTheRouter(t *testing.T) {
 	}
 	kb.typeText(tw.win, "Now one about the hills.")
 	kb.press(tw.win, fyne.KeyReturn, false)
-	waitFor(t, "the second answer", answered(2))
+	testbed.WaitFor(t, 10*time.Second, "the second answer", answered(2))
 	second := status()
 	p1, p2 := promptTokens(t, first), promptTokens(t, second)
 	if p2 <= p1+20 {
@@ -132,7 +133,7 @@ func TestTryItThroughTheRouter(t *testing.T) {
 	if aw == nil {
 		t.Fatal("Activity… opened nothing")
 	}
-	waitFor(t, "the activity", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the activity", func() bool {
 		var ok bool
 		l.wait(func() {
 			ok = hasText(aw.list, "2 requests · ") && hasText(aw.list, "48 out") && hasText(aw.list, "tokens/s")

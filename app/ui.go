@@ -67,6 +67,7 @@ type ui struct {
 	// UI thread
 	snap     Snapshot
 	polling  bool     // what was last sent on pollOn
+	front    bool     // a window of the app has the keyboard focus (Fyne's Lifecycle: entered/exited foreground)
 	tray     trayHost // nil when there is none (tests, no session bus)
 	lastMenu []MenuItem
 	trayIcon IconState

@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 func windowSnapshot() Snapshot {
@@ -184,7 +185,7 @@ func TestTrayMenuAdapter(t *testing.T) {
 			l.wait(it.Action)
 		}
 	}
-	waitFor(t, "autostart on", func() bool { return u.auto.enabled() })
+	testbed.WaitFor(t, 10*time.Second, "autostart on", func() bool { return u.auto.enabled() })
 }
 
 func TestNotificationsFromEvents(t *testing.T) {
@@ -228,7 +229,7 @@ func TestLogWindowFollowsOutput(t *testing.T) {
 		t.Errorf("log view = %q", text)
 	}
 	fb.setLogs("qwen-7b", "main: loading model", "main: model loaded", "srv: request 200")
-	waitFor(t, "the new log line", func() bool {
+	testbed.WaitFor(t, 10*time.Second, "the new log line", func() bool {
 		l.wait(func() { text = lw.text.Text() })
 		return strings.HasSuffix(text, "srv: request 200")
 	})

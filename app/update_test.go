@@ -103,9 +103,9 @@ func TestUpdateNoticeFromService(t *testing.T) {
 	svc.CheckReleases(context.Background())
 	// No engine event comes, and with no window open and no model running the UI does not poll: the
 	// end of the check itself refreshes the tray.
-	waitFor(t, "the notice in the tray", func() bool { return applied().UpdateVersion == "0.4.0" })
+	testbed.WaitFor(t, 10*time.Second, "the notice in the tray", func() bool { return applied().UpdateVersion == "0.4.0" })
 	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
-	waitFor(t, "the notice in the models window", func() bool { return shows("Llamatray 0.4.0 is available") })
+	testbed.WaitFor(t, 10*time.Second, "the notice in the models window", func() bool { return shows("Llamatray 0.4.0 is available") })
 
 	menu := BuildMenu(applied())
 	var notice *MenuItem
@@ -134,7 +134,7 @@ func TestUpdateNoticeFromService(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.pull()
-	waitFor(t, "the notice to go", func() bool { return !shows("is available") })
+	testbed.WaitFor(t, 10*time.Second, "the notice to go", func() bool { return !shows("is available") })
 }
 
 // A link that is not a web page is refused, not handed to the system.

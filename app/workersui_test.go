@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
@@ -88,6 +89,14 @@ func TestWorkersSection(t *testing.T) {
 			t.Fatalf("no %q in %q", want, got)
 		}
 	}
+	// The section comes after the models: the window scrolled down to it, as a person would.
+	l.wait(func() {
+		for _, o := range test.LaidOutObjects(u.models.win.Content()) {
+			if sc, ok := o.(*container.Scroll); ok {
+				sc.ScrollToBottom()
+			}
+		}
+	})
 	shoot(t, l, u.models.win, "other-machines")
 
 	// The lines for the head, with the token, in a dialog.

@@ -277,13 +277,5 @@ func waitFor(t testing.TB, app *process, what string, cond func() bool) {
 
 func waitForDeadline(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
+	testbed.WaitFor(t, timeout, what, cond)
 }

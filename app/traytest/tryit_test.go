@@ -51,7 +51,7 @@ func readActivity(base, model string) (activityTotal, error) {
 }
 
 // xdo runs xdotool on display.
-func xdo(t *testing.T, display string, args ...string) {
+func xdo(t testing.TB, display string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("xdotool", args...)
 	cmd.Env = append(os.Environ(), "DISPLAY="+display)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -89,13 +90,14 @@ func runPS(args []string, env Env) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return usageError{fmt.Errorf("ps takes no arguments")}
+		return usageError{errors.New("usage: llamatray ps [--json]")}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	models, err := f.client().Models(ctx)
+	c := f.client()
+	models, err := c.Models(ctx)
 	if err != nil {
-		return fmt.Errorf("is Llamatray running? %w", err)
+		return notRunning(c, err)
 	}
 	running := []wire.Model{}
 	for _, m := range models {
@@ -162,12 +164,13 @@ func runLoad(args []string, env Env) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageError{fmt.Errorf("usage: llamatray load MODEL")}
+		return usageError{fmt.Errorf("usage: llamatray load ID")}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	if err := f.client().Load(ctx, pos[0]); err != nil {
-		return err
+	c := f.client()
+	if err := c.Load(ctx, pos[0]); err != nil {
+		return notRunning(c, err)
 	}
 	fmt.Fprintf(env.Stdout, "%s loaded\n", pos[0])
 	return nil
@@ -180,12 +183,13 @@ func runUnload(args []string, env Env) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageError{fmt.Errorf("usage: llamatray unload MODEL [--force]")}
+		return usageError{fmt.Errorf("usage: llamatray unload ID [--force]")}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	if err := f.client().Unload(ctx, pos[0], f.force); err != nil {
-		return err
+	c := f.client()
+	if err := c.Unload(ctx, pos[0], f.force); err != nil {
+		return notRunning(c, err)
 	}
 	fmt.Fprintf(env.Stdout, "%s unloaded\n", pos[0])
 	return nil
@@ -204,12 +208,13 @@ func runPin(args []string, env Env, pinned bool) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageError{fmt.Errorf("usage: llamatray %s MODEL", name)}
+		return usageError{fmt.Errorf("usage: llamatray %s ID", name)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := f.client().Pin(ctx, pos[0], pinned); err != nil {
-		return err
+	c := f.client()
+	if err := c.Pin(ctx, pos[0], pinned); err != nil {
+		return notRunning(c, err)
 	}
 	fmt.Fprintf(env.Stdout, "%s %sned (saved in the configuration)\n", pos[0], name)
 	return nil

@@ -304,7 +304,7 @@ func runRm(args []string, env Env) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageError{errors.New("usage: llamatray rm MODEL")}
+		return usageError{errors.New("usage: llamatray rm ID")}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -322,7 +322,7 @@ func (d directModels) remove(ctx context.Context, name string, env Env) error {
 	}
 	m, ok := cat.Lookup(name)
 	if !ok {
-		return fmt.Errorf("model %q not found", name)
+		return unknownModel(name, cat)
 	}
 	cache, files, ok := hub.LocalFiles(m)
 	if !ok {

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/llamatray/llamatray/router/client"
+	"github.com/llamatray/llamatray/router/engine"
 )
 
 // pingWait bounds the check for a running instance on this machine.
@@ -22,9 +25,25 @@ func (f *clientFlags) running(ctx context.Context) (c *client.Client, via string
 	defer cancel()
 	if err := c.Ping(pctx); err != nil {
 		if f.addr != "" {
-			return nil, "", fmt.Errorf("is Llamatray running at %s? %w", f.addr, err)
+			return nil, "", notRunning(c, err)
 		}
 		return nil, "", nil
 	}
 	return c, " (in the running Llamatray at " + c.Base + ")", nil
+}
+
+// notRunning is how every command says that no instance answered at c, with the one hint; any other
+// error is returned as it is.
+func notRunning(c *client.Client, err error) error {
+	var op *net.OpError
+	if !errors.As(err, &op) {
+		return err
+	}
+	return fmt.Errorf("no Llamatray answers at %s: start the app, or `llamatray serve` (%w)", c.Base, err)
+}
+
+// unknownModel is how every command says no model has this name, with the same "did you mean"
+// suggestions as the running instance gives (engine.UnknownModelError).
+func unknownModel(name string, cat interface{ Suggest(string, int) []string }) error {
+	return &engine.UnknownModelError{Name: name, Suggestions: cat.Suggest(name, 3)}
 }

@@ -251,6 +251,19 @@ func TestSpeed(t *testing.T) {
 	}
 }
 
+// A resumed download's rate counts what comes over the network, not the part found on disk, even
+// when the part is counted after the first reading (hashing a large partial file takes seconds).
+func TestSpeedAfterResume(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var s Speed
+	s.At(t0, 0, 10_000)
+	s.Found(8_000) // the partial file, hashed
+	rate, left := s.At(t0.Add(time.Second), 8_100, 10_000)
+	if rate != 100 || left != 19*time.Second {
+		t.Fatalf("a second after resuming with 8000 bytes on disk and 100 new: rate %.0f, left %s; want 100, 19s", rate, left)
+	}
+}
+
 func TestCheckSpace(t *testing.T) {
 	dir := t.TempDir()
 	err := CheckSpace(dir+"/not/yet/made", 1<<62)

@@ -16,6 +16,14 @@ type sample struct {
 // speedWindow is how far back the rate looks.
 const speedWindow = 5 * time.Second
 
+// Found counts n bytes into done that did not come over the network (a partial file resumed, a
+// file already complete): the rate leaves them out, as if they had been there from the start.
+func (s *Speed) Found(n int64) {
+	for i := range s.samples {
+		s.samples[i].bytes += n
+	}
+}
+
 // At records that done of total bytes came by now and returns the rate in bytes per second over
 // the last seconds and the time left at it (0 when unknown).
 func (s *Speed) At(now time.Time, done, total int64) (rate float64, left time.Duration) {

@@ -250,7 +250,7 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		d.mu.Lock()
 		have := d.p.Files[i].Done
 		d.mu.Unlock()
-		d.advance(i, f.Size-have)
+		d.found(i, f.Size-have)
 		return d.checkGGUF(f, blob)
 	}
 	if err := d.root.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
@@ -282,7 +282,7 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		h.stop()
 		off, h = 0, newAsyncHash()
 	}
-	d.advance(i, off)
+	d.found(i, off)
 	if err := d.fill(ctx, i, f, out, h, off); err != nil {
 		switch {
 		case ctx.Err() != nil:

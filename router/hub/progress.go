@@ -27,6 +27,15 @@ func (d *download) advance(i int, n int64) {
 	d.mu.Unlock()
 }
 
+// found counts n bytes of file i that were already on disk: done, but not part of the rate.
+func (d *download) found(i int, n int64) {
+	d.mu.Lock()
+	d.p.Files[i].Done += n
+	d.p.Done += n
+	d.speed.Found(n)
+	d.mu.Unlock()
+}
+
 // startTicker reports progress four times a second until the returned function is called; that
 // function returns once no report runs any more.
 func (d *download) startTicker() func() {
