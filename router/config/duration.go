@@ -48,9 +48,6 @@ func ParseDuration(s string) (Duration, error) {
 // Std returns the value as a time.Duration (Never is negative).
 func (d Duration) Std() time.Duration { return time.Duration(d) }
 
-// Off reports whether the value is "0" or "-1", i.e. the timer it sets is disabled.
-func (d Duration) Off() bool { return d <= 0 }
-
 // String formats the duration compactly ("5m", "1h30m", "1m30s", "250ms"); zero is "0" and
 // negative values are "-1". The result parses back to the same value with ParseDuration.
 func (d Duration) String() string {

@@ -95,9 +95,6 @@ func (s Size) String() string {
 	return strconv.FormatInt(int64(s), 10)
 }
 
-// Bytes returns the size as a plain byte count.
-func (s Size) Bytes() int64 { return int64(s) }
-
 // MarshalText writes the size as String does.
 func (s Size) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 

@@ -166,7 +166,6 @@ type treeEntry struct {
 	Type string `json:"type"`
 	Path string `json:"path"`
 	Size int64  `json:"size"`
-	OID  string `json:"oid"`
 	LFS  *struct {
 		OID  string `json:"oid"`
 		Size int64  `json:"size"`

@@ -15,8 +15,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	dl "github.com/llamatray/llamatray/router/download"
 )
 
 // DefaultEndpoint is the Hub; the env var HF_ENDPOINT replaces it, as in the Hub's own clients.
@@ -29,12 +27,9 @@ type Client struct {
 	HTTP      *http.Client // nil → a client that never forwards the token after a redirect to another host
 	UserAgent string
 	// StallTimeout ends a download request that brought no byte for this long (it is retried
-	// from where it stopped); 0 means DefaultStallTimeout.
+	// from where it stopped); 0 means download.DefaultStall.
 	StallTimeout time.Duration
 }
-
-// DefaultStallTimeout is how long a download may bring no byte before it is retried.
-const DefaultStallTimeout = dl.DefaultStall
 
 // FromEnv returns a client configured like the Hub's own clients: HF_ENDPOINT, HF_TOKEN, else the
 // token file ($HF_HOME/token, ~/.cache/huggingface/token). getenv nil means os.Getenv.

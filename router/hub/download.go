@@ -57,7 +57,7 @@ type resumableError struct{ err error }
 func (e *resumableError) Error() string { return e.err.Error() }
 func (e *resumableError) Unwrap() error { return e.err }
 
-// Download fetches quant q of listing l into the cache, verifying every file's sha256 and GGUF
+// DownloadThen fetches quant q of listing l into the cache, verifying every file's sha256 and GGUF
 // magic, and links it into snapshots/<commit>/ with refs/main pointing there. It returns the
 // snapshot path of every file. A cut connection resumes with a range request; a partial file left
 // by an earlier run (blobs/<sha256>.incomplete) is resumed too. Names, sizes and digests are
@@ -65,14 +65,9 @@ func (e *resumableError) Unwrap() error { return e.err }
 // write goes through the cache folder's os.Root. When the network or the Hub fails for good, the
 // partial files stay for the next try; on any other failure (cancel, a bad checksum, a file that
 // is not GGUF) everything this call created is removed. progress, if not nil, is called four
-// times a second, from another goroutine, and once more when the download is complete.
-func (c *Client) Download(ctx context.Context, cache Cache, l *Listing, q Quant, progress func(Progress)) ([]string, error) {
-	return c.DownloadThen(ctx, cache, l, q, progress, nil)
-}
-
-// DownloadThen is Download with a last check: accept, when not nil, is called with the snapshot
-// paths once refs/main names the commit (a caller rescans its catalog there). When it fails, the
-// download is undone, refs/main included, and its error returned.
+// times a second, from another goroutine, and once more when the download is complete. accept,
+// when not nil, is called with the snapshot paths once refs/main names the commit (a caller
+// rescans its catalog there); when it fails, the download is undone, refs/main included.
 func (c *Client) DownloadThen(ctx context.Context, cache Cache, l *Listing, q Quant, progress func(Progress), accept func([]string) error) ([]string, error) {
 	files := q.All()
 	if err := checkDownload(l, files); err != nil {

@@ -98,9 +98,6 @@ const namespace = "llamatray"
 // ServeHTTP answers the Prometheus text exposition.
 func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.handler.ServeHTTP(w, r) }
 
-// Registry is where the metrics are registered, for a caller that adds its own.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
 // Request counts one model-routed request that ended. It takes no lock of its own beyond the
 // metric vectors' and does no I/O.
 func (m *Metrics) Request(q Request) {

@@ -196,15 +196,6 @@ func (s Store) Current() (Build, bool) {
 	return b, err == nil
 }
 
-// CurrentBinary is the llama-server of the build in use, "" when there is none.
-func (s Store) CurrentBinary() string {
-	b, ok := s.Current()
-	if !ok {
-		return ""
-	}
-	return b.Path
-}
-
 // use makes build b current, the current one previous.
 func (s Store) use(b string) (State, error) {
 	st, err := s.State()

@@ -48,9 +48,6 @@ const (
 	perPage = 100
 )
 
-// ErrTooLarge is matched by the error of an answer larger than the checker accepts.
-var ErrTooLarge = releases.ErrTooLarge
-
 // Release is one published release of Llamatray.
 type Release struct {
 	Tag         string  // the Git tag, "v0.3.0"
