@@ -4,6 +4,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"path/filepath"
@@ -56,9 +57,7 @@ func New(o Options) *Catalog {
 	if o.Hidden == nil {
 		o.Hidden = func(string) bool { return false }
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	c := &Catalog{
 		opts:    o,
 		log:     o.Logger,

@@ -3,6 +3,7 @@ package catalog
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -190,9 +191,7 @@ func (h *hdr) file(size int64) (*fileHeader, error) {
 }
 
 func (h *hdr) fail(err error) {
-	if h.err == nil {
-		h.err = err
-	}
+	h.err = cmp.Or(h.err, err)
 }
 
 // short explains a read past the end.

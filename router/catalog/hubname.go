@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"path"
@@ -68,9 +69,7 @@ func hubNameOf(e *entry, headerQuant string) (repo, name string) {
 		rel = f.hfSub + "/" + rel
 	}
 	q := QuantOf(rel)
-	if q == "" {
-		q = strings.ToUpper(headerQuant)
-	}
+	q = cmp.Or(q, strings.ToUpper(headerQuant))
 	return repo, HubName(repo, q)
 }
 

@@ -6,6 +6,7 @@ package catalog
 // footprint the engine learns replaces this figure.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -143,12 +144,8 @@ func kvBytes(a gguf.GGUFArchitecture, cacheType string, cells, slots int64, unif
 	n := int(a.BlockCount)
 	hd := int64(a.EmbeddingLength / max(a.AttentionHeadCount, 1))
 	kLen, vLen := int64(a.AttentionKeyLength), int64(a.AttentionValueLength)
-	if kLen == 0 {
-		kLen = hd
-	}
-	if vLen == 0 {
-		vLen = hd
-	}
+	kLen = cmp.Or(kLen, hd)
+	vLen = cmp.Or(vLen, hd)
 	swaCells := cells
 	if w := int64(a.AttentionSlidingWindow); w > 0 {
 		per := w + uBatch

@@ -4,6 +4,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -144,9 +145,7 @@ func decodeError(status int, raw []byte) error {
 	if len(e.Message) > 500 {
 		e.Message = e.Message[:500]
 	}
-	if e.Message == "" {
-		e.Message = http.StatusText(status)
-	}
+	e.Message = cmp.Or(e.Message, http.StatusText(status))
 	e.Message = fmt.Sprintf("HTTP %d: %s", status, e.Message)
 	return e
 }

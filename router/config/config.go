@@ -3,6 +3,7 @@
 package config
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -152,21 +153,15 @@ func (c Config) ModelSettings(id string) Model {
 	if m.DraftGPULayers != nil {
 		out.DraftGPULayers = ptr(*m.DraftGPULayers)
 	}
-	if out.FlashAttn == "" {
-		out.FlashAttn = c.Defaults.FlashAttn
-	}
-	if out.Parallel == 0 {
-		out.Parallel = c.Defaults.Parallel
-	}
+	out.FlashAttn = cmp.Or(out.FlashAttn, c.Defaults.FlashAttn)
+	out.Parallel = cmp.Or(out.Parallel, c.Defaults.Parallel)
 	if len(out.Args) == 0 {
 		out.Args = nil
 	}
 	if len(out.Aliases) == 0 {
 		out.Aliases = nil
 	}
-	if out.CtxSize == 0 {
-		out.CtxSize = c.Defaults.CtxSize
-	}
+	out.CtxSize = cmp.Or(out.CtxSize, c.Defaults.CtxSize)
 	switch {
 	case m.GPULayers != nil:
 		out.GPULayers = ptr(*m.GPULayers)

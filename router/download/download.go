@@ -7,6 +7,7 @@
 package download
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -169,9 +170,7 @@ func fetch(ctx context.Context, src Source, w io.Writer, off int64, counted func
 		req.Header.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-")
 	}
 	hc := src.Client
-	if hc == nil {
-		hc = http.DefaultClient
-	}
+	hc = cmp.Or(hc, http.DefaultClient)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, stalled(err)

@@ -12,6 +12,7 @@
 package front
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log"
@@ -61,9 +62,7 @@ type Server struct {
 // New builds a Server.
 func New(o Options) *Server {
 	s := &Server{h: o.Handler, o: o, log: o.Logger, conns: map[*conn]struct{}{}, lns: map[net.Listener]struct{}{}}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
+	s.log = cmp.Or(s.log, slog.New(slog.DiscardHandler))
 	s.fallback = &http.Server{Handler: o.Handler, ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout, ErrorLog: o.ErrorLog}
 	s.handed = newHandoff()
 	return s

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,9 +140,7 @@ func (l *Listing) Pick(q string) (Quant, error) {
 		return Quant{}, fmt.Errorf("%s has no GGUF model files", l.Repo)
 	}
 	want := strings.ToUpper(q)
-	if want == "" {
-		want = "Q4_K_M"
-	}
+	want = cmp.Or(want, "Q4_K_M")
 	for _, x := range l.Quants {
 		if strings.EqualFold(x.Name, want) {
 			return x, nil
@@ -290,10 +289,7 @@ func Group(files []File) []Quant {
 	}
 	var out []Quant
 	for _, q := range quants {
-		q.Name = catalog.QuantOf(q.Files[0].Path)
-		if q.Name == "" {
-			q.Name = strings.TrimSuffix(path.Base(q.Files[0].Path), path.Ext(q.Files[0].Path))
-		}
+		q.Name = cmp.Or(catalog.QuantOf(q.Files[0].Path), strings.TrimSuffix(path.Base(q.Files[0].Path), path.Ext(q.Files[0].Path)))
 		if ps := projs[path.Dir(q.Files[0].Path)]; len(ps) > 0 {
 			p := ps[0]
 			for _, x := range ps {

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,9 +66,7 @@ type pull struct {
 
 // NewManager returns a manager downloading with c into cache. listed may be nil.
 func NewManager(c *Client, cache Cache, listed func(name string, paths []string) error, log *slog.Logger) *Manager {
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	return &Manager{client: c, cache: cache, listed: listed, log: log, pulls: map[string]*pull{}, subs: map[chan Event]struct{}{}}
 }
 

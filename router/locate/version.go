@@ -2,6 +2,7 @@ package locate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -108,9 +109,7 @@ type capped struct {
 
 func (c *capped) Write(p []byte) (int, error) {
 	limit := c.limit
-	if limit == 0 {
-		limit = maxOutput
-	}
+	limit = cmp.Or(limit, maxOutput)
 	if room := limit - c.buf.Len(); room > 0 {
 		if len(p) > room {
 			c.buf.Write(p[:room])

@@ -151,9 +151,7 @@ func (c *Checker) Check(ctx context.Context, cur string, prerelease bool) (Resul
 // exists, else what the running build is beside the newest release.
 func (r Result) Message() string {
 	cur := r.Current
-	if cur == "" {
-		cur = "dev"
-	}
+	cur = cmp.Or(cur, "dev")
 	switch {
 	case r.Available:
 		return fmt.Sprintf("Llamatray %s is available: %s", r.Latest.Version, r.Latest.URL)
@@ -176,9 +174,7 @@ func (r Result) Message() string {
 // Wire is the result as /api/status gives it (setup.update).
 func (r Result) Wire() wire.Update {
 	w := wire.Update{Current: r.Current, Build: r.Build, Available: r.Available, Message: r.Message(), CheckedAt: r.CheckedAt}
-	if w.Current == "" {
-		w.Current = "dev"
-	}
+	w.Current = cmp.Or(w.Current, "dev")
 	if r.Latest != nil {
 		w.Latest, w.URL = r.Latest.Version.String(), r.Latest.URL
 	}

@@ -5,6 +5,7 @@
 package view
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -102,9 +103,7 @@ func (b Builder) join(st engine.ModelStatus) Model {
 			if len(m.Aliases) == 0 {
 				m.Aliases = cm.Aliases
 			}
-			if m.Path == "" {
-				m.Path = cm.Path
-			}
+			m.Path = cmp.Or(m.Path, cm.Path)
 		}
 	}
 	if b.CtxSize != nil {
