@@ -118,9 +118,7 @@ func (c *Catalog) Has(name string) bool {
 }
 
 // Warnings returns the last scan's problems: missing folders and skipped files with reasons.
-func (c *Catalog) Warnings() []string {
-	return slices.Clone(c.snap.Load().warnings)
-}
+func (c *Catalog) Warnings() []string { return slices.Clone(c.snap.Load().warnings) }
 
 // Subscribe returns a channel that receives a signal after each scan that changed the model
 // list, an entry or its estimate (coalesced: one pending signal at most; never closed), and a

@@ -118,9 +118,7 @@ func (w *walker) enter(dir string) bool {
 	return true
 }
 
-func isGGUF(name string) bool {
-	return len(name) > 5 && strings.EqualFold(name[len(name)-5:], ".gguf")
-}
+func isGGUF(name string) bool { return len(name) > 5 && strings.EqualFold(name[len(name)-5:], ".gguf") }
 
 // walk lists one folder. repo is set inside a Hugging Face snapshot.
 func (w *walker) walk(root, dir string, depth int, snap *hfSnapshot) {

@@ -35,9 +35,7 @@ func (e *entry) paths() []string {
 	return out
 }
 
-func isProjectorName(name string) bool {
-	return strings.HasPrefix(strings.ToLower(name), "mmproj")
-}
+func isProjectorName(name string) bool { return strings.HasPrefix(strings.ToLower(name), "mmproj") }
 
 func stemOf(name string) string { return name[:len(name)-len(".gguf")] }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -76,11 +76,7 @@ func checkAPIKey(k string) error {
 // validatePeers checks every [peers.NAME] section.
 func (c Config) validatePeers() []error {
 	var errs []error
-	names := make([]string, 0, len(c.Peers))
-	for name := range c.Peers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(c.Peers))
 	seen := map[string]string{}
 	for _, name := range names {
 		p := c.Peers[name]
@@ -112,11 +108,7 @@ func (r *renderer) peers(peers map[string]Peer) {
 		r.b.WriteString(peerExample)
 		return
 	}
-	names := make([]string, 0, len(peers))
-	for name := range peers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(peers))
 	for _, name := range names {
 		p := peers[name]
 		fmt.Fprintf(&r.b, "[peers.%s]\nurl = %s\n", r.str(name), r.str(p.URL))

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -151,11 +150,7 @@ func (c Config) validateModels() []error {
 	bad := func(reason string, key ...string) {
 		errs = append(errs, &FieldError{Key: key, Reason: reason})
 	}
-	ids := make([]string, 0, len(c.Models))
-	for id := range c.Models {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(c.Models))
 	// every model ID the file names: the models' and their variants'
 	all := map[string]bool{}
 	for _, id := range ids {

@@ -184,9 +184,7 @@ type handoff struct {
 	once sync.Once
 }
 
-func newHandoff() *handoff {
-	return &handoff{ch: make(chan net.Conn), done: make(chan struct{})}
-}
+func newHandoff() *handoff { return &handoff{ch: make(chan net.Conn), done: make(chan struct{})} }
 
 func (l *handoff) Accept() (net.Conn, error) {
 	select {

@@ -10,9 +10,7 @@ import (
 // its buffer report prints them, and adds the devices no driver probe measures (a Vulkan device, a
 // GPU of another vendor): `llama-server --list-devices` is run once per binary. Binary says which
 // llama-server children run now ("" = none yet).
-func Named(p Probe, binary func() string) Probe {
-	return &named{Probe: p, binary: binary}
-}
+func Named(p Probe, binary func() string) Probe { return &named{Probe: p, binary: binary} }
 
 type named struct {
 	Probe

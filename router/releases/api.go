@@ -77,9 +77,7 @@ type Client struct {
 }
 
 // BaseURL returns $LLAMATRAY_RELEASES_URL, else DefaultURL.
-func BaseURL() string {
-	return envconfig.ReleasesURL.URL(DefaultURL)
-}
+func BaseURL() string { return envconfig.ReleasesURL.URL(DefaultURL) }
 
 func (c *Client) base() string {
 	if c.Base != "" {

@@ -110,9 +110,7 @@ func (s Store) State() (State, error) {
 	return st, nil
 }
 
-func (s Store) writeState(st State) error {
-	return writeJSON(filepath.Join(s.Root, stateFile), st)
-}
+func (s Store) writeState(st State) error { return writeJSON(filepath.Join(s.Root, stateFile), st) }
 
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

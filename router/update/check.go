@@ -65,9 +65,7 @@ type Checker struct {
 }
 
 // URL returns $LLAMATRAY_UPDATE_URL, else DefaultURL.
-func URL() string {
-	return envconfig.UpdateURL.URL(DefaultURL)
-}
+func URL() string { return envconfig.UpdateURL.URL(DefaultURL) }
 
 // Releases lists the published releases whose tags are versions, drafts left out, in the list's
 // order (GitHub's: newest first).
