@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -124,6 +125,14 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	return nil
 }
 
+// call sends one request (see do) and returns its decoded answer, the zero T on error.
+func call[T any](ctx context.Context, c *Client, method, path string, in any) (out T, err error) {
+	if err = c.do(ctx, method, path, in, &out); err != nil {
+		return *new(T), err
+	}
+	return out, nil
+}
+
 // decodeError turns an error response into *Error, keeping the server's message.
 func decodeError(status int, raw []byte) error {
 	e := &Error{Status: status}
@@ -152,11 +161,8 @@ func decodeError(status int, raw []byte) error {
 
 // Models lists every model of the instance with its state.
 func (c *Client) Models(ctx context.Context) ([]wire.Model, error) {
-	var list wire.ModelList
-	if err := c.do(ctx, http.MethodGet, "/models", nil, &list); err != nil {
-		return nil, err
-	}
-	return list.Data, nil
+	list, err := call[wire.ModelList](ctx, c, http.MethodGet, "/models", nil)
+	return list.Data, err
 }
 
 // Load loads a model (ID or alias) and waits until it is ready or failed.
@@ -177,9 +183,7 @@ func (c *Client) Pin(ctx context.Context, id string, pinned bool) error {
 
 // Status returns the instance's /api/status document.
 func (c *Client) Status(ctx context.Context) (wire.Status, error) {
-	var st wire.Status
-	err := c.do(ctx, http.MethodGet, "/api/status", nil, &st)
-	return st, err
+	return call[wire.Status](ctx, c, http.MethodGet, "/api/status", nil)
 }
 
 // Ping reports whether a Llamatray instance answers at Base, within PingTimeout. It returns
@@ -205,4 +209,31 @@ func (c *Client) Ping(ctx context.Context) error {
 		return fmt.Errorf("llamatray at %s reports status %q", c.Base, h.Status)
 	}
 	return nil
+}
+
+// Peers lists the instance's peers: state, models, last error.
+func (c *Client) Peers(ctx context.Context) ([]wire.Peer, error) {
+	l, err := call[wire.PeerList](ctx, c, http.MethodGet, "/api/peers", nil)
+	return l.Peers, err
+}
+
+// AddPeer adds a peer to the instance (saved in its configuration), or changes the one of its name.
+func (c *Client) AddPeer(ctx context.Context, p wire.PeerAdd) ([]wire.Peer, error) {
+	l, err := call[wire.PeerList](ctx, c, http.MethodPost, "/api/peers", p)
+	return l.Peers, err
+}
+
+// RemovePeer takes a peer out of the instance's configuration.
+func (c *Client) RemovePeer(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/api/peers/"+url.PathEscape(name), nil, nil)
+}
+
+// Discovered is what the instance found of other Llamatrays on the local network (not yet peers).
+func (c *Client) Discovered(ctx context.Context) (wire.DiscoveredList, error) {
+	return call[wire.DiscoveredList](ctx, c, http.MethodGet, "/api/peers/discovered", nil)
+}
+
+// Activity returns the instance's GET /api/activity document: per model, the last hour in buckets.
+func (c *Client) Activity(ctx context.Context) (wire.Activity, error) {
+	return call[wire.Activity](ctx, c, http.MethodGet, "/api/activity", nil)
 }

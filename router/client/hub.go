@@ -18,29 +18,22 @@ func (c *Client) Pull(ctx context.Context, name string) (wire.PullAnswer, error)
 
 // PullWithToken is Pull with a Hub token the instance uses for this pull only ("" = its own).
 func (c *Client) PullWithToken(ctx context.Context, name, hfToken string) (wire.PullAnswer, error) {
-	var a wire.PullAnswer
 	body := map[string]any{"model": name}
 	if hfToken != "" {
 		body["hf_token"] = hfToken
 	}
-	err := c.do(ctx, http.MethodPost, "/models", body, &a)
-	return a, err
+	return call[wire.PullAnswer](ctx, c, http.MethodPost, "/models", body)
 }
 
 // Remove deletes a model pulled from the Hub, or cancels its pull.
 func (c *Client) Remove(ctx context.Context, name string) (wire.RemoveAnswer, error) {
-	var a wire.RemoveAnswer
-	err := c.do(ctx, http.MethodDelete, "/models", map[string]any{"model": name}, &a)
-	return a, err
+	return call[wire.RemoveAnswer](ctx, c, http.MethodDelete, "/models", map[string]any{"model": name})
 }
 
 // Resolve asks whether a name is served, returning its catalog ID.
 func (c *Client) Resolve(ctx context.Context, name string) (string, error) {
-	var m wire.Model
-	if err := c.do(ctx, http.MethodGet, "/v1/models/"+url.PathEscape(name), nil, &m); err != nil {
-		return "", err
-	}
-	return m.ID, nil
+	m, err := call[wire.Model](ctx, c, http.MethodGet, "/v1/models/"+url.PathEscape(name), nil)
+	return m.ID, err
 }
 
 // PullEvents follows /models/events and sends its "download" lines until ctx ends or the stream

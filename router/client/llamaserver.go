@@ -16,20 +16,16 @@ import (
 // LlamaServers lists the installed llama-server builds; with available, also what installing build
 // (a tag, or "latest") would pick here.
 func (c *Client) LlamaServers(ctx context.Context, available bool, build string) (releases.Listing, error) {
-	var out releases.Listing
 	path := "/api/llama-server"
 	if available {
 		path += "?available=1&build=" + build
 	}
-	err := c.do(ctx, http.MethodGet, path, nil, &out)
-	return out, err
+	return call[releases.Listing](ctx, c, http.MethodGet, path, nil)
 }
 
 // UseLlamaServer switches the instance to an installed build ("previous" rolls back).
 func (c *Client) UseLlamaServer(ctx context.Context, build string) (releases.Build, error) {
-	var b releases.Build
-	err := c.do(ctx, http.MethodPost, "/api/llama-server/use", releases.Request{Build: build}, &b)
-	return b, err
+	return call[releases.Build](ctx, c, http.MethodPost, "/api/llama-server/use", releases.Request{Build: build})
 }
 
 // InstallLlamaServer asks the instance to install a build, calling progress for each progress event,

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/llamatray/llamatray/router/catalog"
@@ -200,8 +201,7 @@ func LocalFiles(m catalog.Model) (Cache, []string, bool) {
 	}
 	for _, f := range files {
 		dir := filepath.Dir(f)
-		var rel []string
-		rel = append(rel, filepath.Base(f))
+		rel := []string{filepath.Base(f)}
 		for dir != filepath.Dir(dir) && filepath.Base(filepath.Dir(dir)) != "snapshots" {
 			rel = append([]string{filepath.Base(dir)}, rel...)
 			dir = filepath.Dir(dir)
@@ -232,14 +232,9 @@ func keepShared(root *os.Root, snap string, files []string) []string {
 		rel := filepath.Clean(filepath.FromSlash(f))
 		if catalog.IsProjector(f) {
 			entries, _ := fs.ReadDir(root.FS(), filepath.ToSlash(filepath.Join(snap, filepath.Dir(rel))))
-			shared := false
-			for _, e := range entries {
-				other := filepath.Join(filepath.Dir(rel), e.Name())
-				if !gone[other] && !catalog.IsProjector(e.Name()) && strings.HasSuffix(strings.ToLower(e.Name()), ".gguf") {
-					shared = true
-				}
-			}
-			if shared {
+			if slices.ContainsFunc(entries, func(e fs.DirEntry) bool {
+				return !gone[filepath.Join(filepath.Dir(rel), e.Name())] && !catalog.IsProjector(e.Name()) && strings.HasSuffix(strings.ToLower(e.Name()), ".gguf")
+			}) {
 				continue
 			}
 		}

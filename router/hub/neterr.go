@@ -21,6 +21,7 @@ func (c *Client) unreachable(err error) error {
 	var dnsErr *net.DNSError
 	var certErr *tls.CertificateVerificationError
 	var unknownCA x509.UnknownAuthorityError
+	var ne net.Error
 	switch {
 	case errors.Is(err, context.Canceled):
 		return err
@@ -28,15 +29,10 @@ func (c *Client) unreachable(err error) error {
 		why = "its name does not resolve: is this computer offline?"
 	case neterr.Refused(err):
 		why = "the connection was refused: is a proxy or firewall in the way, or is HF_ENDPOINT wrong?"
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		why = "it did not answer in time: the network is slow or down"
 	case errors.As(err, &certErr) || errors.As(err, &unknownCA):
 		why = "its certificate is not trusted: a proxy may be intercepting HTTPS"
 	}
 	return fmt.Errorf("%w at %s: %s (%w)", ErrUnreachable, c.Endpoint, why, err)
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
