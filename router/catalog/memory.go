@@ -352,7 +352,7 @@ func checkCacheType(h *header, cacheType string) error {
 // EstimateWith estimates the memory model id needs when run with p, from the headers the last scan
 // read (no file is opened): what a settings editor shows before the settings are saved. Settings
 // the model cannot run with are a *SettingsError; so is a draft (p.Draft) that is missing or whose
-// vocabulary does not match. A draft's memory is part of the estimate (draft.go).
+// vocabulary does not match. A draft's memory is part of the estimate (vocab.go).
 func (c *Catalog) EstimateWith(id string, p EstimateParams) (Estimate, error) {
 	m, ok := c.Lookup(id)
 	if !ok {

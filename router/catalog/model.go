@@ -26,7 +26,7 @@ type EstimateParams struct {
 	FlashAttn   string // -fa: "on", "off", or "" for llama-server's "auto" (on: every backend it ships runs it)
 	CacheType   string // KV cache type for keys and values ("q8_0"); "" = f16
 	// Draft is the draft model for speculative decoding as configured (a catalog ID, alias or
-	// ORG/REPO:QUANT); "" = none. A scan resolves it (draft.go) and adds its memory to the estimate.
+	// ORG/REPO:QUANT); "" = none. A scan resolves it (vocab.go) and adds its memory to the estimate.
 	Draft          string
 	DraftGPULayers int // the draft's offload: -1 = all, 0 = CPU only
 }
@@ -50,7 +50,7 @@ type Model struct {
 	ChatTemplate  bool   // the file carries a chat template
 	Vocab         Vocab  // its vocabulary, from the header (vocab.go)
 	// The draft model configured for it (EstimateParams.Draft), as the scan resolved it
-	// (draft.go): its ID and file, or why it cannot be used (missing, another vocabulary).
+	// (vocab.go): its ID and file, or why it cannot be used (missing, another vocabulary).
 	Draft      string
 	DraftPath  string
 	DraftError string

@@ -92,7 +92,7 @@ type Config struct {
 	Workers               map[string]Worker `toml:"workers"`                 // other machines' devices, by name (workers.go)
 	Defaults              ChildDefaults     `toml:"defaults"`
 	Models                map[string]Model  `toml:"models"`
-	Peers                 map[string]Peer   `toml:"peers"` // other machines' servers, by name (peers.go)
+	Peers                 map[string]Peer   `toml:"peers"` // other machines' servers, by name (workers.go)
 
 	presets *Presets // the file Presets names, as read (WithPresets); never written
 }
