@@ -3,6 +3,7 @@ package catalog
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"math"
 	"math/bits"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -189,11 +191,7 @@ func (h *hdr) file(size int64) (*fileHeader, error) {
 	return fh, nil
 }
 
-func (h *hdr) fail(err error) {
-	if h.err == nil {
-		h.err = err
-	}
-}
+func (h *hdr) fail(err error) { h.err = cmp.Or(h.err, err) }
 
 // short explains a read past the end.
 func (h *hdr) short() error {
@@ -387,10 +385,7 @@ func (h *hdr) array(key string) gguf.GGUFMetadataKVArrayValue {
 		h.fail(fmt.Errorf("absurd array length %d", v.Len))
 		return v
 	}
-	keep := false
-	for _, s := range keptArrays {
-		keep = keep || strings.HasSuffix(key, s)
-	}
+	keep := slices.ContainsFunc(keptArrays, func(s string) bool { return strings.HasSuffix(key, s) })
 	if keep && v.Len > maxLayers {
 		h.fail(fmt.Errorf("absurd per-layer array length %d", v.Len))
 		return v

@@ -13,7 +13,7 @@ type entry struct {
 	stem   string  // file name without .gguf and shard suffix
 	files  []found // shards in order
 	id     string
-	fileID string // for a model renamed to its Hub name (hubids.go): the file-name ID, kept as an alias
+	fileID string // for a model renamed to its Hub name (hubIDs): the file-name ID, kept as an alias
 }
 
 func (e *entry) first() found { return e.files[0] }
@@ -35,9 +35,7 @@ func (e *entry) paths() []string {
 	return out
 }
 
-func isProjectorName(name string) bool {
-	return strings.HasPrefix(strings.ToLower(name), "mmproj")
-}
+func isProjectorName(name string) bool { return strings.HasPrefix(strings.ToLower(name), "mmproj") }
 
 func stemOf(name string) string { return name[:len(name)-len(".gguf")] }
 

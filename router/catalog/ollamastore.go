@@ -3,6 +3,7 @@ package catalog
 // Reading an Ollama store: see ollama.go.
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -128,9 +129,7 @@ func (s *ollamaStore) folder(rel []string) {
 		return
 	}
 	name := path.Join(rel...)
-	if name == "" {
-		name = "."
-	}
+	name = cmp.Or(name, ".")
 	where := filepath.Join(s.dir, "manifests", filepath.FromSlash(name))
 	entries, err := readDirN(s.manifests, name, maxOllamaEntries+1)
 	if err != nil {
@@ -362,9 +361,7 @@ func (s *ollamaStore) list(name, file string, m *ollamaManifest) error {
 			}
 			model = l
 		case mediaProjector:
-			if proj == nil {
-				proj = l
-			}
+			proj = cmp.Or(proj, l)
 		case mediaParams:
 			params = l
 		case mediaTemplate, mediaPrompt:

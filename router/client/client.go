@@ -3,7 +3,9 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,9 +13,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -123,6 +127,14 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	return nil
 }
 
+// call sends one request (see do) and returns its decoded answer, the zero T on error.
+func call[T any](ctx context.Context, c *Client, method, path string, in any) (out T, err error) {
+	if err = c.do(ctx, method, path, in, &out); err != nil {
+		return *new(T), err
+	}
+	return out, nil
+}
+
 // decodeError turns an error response into *Error, keeping the server's message.
 func decodeError(status int, raw []byte) error {
 	e := &Error{Status: status}
@@ -144,20 +156,15 @@ func decodeError(status int, raw []byte) error {
 	if len(e.Message) > 500 {
 		e.Message = e.Message[:500]
 	}
-	if e.Message == "" {
-		e.Message = http.StatusText(status)
-	}
+	e.Message = cmp.Or(e.Message, http.StatusText(status))
 	e.Message = fmt.Sprintf("HTTP %d: %s", status, e.Message)
 	return e
 }
 
 // Models lists every model of the instance with its state.
 func (c *Client) Models(ctx context.Context) ([]wire.Model, error) {
-	var list wire.ModelList
-	if err := c.do(ctx, http.MethodGet, "/models", nil, &list); err != nil {
-		return nil, err
-	}
-	return list.Data, nil
+	list, err := call[wire.ModelList](ctx, c, http.MethodGet, "/models", nil)
+	return list.Data, err
 }
 
 // Load loads a model (ID or alias) and waits until it is ready or failed.
@@ -178,9 +185,7 @@ func (c *Client) Pin(ctx context.Context, id string, pinned bool) error {
 
 // Status returns the instance's /api/status document.
 func (c *Client) Status(ctx context.Context) (wire.Status, error) {
-	var st wire.Status
-	err := c.do(ctx, http.MethodGet, "/api/status", nil, &st)
-	return st, err
+	return call[wire.Status](ctx, c, http.MethodGet, "/api/status", nil)
 }
 
 // Ping reports whether a Llamatray instance answers at Base, within PingTimeout. It returns
@@ -206,4 +211,152 @@ func (c *Client) Ping(ctx context.Context) error {
 		return fmt.Errorf("llamatray at %s reports status %q", c.Base, h.Status)
 	}
 	return nil
+}
+
+// Peers lists the instance's peers: state, models, last error.
+func (c *Client) Peers(ctx context.Context) ([]wire.Peer, error) {
+	l, err := call[wire.PeerList](ctx, c, http.MethodGet, "/api/peers", nil)
+	return l.Peers, err
+}
+
+// AddPeer adds a peer to the instance (saved in its configuration), or changes the one of its name.
+func (c *Client) AddPeer(ctx context.Context, p wire.PeerAdd) ([]wire.Peer, error) {
+	l, err := call[wire.PeerList](ctx, c, http.MethodPost, "/api/peers", p)
+	return l.Peers, err
+}
+
+// RemovePeer takes a peer out of the instance's configuration.
+func (c *Client) RemovePeer(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/api/peers/"+url.PathEscape(name), nil, nil)
+}
+
+// Discovered is what the instance found of other Llamatrays on the local network (not yet peers).
+func (c *Client) Discovered(ctx context.Context) (wire.DiscoveredList, error) {
+	return call[wire.DiscoveredList](ctx, c, http.MethodGet, "/api/peers/discovered", nil)
+}
+
+// Activity returns the instance's GET /api/activity document: per model, the last hour in buckets.
+func (c *Client) Activity(ctx context.Context) (wire.Activity, error) {
+	return call[wire.Activity](ctx, c, http.MethodGet, "/api/activity", nil)
+}
+
+// Pull starts downloading ORG/REPO[:QUANT] from the Hugging Face Hub.
+func (c *Client) Pull(ctx context.Context, name string) (wire.PullAnswer, error) {
+	return c.PullWithToken(ctx, name, "")
+}
+
+// PullWithToken is Pull with a Hub token the instance uses for this pull only ("" = its own).
+func (c *Client) PullWithToken(ctx context.Context, name, hfToken string) (wire.PullAnswer, error) {
+	body := map[string]any{"model": name}
+	if hfToken != "" {
+		body["hf_token"] = hfToken
+	}
+	return call[wire.PullAnswer](ctx, c, http.MethodPost, "/models", body)
+}
+
+// Remove deletes a model pulled from the Hub, or cancels its pull.
+func (c *Client) Remove(ctx context.Context, name string) (wire.RemoveAnswer, error) {
+	return call[wire.RemoveAnswer](ctx, c, http.MethodDelete, "/models", map[string]any{"model": name})
+}
+
+// Resolve asks whether a name is served, returning its catalog ID.
+func (c *Client) Resolve(ctx context.Context, name string) (string, error) {
+	m, err := call[wire.Model](ctx, c, http.MethodGet, "/v1/models/"+url.PathEscape(name), nil)
+	return m.ID, err
+}
+
+// PullEvents follows /models/events and sends its "download" lines until ctx ends or the stream
+// does; the channel is closed then.
+func (c *Client) PullEvents(ctx context.Context) (<-chan wire.Pull, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/models/events", nil, "text/event-stream")
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, decodeError(resp.StatusCode, nil)
+	}
+	out := make(chan wire.Pull, 64)
+	go func() {
+		defer close(out)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			line, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var ev wire.DownloadEvent
+			if json.Unmarshal([]byte(line), &ev) != nil || ev.Kind != "download" {
+				continue
+			}
+			select {
+			case out <- ev.Pull:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// LlamaServers lists the installed llama-server builds; with available, also what installing build
+// (a tag, or "latest") would pick here.
+func (c *Client) LlamaServers(ctx context.Context, available bool, build string) (releases.Listing, error) {
+	path := "/api/llama-server"
+	if available {
+		path += "?available=1&build=" + build
+	}
+	return call[releases.Listing](ctx, c, http.MethodGet, path, nil)
+}
+
+// UseLlamaServer switches the instance to an installed build ("previous" rolls back).
+func (c *Client) UseLlamaServer(ctx context.Context, build string) (releases.Build, error) {
+	return call[releases.Build](ctx, c, http.MethodPost, "/api/llama-server/use", releases.Request{Build: build})
+}
+
+// InstallLlamaServer asks the instance to install a build, calling progress for each progress event,
+// and returns the installed build. Cancelling ctx cancels the install.
+func (c *Client) InstallLlamaServer(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error) {
+	var b releases.Build
+	resp, err := c.send(ctx, http.MethodPost, "/api/llama-server/install", req, "text/event-stream")
+	if err != nil {
+		return b, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return b, decodeError(resp.StatusCode, raw)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data := []byte(strings.TrimPrefix(line, "data: "))
+			switch event {
+			case "progress":
+				var p releases.Progress
+				if json.Unmarshal(data, &p) == nil && progress != nil {
+					progress(p)
+				}
+			case "done":
+				if err := json.Unmarshal(data, &b); err != nil {
+					return b, fmt.Errorf("llamatray at %s: unexpected install result: %w", c.Base, err)
+				}
+				return b, nil
+			case "error":
+				return b, decodeError(http.StatusInternalServerError, data)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return b, fmt.Errorf("llamatray at %s: the install's progress stream broke: %w", c.Base, err)
+	}
+	return b, errors.New("llamatray: the install's progress stream ended without a result")
 }

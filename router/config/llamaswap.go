@@ -192,9 +192,7 @@ func (c Config) ImportLlamaSwap(name string, data []byte) (Config, []string, err
 // swapMacros reads a macros mapping in order (a macro may use earlier ones), over base.
 func swapMacros(n *yaml.Node, base map[string]string) (map[string]string, error) {
 	out := map[string]string{}
-	for k, v := range base {
-		out[k] = v
-	}
+	maps.Copy(out, base)
 	if n.Kind == 0 {
 		return out, nil
 	}

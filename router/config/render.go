@@ -2,9 +2,10 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -111,11 +112,7 @@ func (c Config) render() (string, error) {
 
 	r.b.WriteString(deviceComment)
 	if len(c.DeviceMemoryLimit) > 0 {
-		devs := make([]string, 0, len(c.DeviceMemoryLimit))
-		for d := range c.DeviceMemoryLimit {
-			devs = append(devs, d)
-		}
-		sort.Strings(devs)
+		devs := slices.Sorted(maps.Keys(c.DeviceMemoryLimit))
 		r.b.WriteString("[device_memory_limit]\n")
 		for _, d := range devs {
 			fmt.Fprintf(&r.b, "%s = %s\n", r.str(d), r.str(c.DeviceMemoryLimit[d].String()))
@@ -126,11 +123,7 @@ func (c Config) render() (string, error) {
 
 	r.renderWorkers(c.Workers)
 
-	ids := make([]string, 0, len(c.Models))
-	for id := range c.Models {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(c.Models))
 	for _, id := range ids {
 		r.model(id, c.Models[id])
 	}
@@ -184,11 +177,7 @@ const modelExample = `
 func (r *renderer) model(id string, m Model) {
 	fmt.Fprintf(&r.b, "\n[models.%s]\n", r.str(id))
 	r.section(m)
-	names := make([]string, 0, len(m.Variants))
-	for name := range m.Variants {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(m.Variants))
 	for _, name := range names {
 		fmt.Fprintf(&r.b, "\n[models.%s.variants.%s]\n", r.str(id), r.str(name))
 		r.section(m.Variants[name])

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -151,11 +150,7 @@ func (c Config) validateModels() []error {
 	bad := func(reason string, key ...string) {
 		errs = append(errs, &FieldError{Key: key, Reason: reason})
 	}
-	ids := make([]string, 0, len(c.Models))
-	for id := range c.Models {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(c.Models))
 	// every model ID the file names: the models' and their variants'
 	all := map[string]bool{}
 	for _, id := range ids {
@@ -223,13 +218,9 @@ func checkSection(m Model, inherit string, bad func(reason string, key ...string
 	if m.GPULayers != nil && *m.GPULayers < -1 {
 		bad("must be -1 (all layers) or more", at("gpu_layers")...)
 	}
-	for _, k := range []string{"idle_sleep", "idle_unload"} {
-		d := m.IdleSleep
-		if k == "idle_unload" {
-			d = m.IdleUnload
-		}
+	for i, d := range []*Duration{m.IdleSleep, m.IdleUnload} {
 		if d != nil && *d < 0 && *d != Never {
-			bad("negative durations are not allowed; use \"-1\" or \"0\" for off", at(k)...)
+			bad("negative durations are not allowed; use \"-1\" or \"0\" for off", at([]string{"idle_sleep", "idle_unload"}[i])...)
 		}
 	}
 	if err := checkArgs(m.Args); err != nil {

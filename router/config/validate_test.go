@@ -63,6 +63,9 @@ func TestValidate(t *testing.T) {
 			c.Models = map[string]Model{"m": {Aliases: []string{"m", "x"}, IdleSleep: durp(Never), GPULayers: intp(0)}}
 		}, ""},
 		{"model empty id", func(c *Config) { c.Models = map[string]Model{"": {}} }, "models."},
+		{"model idle_sleep", func(c *Config) { c.Models = map[string]Model{"m": {IdleSleep: durp(-2)}} }, "models.m.idle_sleep"},
+		{"model idle_unload", func(c *Config) { c.Models = map[string]Model{"m": {IdleUnload: durp(-2)}} }, "models.m.idle_unload"},
+		{"model idle never", func(c *Config) { c.Models = map[string]Model{"m": {IdleSleep: durp(Never), IdleUnload: durp(Never)}} }, ""},
 		{"model flash_attn", func(c *Config) { c.Models = map[string]Model{"m": {FlashAttn: "yes"}} }, "models.m.flash_attn"},
 		{"model parallel", func(c *Config) { c.Models = map[string]Model{"m": {Parallel: -1}} }, "models.m.parallel"},
 		{"model cache_type", func(c *Config) { c.Models = map[string]Model{"m": {CacheType: "q3"}} }, "models.m.cache_type"},

@@ -6,6 +6,7 @@ package config
 // tags, pinned, load_on_start and hidden belong to an ID: a variant has its own, never its model's.
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -130,42 +131,22 @@ func (c Config) Layered(id string) (Model, bool) {
 func layered(under, over Model) Model {
 	out := over
 	out.Args = append(slices.Clone(under.Args), over.Args...)
-	if out.CtxSize == 0 {
-		out.CtxSize = under.CtxSize
-	}
-	if out.GPULayers == nil {
-		out.GPULayers = under.GPULayers
-	}
-	if out.FlashAttn == "" {
-		out.FlashAttn = under.FlashAttn
-	}
-	if out.Parallel == 0 {
-		out.Parallel = under.Parallel
-	}
-	if out.CacheType == "" {
-		out.CacheType = under.CacheType
-	}
-	if out.IdleSleep == nil {
-		out.IdleSleep = under.IdleSleep
-	}
-	if out.Draft == "" {
-		out.Draft = under.Draft
-	}
-	if out.DraftGPULayers == nil {
-		out.DraftGPULayers = under.DraftGPULayers
-	}
-	if out.DraftMax == 0 {
-		out.DraftMax = under.DraftMax
-	}
+	out.CtxSize = cmp.Or(out.CtxSize, under.CtxSize)
+	out.GPULayers = cmp.Or(out.GPULayers, under.GPULayers)
+	out.FlashAttn = cmp.Or(out.FlashAttn, under.FlashAttn)
+	out.Parallel = cmp.Or(out.Parallel, under.Parallel)
+	out.CacheType = cmp.Or(out.CacheType, under.CacheType)
+	out.IdleSleep = cmp.Or(out.IdleSleep, under.IdleSleep)
+	out.Draft = cmp.Or(out.Draft, under.Draft)
+	out.DraftGPULayers = cmp.Or(out.DraftGPULayers, under.DraftGPULayers)
+	out.DraftMax = cmp.Or(out.DraftMax, under.DraftMax)
 	if out.Workers == nil {
 		out.Workers = slices.Clone(under.Workers)
 	}
 	out.SetParams = mergeParams(under.SetParams, over.SetParams)
 	out.DefaultParams = mergeParams(under.DefaultParams, over.DefaultParams)
 	out.StripParams = unionStrings(under.StripParams, over.StripParams)
-	if out.IdleUnload == nil {
-		out.IdleUnload = under.IdleUnload
-	}
+	out.IdleUnload = cmp.Or(out.IdleUnload, under.IdleUnload)
 	return out
 }
 

@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,9 +58,7 @@ func New(o Options) *Discoverer {
 	if o.MaxWait <= 0 {
 		o.MaxWait = 10 * time.Minute
 	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
+	o.Log = cmp.Or(o.Log, slog.Default())
 	return &Discoverer{o: o, poke: make(chan struct{}, 1), lookup: Lookup, now: time.Now,
 		seen: map[string]Found{}, changed: make(chan struct{})}
 }

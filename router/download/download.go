@@ -7,13 +7,18 @@
 package download
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/llamatray/llamatray/router/config"
@@ -169,9 +174,7 @@ func fetch(ctx context.Context, src Source, w io.Writer, off int64, counted func
 		req.Header.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-")
 	}
 	hc := src.Client
-	if hc == nil {
-		hc = http.DefaultClient
-	}
+	hc = cmp.Or(hc, http.DefaultClient)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, stalled(err)
@@ -235,4 +238,108 @@ func fetch(ctx context.Context, src Source, w io.Writer, off int64, counted func
 			return n, fmt.Errorf("%w: it stopped after %s of %s: %w", ErrCut, config.HumanSize(off+n), config.HumanSize(src.Size), rerr)
 		}
 	}
+}
+
+// Speed measures a download's rate over its last seconds and the time left at that rate. It is a
+// plain value: its one user calls At from one goroutine at a time.
+type Speed struct {
+	samples []sample
+}
+
+type sample struct {
+	at    time.Time
+	bytes int64
+}
+
+// speedWindow is how far back the rate looks.
+const speedWindow = 5 * time.Second
+
+// Found counts n bytes into done that did not come over the network (a partial file resumed, a
+// file already complete): the rate leaves them out, as if they had been there from the start.
+func (s *Speed) Found(n int64) {
+	for i := range s.samples {
+		s.samples[i].bytes += n
+	}
+}
+
+// At records that done of total bytes came by now and returns the rate in bytes per second over
+// the last seconds and the time left at it (0 when unknown).
+func (s *Speed) At(now time.Time, done, total int64) (rate float64, left time.Duration) {
+	s.samples = append(s.samples, sample{now, done})
+	for len(s.samples) > 2 && now.Sub(s.samples[0].at) > speedWindow {
+		s.samples = s.samples[1:]
+	}
+	first := s.samples[0]
+	if dt := now.Sub(first.at).Seconds(); dt > 0.05 {
+		rate = float64(done-first.bytes) / dt
+	}
+	if rate > 0 && total > done {
+		left = time.Duration(float64(total-done) / rate * float64(time.Second))
+	}
+	return rate, left
+}
+
+// ErrDiskFull is matched by the error of a download the disk cannot hold, found before it starts
+// (CheckSpace) or while it writes (DiskFull).
+var ErrDiskFull = errors.New("not enough free disk space")
+
+// SpaceError says a download needs more than the disk has free; it matches ErrDiskFull.
+type SpaceError struct {
+	Dir        string
+	Need, Free int64
+}
+
+func (e *SpaceError) Error() string {
+	return fmt.Sprintf("not enough free disk space in %s: %s free, about %s needed", e.Dir, config.HumanSize(e.Free), config.HumanSize(e.Need))
+}
+
+func (e *SpaceError) Is(target error) bool { return target == ErrDiskFull }
+
+// Free is the space the user may still write on the file system that holds dir, or would hold it
+// (the nearest folder above it that exists); false when it cannot be told.
+func Free(dir string) (int64, bool) {
+	for { // the nearest folder that exists
+		if _, err := os.Stat(dir); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	n, err := freeBytes(dir)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// CheckSpace refuses, with a *SpaceError, a download of need bytes into dir that the disk cannot
+// hold. When the free space cannot be told it lets the writes say.
+func CheckSpace(dir string, need int64) error {
+	if free, ok := Free(dir); ok && need > free {
+		return &SpaceError{Dir: dir, Need: need, Free: free}
+	}
+	return nil
+}
+
+// IsDiskFull reports whether err is the operating system saying the disk is full.
+func IsDiskFull(err error) bool {
+	var e syscall.Errno
+	if !errors.As(err, &e) {
+		return false
+	}
+	if runtime.GOOS == "windows" {
+		return e == 39 || e == 112 // ERROR_HANDLE_DISK_FULL, ERROR_DISK_FULL
+	}
+	return e == syscall.ENOSPC || e == syscall.EDQUOT
+}
+
+// DiskFull wraps a write error so that a full disk reads as ErrDiskFull.
+func DiskFull(err error, what string) error {
+	if IsDiskFull(err) {
+		return fmt.Errorf("%w: writing %s: %w", ErrDiskFull, what, err)
+	}
+	return fmt.Errorf("writing %s: %w", what, err)
 }

@@ -28,7 +28,7 @@ const (
 )
 
 // conn is one client connection. Its goroutine (serve) reads the requests and runs their handlers.
-// A request still running when the sweeper (watch.go) looks, with its body read, gets a goroutine
+// A request still running when the sweeper (front.go) looks, with its body read, gets a goroutine
 // that reads the connection meanwhile (watchClient): the next request's first byte, or the client's
 // leaving, which cancels the request's context. Requests that end sooner never need it.
 type conn struct {

@@ -2,6 +2,7 @@ package front
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -284,9 +285,7 @@ func (w *writer) fail(err error) {
 // statusLine is "CODE Reason\r\n".
 func statusLine(code int) string {
 	text := http.StatusText(code)
-	if text == "" {
-		text = "status code " + strconv.Itoa(code)
-	}
+	text = cmp.Or(text, "status code "+strconv.Itoa(code))
 	return strconv.Itoa(code) + " " + text + "\r\n"
 }
 

@@ -57,7 +57,7 @@ type resumableError struct{ err error }
 func (e *resumableError) Error() string { return e.err.Error() }
 func (e *resumableError) Unwrap() error { return e.err }
 
-// Download fetches quant q of listing l into the cache, verifying every file's sha256 and GGUF
+// DownloadThen fetches quant q of listing l into the cache, verifying every file's sha256 and GGUF
 // magic, and links it into snapshots/<commit>/ with refs/main pointing there. It returns the
 // snapshot path of every file. A cut connection resumes with a range request; a partial file left
 // by an earlier run (blobs/<sha256>.incomplete) is resumed too. Names, sizes and digests are
@@ -65,14 +65,9 @@ func (e *resumableError) Unwrap() error { return e.err }
 // write goes through the cache folder's os.Root. When the network or the Hub fails for good, the
 // partial files stay for the next try; on any other failure (cancel, a bad checksum, a file that
 // is not GGUF) everything this call created is removed. progress, if not nil, is called four
-// times a second, from another goroutine, and once more when the download is complete.
-func (c *Client) Download(ctx context.Context, cache Cache, l *Listing, q Quant, progress func(Progress)) ([]string, error) {
-	return c.DownloadThen(ctx, cache, l, q, progress, nil)
-}
-
-// DownloadThen is Download with a last check: accept, when not nil, is called with the snapshot
-// paths once refs/main names the commit (a caller rescans its catalog there). When it fails, the
-// download is undone, refs/main included, and its error returned.
+// times a second, from another goroutine, and once more when the download is complete. accept,
+// when not nil, is called with the snapshot paths once refs/main names the commit (a caller
+// rescans its catalog there); when it fails, the download is undone, refs/main included.
 func (c *Client) DownloadThen(ctx context.Context, cache Cache, l *Listing, q Quant, progress func(Progress), accept func([]string) error) ([]string, error) {
 	files := q.All()
 	if err := checkDownload(l, files); err != nil {
@@ -379,4 +374,73 @@ func (d *download) undo() {
 		return
 	}
 	pruneEmpty(d.root, filepath.Join(repoRel(d.repo), "snapshots"))
+}
+
+// FileProgress is one file of a download.
+type FileProgress struct {
+	Path  string `json:"path"`
+	Done  int64  `json:"done"`
+	Total int64  `json:"total"`
+}
+
+// Progress is a download's state, reported as it goes.
+type Progress struct {
+	Files []FileProgress
+	Done  int64
+	Total int64
+	Rate  float64       // bytes per second over the last seconds
+	Left  time.Duration // time left at Rate; 0 when unknown
+	File  string        // the file being downloaded now
+}
+
+// advance counts n more bytes of file i (negative: bytes dropped).
+func (d *download) advance(i int, n int64) {
+	d.mu.Lock()
+	d.p.Files[i].Done += n
+	d.p.Done += n
+	d.mu.Unlock()
+}
+
+// found counts n bytes of file i that were already on disk: done, but not part of the rate.
+func (d *download) found(i int, n int64) {
+	d.mu.Lock()
+	d.p.Files[i].Done += n
+	d.p.Done += n
+	d.speed.Found(n)
+	d.mu.Unlock()
+}
+
+// startTicker reports progress four times a second until the returned function is called; that
+// function returns once no report runs any more.
+func (d *download) startTicker() func() {
+	if d.progress == nil {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				d.report()
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return func() { close(stop); <-ticked }
+}
+
+// report computes rate and time left over the last seconds (download.Speed) and calls progress. Only the
+// ticker calls it, and Download once after the ticker stopped, so calls never overlap.
+func (d *download) report() {
+	d.mu.Lock()
+	d.p.Rate, d.p.Left = d.speed.At(time.Now(), d.p.Done, d.p.Total)
+	p := d.p
+	p.Files = append([]FileProgress(nil), d.p.Files...)
+	d.mu.Unlock()
+	d.progress(p)
 }

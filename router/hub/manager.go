@@ -1,14 +1,19 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llamatray/llamatray/router/atomicfile"
 )
 
 // Pull states.
@@ -65,9 +70,7 @@ type pull struct {
 
 // NewManager returns a manager downloading with c into cache. listed may be nil.
 func NewManager(c *Client, cache Cache, listed func(name string, paths []string) error, log *slog.Logger) *Manager {
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	return &Manager{client: c, cache: cache, listed: listed, log: log, pulls: map[string]*pull{}, subs: map[chan Event]struct{}{}}
 }
 
@@ -288,3 +291,62 @@ func (m *Manager) publish(st PullStatus) {
 func (m *Manager) Remove(repo string, files []string) ([]string, error) {
 	return m.cache.Remove(repo, files)
 }
+
+// blobLocks serializes downloads of one blob within this process (two quants may share a
+// projector); lockBlob adds the lock file other programs use.
+var (
+	blobMu    sync.Mutex // guards blobLocks
+	blobLocks = map[string]*sync.Mutex{}
+)
+
+// lockBlob holds a blob for one download: in this process, and against other processes through
+// <cache>/.locks/models--ORG--REPO/<sha256>.lock, the lock file the Hub's clients take. It waits
+// for another holder until ctx ends. root is the cache folder.
+func lockBlob(ctx context.Context, root *os.Root, repo, sha string) (func(), error) {
+	rel := lockRel(repo, sha)
+	path := filepath.Join(root.Name(), rel)
+	blobMu.Lock()
+	m := blobLocks[path]
+	if m == nil {
+		m = &sync.Mutex{}
+		blobLocks[path] = m
+	}
+	blobMu.Unlock()
+	m.Lock()
+	if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+		m.Unlock()
+		return nil, err
+	}
+	f, err := root.OpenFile(rel, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		m.Unlock()
+		return nil, err
+	}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := atomicfile.TryLock(f)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, atomicfile.ErrBusy) {
+			f.Close()
+			m.Unlock()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		select { // another program downloads this blob: wait for its lock
+		case <-ctx.Done():
+			f.Close()
+			m.Unlock()
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return func() {
+		f.Close() // releases the lock
+		m.Unlock()
+	}, nil
+}
+
+// lockRel is a blob's lock file, relative to the cache folder.
+func lockRel(repo, sha string) string { return filepath.Join(".locks", repoRel(repo), sha+".lock") }

@@ -72,9 +72,7 @@ func (e Env) versionTimeout() time.Duration {
 
 // foreignWindows reports whether Windows paths are being handled on a non-Windows host
 // (only in tests), where path/filepath does not know the backslash.
-func (e Env) foreignWindows() bool {
-	return e.GOOS == "windows" && runtime.GOOS != "windows"
-}
+func (e Env) foreignWindows() bool { return e.GOOS == "windows" && runtime.GOOS != "windows" }
 
 // join joins path elements with e.GOOS's separator.
 func (e Env) join(elem ...string) string {

@@ -13,7 +13,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"time"
 )
 
 // Result is the llama-server chosen.
@@ -85,4 +90,95 @@ func FindWith(ctx context.Context, e Env, configured string) (Result, error) {
 		broken = append(broken, err)
 	}
 	return Result{}, &NotFoundError{Searched: searched, Broken: broken}
+}
+
+// ReleasesURL is where llama.cpp publishes ready-made builds for every system.
+const ReleasesURL = "https://github.com/ggml-org/llama.cpp/releases"
+
+// InstallHint says how to install llama-server on this operating system, one way per line.
+func InstallHint() string { return installHint(runtime.GOOS) }
+
+func installHint(goos string) string {
+	lines := []string{"Let Llamatray install llama.cpp's own build: llamatray llama-server install (or Install llama-server in the window),"}
+	switch goos {
+	case "darwin":
+		lines = append(lines,
+			"or install llama.cpp with Homebrew: brew install llama.cpp",
+			"or MacPorts: sudo port install llama.cpp",
+		)
+	case "windows":
+		lines = append(lines, "or install llama.cpp with WinGet: winget install llama.cpp")
+	case "linux":
+		lines = append(lines,
+			"or install llama.cpp's llama-server:",
+			"  Debian/Ubuntu: sudo apt install llama.cpp-tools (Debian unstable and newer releases only)",
+			"  Fedora: sudo dnf install llama-cpp",
+			"  Arch Linux: the llama.cpp package from the AUR (for example yay -S llama.cpp)",
+			"  Homebrew: brew install llama.cpp",
+		)
+	default:
+		lines = append(lines, "or install llama.cpp's llama-server from your system's packages,")
+	}
+	lines = append(lines,
+		"or download a build from "+ReleasesURL+".",
+		"Then press Look again in Llamatray's window (no restart is needed), or set llama_server in the configuration (or $LLAMA_SERVER) to its path.")
+	return strings.Join(lines, "\n")
+}
+
+// rpcServerNames are llama.cpp's names for its RPC worker: Debian's, then upstream's.
+var rpcServerNames = []string{"ggml-rpc-server", "rpc-server"}
+
+// RPCServer finds llama.cpp's RPC server, the program a lent machine runs behind its link: given
+// when it is not empty (a path or a name on PATH), else beside the llama-server that Find finds (or
+// beside the file its link points to), then in Debian's /usr/libexec/<triplet>/llama/bin, then on
+// PATH. The error names every place it looked and how to get it.
+func RPCServer(ctx context.Context, given, llamaServer string) (string, error) {
+	if given != "" {
+		p, err := exec.LookPath(given)
+		if err != nil {
+			return "", fmt.Errorf("rpc-server %s: %w", given, err)
+		}
+		return p, nil
+	}
+	var looked, dirs []string
+	exe := ""
+	if runtime.GOOS == "windows" {
+		exe = ".exe"
+	}
+	if llamaServer == "" {
+		fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		r, err := Find(fctx, "")
+		cancel()
+		if err != nil {
+			looked = append(looked, "beside llama-server (none found: "+err.Error()+")")
+		}
+		llamaServer = r.Path
+	}
+	if llamaServer != "" {
+		dirs = append(dirs, filepath.Dir(llamaServer))
+		if real, err := filepath.EvalSymlinks(llamaServer); err == nil && filepath.Dir(real) != filepath.Dir(llamaServer) {
+			dirs = append(dirs, filepath.Dir(real))
+		}
+	}
+	if runtime.GOOS == "linux" {
+		debian, _ := filepath.Glob("/usr/libexec/*/llama/bin")
+		dirs = append(dirs, debian...)
+	}
+	for _, d := range dirs {
+		for _, n := range rpcServerNames {
+			p := filepath.Join(d, n+exe)
+			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				return p, nil
+			}
+			looked = append(looked, p)
+		}
+	}
+	for _, n := range rpcServerNames {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+		looked = append(looked, n+" on PATH")
+	}
+	return "", fmt.Errorf("llama.cpp's RPC server not found; looked at: %s. Give it with --rpc-server PATH "+
+		"(Debian: apt install llama.cpp-tools-extra libggml0-backend-rpc)", strings.Join(looked, ", "))
 }

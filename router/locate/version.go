@@ -2,6 +2,7 @@ package locate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -108,9 +109,7 @@ type capped struct {
 
 func (c *capped) Write(p []byte) (int, error) {
 	limit := c.limit
-	if limit == 0 {
-		limit = maxOutput
-	}
+	limit = cmp.Or(limit, maxOutput)
 	if room := limit - c.buf.Len(); room > 0 {
 		if len(p) > room {
 			c.buf.Write(p[:room])
@@ -122,3 +121,68 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 func (c *capped) String() string { return c.buf.String() }
+
+// maxHelp caps what is kept of `--help` output (about 40 KiB for llama-server 0.7.0).
+const maxHelp = 1 << 20
+
+// Flags runs `path --help` (bounded by DefaultVersionTimeout) and returns every flag it lists,
+// both spellings of each ("-c", "--ctx-size"): what a configuration's extra arguments are checked
+// against.
+func Flags(ctx context.Context, path string) ([]string, error) {
+	runCtx, cancel := context.WithTimeout(ctx, DefaultVersionTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, path, "--help")
+	var out capped
+	out.limit = maxHelp
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	cmd.WaitDelay = 2 * time.Second
+	hideWindow(cmd)
+	runErr := cmd.Run()
+	if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("%s did not answer --help within %s: %w", path, DefaultVersionTimeout, runCtx.Err())
+	}
+	flags := ParseFlags(out.String())
+	if len(flags) == 0 {
+		if runErr != nil {
+			return nil, fmt.Errorf("%s --help: %w%s", path, runErr, outputNote(out.String()))
+		}
+		return nil, fmt.Errorf("%s --help listed no flags", path)
+	}
+	return flags, nil
+}
+
+// ParseFlags reads the flags of llama-server's --help: each option line starts with its
+// spellings, separated by commas, then its value's placeholder, then two or more spaces and the
+// description ("-c,    --ctx-size N                     size of the prompt context").
+func ParseFlags(help string) []string {
+	var out []string
+	for _, line := range strings.Split(help, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if !strings.HasPrefix(line, "-") || strings.HasPrefix(line, "---") {
+			continue
+		}
+		col := line
+		// The column of spellings ends at the first run of two spaces not followed by another spelling.
+		for i := 0; i+2 < len(line); i++ {
+			if line[i] == ' ' && line[i+1] == ' ' {
+				j := i
+				for j < len(line) && line[j] == ' ' {
+					j++
+				}
+				if j < len(line) && line[j] != '-' {
+					col = line[:i]
+					break
+				}
+				i = j - 1
+			}
+		}
+		for _, f := range strings.Fields(col) {
+			f = strings.TrimSuffix(f, ",")
+			if len(f) > 1 && f[0] == '-' && f != "--" {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}

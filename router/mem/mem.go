@@ -5,6 +5,7 @@ package mem
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,9 +74,7 @@ var nvmlLoaded struct {
 // fails to start (no NVIDIA driver), and then nvidia-smi is asked instead.
 func loadNVML() *nvmlLib {
 	path := envconfig.NVMLLib.Get()
-	if path == "" {
-		path = nvmlDefault
-	}
+	path = cmp.Or(path, nvmlDefault)
 	if path == "" {
 		return nil
 	}

@@ -54,8 +54,6 @@ type Asset struct {
 	// Digest is "sha256:<hex>", computed by GitHub at upload (published for assets since June 2025).
 	Digest      string `json:"digest"`
 	DownloadURL string `json:"browser_download_url"`
-	ContentType string `json:"content_type"`
-	State       string `json:"state"` // "uploaded" once complete
 }
 
 // SHA256 returns the hex sha256 of the asset's digest, "" when none is published.
@@ -79,9 +77,7 @@ type Client struct {
 }
 
 // BaseURL returns $LLAMATRAY_RELEASES_URL, else DefaultURL.
-func BaseURL() string {
-	return envconfig.ReleasesURL.URL(DefaultURL)
-}
+func BaseURL() string { return envconfig.ReleasesURL.URL(DefaultURL) }
 
 func (c *Client) base() string {
 	if c.Base != "" {

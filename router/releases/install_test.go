@@ -129,8 +129,8 @@ func TestInstallUpdateRollback(t *testing.T) {
 	if st, _ := in.Store.State(); st != (State{Current: "b7100", Previous: "b6000"}) {
 		t.Errorf("state = %+v", st)
 	}
-	if in.Store.CurrentBinary() != b.Path {
-		t.Errorf("CurrentBinary = %s, want %s", in.Store.CurrentBinary(), b.Path)
+	if cur, _ := in.Store.Current(); cur.Path != b.Path {
+		t.Errorf("Current = %s, want %s", cur.Path, b.Path)
 	}
 
 	// Installing it again downloads nothing.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/llamatray/llamatray/router/download"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,8 +13,9 @@ import (
 	"time"
 
 	"github.com/adrg/xdg"
-
 	"github.com/llamatray/llamatray/router/atomicfile"
+	"github.com/llamatray/llamatray/router/download"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // Folder layout under Store.Root (<data dir>/llama-server, also the layout an installer may bundle):
@@ -110,9 +110,7 @@ func (s Store) State() (State, error) {
 	return st, nil
 }
 
-func (s Store) writeState(st State) error {
-	return writeJSON(filepath.Join(s.Root, stateFile), st)
-}
+func (s Store) writeState(st State) error { return writeJSON(filepath.Join(s.Root, stateFile), st) }
 
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
@@ -196,15 +194,6 @@ func (s Store) Current() (Build, bool) {
 	return b, err == nil
 }
 
-// CurrentBinary is the llama-server of the build in use, "" when there is none.
-func (s Store) CurrentBinary() string {
-	b, ok := s.Current()
-	if !ok {
-		return ""
-	}
-	return b.Path
-}
-
 // use makes build b current, the current one previous.
 func (s Store) use(b string) (State, error) {
 	st, err := s.State()
@@ -215,4 +204,38 @@ func (s Store) use(b string) (State, error) {
 		st.Previous, st.Current = st.Current, b
 	}
 	return st, s.writeState(st)
+}
+
+// Listing is the GET /api/llama-server document, for the server, its client, and the CLI when no
+// instance runs: the builds installed, the llama-server in use, and what installing would pick.
+type Listing struct {
+	Builds         []Build          `json:"builds"`
+	InUse          wire.LlamaServer `json:"in_use"`
+	Available      *Available       `json:"available,omitempty"` // when asked for
+	AvailableError string           `json:"available_error,omitempty"`
+}
+
+// Available is what installing a release would pick here, and the other archives that run here.
+type Available struct {
+	Build  string  `json:"build"`
+	Chosen Offer   `json:"chosen"`
+	Others []Offer `json:"others"`
+}
+
+// Offer is one archive of a release the user can pick.
+type Offer struct {
+	Asset   string `json:"asset"`
+	Backend string `json:"backend"`
+	Size    int64  `json:"size"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// AvailableOf describes the choice Plan made in a release.
+func AvailableOf(rel Release, c Choice) *Available {
+	a := &Available{Build: rel.TagName, Chosen: Offer{Asset: c.Asset.Name, Backend: c.Label(), Size: c.Asset.Size, Reason: c.Reason},
+		Others: []Offer{}}
+	for _, o := range c.Others {
+		a.Others = append(a.Others, Offer{Asset: o.Asset.Name, Backend: o.Label(), Size: o.Asset.Size})
+	}
+	return a
 }

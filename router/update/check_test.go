@@ -149,7 +149,7 @@ func TestHostileAnswers(t *testing.T) {
 			want: "HTTP 403: API rate limit exceeded"},
 		{name: "not found", fault: func(s *ghreleases.Server) { s.ListStatus.Store(404) }, want: "HTTP 404: Not Found"},
 		{name: "endless body", fault: func(s *ghreleases.Server) { s.ListEndless.Store(true) },
-			want: "the answer is too large: more than 1.0 MiB", is: ErrTooLarge},
+			want: "the answer is too large: more than 1.0 MiB", is: releases.ErrTooLarge},
 		{name: "silent server", fault: func(s *ghreleases.Server) { s.ListStall.Store(true) },
 			want: "no complete answer within 300ms", is: context.DeadlineExceeded},
 	} {
@@ -184,7 +184,7 @@ func TestEndlessBodyCutByTimeout(t *testing.T) {
 	s.ListEndless.Store(true)
 	c := &Checker{releases.Client{Base: s.Base, Timeout: 200 * time.Millisecond, MaxBody: 64 << 20}}
 	_, err := c.Check(context.Background(), "0.3.0", false)
-	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrTooLarge) {
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, releases.ErrTooLarge) {
 		t.Fatalf("err = %v, want the deadline", err)
 	}
 }
