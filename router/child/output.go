@@ -111,19 +111,24 @@ func isBindFailure(line string) bool {
 	return false
 }
 
+// lineTaker is what a lineSink hands lines to: a llama-server's proc or a Process.
+type lineTaker interface {
+	wrote()           // output came; returns once the process's pid is known
+	line(line string) // one complete line
+}
+
 // lineSink receives one output stream of a process (exec copies the pipe into
 // it) and splits it into lines. Each stream has its own sink so partial lines
 // of stdout and stderr never mix.
 type lineSink struct {
-	p   *proc
+	p   lineTaker
 	mu  sync.Mutex // guards buf, the partial line not yet ended by a newline
 	buf []byte
 }
 
 // Write records output activity and hands every complete line to the process.
 func (s *lineSink) Write(b []byte) (int, error) {
-	s.p.touch()
-	<-s.p.started // the pid is known from here on
+	s.p.wrote()
 	s.mu.Lock()
 	s.buf = append(s.buf, b...)
 	var lines []string
@@ -159,6 +164,12 @@ func (s *lineSink) takePartial() (string, bool) {
 	l := string(bytes.TrimSuffix(s.buf, []byte{'\r'}))
 	s.buf = nil
 	return l, true
+}
+
+// wrote records output activity, which extends the load timeout, and waits for the pid.
+func (p *proc) wrote() {
+	p.touch()
+	<-p.started
 }
 
 // line handles one complete output line: state lines go to the supervisor,
