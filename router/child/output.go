@@ -35,6 +35,14 @@ func (r *ring) add(line string) {
 	}
 }
 
+// keep adds an output line, cut to maxStoredBytes.
+func (r *ring) keep(l string) {
+	if len(l) > maxStoredBytes {
+		l = strings.ToValidUTF8(l[:maxStoredBytes], "") + "…"
+	}
+	r.add(l)
+}
+
 // snapshot returns the kept lines, oldest first.
 func (r *ring) snapshot() []string {
 	r.mu.Lock()
@@ -196,8 +204,5 @@ func (p *proc) logLine(l string) {
 	if p.log.Enabled(context.Background(), slog.LevelDebug) {
 		p.log.Debug("llama-server output", "line", l)
 	}
-	if len(l) > maxStoredBytes {
-		l = strings.ToValidUTF8(l[:maxStoredBytes], "") + "…"
-	}
-	p.ring.add(l)
+	p.ring.keep(l)
 }

@@ -26,15 +26,13 @@ type Process struct {
 }
 
 // StartProcess starts cmd (its argv, and SysProcAttr where it needs more, such as namespaces,
-// than configure adds) and returns once it runs, or cmd.Start's error. onLine gets each output line, in order, from
-// another goroutine; the last tailLines are kept for Tail.
+// than configure adds) and returns once it runs, or cmd.Start's error. onLine gets each output
+// line, in order, from another goroutine; the last tailLines are kept for Tail.
 func StartProcess(cmd *exec.Cmd, log *slog.Logger, tailLines int, onLine func(string)) (*Process, error) {
 	p := &Process{cmd: cmd, log: log, ring: newRing(max(tailLines, 1)), onLine: onLine,
 		started: make(chan struct{}), done: make(chan struct{})}
 	p.out = &lineSink{p: p}
 	cmd.Stdout, cmd.Stderr = p.out, p.out // one pipe: os/exec sees the same writer
-	cmd.WaitDelay = waitDelay
-	configure(cmd)
 	errc := make(chan error, 1)
 	go p.own(errc)
 	if err := <-errc; err != nil {
@@ -49,20 +47,14 @@ func (p *Process) own(errc chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer close(p.done)
-	err := p.cmd.Start()
+	var err error
+	p.os, p.log, err = launch(p.cmd, p.log)
+	close(p.started)
 	if err != nil {
-		close(p.started)
 		p.err = err
 		errc <- err
 		return
 	}
-	p.log = p.log.With("pid", p.cmd.Process.Pid)
-	var aerr error
-	p.os, aerr = attach(p.cmd)
-	if aerr != nil {
-		p.log.Warn("child may outlive Llamatray if it is killed", "err", aerr)
-	}
-	close(p.started)
 	errc <- nil
 	p.err = p.cmd.Wait()
 	if l, ok := p.out.takePartial(); ok {
@@ -76,13 +68,8 @@ func (p *Process) wrote() { <-p.started }
 
 func (p *Process) line(l string) {
 	p.log.Debug("child output", "line", l)
-	if p.onLine != nil {
-		p.onLine(l)
-	}
-	if len(l) > maxStoredBytes {
-		l = strings.ToValidUTF8(l[:maxStoredBytes], "") + "…"
-	}
-	p.ring.add(l)
+	p.onLine(l)
+	p.ring.keep(l)
 }
 
 // PID is the process's ID.

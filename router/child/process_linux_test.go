@@ -73,7 +73,7 @@ func TestProcessKillTakesItsGroup(t *testing.T) {
 
 // TestProcessStartFails: a binary that cannot start is StartProcess's error.
 func TestProcessStartFails(t *testing.T) {
-	if _, err := StartProcess(exec.Command("/nonexistent/rpc-server"), discardLogger(), 10, nil); err == nil {
+	if _, err := StartProcess(exec.Command("/nonexistent/rpc-server"), discardLogger(), 10, func(string) {}); err == nil {
 		t.Fatal("StartProcess of a missing binary succeeded")
 	}
 }

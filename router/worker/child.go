@@ -221,12 +221,10 @@ func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
 	}
 	log := c.log.With("pid", p.PID())
 	log.Info("rpc-server started", "argv", strings.Join(argv, " "), "in", where)
-	exited := make(chan error, 1)
-	go func() { exited <- p.Err() }()
 	stop := func() { p.Kill(); <-p.Done() }
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	h, err := c.hold(ctx, addr, exited, p, hand)
+	h, err := c.hold(ctx, addr, p, hand)
 	if err != nil {
 		stop()
 		return err
@@ -235,8 +233,8 @@ func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
 	log.Info("rpc-server ready and held", "addr", addr, "in", where)
 	ready(h)
 	select {
-	case err := <-exited:
-		return fmt.Errorf("rpc-server exited (%v): %s", err, p.Tail())
+	case <-p.Done():
+		return fmt.Errorf("rpc-server exited (%v): %s", p.Err(), p.Tail())
 	case <-ctx.Done():
 		stop()
 		log.Info("rpc-server stopped")
@@ -255,7 +253,7 @@ func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
 // hold gets the worker's connection to the rpc-server at addr (from hand, in a network
 // namespace; else connecting the moment it listens) and checks that its HELLO is answered: that
 // its connection is the one the rpc-server serves.
-func (c *rpcChild) hold(ctx context.Context, addr string, exited chan error, tail *child.Process, hand handover) (*held, error) {
+func (c *rpcChild) hold(ctx context.Context, addr string, p *child.Process, hand handover) (*held, error) {
 	var conn net.Conn
 	var err error
 	if hand != nil {
@@ -263,17 +261,16 @@ func (c *rpcChild) hold(ctx context.Context, addr string, exited chan error, tai
 		if err != nil && ctx.Err() == nil {
 			// The shim exited, or will at once: its exit comes after all of its output.
 			select {
-			case xerr := <-exited:
-				exited <- xerr // for once's stop
-				err = fmt.Errorf("rpc-server exited before it accepted connections (%v)", xerr)
+			case <-p.Done():
+				err = fmt.Errorf("rpc-server exited before it accepted connections (%v)", p.Err())
 			case <-time.After(helloTimeout):
 			}
 		}
 	} else {
-		conn, err = dialStarted(ctx, addr, exited)
+		conn, err = dialStarted(ctx, addr, p.Done(), p.Err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", err, tail.Tail())
+		return nil, fmt.Errorf("%w: %s", err, p.Tail())
 	}
 	conn.SetDeadline(time.Now().Add(helloTimeout))
 	var hello []byte
@@ -283,23 +280,22 @@ func (c *rpcChild) hold(ctx context.Context, addr string, exited chan error, tai
 	}
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("rpc-server on %s did not answer the worker's HELLO (%w; another connection came first?): %s", addr, err, tail.Tail())
+		return nil, fmt.Errorf("rpc-server on %s did not answer the worker's HELLO (%w; another connection came first?): %s", addr, err, p.Tail())
 	}
 	conn.SetDeadline(time.Time{})
 	return &held{conn: conn, hello: hello, done: make(chan struct{})}, nil
 }
 
-// dialStarted connects to the rpc-server at addr the moment it listens: until it exits (exited
-// gets its error back, for whoever waits next), ctx ends or rpcReadyTimeout passes.
-func dialStarted(ctx context.Context, addr string, exited chan error) (net.Conn, error) {
+// dialStarted connects to the rpc-server at addr the moment it listens: until it exits (done
+// closes; exitErr says how), ctx ends or rpcReadyTimeout passes.
+func dialStarted(ctx context.Context, addr string, done <-chan struct{}, exitErr func() error) (net.Conn, error) {
 	deadline := time.Now().Add(rpcReadyTimeout)
 	tick := time.NewTicker(rpcDialEvery)
 	defer tick.Stop()
 	for {
 		select {
-		case err := <-exited:
-			exited <- err
-			return nil, fmt.Errorf("rpc-server exited before it accepted connections (%v)", err)
+		case <-done:
+			return nil, fmt.Errorf("rpc-server exited before it accepted connections (%v)", exitErr())
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-tick.C:

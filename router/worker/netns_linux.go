@@ -168,22 +168,22 @@ func shim(argv []string) int {
 	if err := cmd.Start(); err != nil {
 		return fail(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	conn, err := dialStarted(context.Background(), addr, exited)
+	done := make(chan struct{})
+	var werr error // cmd.Wait's, once done is closed
+	go func() { werr = cmd.Wait(); close(done) }()
+	conn, err := dialStarted(context.Background(), addr, done, func() error { return werr })
+	if err == nil {
+		err = sendConn(conn)
+	}
 	if err != nil {
 		cmd.Process.Kill()
-		<-exited
-		return fail(err)
-	}
-	if err := sendConn(conn); err != nil {
-		cmd.Process.Kill()
-		<-exited
+		<-done
 		return fail(err)
 	}
 	conn.Close()
 	unix.Close(shimFD)
-	err = <-exited
+	<-done
+	err = werr
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return ee.ExitCode()
