@@ -244,6 +244,7 @@ func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
 		log.Warn("rpc-server served a connection not the worker's; restarted on a new port")
 		return errStranger
 	case <-h.done:
+		c.set(nil, nil) // down from here: a status waits for the next one, not for this one's kill
 		stop()
 		log.Debug("rpc-server's session ended; restarting it for the next")
 		return nil
