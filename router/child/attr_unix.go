@@ -12,5 +12,8 @@ import (
 // orphan guard, which llama-server only reads after loading (see the package
 // documentation).
 func configure(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
 }

@@ -1,4 +1,5 @@
-// Package child runs one llama-server child process per model.
+// Package child runs one llama-server child process per model (Child), and every other child
+// process of Llamatray, a worker's rpc-server, the same way (Process).
 //
 // Each child has exactly one supervisor goroutine. It owns the exec.Cmd from
 // fork to reap: it starts the process, watches its readiness (stdout state

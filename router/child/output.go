@@ -35,6 +35,14 @@ func (r *ring) add(line string) {
 	}
 }
 
+// keep adds an output line, cut to maxStoredBytes.
+func (r *ring) keep(l string) {
+	if len(l) > maxStoredBytes {
+		l = strings.ToValidUTF8(l[:maxStoredBytes], "") + "…"
+	}
+	r.add(l)
+}
+
 // snapshot returns the kept lines, oldest first.
 func (r *ring) snapshot() []string {
 	r.mu.Lock()
@@ -111,19 +119,24 @@ func isBindFailure(line string) bool {
 	return false
 }
 
+// lineTaker is what a lineSink hands lines to: a llama-server's proc or a Process.
+type lineTaker interface {
+	wrote()           // output came; returns once the process's pid is known
+	line(line string) // one complete line
+}
+
 // lineSink receives one output stream of a process (exec copies the pipe into
 // it) and splits it into lines. Each stream has its own sink so partial lines
 // of stdout and stderr never mix.
 type lineSink struct {
-	p   *proc
+	p   lineTaker
 	mu  sync.Mutex // guards buf, the partial line not yet ended by a newline
 	buf []byte
 }
 
 // Write records output activity and hands every complete line to the process.
 func (s *lineSink) Write(b []byte) (int, error) {
-	s.p.touch()
-	<-s.p.started // the pid is known from here on
+	s.p.wrote()
 	s.mu.Lock()
 	s.buf = append(s.buf, b...)
 	var lines []string
@@ -161,6 +174,12 @@ func (s *lineSink) takePartial() (string, bool) {
 	return l, true
 }
 
+// wrote records output activity, which extends the load timeout, and waits for the pid.
+func (p *proc) wrote() {
+	p.touch()
+	<-p.started
+}
+
 // line handles one complete output line: state lines go to the supervisor,
 // everything else to the ring buffer and the debug log.
 func (p *proc) line(l string) {
@@ -185,8 +204,5 @@ func (p *proc) logLine(l string) {
 	if p.log.Enabled(context.Background(), slog.LevelDebug) {
 		p.log.Debug("llama-server output", "line", l)
 	}
-	if len(l) > maxStoredBytes {
-		l = strings.ToValidUTF8(l[:maxStoredBytes], "") + "…"
-	}
-	p.ring.add(l)
+	p.ring.keep(l)
 }

@@ -32,7 +32,7 @@ type osPorts struct {
 // Get returns a port that was free a moment ago and is not held by another child.
 func (a *osPorts) Get() (int, error) {
 	for range maxPortTries {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return 0, err
 		}
@@ -61,8 +61,8 @@ func (a *osPorts) Put(port int) {
 	delete(a.inUse, port)
 }
 
-// freePort binds 127.0.0.1:0, reads the port the OS chose and releases it.
-func freePort() (int, error) {
+// FreePort binds 127.0.0.1:0, reads the port the OS chose and releases it.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)

@@ -13,7 +13,11 @@ import (
 
 // configure starts the child without a console window.
 func configure(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NO_WINDOW, HideWindow: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.CreationFlags |= windows.CREATE_NO_WINDOW
+	cmd.SysProcAttr.HideWindow = true
 }
 
 // canSignal says the platform can ask a process to stop with a signal: a

@@ -111,8 +111,6 @@ func (c *Child) spawn(addr Addr) (*proc, error) {
 	args := append(append([]string(nil), c.spec.Args...), addr.hostArgs()...)
 	cmd := exec.Command(c.spec.Binary, args...)
 	cmd.Env = append(append(os.Environ(), c.spec.Env...), RouterPortEnv+"="+strconv.Itoa(c.spec.RouterPort))
-	cmd.WaitDelay = waitDelay
-	configure(cmd)
 	p := &proc{
 		cmd:     cmd,
 		addr:    addr,
@@ -139,7 +137,7 @@ func (c *Child) spawn(addr Addr) (*proc, error) {
 	}
 	p.stdin = stdin
 	p.touch()
-	if err := cmd.Start(); err != nil {
+	if p.os, p.log, err = launch(cmd, c.log); err != nil {
 		errPump.abort()
 		close(p.started)
 		close(p.quit)
@@ -149,16 +147,28 @@ func (c *Child) spawn(addr Addr) (*proc, error) {
 	p.pump = errPump
 	go errPump.run(p.stderr)
 	p.pid = cmd.Process.Pid
-	p.log = c.log.With("pid", p.pid)
-	p.os, err = attach(cmd)
-	if err != nil {
-		p.log.Warn("llama-server may outlive Llamatray if it is killed", "err", err)
-	}
 	close(p.started)
 	c.setProcess(p.pid, addr, append([]string(nil), cmd.Args...))
 	p.log.Info("llama-server started", "addr", addr, "args", cmd.Args)
 	go func() { p.waitCh <- errPump.wait(cmd) }()
 	return p, nil
+}
+
+// launch starts cmd as every child process is started: in its own process group (Windows: a
+// kill-on-close job object), killed when the thread that forked it exits (Linux: the caller keeps
+// its OS thread locked until cmd is reaped); log gets its pid.
+func launch(cmd *exec.Cmd, log *slog.Logger) (*osProc, *slog.Logger, error) {
+	cmd.WaitDelay = waitDelay
+	configure(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, log, err
+	}
+	log = log.With("pid", cmd.Process.Pid)
+	o, err := attach(cmd)
+	if err != nil {
+		log.Warn("child may outlive Llamatray if it is killed", "err", err, "argv", cmd.Args)
+	}
+	return o, log, nil
 }
 
 // exitEvent describes how process p ended.

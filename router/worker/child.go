@@ -1,20 +1,17 @@
 package worker
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/llamatray/llamatray/router/child"
 	"github.com/llamatray/llamatray/router/internal/backoff"
 	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
 )
@@ -158,9 +155,6 @@ func (c *rpcChild) wait(ctx context.Context, d time.Duration, take bool) (*held,
 // run is the owner goroutine. first gets nil once the child first holds its connection, or the
 // error of its first start; after that, failures are logged and the child restarted.
 func (c *rpcChild) run(ctx context.Context, first chan<- error) {
-	// Linux: Pdeathsig is tied to the thread that forked the child; keep this one.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	wait := backoffMin
 	started := false
 	for {
@@ -203,7 +197,7 @@ func (c *rpcChild) run(ctx context.Context, first chan<- error) {
 // once runs one rpc-server until its session ends (nil), it exits, it serves a stranger or ctx
 // ends; ready is called with its held connection.
 func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
-	port, err := freePort()
+	port, err := child.FreePort()
 	if err != nil {
 		return err
 	}
@@ -215,12 +209,9 @@ func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
 	if hand != nil {
 		defer hand.close()
 	}
-	out, err := cmd.StdoutPipe()
+	watch := &strangers{seen: make(chan struct{})}
+	p, err := child.StartProcess(cmd, c.log, tailLines, watch.line)
 	if err != nil {
-		return err
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", c.path, err)
 	}
 	where := "127.0.0.1"
@@ -228,20 +219,12 @@ func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
 		hand.started()
 		where = "its own network namespace (pid is the shim's)"
 	}
-	log := c.log.With("pid", cmd.Process.Pid)
+	log := c.log.With("pid", p.PID())
 	log.Info("rpc-server started", "argv", strings.Join(argv, " "), "in", where)
-	tail := &tailBuf{stranger: make(chan struct{})}
-	pumped := make(chan struct{})
-	go func() { defer close(pumped); tail.pump(out, log) }()
-	exited := make(chan error, 1)
-	go func() {
-		<-pumped // Wait closes the pipe: read it all first
-		exited <- cmd.Wait()
-	}()
-	stop := func() { kill(cmd); <-exited }
+	stop := func() { p.Kill(); <-p.Done() }
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	h, err := c.hold(ctx, addr, exited, tail, hand)
+	h, err := c.hold(ctx, addr, p, hand)
 	if err != nil {
 		stop()
 		return err
@@ -250,17 +233,18 @@ func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
 	log.Info("rpc-server ready and held", "addr", addr, "in", where)
 	ready(h)
 	select {
-	case err := <-exited:
-		return fmt.Errorf("rpc-server exited (%v): %s", err, tail.String())
+	case <-p.Done():
+		return fmt.Errorf("rpc-server exited (%v): %s", p.Err(), p.Tail())
 	case <-ctx.Done():
 		stop()
 		log.Info("rpc-server stopped")
 		return ctx.Err()
-	case <-tail.stranger:
+	case <-watch.seen:
 		stop()
 		log.Warn("rpc-server served a connection not the worker's; restarted on a new port")
 		return errStranger
 	case <-h.done:
+		c.set(nil, nil) // down from here: a status waits for the next one, not for this one's kill
 		stop()
 		log.Debug("rpc-server's session ended; restarting it for the next")
 		return nil
@@ -270,7 +254,7 @@ func (c *rpcChild) once(ctx context.Context, ready func(*held)) error {
 // hold gets the worker's connection to the rpc-server at addr (from hand, in a network
 // namespace; else connecting the moment it listens) and checks that its HELLO is answered: that
 // its connection is the one the rpc-server serves.
-func (c *rpcChild) hold(ctx context.Context, addr string, exited chan error, tail *tailBuf, hand handover) (*held, error) {
+func (c *rpcChild) hold(ctx context.Context, addr string, p *child.Process, hand handover) (*held, error) {
 	var conn net.Conn
 	var err error
 	if hand != nil {
@@ -278,17 +262,16 @@ func (c *rpcChild) hold(ctx context.Context, addr string, exited chan error, tai
 		if err != nil && ctx.Err() == nil {
 			// The shim exited, or will at once: its exit comes after all of its output.
 			select {
-			case xerr := <-exited:
-				exited <- xerr // for once's stop
-				err = fmt.Errorf("rpc-server exited before it accepted connections (%v)", xerr)
+			case <-p.Done():
+				err = fmt.Errorf("rpc-server exited before it accepted connections (%v)", p.Err())
 			case <-time.After(helloTimeout):
 			}
 		}
 	} else {
-		conn, err = dialStarted(ctx, addr, exited)
+		conn, err = dialStarted(ctx, addr, p.Done(), p.Err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", err, tail.String())
+		return nil, fmt.Errorf("%w: %s", err, p.Tail())
 	}
 	conn.SetDeadline(time.Now().Add(helloTimeout))
 	var hello []byte
@@ -298,23 +281,22 @@ func (c *rpcChild) hold(ctx context.Context, addr string, exited chan error, tai
 	}
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("rpc-server on %s did not answer the worker's HELLO (%w; another connection came first?): %s", addr, err, tail.String())
+		return nil, fmt.Errorf("rpc-server on %s did not answer the worker's HELLO (%w; another connection came first?): %s", addr, err, p.Tail())
 	}
 	conn.SetDeadline(time.Time{})
 	return &held{conn: conn, hello: hello, done: make(chan struct{})}, nil
 }
 
-// dialStarted connects to the rpc-server at addr the moment it listens: until it exits (exited
-// gets its error back, for whoever waits next), ctx ends or rpcReadyTimeout passes.
-func dialStarted(ctx context.Context, addr string, exited chan error) (net.Conn, error) {
+// dialStarted connects to the rpc-server at addr the moment it listens: until it exits (done
+// closes; exitErr says how), ctx ends or rpcReadyTimeout passes.
+func dialStarted(ctx context.Context, addr string, done <-chan struct{}, exitErr func() error) (net.Conn, error) {
 	deadline := time.Now().Add(rpcReadyTimeout)
 	tick := time.NewTicker(rpcDialEvery)
 	defer tick.Stop()
 	for {
 		select {
-		case err := <-exited:
-			exited <- err
-			return nil, fmt.Errorf("rpc-server exited before it accepted connections (%v)", err)
+		case <-done:
+			return nil, fmt.Errorf("rpc-server exited before it accepted connections (%v)", exitErr())
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-tick.C:
@@ -329,64 +311,24 @@ func dialStarted(ctx context.Context, addr string, exited chan error) (net.Conn,
 	}
 }
 
-// plainCommand is argv run as it is, in its own process group (configure).
-func plainCommand(argv []string) *exec.Cmd {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	configure(cmd)
-	return cmd
+// strangers watches the rpc-server's output lines and closes seen when they show a connection
+// served that is not the worker's: a second accepted one, or one closed, while the worker holds
+// its own.
+type strangers struct {
+	accepted int  // only line, called for one line at a time, touches accepted and told
+	told     bool // seen is closed
+	seen     chan struct{}
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
+func (s *strangers) line(l string) {
+	switch strings.TrimSpace(l) {
+	case lineAccepted:
+		s.accepted++
+	case lineClosed:
+		s.accepted += 2 // the worker closes its own only after the rpc-server is killed
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tailBuf keeps the child's last output lines, for the error when it exits, and closes stranger
-// when they show a connection served that is not the worker's: a second accepted one, or one
-// closed, while the worker holds its own.
-type tailBuf struct {
-	mu       sync.Mutex // guards lines
-	lines    []string
-	stranger chan struct{}
-}
-
-func (t *tailBuf) pump(r io.Reader, log *slog.Logger) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), 64*1024)
-	accepted, told := 0, false
-	for sc.Scan() {
-		line := sc.Text()
-		log.Debug("rpc-server", "line", line)
-		switch strings.TrimSpace(line) {
-		case lineAccepted:
-			accepted++
-		case lineClosed:
-			accepted += 2 // the worker closes its own only after the rpc-server is killed
-		}
-		if accepted > 1 && !told {
-			told = true
-			close(t.stranger)
-		}
-		t.mu.Lock()
-		t.lines = append(t.lines, line)
-		if len(t.lines) > tailLines {
-			t.lines = t.lines[1:]
-		}
-		t.mu.Unlock()
+	if s.accepted > 1 && !s.told {
+		s.told = true
+		close(s.seen)
 	}
-	io.Copy(io.Discard, r)
-}
-
-func (t *tailBuf) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.lines) == 0 {
-		return "(no output)"
-	}
-	return strings.Join(t.lines, " | ")
 }

@@ -94,16 +94,20 @@ func TestRPCServerServesOnlyTheLink(t *testing.T) {
 // TestStrangerBeforeTheWorkerIsDetected: an rpc-server that says it served a connection other
 // than the worker's own is killed and started on a new port.
 func TestStrangerBeforeTheWorkerIsDetected(t *testing.T) {
-	tb := &tailBuf{stranger: make(chan struct{})}
-	pr, pw := io.Pipe()
-	go tb.pump(pr, quiet())
-	io.WriteString(pw, "Starting RPC server\nAccepted client connection\n")
+	s := &strangers{seen: make(chan struct{})}
+	for _, l := range []string{"Starting RPC server", "Accepted client connection"} {
+		s.line(l)
+	}
 	select {
-	case <-tb.stranger:
+	case <-s.seen:
 		t.Fatal("the worker's own connection taken for a stranger's")
 	default:
 	}
-	io.WriteString(pw, "Client connection closed\nAccepted client connection\n")
-	<-tb.stranger // the worker's own is never closed while it holds it: this was another's
-	pw.Close()
+	s.line("Client connection closed") // the worker's own is never closed while it holds it: this was another's
+	select {
+	case <-s.seen:
+	default:
+		t.Fatal("a connection closed while the worker holds its own not taken for a stranger's")
+	}
+	s.line("Accepted client connection") // once only
 }

@@ -39,14 +39,12 @@ func init() {
 }
 
 // nsAttr puts the shim in new user and network namespaces, root there being the worker's uid and
-// gid, in its own process group, killed when the thread that started it exits.
+// gid (child.StartProcess adds its own process group and Pdeathsig).
 func nsAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-		Setpgid:     true,
-		Pdeathsig:   syscall.SIGKILL,
 	}
 }
 
@@ -57,7 +55,6 @@ func probeIsolation() (string, error) {
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{shimArg0}
 	cmd.SysProcAttr = nsAttr()
-	cmd.SysProcAttr.Pdeathsig = 0 // the probe ends at once; Pdeathsig wants a locked thread
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -73,7 +70,7 @@ func probeIsolation() (string, error) {
 // socketpair the shim passes its connection over; without netns, argv itself.
 func (c *rpcChild) command(argv []string) (*exec.Cmd, handover, error) {
 	if !c.netns {
-		return plainCommand(argv), nil, nil
+		return exec.Command(argv[0], argv[1:]...), nil, nil
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -171,22 +168,22 @@ func shim(argv []string) int {
 	if err := cmd.Start(); err != nil {
 		return fail(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	conn, err := dialStarted(context.Background(), addr, exited)
+	done := make(chan struct{})
+	var werr error // cmd.Wait's, once done is closed
+	go func() { werr = cmd.Wait(); close(done) }()
+	conn, err := dialStarted(context.Background(), addr, done, func() error { return werr })
+	if err == nil {
+		err = sendConn(conn)
+	}
 	if err != nil {
 		cmd.Process.Kill()
-		<-exited
-		return fail(err)
-	}
-	if err := sendConn(conn); err != nil {
-		cmd.Process.Kill()
-		<-exited
+		<-done
 		return fail(err)
 	}
 	conn.Close()
 	unix.Close(shimFD)
-	err = <-exited
+	<-done
+	err = werr
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return ee.ExitCode()
