@@ -144,17 +144,14 @@ type Wait struct {
 //  2. Fair-wait drains whose requests are all gone are called off.
 //  3. Draining models with no lease left stop.
 //  4. Idle models over the configured memory limit or max_loaded stop (Excess), least recently used first.
-//  5. The queue is served model by model, in the order they get their turn: first the models whose
-//     first waiter has waited FairWait, oldest first (no request waits past it while others are
-//     served); then the one with the most waiters (one load serves them all), ties by the oldest
-//     first waiter (a loaded model's waiters get leases wherever it stands, 5.2). Each wait says
-//     whether it is a Turn: the plan's own steps end it.
+//  5. The queue is served in the order of each model's first waiter (a loaded model's waiters get
+//     leases wherever it stands, 5.2). Each wait says whether it is a Turn: the plan's own steps end it.
 //     5.1 a removed model's waiters fail, and so do those of a model without a process whose
 //     settings refuse its loads;
 //     5.2 a loaded model's waiters get leases;
 //     5.3 a loading, stopping or draining model waits for that to end;
 //     5.4 a failed model within its backoff fails its waiters;
-//     5.5 once a load is blocked, every later load waits behind it (its turn comes after);
+//     5.5 once a load is blocked, every later load waits behind it (strict FIFO);
 //     5.6 a load that needs a worker another model uses (or a model queued ahead of it is to use)
 //     waits for it, with the worker and that model as its reason; when that model is idle and
 //     may be evicted (loaded or sleeping, no lease, not pinned, nothing queued for it), it stops

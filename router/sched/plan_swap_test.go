@@ -60,23 +60,17 @@ func TestPlanSwapRows(t *testing.T) {
 	runPlanRows(t, rows)
 }
 
-// The next model by its waiters (Plan 5): with room for one, the load with the most waiters goes
-// first (a swap serves them all), ties by the oldest first waiter; a load whose first waiter has
-// waited fair_wait goes before every other (no request waits past it for others to be served).
-func TestPlanNextByWaiters(t *testing.T) {
+// The next model (Plan 5): the load whose first waiter came first goes first, whatever the waiters
+// behind it; a loaded model's waiters are served wherever they stand; pinned models and fair_wait
+// off never drain.
+func TestPlanNextModel(t *testing.T) {
 	never := time.Time{}
 	fairOff := func(s State) State { s.FairWait = 0; return s }
 	rows := []planRow{
-		{"the most waiters first: c, asked for after b, evicts the idle model",
-			state(5, 4, []Waiter{{Model: "b", Enq: at(1)}, {Model: "c", Enq: at(2)}, {Model: "c", Enq: at(3)}}, used(mod("a", Loaded, ram(4)), 0), off("b", ram(4)), off("c", ram(4))),
-			[]string{"stop a evicted for c", "wait c memory 1 since=2s need=4 free=0 victims=a", "wait b busy 2 since=1s need=4 free=0 holders=c busy-since=5s"}, at(31)},
-		{"as many waiters: the oldest first waiter goes first",
+		{"the oldest first waiter goes first, though another load has as many waiters",
 			state(5, 4, []Waiter{{Model: "b", Enq: at(1)}, {Model: "c", Enq: at(2)}, {Model: "c", Enq: at(3)}, {Model: "b", Enq: at(4)}}, used(mod("a", Loaded, ram(4)), 0), off("b", ram(4)), off("c", ram(4))),
 			[]string{"stop a evicted for b", "wait b memory 1 since=1s need=4 free=0 victims=a", "wait c busy 2 since=2s need=4 free=0 holders=b busy-since=5s"}, at(32)},
-		{"starvation: a load that waited fair_wait goes before one with more waiters",
-			state(31, 4, []Waiter{{Model: "b", Enq: at(1)}, {Model: "c", Enq: at(20)}, {Model: "c", Enq: at(21)}}, used(mod("a", Loaded, ram(4)), 0), off("b", ram(4)), off("c", ram(4))),
-			[]string{"stop a evicted for b", "wait b memory 1 since=1s need=4 free=0 victims=a", "wait c busy 2 since=20s need=4 free=0 holders=b busy-since=31s"}, at(50)},
-		{"starvation: of two overdue loads the older goes first, whatever their waiters",
+		{"starvation: of two overdue loads the older goes first, though the other has more waiters",
 			state(60, 4, []Waiter{{Model: "b", Enq: at(1)}, {Model: "c", Enq: at(2)}, {Model: "c", Enq: at(3)}}, busy(used(mod("a", Loaded, ram(4)), 0)), off("b", ram(4)), off("c", ram(4))),
 			[]string{"wait b busy 1 since=1s need=4 free=0 victims=a holders=a busy-since=60s", "drain a for b", "wait c behind 2 since=2s need=4 free=0 behind=b"}, never},
 		{"a loaded model's waiters are served whatever their place: no swap while it has some",

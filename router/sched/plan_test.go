@@ -260,7 +260,7 @@ func TestPlanRows(t *testing.T) {
 			state(0, 8, q("s"), with(mod("s", Sleeping, ram(1)), func(m *Model) { m.Need = ram(4) })),
 			[]string{"wake s"}, never},
 		{"a sleeper's wake keeps its place in line behind a blocked load: no wake ahead of it, though it would fit",
-			tune(state(1, 0, q("a", "s"), used(with(mod("s", Sleeping, mib(10)), func(m *Model) { m.Need = mib(100) }), 0), busy(mod("y", Loaded, mib(150))), off("a", mib(200))),
+			tune(state(1, 0, q("a", "s", "s"), used(with(mod("s", Sleeping, mib(10)), func(m *Model) { m.Need = mib(100) }), 0), busy(mod("y", Loaded, mib(150))), off("a", mib(200))),
 				func(s *State) { s.Room.Budget = mib(250) }),
 			[]string{"wait a busy 1 since=0s need=200M free=90M holders=y busy-since=1s drain-at=30s", "wait s behind 2 since=1s need=100M free=90M behind=a"}, at(30)},
 		{"a sleeping waiter first in line is woken when room comes, not evicted for a load queued after it",

@@ -37,7 +37,6 @@ func (p *planner) serveQueue() {
 			q.order = append(q.order, m)
 		}
 	}
-	q.byTurn()
 	for i, m := range q.order {
 		q.serve(m, q.order[:i])
 	}
@@ -51,29 +50,6 @@ func (q *pass) dueAt(m *Model) (time.Time, bool) {
 	}
 	due := q.first[m.ID].Add(q.s.FairWait)
 	return due, !q.s.Now.Before(due)
-}
-
-// byTurn puts the queued models in the order they get their turn (Plan 5): first those whose first
-// waiter has waited FairWait, oldest first (no request waits past it for others to be served); then
-// the one with the most waiters (a load serves them all: with room for one model, each swap then
-// serves as many requests as it can), the oldest first waiter breaking ties (first come, first served).
-func (q *pass) byTurn() {
-	n := make(map[string]int, len(q.order))
-	for _, m := range q.order {
-		n[m.ID] = q.queued(m.ID)
-	}
-	due := func(m *Model) bool { _, over := q.dueAt(m); return over }
-	slices.SortStableFunc(q.order, func(a, b *Model) int {
-		switch da, db := due(a), due(b); {
-		case da && !db:
-			return -1
-		case db && !da:
-			return 1
-		case !da && n[a.ID] != n[b.ID]:
-			return n[b.ID] - n[a.ID]
-		}
-		return q.first[a.ID].Compare(q.first[b.ID])
-	})
 }
 
 // serve decides for m, whose first waiter comes after those of ahead.
