@@ -181,28 +181,42 @@ func (e *Engine) queueChanged(id string) {
 	e.publish(ev)
 }
 
-// expire is w's queue deadline. The deadline is for waiting on memory or a slot: a request whose
-// model is loading is answered by the load (which has its own timeout), and times out only if its
-// model stops loading without serving it (sched.Plan, step 1). An answer already given stands.
+// expire is w's queue deadline. The deadline is for waiting on memory or a slot that nothing the
+// router does would free: a request whose model is loading is answered by the load (which has its
+// own timeout), and times out only if its model stops loading without serving it (sched.Plan, step
+// 1); one that waits its turn while other models serve (WaitReason.Turn: they drain for it at
+// fair_wait, or a load, stop or drain is under way for it) gets fair_wait more, as often as it
+// takes, so no request fails for having waited while others were served. An answer already given
+// stands.
 func (e *Engine) expire(w *waiter) {
 	e.transact(func(now time.Time) []action {
 		if w.done {
 			return nil
 		}
 		w.timer = nil
-		if m := e.models[w.model]; m != nil && m.state == StateLoading {
+		m := e.models[w.model]
+		switch {
+		case m != nil && m.state == StateLoading:
 			w.late = true
-			return nil
+		case m != nil && m.wait != nil && m.wait.Turn && e.o.FairWait > 0:
+			e.log.Info("queue deadline passed while the request waits its turn: it waits fair_wait more", "model", m.id,
+				"waited", now.Sub(w.enq).Round(time.Second), "wait", m.wait.Kind, "fair_wait", e.o.FairWait)
+			w.timer = e.fx.AfterFunc(e.o.FairWait, func() { e.expire(w) })
+		default:
+			e.timeOut(w, now)
 		}
-		e.timeOut(w, now)
 		return nil
 	})
 }
 
-// timeOut ends queued w with QueueTimeoutError. Called with mu held.
+// timeOut ends queued w with QueueTimeoutError, naming why it waited. Called with mu held.
 func (e *Engine) timeOut(w *waiter, now time.Time) {
 	e.unqueue(w)
-	e.answer(w, result{err: &QueueTimeoutError{Model: w.model, Waited: now.Sub(w.enq), RetryAfter: e.retryAfter()}})
+	qe := &QueueTimeoutError{Model: w.model, Waited: now.Sub(w.enq), RetryAfter: e.retryAfter()}
+	if m := e.models[w.model]; m != nil && m.wait != nil {
+		qe.Wait = m.wait.clone()
+	}
+	e.answer(w, result{err: qe})
 }
 
 // leave takes w out of the queue for a request that gave up. If w was answered already it returns

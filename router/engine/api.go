@@ -89,6 +89,10 @@ type WaitReason struct {
 	MaxLoaded int              // busy: the max_loaded cap is what is full (memory would fit); 0 otherwise
 	Behind    string           // behind: the blocked model ahead of it
 	Worker    string           // worker: the worker it waits for, used by Holders[0]
+	// Turn: it waits its turn while other models serve, and the router's own steps end the wait (a
+	// load, stop or drain under way for it, or busy models that drain for it at fair_wait): its
+	// queue deadline does not end it, each passing deadline gives it fair_wait more.
+	Turn bool
 }
 
 // WaitModel is another model as a wait reason names it.
@@ -260,15 +264,37 @@ func (e *UnknownModelError) Error() string {
 	return msg
 }
 
-// QueueTimeoutError says a request waited its whole deadline for memory or a slot.
+// QueueTimeoutError says a request waited its whole deadline for memory or a slot that nothing the
+// router does would free: not while it waited its turn (WaitReason.Turn).
 type QueueTimeoutError struct {
 	Model      string
 	Waited     time.Duration
 	RetryAfter time.Duration
+	Wait       *WaitReason // why it waited when its deadline passed; nil when no reason was given yet
 }
 
 func (e *QueueTimeoutError) Error() string {
-	return fmt.Sprintf("model %q: no memory or slot became free within %s (every loaded model is busy)", e.Model, e.Waited.Round(time.Millisecond))
+	msg := fmt.Sprintf("model %q: no memory or slot became free within %s", e.Model, e.Waited.Round(time.Millisecond))
+	w := e.Wait
+	if w == nil {
+		return msg + " (every loaded model is busy)"
+	}
+	msg += fmt.Sprintf(" (waiting: %s", w.Kind)
+	var held []string
+	for _, h := range w.Holders {
+		if h.Pinned {
+			held = append(held, h.ID+", pinned")
+		} else {
+			held = append(held, h.ID)
+		}
+	}
+	if len(held) > 0 {
+		msg += "; held by " + strings.Join(held, "; ")
+	}
+	if w.Kind == WaitBusy && w.DrainAt.IsZero() && len(w.Victims) == 0 {
+		msg += "; none of them is drained for it (pinned, or fair_wait is off)"
+	}
+	return msg + ")"
 }
 
 // LoadError says a model's child failed to load or crashed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,16 +32,21 @@ func TestSchedQueueDeadlineSparesALoad(t *testing.T) {
 	l.Release()
 }
 
-// Waiting for memory behind busy models still ends at the deadline.
+// Waiting for memory that nothing frees (a pinned, busy model holds it) ends at the deadline, with
+// the reason it waited.
 func TestSchedQueueDeadlineForMemory(t *testing.T) {
 	s := newSync(t, func(o *Options) { o.QueueTimeout = time.Second }, syncModel{id: "a", ramMiB: 100}, syncModel{id: "b", ramMiB: 100})
 	s.load("a")
+	if err := s.e.SetPinned("a", true); err != nil {
+		t.Fatal(err)
+	}
 	la := s.lease(s.request("a"))
 	w := s.request("b")
 	s.advance(time.Second)
 	var qe *QueueTimeoutError
-	if r := s.answer(w); !errors.As(r.err, &qe) || qe.Waited != time.Second {
-		t.Fatalf("b: %v, want a queue timeout after 1s", r.err)
+	if r := s.answer(w); !errors.As(r.err, &qe) || qe.Waited != time.Second || qe.Wait == nil || qe.Wait.Kind != WaitBusy || qe.Wait.Turn ||
+		!strings.Contains(r.err.Error(), "held by a, pinned") {
+		t.Fatalf("b: %v, want a queue timeout after 1s naming pinned a", r.err)
 	}
 	if st := s.state("b"); st.Queued != 0 || st.State != StateUnloaded {
 		t.Fatalf("b %+v", st)
@@ -67,43 +73,32 @@ func TestSchedLoadErrorAtTheDeadline(t *testing.T) {
 	}
 }
 
-// A fair-wait drain is for the request that waited: when it leaves (its client went, or its
-// deadline passed), the drained model takes requests again.
+// A fair-wait drain is for the request that waited: when it leaves (its client went; its deadline
+// does not end it while the drain is under way for it, TestSwapTurnOutlastsTheQueueDeadline), the
+// drained model takes requests again.
 func TestSchedDrainEndsWithItsRequest(t *testing.T) {
-	for _, how := range []string{"client left", "deadline"} {
-		t.Run(how, func(t *testing.T) {
-			s := newSync(t, func(o *Options) { o.QueueTimeout = 5 * time.Second }, syncModel{id: "a", ramMiB: 100}, syncModel{id: "b", ramMiB: 100})
-			pa := s.load("a")
-			la := s.lease(s.request("a")) // a long stream
-			wb := s.request("b")
-			s.advance(s.e.o.FairWait)
-			if !s.state("a").Draining {
-				t.Fatal("a does not drain for b")
-			}
-			wa := s.request("a") // arrives while a drains: queued
-			s.pending(wa)
-			if how == "client left" {
-				s.e.leave(wb)
-			} else {
-				s.advance(5*time.Second - s.e.o.FairWait)
-				var qe *QueueTimeoutError
-				if r := s.answer(wb); !errors.As(r.err, &qe) {
-					t.Fatalf("b: %v", r.err)
-				}
-			}
-			if st := s.state("a"); st.Draining {
-				t.Fatal("a still drains for a request that is gone")
-			}
-			s.lease(wa).Release()
-			s.lease(s.request("a")).Release()
-			if pa.stopped() {
-				t.Fatal("a was stopped")
-			}
-			la.Release()
-			if pa.stopped() || s.state("a").State != StateLoaded {
-				t.Fatal("a stopped after its drain was called off")
-			}
-		})
+	s := newSync(t, func(o *Options) { o.QueueTimeout = 5 * time.Second }, syncModel{id: "a", ramMiB: 100}, syncModel{id: "b", ramMiB: 100})
+	pa := s.load("a")
+	la := s.lease(s.request("a")) // a long stream
+	wb := s.request("b")
+	s.advance(s.e.o.FairWait)
+	if !s.state("a").Draining {
+		t.Fatal("a does not drain for b")
+	}
+	wa := s.request("a") // arrives while a drains: queued
+	s.pending(wa)
+	s.e.leave(wb)
+	if st := s.state("a"); st.Draining {
+		t.Fatal("a still drains for a request that is gone")
+	}
+	s.lease(wa).Release()
+	s.lease(s.request("a")).Release()
+	if pa.stopped() {
+		t.Fatal("a was stopped")
+	}
+	la.Release()
+	if pa.stopped() || s.state("a").State != StateLoaded {
+		t.Fatal("a stopped after its drain was called off")
 	}
 }
 

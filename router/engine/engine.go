@@ -60,7 +60,7 @@ type Options struct {
 	DeviceLimits  map[string]int64         // GPU memory models may use per device, by llama-server's name (Vulkan0) or the driver's; absent = the device's memory
 	FitTarget     bool                     // the llama-server in use takes --fit-target: each child on GPUs is given its device share (fitArgs)
 	QueueTimeout  time.Duration            // default 2m
-	FairWait      time.Duration            // default 30s
+	FairWait      time.Duration            // default 30s; negative: off (busy models are never drained for a queued load)
 	LoadTimeout   time.Duration            // default 5m
 	StopTimeout   time.Duration            // default 10s
 	RouterPort    int                      // LLAMA_SERVER_ROUTER_PORT for children
@@ -115,7 +115,7 @@ func New(o Options) (*Engine, error) {
 	if o.QueueTimeout <= 0 {
 		o.QueueTimeout = 2 * time.Minute
 	}
-	if o.FairWait <= 0 {
+	if o.FairWait == 0 {
 		o.FairWait = 30 * time.Second
 	}
 	if o.PressureEvery <= 0 {
@@ -192,7 +192,7 @@ type Limits struct {
 	DeviceLimits map[string]int64 // per GPU device, by name; nil = each device's own memory
 	FitTarget    bool             // the llama-server takes --fit-target (Options.FitTarget)
 	QueueTimeout time.Duration
-	FairWait     time.Duration
+	FairWait     time.Duration // negative: off; 0: unchanged
 	LoadTimeout  time.Duration
 	StopTimeout  time.Duration
 }
@@ -208,7 +208,7 @@ func (e *Engine) SetLimits(l Limits) {
 		if l.QueueTimeout > 0 {
 			e.o.QueueTimeout = l.QueueTimeout
 		}
-		if l.FairWait > 0 {
+		if l.FairWait != 0 { // negative: off
 			e.o.FairWait = l.FairWait
 		}
 		e.o.LoadTimeout, e.o.StopTimeout = l.LoadTimeout, l.StopTimeout

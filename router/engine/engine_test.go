@@ -152,6 +152,9 @@ func TestQueueDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer la.Release()
+	if err := h.e.SetPinned("a", true); err != nil { // nothing frees its memory for b
+		t.Fatal(err)
+	}
 	h.e.SetLimits(Limits{Binary: h.e.o.Binary, MemoryLimit: 150 * mib, QueueTimeout: 300 * time.Millisecond, StopTimeout: 2 * time.Second})
 	_, err = h.e.Acquire(context.Background(), "b")
 	var qe *QueueTimeoutError

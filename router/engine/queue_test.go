@@ -23,7 +23,8 @@ func queueLengths(ch <-chan Event, id string) []int {
 
 // Every change of a model's queue length is published: requests queued, timed out, and served.
 func TestSchedQueueEventsEveryChange(t *testing.T) {
-	s := newSync(t, func(o *Options) { o.QueueTimeout = time.Second }, syncModel{id: "a", ramMiB: 100}, syncModel{id: "b", ramMiB: 100})
+	// fair_wait off: nothing drains busy a for b, so b's requests time out at their deadline
+	s := newSync(t, func(o *Options) { o.QueueTimeout = time.Second; o.FairWait = -1 }, syncModel{id: "a", ramMiB: 100}, syncModel{id: "b", ramMiB: 100})
 	pa := s.load("a")
 	la := s.lease(s.request("a"))
 	ch, cancel := s.e.Subscribe()

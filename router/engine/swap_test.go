@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,4 +58,52 @@ func TestSwapWaitsNoLongerThanFairWait(t *testing.T) {
 	pa.exitStopped()
 	s.fx.proc(t, "b").ready()
 	s.lease(wb).Release()
+}
+
+// A request that waits its turn while another model serves does not fail at its queue deadline: the
+// busy model drains for it at fair_wait, and it is served then.
+func TestSwapTurnOutlastsTheQueueDeadline(t *testing.T) {
+	s := newSync(t, func(o *Options) { o.QueueTimeout = time.Second; o.FairWait = 3 * time.Second },
+		syncModel{id: "a", ramMiB: 100}, syncModel{id: "b", ramMiB: 100})
+	pa := s.load("a")
+	la := s.lease(s.request("a"))
+	wb := s.request("b")
+	s.advance(2 * time.Second) // its deadline passed: it waits its turn
+	s.pending(wb)
+	if w := s.state("b").Wait; w == nil || w.Kind != WaitBusy || !w.Turn {
+		t.Fatalf("b waits %+v, want busy, its turn", w)
+	}
+	s.advance(time.Second) // fair_wait: a drains for b
+	s.pending(wb)
+	la.Release()
+	if !pa.stopped() {
+		t.Fatal("a still runs after it drained for b")
+	}
+	pa.exitStopped()
+	s.advance(10 * time.Second) // the load takes long: it answers b
+	s.fx.proc(t, "b").ready()
+	s.lease(wb).Release()
+}
+
+// fair_wait off (negative; the configuration's "0"): a busy model is never drained for a queued
+// load, however long it waits; the request fails at its queue deadline, saying so.
+func TestSwapFairWaitOff(t *testing.T) {
+	s := newSync(t, func(o *Options) { o.QueueTimeout = time.Hour; o.FairWait = -1 }, syncModel{id: "a", ramMiB: 100}, syncModel{id: "b", ramMiB: 100})
+	pa := s.load("a")
+	la := s.lease(s.request("a"))
+	wb := s.request("b")
+	for range 10 {
+		s.advance(5 * time.Minute)
+		la.Release()
+		la = s.lease(s.request("a")) // a new request at once: a keeps serving
+	}
+	if pa.stopped() {
+		t.Fatal("a was drained with fair_wait off")
+	}
+	s.advance(15 * time.Minute)
+	var qe *QueueTimeoutError
+	if err := s.answer(wb).err; !errors.As(err, &qe) || !strings.Contains(err.Error(), "fair_wait is off") {
+		t.Fatalf("b: %v, want a queue timeout saying fair_wait is off", err)
+	}
+	la.Release()
 }

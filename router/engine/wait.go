@@ -17,7 +17,7 @@ import (
 func (e *Engine) setWait(m *model, w *sched.Wait) {
 	r := &WaitReason{Kind: w.Kind, Position: w.Position, Since: w.Since, Need: e.shown(w.Need), NeedGPU: e.deviceBytes(w.Need),
 		Free: e.shown(w.Free), FreeGPU: e.freeDevices(w.Free), Victims: e.waitModels(w.Victims), Holders: e.waitModels(w.Holders),
-		BusySince: w.BusySince, DrainAt: w.DrainAt, MaxLoaded: w.MaxLoaded, Behind: w.Behind, Worker: w.Worker}
+		BusySince: w.BusySince, DrainAt: w.DrainAt, MaxLoaded: w.MaxLoaded, Behind: w.Behind, Worker: w.Worker, Turn: w.Turn}
 	prev := m.wait
 	m.wait = r
 	if prev == nil || prev.Kind != r.Kind || prev.Position != r.Position {

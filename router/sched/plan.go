@@ -12,7 +12,7 @@ type State struct {
 	Now      time.Time
 	Room     Room          // the budget now (memory other programs use moves it), its ceiling, max_loaded
 	Limits   Room          // the configured limits only (memory_limit, device limits, max_loaded): what a lowered limit stops idle models for
-	FairWait time.Duration // how long a blocked load waits before busy models drain for it
+	FairWait time.Duration // how long a blocked load waits before busy models drain for it; <= 0: off, they never do
 	// Linger is how long a loaded model that went idle while a load waited is kept for its clients'
 	// next requests before it is evicted for that load (5.7, never past FairWait; 0: off).
 	Linger time.Duration
@@ -129,6 +129,10 @@ type Wait struct {
 	MaxLoaded int       // busy: the max_loaded cap is what is full (memory would fit)
 	Behind    string    // behind: the model ahead of it that it waits for
 	Worker    string    // worker: the worker it waits for
+	// Turn is whether the plan's own steps end the wait: its load, a stop or drain for it under way,
+	// busy models that drain for it once fair_wait is up, or a load ahead of it that does. Such a
+	// request waits its turn while others are served: its queue deadline does not end it.
+	Turn bool
 }
 
 // Plan makes every decision s calls for and returns the steps, in the order they are to be carried
@@ -140,7 +144,8 @@ type Wait struct {
 //  2. Fair-wait drains whose requests are all gone are called off.
 //  3. Draining models with no lease left stop.
 //  4. Idle models over the configured memory limit or max_loaded stop (Excess), least recently used first.
-//  5. The queue is served in the order of each model's first waiter:
+//  5. The queue is served in the order of each model's first waiter (a loaded model's waiters get
+//     leases wherever it stands, 5.2). Each wait says whether it is a Turn: the plan's own steps end it.
 //     5.1 a removed model's waiters fail, and so do those of a model without a process whose
 //     settings refuse its loads;
 //     5.2 a loaded model's waiters get leases;
@@ -167,7 +172,7 @@ type Wait struct {
 //     swap now would have them wait for a load of their own), so it blocks the load as in g;
 //     f. fits once models already stopping are gone: it waits, its need booked;
 //     g. blocked behind busy models: it blocks the later loads; once its first waiter has waited
-//     FairWait, the busy models Drain picks drain for it.
+//     FairWait, the busy models Drain picks drain for it (FairWait <= 0: never).
 //     Each model that still waits gets its reason here, from the decision made for it.
 //  6. Idle models whose idle-unload time passed stop; the next such time arms the timer.
 func Plan(s State) ([]Step, time.Time) {

@@ -15,11 +15,12 @@ type pass struct {
 	blockedBy string               // the first blocked model: every later load waits behind it
 	pos       int                  // positions given so far
 	workers   map[string]string    // each worker's user: the model running on it, else the first queued load claiming it
+	waits     map[string]*Wait     // the reasons given so far, by model
 }
 
 // 5.
 func (p *planner) serveQueue() {
-	q := &pass{planner: p, first: map[string]time.Time{}, reserved: map[string]Mem{}, workers: map[string]string{}}
+	q := &pass{planner: p, first: map[string]time.Time{}, reserved: map[string]Mem{}, workers: map[string]string{}, waits: map[string]*Wait{}}
 	for _, m := range p.models {
 		if m.Phase <= Stopping {
 			for _, w := range m.Workers {
@@ -41,6 +42,16 @@ func (p *planner) serveQueue() {
 	}
 }
 
+// dueAt is when m's first waiter has waited FairWait, and whether that time has come; zero and false
+// when fair_wait is off.
+func (q *pass) dueAt(m *Model) (time.Time, bool) {
+	if q.s.FairWait <= 0 {
+		return time.Time{}, false
+	}
+	due := q.first[m.ID].Add(q.s.FairWait)
+	return due, !q.s.Now.Before(due)
+}
+
 // serve decides for m, whose first waiter comes after those of ahead.
 func (q *pass) serve(m *Model, ahead []*Model) {
 	switch {
@@ -59,7 +70,8 @@ func (q *pass) serve(m *Model, ahead []*Model) {
 	case m.Phase == Failed && q.s.Now.Before(m.RetryAt): // 5.4
 		q.fail(m, FailBackoff, Mem{})
 	case q.blockedBy != "": // 5.5
-		q.wait(m, WaitBehind, m.Need, q.booked(q.views())).Behind = q.blockedBy
+		w := q.wait(m, WaitBehind, m.Need, q.booked(q.views()))
+		w.Behind, w.Turn = q.blockedBy, q.waits[q.blockedBy].Turn
 	case q.workerWait(m): // 5.6
 	default: // 5.7
 		q.fit(m, ahead)
@@ -84,7 +96,7 @@ func (q *pass) workerWait(m *Model) bool {
 		wt := q.wait(m, WaitWorker, m.Need, q.booked(q.views()))
 		wt.Worker, wt.Holders = w, []string{u}
 		if o != nil && o.Phase == Stopping {
-			wt.Victims = []string{u}
+			wt.Victims, wt.Turn = []string{u}, true
 		}
 		// Its other workers that no one holds are claimed too: a later load for them waits behind
 		// this one instead of taking them first, again and again (first come, first served).
@@ -118,7 +130,8 @@ func (q *pass) fit(m *Model, ahead []*Model) {
 	case d.Start: // c, d
 		if o := q.loadingBeside(m, need); o != "" {
 			q.blockedBy = m.ID
-			q.wait(m, WaitBehind, need, views).Behind = o
+			w := q.wait(m, WaitBehind, need, views)
+			w.Behind, w.Turn = o, true // o is loading
 			return
 		}
 		m.Phase, m.Held, m.Plan, m.LastUsed = Loading, m.Need, m.Need, q.s.Now
@@ -140,8 +153,7 @@ func (q *pass) fit(m *Model, ahead []*Model) {
 // than FairWait, and arms the timer for when the first of the two is over.
 func (q *pass) serving(views []View, m *Model) []View {
 	first := q.first[m.ID]
-	due := first.Add(q.s.FairWait)
-	if q.s.Linger <= 0 || !q.s.Now.Before(due) {
+	if _, over := q.dueAt(m); q.s.Linger <= 0 || over {
 		return views
 	}
 	for i := range views {
@@ -166,11 +178,15 @@ func (q *pass) blocked(m *Model, need Mem, views []View) {
 	if need.Within(Free(views, q.s.Room.Budget)) && q.s.Room.MaxLoaded > 0 {
 		w.MaxLoaded = q.s.Room.MaxLoaded
 	}
-	due := q.first[m.ID].Add(q.s.FairWait)
+	due, over := q.dueAt(m)
+	if due.IsZero() {
+		return // fair_wait is off: busy models are never drained for a load
+	}
 	drain, ok := Drain(views, need, q.s.Room, m.ID)
-	if q.s.Now.Before(due) {
+	if !over {
 		if ok && len(drain) > 0 {
 			w.DrainAt = due
+			w.Turn = true
 		}
 		q.wakeAt(due)
 		return
@@ -182,6 +198,7 @@ func (q *pass) blocked(m *Model, need Mem, views []View) {
 		}
 	}
 	w.Victims = q.drainingFor(m.ID)
+	w.Turn = len(w.Victims) > 0
 }
 
 // admit hands m's waiters leases (op: OpAdmit, or OpWake for a sleeping model woken for them).
@@ -202,7 +219,9 @@ func (q *pass) fail(m *Model, why Why, need Mem) {
 // made over (loads booked ahead of it included). The caller fills in the kind's own fields.
 func (q *pass) wait(m *Model, k WaitKind, need Mem, views []View) *Wait {
 	q.pos++
-	w := &Wait{Kind: k, Position: q.pos, Since: q.first[m.ID], Need: need, Free: Free(views, q.s.Room.Budget)}
+	w := &Wait{Kind: k, Position: q.pos, Since: q.first[m.ID], Need: need, Free: Free(views, q.s.Room.Budget),
+		Turn: k == WaitLoading || k == WaitStopping || k == WaitDraining || k == WaitMemory}
+	q.waits[m.ID] = w
 	if k == WaitBusy {
 		w.BusySince = q.s.Now
 		if !m.BusySince.IsZero() {

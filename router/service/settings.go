@@ -36,7 +36,7 @@ func limits(cfg config.Config, ls LlamaServer) engine.Limits {
 		l.QueueTimeout = 100 * 365 * 24 * time.Hour
 	}
 	if l.FairWait <= 0 {
-		l.FairWait = 100 * 365 * 24 * time.Hour
+		l.FairWait = -1 // "0": off, as the configuration documents it: busy models are never drained for a queued load
 	}
 	if l.LoadTimeout < 0 {
 		l.LoadTimeout = 100 * 365 * 24 * time.Hour

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -55,11 +54,12 @@ type swapReport struct {
 	floor         time.Duration // reading one model file from the page cache, median
 	byHand        time.Duration // llama-server started by hand to its first token, median
 	clients, each int
+	fewest        map[int]int // room: the fewest loads any scheduler can make for the workload's picks (fewestLoads)
 	results       []swapResult
 }
 
 func runSwap(ctx context.Context, o options) (swapReport, error) {
-	r := swapReport{clients: o.swapClients, each: o.swapEach, cmdline: "go run ./router/testbed/bench " + homeTilde(strings.Join(os.Args[1:], " "))}
+	r := swapReport{clients: o.swapClients, each: o.swapEach, fewest: map[int]int{}, cmdline: "go run ./router/testbed/bench " + homeTilde(strings.Join(os.Args[1:], " "))}
 	if o.llamaSwap == "" {
 		return r, errNoSwap
 	}
@@ -98,6 +98,9 @@ func runSwap(ctx context.Context, o options) (swapReport, error) {
 	}
 	r.size = st.Size()
 	r.desc = fmt.Sprintf("three random llama models of %.2f GB each (%d-wide, %d blocks, f32), ctx 2048, `-t 1`, streamed requests of %d tokens", float64(r.size)/1e9, width, blocks, o.maxTokens)
+	for _, room := range o.swapRooms {
+		r.fewest[room] = fewestLoads(swapPicks(o.swapClients, o.swapEach, len(f.files())), len(f.files()), room)
+	}
 	if r.floor, err = cacheRead(f.files()); err != nil {
 		return r, err
 	}
@@ -192,6 +195,7 @@ func runSwapWorkload(ctx context.Context, c *http.Client, sys *swapSystem, f pee
 		}
 	}()
 	files := f.files()
+	picks := swapPicks(clients, each, len(files))
 	var (
 		mu sync.Mutex // guards res's lists, fails and firstErr
 		wg sync.WaitGroup
@@ -201,9 +205,8 @@ func runSwapWorkload(ctx context.Context, c *http.Client, sys *swapSystem, f pee
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(42, uint64(w)))
-			for range each {
-				file := files[rng.IntN(len(files))]
+			for _, k := range picks[w] {
+				file := files[k]
 				sent := time.Now()
 				body := harness.ChatBody(sys.model(file), true, params.maxTokens, params.seed)
 				var r harness.Result

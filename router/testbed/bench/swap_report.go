@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -34,6 +35,15 @@ func (r swapReport) markdown() string {
 	w("\nLoad average (1, 5, 15 min): %s.\n\n", strings.Join(r.loadAvg, "; "))
 	w("The floor: reading one model file from the page cache takes %s; llama-server started by hand takes %s to its first token.\n\n",
 		secs(r.floor), secs(r.byHand))
+	rooms := slices.Sorted(maps.Keys(r.fewest))
+	for _, room := range rooms {
+		if n := r.fewest[room]; n > 0 {
+			w("The fewest loads any scheduler can make for these picks with room for %d (each client's requests served in order; a search over every order of loads): %d.\n", room, n)
+		}
+	}
+	if len(rooms) > 0 {
+		w("\n")
+	}
 	w("| room | system | round | loads | answered | total | TTFT p50 | TTFT p99 | slowest request |\n")
 	w("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, x := range r.results {
