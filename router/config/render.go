@@ -74,7 +74,7 @@ func (c Config) render() (string, error) {
 		{comment: "Most models loaded at once. 0: no cap, memory decides.", key: "max_loaded", value: strconv.Itoa(c.MaxLoaded)},
 		{comment: "A model unused this long frees its weights but keeps its process, and wakes on the next\nrequest. \"0\" or \"-1\": never.", key: "idle_sleep", value: r.str(c.IdleSleep.String())},
 		{comment: "A model unused this long is unloaded. \"0\" or \"-1\": never.", key: "idle_unload", value: r.str(c.IdleUnload.String())},
-		{comment: "Longest a request waits for memory or a slot before it fails. \"-1\": no limit.", key: "queue_timeout", value: r.str(c.QueueTimeout.String())},
+		{comment: "Longest a request waits for memory or a slot nothing will free before it fails (one waiting its turn gets fair_wait more). \"-1\": no limit.", key: "queue_timeout", value: r.str(c.QueueTimeout.String())},
 		{comment: "Longest a waiting model is held back while other models keep serving, before busy models\nare drained to make room for it. \"0\": off.", key: "fair_wait", value: r.str(c.FairWait.String())},
 		{comment: "Longest a model may take to load. \"-1\": no limit.", key: "load_timeout", value: r.str(c.LoadTimeout.String())},
 		{comment: "How long a stopping llama-server gets before it is killed.", key: "stop_timeout", value: r.str(c.StopTimeout.String())},
