@@ -1,6 +1,7 @@
 package update
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -138,6 +139,9 @@ func TestHostileAnswers(t *testing.T) {
 		fault func(*ghreleases.Server)
 		want  string
 		is    error
+		// timeout is the client's: long unless the case is about it, so that what ends a case is its
+		// fault, not a machine too busy to read an answer (or 1 MiB of one) in time.
+		timeout time.Duration
 	}{
 		{name: "garbage", fault: func(s *ghreleases.Server) { b := []byte("<html>Unicorn!</html>"); s.ListBody.Store(&b) },
 			want: "not a list of releases: invalid character"},
@@ -151,13 +155,12 @@ func TestHostileAnswers(t *testing.T) {
 		{name: "endless body", fault: func(s *ghreleases.Server) { s.ListEndless.Store(true) },
 			want: "the answer is too large: more than 1.0 MiB", is: releases.ErrTooLarge},
 		{name: "silent server", fault: func(s *ghreleases.Server) { s.ListStall.Store(true) },
-			want: "no complete answer within 300ms", is: context.DeadlineExceeded},
+			want: "no complete answer within 300ms", is: context.DeadlineExceeded, timeout: 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := standIn(t)
 			tc.fault(s)
-			c := &Checker{releases.Client{Base: s.Base, Timeout: 300 * time.Millisecond, MaxBody: 1 << 20}}
-			start := time.Now()
+			c := &Checker{releases.Client{Base: s.Base, Timeout: cmp.Or(tc.timeout, time.Minute), MaxBody: 1 << 20}}
 			res, err := c.Check(context.Background(), "0.3.0", false)
 			if err == nil {
 				t.Fatalf("no error; got %q", res.Message())
@@ -170,9 +173,6 @@ func TestHostileAnswers(t *testing.T) {
 			}
 			if res.Available || res.Latest != nil {
 				t.Errorf("a failed check reports %+v", res)
-			}
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("took %v", d)
 			}
 		})
 	}
