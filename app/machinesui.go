@@ -103,7 +103,8 @@ func (m *machinesSection) peersPart(peers []wire.Peer) []fyne.CanvasObject {
 			rm.Disable()
 			m.u.background("Remove "+name, func() error { return m.u.b.RemovePeer(name) })
 		}
-		out = append(out, container.NewBorder(nil, nil, nil, rm, container.NewVBox(title, line)))
+		// The button keeps its own height beside the two lines (a Border would stretch it over both).
+		out = append(out, container.NewBorder(nil, nil, nil, container.NewVBox(rm), container.NewVBox(title, line)))
 	}
 	return out
 }
