@@ -23,13 +23,6 @@ type Mem struct {
 	GPU [MaxGPUs]int64 // per device, indexed as the engine numbers them
 }
 
-// On returns a Mem of ram bytes of RAM and gpu[i] bytes on device i.
-func On(ram int64, gpu ...int64) Mem {
-	m := Mem{RAM: ram}
-	copy(m.GPU[:], gpu)
-	return m
-}
-
 // Add returns m+o.
 func (m Mem) Add(o Mem) Mem {
 	m.RAM += o.RAM
