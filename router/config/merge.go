@@ -32,40 +32,20 @@ func sameSetting(a, b reflect.Value) bool {
 	return reflect.DeepEqual(a.Interface(), b.Interface())
 }
 
+// variantFields are the settings a variant's section gives only where they differ from its model's.
+var variantFields = []string{"Draft", "DraftGPULayers", "DraftMax", "CtxSize", "GPULayers", "FlashAttn",
+	"Parallel", "CacheType", "IdleSleep", "IdleUnload"}
+
 // VariantOver is the section of a variant of a model whose own section is own, for the variant
 // to run as sec says: only what differs from own, so that the rest follows the model. Its args are
 // added after the model's; aliases the model has stay the model's.
 func VariantOver(own, sec Model) Model {
 	v := Model{Pinned: sec.Pinned, LoadOnStart: sec.LoadOnStart}
-	if sec.Draft != own.Draft {
-		v.Draft = sec.Draft
-	}
-	if !reflect.DeepEqual(sec.DraftGPULayers, own.DraftGPULayers) {
-		v.DraftGPULayers = sec.DraftGPULayers
-	}
-	if sec.DraftMax != own.DraftMax {
-		v.DraftMax = sec.DraftMax
-	}
-	if sec.CtxSize != own.CtxSize {
-		v.CtxSize = sec.CtxSize
-	}
-	if !reflect.DeepEqual(sec.GPULayers, own.GPULayers) {
-		v.GPULayers = sec.GPULayers
-	}
-	if sec.FlashAttn != own.FlashAttn {
-		v.FlashAttn = sec.FlashAttn
-	}
-	if sec.Parallel != own.Parallel {
-		v.Parallel = sec.Parallel
-	}
-	if sec.CacheType != own.CacheType {
-		v.CacheType = sec.CacheType
-	}
-	if !reflect.DeepEqual(sec.IdleSleep, own.IdleSleep) {
-		v.IdleSleep = sec.IdleSleep
-	}
-	if !reflect.DeepEqual(sec.IdleUnload, own.IdleUnload) {
-		v.IdleUnload = sec.IdleUnload
+	o, s, d := reflect.ValueOf(own), reflect.ValueOf(sec), reflect.ValueOf(&v).Elem()
+	for _, f := range variantFields {
+		if !reflect.DeepEqual(s.FieldByName(f).Interface(), o.FieldByName(f).Interface()) {
+			d.FieldByName(f).Set(s.FieldByName(f))
+		}
 	}
 	switch {
 	case slices.Equal(sec.Args, own.Args):
