@@ -155,8 +155,8 @@ func (f modelForm) section(cfg config.Config, id string, m Model) (config.Model,
 	}
 
 	cur, _ := cfg.Section(id)
-	sec := config.Model{Hidden: cur.Hidden, Pinned: f.Pinned, LoadOnStart: f.LoadOnStart,
-		CacheType: f.CacheType, FlashAttn: f.FlashAttn}
+	sec := config.Model{Hidden: cur.Hidden, Tags: cur.Tags, Workers: cur.Workers, Pinned: f.Pinned, // not on the form: kept
+		LoadOnStart: f.LoadOnStart, CacheType: f.CacheType, FlashAttn: f.FlashAttn}
 	sec.SetParams, sec.StripParams, sec.DefaultParams = cur.SetParams, cur.StripParams, cur.DefaultParams // the rules' own part saves them (modelrules.go)
 	if n, ok := num("ctx_size", f.CtxSize, 0); ok {
 		sec.CtxSize = n

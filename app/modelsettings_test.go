@@ -21,7 +21,7 @@ import (
 // The form is checked against the model and the configuration before anything is saved.
 func TestModelSettingsValidation(t *testing.T) {
 	cfg := config.Default()
-	cfg.Models = map[string]config.Model{"other": {Aliases: []string{"taken"}}, "qwen": {Hidden: true}}
+	cfg.Models = map[string]config.Model{"other": {Aliases: []string{"taken"}}, "qwen": {Hidden: true, Tags: []string{"chat"}}}
 	m := Model{ModelStatus: service.ModelStatus{ID: "qwen"}, ContextLength: 8192}
 	good := modelForm{CtxSize: "8192", GPULayers: "-1", Parallel: "2", CacheType: "q8_0", FlashAttn: "on",
 		Args: "--jinja  --temp 0.7", Aliases: "q, qw ", IdleSleep: "10m", IdleUnload: "-1", Pinned: true}
@@ -32,7 +32,8 @@ func TestModelSettingsValidation(t *testing.T) {
 	sec := out.Models["qwen"]
 	if sec.CtxSize != 8192 || *sec.GPULayers != -1 || sec.Parallel != 2 || sec.CacheType != "q8_0" || sec.FlashAttn != "on" ||
 		!slices.Equal(sec.Args, []string{"--jinja", "--temp", "0.7"}) || !slices.Equal(sec.Aliases, []string{"q", "qw"}) ||
-		sec.IdleSleep.String() != "10m" || *sec.IdleUnload != config.Never || !sec.Pinned || !sec.Hidden {
+		sec.IdleSleep.String() != "10m" || *sec.IdleUnload != config.Never || !sec.Pinned || !sec.Hidden ||
+		!slices.Equal(sec.Tags, []string{"chat"}) {
 		t.Fatalf("section %+v", sec)
 	}
 	if _, ok := cfg.Models["qwen"]; !ok || cfg.Models["qwen"].CtxSize != 0 {
