@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -168,9 +167,7 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	o.BodyTimeout = timeoutOf(o.BodyTimeout, envconfig.BodyTimeout, httpapi.DefaultBodyTimeout, o.Logger)
 	s := &Service{o: o, log: o.Logger, cfg: cfg, started: time.Now(), activity: activity.New(0, 0)}
 	s.file.Path = o.ConfigPath
-	if err := s.activity.Load(activityFile()); err != nil { // the last hour before a restart
-		o.Logger.Warn("the activity before the restart is lost", "err", err)
-	}
+	s.loadActivity()
 	// GPUs are named after llama-server's devices, and devices only it sees are added.
 	s.o.Memory = mem.Named(o.Memory, func() string { return s.LlamaServer().Path })
 	s.detectGPU()
@@ -248,22 +245,6 @@ func (s *Service) Models() []view.Model { return s.views.Models() }
 
 // Model is the view of one model, by ID or alias.
 func (s *Service) Model(name string) (view.Model, error) { return s.views.Model(name) }
-
-func stateDir() string {
-	d, err := config.StateDir()
-	if err != nil {
-		return ""
-	}
-	return d
-}
-
-// activityFile keeps the last hour's activity across restarts; "" without a state folder.
-func activityFile() string {
-	if d := stateDir(); d != "" {
-		return filepath.Join(d, activity.FileName)
-	}
-	return ""
-}
 
 func portOf(listen string) int {
 	_, p, err := net.SplitHostPort(listen)
@@ -456,11 +437,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	s.workers.close()
 	s.lend.close()
 	s.stopMetrics()
-	if path := activityFile(); path != "" {
-		if err := s.activity.Save(path); err != nil {
-			s.log.Warn("the last hour's activity is not kept for the next start", "err", err)
-		}
-	}
+	s.keepActivity()
 	return errors.Join(errs...)
 }
 
