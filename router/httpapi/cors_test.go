@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 // The fake llama-server sends CORS headers as llama-server does: any Origin echoed, an empty
@@ -53,7 +55,7 @@ func TestChildCORSHeadersDropped(t *testing.T) {
 				t.Fatalf("%d %s", resp.StatusCode, b)
 			}
 			if tc.stream {
-				if ev := readEvent(t, bufio.NewReader(resp.Body)); !strings.HasPrefix(ev, "data: ") {
+				if ev := testbed.ReadSSEEvent(t, bufio.NewReader(resp.Body)); !strings.HasPrefix(ev, "data: ") {
 					t.Fatalf("first event %q", ev)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -146,7 +147,7 @@ func TestEventsSSE(t *testing.T) {
 	}
 	<-fe.subscribed
 	br := bufio.NewReader(resp.Body)
-	if ev := readEvent(t, br); ev != ": connected\n\n" {
+	if ev := testbed.ReadSSEEvent(t, br); ev != ": connected\n\n" {
 		t.Fatalf("%q", ev)
 	}
 	now := time.Now()
@@ -158,7 +159,7 @@ func TestEventsSSE(t *testing.T) {
 
 	var got []wire.Event
 	for len(got) == 0 || got[len(got)-1].Seq != 51 {
-		ev := readEvent(t, br)
+		ev := testbed.ReadSSEEvent(t, br)
 		if strings.HasPrefix(ev, ": keep-alive") {
 			continue
 		}
@@ -185,7 +186,7 @@ func TestEventsSSE(t *testing.T) {
 		t.Fatalf("last %+v", l)
 	}
 	// Idle: keep-alive comments flow.
-	if ev := readEvent(t, br); ev != ": keep-alive\n\n" {
+	if ev := testbed.ReadSSEEvent(t, br); ev != ": keep-alive\n\n" {
 		t.Fatalf("%q", ev)
 	}
 }

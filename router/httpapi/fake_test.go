@@ -152,7 +152,7 @@ func TestThroughFakeLlamaServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readEvent(t, bufio.NewReader(resp.Body))
+	testbed.ReadSSEEvent(t, bufio.NewReader(resp.Body))
 	cancel()
 	resp.Body.Close()
 	testbed.WaitFor(t, 10*time.Second, "the fake to record a cancel", func() bool {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 // slowLoad makes Acquire wait until the test sends the outcome on the returned channel: nil → a
@@ -101,7 +102,7 @@ func TestLoadingProgressThenStream(t *testing.T) {
 	}
 	br := bufio.NewReader(resp.Body)
 	for i := 0; i < 2; i++ {
-		if ev := readEvent(t, br); !strings.HasPrefix(ev, ": loading model m1") {
+		if ev := testbed.ReadSSEEvent(t, br); !strings.HasPrefix(ev, ": loading model m1") {
 			t.Fatalf("comment %d: %q", i, ev)
 		}
 	}
@@ -129,7 +130,7 @@ func TestLoadingProgressThenFailure(t *testing.T) {
 	outcome := slowLoad(fe)
 	resp := awaitResponse(t, startStream(t, srv.URL, true))
 	br := bufio.NewReader(resp.Body)
-	readEvent(t, br)
+	testbed.ReadSSEEvent(t, br)
 	code := 1
 	outcome <- &engine.LoadError{Model: "m1", Reason: "exited", ExitCode: &code, LogTail: []string{"error: out of memory"}}
 	rest, err := io.ReadAll(br)
@@ -159,7 +160,7 @@ func TestLoadingProgressThenUpstreamError(t *testing.T) {
 	outcome := slowLoad(fe)
 	resp := awaitResponse(t, startStream(t, srv.URL, true))
 	br := bufio.NewReader(resp.Body)
-	readEvent(t, br)
+	testbed.ReadSSEEvent(t, br)
 	outcome <- nil
 	rest, _ := io.ReadAll(br)
 	if !strings.HasSuffix(string(rest), "data: {\"error\":{\"code\":400,\"message\":\"context too long\",\"type\":\"invalid_request_error\"}}\n\n") {
@@ -203,7 +204,7 @@ func TestLoadingClientLeaves(t *testing.T) {
 	}
 	fe.mu.Unlock()
 	resp := awaitResponse(t, startStream(t, srv.URL, true))
-	readEvent(t, bufio.NewReader(resp.Body))
+	testbed.ReadSSEEvent(t, bufio.NewReader(resp.Body))
 	resp.Body.Close()
 	select {
 	case <-left:
@@ -248,7 +249,7 @@ func TestLoadingProgressOnlyWhenTheRequestWaits(t *testing.T) {
 		resp := awaitResponse(t, startStream(t, srv.URL, true))
 		br := bufio.NewReader(resp.Body)
 		if !answer {
-			if ev := readEvent(t, br); !strings.HasPrefix(ev, ": loading model m1") {
+			if ev := testbed.ReadSSEEvent(t, br); !strings.HasPrefix(ev, ": loading model m1") {
 				t.Fatalf("a waiting request's first event: %q", ev)
 			}
 			outcome <- nil

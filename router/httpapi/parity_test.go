@@ -225,7 +225,7 @@ func TestModelsSSEParity(t *testing.T) {
 			continue
 		}
 		for _, key := range s.want {
-			ev := readEvent(t, br)
+			ev := testbed.ReadSSEEvent(t, br)
 			data, ok := strings.CutPrefix(strings.TrimSpace(ev), "data: ")
 			if !ok {
 				t.Fatalf("step %d: event %q", i, ev)

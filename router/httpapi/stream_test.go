@@ -13,38 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// readEvent reads one SSE block (up to a blank line) with a deadline.
-func readEvent(t testing.TB, br *bufio.Reader) string {
-	t.Helper()
-	type res struct {
-		s   string
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		var b strings.Builder
-		for {
-			line, err := br.ReadString('\n')
-			b.WriteString(line)
-			if err != nil || line == "\n" {
-				ch <- res{b.String(), err}
-				return
-			}
-		}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			t.Fatalf("reading event: %q, %v", r.s, r.err)
-		}
-		return r.s
-	case <-time.After(10 * time.Second):
-		t.Fatal("no event within 10 s: the stream is buffered")
-		return ""
-	}
-}
+	"github.com/llamatray/llamatray/router/testbed"
+)
 
 func TestStreamChunksArriveBeforeEnd(t *testing.T) {
 	proceed := make(chan struct{})
@@ -70,11 +41,11 @@ func TestStreamChunksArriveBeforeEnd(t *testing.T) {
 		t.Fatalf("Content-Type %q", ct)
 	}
 	br := bufio.NewReader(resp.Body)
-	if ev := readEvent(t, br); ev != "data: one\n\n" {
+	if ev := testbed.ReadSSEEvent(t, br); ev != "data: one\n\n" {
 		t.Fatalf("first event %q", ev)
 	}
 	close(proceed)
-	if ev := readEvent(t, br); ev != "data: two\n\n" {
+	if ev := testbed.ReadSSEEvent(t, br); ev != "data: two\n\n" {
 		t.Fatalf("second event %q", ev)
 	}
 	if rest, err := io.ReadAll(br); err != nil || len(rest) != 0 {
@@ -101,7 +72,7 @@ func TestClientDisconnectMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readEvent(t, bufio.NewReader(resp.Body))
+	testbed.ReadSSEEvent(t, bufio.NewReader(resp.Body))
 	if fe.active("m1") != 1 {
 		t.Fatal("no lease held while streaming")
 	}

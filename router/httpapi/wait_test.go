@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/engine"
+	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
@@ -78,7 +79,7 @@ func TestLoadingCommentSaysWhy(t *testing.T) {
 	resp := awaitResponse(t, startStream(t, srv.URL, true))
 	br := bufio.NewReader(resp.Body)
 	want := ": loading model m1 (" + view.WaitText(st) + ")\n\n"
-	if ev := readEvent(t, br); ev != want {
+	if ev := testbed.ReadSSEEvent(t, br); ev != want {
 		t.Fatalf("comment %q, want %q", ev, want)
 	}
 	outcome <- nil

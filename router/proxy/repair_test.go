@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
-	"time"
+
+	"github.com/llamatray/llamatray/router/testbed"
 )
 
 const (
@@ -97,15 +98,15 @@ func TestStreamRepairDoesNotBuffer(t *testing.T) {
 	rd := &repairReader{body: pr, fix: func(ev []byte) []byte { return opening(streamOpenAI, ev, "m", "r") }}
 	br := bufio.NewReader(rd)
 	go func() { _, _ = pw.Write([]byte(firstChunk)) }()
-	if ev := readEvent(t, br); !strings.Contains(ev, `"role":"assistant"`) {
+	if ev := testbed.ReadSSEEvent(t, br); !strings.Contains(ev, `"role":"assistant"`) {
 		t.Fatalf("first event %q", ev)
 	}
-	if ev := readEvent(t, br); ev != firstChunk {
+	if ev := testbed.ReadSSEEvent(t, br); ev != firstChunk {
 		t.Fatalf("second event %q", ev)
 	}
 	for i := range 3 {
 		go func() { _, _ = pw.Write([]byte(lastChunk[:len(lastChunk)-len("data: [DONE]\n\n")])) }()
-		if ev := readEvent(t, br); !strings.Contains(ev, `"length"`) {
+		if ev := testbed.ReadSSEEvent(t, br); !strings.Contains(ev, `"length"`) {
 			t.Fatalf("event %d: %q", i, ev)
 		}
 	}
@@ -123,36 +124,5 @@ func TestStreamKindOf(t *testing.T) {
 		if got := streamKindOf(path); got != want {
 			t.Errorf("%s: %d, want %d", path, got, want)
 		}
-	}
-}
-
-// readEvent reads one SSE block (up to a blank line) with a deadline.
-func readEvent(t testing.TB, br *bufio.Reader) string {
-	t.Helper()
-	type res struct {
-		s   string
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		var b strings.Builder
-		for {
-			line, err := br.ReadString('\n')
-			b.WriteString(line)
-			if err != nil || line == "\n" {
-				ch <- res{b.String(), err}
-				return
-			}
-		}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			t.Fatalf("reading event: %q, %v", r.s, r.err)
-		}
-		return r.s
-	case <-time.After(10 * time.Second):
-		t.Fatal("no event within 10 s: the stream is buffered")
-		return ""
 	}
 }

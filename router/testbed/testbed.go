@@ -299,3 +299,35 @@ func Symlink(tb testing.TB, target, link string) {
 		tb.Skip("no symbolic links here: the link made is not one")
 	}
 }
+
+// ReadSSEEvent reads one server-sent event block (up to a blank line), failing tb when none
+// comes within 10 s: a stream that is buffered.
+func ReadSSEEvent(t testing.TB, br *bufio.Reader) string {
+	t.Helper()
+	type res struct {
+		s   string
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		var b strings.Builder
+		for {
+			line, err := br.ReadString('\n')
+			b.WriteString(line)
+			if err != nil || line == "\n" {
+				ch <- res{b.String(), err}
+				return
+			}
+		}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("reading event: %q, %v", r.s, r.err)
+		}
+		return r.s
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10 s: the stream is buffered")
+		return ""
+	}
+}
