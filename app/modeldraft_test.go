@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2/test"
 
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
@@ -27,6 +29,23 @@ type draftBackend struct {
 
 func (d draftBackend) DraftCandidates(string) ([]string, map[string]string, error) {
 	return d.ok, d.refused, nil
+}
+
+// heldFlags is the service's backend whose llama-server flags arrive only once hold is closed and
+// whose estimates answer only once estimates is, so a test decides what comes first.
+type heldFlags struct {
+	*serviceBackend
+	hold, estimates atomic.Pointer[chan struct{}]
+}
+
+func (h *heldFlags) LlamaServerFlags(ctx context.Context) ([]string, error) {
+	<-*h.hold.Load()
+	return h.serviceBackend.LlamaServerFlags(ctx)
+}
+
+func (h *heldFlags) EstimateWith(id string, cfg config.Config) (int64, bool, fit.Room, error) {
+	<-*h.estimates.Load()
+	return h.serviceBackend.EstimateWith(id, cfg)
 }
 
 // The draft's part of the form saves draft, draft_gpu_layers and draft_max, refuses values that are
@@ -93,7 +112,8 @@ func TestDraftChoices(t *testing.T) {
 
 // The settings window over the real service: it offers the model of the same vocabulary as a draft
 // and says why the other is not offered; choosing the draft raises the estimate and Apply saves it;
-// a draft of another vocabulary set by hand is a problem of the form and Apply stays off.
+// a draft of another vocabulary set by hand is a problem of the form and Apply stays off, also
+// once llama-server's flags arrive after the estimate (they re-check the form).
 func TestDraftSettingsWindow(t *testing.T) {
 	svc, _ := startService(t, "127.0.0.1:"+strconv.Itoa(testbed.FreePort(t)))
 	dir := svc.Config().ModelDirs[0]
@@ -107,7 +127,11 @@ func TestDraftSettingsWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc.Engine().SyncCatalog()
-	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	open := make(chan struct{})
+	close(open)
+	b := &heldFlags{serviceBackend: &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	b.hold.Store(&open)
+	b.estimates.Store(&open)
 	u, l := newWatchedUI(t, b)
 	const id = "tiny-chat"
 	var w *modelSettingsWindow
@@ -147,13 +171,29 @@ func TestDraftSettingsWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.wait(func() { w.win.Close() })
+	hold := make(chan struct{})
+	b.hold.Store(&hold)
 	l.wait(func() { u.showModelSettings(id); w = u.modelSettings[id] })
-	testbed.WaitFor(t, 10*time.Second, "the draft refused", func() bool {
+	refused := func() bool {
 		return strings.Contains(text(func() string { return w.problems.Text }), "draft: other-vocab cannot draft for tiny-chat")
+	}
+	testbed.WaitFor(t, 10*time.Second, "the draft refused", refused)
+	// The flags come while any new estimate would wait: the form's check of them keeps the refusal.
+	estimates := make(chan struct{})
+	b.estimates.Store(&estimates)
+	defer close(estimates)
+	close(hold)
+	testbed.WaitFor(t, 30*time.Second, "llama-server's flags", func() bool {
+		var known bool
+		l.wait(func() { known = w.known != nil })
+		return known
 	})
 	l.wait(func() {
 		if !w.apply.Disabled() {
 			t.Error("Apply enabled with a draft of another vocabulary")
 		}
 	})
+	if !refused() {
+		t.Errorf("the refusal left the screen once the flags came: %q", text(func() string { return w.problems.Text }))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -39,9 +40,14 @@ type modelSettingsWindow struct {
 	rules                                            *modelRules  // request rules (modelrules.go)
 	draft                                            *draftFields // modeldraft.go
 
-	seq   uint64          // the latest estimate asked for; older answers are dropped
-	orig  modelForm       // the form as the window opened or last saved it (see modelForm.over)
-	known map[string]bool // llama-server's flags, nil until read (or when they cannot be)
+	seq uint64 // the latest estimate asked for; older answers are dropped
+	// refusal is what the last estimate found the model cannot run with, for the configuration
+	// refusedFor: while the form still gives that configuration, the problem stays on screen
+	// (a later changed, such as the flags arriving, does not clear it and enable Apply).
+	refusal    []formProblem
+	refusedFor config.Config
+	orig       modelForm       // the form as the window opened or last saved it (see modelForm.over)
+	known      map[string]bool // llama-server's flags, nil until read (or when they cannot be)
 }
 
 // showModelSettings opens the settings of model id, or brings them forward.
@@ -236,6 +242,11 @@ func (w *modelSettingsWindow) changed() {
 	if w.known != nil {
 		probs = append(probs, unknownFlags(f.Args, w.known)...)
 	}
+	if w.refusal != nil && len(probs) == 0 && reflect.DeepEqual(cfg, w.refusedFor) {
+		w.showProblems(w.refusal)
+		return
+	}
+	w.refusal = nil
 	w.showProblems(probs)
 	if !w.u.b.Offers().EstimateWith {
 		return
@@ -260,7 +271,8 @@ func (w *modelSettingsWindow) changed() {
 				// The model cannot run with these settings: a problem like the form's own.
 				w.memory.Importance = widget.MediumImportance
 				w.memory.SetText("Memory need: correct the settings first.")
-				w.showProblems([]formProblem{{Field: se.Key, Reason: se.Reason}})
+				w.refusal, w.refusedFor = []formProblem{{Field: se.Key, Reason: se.Reason}}, cfg
+				w.showProblems(w.refusal)
 				return
 			}
 			if err != nil {
