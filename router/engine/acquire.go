@@ -104,13 +104,13 @@ func (e *Engine) answerNow(id, name string, now time.Time) (r result, replan, an
 		return result{err: &UnknownModelError{Name: name}}, true, true
 	}
 	// The snapshot sched.Answer decides over: the model, and for a wake the running models and room.
-	sm := sched.Model{ID: id, Phase: phase(m.state), Removed: m.removed, Refused: m.set.Refuse != "", Draining: m.draining, Held: m.held, RetryAt: m.nextRetry}
-	var views []sched.View
+	sm := e.schedModel(m)
+	var running []sched.Model
 	var room sched.Room
 	if m.state == StateSleeping && len(e.queue) == 0 {
-		sm.Need, views, room = e.need(m), e.views(), e.room()
+		sm.Need, running, room = e.need(m), e.running(), e.room()
 	}
-	switch st := sched.Answer(sm, views, room, len(e.queue) > 0, now); {
+	switch st := sched.Answer(sm, running, room, len(e.queue) > 0, now); {
 	case st.Op == sched.OpFail && st.Why == sched.FailRefused:
 		return result{err: refusal(m)}, true, true
 	case st.Op == sched.OpFail:

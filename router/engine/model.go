@@ -156,11 +156,7 @@ func (e *Engine) status(m *model) ModelStatus {
 
 // unloadDue says when the idle timer will stop m (never while a request is queued for it).
 func (e *Engine) unloadDue(m *model) (time.Time, bool) {
-	v, ok := e.view(m, e.queued(m.id))
-	if !ok {
-		return time.Time{}, false
-	}
-	return sched.UnloadDue(v, m.unloadAfter())
+	return sched.UnloadDue(e.schedModel(m))
 }
 
 // unloadAfter is m's idle-unload time: its keep-alive when set (0: as soon as it is idle, negative:
@@ -203,27 +199,6 @@ func (e *Engine) args(m *model) []string {
 // isEmbeddingFlag is a flag of llama-server's that starts it for embeddings or reranking.
 func isEmbeddingFlag(s string) bool {
 	return s == "--embedding" || s == "--embeddings" || s == "--reranking" || s == "--rerank"
-}
-
-// views is the scheduling snapshot: every model holding or about to hold a process.
-func (e *Engine) views() []sched.View {
-	queued := map[string]int{}
-	for _, w := range e.queue {
-		queued[w.model]++
-	}
-	out := make([]sched.View, 0, len(e.models))
-	for _, m := range e.models {
-		if v, ok := e.view(m, queued[m.id]); ok {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// view is m as the scheduler sees it, if it holds or is about to hold a process.
-func (e *Engine) view(m *model, queued int) (sched.View, bool) {
-	v := sched.View{ID: m.id, Phase: phase(m.state), Leases: m.leases, Pinned: m.pinned, Draining: m.draining, LastUsed: m.lastUsed, Held: m.held, Queued: queued}
-	return v, v.Phase <= sched.Stopping
 }
 
 // room is the memory budget for all models together, and the slot cap.

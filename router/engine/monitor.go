@@ -154,7 +154,7 @@ func (e *Engine) pressure(now time.Time) []action {
 	if !e.sysOK || e.o.Reserve <= 0 || e.sys.Available >= e.o.Reserve {
 		return nil
 	}
-	ids, deficit, freed := sched.Pressure(e.views(), e.o.Reserve-e.sys.Available)
+	ids, deficit, freed := sched.Pressure(e.running(), e.o.Reserve-e.sys.Available)
 	if deficit <= 0 {
 		return nil
 	}

@@ -55,17 +55,8 @@ func (e *Engine) snapshot(now time.Time, queue []*waiter) sched.State {
 	slices.Sort(ids)
 	s.Models = make([]sched.Model, 0, len(ids))
 	for _, id := range ids {
-		m := e.models[id]
-		sm := sched.Model{ID: id, Phase: phase(m.state), Removed: m.removed, Leases: m.leases, Pinned: m.pinned,
-			Refused: m.set.Refuse != "", Draining: m.draining, DrainFor: m.drainFor, LastUsed: m.lastUsed, Held: m.held, Plan: m.plan, Need: e.need(m),
-			RetryAt: m.nextRetry, UnloadAfter: m.unloadAfter(), Measures: !e.sys.Unified && !userOffload(m.set.Args)}
-		sm.Workers = m.set.Workers
-		if m.state.Running() {
-			sm.Workers = m.workers // the ones its child uses
-		}
-		if m.wait != nil && m.wait.Kind == WaitBusy {
-			sm.BusySince = m.wait.BusySince
-		}
+		sm := e.schedModel(e.models[id])
+		sm.Need = e.need(e.models[id])
 		s.Models = append(s.Models, sm)
 	}
 	for _, w := range queue {
@@ -78,6 +69,35 @@ func (e *Engine) snapshot(now time.Time, queue []*waiter) sched.State {
 // clients' next requests before it is swapped out (sched.Plan 5.7 e; fair_wait bounds it): clients
 // that send back to back are back within milliseconds, and each swap it spares costs a load.
 const linger = 500 * time.Millisecond
+
+// schedModel is m as the scheduler sees it: the one snapshot of a model that every decision of
+// package sched is made over. Need, what a load of m takes, is left to the callers that decide a
+// load or a wake (it is not free to compute). Called with mu held.
+func (e *Engine) schedModel(m *model) sched.Model {
+	sm := sched.Model{ID: m.id, Phase: phase(m.state), Removed: m.removed, Leases: m.leases, Pinned: m.pinned,
+		Refused: m.set.Refuse != "", Draining: m.draining, DrainFor: m.drainFor, LastUsed: m.lastUsed, Held: m.held, Plan: m.plan,
+		RetryAt: m.nextRetry, UnloadAfter: m.unloadAfter(), Measures: !e.sys.Unified && !userOffload(m.set.Args),
+		Workers: m.set.Workers, Queued: e.queued(m.id)}
+	if m.state.Running() {
+		sm.Workers = m.workers // the ones its child uses
+	}
+	if m.wait != nil && m.wait.Kind == WaitBusy {
+		sm.BusySince = m.wait.BusySince
+	}
+	return sm
+}
+
+// running is the snapshot of every model that holds, or is about to hold, a process. Called with
+// mu held.
+func (e *Engine) running() []sched.Model {
+	out := make([]sched.Model, 0, len(e.models))
+	for _, m := range e.models {
+		if m.state.Running() {
+			out = append(out, e.schedModel(m))
+		}
+	}
+	return out
+}
 
 // phase is a state as the scheduler sees it.
 func phase(s State) sched.Phase {

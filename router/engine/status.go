@@ -66,17 +66,13 @@ func (e *Engine) Budget() Budget {
 	for i, g := range e.gpus() {
 		b.Devices = append(b.Devices, DeviceBudget{Name: deviceName(g, i), Description: g.Name, Total: g.Total, Limit: r.Budget.GPU[i], Ceiling: r.Ceiling.GPU[i]})
 	}
-	for _, v := range e.views() {
-		b.Used += e.shown(v.Held)
-		b.Loaded++
-		for i := range b.Devices {
-			b.Devices[i].Used += v.Held.GPU[i]
-		}
-	}
 	for _, m := range e.models {
 		if m.state.Running() {
+			b.Used += e.shown(m.held)
 			b.Measured += e.shown(m.measured)
+			b.Loaded++
 			for i := range b.Devices {
+				b.Devices[i].Used += m.held.GPU[i]
 				b.Devices[i].Measured += m.measured.GPU[i]
 			}
 		}

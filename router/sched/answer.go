@@ -14,7 +14,7 @@ import "time"
 //  4. its last load failed and the retry backoff has not passed: the request fails (OpFail,
 //     FailBackoff);
 //  5. else it is queued (OpWait), and Plan decides.
-func Answer(m Model, views []View, room Room, queued bool, now time.Time) Step {
+func Answer(m Model, views []Model, room Room, queued bool, now time.Time) Step {
 	serves := !m.Draining && !m.Removed
 	switch {
 	case m.Refused && m.Phase > Stopping: // 1

@@ -9,7 +9,7 @@ func TestAnswerRows(t *testing.T) {
 	rows := []struct {
 		name   string
 		m      Model
-		views  []View
+		views  []Model
 		budget int64
 		queued bool
 		now    int
@@ -20,9 +20,9 @@ func TestAnswerRows(t *testing.T) {
 		{"loaded but removed: queued (the plan fails it)", with(mod("a", Loaded, ram(1)), func(m *Model) { m.Removed = true }), nil, 8, false, 0, "wait"},
 		{"refused with no process: fails", with(off("a", ram(1)), func(m *Model) { m.Refused = true }), nil, 8, false, 0, "fail a refused"},
 		{"refused but running: it still serves", with(mod("a", Loaded, ram(1)), func(m *Model) { m.Refused = true }), nil, 8, false, 0, "admit a"},
-		{"a sleeper whose wake fits, nothing queued: woken", sleeper, []View{{ID: "s", Phase: Sleeping, Held: ram(1)}}, 8, false, 0, "wake s"},
-		{"a sleeper with requests queued takes its place in line", sleeper, []View{{ID: "s", Phase: Sleeping, Held: ram(1)}}, 8, true, 0, "wait"},
-		{"a sleeper whose wake does not fit: queued", sleeper, []View{{ID: "s", Phase: Sleeping, Held: ram(1)}, {ID: "b", Phase: Loaded, Held: ram(6), Leases: 1}}, 8, false, 0, "wait"},
+		{"a sleeper whose wake fits, nothing queued: woken", sleeper, []Model{{ID: "s", Phase: Sleeping, Held: ram(1)}}, 8, false, 0, "wake s"},
+		{"a sleeper with requests queued takes its place in line", sleeper, []Model{{ID: "s", Phase: Sleeping, Held: ram(1)}}, 8, true, 0, "wait"},
+		{"a sleeper whose wake does not fit: queued", sleeper, []Model{{ID: "s", Phase: Sleeping, Held: ram(1)}, {ID: "b", Phase: Loaded, Held: ram(6), Leases: 1}}, 8, false, 0, "wait"},
 		{"failed within its backoff: fails", failed, nil, 8, false, 4, "fail f backoff"},
 		{"failed, backoff passed: queued to load again", failed, nil, 8, false, 5, "wait"},
 		{"removed and failed within its backoff: fails", with(failed, func(m *Model) { m.Removed = true }), nil, 8, false, 4, "fail f backoff"},

@@ -50,6 +50,12 @@ type Model struct {
 	// Workers are the other machines its child uses (llama.cpp RPC, [models."ID"] workers): each
 	// serves one model at a time.
 	Workers []string
+	// Queued is how many requests wait for it: Plan counts them from State.Queue; for Fit and Drain,
+	// those queued ahead of self. A model with requests queued is never a victim, nor unloaded idle.
+	Queued int
+	// Serving: idle, but it served while the load being planned waited, and may serve again (Plan
+	// 5.7 e, set by Plan only): no victim before FairWait.
+	Serving bool
 }
 
 // Waiter is one waiting request.
@@ -240,8 +246,8 @@ func (p *planner) dequeue(id string) int {
 }
 
 // views is the scheduling snapshot of the copy now: every model holding or about to hold a process.
-func (p *planner) views() []View {
-	out := make([]View, 0, len(p.models))
+func (p *planner) views() []Model {
+	out := make([]Model, 0, len(p.models))
 	for _, m := range p.models {
 		if v, ok := p.view(m); ok {
 			out = append(out, v)
@@ -250,12 +256,10 @@ func (p *planner) views() []View {
 	return out
 }
 
-func (p *planner) view(m *Model) (View, bool) {
-	if m.Phase > Stopping {
-		return View{}, false
-	}
-	return View{ID: m.ID, Phase: m.Phase, Leases: m.Leases, Pinned: m.Pinned, Draining: m.Draining,
-		LastUsed: m.LastUsed, Held: m.Held, Queued: p.queued(m.ID)}, true
+func (p *planner) view(m *Model) (Model, bool) {
+	v := *m
+	v.Queued = p.queued(m.ID)
+	return v, m.Phase <= Stopping
 }
 
 func (p *planner) stop(m *Model, why Why, forModel string, need Mem) {
@@ -306,7 +310,7 @@ func (p *planner) unloadIdle() {
 		if !ok {
 			continue
 		}
-		due, ok := UnloadDue(v, m.UnloadAfter)
+		due, ok := UnloadDue(v)
 		if !ok {
 			continue
 		}

@@ -151,7 +151,7 @@ func (q *pass) fit(m *Model, ahead []*Model) {
 // serving is 5.7 e's swap guard: it marks Serving (no victim) each loaded, idle model that served a
 // request after m's first waiter was queued, Linger ago at most, while that waiter has waited less
 // than FairWait, and arms the timer for when the first of the two is over.
-func (q *pass) serving(views []View, m *Model) []View {
+func (q *pass) serving(views []Model, m *Model) []Model {
 	first := q.first[m.ID]
 	if _, over := q.dueAt(m); q.s.Linger <= 0 || over {
 		return views
@@ -169,7 +169,7 @@ func (q *pass) serving(views []View, m *Model) []View {
 }
 
 // blocked is 5.7 g: m waits behind busy models, and after FairWait has them drain for it.
-func (q *pass) blocked(m *Model, need Mem, views []View) {
+func (q *pass) blocked(m *Model, need Mem, views []Model) {
 	q.blockedBy = m.ID
 	w := q.wait(m, WaitBusy, need, views)
 	for _, h := range Holders(views, m.ID) {
@@ -217,7 +217,7 @@ func (q *pass) fail(m *Model, why Why, need Mem) {
 
 // wait gives m its reason of kind k: need is what its load needs, views the snapshot the decision was
 // made over (loads booked ahead of it included). The caller fills in the kind's own fields.
-func (q *pass) wait(m *Model, k WaitKind, need Mem, views []View) *Wait {
+func (q *pass) wait(m *Model, k WaitKind, need Mem, views []Model) *Wait {
 	q.pos++
 	w := &Wait{Kind: k, Position: q.pos, Since: q.first[m.ID], Need: need, Free: Free(views, q.s.Room.Budget),
 		Turn: k == WaitLoading || k == WaitStopping || k == WaitDraining || k == WaitMemory}
@@ -233,7 +233,7 @@ func (q *pass) wait(m *Model, k WaitKind, need Mem, views []View) *Wait {
 }
 
 // booked is views with the loads decided but not started booked (Reserve).
-func (q *pass) booked(views []View) []View {
+func (q *pass) booked(views []Model) []Model {
 	ids := make([]string, 0, len(q.reserved))
 	for id := range q.reserved {
 		ids = append(ids, id)
@@ -312,7 +312,7 @@ func (q *pass) loadingBeside(m *Model, need Mem) string {
 // shieldAhead keeps the queued mark (never a victim) only on the models whose requests are queued
 // ahead of the one being planned: first come, first served, so a load queued first may evict a
 // sleeping model whose wake was asked for after it rather than wait behind it.
-func shieldAhead(views []View, ahead []*Model) []View {
+func shieldAhead(views []Model, ahead []*Model) []Model {
 	for i := range views {
 		if views[i].Queued > 0 && !slices.ContainsFunc(ahead, func(m *Model) bool { return m.ID == views[i].ID }) {
 			views[i].Queued = 0

@@ -134,27 +134,14 @@ const (
 	Loaded                // ready
 	Sleeping              // process kept, weights freed
 	Stopping              // going away; its memory is about to come back
-	Unloaded              // no process (a Plan snapshot only: never in a View)
-	Failed                // its last load failed; no process (a Plan snapshot only)
+	Unloaded              // no process
+	Failed                // its last load failed; no process
 )
-
-// View is one running model in a snapshot. Models without a process are not listed.
-type View struct {
-	ID       string
-	Phase    Phase
-	Leases   int
-	Pinned   bool
-	Draining bool
-	LastUsed time.Time
-	Held     Mem  // what it really holds now (measured), or what it is expected to hold (loading)
-	Queued   int  // requests waiting for it (for Fit and Drain: ahead of self): never a victim, nor unloaded while idle
-	Serving  bool // idle, but it served while the load being planned waited, and may serve again (Plan 5.7 e): no victim before FairWait
-}
 
 // Reserve returns views with need booked for model id, once: added to what id holds when it is in
 // views (a sleeping model about to wake), else as a model about to load. The input is not changed.
-func Reserve(views []View, id string, need Mem) []View {
-	out := append([]View(nil), views...)
+func Reserve(views []Model, id string, need Mem) []Model {
+	out := append([]Model(nil), views...)
 	for i := range out {
 		if out[i].ID == id {
 			out[i].Held = out[i].Held.Add(need)
@@ -162,22 +149,22 @@ func Reserve(views []View, id string, need Mem) []View {
 			return out
 		}
 	}
-	return append(out, View{ID: id, Phase: Loading, Held: need, Queued: 1})
+	return append(out, Model{ID: id, Phase: Loading, Held: need, Queued: 1})
 }
 
-// UnloadDue says when a model's idle-unload timer (after: its idle time, <=0 off) stops it: only a
-// loaded or sleeping model with no lease, no queued request, not pinned and not draining, counting
-// from its last use.
-func UnloadDue(v View, after time.Duration) (time.Time, bool) {
-	if after <= 0 || !evictable(v) {
+// UnloadDue says when a model's idle-unload timer (UnloadAfter, <=0 off) stops it: only a loaded or
+// sleeping model with no lease, no queued request, not pinned and not draining, counting from its
+// last use.
+func UnloadDue(v Model) (time.Time, bool) {
+	if v.UnloadAfter <= 0 || !evictable(v) {
 		return time.Time{}, false
 	}
-	return v.LastUsed.Add(after), true
+	return v.LastUsed.Add(v.UnloadAfter), true
 }
 
 // evictable is whether v may be stopped to make room, or by a timer or memory pressure: loaded or
 // sleeping, no lease, no queued request, not pinned, not draining, not serving.
-func evictable(v View) bool {
+func evictable(v Model) bool {
 	return v.Leases == 0 && v.Queued == 0 && !v.Pinned && !v.Draining && !v.Serving && (v.Phase == Loaded || v.Phase == Sleeping)
 }
 
@@ -210,7 +197,7 @@ type Decision struct {
 // views other than self are the competition. Victims are idle (no lease, no queued request),
 // unpinned, not draining, loaded or sleeping models, least recently used first, counting what each
 // really holds. Loads already decided are in views through Reserve.
-func Fit(views []View, need Mem, room Room, self string) Decision {
+func Fit(views []Model, need Mem, room Room, self string) Decision {
 	if !need.Within(room.ceiling()) {
 		return Decision{TooLarge: true, Blocked: true}
 	}
@@ -272,8 +259,8 @@ func helps(held, need, room Mem) bool {
 
 // Idle lists the models that may be evicted, least recently used first (ties by ID): loaded or
 // sleeping, no lease, no queued request, not pinned, not draining, and not self.
-func Idle(views []View, self string) []View {
-	out := make([]View, 0, len(views))
+func Idle(views []Model, self string) []Model {
+	out := make([]Model, 0, len(views))
 	for _, v := range views {
 		if v.ID != self && evictable(v) {
 			out = append(out, v)
@@ -283,8 +270,8 @@ func Idle(views []View, self string) []View {
 	return out
 }
 
-func sortLRU(vs []View) {
-	slices.SortStableFunc(vs, func(a, b View) int {
+func sortLRU(vs []Model) {
+	slices.SortStableFunc(vs, func(a, b Model) int {
 		if c := a.LastUsed.Compare(b.LastUsed); c != 0 {
 			return c
 		}
@@ -296,11 +283,11 @@ func sortLRU(vs []View) {
 // the busy (or serving), unpinned, loaded or sleeping models to drain (least recently used first) so
 // that, once they and every idle model are gone, self fits. ok is false when even draining every busy
 // unpinned model cannot make it fit.
-func Drain(views []View, need Mem, room Room, self string) (drain []string, ok bool) {
+func Drain(views []Model, need Mem, room Room, self string) (drain []string, ok bool) {
 	var used, gone Mem
 	count, n := 0, 0
 	selfRunning := false
-	var busy []View
+	var busy []Model
 	for _, v := range views {
 		used = used.Add(v.Held)
 		if v.ID == self {
@@ -341,7 +328,7 @@ func Drain(views []View, need Mem, room Room, self string) (drain []string, ok b
 // first, when the system is short bytes of RAM below its reserve: until what they hold covers the
 // deficit, what is short less what the models already stopping hold. It returns what it picked, the
 // deficit and what they hold together; when every idle model is not enough, it returns them all.
-func Pressure(views []View, short int64) (ids []string, deficit, freed int64) {
+func Pressure(views []Model, short int64) (ids []string, deficit, freed int64) {
 	deficit = short
 	for _, v := range views {
 		if v.Phase == Stopping {
@@ -364,7 +351,7 @@ func Pressure(views []View, short int64) (ids []string, deficit, freed int64) {
 // Excess picks idle models to stop, least recently used first, until the models that stay (all but
 // those stopping) fit room's budget and slot cap: what a lowered memory limit or max_loaded calls
 // for. Busy, pinned, draining, loading and queued models stay, even when they alone exceed it.
-func Excess(views []View, room Room) []string {
+func Excess(views []Model, room Room) []string {
 	var used Mem
 	n := 0
 	for _, v := range views {
@@ -391,7 +378,7 @@ func Excess(views []View, room Room) []string {
 
 // Free is what budget leaves after every model in views holds what it holds (loads booked through
 // Reserve included), never below zero in any dimension.
-func Free(views []View, budget Mem) Mem {
+func Free(views []Model, budget Mem) Mem {
 	free := budget
 	for _, v := range views {
 		free = free.Sub(v.Held)
@@ -401,8 +388,8 @@ func Free(views []View, budget Mem) Mem {
 
 // Holders lists the models other than self that hold memory and cannot be unloaded for it now: busy,
 // pinned, draining or loading — every model that is neither idle nor already stopping — by ID.
-func Holders(views []View, self string) []View {
-	var out []View
+func Holders(views []Model, self string) []Model {
+	var out []Model
 	for _, v := range views {
 		if v.ID != self && v.Phase != Stopping && !evictable(v) {
 			out = append(out, v)

@@ -17,88 +17,88 @@ func TestFit(t *testing.T) {
 	room8 := Room{Budget: ram(8)}
 	tests := []struct {
 		name  string
-		views []View
+		views []Model
 		need  Mem
 		room  Room
 		self  string
 		want  Decision
 	}{
 		{"empty fits", nil, ram(4), room8, "a", Decision{Start: true}},
-		{"exact fit", []View{{ID: "b", Phase: Loaded, Held: ram(4)}}, ram(4), room8, "a", Decision{Start: true}},
+		{"exact fit", []Model{{ID: "b", Phase: Loaded, Held: ram(4)}}, ram(4), room8, "a", Decision{Start: true}},
 		{"too large for the whole budget", nil, ram(9), room8, "a", Decision{TooLarge: true, Blocked: true}},
 		{"too large for the ceiling", nil, ram(9), Room{Budget: ram(4), Ceiling: ram(8)}, "a", Decision{TooLarge: true, Blocked: true}},
 		{"short of memory now but within the ceiling: wait, don't refuse", nil, ram(6), Room{Budget: ram(4), Ceiling: ram(8)}, "a", Decision{Blocked: true}},
-		{"within the ceiling, evicting enough", []View{{ID: "b", Phase: Loaded, Held: ram(3)}}, ram(6), Room{Budget: ram(7), Ceiling: ram(16)}, "a", Decision{Victims: []string{"b"}}},
+		{"within the ceiling, evicting enough", []Model{{ID: "b", Phase: Loaded, Held: ram(3)}}, ram(6), Room{Budget: ram(7), Ceiling: ram(16)}, "a", Decision{Victims: []string{"b"}}},
 		{"evict the least recently used idle model",
-			[]View{{ID: "b", Phase: Loaded, Held: ram(4), LastUsed: at(2)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(1)}},
+			[]Model{{ID: "b", Phase: Loaded, Held: ram(4), LastUsed: at(2)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(1)}},
 			ram(4), room8, "a", Decision{Victims: []string{"c"}}},
 		{"never a model with a lease",
-			[]View{{ID: "b", Phase: Loaded, Held: ram(4), LastUsed: at(2)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(1), Leases: 1}},
+			[]Model{{ID: "b", Phase: Loaded, Held: ram(4), LastUsed: at(2)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(1), Leases: 1}},
 			ram(4), room8, "a", Decision{Victims: []string{"b"}}},
 		{"never a pinned model",
-			[]View{{ID: "b", Phase: Loaded, Held: ram(4), LastUsed: at(2)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(1), Pinned: true}},
+			[]Model{{ID: "b", Phase: Loaded, Held: ram(4), LastUsed: at(2)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(1), Pinned: true}},
 			ram(4), room8, "a", Decision{Victims: []string{"b"}}},
 		{"never a loading model",
-			[]View{{ID: "b", Phase: Loading, Held: ram(8), LastUsed: at(1)}},
+			[]Model{{ID: "b", Phase: Loading, Held: ram(8), LastUsed: at(1)}},
 			ram(4), room8, "a", Decision{Blocked: true}},
 		{"blocked when all are busy",
-			[]View{{ID: "b", Phase: Loaded, Held: ram(4), Leases: 2}, {ID: "c", Phase: Loaded, Held: ram(4), Leases: 1}},
+			[]Model{{ID: "b", Phase: Loaded, Held: ram(4), Leases: 2}, {ID: "c", Phase: Loaded, Held: ram(4), Leases: 1}},
 			ram(4), room8, "a", Decision{Blocked: true}},
 		{"no pointless eviction when even every idle one is not enough",
-			[]View{{ID: "b", Phase: Loaded, Held: ram(2)}, {ID: "c", Phase: Loaded, Held: ram(6), Leases: 1}},
+			[]Model{{ID: "b", Phase: Loaded, Held: ram(2)}, {ID: "c", Phase: Loaded, Held: ram(6), Leases: 1}},
 			ram(4), room8, "a", Decision{Blocked: true}},
 		{"wait for models already stopping",
-			[]View{{ID: "b", Phase: Stopping, Held: ram(6)}, {ID: "c", Phase: Loaded, Held: ram(2), LastUsed: at(1)}},
+			[]Model{{ID: "b", Phase: Stopping, Held: ram(6)}, {ID: "c", Phase: Loaded, Held: ram(2), LastUsed: at(1)}},
 			ram(6), room8, "a", Decision{Wait: true}},
 		{"sleeping models count what they really hold",
-			[]View{{ID: "b", Phase: Sleeping, Held: Mem{RAM: 100 << 20}, LastUsed: at(1)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(2)}},
+			[]Model{{ID: "b", Phase: Sleeping, Held: Mem{RAM: 100 << 20}, LastUsed: at(1)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(2)}},
 			ram(3), room8, "a", Decision{Start: true}},
 		{"evicting a sleeping model that holds little can be enough",
-			[]View{{ID: "b", Phase: Sleeping, Held: Mem{RAM: 100 << 20}, LastUsed: at(1)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(2)}},
+			[]Model{{ID: "b", Phase: Sleeping, Held: Mem{RAM: 100 << 20}, LastUsed: at(1)}, {ID: "c", Phase: Loaded, Held: ram(4), LastUsed: at(2)}},
 			ram(4), room8, "a", Decision{Victims: []string{"b"}}},
 		{"takes as many victims as needed, LRU first",
-			[]View{{ID: "b", Phase: Loaded, Held: ram(2), LastUsed: at(3)}, {ID: "c", Phase: Sleeping, Held: ram(1), LastUsed: at(1)}, {ID: "d", Phase: Loaded, Held: ram(4), LastUsed: at(2)}},
+			[]Model{{ID: "b", Phase: Loaded, Held: ram(2), LastUsed: at(3)}, {ID: "c", Phase: Sleeping, Held: ram(1), LastUsed: at(1)}, {ID: "d", Phase: Loaded, Held: ram(4), LastUsed: at(2)}},
 			ram(5), room8, "a", Decision{Victims: []string{"c", "d"}}},
 		{"LRU ties broken by ID",
-			[]View{{ID: "z", Phase: Loaded, Held: ram(4), LastUsed: at(1)}, {ID: "y", Phase: Loaded, Held: ram(4), LastUsed: at(1)}},
+			[]Model{{ID: "z", Phase: Loaded, Held: ram(4), LastUsed: at(1)}, {ID: "y", Phase: Loaded, Held: ram(4), LastUsed: at(1)}},
 			ram(4), room8, "a", Decision{Victims: []string{"y"}}},
 		{"max loaded evicts for a slot even when memory is free",
-			[]View{{ID: "b", Phase: Loaded, Held: ram(1), LastUsed: at(1)}},
+			[]Model{{ID: "b", Phase: Loaded, Held: ram(1), LastUsed: at(1)}},
 			ram(1), Room{Budget: ram(8), MaxLoaded: 1}, "a", Decision{Victims: []string{"b"}}},
 		{"max loaded counts a loading model",
-			[]View{{ID: "b", Phase: Loading, Held: ram(1)}},
+			[]Model{{ID: "b", Phase: Loading, Held: ram(1)}},
 			ram(1), Room{Budget: ram(8), MaxLoaded: 1}, "a", Decision{Blocked: true}},
 		{"max loaded waits for a stopping one",
-			[]View{{ID: "b", Phase: Stopping, Held: ram(1)}},
+			[]Model{{ID: "b", Phase: Stopping, Held: ram(1)}},
 			ram(1), Room{Budget: ram(8), MaxLoaded: 1}, "a", Decision{Wait: true}},
 		{"waking a sleeping model needs no new slot",
-			[]View{{ID: "a", Phase: Sleeping, Held: ram(0)}, {ID: "b", Phase: Loaded, Held: ram(1)}},
+			[]Model{{ID: "a", Phase: Sleeping, Held: ram(0)}, {ID: "b", Phase: Loaded, Held: ram(1)}},
 			ram(1), Room{Budget: ram(8), MaxLoaded: 2}, "a", Decision{Start: true}},
 		{"waking a sleeping model may evict another",
-			[]View{{ID: "a", Phase: Sleeping, Held: Mem{}}, {ID: "b", Phase: Loaded, Held: ram(6)}},
+			[]Model{{ID: "a", Phase: Sleeping, Held: Mem{}}, {ID: "b", Phase: Loaded, Held: ram(6)}},
 			ram(4), room8, "a", Decision{Victims: []string{"b"}}},
 		{"VRAM is its own dimension",
-			[]View{{ID: "b", Phase: Loaded, Held: On(gib, 6*gib), LastUsed: at(1)}},
+			[]Model{{ID: "b", Phase: Loaded, Held: On(gib, 6*gib), LastUsed: at(1)}},
 			On(gib, 4*gib), Room{Budget: On(32*gib, 8*gib)}, "a", Decision{Victims: []string{"b"}}},
 		{"each GPU is its own budget: free memory on two devices is not summed",
-			[]View{{ID: "b", Phase: Loaded, Held: On(gib, 6*gib, 6*gib), Leases: 1}},
+			[]Model{{ID: "b", Phase: Loaded, Held: On(gib, 6*gib, 6*gib), Leases: 1}},
 			On(gib, 12*gib), Room{Budget: On(64*gib, 16*gib, 16*gib)}, "a", Decision{Blocked: true}},
 		{"a model on the other GPU fits beside a busy one",
-			[]View{{ID: "b", Phase: Loaded, Held: On(gib, 14*gib), Leases: 1}},
+			[]Model{{ID: "b", Phase: Loaded, Held: On(gib, 14*gib), Leases: 1}},
 			On(gib, 0, 14*gib), Room{Budget: On(64*gib, 16*gib, 16*gib)}, "a", Decision{Start: true}},
 		{"evicts the model on the device that is short, not the least recent on another",
-			[]View{{ID: "b", Phase: Loaded, Held: On(gib, 0, 10*gib), LastUsed: at(1)}, {ID: "c", Phase: Loaded, Held: On(gib, 10*gib), LastUsed: at(2)}},
+			[]Model{{ID: "b", Phase: Loaded, Held: On(gib, 0, 10*gib), LastUsed: at(1)}, {ID: "c", Phase: Loaded, Held: On(gib, 10*gib), LastUsed: at(2)}},
 			On(gib, 10*gib), Room{Budget: On(64*gib, 16*gib, 16*gib)}, "a", Decision{Victims: []string{"c"}}},
 		{"too large for one device even though two together would hold it",
 			nil, On(gib, 20*gib), Room{Budget: On(64*gib, 16*gib, 16*gib)}, "a", Decision{TooLarge: true, Blocked: true}},
 		{"unified memory: within RAM but over the GPU working set waits for it",
-			[]View{{ID: "b", Phase: Loaded, Held: On(20*gib, 20*gib), Leases: 1}},
+			[]Model{{ID: "b", Phase: Loaded, Held: On(20*gib, 20*gib), Leases: 1}},
 			On(8*gib, 8*gib), Room{Budget: On(32*gib, 24*gib), Ceiling: On(32*gib, 24*gib)}, "a", Decision{Blocked: true}},
 		{"never a model with queued requests (a sleeper waiting to wake)",
-			[]View{{ID: "s", Phase: Sleeping, Held: ram(1), LastUsed: at(1), Queued: 1}, {ID: "c", Phase: Loaded, Held: ram(6), Leases: 1}},
+			[]Model{{ID: "s", Phase: Sleeping, Held: ram(1), LastUsed: at(1), Queued: 1}, {ID: "c", Phase: Loaded, Held: ram(6), Leases: 1}},
 			ram(2), room8, "a", Decision{Blocked: true}},
 		{"a draining model is not a victim but is awaited only via drain",
-			[]View{{ID: "b", Phase: Loaded, Held: ram(8), Leases: 1, Draining: true}},
+			[]Model{{ID: "b", Phase: Loaded, Held: ram(8), Leases: 1, Draining: true}},
 			ram(4), room8, "a", Decision{Blocked: true}},
 	}
 	for _, tc := range tests {
@@ -115,29 +115,29 @@ func TestDrain(t *testing.T) {
 	room8 := Room{Budget: ram(8)}
 	tests := []struct {
 		name  string
-		views []View
+		views []Model
 		need  Mem
 		room  Room
 		want  []string
 		ok    bool
 	}{
 		{"drain the least recently used busy model",
-			[]View{{ID: "b", Phase: Loaded, Held: ram(4), Leases: 1, LastUsed: at(2)}, {ID: "c", Phase: Loaded, Held: ram(4), Leases: 1, LastUsed: at(1)}},
+			[]Model{{ID: "b", Phase: Loaded, Held: ram(4), Leases: 1, LastUsed: at(2)}, {ID: "c", Phase: Loaded, Held: ram(4), Leases: 1, LastUsed: at(1)}},
 			ram(4), room8, []string{"c"}, true},
 		{"idle ones count as gone already",
-			[]View{{ID: "b", Phase: Loaded, Held: ram(2)}, {ID: "c", Phase: Loaded, Held: ram(6), Leases: 3, LastUsed: at(1)}},
+			[]Model{{ID: "b", Phase: Loaded, Held: ram(2)}, {ID: "c", Phase: Loaded, Held: ram(6), Leases: 3, LastUsed: at(1)}},
 			ram(6), room8, []string{"c"}, true},
 		{"pinned busy models are never drained",
-			[]View{{ID: "b", Phase: Loaded, Held: ram(8), Leases: 1, Pinned: true}},
+			[]Model{{ID: "b", Phase: Loaded, Held: ram(8), Leases: 1, Pinned: true}},
 			ram(4), room8, nil, false},
 		{"already draining counts as gone",
-			[]View{{ID: "b", Phase: Loaded, Held: ram(8), Leases: 1, Draining: true}},
+			[]Model{{ID: "b", Phase: Loaded, Held: ram(8), Leases: 1, Draining: true}},
 			ram(4), room8, nil, true},
 		{"an idle model with queued requests does not count as gone",
-			[]View{{ID: "s", Phase: Sleeping, Held: ram(6), Queued: 1}, {ID: "c", Phase: Loaded, Held: ram(2), Leases: 1, LastUsed: at(1)}},
+			[]Model{{ID: "s", Phase: Sleeping, Held: ram(6), Queued: 1}, {ID: "c", Phase: Loaded, Held: ram(2), Leases: 1, LastUsed: at(1)}},
 			ram(4), room8, nil, false},
 		{"slot cap",
-			[]View{{ID: "b", Phase: Loaded, Held: ram(1), Leases: 1, LastUsed: at(5)}},
+			[]Model{{ID: "b", Phase: Loaded, Held: ram(1), Leases: 1, LastUsed: at(5)}},
 			ram(1), Room{Budget: ram(8), MaxLoaded: 1}, []string{"b"}, true},
 	}
 	for _, tc := range tests {
@@ -151,7 +151,7 @@ func TestDrain(t *testing.T) {
 }
 
 func TestPressure(t *testing.T) {
-	views := []View{
+	views := []Model{
 		{ID: "busy", Phase: Loaded, Held: ram(4), Leases: 1, LastUsed: at(0)},
 		{ID: "pinned", Phase: Loaded, Held: ram(4), Pinned: true, LastUsed: at(0)},
 		{ID: "old", Phase: Loaded, Held: ram(1), LastUsed: at(1)},
@@ -183,16 +183,16 @@ func TestPressure(t *testing.T) {
 // A reservation is counted once: a sleeping model about to wake holds one slot and its whole need,
 // and is no victim; a model about to load is a new view.
 func TestReserve(t *testing.T) {
-	sleeping := []View{{ID: "s", Phase: Sleeping, Held: ram(1), LastUsed: at(1)}, {ID: "y", Phase: Loaded, Held: ram(4), Leases: 1}}
+	sleeping := []Model{{ID: "s", Phase: Sleeping, Held: ram(1), LastUsed: at(1)}, {ID: "y", Phase: Loaded, Held: ram(4), Leases: 1}}
 	got := Reserve(sleeping, "s", ram(3))
-	want := []View{{ID: "s", Phase: Sleeping, Held: ram(4), LastUsed: at(1), Queued: 1}, {ID: "y", Phase: Loaded, Held: ram(4), Leases: 1}}
+	want := []Model{{ID: "s", Phase: Sleeping, Held: ram(4), LastUsed: at(1), Queued: 1}, {ID: "y", Phase: Loaded, Held: ram(4), Leases: 1}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Reserve = %+v, want %+v", got, want)
 	}
 	if sleeping[0].Held != ram(1) {
 		t.Fatal("Reserve changed its input")
 	}
-	if got := Reserve(nil, "b", ram(2)); !reflect.DeepEqual(got, []View{{ID: "b", Phase: Loading, Held: ram(2), Queued: 1}}) {
+	if got := Reserve(nil, "b", ram(2)); !reflect.DeepEqual(got, []Model{{ID: "b", Phase: Loading, Held: ram(2), Queued: 1}}) {
 		t.Fatalf("Reserve of a new load = %+v", got)
 	}
 	// Room for three: s (waking), y and one more. Counted twice, s would fill the last slot and be
@@ -207,28 +207,29 @@ func TestReserve(t *testing.T) {
 }
 
 func TestUnloadDue(t *testing.T) {
-	base := View{ID: "a", Phase: Loaded, LastUsed: at(10)}
+	base := Model{ID: "a", Phase: Loaded, LastUsed: at(10)}
 	tests := []struct {
 		name  string
-		edit  func(*View)
+		edit  func(*Model)
 		after time.Duration
 		due   time.Time
 		ok    bool
 	}{
-		{"idle loaded", func(*View) {}, 5 * time.Second, at(15), true},
-		{"idle sleeping", func(v *View) { v.Phase = Sleeping }, 5 * time.Second, at(15), true},
-		{"timer off", func(*View) {}, 0, time.Time{}, false},
-		{"leased", func(v *View) { v.Leases = 1 }, 5 * time.Second, time.Time{}, false},
-		{"queued request", func(v *View) { v.Queued = 1 }, 5 * time.Second, time.Time{}, false},
-		{"pinned", func(v *View) { v.Pinned = true }, 5 * time.Second, time.Time{}, false},
-		{"draining", func(v *View) { v.Draining = true }, 5 * time.Second, time.Time{}, false},
-		{"loading", func(v *View) { v.Phase = Loading }, 5 * time.Second, time.Time{}, false},
-		{"stopping", func(v *View) { v.Phase = Stopping }, 5 * time.Second, time.Time{}, false},
+		{"idle loaded", func(*Model) {}, 5 * time.Second, at(15), true},
+		{"idle sleeping", func(v *Model) { v.Phase = Sleeping }, 5 * time.Second, at(15), true},
+		{"timer off", func(*Model) {}, 0, time.Time{}, false},
+		{"leased", func(v *Model) { v.Leases = 1 }, 5 * time.Second, time.Time{}, false},
+		{"queued request", func(v *Model) { v.Queued = 1 }, 5 * time.Second, time.Time{}, false},
+		{"pinned", func(v *Model) { v.Pinned = true }, 5 * time.Second, time.Time{}, false},
+		{"draining", func(v *Model) { v.Draining = true }, 5 * time.Second, time.Time{}, false},
+		{"loading", func(v *Model) { v.Phase = Loading }, 5 * time.Second, time.Time{}, false},
+		{"stopping", func(v *Model) { v.Phase = Stopping }, 5 * time.Second, time.Time{}, false},
 	}
 	for _, tc := range tests {
 		v := base
+		v.UnloadAfter = tc.after
 		tc.edit(&v)
-		due, ok := UnloadDue(v, tc.after)
+		due, ok := UnloadDue(v)
 		if !due.Equal(tc.due) || ok != tc.ok {
 			t.Errorf("%s: UnloadDue = %v, %v; want %v, %v", tc.name, due, ok, tc.due, tc.ok)
 		}
@@ -237,7 +238,7 @@ func TestUnloadDue(t *testing.T) {
 
 // The deficit is what the system is short less what models already stopping give back.
 func TestPressureCountsStopping(t *testing.T) {
-	views := []View{
+	views := []Model{
 		{ID: "going", Phase: Stopping, Held: ram(2)},
 		{ID: "old", Phase: Loaded, Held: ram(1), LastUsed: at(1)},
 		{ID: "new", Phase: Loaded, Held: ram(1), LastUsed: at(2)},
@@ -258,7 +259,7 @@ func TestPressureCountsStopping(t *testing.T) {
 }
 
 func TestPressureSparesQueued(t *testing.T) {
-	views := []View{
+	views := []Model{
 		{ID: "waking", Phase: Sleeping, Held: ram(1), LastUsed: at(0), Queued: 2},
 		{ID: "idle", Phase: Loaded, Held: ram(2), LastUsed: at(1)},
 	}
@@ -268,7 +269,7 @@ func TestPressureSparesQueued(t *testing.T) {
 }
 
 func TestExcess(t *testing.T) {
-	views := []View{
+	views := []Model{
 		{ID: "old", Phase: Loaded, Held: ram(2), LastUsed: at(1)},
 		{ID: "busy", Phase: Loaded, Held: ram(2), Leases: 1, LastUsed: at(0)},
 		{ID: "pinned", Phase: Loaded, Held: ram(2), Pinned: true, LastUsed: at(0)},
@@ -327,13 +328,13 @@ func TestSplit(t *testing.T) {
 func TestFree(t *testing.T) {
 	tests := []struct {
 		name   string
-		views  []View
+		views  []Model
 		budget Mem
 		want   Mem
 	}{
 		{"nothing held", nil, On(8*gib, 4*gib), On(8*gib, 4*gib)},
-		{"held and booked", []View{{ID: "a", Phase: Loaded, Held: On(2*gib, gib)}, {ID: "b", Phase: Loading, Held: ram(3)}}, On(8*gib, 4*gib), On(3*gib, 3*gib)},
-		{"over the budget: none, never negative", []View{{ID: "a", Phase: Loaded, Held: On(9*gib, 5*gib)}}, On(8*gib, 4*gib), Mem{}},
+		{"held and booked", []Model{{ID: "a", Phase: Loaded, Held: On(2*gib, gib)}, {ID: "b", Phase: Loading, Held: ram(3)}}, On(8*gib, 4*gib), On(3*gib, 3*gib)},
+		{"over the budget: none, never negative", []Model{{ID: "a", Phase: Loaded, Held: On(9*gib, 5*gib)}}, On(8*gib, 4*gib), Mem{}},
 	}
 	for _, tt := range tests {
 		if got := Free(tt.views, tt.budget); got != tt.want {
@@ -343,7 +344,7 @@ func TestFree(t *testing.T) {
 }
 
 func TestHolders(t *testing.T) {
-	views := []View{
+	views := []Model{
 		{ID: "idle", Phase: Loaded, Held: ram(1)},
 		{ID: "busy", Phase: Loaded, Leases: 2, Held: ram(1)},
 		{ID: "pinned", Phase: Sleeping, Pinned: true, Held: ram(1)},
