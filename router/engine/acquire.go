@@ -91,7 +91,8 @@ func (e *Engine) TryAcquireID(id string) (lease *Lease, answered bool, err error
 }
 
 // answerNow is what a request for id gets without waiting, and whether reconcile must run after it;
-// answered false: it waits. Called with mu held.
+// answered false: it waits. It has the shape of reconcile: a snapshot, sched.Answer's decision over
+// it (the numbered rules are in its comment), and the step applied. Called with mu held.
 func (e *Engine) answerNow(id, name string, now time.Time) (r result, replan, answered bool) {
 	if e.closed {
 		return result{err: ErrClosed}, true, true
@@ -115,8 +116,9 @@ func (e *Engine) answerNow(id, name string, now time.Time) (r result, replan, an
 		return result{err: refusal(m)}, true, true
 	case st.Op == sched.OpFail:
 		return result{err: e.loadError(m)}, true, true
-	case st.Op == sched.OpAdmit: // a lease on a loaded model changes no decision (settled)
-		return result{lease: e.grant(m, now)}, !e.settled(m), true
+	case st.Op == sched.OpAdmit:
+		l := e.grant(m, now)
+		return result{lease: l}, !sched.Settled(e.schedModel(m), len(e.queue) > 0), true
 	case st.Op == sched.OpWake:
 		e.expectWake(m)
 		return result{lease: e.grant(m, now)}, true, true
@@ -261,9 +263,8 @@ func (e *Engine) grant(m *model, now time.Time) *Lease {
 	return l
 }
 
-// release gives a lease back; the count can never go below zero. The last lease given back
-// makes the model idle, which reconcile must see (an idle model may be evicted, and gets its idle
-// timer); one of several, with nobody queued, changes no decision (settled).
+// release gives a lease back; the count can never go below zero. Reconcile runs after it unless
+// sched.Settled says the release changes no decision.
 func (e *Engine) release(m *model) {
 	e.transactOr(func(now time.Time) ([]action, bool) {
 		if m.leases <= 0 {
@@ -273,14 +274,6 @@ func (e *Engine) release(m *model) {
 		m.leases--
 		m.lastUsed = now
 		e.publish(Event{Kind: EventLease, Model: m.id, State: m.state, Active: m.leases})
-		return nil, !(m.leases > 0 && m.state == StateLoaded && e.settled(m))
+		return nil, !sched.Settled(e.schedModel(m), len(e.queue) > 0)
 	})
-}
-
-// settled says whether a lease taken or given back on m, loaded and still leased, calls for no
-// decision: nobody is queued (a waiter's reason, and how long the models it waits for have been
-// busy, are reconcile's to update: the fair wait counts from there) and m is neither draining nor
-// removed (reconcile stops those when their last lease goes). Called with mu held.
-func (e *Engine) settled(m *model) bool {
-	return len(e.queue) == 0 && !m.draining && !m.removed
 }

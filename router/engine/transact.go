@@ -35,7 +35,7 @@ func (e *Engine) transact(decide func(now time.Time) []action) {
 
 // transactOr is transact for a change that may call for no decision at all: decide also says
 // whether reconcile must run (replan). Only a lease taken or given back on a model that keeps
-// serving, with nobody queued, skips it (settled, acquire.go): sched.Plan over that state decides
+// serving, with nobody queued, skips it (sched.Settled): sched.Plan over that state decides
 // what it decided before, and a timer it armed for an idle model that is busy again only makes it
 // run once more, then.
 func (e *Engine) transactOr(decide func(now time.Time) (acts []action, replan bool)) {

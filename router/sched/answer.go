@@ -28,3 +28,13 @@ func Answer(m Model, views []Model, room Room, queued bool, now time.Time) Step 
 	}
 	return Step{Op: OpWait, Model: m.ID} // 5
 }
+
+// Settled says whether a lease just taken or given back on m (its snapshot after the change) calls
+// for no new plan, so that the request path need not run Plan: m is loaded and still leased, no
+// request is queued (a waiter's reason, and how long the models it waits for have been busy, are
+// Plan's to update: the fair wait counts from there), and m is neither draining nor removed (Plan
+// stops those once their last lease goes). The last lease given back makes m idle, which Plan must
+// see: an idle model may be evicted, and gets its idle timer.
+func Settled(m Model, queued bool) bool {
+	return m.Phase == Loaded && m.Leases > 0 && !queued && !m.Draining && !m.Removed
+}

@@ -42,3 +42,26 @@ func TestAnswerRows(t *testing.T) {
 		})
 	}
 }
+
+// Rows of Settled: a lease taken or given back that calls for no new plan.
+func TestSettledRows(t *testing.T) {
+	leased := busy(mod("a", Loaded, ram(1)))
+	rows := []struct {
+		name   string
+		m      Model
+		queued bool
+		want   bool
+	}{
+		{"loaded, still leased, nothing queued: settled", leased, false, true},
+		{"a request is queued: its reason and busy time are the plan's", leased, true, false},
+		{"the last lease given back: idle, the plan evicts or times it", mod("a", Loaded, ram(1)), false, false},
+		{"draining: the plan stops it once its last lease goes", with(leased, func(m *Model) { m.Draining = true }), false, false},
+		{"removed: the plan stops it once its last lease goes", with(leased, func(m *Model) { m.Removed = true }), false, false},
+		{"sleeping with a lease (waking): the plan books its wake", busy(mod("a", Sleeping, ram(1))), false, false},
+	}
+	for _, r := range rows {
+		if got := Settled(r.m, r.queued); got != r.want {
+			t.Errorf("%s: Settled = %v, want %v", r.name, got, r.want)
+		}
+	}
+}
