@@ -147,14 +147,13 @@ func (e *Engine) measuredMem(m *model, rss, vram int64) sched.Mem {
 	return out
 }
 
-// pressure unloads idle, unpinned models, least recently used first, when the system's available RAM
-// is below the reserve because other programs grew. Models already stopping count as freed. Called
-// with mu held.
+// pressure stops the idle models sched.Pressure picks when the system's available RAM is below the
+// reserve. Called with mu held.
 func (e *Engine) pressure(now time.Time) []action {
-	if !e.sysOK || e.o.Reserve <= 0 || e.sys.Available >= e.o.Reserve {
+	if !e.sysOK {
 		return nil
 	}
-	ids, deficit, freed := sched.Pressure(e.running(), e.o.Reserve-e.sys.Available)
+	ids, deficit, freed := sched.Pressure(e.running(), e.sys.Available, e.o.Reserve)
 	if deficit <= 0 {
 		return nil
 	}

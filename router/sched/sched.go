@@ -325,20 +325,24 @@ func Drain(views []Model, need Mem, room Room, self string) (drain []string, ok 
 }
 
 // Pressure picks idle (no lease, no queued request), unpinned models to unload, least recently used
-// first, when the system is short bytes of RAM below its reserve: until what they hold covers the
-// deficit, what is short less what the models already stopping hold. It returns what it picked, the
-// deficit and what they hold together; when every idle model is not enough, it returns them all.
-func Pressure(views []Model, short int64) (ids []string, deficit, freed int64) {
-	deficit = short
-	for _, v := range views {
+// first, when the system's available RAM is below reserve (<= 0: off) because other programs grew:
+// until what they hold covers the deficit, what is short less what the models already stopping
+// hold. It returns what it picked, the deficit (<= 0: no pressure) and what they hold together; when
+// every idle model is not enough, it returns them all.
+func Pressure(models []Model, available, reserve int64) (ids []string, deficit, freed int64) {
+	if reserve <= 0 || available >= reserve {
+		return nil, 0, 0
+	}
+	deficit = reserve - available
+	for _, v := range models {
 		if v.Phase == Stopping {
 			deficit -= v.Held.RAM
 		}
 	}
-	if short <= 0 || deficit <= 0 {
+	if deficit <= 0 {
 		return nil, deficit, 0
 	}
-	for _, v := range Idle(views, "") {
+	for _, v := range Idle(models, "") {
 		if freed >= deficit {
 			break
 		}

@@ -170,7 +170,7 @@ func TestPressure(t *testing.T) {
 		{100 * gib, []string{"old", "sleepy", "new"}},
 	}
 	for _, tc := range tests {
-		got, _, freed := Pressure(views, tc.deficit)
+		got, _, freed := Pressure(views, 0, tc.deficit)
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Pressure(%d) = %v, want %v", tc.deficit, got, tc.want)
 		}
@@ -251,9 +251,30 @@ func TestPressureCountsStopping(t *testing.T) {
 		{2*gib + 1, 1, []string{"old"}},
 		{3*gib + 1, gib + 1, []string{"old", "new"}},
 	} {
-		got, deficit, _ := Pressure(views, tc.short)
+		got, deficit, _ := Pressure(views, 0, tc.short)
 		if !reflect.DeepEqual(got, tc.want) || deficit != tc.deficit {
 			t.Errorf("Pressure(%d) = %v, deficit %d; want %v, %d", tc.short, got, deficit, tc.want, tc.deficit)
+		}
+	}
+}
+
+// Pressure is off without a reserve, and while the available RAM is at or above it.
+func TestPressureDeficit(t *testing.T) {
+	views := []Model{{ID: "old", Phase: Loaded, Held: ram(1), LastUsed: at(1)}}
+	for _, tc := range []struct {
+		name               string
+		available, reserve int64
+		deficit            int64
+		want               []string
+	}{
+		{"no reserve: off, however little is available", 0, 0, 0, nil},
+		{"available above the reserve", 3 * gib, 2 * gib, 0, nil},
+		{"available at the reserve", 2 * gib, 2 * gib, 0, nil},
+		{"short of the reserve: the deficit is what is short", gib, 2 * gib, gib, []string{"old"}},
+	} {
+		got, deficit, _ := Pressure(views, tc.available, tc.reserve)
+		if !reflect.DeepEqual(got, tc.want) || deficit != tc.deficit {
+			t.Errorf("%s: Pressure = %v, deficit %d; want %v, %d", tc.name, got, deficit, tc.want, tc.deficit)
 		}
 	}
 }
@@ -263,7 +284,7 @@ func TestPressureSparesQueued(t *testing.T) {
 		{ID: "waking", Phase: Sleeping, Held: ram(1), LastUsed: at(0), Queued: 2},
 		{ID: "idle", Phase: Loaded, Held: ram(2), LastUsed: at(1)},
 	}
-	if got, _, _ := Pressure(views, 10*gib); !reflect.DeepEqual(got, []string{"idle"}) {
+	if got, _, _ := Pressure(views, 0, 10*gib); !reflect.DeepEqual(got, []string{"idle"}) {
 		t.Fatalf("Pressure = %v, want only idle", got)
 	}
 }
