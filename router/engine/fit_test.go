@@ -31,28 +31,6 @@ func TestUserOffload(t *testing.T) {
 	}
 }
 
-func TestFitTarget(t *testing.T) {
-	const mb = int64(1) << 20
-	for _, c := range []struct {
-		name        string
-		free, share []int64
-		want        []string
-	}{
-		{"no device", nil, nil, nil},
-		{"one device: free less share", []int64{20000 * mb}, []int64{12000 * mb}, []string{"--fit-target", "8000"}},
-		{"per device", []int64{16384 * mb, 16384 * mb}, []int64{8000 * mb, 2000 * mb}, []string{"--fit-target", "8384,14384"}},
-		{"a share of all that is free: the floor", []int64{8000 * mb}, []int64{8000 * mb}, []string{"--fit-target", "128"}},
-		{"less free than the share: the floor", []int64{6000 * mb}, []int64{8000 * mb}, []string{"--fit-target", "128"}},
-		{"nothing planned on a device", []int64{4096 * mb, 4096 * mb}, []int64{4096 * mb, 0}, []string{"--fit-target", "128,4096"}},
-		{"rounds down to MiB", []int64{1000*mb + 5}, []int64{0}, []string{"--fit-target", "1000"}},
-		{"mismatched", []int64{1}, nil, nil},
-	} {
-		if got := fitTarget(c.free, c.share); !slices.Equal(got, c.want) {
-			t.Errorf("%s: fitTarget(%v, %v) = %q, want %q", c.name, c.free, c.share, got, c.want)
-		}
-	}
-}
-
 // A child on GPUs is told the margin to leave free on each device: what the device has free for it
 // (less what a model loading beside it is promised) minus its share; the user's -ngl wins, and a
 // llama-server without --fit-target gets nothing added. The learned footprint's key is the command

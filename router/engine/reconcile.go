@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -37,22 +38,8 @@ func (e *Engine) reconcile(now time.Time) []action {
 // snapshot is the state sched.Plan decides over; queue is e.queue's copy whose indexes its steps
 // use. Called with mu held.
 func (e *Engine) snapshot(now time.Time, queue []*waiter) sched.State {
-	s := sched.State{Now: now, Room: e.room(), Limits: e.limits(), FairWait: e.o.FairWait, Linger: linger, Devices: len(e.gpus())}
-	for i, g := range e.gpus() {
-		if i < sched.MaxGPUs {
-			s.DeviceFree[i] = g.Free
-		}
-	}
-	ids := make([]string, 0, len(e.models))
-	for id, m := range e.models {
-		ids = append(ids, id)
-		if m.state.Running() {
-			for i := range s.DeviceFree {
-				s.DeviceFree[i] += m.measured.GPU[i]
-			}
-		}
-	}
-	slices.Sort(ids)
+	s := sched.State{Now: now, Room: e.room(), Limits: e.limits(), FairWait: e.o.FairWait, Linger: linger, Devices: len(e.gpus()), DeviceFree: e.deviceFree()}
+	ids := slices.Sorted(maps.Keys(e.models))
 	s.Models = make([]sched.Model, 0, len(ids))
 	for _, id := range ids {
 		sm := e.schedModel(e.models[id])
@@ -63,6 +50,24 @@ func (e *Engine) snapshot(now time.Time, queue []*waiter) sched.State {
 		s.Queue = append(s.Queue, sched.Waiter{Model: w.model, Enq: w.enq, Late: w.late})
 	}
 	return s
+}
+
+// deviceFree is what each device had free at the last sample plus what our children measured there:
+// what a starting child that measures free memory sees, before what other models hold or are
+// promised there is taken off (sched.State.DeviceFree). Called with mu held.
+func (e *Engine) deviceFree() [sched.MaxGPUs]int64 {
+	var free [sched.MaxGPUs]int64
+	for i, g := range e.gpus() {
+		free[i] = g.Free
+	}
+	for _, m := range e.models {
+		if m.state.Running() {
+			for i := range free {
+				free[i] += m.measured.GPU[i]
+			}
+		}
+	}
+	return free
 }
 
 // linger is how long a loaded model that went idle while a load for another waited is kept for its

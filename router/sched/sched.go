@@ -380,6 +380,35 @@ func Excess(views []Model, room Room) []string {
 	return out
 }
 
+// FitFloor is the least margin a child is asked to leave free on a device (Margins).
+const FitFloor = 128 << 20
+
+// Margins are self's device shares as llama.cpp's --fit-target takes them: on each device of free,
+// the bytes its child must leave free so that it holds no more there than the share planned for it
+// (self's Held), when the child decides its offload itself and could otherwise take a neighbour's
+// memory. free[i] is what device i has free for models (State.DeviceFree), less what every other
+// model holding a process holds or is promised there; on unified memory (Metal) a child sees the
+// whole working set as its own, so free[i] is the working set and nothing is taken off. Each margin
+// is free less the share, at least FitFloor.
+func Margins(models []Model, self string, free []int64, unified bool) []int64 {
+	var share Mem
+	out := slices.Clone(free)
+	for _, m := range models {
+		switch {
+		case m.ID == self:
+			share = m.Held
+		case !unified && m.Phase <= Stopping:
+			for i := range out {
+				out[i] -= m.Held.GPU[i]
+			}
+		}
+	}
+	for i := range out {
+		out[i] = max(out[i]-share.GPU[i], FitFloor)
+	}
+	return out
+}
+
 // Free is what budget leaves after every model in views holds what it holds (loads booked through
 // Reserve included), never below zero in any dimension.
 func Free(views []Model, budget Mem) Mem {

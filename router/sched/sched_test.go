@@ -2,6 +2,7 @@ package sched
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -382,5 +383,35 @@ func TestHolders(t *testing.T) {
 	want := []string{"busy", "draining", "loading", "pinned", "queued"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("holders %v, want %v (not the idle, the stopping, nor self)", got, want)
+	}
+}
+
+// Rows of Margins: what a child must leave free on each device (--fit-target) to hold no more than
+// its share there.
+func TestMarginsRows(t *testing.T) {
+	const mb = int64(1) << 20
+	self := func(share ...int64) Model { return Model{ID: "a", Phase: Loading, Held: On(gib, share...)} }
+	other := func(ph Phase, held ...int64) Model { return Model{ID: "b", Phase: ph, Held: On(gib, held...)} }
+	for _, c := range []struct {
+		name    string
+		models  []Model
+		free    []int64
+		unified bool
+		want    []int64
+	}{
+		{"no device", []Model{self()}, nil, false, []int64{}},
+		{"one device: free less its share", []Model{self(12000 * mb)}, []int64{20000 * mb}, false, []int64{8000 * mb}},
+		{"per device", []Model{self(8000*mb, 2000*mb)}, []int64{16384 * mb, 16384 * mb}, false, []int64{8384 * mb, 14384 * mb}},
+		{"a share of all that is free: the floor", []Model{self(8000 * mb)}, []int64{8000 * mb}, false, []int64{FitFloor}},
+		{"less free than the share: the floor", []Model{self(8000 * mb)}, []int64{6000 * mb}, false, []int64{FitFloor}},
+		{"nothing planned on a device", []Model{self(4096*mb, 0)}, []int64{4096 * mb, 4096 * mb}, false, []int64{FitFloor, 4096 * mb}},
+		{"another model loading is promised its share", []Model{self(2000 * mb), other(Loading, 4000*mb)}, []int64{16000 * mb}, false, []int64{10000 * mb}},
+		{"another model stopping still holds its share", []Model{self(2000 * mb), other(Stopping, 4000*mb)}, []int64{16000 * mb}, false, []int64{10000 * mb}},
+		{"a model without a process holds nothing", []Model{self(2000 * mb), other(Unloaded, 4000*mb)}, []int64{16000 * mb}, false, []int64{14000 * mb}},
+		{"unified: the working set less its share, nothing taken off", []Model{self(8000 * mb), other(Loaded, 4000*mb)}, []int64{24000 * mb}, true, []int64{16000 * mb}},
+	} {
+		if got := Margins(c.models, "a", c.free, c.unified); !slices.Equal(got, c.want) {
+			t.Errorf("%s: Margins = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
