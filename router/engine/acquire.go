@@ -183,13 +183,8 @@ func (e *Engine) queueChanged(id string) {
 	e.publish(ev)
 }
 
-// expire is w's queue deadline. The deadline is for waiting on memory or a slot that nothing the
-// router does would free: a request whose model is loading is answered by the load (which has its
-// own timeout), and times out only if its model stops loading without serving it (sched.Plan, step
-// 1); one that waits its turn while other models serve (WaitReason.Turn: they drain for it at
-// fair_wait, or a load, stop or drain is under way for it) gets fair_wait more, as often as it
-// takes, so no request fails for having waited while others were served. An answer already given
-// stands.
+// expire is w's queue deadline: sched.Expire decides whether the request times out, is answered by
+// its model's load (late), or waits fair_wait more for its turn. An answer already given stands.
 func (e *Engine) expire(w *waiter) {
 	e.transact(func(now time.Time) []action {
 		if w.done {
@@ -197,10 +192,14 @@ func (e *Engine) expire(w *waiter) {
 		}
 		w.timer = nil
 		m := e.models[w.model]
-		switch {
-		case m != nil && m.state == StateLoading:
+		if m == nil {
+			e.timeOut(w, now)
+			return nil
+		}
+		switch sched.Expire(e.schedModel(m), m.wait != nil && m.wait.Turn, e.o.FairWait) {
+		case sched.DeadlineLate:
 			w.late = true
-		case m != nil && m.wait != nil && m.wait.Turn && e.o.FairWait > 0:
+		case sched.DeadlineExtend:
 			e.log.Info("queue deadline passed while the request waits its turn: it waits fair_wait more", "model", m.id,
 				"waited", now.Sub(w.enq).Round(time.Second), "wait", m.wait.Kind, "fair_wait", e.o.FairWait)
 			w.timer = e.fx.AfterFunc(e.o.FairWait, func() { e.expire(w) })

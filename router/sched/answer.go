@@ -38,3 +38,28 @@ func Answer(m Model, views []Model, room Room, queued bool, now time.Time) Step 
 func Settled(m Model, queued bool) bool {
 	return m.Phase == Loaded && m.Leases > 0 && !queued && !m.Draining && !m.Removed
 }
+
+// Deadline is what a waiting request's queue deadline does when it passes (Expire).
+type Deadline int
+
+// The outcomes of a queue deadline.
+const (
+	DeadlineTimeOut Deadline = iota // the request fails, naming why it waited
+	DeadlineLate                    // it stays: its model's load answers it (Plan step 1 times it out if the load ends without it)
+	DeadlineExtend                  // it stays FairWait more: it waits its turn (Wait.Turn) while others are served
+)
+
+// Expire decides for a request for m whose queue deadline passed; turn is whether m's wait is a Turn
+// (the plan's own steps end it). The deadline is for waiting on memory or a slot that nothing the
+// router does would free: a request whose model is loading is answered by the load (which has its
+// own timeout); one that waits its turn gets fair_wait more (when it is on), as often as it takes,
+// so no request fails for having waited while others were served.
+func Expire(m Model, turn bool, fairWait time.Duration) Deadline {
+	switch {
+	case m.Phase == Loading:
+		return DeadlineLate
+	case turn && fairWait > 0:
+		return DeadlineExtend
+	}
+	return DeadlineTimeOut
+}

@@ -1,6 +1,9 @@
 package sched
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // Rows of the request fast path: what a new request gets at once.
 func TestAnswerRows(t *testing.T) {
@@ -62,6 +65,30 @@ func TestSettledRows(t *testing.T) {
 	for _, r := range rows {
 		if got := Settled(r.m, r.queued); got != r.want {
 			t.Errorf("%s: Settled = %v, want %v", r.name, got, r.want)
+		}
+	}
+}
+
+// Rows of Expire: what a waiting request's passing queue deadline does.
+func TestExpireRows(t *testing.T) {
+	const fair = 30 * time.Second
+	rows := []struct {
+		name     string
+		m        Model
+		turn     bool
+		fairWait time.Duration
+		want     Deadline
+	}{
+		{"its model is loading: the load answers it", mod("a", Loading, ram(1)), false, fair, DeadlineLate},
+		{"loading, even while waiting its turn", mod("a", Loading, ram(1)), true, fair, DeadlineLate},
+		{"waiting its turn: fair_wait more", off("a", ram(1)), true, fair, DeadlineExtend},
+		{"waiting its turn, fair_wait off: times out", off("a", ram(1)), true, -1, DeadlineTimeOut},
+		{"waiting on memory nothing frees: times out", off("a", ram(1)), false, fair, DeadlineTimeOut},
+		{"behind a sleeper, not its turn: times out", mod("a", Sleeping, ram(1)), false, fair, DeadlineTimeOut},
+	}
+	for _, r := range rows {
+		if got := Expire(r.m, r.turn, r.fairWait); got != r.want {
+			t.Errorf("%s: Expire = %v, want %v", r.name, got, r.want)
 		}
 	}
 }
