@@ -46,23 +46,22 @@ func (e *Engine) Acquire(ctx context.Context, name string) (*Lease, error) {
 // AcquireID is Acquire for a name already resolved to its catalog ID (Resolve), so that a request
 // resolves its model's name once.
 func (e *Engine) AcquireID(ctx context.Context, id string) (*Lease, error) {
-	name := id
 	e.mu.Lock()
 	known := e.models[id] != nil || e.closed
 	e.mu.Unlock()
 	if !known {
 		e.syncCatalog() // the catalog knows a model the engine has not synced yet
 	}
-	return e.await(ctx, e.request(id, name))
+	return e.await(ctx, e.request(id))
 }
 
 // request decides what a request for id gets: a lease or an error at once, or a place in the queue
 // with its deadline armed. Either way the answer arrives on the waiter's ch.
-func (e *Engine) request(id, name string) *waiter {
+func (e *Engine) request(id string) *waiter {
 	w := &waiter{model: id, ch: make(chan result, 1)}
 	e.transactOr(func(now time.Time) ([]action, bool) {
 		w.enq = now
-		if r, replan, ok := e.answerNow(id, name, now); ok {
+		if r, replan, ok := e.answerNow(id, now); ok {
 			e.answer(w, r)
 			return nil, replan
 		}
@@ -83,7 +82,7 @@ func (e *Engine) TryAcquireID(id string) (lease *Lease, answered bool, err error
 		if e.models[id] == nil && !e.closed {
 			return nil, false // AcquireID syncs the catalog first
 		}
-		r, replan, ok := e.answerNow(id, id, now)
+		r, replan, ok := e.answerNow(id, now)
 		lease, answered, err = r.lease, ok, r.err
 		return nil, ok && replan
 	})
@@ -93,7 +92,7 @@ func (e *Engine) TryAcquireID(id string) (lease *Lease, answered bool, err error
 // answerNow is what a request for id gets without waiting, and whether reconcile must run after it;
 // answered false: it waits. It has the shape of reconcile: a snapshot, sched.Answer's decision over
 // it (the numbered rules are in its comment), and the step applied. Called with mu held.
-func (e *Engine) answerNow(id, name string, now time.Time) (r result, replan, answered bool) {
+func (e *Engine) answerNow(id string, now time.Time) (r result, replan, answered bool) {
 	if e.closed {
 		return result{err: ErrClosed}, true, true
 	}
@@ -102,7 +101,7 @@ func (e *Engine) answerNow(id, name string, now time.Time) (r result, replan, an
 	}
 	m := e.models[id]
 	if m == nil {
-		return result{err: &UnknownModelError{Name: name}}, true, true
+		return result{err: &UnknownModelError{Name: id}}, true, true
 	}
 	// The snapshot sched.Answer decides over: the model, and for a wake the running models and room.
 	sm := e.schedModel(m)
@@ -112,10 +111,8 @@ func (e *Engine) answerNow(id, name string, now time.Time) (r result, replan, an
 		sm.Need, running, room = e.need(m), e.running(), e.room()
 	}
 	switch st := sched.Answer(sm, running, room, len(e.queue) > 0, now); {
-	case st.Op == sched.OpFail && st.Why == sched.FailRefused:
-		return result{err: refusal(m)}, true, true
 	case st.Op == sched.OpFail:
-		return result{err: e.loadError(m)}, true, true
+		return result{err: e.failure(m, st)}, true, true
 	case st.Op == sched.OpAdmit:
 		l := e.grant(m, now)
 		return result{lease: l}, !sched.Settled(e.schedModel(m), len(e.queue) > 0), true
@@ -213,7 +210,7 @@ func (e *Engine) expire(w *waiter) {
 // timeOut ends queued w with QueueTimeoutError, naming why it waited. Called with mu held.
 func (e *Engine) timeOut(w *waiter, now time.Time) {
 	e.unqueue(w)
-	qe := &QueueTimeoutError{Model: w.model, Waited: now.Sub(w.enq), RetryAfter: e.retryAfter()}
+	qe := &QueueTimeoutError{Model: w.model, Waited: now.Sub(w.enq), RetryAfter: retryAfter}
 	if m := e.models[w.model]; m != nil && m.wait != nil {
 		qe.Wait = m.wait.clone()
 	}
@@ -244,9 +241,7 @@ func (e *Engine) leave(w *waiter) (r result, ok bool) {
 }
 
 // retryAfter guesses when a slot may free up: the load timeout is too long; a few seconds is honest.
-func (e *Engine) retryAfter() time.Duration {
-	return 5 * time.Second
-}
+const retryAfter = 5 * time.Second
 
 // expectWake counts a sleeping model as holding its full footprint once a request wakes it.
 func (e *Engine) expectWake(m *model) {

@@ -110,19 +110,6 @@ func (fx *fakeFX) advance(d time.Duration) {
 	}
 }
 
-// armed counts the timers of duration d that are waiting to fire.
-func (fx *fakeFX) armed(d time.Duration) int {
-	fx.mu.Lock()
-	defer fx.mu.Unlock()
-	n := 0
-	for _, t := range fx.timers {
-		if t.d == d && !t.fired && !t.stopped {
-			n++
-		}
-	}
-	return n
-}
-
 // spawned lists the model of every child spawned so far, in order.
 func (fx *fakeFX) spawned() []string {
 	fx.mu.Lock()
@@ -331,7 +318,7 @@ func newSync(t testing.TB, tune func(*Options), models ...syncModel) *syncEngine
 }
 
 // request asks for a lease on id, as Acquire does, without waiting for the answer.
-func (s *syncEngine) request(id string) *waiter { return s.e.request(id, id) }
+func (s *syncEngine) request(id string) *waiter { return s.e.request(id) }
 
 // answer is w's answer, which the test expects to have arrived.
 func (s *syncEngine) answer(w *waiter) result {

@@ -20,7 +20,7 @@ func BenchmarkLease(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		w := s.e.request("a", "a")
+		w := s.e.request("a")
 		l, err := s.e.finish(w, <-w.ch)
 		if err != nil {
 			b.Fatal(err)

@@ -117,7 +117,7 @@ func (e *Engine) childEvent(m *model, ev child.Event, now time.Time) []action {
 			// Its waiters get their leases in this same critical section, before any eviction can
 			// see it idle.
 			if !e.closed {
-				e.grantWaiters(m, now)
+				e.answerWaiters(m, nil, now)
 			}
 			e.measureSoon()
 		case StateSleeping:
@@ -207,7 +207,7 @@ func (e *Engine) fail(m *model, reason string, code *int, cause error, now time.
 	if le.Err == nil {
 		le.Err = errors.New(reason)
 	}
-	e.failWaiters(m, le)
+	e.answerWaiters(m, le, now)
 	e.publish(Event{Kind: EventState, Model: m.id, State: m.state, Active: m.leases, Cause: CauseFailed, Message: reason})
 	for _, ch := range m.stopped {
 		close(ch)

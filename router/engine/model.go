@@ -136,8 +136,6 @@ func (e *Engine) status(m *model) ModelStatus {
 	}
 	if m.state.Running() {
 		s.Binary = m.binary
-	}
-	if m.state.Running() {
 		s.MemoryBytes = e.shown(m.measured)
 		s.HeldGPU = e.deviceBytes(m.held)
 	}

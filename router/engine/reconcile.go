@@ -141,20 +141,11 @@ func (e *Engine) apply(st sched.Step, queue []*waiter, waiting map[*model]bool, 
 		return []action{e.startModel(m, now)}
 	case sched.OpWake:
 		e.expectWake(m)
-		e.grantWaiters(m, now)
+		e.answerWaiters(m, nil, now)
 	case sched.OpAdmit:
-		e.grantWaiters(m, now)
+		e.answerWaiters(m, nil, now)
 	case sched.OpFail:
-		switch st.Why {
-		case sched.FailRemoved:
-			e.failWaiters(m, &UnknownModelError{Name: m.id})
-		case sched.FailTooLarge:
-			e.failWaiters(m, e.tooLarge(m.id, st.Need, e.room().Ceiling))
-		case sched.FailRefused:
-			e.failWaiters(m, refusal(m))
-		default:
-			e.failWaiters(m, e.loadError(m))
-		}
+		e.answerWaiters(m, e.failure(m, st), now)
 	case sched.OpWait:
 		waiting[m] = true
 		e.setWait(m, st.Wait)
@@ -197,26 +188,19 @@ func (e *Engine) limits() sched.Room {
 	return limit
 }
 
-// grantWaiters hands every waiter of m a lease, in FIFO order. Called with mu held.
-func (e *Engine) grantWaiters(m *model, now time.Time) {
-	e.answerWaiters(m, func() result { return result{lease: e.grant(m, now)} })
-}
-
-// failWaiters ends every waiter of m with err. Called with mu held.
-func (e *Engine) failWaiters(m *model, err error) {
-	e.answerWaiters(m, func() result { return result{err: err} })
-}
-
-// answerWaiters takes every waiter of m out of the queue, in FIFO order, and answers each with what
-// r gives it. Called with mu held.
-func (e *Engine) answerWaiters(m *model, r func() result) {
+// answerWaiters takes every waiter of m out of the queue, in FIFO order, and answers each: with a
+// lease, or with err when it is set. Called with mu held.
+func (e *Engine) answerWaiters(m *model, err error, now time.Time) {
 	kept := e.queue[:0]
 	for _, w := range e.queue {
-		if w.model == m.id {
-			e.answer(w, r())
-			continue
+		switch {
+		case w.model != m.id:
+			kept = append(kept, w)
+		case err != nil:
+			e.answer(w, result{err: err})
+		default:
+			e.answer(w, result{lease: e.grant(m, now)})
 		}
-		kept = append(kept, w)
 	}
 	n := len(e.queue) - len(kept)
 	clear(e.queue[len(kept):])
@@ -224,6 +208,19 @@ func (e *Engine) answerWaiters(m *model, r func() result) {
 	if n > 0 {
 		e.queueChanged(m.id)
 	}
+}
+
+// failure is the error of a failing step (sched.OpFail) for m's requests. Called with mu held.
+func (e *Engine) failure(m *model, st sched.Step) error {
+	switch st.Why {
+	case sched.FailRemoved:
+		return &UnknownModelError{Name: m.id}
+	case sched.FailTooLarge:
+		return e.tooLarge(m.id, st.Need, e.room().Ceiling)
+	case sched.FailRefused:
+		return refusal(m)
+	}
+	return e.loadError(m)
 }
 
 // setDraining stops m from taking new leases; reconcile stops it once its last lease is released.
