@@ -201,46 +201,52 @@ func Fit(views []Model, need Mem, room Room, self string) Decision {
 	if !need.Within(room.ceiling()) {
 		return Decision{TooLarge: true, Blocked: true}
 	}
-	var used, stopping Mem
-	count, stoppingCount, selfRunning := 0, 0, false
-	for _, v := range views {
-		used = used.Add(v.Held)
-		if v.ID == self {
-			selfRunning = true
-			continue
-		}
-		count++
-		if v.Phase == Stopping {
-			stopping = stopping.Add(v.Held)
-			stoppingCount++
-		}
-	}
-	slotOK := func(n int) bool { return room.MaxLoaded <= 0 || selfRunning || n+1 <= room.MaxLoaded }
-	free := room.Budget.Sub(used)
-	if need.Within(free) && slotOK(count) {
+	if _, ok := makeRoom(views, need, room, self, func(Model) bool { return false }, nil); ok {
 		return Decision{Start: true}
 	}
-	freed := stopping
-	n := count - stoppingCount
-	var victims []string
-	for _, v := range Idle(views, self) {
-		if need.Within(free.Add(freed)) && slotOK(n) {
-			break
-		}
-		if slotOK(n) && !helps(v.Held, need, free.Add(freed)) {
-			continue // holds nothing where self is short (another GPU): stopping it frees nothing useful
-		}
-		victims = append(victims, v.ID)
-		freed = freed.Add(v.Held)
-		n--
-	}
-	if need.Within(free.Add(freed)) && slotOK(n) {
-		if len(victims) == 0 {
-			return Decision{Wait: true}
-		}
+	stopping := func(v Model) bool { return v.Phase == Stopping }
+	victims, ok := makeRoom(views, need, room, self, stopping, Idle(views, self))
+	switch {
+	case ok && len(victims) == 0:
+		return Decision{Wait: true}
+	case ok:
 		return Decision{Victims: victims}
 	}
 	return Decision{Blocked: true}
+}
+
+// makeRoom picks from cands, in order, the models to stop until self, needing need, fits in room
+// within memory and the slot cap: once they and the models gone says are going are gone, what views
+// leave free. A candidate that holds nothing where self is short (another GPU) is skipped, unless a
+// slot is what is short. ok is whether self fits then.
+func makeRoom(views []Model, need Mem, room Room, self string, gone func(Model) bool, cands []Model) (picked []string, ok bool) {
+	var used, freed Mem
+	left, selfRunning := 0, false
+	for _, v := range views {
+		used = used.Add(v.Held)
+		switch {
+		case v.ID == self:
+			selfRunning = true
+		case gone(v):
+			freed = freed.Add(v.Held)
+		default:
+			left++
+		}
+	}
+	free := room.Budget.Sub(used)
+	slotOK := func() bool { return room.MaxLoaded <= 0 || selfRunning || left+1 <= room.MaxLoaded }
+	for _, v := range cands {
+		if need.Within(free.Add(freed)) && slotOK() {
+			break
+		}
+		if slotOK() && !helps(v.Held, need, free.Add(freed)) {
+			continue
+		}
+		picked = append(picked, v.ID)
+		freed = freed.Add(v.Held)
+		left--
+	}
+	return picked, need.Within(free.Add(freed)) && slotOK()
 }
 
 // helps is whether giving back held makes progress towards need in room: it frees memory in a
@@ -284,44 +290,18 @@ func sortLRU(vs []Model) {
 // that, once they and every idle model are gone, self fits. ok is false when even draining every busy
 // unpinned model cannot make it fit.
 func Drain(views []Model, need Mem, room Room, self string) (drain []string, ok bool) {
-	var used, gone Mem
-	count, n := 0, 0
-	selfRunning := false
+	gone := func(v Model) bool { return v.Phase == Stopping || v.Draining || evictable(v) }
 	var busy []Model
 	for _, v := range views {
-		used = used.Add(v.Held)
-		if v.ID == self {
-			selfRunning = true
-			continue
-		}
-		count++
-		switch {
-		case v.Phase == Stopping || v.Draining || evictable(v):
-			gone = gone.Add(v.Held)
-			n++
-		case (v.Leases > 0 || v.Serving) && !v.Pinned && (v.Phase == Loaded || v.Phase == Sleeping):
+		if v.ID != self && !gone(v) && (v.Leases > 0 || v.Serving) && !v.Pinned && (v.Phase == Loaded || v.Phase == Sleeping) {
 			busy = append(busy, v)
 		}
 	}
-	free := room.Budget.Sub(used)
-	slotOK := func(left int) bool { return room.MaxLoaded <= 0 || selfRunning || left+1 <= room.MaxLoaded }
 	sortLRU(busy)
-	left := count - n
-	for _, v := range busy {
-		if need.Within(free.Add(gone)) && slotOK(left) {
-			break
-		}
-		if slotOK(left) && !helps(v.Held, need, free.Add(gone)) {
-			continue
-		}
-		drain = append(drain, v.ID)
-		gone = gone.Add(v.Held)
-		left--
+	if drain, ok = makeRoom(views, need, room, self, gone, busy); !ok {
+		return nil, false
 	}
-	if need.Within(free.Add(gone)) && slotOK(left) {
-		return drain, true
-	}
-	return nil, false
+	return drain, true
 }
 
 // Pressure picks idle (no lease, no queued request), unpinned models to unload, least recently used
