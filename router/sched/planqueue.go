@@ -141,7 +141,7 @@ func (q *pass) fit(m *Model, ahead []*Model) {
 		for _, id := range d.Victims {
 			q.stop(q.byID[id], StopEvicted, m.ID, need)
 		}
-		q.wait(m, WaitMemory, need, views).Victims = q.stoppingFor(m.ID)
+		q.wait(m, WaitMemory, need, views).Victims = q.others(m.ID, func(o *Model) bool { return o.Phase == Stopping })
 		q.reserved[m.ID] = need
 	default: // g
 		q.blocked(m, need, views)
@@ -172,9 +172,7 @@ func (q *pass) serving(views []Model, m *Model) []Model {
 func (q *pass) blocked(m *Model, need Mem, views []Model) {
 	q.blockedBy = m.ID
 	w := q.wait(m, WaitBusy, need, views)
-	for _, h := range Holders(views, m.ID) {
-		w.Holders = append(w.Holders, h.ID)
-	}
+	w.Holders = Holders(views, m.ID)
 	if need.Within(Free(views, q.s.Room.Budget)) && q.s.Room.MaxLoaded > 0 {
 		w.MaxLoaded = q.s.Room.MaxLoaded
 	}
@@ -197,7 +195,7 @@ func (q *pass) blocked(m *Model, need Mem, views []Model) {
 			q.add(Step{Op: OpDrain, Model: id, For: m.ID})
 		}
 	}
-	w.Victims = q.drainingFor(m.ID)
+	w.Victims = q.others(m.ID, func(o *Model) bool { return o.Draining && o.DrainFor == m.ID && o.Phase != Stopping })
 	w.Turn = len(w.Victims) > 0
 }
 
@@ -245,23 +243,12 @@ func (q *pass) booked(views []Model) []Model {
 	return views
 }
 
-// stoppingFor lists the models stopping now, whose memory comes back for self, by ID.
-func (q *pass) stoppingFor(self string) []string {
+// others lists the models other than self that match, by ID: those stopping now, whose memory comes
+// back for self, or those draining for self's queued requests (fair wait).
+func (q *pass) others(self string, match func(*Model) bool) []string {
 	var ids []string
 	for _, m := range q.models {
-		if m.ID != self && m.Phase == Stopping {
-			ids = append(ids, m.ID)
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// drainingFor lists the models draining for self's queued requests (fair wait), by ID.
-func (q *pass) drainingFor(self string) []string {
-	var ids []string
-	for _, m := range q.models {
-		if m.Draining && m.DrainFor == self && m.Phase != Stopping {
+		if m.ID != self && match(m) {
 			ids = append(ids, m.ID)
 		}
 	}

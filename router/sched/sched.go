@@ -6,7 +6,6 @@ package sched
 
 import (
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -401,13 +400,13 @@ func Free(views []Model, budget Mem) Mem {
 
 // Holders lists the models other than self that hold memory and cannot be unloaded for it now: busy,
 // pinned, draining or loading — every model that is neither idle nor already stopping — by ID.
-func Holders(views []Model, self string) []Model {
-	var out []Model
+func Holders(views []Model, self string) []string {
+	var out []string
 	for _, v := range views {
 		if v.ID != self && v.Phase != Stopping && !evictable(v) {
-			out = append(out, v)
+			out = append(out, v.ID)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	slices.Sort(out)
 	return out
 }

@@ -376,10 +376,7 @@ func TestHolders(t *testing.T) {
 		{ID: "queued", Phase: Sleeping, Queued: 1, Held: ram(1)},
 		{ID: "self", Phase: Sleeping, Leases: 1, Held: ram(1)},
 	}
-	var got []string
-	for _, v := range Holders(views, "self") {
-		got = append(got, v.ID)
-	}
+	got := Holders(views, "self")
 	want := []string{"busy", "draining", "loading", "pinned", "queued"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("holders %v, want %v (not the idle, the stopping, nor self)", got, want)
