@@ -3,8 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -218,11 +218,7 @@ func (e *Engine) fail(m *model, reason string, code *int, cause error, now time.
 
 // mibPerDevice formats a child's per-device buffer report for the log, in MiB, devices in order.
 func mibPerDevice(b map[string]int64) string {
-	devs := make([]string, 0, len(b))
-	for d := range b {
-		devs = append(devs, d)
-	}
-	sort.Strings(devs)
+	devs := slices.Sorted(maps.Keys(b))
 	for i, d := range devs {
 		devs[i] = fmt.Sprintf("%s=%d", d, b[d]>>20)
 	}

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"maps"
 	"slices"
 	"time"
 )
@@ -232,12 +233,7 @@ func (q *pass) wait(m *Model, k WaitKind, need Mem, views []Model) *Wait {
 
 // booked is views with the loads decided but not started booked (Reserve).
 func (q *pass) booked(views []Model) []Model {
-	ids := make([]string, 0, len(q.reserved))
-	for id := range q.reserved {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(q.reserved)) {
 		views = Reserve(views, id, q.reserved[id])
 	}
 	return views
