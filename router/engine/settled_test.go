@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Leases taken and given back on a loaded model with nobody queued skip reconcile (settled): the
+// Leases taken and given back on a loaded model with nobody queued skip reconcile (sched.Settled): the
 // idle timer still counts from the last lease given back, and a lease taken while a timer of an
 // earlier idle spell is armed holds the model past it.
 func TestSettledLeasesKeepTheIdleTimer(t *testing.T) {

@@ -1,7 +1,9 @@
-// Package sched holds Llamatray's scheduling decisions as pure functions over a snapshot: whether a
-// model fits, which idle models to evict for it, which busy ones to drain when a queued load has
-// waited too long, and which to unload under memory pressure. It performs no I/O and keeps no state;
-// the engine acts on what it returns.
+// Package sched holds every scheduling decision of Llamatray's as a pure function over one snapshot
+// type (Model): the queue's plan (Plan), what a new request gets at once (Answer, Settled, Expire),
+// whether a model fits, which idle models to evict for it, which busy ones to drain when a queued load
+// has waited too long, which to unload under memory pressure (Pressure), and each child's device
+// shares (Margins). It performs no I/O and keeps no state; the engine gathers the snapshot and acts
+// on what it returns.
 package sched
 
 import (
