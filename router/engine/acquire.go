@@ -115,7 +115,8 @@ func (e *Engine) answerNow(id string, now time.Time) (r result, replan, answered
 		return result{err: e.failure(m, st)}, true, true
 	case st.Op == sched.OpAdmit:
 		l := e.grant(m, now)
-		return result{lease: l}, !sched.Settled(e.schedModel(m), len(e.queue) > 0), true
+		sm.Leases = m.leases
+		return result{lease: l}, !sched.Settled(sm, len(e.queue) > 0), true
 	case st.Op == sched.OpWake:
 		e.expectWake(m)
 		return result{lease: e.grant(m, now)}, true, true

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"maps"
 	"math"
 	"slices"
 	"time"
@@ -39,11 +38,16 @@ func (e *Engine) reconcile(now time.Time) []action {
 // use. Called with mu held.
 func (e *Engine) snapshot(now time.Time, queue []*waiter) sched.State {
 	s := sched.State{Now: now, Room: e.room(), Limits: e.limits(), FairWait: e.o.FairWait, Linger: linger, Devices: len(e.gpus()), DeviceFree: e.deviceFree()}
-	ids := slices.Sorted(maps.Keys(e.models))
+	ids := make([]string, 0, len(e.models))
+	for id := range e.models {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
 	s.Models = make([]sched.Model, 0, len(ids))
 	for _, id := range ids {
-		sm := e.schedModel(e.models[id])
-		sm.Need = e.need(e.models[id])
+		m := e.models[id]
+		sm := e.schedModel(m)
+		sm.Need, sm.Measures = e.need(m), !e.sys.Unified && !userOffload(m.set.Args)
 		s.Models = append(s.Models, sm)
 	}
 	for _, w := range queue {
@@ -76,12 +80,13 @@ func (e *Engine) deviceFree() [sched.MaxGPUs]int64 {
 const linger = 500 * time.Millisecond
 
 // schedModel is m as the scheduler sees it: the one snapshot of a model that every decision of
-// package sched is made over. Need, what a load of m takes, is left to the callers that decide a
-// load or a wake (it is not free to compute). Called with mu held.
+// package sched is made over. Need (what a load of m takes) and Measures (how its child starts) are
+// left to the callers that decide a load or a wake: they are not free to compute, and the request
+// path does not need them. Called with mu held.
 func (e *Engine) schedModel(m *model) sched.Model {
 	sm := sched.Model{ID: m.id, Phase: phase(m.state), Removed: m.removed, Leases: m.leases, Pinned: m.pinned,
 		Refused: m.set.Refuse != "", Draining: m.draining, DrainFor: m.drainFor, LastUsed: m.lastUsed, Held: m.held, Plan: m.plan,
-		RetryAt: m.nextRetry, UnloadAfter: m.unloadAfter(), Measures: !e.sys.Unified && !userOffload(m.set.Args),
+		RetryAt: m.nextRetry, UnloadAfter: m.unloadAfter(),
 		Workers: m.set.Workers, Queued: e.queued(m.id)}
 	if m.state.Running() {
 		sm.Workers = m.workers // the ones its child uses
