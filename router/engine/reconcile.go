@@ -84,7 +84,7 @@ const linger = 500 * time.Millisecond
 // left to the callers that decide a load or a wake: they are not free to compute, and the request
 // path does not need them. Called with mu held.
 func (e *Engine) schedModel(m *model) sched.Model {
-	sm := sched.Model{ID: m.id, Phase: phase(m.state), Removed: m.removed, Leases: m.leases, Pinned: m.pinned,
+	sm := sched.Model{ID: m.id, Phase: phases[m.state], Removed: m.removed, Leases: m.leases, Pinned: m.pinned,
 		Refused: m.set.Refuse != "", Draining: m.draining, DrainFor: m.drainFor, LastUsed: m.lastUsed, Held: m.held, Plan: m.plan,
 		RetryAt: m.nextRetry, UnloadAfter: m.unloadAfter(),
 		Workers: m.set.Workers, Queued: e.queued(m.id)}
@@ -109,22 +109,9 @@ func (e *Engine) running() []sched.Model {
 	return out
 }
 
-// phase is a state as the scheduler sees it.
-func phase(s State) sched.Phase {
-	switch s {
-	case StateLoading:
-		return sched.Loading
-	case StateLoaded:
-		return sched.Loaded
-	case StateSleeping:
-		return sched.Sleeping
-	case StateStopping:
-		return sched.Stopping
-	case StateFailed:
-		return sched.Failed
-	}
-	return sched.Unloaded
-}
+// phases are the states as the scheduler sees them, every one.
+var phases = map[State]sched.Phase{StateLoading: sched.Loading, StateLoaded: sched.Loaded, StateSleeping: sched.Sleeping,
+	StateStopping: sched.Stopping, StateUnloaded: sched.Unloaded, StateFailed: sched.Failed}
 
 // apply carries out one step of a plan; queue is the snapshot's waiters, waiting collects the
 // models given a reason. Called with mu held.
