@@ -102,7 +102,7 @@ func (s *Service) apply(old, cfg config.Config) error {
 	s.llama = ls
 	s.mu.Unlock()
 	s.eng.SetLimits(limits(cfg, ls))
-	s.workers.sync(cfg.Workers)
+	s.workers.Sync(cfg.Workers)
 	s.handler.Store(s.newRouter(cfg))
 	switch {
 	case !slices.Equal(cfg.ModelDirsResolved(), old.ModelDirsResolved()) || cfg.ScanDefaultDirs != old.ScanDefaultDirs:
@@ -123,7 +123,7 @@ func (s *Service) apply(old, cfg config.Config) error {
 	}
 	s.syncOllamaPort()
 	s.syncPeers()
-	s.lend.sync(cfg, false)
+	s.lend.Sync(cfg, false)
 	if cfg.Listen != old.Listen || s.ListenErr() != nil {
 		s.mu.Lock()
 		srv := s.srv

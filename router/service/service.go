@@ -29,6 +29,7 @@ import (
 	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
+	"github.com/llamatray/llamatray/router/worker"
 )
 
 // Options are what the caller knows beyond the configuration.
@@ -85,11 +86,11 @@ type Service struct {
 	// outlive the routers, so a settings change resets no counter. Set in New, before any goroutine.
 	metrics     *metrics.Metrics
 	stopMetrics func()
-	flags       flagCache    // llama-server flags by binary (flags.go)
-	releases    releaseCheck // the daily check of Llamatray's own releases (update.go)
-	installs    installs     // the llama-server install, as a download (downloads.go)
-	workers     *workerLinks // the links to [workers.NAME] (workers.go); opened by Start
-	lend        *lender      // this machine lent to other Llamatrays (lend.go); started by Start
+	flags       flagCache      // llama-server flags by binary (flags.go)
+	releases    releaseCheck   // the daily check of Llamatray's own releases (update.go)
+	installs    installs       // the llama-server install, as a download (downloads.go)
+	workers     *worker.Links  // the links to [workers.NAME]; opened by Start, kept in step by apply
+	lend        *worker.Lender // this machine lent to other Llamatrays; started by Start
 
 	// file is the configuration's one writer (config.Writer): its lock serializes the changes of
 	// the configuration file, so that a later change is never overwritten by an earlier one. It is
@@ -185,8 +186,8 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	s.installer = s.newInstaller()
 	s.peers = peer.New(peer.Options{Logger: o.Logger})
 	s.disc = newDiscovery(s, o.Logger)
-	s.lend = newLender(o.Logger, stateDir(), o.Version, func() string { return s.LlamaServer().Path })
-	s.workers = newWorkerLinks(o.Logger, func() string { return s.LlamaServer().Path }, func(name string, err error) {
+	s.lend = worker.NewLender(o.Logger, stateDir(), o.Version, func() string { return s.LlamaServer().Path })
+	s.workers = worker.NewLinks(o.Logger, func() string { return s.LlamaServer().Path }, func(name string, err error) {
 		if eng := s.Engine(); eng != nil {
 			eng.WorkerLost(name, err)
 		}
@@ -332,12 +333,12 @@ func (s *Service) Start(ctx context.Context) error {
 	go s.updateDaily(wctx, firstUpdateCheck, updateEvery)
 	go s.checkReleasesDaily(wctx, firstReleaseCheck, releaseCheckEvery)
 	// The workers' devices are the budget's before the first load is planned (each open is bounded).
-	<-s.workers.sync(s.config().Workers)
+	<-s.workers.Sync(s.config().Workers)
 	if err := s.eng.Start(ctx); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
 	s.syncPeers()
-	s.lend.sync(s.config(), false)
+	s.lend.Sync(s.config(), false)
 	err := s.listen(s.config().Listen)
 	// Discovery started before the listener was bound: it reads the address again now, so that the
 	// announcement goes out at once, not after its next look a minute later.
@@ -434,8 +435,8 @@ func (s *Service) Stop(ctx context.Context) error {
 	if err := s.eng.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	s.workers.close()
-	s.lend.close()
+	s.workers.Close()
+	s.lend.Close()
 	s.stopMetrics()
 	s.keepActivity()
 	return errors.Join(errs...)
