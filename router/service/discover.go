@@ -81,6 +81,3 @@ func (s *Service) DiscoveredList() wire.DiscoveredList {
 	}
 	return l
 }
-
-// DiscoveredChanged is closed at the next change of Discovered.
-func (s *Service) DiscoveredChanged() <-chan struct{} { return s.disc.d.Changed() }

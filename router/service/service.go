@@ -454,9 +454,6 @@ func (s *Service) Config() config.Config { return s.config() }
 // Activity returns every model's last hour of requests (as GET /api/activity).
 func (s *Service) Activity() wire.Activity { return s.activity.Snapshot() }
 
-// ConfigPath is the configuration file's path.
-func (s *Service) ConfigPath() string { return s.o.ConfigPath }
-
 // ListenAddr is the address the router is bound to (or tried to bind).
 func (s *Service) ListenAddr() string {
 	s.mu.Lock()
