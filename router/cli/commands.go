@@ -115,12 +115,17 @@ func runPS(args []string, env Env) error {
 		fmt.Fprintln(env.Stdout, "No model is loaded.")
 		return nil
 	}
-	// The rows are aligned on their own, then a waiting model's reason goes on a line under its
-	// row: a line without cells would end tabwriter's columns and misalign the rows after it.
+	_, err = io.WriteString(env.Stdout, psTable(running, time.Now()))
+	return err
+}
+
+// psTable is ps's table of the models running. The rows are aligned on their own, then a waiting
+// model's reason goes on a line under its row: a line without cells would end tabwriter's columns
+// and misalign the rows after it.
+func psTable(running []wire.Model, now time.Time) string {
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODEL\tSTATE\tACTIVE\tQUEUED\tMEMORY\tLAST USED\tUNTIL")
-	now := time.Now()
 	for _, m := range running {
 		st := m.Status
 		state := st.Value
@@ -146,8 +151,7 @@ func runPS(args []string, env Env) error {
 			out.WriteString("  ↳ " + m.Meta.EstimateError + "\n")
 		}
 	}
-	_, err = io.WriteString(env.Stdout, out.String())
-	return err
+	return out.String()
 }
 
 // printJSON writes v as indented JSON.
@@ -257,7 +261,13 @@ func runModels(args []string, env Env) error {
 	if *asJSON {
 		return printJSON(env.Stdout, models)
 	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	return printModels(env.Stdout, models, live)
+}
+
+// printModels is the models command's table of models (with their state when live), then the
+// models whose estimate failed.
+func printModels(w io.Writer, models []wire.Model, live bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	header := "ID\tARCH\tPARAMS\tQUANT\tSIZE\tCONTEXT\tCTX\tEST. MEMORY" // CONTEXT: trained; CTX: what it runs with (a variant's own)
 	if live {
 		header += "\tSTATE"
@@ -280,7 +290,7 @@ func runModels(args []string, env Env) error {
 	}
 	for _, m := range models {
 		if m.Meta != nil && m.Meta.EstimateError != "" {
-			fmt.Fprintf(env.Stdout, "%s: %s (the need shown is its file size)\n", m.ID, m.Meta.EstimateError)
+			fmt.Fprintf(w, "%s: %s (the need shown is its file size)\n", m.ID, m.Meta.EstimateError)
 		}
 	}
 	return nil
