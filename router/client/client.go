@@ -68,13 +68,6 @@ func (e *Error) Error() string {
 	return e.Message
 }
 
-func (c *Client) httpClient() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
-	return http.DefaultClient
-}
-
 // send sends one request with in (when not nil) as its JSON body, asking for accept, with the API
 // key. The caller closes the answer's body.
 func (c *Client) send(ctx context.Context, method, path string, in any, accept string) (*http.Response, error) {
@@ -97,7 +90,7 @@ func (c *Client) send(ctx context.Context, method, path string, in any, accept s
 	if c.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
-	resp, err := c.httpClient().Do(req)
+	resp, err := cmp.Or(c.HTTP, http.DefaultClient).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("llamatray at %s: %w", c.Base, err)
 	}
@@ -197,7 +190,7 @@ func (c *Client) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := c.httpClient().Do(req)
+	resp, err := cmp.Or(c.HTTP, http.DefaultClient).Do(req)
 	if err != nil {
 		return fmt.Errorf("llamatray at %s: %w", c.Base, err)
 	}

@@ -92,7 +92,7 @@ func (s *Service) renamed(r map[string]string) {
 // apply puts cfg, validated, in force in place of old: catalog folders rescanned, engine limits
 // updated, the listener restarted only when the listen address changed. The caller holds the writer's lock.
 func (s *Service) apply(old, cfg config.Config) error {
-	defer s.disc.poke() // discover and advertise, and the listener (moved below), read again
+	defer s.disc.Poke() // discover and advertise, and the listener (moved below), read again
 	ls := s.LlamaServer()
 	if cfg.LlamaServer != old.LlamaServer || ls.Path == "" {
 		ls = s.findLlamaServer(cfg.LlamaServer)

@@ -18,6 +18,7 @@ import (
 	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/discover"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/front"
@@ -105,9 +106,10 @@ type Service struct {
 	addr      string
 	listenErr error
 	cancel    context.CancelFunc
-	ollama    ollamaPort // the listener on Ollama's port, when ollama_port is on (ollama.go)
-	peers     *peer.Set  // other machines' servers (peers.go); set in newService, read from Start on
-	disc      *discovery // other Llamatrays on the local network (discover.go); set in newService
+	ollama    ollamaPort           // the listener on Ollama's port, when ollama_port is on (ollama.go)
+	peers     *peer.Set            // other machines' servers (peers.go); set in newService, read from Start on
+	disc      *discover.Discoverer // other Llamatrays on the local network (discover.go); set in newService
+	discDone  chan struct{}        // closed when disc.Run returns; set by Start, read by Stop
 }
 
 // ErrNeedsKey is returned when the listen address is not loopback and no API key is configured.
@@ -185,7 +187,7 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	})
 	s.installer = s.newInstaller()
 	s.peers = peer.New(peer.Options{Logger: o.Logger})
-	s.disc = newDiscovery(s, o.Logger)
+	s.disc = s.newDiscoverer()
 	s.lend = worker.NewLender(o.Logger, stateDir(), o.Version, func() string { return s.LlamaServer().Path })
 	s.workers = worker.NewLinks(o.Logger, func() string { return s.LlamaServer().Path }, func(name string, err error) {
 		if eng := s.Engine(); eng != nil {
@@ -324,7 +326,8 @@ func (s *Service) Start(ctx context.Context) error {
 		s.log.Warn("model skipped", "reason", w)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	s.disc.start(wctx)
+	s.discDone = make(chan struct{})
+	go func() { defer close(s.discDone); s.disc.Run(wctx) }()
 	s.mu.Lock()
 	s.cancel = cancel
 	s.mu.Unlock()
@@ -342,7 +345,7 @@ func (s *Service) Start(ctx context.Context) error {
 	err := s.listen(s.config().Listen)
 	// Discovery started before the listener was bound: it reads the address again now, so that the
 	// announcement goes out at once, not after its next look a minute later.
-	s.disc.poke()
+	s.disc.Poke()
 	if err != nil {
 		return err
 	}
@@ -430,7 +433,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	s.handler.Load().Close()
 	s.peers.Close()
-	s.disc.wait()
+	if s.discDone != nil {
+		<-s.discDone // the announcement is withdrawn
+	}
 	s.hub.Close()
 	if err := s.eng.Close(ctx); err != nil {
 		errs = append(errs, err)
