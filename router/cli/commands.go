@@ -162,41 +162,15 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func runLoad(args []string, env Env) error {
-	f := newClientFlags("load", env, false)
-	pos, err := f.parse(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError{fmt.Errorf("usage: llamatray load ID")}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	c := f.client()
-	if err := c.Load(ctx, pos[0]); err != nil {
-		return notRunning(c, err)
-	}
-	fmt.Fprintf(env.Stdout, "%s loaded\n", pos[0])
-	return nil
+	return onModel(args, env, "load", "load ID", 30*time.Minute, "loaded",
+		func(ctx context.Context, c *client.Client, id string, _ bool) error { return c.Load(ctx, id) })
 }
 
 func runUnload(args []string, env Env) error {
-	f := newClientFlags("unload", env, true)
-	pos, err := f.parse(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError{fmt.Errorf("usage: llamatray unload ID [--force]")}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	c := f.client()
-	if err := c.Unload(ctx, pos[0], f.force); err != nil {
-		return notRunning(c, err)
-	}
-	fmt.Fprintf(env.Stdout, "%s unloaded\n", pos[0])
-	return nil
+	return onModel(args, env, "unload", "unload ID [--force]", 30*time.Minute, "unloaded",
+		func(ctx context.Context, c *client.Client, id string, force bool) error {
+			return c.Unload(ctx, id, force)
+		})
 }
 
 // runPin pins (or with unpin, unpins) a model in the running instance, which saves the choice in
@@ -206,21 +180,28 @@ func runPin(args []string, env Env, pinned bool) error {
 	if !pinned {
 		name = "unpin"
 	}
-	f := newClientFlags(name, env, false)
+	return onModel(args, env, name, name+" ID", 30*time.Second, name+"ned (saved in the configuration)",
+		func(ctx context.Context, c *client.Client, id string, _ bool) error { return c.Pin(ctx, id, pinned) })
+}
+
+// onModel runs command name of the running instance on the one model args give (act, within
+// timeout; --force for unload), then says done.
+func onModel(args []string, env Env, name, usage string, timeout time.Duration, done string, act func(context.Context, *client.Client, string, bool) error) error {
+	f := newClientFlags(name, env, name == "unload")
 	pos, err := f.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageError{fmt.Errorf("usage: llamatray %s ID", name)}
+		return usageError{errors.New("usage: llamatray " + usage)}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	c := f.client()
-	if err := c.Pin(ctx, pos[0], pinned); err != nil {
+	if err := act(ctx, c, pos[0], f.force); err != nil {
 		return notRunning(c, err)
 	}
-	fmt.Fprintf(env.Stdout, "%s %sned (saved in the configuration)\n", pos[0], name)
+	fmt.Fprintf(env.Stdout, "%s %s\n", pos[0], done)
 	return nil
 }
 
