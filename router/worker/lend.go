@@ -178,10 +178,10 @@ func (l *Lender) readToken(fresh bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(l.dir, 0o700); err != nil {
-		return "", fmt.Errorf("saving the lending token: %w", err)
+	if err = os.MkdirAll(l.dir, 0o700); err == nil {
+		err = atomicfile.Write(path, []byte(t+"\n"), 0o600)
 	}
-	if err := atomicfile.Write(path, []byte(t+"\n"), 0o600); err != nil {
+	if err != nil {
 		return "", fmt.Errorf("saving the lending token: %w", err)
 	}
 	return t, nil

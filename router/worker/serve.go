@@ -233,6 +233,11 @@ func (s *server) handle(raw net.Conn, hs *handshaking) {
 		return
 	}
 	release() // a head that proved the token is not given up for others' handshakes
+	s.serveOp(conn, raw, r, req, hex.EncodeToString(p), log)
+}
+
+// serveOp serves req, of a head that proved the token (proofHex, the worker's own proof).
+func (s *server) serveOp(conn *tls.Conn, raw net.Conn, r *bufio.Reader, req request, proofHex string, log *slog.Logger) {
 	switch req.Op {
 	case opStatus:
 		// A worker whose rpc-server is down (restarting after it exited) cannot take a model:
@@ -242,9 +247,9 @@ func (s *server) handle(raw net.Conn, hs *handshaking) {
 			return
 		}
 		in := s.info()
-		writeLine(conn, answer{OK: true, Proof: hex.EncodeToString(p), Info: &in})
+		writeLine(conn, answer{OK: true, Proof: proofHex, Info: &in})
 	case opRPC:
-		s.session(conn, r, req.Head, raw.RemoteAddr().String(), hex.EncodeToString(p), log)
+		s.session(conn, r, req.Head, raw.RemoteAddr().String(), proofHex, log)
 	default:
 		refuse(conn, raw, answer{Code: codeBadReq, Error: fmt.Sprintf("unknown op %q", req.Op)})
 	}
