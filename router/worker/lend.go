@@ -19,17 +19,15 @@ import (
 	"github.com/llamatray/llamatray/router/wire"
 )
 
-// Lending: the tray's "Lend this machine" (config lend and lend_listen). While lend is on, the
-// service's Lender runs what `llamatray worker` runs: llama.cpp's RPC server bound to 127.0.0.1
-// behind the link on lend_listen (Serve). Its pairing token is kept in the state folder (lendTokenFile,
-// readable by this user only), made the first time, so that the [workers.NAME] section a head was
-// given stays valid across restarts; NewToken replaces it, which locks out every head that had it.
-
-// lendTokenFile is the token's file in the state folder.
+// lendTokenFile is the pairing token's file in the state folder.
 const lendTokenFile = "worker-token"
 
-// Lender runs the worker while lend is on. One goroutine at a time runs Serve; Sync starts and
-// stops it.
+// Lender is the tray's "Lend this machine" (config lend and lend_listen), held by the service:
+// while lend is on it runs what `llamatray worker` runs, llama.cpp's RPC server bound to 127.0.0.1
+// behind the link on lend_listen (Serve; one at a time, started and stopped by Sync). Its pairing
+// token is kept in the state folder (lendTokenFile, readable by this user only), made the first
+// time, so that the [workers.NAME] section a head was given stays valid across restarts;
+// ReplaceToken replaces it, which locks out every head that had it.
 type Lender struct {
 	log     *slog.Logger
 	dir     string        // the state folder, where the token is kept

@@ -18,16 +18,14 @@ import (
 	"github.com/llamatray/llamatray/router/wire"
 )
 
-// Links: the head's links to its [workers.NAME] machines. Each configured worker gets one End,
-// opened when the service starts or the worker's section changes (Sync), reopened when a model
-// needs it and it was down. Links is the engine's engine.Workers (Prepare, Down, Devices) and tells
-// each End's lost link to the function it was made with (Engine.WorkerLost); Status is what
-// /api/status shows.
-
 // openTimeout bounds opening a link (and its check) outside a load.
 const openTimeout = 5 * time.Second
 
-// Links are the head's links to its workers, held by the service.
+// Links are the head's links to its [workers.NAME] machines, held by the service. Each configured
+// worker gets one End, opened when the service starts or the worker's section changes (Sync),
+// reopened when a model needs it and it was down. Links is the engine's engine.Workers (Prepare,
+// Down, Devices) and tells each End's lost link to lost (Engine.WorkerLost); Status is what
+// /api/status shows.
 type Links struct {
 	log    *slog.Logger
 	binary func() string                // the llama-server whose --list-devices lists a worker's devices
