@@ -28,8 +28,9 @@ const openTimeout = 5 * time.Second
 // /api/status shows.
 type Links struct {
 	log    *slog.Logger
-	binary func() string                // the llama-server whose --list-devices lists a worker's devices
-	lost   func(name string, err error) // told of each lost link (Engine.WorkerLost)
+	binary func() string                                                  // the llama-server whose --list-devices lists a worker's devices
+	lost   func(name string, err error)                                   // told of each lost link (Engine.WorkerLost)
+	check  func(ctx context.Context, address, token string) (Info, error) // Check; the tests' stand-in
 
 	mu    sync.Mutex // guards links and every field of each *workerLink
 	links map[string]*workerLink
@@ -51,7 +52,7 @@ type workerLink struct {
 // NewLinks makes the links, none open until Sync; binary is the llama-server whose --list-devices
 // lists a worker's devices, lost is told of each lost link.
 func NewLinks(log *slog.Logger, binary func() string, lost func(string, error)) *Links {
-	return &Links{log: log, binary: binary, lost: lost, links: map[string]*workerLink{}}
+	return &Links{log: log, binary: binary, lost: lost, check: Check, links: map[string]*workerLink{}}
 }
 
 // Sync makes the links those of ws: new or changed workers get a new link (opened on its own
@@ -213,7 +214,7 @@ func (w *Links) Prepare(ctx context.Context, names []string) ([]string, error) {
 		if err != nil {
 			return nil, &engine.WorkerError{Worker: name, Err: err}
 		}
-		info, err := checkSettled(ctx, l)
+		info, err := w.checkSettled(ctx, l)
 		if err == nil && info.Busy {
 			err = fmt.Errorf("%w with %s", ErrBusy, info.BusyWith)
 		}
@@ -237,15 +238,12 @@ func (w *Links) Prepare(ctx context.Context, names []string) ([]string, error) {
 // just exited (a model stopped for this load) reaches the worker's end a moment later.
 const busySettle = 2 * time.Second
 
-// checkWorker is Check (a variable for the tests).
-var checkWorker = Check
-
 // checkSettled checks l, again every 100 ms while it is busy, up to busySettle (the worker is
 // another process: there is nothing to wait on but its answer).
-func checkSettled(ctx context.Context, l *workerLink) (Info, error) {
+func (w *Links) checkSettled(ctx context.Context, l *workerLink) (Info, error) {
 	deadline := time.Now().Add(busySettle)
 	for {
-		info, err := checkWorker(ctx, l.cfg.Address, l.cfg.Token)
+		info, err := w.check(ctx, l.cfg.Address, l.cfg.Token)
 		if err != nil || !info.Busy || time.Now().After(deadline) {
 			return info, err
 		}

@@ -133,14 +133,13 @@ func TestLinksPrepareRightAfterSessionClosed(t *testing.T) {
 	// The session closes once Prepare's check has seen it busy.
 	sawBusy := make(chan struct{})
 	var once sync.Once
-	checkWorker = func(ctx context.Context, address, token string) (Info, error) {
+	w.check = func(ctx context.Context, address, token string) (Info, error) {
 		info, err := Check(ctx, address, token)
 		if err == nil && info.Busy {
 			once.Do(func() { close(sawBusy) })
 		}
 		return info, err
 	}
-	t.Cleanup(func() { checkWorker = Check })
 	done := make(chan error, 1)
 	go func() { _, err := w.Prepare(ctx, []string{"a"}); done <- err }()
 	select {
