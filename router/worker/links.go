@@ -128,33 +128,39 @@ func (w *Links) open(ctx context.Context, l *workerLink) (*End, error) {
 		ch := make(chan struct{})
 		l.opening = ch
 		w.mu.Unlock()
-		e, err := Open(ctx, l.name, l.cfg.Address, l.cfg.Token, w.log)
-		var devs []wire.WorkerDevice
-		if err == nil {
-			devs = w.listDevices(ctx, l.name, e.Addr())
-		}
-		w.mu.Lock()
-		l.opening = nil
-		close(ch)
-		switch {
-		case err != nil:
-			w.setState(l, err)
-		case l.closed:
-			w.mu.Unlock()
-			e.Close()
-			return nil, fmt.Errorf("worker %s: removed from the configuration", l.name)
-		default:
-			l.end, l.devices = e, devs
-			w.setState(l, nil)
-			go w.watch(l, e, l.done)
-		}
-		w.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		w.log.Info("worker link open", "worker", l.name, "address", l.cfg.Address, "end", e.Addr(), "devices", len(devs))
-		return e, nil
+		return w.dial(ctx, l, ch)
 	}
+}
+
+// dial opens l's End and lists its devices, then closes ch (the open under way ends). Called
+// without mu, by the one open of l that made ch.
+func (w *Links) dial(ctx context.Context, l *workerLink, ch chan struct{}) (*End, error) {
+	e, err := Open(ctx, l.name, l.cfg.Address, l.cfg.Token, w.log)
+	var devs []wire.WorkerDevice
+	if err == nil {
+		devs = w.listDevices(ctx, l.name, e.Addr())
+	}
+	w.mu.Lock()
+	l.opening = nil
+	close(ch)
+	switch {
+	case err != nil:
+		w.setState(l, err)
+	case l.closed:
+		w.mu.Unlock()
+		e.Close()
+		return nil, fmt.Errorf("worker %s: removed from the configuration", l.name)
+	default:
+		l.end, l.devices = e, devs
+		w.setState(l, nil)
+		go w.watch(l, e, l.done)
+	}
+	w.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	w.log.Info("worker link open", "worker", l.name, "address", l.cfg.Address, "end", e.Addr(), "devices", len(devs))
+	return e, nil
 }
 
 // watch passes each lost link of e to the engine and marks the worker down, until done is
