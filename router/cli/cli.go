@@ -118,26 +118,26 @@ func run(args []string, b Build, desktop Desktop, env Env) int {
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString(b))
 		return 0
-	case "help", "-h", "--help":
+	case "help":
 		fmt.Fprint(env.Stdout, usage)
 		return 0
 	default:
 		fmt.Fprintf(env.Stderr, "llamatray: unknown command %q\n\n%s", cmd, usage)
 		return 2
 	}
-	var ue usageError
-	switch {
-	case err == nil:
+	return exitCode(err, env)
+}
+
+// exitCode is a command's exit status (2: its usage was wrong), err said on the standard error.
+func exitCode(err error, env Env) int {
+	if err == nil || errors.Is(err, errHelp) {
 		return 0
-	case errors.Is(err, errHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(env.Stderr, "llamatray: %v\n", err)
-		return 2
-	default:
-		fmt.Fprintf(env.Stderr, "llamatray: %v\n", err)
-		return 1
 	}
+	fmt.Fprintf(env.Stderr, "llamatray: %v\n", err)
+	if errors.As(err, new(usageError)) {
+		return 2
+	}
+	return 1
 }
 
 func versionString(b Build) string {

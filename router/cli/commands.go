@@ -115,12 +115,17 @@ func runPS(args []string, env Env) error {
 		fmt.Fprintln(env.Stdout, "No model is loaded.")
 		return nil
 	}
-	// The rows are aligned on their own, then a waiting model's reason goes on a line under its
-	// row: a line without cells would end tabwriter's columns and misalign the rows after it.
+	_, err = io.WriteString(env.Stdout, psTable(running, time.Now()))
+	return err
+}
+
+// psTable is ps's table of the models running. The rows are aligned on their own, then a waiting
+// model's reason goes on a line under its row: a line without cells would end tabwriter's columns
+// and misalign the rows after it.
+func psTable(running []wire.Model, now time.Time) string {
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODEL\tSTATE\tACTIVE\tQUEUED\tMEMORY\tLAST USED\tUNTIL")
-	now := time.Now()
 	for _, m := range running {
 		st := m.Status
 		state := st.Value
@@ -146,8 +151,7 @@ func runPS(args []string, env Env) error {
 			out.WriteString("  ↳ " + m.Meta.EstimateError + "\n")
 		}
 	}
-	_, err = io.WriteString(env.Stdout, out.String())
-	return err
+	return out.String()
 }
 
 // printJSON writes v as indented JSON.
@@ -158,41 +162,15 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func runLoad(args []string, env Env) error {
-	f := newClientFlags("load", env, false)
-	pos, err := f.parse(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError{fmt.Errorf("usage: llamatray load ID")}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	c := f.client()
-	if err := c.Load(ctx, pos[0]); err != nil {
-		return notRunning(c, err)
-	}
-	fmt.Fprintf(env.Stdout, "%s loaded\n", pos[0])
-	return nil
+	return onModel(args, env, "load", "load ID", 30*time.Minute, "loaded",
+		func(ctx context.Context, c *client.Client, id string, _ bool) error { return c.Load(ctx, id) })
 }
 
 func runUnload(args []string, env Env) error {
-	f := newClientFlags("unload", env, true)
-	pos, err := f.parse(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError{fmt.Errorf("usage: llamatray unload ID [--force]")}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	c := f.client()
-	if err := c.Unload(ctx, pos[0], f.force); err != nil {
-		return notRunning(c, err)
-	}
-	fmt.Fprintf(env.Stdout, "%s unloaded\n", pos[0])
-	return nil
+	return onModel(args, env, "unload", "unload ID [--force]", 30*time.Minute, "unloaded",
+		func(ctx context.Context, c *client.Client, id string, force bool) error {
+			return c.Unload(ctx, id, force)
+		})
 }
 
 // runPin pins (or with unpin, unpins) a model in the running instance, which saves the choice in
@@ -202,21 +180,28 @@ func runPin(args []string, env Env, pinned bool) error {
 	if !pinned {
 		name = "unpin"
 	}
-	f := newClientFlags(name, env, false)
+	return onModel(args, env, name, name+" ID", 30*time.Second, name+"ned (saved in the configuration)",
+		func(ctx context.Context, c *client.Client, id string, _ bool) error { return c.Pin(ctx, id, pinned) })
+}
+
+// onModel runs command name of the running instance on the one model args give (act, within
+// timeout; --force for unload), then says done.
+func onModel(args []string, env Env, name, usage string, timeout time.Duration, done string, act func(context.Context, *client.Client, string, bool) error) error {
+	f := newClientFlags(name, env, name == "unload")
 	pos, err := f.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageError{fmt.Errorf("usage: llamatray %s ID", name)}
+		return usageError{errors.New("usage: llamatray " + usage)}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	c := f.client()
-	if err := c.Pin(ctx, pos[0], pinned); err != nil {
+	if err := act(ctx, c, pos[0], f.force); err != nil {
 		return notRunning(c, err)
 	}
-	fmt.Fprintf(env.Stdout, "%s %sned (saved in the configuration)\n", pos[0], name)
+	fmt.Fprintf(env.Stdout, "%s %s\n", pos[0], done)
 	return nil
 }
 
@@ -257,7 +242,13 @@ func runModels(args []string, env Env) error {
 	if *asJSON {
 		return printJSON(env.Stdout, models)
 	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	return printModels(env.Stdout, models, live)
+}
+
+// printModels is the models command's table of models (with their state when live), then the
+// models whose estimate failed.
+func printModels(w io.Writer, models []wire.Model, live bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	header := "ID\tARCH\tPARAMS\tQUANT\tSIZE\tCONTEXT\tCTX\tEST. MEMORY" // CONTEXT: trained; CTX: what it runs with (a variant's own)
 	if live {
 		header += "\tSTATE"
@@ -280,7 +271,7 @@ func runModels(args []string, env Env) error {
 	}
 	for _, m := range models {
 		if m.Meta != nil && m.Meta.EstimateError != "" {
-			fmt.Fprintf(env.Stdout, "%s: %s (the need shown is its file size)\n", m.ID, m.Meta.EstimateError)
+			fmt.Fprintf(w, "%s: %s (the need shown is its file size)\n", m.ID, m.Meta.EstimateError)
 		}
 	}
 	return nil

@@ -142,3 +142,16 @@ func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
 var errHelp = errors.New("help requested")
+
+// helpFirst prints a command's usage when args name no subcommand or ask for help; done says
+// there is nothing left to run, and err is a usage error saying missing when args are empty.
+func helpFirst(args []string, usage, missing string, env Env) (done bool, err error) {
+	if len(args) > 0 && args[0] != "-h" && args[0] != "--help" && args[0] != "help" {
+		return false, nil
+	}
+	fmt.Fprint(env.Stdout, usage)
+	if len(args) == 0 {
+		return true, usageError{errors.New(missing)}
+	}
+	return true, nil
+}

@@ -149,7 +149,7 @@ func (v viaInstance) pull(ctx context.Context, ref hub.Ref, bar *progressBar, en
 	if err != nil {
 		return err
 	}
-	a, err := c.PullWithToken(ctx, ref.String(), tokenFor(c, env))
+	a, err := c.Pull(ctx, ref.String(), tokenFor(c, env))
 	if err != nil {
 		return err
 	}

@@ -80,12 +80,8 @@ func (d direct) install(ctx context.Context, req releases.Request, p func(releas
 func (d direct) use(_ context.Context, build string) (releases.Build, error) { return d.in.Use(build) }
 
 func runLlamaServer(args []string, env Env) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(env.Stdout, llamaServerUsage)
-		if len(args) == 0 {
-			return usageError{errors.New("llama-server needs a command: install, list, use or update")}
-		}
-		return nil
+	if done, err := helpFirst(args, llamaServerUsage, "llama-server needs a command: install, list, use or update", env); done {
+		return err
 	}
 	sub, args := args[0], args[1:]
 	f := newClientFlags("llama-server "+sub, env, false)

@@ -41,12 +41,8 @@ configuration file. --addr, --config and --instance-key name the instance as oth
 
 // runPeer is `llamatray peer add|list|rm`.
 func runPeer(args []string, env Env) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(env.Stdout, peerUsage)
-		if len(args) == 0 {
-			return usageError{errors.New("peer needs add, list or rm")}
-		}
-		return nil
+	if done, err := helpFirst(args, peerUsage, "peer needs add, list or rm", env); done {
+		return err
 	}
 	sub, args := args[0], args[1:]
 	f := &clientFlags{fs: flag.NewFlagSet("peer "+sub, flag.ContinueOnError)}

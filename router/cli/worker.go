@@ -80,19 +80,24 @@ func runWorker(args []string, b Build, env Env) error {
 	defer closeLog()
 	return worker.Serve(ctx, worker.Options{
 		Listen: *listen, Token: *token, RPCServer: path, Threads: *threads, Logger: log,
-		Name: *name, Version: cmp.Or(b.Version, "dev"),
-		Ready: func(addr string) {
-			where := "bound to 127.0.0.1, its one connection held by the worker"
-			if mode, _ := worker.Isolation(); mode == worker.IsolationNetns {
-				where = "in its own network namespace"
-			}
-			fmt.Fprintf(env.Stdout, "Worker %s listening on %s (rpc-server %s, %s).\n", *name, addr, path, where)
-			if made {
-				fmt.Fprintf(env.Stdout, "Its pairing token is printed only now. On the head, add to the config:\n\n%s\n",
-					worker.ConfigLines(*name, addr, *token))
-			}
-		},
+		Name: *name, Version: cmp.Or(b.Version, "dev"), Ready: workerReady(env, *name, path, *token, made),
 	})
+}
+
+// workerReady says where the worker listens once it does, and with made (the token made now) the
+// lines to paste into the head's config.
+func workerReady(env Env, name, path, token string, made bool) func(addr string) {
+	return func(addr string) {
+		where := "bound to 127.0.0.1, its one connection held by the worker"
+		if mode, _ := worker.Isolation(); mode == worker.IsolationNetns {
+			where = "in its own network namespace"
+		}
+		fmt.Fprintf(env.Stdout, "Worker %s listening on %s (rpc-server %s, %s).\n", name, addr, path, where)
+		if made {
+			fmt.Fprintf(env.Stdout, "Its pairing token is printed only now. On the head, add to the config:\n\n%s\n",
+				worker.ConfigLines(name, addr, token))
+		}
+	}
 }
 
 // findRPCServer is --rpc-server, else llama.cpp's RPC worker where locate.RPCServer looks.

@@ -68,13 +68,6 @@ func (e *Error) Error() string {
 	return e.Message
 }
 
-func (c *Client) httpClient() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
-	return http.DefaultClient
-}
-
 // send sends one request with in (when not nil) as its JSON body, asking for accept, with the API
 // key. The caller closes the answer's body.
 func (c *Client) send(ctx context.Context, method, path string, in any, accept string) (*http.Response, error) {
@@ -97,7 +90,7 @@ func (c *Client) send(ctx context.Context, method, path string, in any, accept s
 	if c.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
-	resp, err := c.httpClient().Do(req)
+	resp, err := cmp.Or(c.HTTP, http.DefaultClient).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("llamatray at %s: %w", c.Base, err)
 	}
@@ -197,7 +190,7 @@ func (c *Client) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := c.httpClient().Do(req)
+	resp, err := cmp.Or(c.HTTP, http.DefaultClient).Do(req)
 	if err != nil {
 		return fmt.Errorf("llamatray at %s: %w", c.Base, err)
 	}
@@ -235,18 +228,9 @@ func (c *Client) Discovered(ctx context.Context) (wire.DiscoveredList, error) {
 	return call[wire.DiscoveredList](ctx, c, http.MethodGet, "/api/peers/discovered", nil)
 }
 
-// Activity returns the instance's GET /api/activity document: per model, the last hour in buckets.
-func (c *Client) Activity(ctx context.Context) (wire.Activity, error) {
-	return call[wire.Activity](ctx, c, http.MethodGet, "/api/activity", nil)
-}
-
-// Pull starts downloading ORG/REPO[:QUANT] from the Hugging Face Hub.
-func (c *Client) Pull(ctx context.Context, name string) (wire.PullAnswer, error) {
-	return c.PullWithToken(ctx, name, "")
-}
-
-// PullWithToken is Pull with a Hub token the instance uses for this pull only ("" = its own).
-func (c *Client) PullWithToken(ctx context.Context, name, hfToken string) (wire.PullAnswer, error) {
+// Pull starts downloading ORG/REPO[:QUANT] from the Hugging Face Hub, with hfToken the Hub token the
+// instance uses for this pull only ("" = its own).
+func (c *Client) Pull(ctx context.Context, name, hfToken string) (wire.PullAnswer, error) {
 	body := map[string]any{"model": name}
 	if hfToken != "" {
 		body["hf_token"] = hfToken
@@ -280,25 +264,36 @@ func (c *Client) PullEvents(ctx context.Context) (<-chan wire.Pull, error) {
 	go func() {
 		defer close(out)
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			line, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
-			}
+		readEvents(resp.Body, func(_ string, data []byte) bool {
 			var ev wire.DownloadEvent
-			if json.Unmarshal([]byte(line), &ev) != nil || ev.Kind != "download" {
-				continue
+			if json.Unmarshal(data, &ev) != nil || ev.Kind != "download" {
+				return true
 			}
 			select {
 			case out <- ev.Pull:
+				return true
 			case <-ctx.Done():
-				return
+				return false
 			}
-		}
+		})
 	}()
 	return out, nil
+}
+
+// readEvents reads the server-sent events of body, calling each with an event's name (the last
+// "event:" line's) and data, until each says stop or the stream ends (its error, nil at its end).
+func readEvents(body io.Reader, each func(event string, data []byte) bool) error {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	event := ""
+	for sc.Scan() {
+		if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+			event = name
+		} else if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && !each(event, []byte(data)) {
+			return nil
+		}
+	}
+	return sc.Err()
 }
 
 // LlamaServers lists the installed llama-server builds; with available, also what installing build
@@ -329,33 +324,32 @@ func (c *Client) InstallLlamaServer(ctx context.Context, req releases.Request, p
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return b, decodeError(resp.StatusCode, raw)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	event := ""
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			data := []byte(strings.TrimPrefix(line, "data: "))
-			switch event {
-			case "progress":
-				var p releases.Progress
-				if json.Unmarshal(data, &p) == nil && progress != nil {
-					progress(p)
-				}
-			case "done":
-				if err := json.Unmarshal(data, &b); err != nil {
-					return b, fmt.Errorf("llamatray at %s: unexpected install result: %w", c.Base, err)
-				}
-				return b, nil
-			case "error":
-				return b, decodeError(http.StatusInternalServerError, data)
+	var result error
+	done := false
+	err = readEvents(resp.Body, func(event string, data []byte) bool {
+		switch event {
+		case "progress":
+			var p releases.Progress
+			if json.Unmarshal(data, &p) == nil && progress != nil {
+				progress(p)
 			}
+			return true
+		case "done":
+			if err := json.Unmarshal(data, &b); err != nil {
+				result = fmt.Errorf("llamatray at %s: unexpected install result: %w", c.Base, err)
+			}
+		case "error":
+			result = decodeError(http.StatusInternalServerError, data)
+		default:
+			return true
 		}
-	}
-	if err := sc.Err(); err != nil {
+		done = true
+		return false
+	})
+	switch {
+	case done:
+		return b, result
+	case err != nil:
 		return b, fmt.Errorf("llamatray at %s: the install's progress stream broke: %w", c.Base, err)
 	}
 	return b, errors.New("llamatray: the install's progress stream ended without a result")

@@ -29,7 +29,7 @@ func TestDiscoverySettings(t *testing.T) {
 	if l := svc.DiscoveredList(); !l.Enabled || l.Discovered == nil {
 		t.Errorf("default: %+v, want enabled and a list", l)
 	}
-	set := svc.disc.d.Settings()
+	set := svc.disc.Settings()
 	if !set.Browse || !set.Advertise || set.Listen != cfg.Listen || !slices.Equal(set.PeerURLs, []string{"http://10.0.0.2:8080"}) {
 		t.Errorf("settings: %+v", set)
 	}
@@ -39,7 +39,7 @@ func TestDiscoverySettings(t *testing.T) {
 	if l := svc.DiscoveredList(); l.Enabled || len(l.Discovered) != 0 {
 		t.Errorf("discover = false: %+v", l)
 	}
-	if set := svc.disc.d.Settings(); set.Browse || set.Advertise {
+	if set := svc.disc.Settings(); set.Browse || set.Advertise {
 		t.Errorf("settings after the edit: %+v", set)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -48,7 +48,7 @@ func TestDiscoverySettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-svc.disc.done:
+	case <-svc.discDone:
 	default:
 		t.Error("the discovery goroutine still runs after Stop")
 	}

@@ -92,7 +92,7 @@ func (s *Service) renamed(r map[string]string) {
 // apply puts cfg, validated, in force in place of old: catalog folders rescanned, engine limits
 // updated, the listener restarted only when the listen address changed. The caller holds the writer's lock.
 func (s *Service) apply(old, cfg config.Config) error {
-	defer s.disc.poke() // discover and advertise, and the listener (moved below), read again
+	defer s.disc.Poke() // discover and advertise, and the listener (moved below), read again
 	ls := s.LlamaServer()
 	if cfg.LlamaServer != old.LlamaServer || ls.Path == "" {
 		ls = s.findLlamaServer(cfg.LlamaServer)
@@ -102,7 +102,7 @@ func (s *Service) apply(old, cfg config.Config) error {
 	s.llama = ls
 	s.mu.Unlock()
 	s.eng.SetLimits(limits(cfg, ls))
-	s.workers.sync(cfg.Workers)
+	s.workers.Sync(cfg.Workers)
 	s.handler.Store(s.newRouter(cfg))
 	switch {
 	case !slices.Equal(cfg.ModelDirsResolved(), old.ModelDirsResolved()) || cfg.ScanDefaultDirs != old.ScanDefaultDirs:
@@ -123,7 +123,7 @@ func (s *Service) apply(old, cfg config.Config) error {
 	}
 	s.syncOllamaPort()
 	s.syncPeers()
-	s.lend.sync(cfg, false)
+	s.lend.Sync(cfg, false)
 	if cfg.Listen != old.Listen || s.ListenErr() != nil {
 		s.mu.Lock()
 		srv := s.srv

@@ -25,9 +25,6 @@ func peerSpecs(cfg config.Config) []peer.Spec {
 // syncPeers makes the peers read those of the configuration in force.
 func (s *Service) syncPeers() { s.peers.Sync(peerSpecs(s.config())) }
 
-// Peers is what is known of every peer now: state, models, last error.
-func (s *Service) Peers() []peer.Info { return s.peers.Peers() }
-
 // PeersChanged is closed at the next change of any peer's state or models.
 func (s *Service) PeersChanged() <-chan struct{} { return s.peers.Changed() }
 

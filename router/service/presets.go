@@ -35,7 +35,7 @@ func (s *Service) withPresets(ctx context.Context, cfg config.Config) (config.Co
 }
 
 // presetsFor reads the preset file of cfg when it names another file than old, or old's was not
-// read: for Edit and Apply, whose cfg was made from old.
+// read: for Edit, whose cfg was made from old.
 func (s *Service) presetsFor(old, cfg config.Config) (config.Config, error) {
 	if cfg.Presets == old.Presets && cfg.LoadedPresets() != nil {
 		return cfg, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
+	"github.com/llamatray/llamatray/router/discover"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/front"
@@ -29,6 +30,7 @@ import (
 	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
+	"github.com/llamatray/llamatray/router/worker"
 )
 
 // Options are what the caller knows beyond the configuration.
@@ -85,11 +87,11 @@ type Service struct {
 	// outlive the routers, so a settings change resets no counter. Set in New, before any goroutine.
 	metrics     *metrics.Metrics
 	stopMetrics func()
-	flags       flagCache    // llama-server flags by binary (flags.go)
-	releases    releaseCheck // the daily check of Llamatray's own releases (update.go)
-	installs    installs     // the llama-server install, as a download (downloads.go)
-	workers     *workerLinks // the links to [workers.NAME] (workers.go); opened by Start
-	lend        *lender      // this machine lent to other Llamatrays (lend.go); started by Start
+	flags       flagCache      // llama-server flags by binary (flags.go)
+	releases    releaseCheck   // the daily check of Llamatray's own releases (update.go)
+	installs    installs       // the llama-server install, as a download (downloads.go)
+	workers     *worker.Links  // the links to [workers.NAME]; opened by Start, kept in step by apply
+	lend        *worker.Lender // this machine lent to other Llamatrays; started by Start
 
 	// file is the configuration's one writer (config.Writer): its lock serializes the changes of
 	// the configuration file, so that a later change is never overwritten by an earlier one. It is
@@ -104,9 +106,10 @@ type Service struct {
 	addr      string
 	listenErr error
 	cancel    context.CancelFunc
-	ollama    ollamaPort // the listener on Ollama's port, when ollama_port is on (ollama.go)
-	peers     *peer.Set  // other machines' servers (peers.go); set in newService, read from Start on
-	disc      *discovery // other Llamatrays on the local network (discover.go); set in newService
+	ollama    ollamaPort           // the listener on Ollama's port, when ollama_port is on (ollama.go)
+	peers     *peer.Set            // other machines' servers (peers.go); set in newService, read from Start on
+	disc      *discover.Discoverer // other Llamatrays on the local network (discover.go); set in newService
+	discDone  chan struct{}        // closed when disc.Run returns; set by Start, read by Stop
 }
 
 // ErrNeedsKey is returned when the listen address is not loopback and no API key is configured.
@@ -184,9 +187,9 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	})
 	s.installer = s.newInstaller()
 	s.peers = peer.New(peer.Options{Logger: o.Logger})
-	s.disc = newDiscovery(s, o.Logger)
-	s.lend = newLender(o.Logger, stateDir(), o.Version, func() string { return s.LlamaServer().Path })
-	s.workers = newWorkerLinks(o.Logger, func() string { return s.LlamaServer().Path }, func(name string, err error) {
+	s.disc = s.newDiscoverer()
+	s.lend = worker.NewLender(o.Logger, stateDir(), o.Version, func() string { return s.LlamaServer().Path })
+	s.workers = worker.NewLinks(o.Logger, func() string { return s.LlamaServer().Path }, func(name string, err error) {
 		if eng := s.Engine(); eng != nil {
 			eng.WorkerLost(name, err)
 		}
@@ -323,7 +326,8 @@ func (s *Service) Start(ctx context.Context) error {
 		s.log.Warn("model skipped", "reason", w)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	s.disc.start(wctx)
+	s.discDone = make(chan struct{})
+	go func() { defer close(s.discDone); s.disc.Run(wctx) }()
 	s.mu.Lock()
 	s.cancel = cancel
 	s.mu.Unlock()
@@ -332,16 +336,16 @@ func (s *Service) Start(ctx context.Context) error {
 	go s.updateDaily(wctx, firstUpdateCheck, updateEvery)
 	go s.checkReleasesDaily(wctx, firstReleaseCheck, releaseCheckEvery)
 	// The workers' devices are the budget's before the first load is planned (each open is bounded).
-	<-s.workers.sync(s.config().Workers)
+	<-s.workers.Sync(s.config().Workers)
 	if err := s.eng.Start(ctx); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
 	s.syncPeers()
-	s.lend.sync(s.config(), false)
+	s.lend.Sync(s.config(), false)
 	err := s.listen(s.config().Listen)
 	// Discovery started before the listener was bound: it reads the address again now, so that the
 	// announcement goes out at once, not after its next look a minute later.
-	s.disc.poke()
+	s.disc.Poke()
 	if err != nil {
 		return err
 	}
@@ -429,13 +433,15 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	s.handler.Load().Close()
 	s.peers.Close()
-	s.disc.wait()
+	if s.discDone != nil {
+		<-s.discDone // the announcement is withdrawn
+	}
 	s.hub.Close()
 	if err := s.eng.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	s.workers.close()
-	s.lend.close()
+	s.workers.Close()
+	s.lend.Close()
 	s.stopMetrics()
 	s.keepActivity()
 	return errors.Join(errs...)
@@ -452,9 +458,6 @@ func (s *Service) Config() config.Config { return s.config() }
 
 // Activity returns every model's last hour of requests (as GET /api/activity).
 func (s *Service) Activity() wire.Activity { return s.activity.Snapshot() }
-
-// ConfigPath is the configuration file's path.
-func (s *Service) ConfigPath() string { return s.o.ConfigPath }
 
 // ListenAddr is the address the router is bound to (or tried to bind).
 func (s *Service) ListenAddr() string {

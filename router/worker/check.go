@@ -63,23 +63,21 @@ func handshake(ctx context.Context, raw net.Conn, token, op, head string) (*link
 	if dl, ok := ctx.Deadline(); ok {
 		raw.SetDeadline(dl)
 	}
-	silent := func(err error) error {
+	// failed is err of a step, as otherwise says unless the peer was silent until ctx or a deadline ended.
+	failed := func(err, otherwise error) error {
 		var ne net.Error
 		if ctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
 			return fmt.Errorf("%w: no answer to the link handshake: %w", ErrUnreachable, err)
 		}
-		return nil
+		return otherwise
 	}
 	conn := tls.Client(raw, clientTLS())
 	if err := conn.HandshakeContext(ctx); err != nil {
-		if e := silent(err); e != nil {
-			return nil, e
-		}
 		// Closed before answering a byte: what a worker does with a connection over its limits.
 		if errors.Is(err, io.EOF) || neterr.Reset(err) {
-			return nil, fmt.Errorf("%w: closed before the TLS handshake (a worker with too many connections at once?): %w", ErrUnreachable, err)
+			return nil, failed(err, fmt.Errorf("%w: closed before the TLS handshake (a worker with too many connections at once?): %w", ErrUnreachable, err))
 		}
-		return nil, fmt.Errorf("%w: TLS handshake: %w", ErrNotWorker, err)
+		return nil, failed(err, fmt.Errorf("%w: TLS handshake: %w", ErrNotWorker, err))
 	}
 	cs := conn.ConnectionState()
 	p, err := proof(cs, token, "head")
@@ -87,18 +85,12 @@ func handshake(ctx context.Context, raw net.Conn, token, op, head string) (*link
 		return nil, err
 	}
 	if err := writeLine(conn, request{Link: linkVersion, Proof: hex.EncodeToString(p), Op: op, Head: head}); err != nil {
-		if e := silent(err); e != nil {
-			return nil, e
-		}
-		return nil, fmt.Errorf("%w: %w", ErrNotWorker, err)
+		return nil, failed(err, fmt.Errorf("%w: %w", ErrNotWorker, err))
 	}
 	r := bufio.NewReaderSize(conn, maxFrame)
 	var a answer
 	if err := readLine(r, &a); err != nil {
-		if e := silent(err); e != nil {
-			return nil, e
-		}
-		return nil, fmt.Errorf("%w: no link answer: %w", ErrNotWorker, err)
+		return nil, failed(err, fmt.Errorf("%w: no link answer: %w", ErrNotWorker, err))
 	}
 	if !a.OK {
 		return nil, refusal(a)

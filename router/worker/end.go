@@ -59,10 +59,6 @@ func Open(ctx context.Context, name, address, token string, log *slog.Logger) (*
 // Addr is the local end's address, host:port on 127.0.0.1: what llama-server's --rpc gets.
 func (e *End) Addr() string { return e.ln.Addr().String() }
 
-// Name and Address are the worker's, as given to Open.
-func (e *End) Name() string    { return e.name }
-func (e *End) Address() string { return e.address }
-
 // Lost tells of a link in use that dropped (the worker died or closed it) or of a link the worker
 // refused (busy, bad token, unreachable) while no other was open; each error names the worker:
 // "worker NAME (ADDRESS): ...".
@@ -150,19 +146,48 @@ func (e *End) carry(local net.Conn) {
 	defer e.wg.Done()
 	defer e.untrack(local)
 	defer local.Close()
+	first, ok := e.admit(local)
+	if !ok {
+		return
+	}
+	l := e.dial(first)
+	if l == nil {
+		return
+	}
+	e.carrying.Add(1)
+	defer e.carrying.Add(-1)
+	if !e.track(l.conn) {
+		l.conn.Close()
+		return
+	}
+	defer e.untrack(l.conn)
+	defer l.conn.Close()
+	e.log.Debug("link open", "local", local.RemoteAddr().String())
+	e.splice(local, l)
+	e.log.Debug("link closed")
+}
+
+// admit says whether local may have a link, and reads its first byte.
+func (e *End) admit(local net.Conn) (byte, bool) {
 	// The port is on loopback and published (in /api/status): only llama-server (this process's
 	// children) gets a link, which carries the token's authority.
 	if ok, err := ownProcess(local); !ok {
 		e.log.Warn("local end: connection refused: not llama-server's", "local", local.RemoteAddr().String(), "err", err)
-		return
+		return 0, false
 	}
 	var first [1]byte
 	local.SetReadDeadline(time.Now().Add(dialTimeout))
 	if _, err := io.ReadFull(local, first[:]); err != nil || !ggmlrpc.CanStart(first[0]) {
 		e.log.Warn("local end: connection refused: not llama.cpp's RPC", "local", local.RemoteAddr().String(), "first", first[0], "err", err)
-		return
+		return 0, false
 	}
 	local.SetReadDeadline(time.Time{})
+	return first[0], true
+}
+
+// dial opens a new link to the worker and sends it first; nil when that fails (reported on Lost
+// only when no other link is carried).
+func (e *End) dial(first byte) *link {
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	l, err := dialLink(ctx, e.address, e.token, opRPC, headName())
 	cancel()
@@ -174,26 +199,21 @@ func (e *End) carry(local net.Conn) {
 		default:
 			e.report(err)
 		}
-		return
+		return nil
 	}
-	if _, err := l.conn.Write(first[:]); err != nil {
+	if _, err := l.conn.Write([]byte{first}); err != nil {
 		l.conn.Close()
-		return
+		return nil
 	}
 	e.sent.Add(1)
-	e.carrying.Add(1)
-	defer e.carrying.Add(-1)
-	if !e.track(l.conn) {
-		l.conn.Close()
-		return
-	}
-	defer e.untrack(l.conn)
-	defer l.conn.Close()
-	e.log.Debug("link open", "local", local.RemoteAddr().String())
+	return l
+}
 
-	// The link is lost when the worker's side fails first: a read from it that ends (download) or
-	// a write to it that fails (upload). The local side ending first (llama-server closed, or we
-	// did) ends the link without a report. Whichever goroutine sees the end first decides.
+// splice copies local to l and back until either side ends. The link is lost when the worker's
+// side fails first: a read from it that ends (download) or a write to it that fails (upload). The
+// local side ending first (llama-server closed, or we did) ends the link without a report.
+// Whichever goroutine sees the end first decides.
+func (e *End) splice(local net.Conn, l *link) {
 	var ended atomic.Bool
 	lost := func(why error) {
 		if ended.CompareAndSwap(false, true) && why != nil && !e.isClosed() {
@@ -223,7 +243,6 @@ func (e *End) carry(local net.Conn) {
 	// A clean close (FIN) of the local side, so llama-server notices at once.
 	local.Close()
 	<-up
-	e.log.Debug("link closed")
 }
 
 // counter counts the bytes read through it, before they are passed on: whoever got them at the

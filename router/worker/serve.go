@@ -12,11 +12,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"slices"
 	"sync"
 	"time"
 
-	"github.com/llamatray/llamatray/router/internal/backoff"
 	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
 )
 
@@ -97,27 +95,11 @@ func (s *session) String() string {
 // o.Listen, each authenticated by o.Token, a "status" answered and an "rpc" carried over the held
 // connection, one session at a time.
 func Serve(ctx context.Context, o Options) error {
-	if o.Listen == "" {
-		return errors.New("worker: no listen address")
-	}
-	if err := validToken(o.Token); err != nil {
+	path, err := o.check()
+	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	if o.RPCServer == "" {
-		return errors.New("worker: no rpc-server given")
-	}
-	path, err := exec.LookPath(o.RPCServer)
-	if err != nil {
-		return fmt.Errorf("worker: rpc-server %s: %w", o.RPCServer, err)
-	}
-	if o.Name == "" {
-		o.Name, _ = os.Hostname()
-	}
-	log := o.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	log = log.With("worker", o.Name)
+	log := o.Logger.With("worker", o.Name)
 	cert, err := selfSigned(o.Name)
 	if err != nil {
 		return fmt.Errorf("worker: certificate: %w", err)
@@ -133,16 +115,7 @@ func Serve(ctx context.Context, o Options) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	defer ln.Close()
-
-	mode, why := Isolation()
-	if o.held {
-		mode, why = IsolationHeld, errors.New("turned off")
-	}
-	if why != nil {
-		log.Info("rpc-server on 127.0.0.1, its one connection held by the worker", "isolation", mode, "why", why)
-	} else {
-		log.Info("rpc-server in its own network namespace", "isolation", mode)
-	}
+	mode := o.isolation(log)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -162,127 +135,46 @@ func Serve(ctx context.Context, o Options) error {
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
 	}
-
-	stop := context.AfterFunc(ctx, func() {
-		ln.Close()
-		s.mu.Lock()
-		conns := make([]net.Conn, 0, len(s.conns))
-		for c := range s.conns {
-			conns = append(conns, c)
-		}
-		s.mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	defer stop()
-	var retry time.Duration // backoff after an accept error (out of file descriptors, say)
-	for {
-		c, err := ln.Accept()
-		if err != nil && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-			retry = backoff.Next(retry, 5*time.Millisecond, time.Second)
-			log.Warn("worker: accept failed; retrying", "err", err, "in", retry)
-			select {
-			case <-time.After(retry):
-			case <-ctx.Done():
-			}
-			continue
-		}
-		if err != nil {
-			s.wg.Wait()
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("worker: accept: %w", err)
-		}
-		retry = 0
-		if !s.track(c) {
-			c.Close()
-			continue
-		}
-		// Admitted here, in the order of arrival: the oldest handshake is the one to give up.
-		hs, evicted, ok := s.admit(c)
-		if !ok {
-			log.Warn("link refused: too many handshakes at once from one host", "from", c.RemoteAddr().String())
-			s.untrack(c)
-			c.Close()
-			continue
-		}
-		if evicted != nil {
-			log.Warn("link: too many handshakes at once; the oldest is closed", "closed", evicted.RemoteAddr().String())
-			evicted.Close()
-		}
-		s.wg.Add(1)
-		go s.handle(c, hs)
-	}
+	defer context.AfterFunc(ctx, func() { ln.Close(); s.closeConns() })()
+	return s.accept(ln)
 }
 
-// track registers c so Serve's end closes it; false once the context ended.
-func (s *server) track(c net.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ctx.Err() != nil {
-		return false
+// check validates o and fills in its defaults; it returns the rpc-server's path.
+func (o *Options) check() (string, error) {
+	if o.Listen == "" {
+		return "", errors.New("no listen address")
 	}
-	s.conns[c] = struct{}{}
-	return true
+	if err := validToken(o.Token); err != nil {
+		return "", err
+	}
+	if o.RPCServer == "" {
+		return "", errors.New("no rpc-server given")
+	}
+	path, err := exec.LookPath(o.RPCServer)
+	if err != nil {
+		return "", fmt.Errorf("rpc-server %s: %w", o.RPCServer, err)
+	}
+	if o.Name == "" {
+		o.Name, _ = os.Hostname()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return path, nil
 }
 
-func (s *server) untrack(c net.Conn) {
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
-}
-
-// admit counts a handshake of c; false when its host has maxHandshakesPerHost in progress. When
-// the worker has maxHandshakes in progress the oldest is given up (returned, to be closed): a
-// head's handshake takes milliseconds, so the oldest is one that says nothing.
-func (s *server) admit(c net.Conn) (hs *handshaking, evicted net.Conn, ok bool) {
-	hs = &handshaking{c: c, host: hostKey(c.RemoteAddr())}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pending[hs.host] >= maxHandshakesPerHost {
-		return nil, nil, false
+// isolation is the rpc-server's isolation (Isolation, or IsolationHeld for the tests), logged.
+func (o *Options) isolation(log *slog.Logger) string {
+	mode, why := Isolation()
+	if o.held {
+		mode, why = IsolationHeld, errors.New("turned off")
 	}
-	if len(s.queue) >= maxHandshakes {
-		old := s.queue[0]
-		s.dropLocked(old)
-		evicted = old.c
+	if why != nil {
+		log.Info("rpc-server on 127.0.0.1, its one connection held by the worker", "isolation", mode, "why", why)
+	} else {
+		log.Info("rpc-server in its own network namespace", "isolation", mode)
 	}
-	s.queue = append(s.queue, hs)
-	s.pending[hs.host]++
-	return hs, evicted, true
-}
-
-// unadmit ends hs's handshake (a no-op when admit gave it up already).
-func (s *server) unadmit(hs *handshaking) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dropLocked(hs)
-}
-
-func (s *server) dropLocked(hs *handshaking) {
-	i := slices.Index(s.queue, hs)
-	if i < 0 {
-		return
-	}
-	s.queue = slices.Delete(s.queue, i, i+1)
-	if s.pending[hs.host]--; s.pending[hs.host] <= 0 {
-		delete(s.pending, hs.host)
-	}
-}
-
-// hostKey is the host a connection from a counts against: its IPv4 address, or the /64 of its
-// IPv6 one (a single machine commonly holds a whole /64).
-func hostKey(a net.Addr) string {
-	ta, ok := a.(*net.TCPAddr)
-	if !ok {
-		return a.String()
-	}
-	if v4 := ta.IP.To4(); v4 != nil {
-		return v4.String()
-	}
-	return ta.IP.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	return mode
 }
 
 func (s *server) info() Info {
@@ -341,6 +233,11 @@ func (s *server) handle(raw net.Conn, hs *handshaking) {
 		return
 	}
 	release() // a head that proved the token is not given up for others' handshakes
+	s.serveOp(conn, raw, r, req, hex.EncodeToString(p), log)
+}
+
+// serveOp serves req, of a head that proved the token (proofHex, the worker's own proof).
+func (s *server) serveOp(conn *tls.Conn, raw net.Conn, r *bufio.Reader, req request, proofHex string, log *slog.Logger) {
 	switch req.Op {
 	case opStatus:
 		// A worker whose rpc-server is down (restarting after it exited) cannot take a model:
@@ -350,9 +247,9 @@ func (s *server) handle(raw net.Conn, hs *handshaking) {
 			return
 		}
 		in := s.info()
-		writeLine(conn, answer{OK: true, Proof: hex.EncodeToString(p), Info: &in})
+		writeLine(conn, answer{OK: true, Proof: proofHex, Info: &in})
 	case opRPC:
-		s.session(conn, r, req.Head, raw.RemoteAddr().String(), hex.EncodeToString(p), log)
+		s.session(conn, r, req.Head, raw.RemoteAddr().String(), proofHex, log)
 	default:
 		refuse(conn, raw, answer{Code: codeBadReq, Error: fmt.Sprintf("unknown op %q", req.Op)})
 	}

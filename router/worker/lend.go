@@ -1,6 +1,7 @@
-package service
+package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,21 +17,18 @@ import (
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/locate"
 	"github.com/llamatray/llamatray/router/wire"
-	"github.com/llamatray/llamatray/router/worker"
 )
 
-// Lending: the tray's "Lend this machine" (config lend and lend_listen). While lend is on, the
-// service runs what `llamatray worker` runs: llama.cpp's RPC server bound to 127.0.0.1 behind the
-// link on lend_listen (package worker). Its pairing token is kept in the state folder (lendTokenFile,
-// readable by this user only), made the first time, so that the [workers.NAME] section a head was
-// given stays valid across restarts; NewLendToken replaces it, which locks out every head that had it.
-
-// lendTokenFile is the token's file in the state folder.
+// lendTokenFile is the pairing token's file in the state folder.
 const lendTokenFile = "worker-token"
 
-// lender runs the worker while lend is on. One goroutine at a time runs worker.Serve; sync starts
-// and stops it.
-type lender struct {
+// Lender is the tray's "Lend this machine" (config lend and lend_listen), held by the service:
+// while lend is on it runs what `llamatray worker` runs, llama.cpp's RPC server bound to 127.0.0.1
+// behind the link on lend_listen (Serve; one at a time, started and stopped by Sync). Its pairing
+// token is kept in the state folder (lendTokenFile, readable by this user only), made the first
+// time, so that the [workers.NAME] section a head was given stays valid across restarts;
+// ReplaceToken replaces it, which locks out every head that had it.
+type Lender struct {
 	log     *slog.Logger
 	dir     string        // the state folder, where the token is kept
 	llama   func() string // the llama-server beside which the rpc-server is looked for
@@ -53,18 +51,20 @@ type lender struct {
 	state  string             // wire.Lend*
 	addr   string
 	err    string
-	// isolation is worker.Isolation's mode once lent (wire.Lending.Isolation).
+	// isolation is Isolation's mode once lent (wire.Lending.Isolation).
 	isolation string
 }
 
-func newLender(log *slog.Logger, dir, version string, llama func() string) *lender {
+// NewLender makes the lender, lending nothing until Sync: dir is the state folder, where the token
+// is kept; llama the llama-server beside which the rpc-server is looked for.
+func NewLender(log *slog.Logger, dir, version string, llama func() string) *Lender {
 	name, _ := os.Hostname()
-	return &lender{log: log, dir: dir, llama: llama, version: version, name: worker.ConfigName(name), state: wire.LendOff}
+	return &Lender{log: log, dir: dir, llama: llama, version: version, name: ConfigName(name), state: wire.LendOff}
 }
 
-// sync makes what runs match cfg: started when lend is on, stopped when off, restarted when
+// Sync makes what runs match cfg: started when lend is on, stopped when off, restarted when
 // lend_listen changed, the last start failed, or restart is set (a new token).
-func (l *lender) sync(cfg config.Config, restart bool) {
+func (l *Lender) Sync(cfg config.Config, restart bool) {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	want := ""
@@ -89,7 +89,7 @@ func (l *lender) sync(cfg config.Config, restart bool) {
 }
 
 // start runs Serve on listen in a goroutine of its own.
-func (l *lender) start(listen string) {
+func (l *Lender) start(listen string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	l.mu.Lock()
@@ -100,7 +100,7 @@ func (l *lender) start(listen string) {
 		err := l.serve(ctx, listen)
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if l.done != done { // stopped or replaced: sync set the state
+		if l.done != done { // stopped or replaced: Sync set the state
 			return
 		}
 		if err == nil && ctx.Err() != nil {
@@ -115,7 +115,7 @@ func (l *lender) start(listen string) {
 }
 
 // serve finds the rpc-server and the token, then serves until ctx ends.
-func (l *lender) serve(ctx context.Context, listen string) error {
+func (l *Lender) serve(ctx context.Context, listen string) error {
 	path, err := locate.RPCServer(ctx, "", l.llama())
 	if err != nil {
 		l.log.Warn("not lending this machine", "err", err)
@@ -129,10 +129,10 @@ func (l *lender) serve(ctx context.Context, listen string) error {
 	l.token = token
 	l.mu.Unlock()
 	l.log.Info("lending this machine", "listen", listen, "rpc_server", path)
-	err = worker.Serve(ctx, worker.Options{
+	err = Serve(ctx, Options{
 		Listen: listen, Token: token, RPCServer: path, Logger: l.log, Name: l.name, Version: l.version,
 		Ready: func(addr string) {
-			mode, _ := worker.Isolation() // found by Serve already
+			mode, _ := Isolation() // found by Serve already
 			l.mu.Lock()
 			if l.cancel != nil && l.listen == listen {
 				l.state, l.addr, l.isolation = wire.LendOn, addr, mode
@@ -149,7 +149,7 @@ func (l *lender) serve(ctx context.Context, listen string) error {
 
 // readToken is the kept token, made and saved first when there is none or fresh is set. A token
 // file others may read is refused: that token may be known to them.
-func (l *lender) readToken(fresh bool) (string, error) {
+func (l *Lender) readToken(fresh bool) (string, error) {
 	if l.dir == "" {
 		return "", errors.New("no state folder to keep the lending token in (set XDG_STATE_HOME)")
 	}
@@ -172,21 +172,21 @@ func (l *lender) readToken(fresh bool) (string, error) {
 			return "", fmt.Errorf("reading the lending token: %w", err)
 		}
 	}
-	t, err := worker.NewToken()
+	t, err := NewToken()
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(l.dir, 0o700); err != nil {
-		return "", fmt.Errorf("saving the lending token: %w", err)
+	if err = os.MkdirAll(l.dir, 0o700); err == nil {
+		err = atomicfile.Write(path, []byte(t+"\n"), 0o600)
 	}
-	if err := atomicfile.Write(path, []byte(t+"\n"), 0o600); err != nil {
+	if err != nil {
 		return "", fmt.Errorf("saving the lending token: %w", err)
 	}
 	return t, nil
 }
 
-// status is what is lent now.
-func (l *lender) status(cfg config.Config) wire.Lending {
+// Status is what is lent now, cfg the configuration in force.
+func (l *Lender) Status(cfg config.Config) wire.Lending {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := wire.Lending{On: cfg.Lend, State: l.state, Listen: cfg.LendListen, Addr: l.addr, Error: l.err, Name: l.name}
@@ -196,45 +196,27 @@ func (l *lender) status(cfg config.Config) wire.Lending {
 	return st
 }
 
-// close stops lending.
-func (l *lender) close() { l.sync(config.Config{}, false) }
+// Close stops lending.
+func (l *Lender) Close() { l.Sync(config.Config{}, false) }
 
-// Lending says whether and where this machine is lent to other Llamatrays.
-func (s *Service) Lending() wire.Lending { return s.lend.status(s.config()) }
-
-// SetLending turns lending on or off: saved in the configuration (lend) and applied.
-func (s *Service) SetLending(on bool) error {
-	return s.Edit(func(c *config.Config) error {
-		c.Lend = on
-		if on && c.LendListen == "" {
-			c.LendListen = config.DefaultLendListen
-		}
-		return nil
-	})
-}
-
-// LendConfigLines are the lines a head adds to its configuration to use this machine: its
-// [workers.NAME] section with the address and the pairing token (made now if there is none yet).
-// Only the app shows them; no API serves the token.
-func (s *Service) LendConfigLines() (string, error) {
-	t, err := s.lend.readToken(false)
+// ConfigLines are the lines a head adds to its configuration to use this machine: its
+// [workers.NAME] section with the address and the pairing token (made now if there is none yet);
+// cfg is the configuration in force. Only the app shows them; no API serves the token.
+func (l *Lender) ConfigLines(cfg config.Config) (string, error) {
+	t, err := l.readToken(false)
 	if err != nil {
 		return "", err
 	}
-	st := s.Lending()
-	addr := st.Addr
-	if addr == "" {
-		addr = st.Listen
-	}
-	return worker.ConfigLines(st.Name, addr, t), nil
+	st := l.Status(cfg)
+	return ConfigLines(st.Name, cmp.Or(st.Addr, st.Listen), t), nil
 }
 
-// NewLendToken replaces the pairing token: heads given the old one are refused from now on. A
-// running worker restarts with the new one.
-func (s *Service) NewLendToken() error {
-	if _, err := s.lend.readToken(true); err != nil {
+// ReplaceToken replaces the pairing token: heads given the old one are refused from now on. A
+// running worker restarts with the new one (cfg is the configuration in force).
+func (l *Lender) ReplaceToken(cfg config.Config) error {
+	if _, err := l.readToken(true); err != nil {
 		return err
 	}
-	s.lend.sync(s.config(), true)
+	l.Sync(cfg, true)
 	return nil
 }

@@ -1,11 +1,9 @@
 //go:build unix
 
-package service
+package worker
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,17 +15,14 @@ import (
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/wire"
-	"github.com/llamatray/llamatray/router/worker"
 )
-
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // Callers asking for the token at once (the window's lines while the worker starts) all get the
 // one the file holds.
 func TestLendTokenOneForAll(t *testing.T) {
 	for range 20 {
 		dir := t.TempDir()
-		l := newLender(quietLog(), dir, "v", func() string { return "" })
+		l := NewLender(quiet(), dir, "v", func() string { return "" })
 		got := make([]string, 8)
 		var wg sync.WaitGroup
 		for i := range got {
@@ -58,7 +53,7 @@ func TestLendTokenOneForAll(t *testing.T) {
 // in the working directory.
 func TestLendTokenRefused(t *testing.T) {
 	dir := t.TempDir()
-	l := newLender(quietLog(), dir, "v", func() string { return "" })
+	l := NewLender(quiet(), dir, "v", func() string { return "" })
 	if _, err := l.readToken(false); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +63,7 @@ func TestLendTokenRefused(t *testing.T) {
 	if _, err := l.readToken(false); err == nil || !strings.Contains(err.Error(), "may be read by other users") {
 		t.Fatalf("a token file readable by others: %v", err)
 	}
-	if _, err := newLender(quietLog(), "", "v", func() string { return "" }).readToken(false); err == nil || !strings.Contains(err.Error(), "no state folder") {
+	if _, err := NewLender(quiet(), "", "v", func() string { return "" }).readToken(false); err == nil || !strings.Contains(err.Error(), "no state folder") {
 		t.Fatalf("no state folder: %v", err)
 	}
 }
@@ -93,26 +88,26 @@ func TestLendOneWorkerAtATime(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ggml-rpc-server"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(fakeRPCEnv, "1")
-	l := newLender(quietLog(), filepath.Join(dir, "state"), "v", func() string { return filepath.Join(dir, "llama-server") })
+	t.Setenv(fakeRPCEnv, t.TempDir())
+	l := NewLender(quiet(), filepath.Join(dir, "state"), "v", func() string { return filepath.Join(dir, "llama-server") })
 	cfg := config.Default()
 	cfg.Lend, cfg.LendListen = true, fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
-	l.sync(cfg, false)
+	l.Sync(cfg, false)
 	var wg sync.WaitGroup
 	for i := range 6 {
 		wg.Add(1)
-		go func() { defer wg.Done(); l.sync(cfg, i%2 == 0) }()
+		go func() { defer wg.Done(); l.Sync(cfg, i%2 == 0) }()
 	}
 	wg.Wait()
 	testbed.WaitFor(t, 20*time.Second, "lending on", func() bool {
-		st := l.status(cfg)
+		st := l.Status(cfg)
 		if st.State == wire.LendFailed {
 			t.Fatalf("lending failed: %s", st.Error)
 		}
 		return st.State == wire.LendOn
 	})
-	if mode, _ := worker.Isolation(); l.status(cfg).Isolation != mode || mode == "" {
-		t.Fatalf("lending's isolation %q, want the worker's %q", l.status(cfg).Isolation, mode)
+	if mode, _ := Isolation(); l.Status(cfg).Isolation != mode || mode == "" {
+		t.Fatalf("lending's isolation %q, want the worker's %q", l.Status(cfg).Isolation, mode)
 	}
 	alive := func() []string {
 		ents, _ := os.ReadDir(pids)
@@ -127,9 +122,9 @@ func TestLendOneWorkerAtATime(t *testing.T) {
 		return out
 	}
 	testbed.WaitFor(t, 10*time.Second, "one rpc-server left", func() bool { return len(alive()) == 1 })
-	l.close()
+	l.Close()
 	testbed.WaitFor(t, 10*time.Second, "no rpc-server left after close", func() bool { return len(alive()) == 0 })
-	if st := l.status(config.Config{}); st.State != wire.LendOff {
+	if st := l.Status(config.Config{}); st.State != wire.LendOff {
 		t.Fatalf("after close: %+v", st)
 	}
 }
