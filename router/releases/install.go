@@ -158,11 +158,23 @@ func (in *Installer) Install(ctx context.Context, req Request, progress func(Pro
 		progress(Progress{Phase: PhaseDone, Build: tag, Asset: b.Asset, Backend: b.Backend, Message: "already installed; now in use"})
 		return b, nil
 	}
+	b, err := in.put(ctx, tag, c, assets, total, req.Backend, progress)
+	if err != nil {
+		return Build{}, err
+	}
+	in.log().Info("llama-server installed", "build", tag, "path", b.Path, "version", b.Version)
+	progress(Progress{Phase: PhaseDone, Build: tag, Asset: b.Asset, Backend: b.Backend, Message: "installed; now in use"})
+	return b, nil
+}
+
+// put downloads and unpacks build tag's assets into a staging folder of the store, moves it to
+// the build's folder and makes it the build in use. A build folder a running model uses is not
+// replaced.
+func (in *Installer) put(ctx context.Context, tag string, c Choice, assets []Asset, total int64, asked string, progress func(Progress)) (Build, error) {
 	dst := in.Store.Dir(tag)
 	if _, err := os.Stat(dst); err == nil && in.inUse(dst) {
 		return Build{}, fmt.Errorf("cannot replace llama.cpp %s: %w; unload its models first, or install another build", tag, ErrInUse)
 	}
-
 	if err := os.MkdirAll(in.Store.Root, 0o755); err != nil {
 		return Build{}, download.DiskFull(err, in.Store.Root)
 	}
@@ -176,8 +188,7 @@ func (in *Installer) Install(ctx context.Context, req Request, progress func(Pro
 	}
 	defer os.RemoveAll(staging) // empty after the rename when all went well
 
-	b, err := in.fetch(ctx, tag, c, assets, total, staging, req.Backend, progress)
-	if err != nil {
+	if _, err := in.fetch(ctx, tag, c, assets, total, staging, asked, progress); err != nil {
 		return Build{}, err
 	}
 	if err := in.swap(staging, dst); err != nil {
@@ -187,13 +198,7 @@ func (in *Installer) Install(ctx context.Context, req Request, progress func(Pro
 		return Build{}, err
 	}
 	in.prune()
-	b, err = in.Store.Get(tag)
-	if err != nil {
-		return Build{}, err
-	}
-	in.log().Info("llama-server installed", "build", tag, "path", b.Path, "version", b.Version)
-	progress(Progress{Phase: PhaseDone, Build: tag, Asset: b.Asset, Backend: b.Backend, Message: "installed; now in use"})
-	return b, nil
+	return in.Store.Get(tag)
 }
 
 // fetch downloads and unpacks every archive into staging and writes the manifest there.
