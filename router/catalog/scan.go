@@ -432,6 +432,14 @@ func buildSnapshot(models []Model, hidden []bool, warnings []string, print uint6
 			s.hidden = append(s.hidden, models[i].ID)
 		}
 	}
+	s.index()
+	return s
+}
+
+// index makes the names the models are found by, in order of precedence: IDs, then aliases (a
+// warning for one that names another model), ORG/REPO:QUANT names, then Ollama's names; exactly
+// and case-insensitively.
+func (s *snapshot) index() {
 	for i, m := range s.all {
 		s.exact[m.ID] = i
 		foldAdd(s.fold, m.ID, i)
@@ -477,7 +485,6 @@ func buildSnapshot(models []Model, hidden []bool, warnings []string, print uint6
 			}
 		}
 	}
-	return s
 }
 
 // foldAdd maps the lower-cased name to i, or to -1 when another model already holds it.
