@@ -106,7 +106,7 @@ e2e: llama-server
 	@bash scripts/ollama-clients.sh
 	LLAMA_SERVER=$(LLAMA_SERVER_BIN) $(GO) test -race -count=1 -timeout 30m -v ./router/e2e/
 	@# The real llama-server's tests that live beside the code they check.
-	LLAMA_SERVER=$(LLAMA_SERVER_BIN) $(GO) test -race -count=1 -timeout 10m -v -run 'RealLlamaServer|RealServer' ./router/locate/ ./router/mem/ ./router/testbed/ggufwrite/
+	LLAMA_SERVER=$(LLAMA_SERVER_BIN) $(GO) test -race -count=1 -timeout 10m -v -run 'RealLlamaServer|RealServer' ./router/catalog/ ./router/locate/ ./router/mem/ ./router/testbed/ggufwrite/
 	@$(MAKE) --no-print-directory newcomer
 
 # A newcomer's way in the window, from an empty home to a first answer, with the real llama-server

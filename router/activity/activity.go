@@ -84,9 +84,6 @@ func New(bucket time.Duration, n int) *Recorder {
 	return &Recorder{bucket: bucket, n: n, now: time.Now, models: map[string]*series{}}
 }
 
-// SetClock replaces the clock (tests).
-func (r *Recorder) SetClock(now func() time.Time) { r.now = now }
-
 // Record adds one finished request. A nil Recorder records nothing.
 func (r *Recorder) Record(s Sample) {
 	if r == nil || s.Model == "" {

@@ -21,7 +21,7 @@ import (
 // Bounds of header reading. They are far above any real model and keep every allocation small
 // whatever lengths and counts a file declares.
 const (
-	maxHeaderBytes = 64 << 20 // metadata and tensor infos together
+	MaxHeaderBytes = 64 << 20 // metadata and tensor infos together; the Hub reads no more of a remote file
 	maxKeyLen      = 64 << 10
 	maxStringLen   = 16 << 20
 	maxKVs         = 1 << 16
@@ -94,7 +94,7 @@ func readFile(path string) (*fileHeader, error) {
 }
 
 // decodeHeader reads the header of a GGUF file of the given size from r: magic, version, counts,
-// every key, value and tensor info. It reads at most maxHeaderBytes and refuses what
+// every key, value and tensor info. It reads at most MaxHeaderBytes and refuses what
 // gguf-parser-go or llama.cpp would choke on: absurd lengths and counts, unknown types,
 // overflowing tensor shapes, values the parser uses to size allocations.
 func decodeHeader(r io.Reader, size int64) (*fileHeader, error) {
@@ -105,7 +105,7 @@ func decodeHeader(r io.Reader, size int64) (*fileHeader, error) {
 		return nil, fmt.Errorf("too short for a GGUF file (%d bytes)", size)
 	}
 	br := readers.Get().(*bufio.Reader)
-	limit := min(size, maxHeaderBytes)
+	limit := min(size, MaxHeaderBytes)
 	br.Reset(io.LimitReader(r, limit))
 	defer func() {
 		br.Reset(nil)
@@ -123,7 +123,7 @@ func decodeHeader(r io.Reader, size int64) (*fileHeader, error) {
 type hdr struct {
 	r     *bufio.Reader
 	pos   int64
-	limit int64 // bytes that may be read: min(file size, maxHeaderBytes)
+	limit int64 // bytes that may be read: min(file size, MaxHeaderBytes)
 	err   error
 	buf   [8]byte
 
@@ -195,8 +195,8 @@ func (h *hdr) fail(err error) { h.err = cmp.Or(h.err, err) }
 
 // short explains a read past the end.
 func (h *hdr) short() error {
-	if h.limit == maxHeaderBytes {
-		return fmt.Errorf("header larger than %d MiB", maxHeaderBytes>>20)
+	if h.limit == MaxHeaderBytes {
+		return fmt.Errorf("header larger than %d MiB", MaxHeaderBytes>>20)
 	}
 	return fmt.Errorf("truncated at byte %d", h.pos)
 }

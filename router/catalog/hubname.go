@@ -104,16 +104,7 @@ func EstimateParts(parts, proj []HeaderPart, p EstimateParams) (Estimate, Header
 			}
 			fhs[i] = fh
 		}
-		var h *header
-		err := guard(func() error {
-			gf, err := assemble(fhs)
-			if err != nil {
-				return err
-			}
-			h = describe(gf)
-			return nil
-		})
-		return h, err
+		return headerOf(fhs)
 	}
 	if len(parts) == 0 {
 		return Estimate{}, HeaderFacts{}, fmt.Errorf("no model files")

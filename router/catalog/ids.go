@@ -65,46 +65,55 @@ func group(files []found) (models, projectors []*entry, problems []problem) {
 		}
 	}
 	for _, k := range keys {
-		shards := splits[k]
-		first, _ := ParseShard(filepath.Base(shards[0].path))
-		total := first.Total
-		byNo := make([]*found, total+1)
-		var why string
-		for i := range shards {
-			sh, _ := ParseShard(filepath.Base(shards[i].path))
-			n := sh.N
-			switch {
-			case n < 1 || n > total:
-				why = fmt.Sprintf("shard number %d is outside 1..%d", n, total)
-			case byNo[n] != nil:
-				why = fmt.Sprintf("shard %d appears twice", n)
-			default:
-				byNo[n] = &shards[i]
-			}
-		}
-		var missing []string
-		for n := 1; n <= total && why == ""; n++ {
-			if byNo[n] == nil {
-				missing = append(missing, strconv.Itoa(n))
-			}
-		}
-		if why == "" && len(missing) > 0 {
-			why = fmt.Sprintf("split model is missing shard %s of %d", strings.Join(missing, ", "), total)
-		}
-		name := fmt.Sprintf("%s-%05d-of-%05d.gguf", first.Prefix, 1, total)
-		if why != "" {
-			problems = append(problems, problem{filepath.Join(filepath.Dir(shards[0].path), name), why})
+		e, p := splitEntry(splits[k])
+		if e == nil {
+			problems = append(problems, p)
 			continue
-		}
-		e := &entry{stem: first.Prefix}
-		for n := 1; n <= total; n++ {
-			e.files = append(e.files, *byNo[n])
 		}
 		models = append(models, e)
 	}
 	sort.Slice(models, func(i, j int) bool { return models[i].first().path < models[j].first().path })
 	sort.Slice(projectors, func(i, j int) bool { return projectors[i].first().path < projectors[j].first().path })
 	return models, projectors, problems
+}
+
+// splitEntry is the model of the shards of one split model, in order, or the problem that keeps
+// them from being one: a shard number out of range, twice, or missing.
+func splitEntry(shards []found) (*entry, problem) {
+	first, _ := ParseShard(filepath.Base(shards[0].path))
+	total := first.Total
+	byNo := make([]*found, total+1)
+	var why string
+	for i := range shards {
+		sh, _ := ParseShard(filepath.Base(shards[i].path))
+		n := sh.N
+		switch {
+		case n < 1 || n > total:
+			why = fmt.Sprintf("shard number %d is outside 1..%d", n, total)
+		case byNo[n] != nil:
+			why = fmt.Sprintf("shard %d appears twice", n)
+		default:
+			byNo[n] = &shards[i]
+		}
+	}
+	var missing []string
+	for n := 1; n <= total && why == ""; n++ {
+		if byNo[n] == nil {
+			missing = append(missing, strconv.Itoa(n))
+		}
+	}
+	if why == "" && len(missing) > 0 {
+		why = fmt.Sprintf("split model is missing shard %s of %d", strings.Join(missing, ", "), total)
+	}
+	if why != "" {
+		name := fmt.Sprintf("%s-%05d-of-%05d.gguf", first.Prefix, 1, total)
+		return nil, problem{filepath.Join(filepath.Dir(shards[0].path), name), why}
+	}
+	e := &entry{stem: first.Prefix}
+	for n := 1; n <= total; n++ {
+		e.files = append(e.files, *byNo[n])
+	}
+	return e, problem{}
 }
 
 // labels lists an entry's IDs from least to most qualified, used when stems clash:

@@ -155,15 +155,16 @@ func (c *Catalog) variants(base Model, names []string, r *cached, proj *entry, r
 
 // withVariants adds the variants to the models found. A variant whose ID a file already has, or
 // whose model was not found, is left out with a warning naming its config section.
-func withVariants(models []Model, vars [][]Model, configured map[string][]string) ([]Model, []string) {
-	ids := make(map[string]bool, len(models))
-	for _, m := range models {
-		ids[m.ID] = true
+func withVariants(found []scanned, configured map[string][]string) ([]Model, []string) {
+	ids := make(map[string]bool, len(found))
+	out := make([]Model, 0, len(found))
+	for _, s := range found {
+		ids[s.m.ID] = true
+		out = append(out, s.m)
 	}
 	var warnings []string
-	out := models
-	for _, vs := range vars {
-		for _, v := range vs {
+	for _, s := range found {
+		for _, v := range s.vars {
 			if ids[v.ID] {
 				warnings = append(warnings, fmt.Sprintf("[models.%q.variants.%q]: %s is already the ID of a model file; the variant is not served", v.VariantOf, v.Variant, v.ID))
 				continue

@@ -350,53 +350,85 @@ func (s *ollamaStore) manifest(host, namespace, model, tag, file string) {
 // list lists the blobs of manifest m, named name, at file: its model and projector, with the
 // settings of its other layers. Nothing is listed unless every layer it needs is sound.
 func (s *ollamaStore) list(name, file string, m *ollamaManifest) error {
-	var model, proj, params, tmpl, system *ollamaLayer
-	tensors := false
-	for i := range m.Layers {
-		l := &m.Layers[i]
-		switch l.MediaType {
-		case mediaModel:
-			if model != nil {
-				return errors.New("the manifest has two model layers")
-			}
-			model = l
-		case mediaProjector:
-			proj = cmp.Or(proj, l)
-		case mediaParams:
-			params = l
-		case mediaTemplate, mediaPrompt:
-			tmpl = l
-		case mediaSystem:
-			system = l
-		case mediaAdapter:
-			return errors.New("it has a LoRA adapter layer, which Llamatray does not apply, so it is not served")
-		case mediaTensor:
-			tensors = true
-		}
-	}
-	if model == nil {
-		switch {
-		case tensors:
-			return errors.New("its weights are Ollama tensor layers, not a GGUF file: llama-server cannot run it")
-		case s.cloud(m):
-			return errCloud
-		}
-		return fmt.Errorf("the manifest has no model layer (%s)", mediaModel)
+	ls, err := s.layersOf(m)
+	if err != nil {
+		return err
 	}
 	ref := ollamaRef{OllamaName: OllamaName{Name: name, Manifest: file}}
-	mname, mst, err := s.blob(*model, blobModel)
+	mname, mst, err := s.blob(*ls.model, blobModel)
 	if err != nil {
 		return err
 	}
 	var pname string
 	var pst fs.FileInfo
-	if proj != nil {
-		if pname, pst, err = s.blob(*proj, blobProjector); err != nil {
+	if ls.proj != nil {
+		if pname, pst, err = s.blob(*ls.proj, blobProjector); err != nil {
 			return err
 		}
 	}
-	if params != nil {
-		b, err := s.small(*params, "params")
+	if err := s.settings(&ref, ls); err != nil {
+		return err
+	}
+	if pname != "" {
+		pf := s.found(pname, pst, blobProjector, ref.OllamaName)
+		pf.dir = "\x00ollama projector\x00" + pf.real // paired by its manifest, never by folder
+		ref.projector = pf.real
+		s.w.addFound(pf)
+	}
+	mf := s.found(mname, mst, blobModel, ref.OllamaName)
+	mf.ollama = []ollamaRef{ref}
+	s.w.addFound(mf)
+	return nil
+}
+
+// ollamaLayers are the layers of a manifest Llamatray reads; model is never nil.
+type ollamaLayers struct {
+	model, proj, params, tmpl, system *ollamaLayer
+}
+
+// layersOf sorts the layers of m, refusing a manifest with no GGUF model layer, two of them, or
+// an adapter.
+func (s *ollamaStore) layersOf(m *ollamaManifest) (ollamaLayers, error) {
+	var ls ollamaLayers
+	tensors := false
+	for i := range m.Layers {
+		l := &m.Layers[i]
+		switch l.MediaType {
+		case mediaModel:
+			if ls.model != nil {
+				return ls, errors.New("the manifest has two model layers")
+			}
+			ls.model = l
+		case mediaProjector:
+			ls.proj = cmp.Or(ls.proj, l)
+		case mediaParams:
+			ls.params = l
+		case mediaTemplate, mediaPrompt:
+			ls.tmpl = l
+		case mediaSystem:
+			ls.system = l
+		case mediaAdapter:
+			return ls, errors.New("it has a LoRA adapter layer, which Llamatray does not apply, so it is not served")
+		case mediaTensor:
+			tensors = true
+		}
+	}
+	if ls.model == nil {
+		switch {
+		case tensors:
+			return ls, errors.New("its weights are Ollama tensor layers, not a GGUF file: llama-server cannot run it")
+		case s.cloud(m):
+			return ls, errCloud
+		}
+		return ls, fmt.Errorf("the manifest has no model layer (%s)", mediaModel)
+	}
+	return ls, nil
+}
+
+// settings reads into ref the model's parameters, template and system prompt, where it has them.
+func (s *ollamaStore) settings(ref *ollamaRef, ls ollamaLayers) error {
+	if ls.params != nil {
+		b, err := s.small(*ls.params, "params")
 		if err != nil {
 			return err
 		}
@@ -408,7 +440,7 @@ func (s *ollamaStore) list(name, file string, m *ollamaManifest) error {
 		l    *ollamaLayer
 		what string
 		to   *string
-	}{{tmpl, "template", &ref.Template}, {system, "system", &ref.System}} {
+	}{{ls.tmpl, "template", &ref.Template}, {ls.system, "system", &ref.System}} {
 		if t.l != nil {
 			b, err := s.small(*t.l, t.what)
 			if err != nil {
@@ -417,25 +449,18 @@ func (s *ollamaStore) list(name, file string, m *ollamaManifest) error {
 			*t.to = string(b)
 		}
 	}
-	at := func(blobName string, st fs.FileInfo, role string) found {
-		p := filepath.Join(s.blobsDir, blobName)
-		real, err := filepath.EvalSymlinks(p)
-		if err != nil {
-			real = p
-		}
-		return found{path: p, real: real, size: st.Size(), mtime: st.ModTime(), root: s.root, dir: s.blobsDir,
-			blob: role, store: s.dir, ollama: []ollamaRef{{OllamaName: OllamaName{Name: name, Manifest: file}}}}
-	}
-	if pname != "" {
-		pf := at(pname, pst, blobProjector)
-		pf.dir = "\x00ollama projector\x00" + pf.real // paired by its manifest, never by folder
-		ref.projector = pf.real
-		s.w.addFound(pf)
-	}
-	mf := at(mname, mst, blobModel)
-	mf.ollama = []ollamaRef{ref}
-	s.w.addFound(mf)
 	return nil
+}
+
+// found is the blob blobName (st) of the model name as a file of the walk, in the given role.
+func (s *ollamaStore) found(blobName string, st fs.FileInfo, role string, name OllamaName) found {
+	p := filepath.Join(s.blobsDir, blobName)
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		real = p
+	}
+	return found{path: p, real: real, size: st.Size(), mtime: st.ModTime(), root: s.root, dir: s.blobsDir,
+		blob: role, store: s.dir, ollama: []ollamaRef{{OllamaName: name}}}
 }
 
 // cloud reports whether manifest m is of a cloud model: its config names a remote host.

@@ -58,6 +58,11 @@ func parseHeader(path string, files []string) (*header, error) {
 		}
 		parts[i] = fh
 	}
+	return headerOf(parts)
+}
+
+// headerOf describes the model whose files (shards in order) have the headers parts.
+func headerOf(parts []*fileHeader) (*header, error) {
 	var h *header
 	err := guard(func() error {
 		gf, err := assemble(parts)

@@ -62,56 +62,20 @@ func (c *Catalog) Scan(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("model scan: %w", err)
 	}
-	var good []*entry
-	projByDir := map[string][]*entry{}
-	projByReal := map[string]*entry{} // for Ollama's projector layers
-	for _, e := range all {
-		switch r := results[e]; {
-		case errors.Is(r.err, errNotModel):
-		case r.err != nil:
-			problems = append(problems, e.first().trouble(r.err.Error()))
-		case r.h.typ == "projector":
-			projByDir[e.first().dir] = append(projByDir[e.first().dir], e)
-			projByReal[e.first().real] = e
-		default:
-			good = append(good, e)
-		}
-	}
+	good, projs, unread := sortParsed(all, results)
+	problems = append(problems, unread...)
 	assignIDs(good)
 	renamed, hubWarnings := hubIDs(good, results)
 	if c.opts.Renamed != nil {
 		c.opts.Renamed(renamed)
 	}
-
-	out := make([]Model, len(good))
-	estErrs := make([]error, len(good))
-	vars := make([][]Model, len(good))
-	varErrs := make([][]error, len(good))
 	variants := c.opts.Variants()
-	parallel(ctx, len(good), func(i int) {
-		e := good[i]
-		proj := pickProjector(e, projByDir[e.first().dir])
-		if proj == nil {
-			proj = ollamaProjector(e, projByReal)
-		}
-		out[i], estErrs[i] = c.model(e, results[e], proj, results)
-		vars[i], varErrs[i] = c.variants(out[i], variants[out[i].ID], results[e], proj, results)
-	})
-	if err := ctx.Err(); err != nil {
+	found, unestimated, err := c.models(ctx, good, results, projs, variants)
+	if err != nil {
 		return fmt.Errorf("model scan: %w", err)
 	}
-	for i, err := range estErrs {
-		if err != nil {
-			problems = append(problems, good[i].first().trouble("no memory estimate: "+err.Error()))
-		}
-		for j, err := range varErrs[i] {
-			if err != nil {
-				problems = append(problems, good[i].first().trouble(vars[i][j].ID+": no memory estimate: "+err.Error()))
-			}
-		}
-	}
-	var vwarn []string
-	out, vwarn = withVariants(out, vars, variants)
+	problems = append(problems, unestimated...)
+	out, vwarn := withVariants(found, variants)
 	c.withDrafts(out)
 	hidden := make([]bool, len(out))
 	for i := range out {
@@ -132,6 +96,76 @@ func (c *Catalog) Scan(ctx context.Context) error {
 		c.notify()
 	}
 	return nil
+}
+
+// projectors are a scan's projector files, found for a model by its folder or, for Ollama's
+// projector layers, by the file they are.
+type projectors struct {
+	byDir  map[string][]*entry
+	byReal map[string]*entry
+}
+
+// of is the projector of model e, or nil.
+func (p projectors) of(e *entry) *entry {
+	if proj := pickProjector(e, p.byDir[e.first().dir]); proj != nil {
+		return proj
+	}
+	return ollamaProjector(e, p.byReal)
+}
+
+// sortParsed sorts the parsed entries into models and projectors, with a problem for each that
+// did not read (a file that is no model at all is left out silently).
+func sortParsed(all []*entry, results map[*entry]*cached) (good []*entry, projs projectors, problems []problem) {
+	projs = projectors{byDir: map[string][]*entry{}, byReal: map[string]*entry{}}
+	for _, e := range all {
+		switch r := results[e]; {
+		case errors.Is(r.err, errNotModel):
+		case r.err != nil:
+			problems = append(problems, e.first().trouble(r.err.Error()))
+		case r.h.typ == "projector":
+			projs.byDir[e.first().dir] = append(projs.byDir[e.first().dir], e)
+			projs.byReal[e.first().real] = e
+		default:
+			good = append(good, e)
+		}
+	}
+	return good, projs, problems
+}
+
+// scanned is one model of a scan with its configured variants, each with the error of its
+// memory estimate, if any.
+type scanned struct {
+	m       Model
+	err     error
+	vars    []Model
+	varErrs []error
+}
+
+// models makes the catalog's models of the entries good, with their projectors and configured
+// variants, in parallel; a problem for each estimate that failed.
+func (c *Catalog) models(ctx context.Context, good []*entry, results map[*entry]*cached, projs projectors, variants map[string][]string) ([]scanned, []problem, error) {
+	out := make([]scanned, len(good))
+	parallel(ctx, len(good), func(i int) {
+		e, s := good[i], &out[i]
+		proj := projs.of(e)
+		s.m, s.err = c.model(e, results[e], proj, results)
+		s.vars, s.varErrs = c.variants(s.m, variants[s.m.ID], results[e], proj, results)
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	var problems []problem
+	for i, s := range out {
+		if s.err != nil {
+			problems = append(problems, good[i].first().trouble("no memory estimate: "+s.err.Error()))
+		}
+		for j, err := range s.varErrs {
+			if err != nil {
+				problems = append(problems, good[i].first().trouble(s.vars[j].ID+": no memory estimate: "+err.Error()))
+			}
+		}
+	}
+	return out, problems, nil
 }
 
 // parseAll returns the parse result of every entry, from the cache or read by a small pool of
@@ -398,6 +432,14 @@ func buildSnapshot(models []Model, hidden []bool, warnings []string, print uint6
 			s.hidden = append(s.hidden, models[i].ID)
 		}
 	}
+	s.index()
+	return s
+}
+
+// index makes the names the models are found by, in order of precedence: IDs, then aliases (a
+// warning for one that names another model), ORG/REPO:QUANT names, then Ollama's names; exactly
+// and case-insensitively.
+func (s *snapshot) index() {
 	for i, m := range s.all {
 		s.exact[m.ID] = i
 		foldAdd(s.fold, m.ID, i)
@@ -443,7 +485,6 @@ func buildSnapshot(models []Model, hidden []bool, warnings []string, print uint6
 			}
 		}
 	}
-	return s
 }
 
 // foldAdd maps the lower-cased name to i, or to -1 when another model already holds it.

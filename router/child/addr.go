@@ -56,19 +56,3 @@ type Addrs interface {
 	Get() (Addr, error)
 	Put(Addr)
 }
-
-// NewTCPAddrs hands out 127.0.0.1 ports from p.
-func NewTCPAddrs(p PortAllocator) Addrs { return tcpAddrs{p} }
-
-type tcpAddrs struct{ p PortAllocator }
-
-func (t tcpAddrs) Get() (Addr, error) {
-	port, err := t.p.Get()
-	return Addr{Port: port}, err
-}
-
-func (t tcpAddrs) Put(a Addr) {
-	if a.Port != 0 {
-		t.p.Put(a.Port)
-	}
-}

@@ -386,7 +386,7 @@ func waitRecord(t *testing.T, rec, event string) {
 // Children on TCP (as on Windows) listen on a 127.0.0.1 port given by the allocator.
 func TestChildOnTCP(t *testing.T) {
 	spec := fakeSpec(t, "FAKE_LLAMA_LOAD_TIME=10ms")
-	spec.Addrs = NewTCPAddrs(NewPortAllocator())
+	spec.Addrs = newTCPPorts()
 	c, ev := start(t, spec)
 	ready := ev.waitFor(Ready, within)
 	if ready.Port == 0 || ready.Socket != "" || c.URL().String() != fmt.Sprintf("http://127.0.0.1:%d", ready.Port) {

@@ -6,45 +6,35 @@ import (
 	"sync"
 )
 
-// PortAllocator hands out TCP ports on 127.0.0.1 for children on Windows (elsewhere they
-// listen on unix sockets, see Sockets; NewTCPAddrs makes Addrs of it). A port handed
-// out by Get is not handed out again until it is given back with Put, so no
-// two children race for one port.
-type PortAllocator interface {
-	Get() (int, error)
-	Put(port int)
-}
-
-// maxPortTries bounds how often Get asks the OS for a port it has not handed out.
-const maxPortTries = 50
-
-// NewPortAllocator returns an allocator that asks the OS for a free port by
-// binding 127.0.0.1:0 and remembers the ports it handed out until Put.
-func NewPortAllocator() PortAllocator {
-	return &osPorts{inUse: make(map[int]struct{})}
-}
-
-type osPorts struct {
+// tcpPorts hands out 127.0.0.1 ports for children on Windows (elsewhere they listen on unix
+// sockets, see Sockets). A port handed out by Get is not handed out again until it is given back
+// with Put, so no two children race for one port.
+type tcpPorts struct {
 	mu    sync.Mutex // guards inUse
 	inUse map[int]struct{}
 }
 
+func newTCPPorts() *tcpPorts { return &tcpPorts{inUse: make(map[int]struct{})} }
+
+// maxPortTries bounds how often Get asks the OS for a port it has not handed out.
+const maxPortTries = 50
+
 // Get returns a port that was free a moment ago and is not held by another child.
-func (a *osPorts) Get() (int, error) {
+func (a *tcpPorts) Get() (Addr, error) {
 	for range maxPortTries {
 		port, err := FreePort()
 		if err != nil {
-			return 0, err
+			return Addr{}, err
 		}
 		if a.claim(port) {
-			return port, nil
+			return Addr{Port: port}, nil
 		}
 	}
-	return 0, fmt.Errorf("no free port: the OS offered only ports already given to children (%d tries)", maxPortTries)
+	return Addr{}, fmt.Errorf("no free port: the OS offered only ports already given to children (%d tries)", maxPortTries)
 }
 
 // claim marks port in use and reports whether it was free.
-func (a *osPorts) claim(port int) bool {
+func (a *tcpPorts) claim(port int) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, held := a.inUse[port]; held {
@@ -55,10 +45,10 @@ func (a *osPorts) claim(port int) bool {
 }
 
 // Put gives a port back. Putting a port that is not held is a no-op.
-func (a *osPorts) Put(port int) {
+func (a *tcpPorts) Put(ad Addr) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	delete(a.inUse, port)
+	delete(a.inUse, ad.Port)
 }
 
 // FreePort binds 127.0.0.1:0, reads the port the OS chose and releases it.

@@ -195,10 +195,10 @@ func TestEventKindString(t *testing.T) {
 	}
 }
 
-// TestPortAllocatorConcurrent takes many ports at once from many goroutines:
+// TestTCPPortsConcurrent takes many ports at once from many goroutines:
 // no port may be handed out twice while held, and each must be bindable.
-func TestPortAllocatorConcurrent(t *testing.T) {
-	a := NewPortAllocator()
+func TestTCPPortsConcurrent(t *testing.T) {
+	a := newTCPPorts()
 	const workers, each = 8, 40
 	var (
 		mu    sync.Mutex // guards held
@@ -209,11 +209,12 @@ func TestPortAllocatorConcurrent(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for range each {
-				p, err := a.Get()
+				ad, err := a.Get()
 				if err != nil {
 					errCh <- err
 					return
 				}
+				p := ad.Port
 				mu.Lock()
 				prev, dup := held[p]
 				held[p] = w
@@ -243,14 +244,13 @@ func TestPortAllocatorConcurrent(t *testing.T) {
 		break
 	}
 	// After Put, the allocator forgets the port.
-	impl := a.(*osPorts)
 	for p := range held {
-		a.Put(p)
+		a.Put(Addr{Port: p})
 	}
-	a.Put(1) // not held: a no-op
-	impl.mu.Lock()
-	n := len(impl.inUse)
-	impl.mu.Unlock()
+	a.Put(Addr{Port: 1}) // not held: a no-op
+	a.mu.Lock()
+	n := len(a.inUse)
+	a.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("%d ports still marked in use after Put", n)
 	}

@@ -69,124 +69,163 @@ func (c Config) ImportLlamaSwap(name string, data []byte) (Config, []string, err
 	if err != nil {
 		return c, nil, fmt.Errorf("%s: macros: %w", name, err)
 	}
-	out := c.Clone()
-	var skipped, errs []string
-	skip := func(format string, a ...any) { skipped = append(skipped, fmt.Sprintf(format, a...)) }
-	idOf := map[string]string{} // llama-swap ID → Llamatray ID
+	im := swapImport{out: c.Clone(), idOf: map[string]string{}}
 	for _, sid := range slices.Sorted(maps.Keys(f.Models)) {
-		sm := f.Models[sid]
-		macros, err := swapMacros(&sm.Macros, global)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("models.%s.macros: %v", sid, err))
-			continue
-		}
-		macros["MODEL_ID"] = sid
-		args, err := swapCommand(sm.Cmd, macros)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("models.%s.cmd: %v", sid, err))
-			continue
-		}
-		if prog := filepath.Base(args[0]); !strings.Contains(prog, "llama-server") {
-			skip("model %s: its cmd runs %s, not llama-server", sid, prog)
-			continue
-		}
-		m, file, notes, err := swapArgs(args[1:])
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("models.%s.cmd: %v", sid, err))
-			continue
-		}
-		for _, n := range notes {
-			skip("model %s: %s", sid, n)
-		}
-		if file == "" {
-			skip("model %s: its cmd names no GGUF file (-m); a Hub model (-hf) is pulled with `llamatray pull`", sid)
-			continue
-		}
-		id := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-		idOf[sid] = id
-		if sid != id {
-			m.Aliases = append(m.Aliases, sid)
-		}
-		for _, a := range sm.Aliases {
-			var v struct{ ID string }
-			if a.Kind == yaml.ScalarNode {
-				v.ID = a.Value
-			} else if err := a.Decode(&v); err != nil {
-				errs = append(errs, fmt.Sprintf("models.%s.aliases: %v", sid, err))
-			}
-			m.Aliases = append(m.Aliases, v.ID)
-		}
-		if sm.TTL != nil && *sm.TTL >= 0 {
-			d := Duration(time.Duration(*sm.TTL) * time.Second) // 0: never unloaded, as llama-swap's
-			m.IdleUnload = &d
-		}
-		m.Hidden = sm.Unlisted
-		if s, ok := sm.Filters["stripParams"].(string); ok {
-			for _, p := range strings.Split(s, ",") {
-				if p = strings.TrimSpace(p); p != "" {
-					m.StripParams = append(m.StripParams, p)
-				}
-			}
-		}
-		if sp, ok := sm.Filters["setParams"].(map[string]any); ok {
-			m.SetParams = sp
-		}
-		for _, k := range slices.Sorted(maps.Keys(sm.Rest)) {
-			skip("model %s: %s is not carried over (Llamatray runs and reaches llama-server itself)", sid, k)
-		}
-		if !slices.Contains(out.ModelDirs, file) {
-			out.ModelDirs = append(out.ModelDirs, file)
-		}
-		old, _ := out.Section(id)
-		old.Args = nil // the cmd's arguments are all of them
-		m = overlay(old, m)
-		slices.Sort(m.Aliases)
-		m.Aliases = slices.Compact(m.Aliases)
-		out = out.WithSection(id, m)
+		im.model(sid, f.Models[sid], global)
 	}
+	im.groups(&f)
+	im.server(&f)
+	if len(im.errs) > 0 {
+		return c, nil, fmt.Errorf("%s: %s", name, strings.Join(im.errs, "; "))
+	}
+	if err := im.out.Validate(); err != nil {
+		return c, nil, fmt.Errorf("%s: the result would not be a valid configuration: %w", name, err)
+	}
+	return im.out, im.skipped, nil
+}
+
+// swapImport is one import under way: the configuration it makes, what it leaves out and why,
+// and what it cannot read.
+type swapImport struct {
+	out     Config
+	skipped []string          // "what: why", of what is not carried over
+	errs    []string          // what does not read; any of them means nothing is taken
+	idOf    map[string]string // llama-swap ID → Llamatray ID, of the models taken
+}
+
+func (im *swapImport) skip(format string, a ...any) {
+	im.skipped = append(im.skipped, fmt.Sprintf(format, a...))
+}
+
+func (im *swapImport) fail(format string, a ...any) {
+	im.errs = append(im.errs, fmt.Sprintf(format, a...))
+}
+
+// model takes llama-swap's model sid: the settings of its cmd and its own, under the ID of the
+// file it runs, with its file in model_dirs.
+func (im *swapImport) model(sid string, sm swapModel, global map[string]string) {
+	macros, err := swapMacros(&sm.Macros, global)
+	if err != nil {
+		im.fail("models.%s.macros: %v", sid, err)
+		return
+	}
+	macros["MODEL_ID"] = sid
+	args, err := swapCommand(sm.Cmd, macros)
+	if err != nil {
+		im.fail("models.%s.cmd: %v", sid, err)
+		return
+	}
+	if prog := filepath.Base(args[0]); !strings.Contains(prog, "llama-server") {
+		im.skip("model %s: its cmd runs %s, not llama-server", sid, prog)
+		return
+	}
+	m, file, notes, err := swapArgs(args[1:])
+	if err != nil {
+		im.fail("models.%s.cmd: %v", sid, err)
+		return
+	}
+	for _, n := range notes {
+		im.skip("model %s: %s", sid, n)
+	}
+	if file == "" {
+		im.skip("model %s: its cmd names no GGUF file (-m); a Hub model (-hf) is pulled with `llamatray pull`", sid)
+		return
+	}
+	id := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	im.idOf[sid] = id
+	if sid != id {
+		m.Aliases = append(m.Aliases, sid)
+	}
+	im.settings(sid, sm, &m)
+	if !slices.Contains(im.out.ModelDirs, file) {
+		im.out.ModelDirs = append(im.out.ModelDirs, file)
+	}
+	old, _ := im.out.Section(id)
+	old.Args = nil // the cmd's arguments are all of them
+	m = overlay(old, m)
+	slices.Sort(m.Aliases)
+	m.Aliases = slices.Compact(m.Aliases)
+	im.out = im.out.WithSection(id, m)
+}
+
+// settings adds to m the settings of llama-swap's model sid outside its cmd: aliases, ttl,
+// unlisted, and its filters.
+func (im *swapImport) settings(sid string, sm swapModel, m *Model) {
+	for _, a := range sm.Aliases {
+		var v struct{ ID string }
+		if a.Kind == yaml.ScalarNode {
+			v.ID = a.Value
+		} else if err := a.Decode(&v); err != nil {
+			im.fail("models.%s.aliases: %v", sid, err)
+		}
+		m.Aliases = append(m.Aliases, v.ID)
+	}
+	if sm.TTL != nil && *sm.TTL >= 0 {
+		d := Duration(time.Duration(*sm.TTL) * time.Second) // 0: never unloaded, as llama-swap's
+		m.IdleUnload = &d
+	}
+	m.Hidden = sm.Unlisted
+	if s, ok := sm.Filters["stripParams"].(string); ok {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				m.StripParams = append(m.StripParams, p)
+			}
+		}
+	}
+	if sp, ok := sm.Filters["setParams"].(map[string]any); ok {
+		m.SetParams = sp
+	}
+	for _, k := range slices.Sorted(maps.Keys(sm.Rest)) {
+		im.skip("model %s: %s is not carried over (Llamatray runs and reaches llama-server itself)", sid, k)
+	}
+}
+
+// groups pins the models of a persistent group; groups themselves are not needed.
+func (im *swapImport) groups(f *swapFile) {
 	for _, gname := range slices.Sorted(maps.Keys(f.Groups)) {
 		g := f.Groups[gname]
 		for _, sid := range g.Members {
-			id, ok := idOf[sid]
+			id, ok := im.idOf[sid]
 			switch {
 			case f.Models[sid].Cmd == "":
-				errs = append(errs, fmt.Sprintf("groups.%s: no model %q", gname, sid))
+				im.fail("groups.%s: no model %q", gname, sid)
 			case ok && g.Persistent:
-				m, _ := out.Section(id)
-				m.Pinned = true
-				out = out.WithSection(id, m)
+				im.update(id, func(m *Model) { m.Pinned = true })
 			}
 		}
-		skip("group %s: not needed (memory decides which models run together)%s", gname, map[bool]string{true: "; its models are pinned, as persistent keeps them", false: ""}[g.Persistent])
+		im.skip("group %s: not needed (memory decides which models run together)%s", gname, map[bool]string{true: "; its models are pinned, as persistent keeps them", false: ""}[g.Persistent])
 	}
+}
+
+// server takes llama-swap's settings outside its models and groups: preloads, the global ttl,
+// the health check timeout and the API keys.
+func (im *swapImport) server(f *swapFile) {
 	for _, sid := range f.Hooks.OnStartup.Preload {
-		if id, ok := idOf[sid]; ok {
-			m, _ := out.Section(id)
-			m.LoadOnStart = true
-			out = out.WithSection(id, m)
+		if id, ok := im.idOf[sid]; ok {
+			im.update(id, func(m *Model) { m.LoadOnStart = true })
 		}
 	}
 	if f.GlobalTTL > 0 {
-		out.IdleUnload = Duration(time.Duration(f.GlobalTTL) * time.Second)
+		im.out.IdleUnload = Duration(time.Duration(f.GlobalTTL) * time.Second)
 	}
 	if f.HealthCheckTimeout > 0 {
-		out.LoadTimeout = Duration(time.Duration(f.HealthCheckTimeout) * time.Second)
+		im.out.LoadTimeout = Duration(time.Duration(f.HealthCheckTimeout) * time.Second)
 	}
 	for _, k := range f.APIKeys {
-		if !slices.Contains(out.APIKeys, k) {
-			out.APIKeys = append(out.APIKeys, k)
+		if !slices.Contains(im.out.APIKeys, k) {
+			im.out.APIKeys = append(im.out.APIKeys, k)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(f.Rest)) {
-		skip("%s: not carried over (llama-swap's own setting)", k)
+		im.skip("%s: not carried over (llama-swap's own setting)", k)
 	}
-	if len(errs) > 0 {
-		return c, nil, fmt.Errorf("%s: %s", name, strings.Join(errs, "; "))
-	}
-	if err := out.Validate(); err != nil {
-		return c, nil, fmt.Errorf("%s: the result would not be a valid configuration: %w", name, err)
-	}
-	return out, skipped, nil
+}
+
+// update changes the section of the model id.
+func (im *swapImport) update(id string, change func(*Model)) {
+	m, _ := im.out.Section(id)
+	change(&m)
+	im.out = im.out.WithSection(id, m)
 }
 
 // swapMacros reads a macros mapping in order (a macro may use earlier ones), over base.

@@ -126,34 +126,32 @@ func Parse(name string, data []byte) (Config, error) {
 
 // normalize makes empty lists and tables nil, so a file round-trips to the same value.
 func (c *Config) normalize() {
-	nilIfEmpty := func(s *[]string) {
-		if len(*s) == 0 {
-			*s = nil
-		}
-	}
-	for _, s := range []*[]string{&c.ModelDirs, &c.APIKeys, &c.AllowedHosts, &c.CORSOrigins, &c.Defaults.Args} {
-		nilIfEmpty(s)
-	}
+	nilIfEmpty(&c.ModelDirs, &c.APIKeys, &c.AllowedHosts, &c.CORSOrigins, &c.Defaults.Args)
 	if len(c.Models) == 0 {
 		c.Models = nil
 	}
 	for id, m := range c.Models {
-		nilIfEmpty(&m.Aliases)
-		nilIfEmpty(&m.Tags)
-		nilIfEmpty(&m.Args)
-		if len(m.Variants) == 0 {
-			m.Variants = nil
+		c.Models[id] = m.normalized()
+	}
+}
+
+// normalized is m with its empty lists and tables nil, its variants' too.
+func (m Model) normalized() Model {
+	nilIfEmpty(&m.Aliases, &m.Tags, &m.Args)
+	if len(m.Variants) == 0 {
+		m.Variants = nil
+	}
+	for name, v := range m.Variants {
+		m.Variants[name] = v.normalized()
+	}
+	return m
+}
+
+func nilIfEmpty(lists ...*[]string) {
+	for _, s := range lists {
+		if len(*s) == 0 {
+			*s = nil
 		}
-		for name, v := range m.Variants {
-			nilIfEmpty(&v.Aliases)
-			nilIfEmpty(&v.Tags)
-			nilIfEmpty(&v.Args)
-			if len(v.Variants) == 0 {
-				v.Variants = nil
-			}
-			m.Variants[name] = v
-		}
-		c.Models[id] = m
 	}
 }
 

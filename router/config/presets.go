@@ -62,95 +62,120 @@ func ReadPresets(path string, known func(flag string) bool) (*Presets, error) {
 
 // ParsePresets reads preset text; name is used in errors and to resolve relative model paths.
 func ParsePresets(name string, data []byte, known func(flag string) bool) (*Presets, error) {
-	p := &Presets{Path: name, Models: map[string]Model{}, line: map[string]int{}}
-	var errs []error
-	fail := func(line int, key, reason string) {
-		errs = append(errs, &Error{File: name, Line: line, Key: key, Reason: reason})
-	}
-	section, cur := "", (*Model)(nil)
-	var id string
-	flush := func() {
-		if cur == nil {
-			return
-		}
-		if section == "*" {
-			p.All = *cur
-		} else {
-			p.Models[id] = *cur
-		}
-	}
+	r := &presetReader{name: name, known: known, p: &Presets{Path: name, Models: map[string]Model{}, line: map[string]int{}}}
 	sc := bufio.NewScanner(bytes.NewReader(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))))
 	sc.Buffer(make([]byte, 64<<10), maxFileSize)
 	for n := 1; sc.Scan(); n++ {
-		l := strings.TrimSpace(sc.Text())
-		switch {
+		switch l := strings.TrimSpace(sc.Text()); {
 		case l == "" || l[0] == ';' || l[0] == '#':
-			continue
 		case l[0] == '[':
-			if !strings.HasSuffix(l, "]") || strings.TrimSpace(l[1:len(l)-1]) == "" {
-				fail(n, "", fmt.Sprintf("%q is not a section header like [model-name]", l))
-				continue
-			}
-			flush()
-			section = strings.TrimSpace(l[1 : len(l)-1])
-			if _, dup := p.line[section]; dup {
-				fail(n, "", fmt.Sprintf("section [%s] is given twice", section))
-			}
-			p.line[section], id, cur = n, section, &Model{}
-			continue
-		}
-		k, v, ok := strings.Cut(l, "=")
-		k, v = strings.TrimPrefix(strings.TrimSpace(k), "--"), strings.Trim(strings.TrimSpace(v), `"`)
-		switch {
-		case !ok || k == "":
-			fail(n, "", fmt.Sprintf("%q is not a key = value line", l))
-			continue
-		case cur == nil:
-			fail(n, k, "a key before the first [section]")
-			continue
-		}
-		if k == "model" && section != "*" {
-			path := ExpandHome(v)
-			// Relative to the preset file; a rooted path (/models/x.gguf, as llama.cpp's presets
-			// give them) stays as it is, on Windows on the current drive.
-			if !filepath.IsAbs(path) && !strings.HasPrefix(filepath.ToSlash(path), "/") {
-				path = filepath.Join(filepath.Dir(name), path)
-			}
-			p.Files = append(p.Files, filepath.Clean(path))
-			if fid := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)); fid != section {
-				cur.Aliases = append(cur.Aliases, section)
-				id = fid
-			}
-			continue
-		}
-		if err := cur.setPreset(k, v, known); err != nil {
-			fail(n, k, err.Error())
-		}
-		if k == "stop-timeout" {
-			p.Ignored = append(p.Ignored, fmt.Sprintf("%s:%d: %s", name, n, k))
+			r.header(n, l)
+		default:
+			r.setting(n, l)
 		}
 	}
-	flush()
+	r.flush()
 	if err := sc.Err(); err != nil {
-		fail(0, "", err.Error())
+		r.fail(0, "", err.Error())
 	}
-	if len(errs) == 0 { // the settings as the configuration checks its own
-		check := Default()
-		check.Models = p.Models
-		check.Defaults.Args = p.All.Args
-		for _, e := range flatten(check.Validate()) {
-			var fe *FieldError
-			if errors.As(e, &fe) && len(fe.Key) >= 2 {
-				fail(p.line[fe.Key[1]], fe.Key[len(fe.Key)-1], fe.Reason)
-			} else if e != nil {
-				fail(0, "", e.Error())
-			}
+	if len(r.errs) == 0 {
+		r.validate()
+	}
+	if len(r.errs) > 0 {
+		return nil, errors.Join(r.errs...)
+	}
+	return r.p, nil
+}
+
+// presetReader is one preset file being read, line by line.
+type presetReader struct {
+	name    string // the file's, for errors and relative model paths
+	known   func(flag string) bool
+	p       *Presets
+	errs    []error
+	section string // the section being read, "" before the first
+	id      string // the ID of its model: the section's name, or its model file's
+	cur     *Model // its settings; nil before the first section
+}
+
+func (r *presetReader) fail(line int, key, reason string) {
+	r.errs = append(r.errs, &Error{File: r.name, Line: line, Key: key, Reason: reason})
+}
+
+// flush keeps the section read so far.
+func (r *presetReader) flush() {
+	if r.cur == nil {
+		return
+	}
+	if r.section == "*" {
+		r.p.All = *r.cur
+	} else {
+		r.p.Models[r.id] = *r.cur
+	}
+}
+
+// header starts the section of line n, l: "[name]".
+func (r *presetReader) header(n int, l string) {
+	if !strings.HasSuffix(l, "]") || strings.TrimSpace(l[1:len(l)-1]) == "" {
+		r.fail(n, "", fmt.Sprintf("%q is not a section header like [model-name]", l))
+		return
+	}
+	r.flush()
+	r.section = strings.TrimSpace(l[1 : len(l)-1])
+	if _, dup := r.p.line[r.section]; dup {
+		r.fail(n, "", fmt.Sprintf("section [%s] is given twice", r.section))
+	}
+	r.p.line[r.section], r.id, r.cur = n, r.section, &Model{}
+}
+
+// setting reads line n, l: "key = value" of the section being read.
+func (r *presetReader) setting(n int, l string) {
+	k, v, ok := strings.Cut(l, "=")
+	k, v = strings.TrimPrefix(strings.TrimSpace(k), "--"), strings.Trim(strings.TrimSpace(v), `"`)
+	switch {
+	case !ok || k == "":
+		r.fail(n, "", fmt.Sprintf("%q is not a key = value line", l))
+		return
+	case r.cur == nil:
+		r.fail(n, k, "a key before the first [section]")
+		return
+	}
+	if k == "model" && r.section != "*" {
+		path := ExpandHome(v)
+		// Relative to the preset file; a rooted path (/models/x.gguf, as llama.cpp's presets
+		// give them) stays as it is, on Windows on the current drive.
+		if !filepath.IsAbs(path) && !strings.HasPrefix(filepath.ToSlash(path), "/") {
+			path = filepath.Join(filepath.Dir(r.name), path)
+		}
+		r.p.Files = append(r.p.Files, filepath.Clean(path))
+		if fid := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)); fid != r.section {
+			r.cur.Aliases = append(r.cur.Aliases, r.section)
+			r.id = fid
+		}
+		return
+	}
+	if err := r.cur.setPreset(k, v, r.known); err != nil {
+		r.fail(n, k, err.Error())
+	}
+	if k == "stop-timeout" {
+		r.p.Ignored = append(r.p.Ignored, fmt.Sprintf("%s:%d: %s", r.name, n, k))
+	}
+}
+
+// validate checks the settings read as the configuration checks its own, each problem at the line
+// of its section.
+func (r *presetReader) validate() {
+	check := Default()
+	check.Models = r.p.Models
+	check.Defaults.Args = r.p.All.Args
+	for _, e := range flatten(check.Validate()) {
+		var fe *FieldError
+		if errors.As(e, &fe) && len(fe.Key) >= 2 {
+			r.fail(r.p.line[fe.Key[1]], fe.Key[len(fe.Key)-1], fe.Reason)
+		} else if e != nil {
+			r.fail(0, "", e.Error())
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return p, nil
 }
 
 // setPreset applies one key of a preset section: a setting Llamatray has, else an argument.
@@ -200,25 +225,33 @@ func (m *Model) setPreset(k, v string, known func(string) bool) error {
 	case "stop-timeout": // the global stop_timeout applies
 		_, err = num()
 	default:
-		if owner, ok := presetOwned[k]; ok {
-			return fmt.Errorf("set by Llamatray (from %s); remove it", owner)
-		}
-		if known != nil && !known("--"+k) {
-			return errors.New("not an argument llama-server takes")
-		}
-		switch strings.ToLower(v) {
-		case "true", "on", "enabled":
-			m.Args = append(m.Args, "--"+k)
-		case "false", "off", "disabled":
-			if known != nil && !known("--no-"+k) {
-				return fmt.Errorf("llama-server has no --no-%s to turn it off", k)
-			}
-			m.Args = append(m.Args, "--no-"+k)
-		default:
-			m.Args = append(m.Args, "--"+k, v)
+		var args []string
+		if args, err = presetArgs(k, v, known); err == nil {
+			m.Args = append(m.Args, args...)
 		}
 	}
 	return err
+}
+
+// presetArgs are the llama-server arguments of a preset key Llamatray has no setting for: a
+// boolean as its flag or its --no- flag, anything else as the flag and its value.
+func presetArgs(k, v string, known func(string) bool) ([]string, error) {
+	if owner, ok := presetOwned[k]; ok {
+		return nil, fmt.Errorf("set by Llamatray (from %s); remove it", owner)
+	}
+	if known != nil && !known("--"+k) {
+		return nil, errors.New("not an argument llama-server takes")
+	}
+	switch strings.ToLower(v) {
+	case "true", "on", "enabled":
+		return []string{"--" + k}, nil
+	case "false", "off", "disabled":
+		if known != nil && !known("--no-"+k) {
+			return nil, fmt.Errorf("llama-server has no --no-%s to turn it off", k)
+		}
+		return []string{"--no-" + k}, nil
+	}
+	return []string{"--" + k, v}, nil
 }
 
 // overlay layers section m over section p (a preset's under the configuration's own, the section

@@ -62,8 +62,24 @@ func (c Config) Save(path string) error {
 func (c Config) render() (string, error) {
 	var r renderer
 	r.b.WriteString(fileHeader)
-	d := c.Defaults
-	r.items([]item{
+	r.items(c.serverItems(&r))
+	r.defaults(c.Defaults)
+	r.deviceLimits(c.DeviceMemoryLimit)
+	r.renderWorkers(c.Workers)
+	for _, id := range slices.Sorted(maps.Keys(c.Models)) {
+		r.model(id, c.Models[id])
+	}
+	r.b.WriteString(modelExample)
+	r.peers(c.Peers)
+	if r.err != nil {
+		return "", r.err
+	}
+	return r.b.String(), nil
+}
+
+// serverItems are the file's top-level settings, the server's, with their comments.
+func (c Config) serverItems(r *renderer) []item {
+	return []item{
 		{comment: "Address the router listens on (host:port). Anything but 127.0.0.1 or localhost makes it\nreachable from other machines: set api_keys too.", key: "listen", value: r.str(c.Listen)},
 		{comment: "Extra folders to scan (recursively) for .gguf models. \"~\" is your home folder.", key: "model_dirs", value: r.list(c.ModelDirs)},
 		{comment: "Also scan the usual folders: Llamatray's own models folder, LM Studio's (~/.lmstudio/models),\nllama.cpp's download cache ($LLAMA_CACHE) and the Hugging Face cache (~/.cache/huggingface/hub).", key: "scan_default_dirs", value: strconv.FormatBool(c.ScanDefaultDirs)},
@@ -95,8 +111,11 @@ func (c Config) render() (string, error) {
 		{comment: "The link's HOST:PORT while lending.", key: "lend_listen", value: r.str(c.LendListen)},
 		{comment: "Look for other Llamatrays on the local network (mDNS, every minute): they are shown under \"Found on\nthis network\" and in `llamatray peer discover`, and become peers only when you add them.", key: "discover", value: strconv.FormatBool(c.Discover)},
 		{comment: "Announce this Llamatray on the local network (mDNS: its name, version and port) so that others find\nit. Only while listen is not loopback: on 127.0.0.1 nothing is announced.", key: "advertise", value: strconv.FormatBool(c.Advertise)},
-	})
+	}
+}
 
+// defaults writes [defaults], the settings every model starts with.
+func (r *renderer) defaults(d ChildDefaults) {
 	r.b.WriteString("\n# Settings every model starts with.\n[defaults]\n")
 	gpu := item{comment: "Layers offloaded to the GPU (-ngl). -1: all. Unset: llama-server's default.", key: "gpu_layers", value: "-1", off: true}
 	if d.GPULayers != nil {
@@ -109,30 +128,19 @@ func (c Config) render() (string, error) {
 		{comment: "Parallel slots per model (-np). 0: llama-server's default.", key: "parallel", value: strconv.Itoa(d.Parallel)},
 		{comment: "Extra llama-server arguments for every model, like [\"--cache-type-k\", \"q8_0\"].", key: "args", value: r.list(d.Args)},
 	})
+}
 
+// deviceLimits writes [device_memory_limit], or its commented example when there is none.
+func (r *renderer) deviceLimits(limits map[string]Size) {
 	r.b.WriteString(deviceComment)
-	if len(c.DeviceMemoryLimit) > 0 {
-		devs := slices.Sorted(maps.Keys(c.DeviceMemoryLimit))
-		r.b.WriteString("[device_memory_limit]\n")
-		for _, d := range devs {
-			fmt.Fprintf(&r.b, "%s = %s\n", r.str(d), r.str(c.DeviceMemoryLimit[d].String()))
-		}
-	} else {
+	if len(limits) == 0 {
 		r.b.WriteString("# [device_memory_limit]\n# Vulkan0 = \"1536MiB\"\n")
+		return
 	}
-
-	r.renderWorkers(c.Workers)
-
-	ids := slices.Sorted(maps.Keys(c.Models))
-	for _, id := range ids {
-		r.model(id, c.Models[id])
+	r.b.WriteString("[device_memory_limit]\n")
+	for _, d := range slices.Sorted(maps.Keys(limits)) {
+		fmt.Fprintf(&r.b, "%s = %s\n", r.str(d), r.str(limits[d].String()))
 	}
-	r.b.WriteString(modelExample)
-	r.peers(c.Peers)
-	if r.err != nil {
-		return "", r.err
-	}
-	return r.b.String(), nil
 }
 
 const deviceComment = `

@@ -37,175 +37,210 @@ var reservedArgs = map[string]string{
 
 // Validate checks every value and returns all problems found, joined; each is a *FieldError.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(reason string, key ...string) {
-		errs = append(errs, &FieldError{Key: key, Reason: reason})
-	}
+	var p problems
+	c.checkServer(&p)
+	c.checkDurations(&p)
+	c.checkAccess(&p)
+	checkDefaults(c.Defaults, &p)
+	c.validateModels(&p)
+	c.validatePeers(&p)
+	c.validateWorkers(&p)
+	c.validateLend(&p)
+	return errors.Join(p...)
+}
 
+// problems collects what a validation finds, each a *FieldError, in the order found.
+type problems []error
+
+// add records that the setting at key has a bad value, and why.
+func (p *problems) add(reason string, key ...string) {
+	*p = append(*p, &FieldError{Key: key, Reason: reason})
+}
+
+// noUnit is the reason for a byte count so small it must have lost its unit.
+func noUnit(n Size) string {
+	return fmt.Sprintf("%d bytes is too small; did you forget a unit, like \"%dGiB\"?", n, n)
+}
+
+// checkServer checks where the server listens, where models are, and the memory it may use.
+func (c Config) checkServer(p *problems) {
 	if err := checkListen(c.Listen); err != nil {
-		bad(err.Error(), "listen")
+		p.add(err.Error(), "listen")
 	}
 	for _, d := range c.ModelDirs {
 		if strings.TrimSpace(d) == "" {
-			bad("empty folder name", "model_dirs")
+			p.add("empty folder name", "model_dirs")
 		}
 	}
 	if c.MemoryLimit < 0 {
-		bad("must not be negative (0 = derived from the machine)", "memory_limit")
+		p.add("must not be negative (0 = derived from the machine)", "memory_limit")
 	} else if c.MemoryLimit > 0 && c.MemoryLimit < MiB {
-		bad(fmt.Sprintf("%d bytes is too small; did you forget a unit, like \"%dGiB\"?", c.MemoryLimit, c.MemoryLimit), "memory_limit")
+		p.add(noUnit(c.MemoryLimit), "memory_limit")
 	}
 	if c.MemoryReserve < 0 {
-		bad("must not be negative", "memory_reserve")
+		p.add("must not be negative", "memory_reserve")
 	} else if c.MemoryLimit > 0 && c.MemoryReserve >= c.MemoryLimit {
-		bad(fmt.Sprintf("%s leaves nothing of memory_limit %s for models; the reserve must be smaller", c.MemoryReserve, c.MemoryLimit), "memory_reserve")
+		p.add(fmt.Sprintf("%s leaves nothing of memory_limit %s for models; the reserve must be smaller", c.MemoryReserve, c.MemoryLimit), "memory_reserve")
 	}
 	for dev, n := range c.DeviceMemoryLimit {
 		switch {
 		case strings.TrimSpace(dev) == "":
-			bad("empty device name (use llama-server's, as `llama-server --list-devices` prints it: Vulkan0, CUDA1)", "device_memory_limit")
+			p.add("empty device name (use llama-server's, as `llama-server --list-devices` prints it: Vulkan0, CUDA1)", "device_memory_limit")
 		case n < 0:
-			bad("must not be negative (leave the device out for its own memory)", "device_memory_limit", dev)
+			p.add("must not be negative (leave the device out for its own memory)", "device_memory_limit", dev)
 		case n < MiB:
-			bad(fmt.Sprintf("%d bytes is too small; did you forget a unit, like \"%dGiB\"?", n, n), "device_memory_limit", dev)
+			p.add(noUnit(n), "device_memory_limit", dev)
 		}
 	}
 	if c.MaxLoaded < 0 {
-		bad("must not be negative (0 = no cap)", "max_loaded")
+		p.add("must not be negative (0 = no cap)", "max_loaded")
 	}
-	checkIdle := func(d Duration, key ...string) {
-		if d < 0 && d != Never {
-			bad("negative durations are not allowed; use \"-1\" or \"0\" for off", key...)
-		}
-	}
-	checkIdle(c.IdleSleep, "idle_sleep")
-	checkIdle(c.IdleUnload, "idle_unload")
-	checkIdle(c.FairWait, "fair_wait")
+}
+
+// checkDurations checks the server's durations: an idle time may be off (0 or "-1"), a limit may
+// be none ("-1") but not 0, and the stop timeout must be some time.
+func (c Config) checkDurations(p *problems) {
 	for _, t := range []struct {
-		d   Duration
-		key string
-	}{{c.QueueTimeout, "queue_timeout"}, {c.LoadTimeout, "load_timeout"}} {
+		d     Duration
+		key   string
+		limit bool // 0 is not allowed, "-1" is no limit
+	}{
+		{c.IdleSleep, "idle_sleep", false},
+		{c.IdleUnload, "idle_unload", false},
+		{c.FairWait, "fair_wait", false},
+		{c.QueueTimeout, "queue_timeout", true},
+		{c.LoadTimeout, "load_timeout", true},
+	} {
 		switch {
-		case t.d == 0:
-			bad("must not be 0; use \"-1\" for no limit", t.key)
+		case t.limit && t.d == 0:
+			p.add("must not be 0; use \"-1\" for no limit", t.key)
+		case t.d < 0 && t.d != Never && t.limit:
+			p.add("negative durations are not allowed; use \"-1\" for no limit", t.key)
 		case t.d < 0 && t.d != Never:
-			bad("negative durations are not allowed; use \"-1\" for no limit", t.key)
+			p.add(negativeIdle, t.key)
 		}
 	}
 	if c.StopTimeout <= 0 {
-		bad("must be longer than 0, like \"10s\"", "stop_timeout")
+		p.add("must be longer than 0, like \"10s\"", "stop_timeout")
 	}
+}
+
+// negativeIdle is the reason for a negative idle time other than "-1".
+const negativeIdle = "negative durations are not allowed; use \"-1\" or \"0\" for off"
+
+// checkAccess checks what the server lets in: the body limit, keys, hosts, origins, and its log.
+func (c Config) checkAccess(p *problems) {
 	if c.BodyLimit < KiB {
-		bad(fmt.Sprintf("%s is too small; use at least 1KiB, like \"64MiB\"", c.BodyLimit), "body_limit")
+		p.add(fmt.Sprintf("%s is too small; use at least 1KiB, like \"64MiB\"", c.BodyLimit), "body_limit")
 	}
 	for _, k := range c.APIKeys {
 		if strings.TrimSpace(k) == "" || strings.ContainsAny(k, " \t\r\n") {
-			bad("API keys must be non-empty and contain no spaces", "api_keys")
+			p.add("API keys must be non-empty and contain no spaces", "api_keys")
 		}
 	}
 	for _, h := range c.AllowedHosts {
 		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, " \t\r\n/") {
-			bad(fmt.Sprintf("%q is not a host name", h), "allowed_hosts")
+			p.add(fmt.Sprintf("%q is not a host name", h), "allowed_hosts")
 		}
 	}
 	for _, o := range c.CORSOrigins {
 		if err := checkOrigin(o); err != nil {
-			bad(err.Error(), "cors_origins")
+			p.add(err.Error(), "cors_origins")
 		}
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
 	default:
-		bad(fmt.Sprintf("%q is not a log level; use debug, info, warn or error", c.LogLevel), "log_level")
+		p.add(fmt.Sprintf("%q is not a log level; use debug, info, warn or error", c.LogLevel), "log_level")
 	}
+}
 
-	d := c.Defaults
+// checkDefaults checks [defaults], whose values every model inherits.
+func checkDefaults(d ChildDefaults, p *problems) {
 	if d.CtxSize < 0 {
-		bad("must not be negative (0 = the model's trained context length)", "defaults", "ctx_size")
+		p.add("must not be negative (0 = the model's trained context length)", "defaults", "ctx_size")
 	}
 	if d.GPULayers != nil && *d.GPULayers < -1 {
-		bad("must be -1 (all layers) or more", "defaults", "gpu_layers")
+		p.add("must be -1 (all layers) or more", "defaults", "gpu_layers")
 	}
 	switch d.FlashAttn {
 	case "auto", "on", "off":
 	default:
-		bad(fmt.Sprintf("%q is not allowed; use \"auto\", \"on\" or \"off\"", d.FlashAttn), "defaults", "flash_attn")
+		p.add(fmt.Sprintf("%q is not allowed; use \"auto\", \"on\" or \"off\"", d.FlashAttn), "defaults", "flash_attn")
 	}
 	if d.Parallel < 0 {
-		bad("must not be negative (0 = llama-server's default)", "defaults", "parallel")
+		p.add("must not be negative (0 = llama-server's default)", "defaults", "parallel")
 	}
 	if err := checkArgs(d.Args); err != nil {
-		bad(err.Error(), "defaults", "args")
+		p.add(err.Error(), "defaults", "args")
 	}
-
-	errs = append(errs, c.validateModels()...)
-	errs = append(errs, c.validatePeers()...)
-	errs = append(errs, c.validateWorkers()...)
-	errs = append(errs, c.validateLend()...)
-	return errors.Join(errs...)
 }
 
-func (c Config) validateModels() []error {
-	var errs []error
-	bad := func(reason string, key ...string) {
-		errs = append(errs, &FieldError{Key: key, Reason: reason})
-	}
+// validateModels checks every [models."ID"] section and its variants.
+func (c Config) validateModels(p *problems) {
 	ids := slices.Sorted(maps.Keys(c.Models))
-	// every model ID the file names: the models' and their variants'
-	all := map[string]bool{}
+	names := modelNames{p: p, ids: map[string]bool{}, aliasOwner: map[string]string{}}
 	for _, id := range ids {
-		all[id] = true
+		names.ids[id] = true
 		for _, name := range c.VariantNames(id) {
-			all[VariantID(id, name)] = true
-		}
-	}
-	aliasOwner := map[string]string{}
-	aliases := func(id string, m Model, key []string) {
-		for _, a := range m.Aliases {
-			switch {
-			case strings.TrimSpace(a) == "":
-				bad("aliases must not be empty", append(key, "aliases")...)
-			case a == id:
-			case all[a]:
-				bad(fmt.Sprintf("alias %q is the ID of another model", a), append(key, "aliases")...)
-			case aliasOwner[a] != "" && aliasOwner[a] != id:
-				bad(fmt.Sprintf("alias %q is also an alias of %q", a, aliasOwner[a]), append(key, "aliases")...)
-			default:
-				aliasOwner[a] = id
-			}
-		}
-		for _, t := range m.Tags {
-			if strings.TrimSpace(t) == "" || strings.Contains(t, ",") {
-				bad(fmt.Sprintf("tag %q must not be empty nor hold a comma", t), append(key, "tags")...)
-			}
+			names.ids[VariantID(id, name)] = true
 		}
 	}
 	for _, id := range ids {
 		m := c.Models[id]
 		if strings.TrimSpace(id) == "" {
-			bad("a model ID must not be empty", "models", id)
+			p.add("a model ID must not be empty", "models", id)
 			continue
 		}
 		if base, name, ok := c.Variant(id); ok {
-			bad(fmt.Sprintf("%s is the variant %q of %s; its settings go in [models.%q.variants.%q]", id, name, base, base, name), "models", id)
+			p.add(fmt.Sprintf("%s is the variant %q of %s; its settings go in [models.%q.variants.%q]", id, name, base, base, name), "models", id)
 			continue
 		}
-		aliases(id, m, []string{"models", id})
-		checkSection(m, "[defaults].", bad, "models", id)
+		names.check(id, m, []string{"models", id})
+		checkSection(m, "[defaults].", p.add, "models", id)
 		for _, name := range c.VariantNames(id) {
 			v, key := m.Variants[name], []string{"models", id, "variants", name}
 			if err := checkVariantName(name); err != nil {
-				bad(err.Error(), key...)
+				p.add(err.Error(), key...)
 				continue
 			}
 			for _, sub := range slices.Sorted(maps.Keys(v.Variants)) {
-				bad("a variant cannot have variants of its own; add them to the model", append(slices.Clone(key), "variants", sub)...)
+				p.add("a variant cannot have variants of its own; add them to the model", append(slices.Clone(key), "variants", sub)...)
 			}
-			aliases(VariantID(id, name), v, key)
-			checkSection(v, "the model's ", bad, key...)
+			names.check(VariantID(id, name), v, key)
+			checkSection(v, "the model's ", p.add, key...)
 		}
 	}
-	return errs
+}
+
+// modelNames checks the names models are called by: no alias is another model's ID or another
+// model's alias too, and no tag is empty or holds a comma.
+type modelNames struct {
+	p          *problems
+	ids        map[string]bool   // every model ID the file names: the models' and their variants'
+	aliasOwner map[string]string // alias → the model it names, of those checked so far
+}
+
+// check checks the aliases and tags of the model or variant id, whose section is at key.
+func (n modelNames) check(id string, m Model, key []string) {
+	for _, a := range m.Aliases {
+		switch {
+		case strings.TrimSpace(a) == "":
+			n.p.add("aliases must not be empty", append(key, "aliases")...)
+		case a == id:
+		case n.ids[a]:
+			n.p.add(fmt.Sprintf("alias %q is the ID of another model", a), append(key, "aliases")...)
+		case n.aliasOwner[a] != "" && n.aliasOwner[a] != id:
+			n.p.add(fmt.Sprintf("alias %q is also an alias of %q", a, n.aliasOwner[a]), append(key, "aliases")...)
+		default:
+			n.aliasOwner[a] = id
+		}
+	}
+	for _, t := range m.Tags {
+		if strings.TrimSpace(t) == "" || strings.Contains(t, ",") {
+			n.p.add(fmt.Sprintf("tag %q must not be empty nor hold a comma", t), append(key, "tags")...)
+		}
+	}
 }
 
 // checkSection checks the values of one [models."ID"] or variant section at key. inherit names
@@ -220,7 +255,7 @@ func checkSection(m Model, inherit string, bad func(reason string, key ...string
 	}
 	for i, d := range []*Duration{m.IdleSleep, m.IdleUnload} {
 		if d != nil && *d < 0 && *d != Never {
-			bad("negative durations are not allowed; use \"-1\" or \"0\" for off", at([]string{"idle_sleep", "idle_unload"}[i])...)
+			bad(negativeIdle, at([]string{"idle_sleep", "idle_unload"}[i])...)
 		}
 	}
 	if err := checkArgs(m.Args); err != nil {

@@ -22,11 +22,8 @@ type Worker struct {
 func (c Config) WorkerNames() []string { return slices.Sorted(maps.Keys(c.Workers)) }
 
 // validateWorkers checks every [workers.NAME] section and every model's workers list.
-func (c Config) validateWorkers() []error {
-	var errs []error
-	bad := func(reason string, key ...string) {
-		errs = append(errs, &FieldError{Key: key, Reason: reason})
-	}
+func (c Config) validateWorkers(p *problems) {
+	bad := p.add
 	addrOwner := map[string]string{}
 	for _, name := range c.WorkerNames() {
 		w := c.Workers[name]
@@ -66,7 +63,6 @@ func (c Config) validateWorkers() []error {
 			list(m.Variants[v].Workers, []string{"models", id, "variants", v, "workers"})
 		}
 	}
-	return errs
 }
 
 func hasWorker(ws map[string]Worker, n string) bool { _, ok := ws[n]; return ok }
@@ -176,18 +172,17 @@ func (r *renderer) renderWorkers(ws map[string]Worker) {
 const DefaultLendListen = "0.0.0.0:50052"
 
 // validateLend checks lend_listen.
-func (c Config) validateLend() []error {
+func (c Config) validateLend(p *problems) {
 	if c.LendListen == "" {
 		if c.Lend {
-			return []error{&FieldError{Key: []string{"lend_listen"}, Reason: "lending needs the link's HOST:PORT, like " + strconv.Quote(DefaultLendListen)}}
+			p.add("lending needs the link's HOST:PORT, like "+strconv.Quote(DefaultLendListen), "lend_listen")
 		}
-		return nil
+		return
 	}
 	_, port, err := net.SplitHostPort(c.LendListen)
-	if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 1 || p > 65535 {
-		return []error{&FieldError{Key: []string{"lend_listen"}, Reason: fmt.Sprintf("%q is not HOST:PORT with a port from 1 to 65535, like %q", c.LendListen, DefaultLendListen)}}
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+		p.add(fmt.Sprintf("%q is not HOST:PORT with a port from 1 to 65535, like %q", c.LendListen, DefaultLendListen), "lend_listen")
 	}
-	return nil
 }
 
 // Peer is one [peers.NAME] section: another server whose models this one lists and routes whole
@@ -256,28 +251,25 @@ func checkAPIKey(k string) error {
 }
 
 // validatePeers checks every [peers.NAME] section.
-func (c Config) validatePeers() []error {
-	var errs []error
-	names := slices.Sorted(maps.Keys(c.Peers))
+func (c Config) validatePeers(p *problems) {
 	seen := map[string]string{}
-	for _, name := range names {
-		p := c.Peers[name]
+	for _, name := range slices.Sorted(maps.Keys(c.Peers)) {
+		peer := c.Peers[name]
 		if err := CheckPeerName(name); err != nil {
-			errs = append(errs, &FieldError{Key: []string{"peers", name}, Reason: err.Error()})
+			p.add(err.Error(), "peers", name)
 			continue
 		}
 		if other, ok := seen[strings.ToLower(name)]; ok {
-			errs = append(errs, &FieldError{Key: []string{"peers", name}, Reason: fmt.Sprintf("differs from peer %q only in case", other)})
+			p.add(fmt.Sprintf("differs from peer %q only in case", other), "peers", name)
 		}
 		seen[strings.ToLower(name)] = name
-		if err := CheckPeerURL(p.URL); err != nil {
-			errs = append(errs, &FieldError{Key: []string{"peers", name, "url"}, Reason: err.Error()})
+		if err := CheckPeerURL(peer.URL); err != nil {
+			p.add(err.Error(), "peers", name, "url")
 		}
-		if err := checkAPIKey(p.APIKey); err != nil {
-			errs = append(errs, &FieldError{Key: []string{"peers", name, "api_key"}, Reason: err.Error()})
+		if err := checkAPIKey(peer.APIKey); err != nil {
+			p.add(err.Error(), "peers", name, "api_key")
 		}
 	}
-	return errs
 }
 
 // clonePeers is a copy of peers that shares no memory with it (Peer holds no references).

@@ -173,32 +173,14 @@ func fetch(ctx context.Context, src Source, w io.Writer, off int64, counted func
 	if off > 0 {
 		req.Header.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-")
 	}
-	hc := src.Client
-	hc = cmp.Or(hc, http.DefaultClient)
-	resp, err := hc.Do(req)
+	resp, err := cmp.Or(src.Client, http.DefaultClient).Do(req)
 	if err != nil {
 		return 0, stalled(err)
 	}
 	defer resp.Body.Close()
-	skip := int64(0)
-	switch {
-	case resp.StatusCode == http.StatusPartialContent && off > 0:
-		if want := "bytes " + strconv.FormatInt(off, 10) + "-"; !strings.HasPrefix(resp.Header.Get("Content-Range"), want) {
-			return 0, fmt.Errorf("%w: asked from byte %d, the server answered with the range %q", ErrCut, off, resp.Header.Get("Content-Range"))
-		}
-	case resp.StatusCode == http.StatusOK:
-		skip = off // the range was ignored: the file comes from its start
-	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
-		return 0, refusal{fmt.Errorf("the server has fewer than the %s it listed (HTTP 416 from byte %d)", config.HumanSize(src.Size), off)}
-	default:
-		if src.Refuse != nil {
-			return 0, refusal{src.Refuse(resp)}
-		}
-		return 0, refusal{fmt.Errorf("HTTP %d from %s", resp.StatusCode, req.URL.Redacted())}
-	}
-	if cl := resp.ContentLength; cl > src.Size-off+skip {
-		return 0, refusal{fmt.Errorf("%w: the server sends %s, more than the %s listed; nothing of it was kept", ErrTooLarge,
-			config.HumanSize(cl+off-skip), config.HumanSize(src.Size))}
+	skip, err := src.answer(req, resp, off)
+	if err != nil {
+		return 0, err
 	}
 	buf := make([]byte, 256<<10)
 	for {
@@ -210,34 +192,72 @@ func fetch(ctx context.Context, src Source, w io.Writer, off int64, counted func
 			skip -= drop
 			b = b[drop:]
 		}
-		if left := src.Size - off - n; int64(len(b)) > left {
-			return n, refusal{fmt.Errorf("%w: more than the %s listed came", ErrTooLarge, config.HumanSize(src.Size))}
+		if err := src.write(w, b, off+n, counted); err != nil {
+			return n, err
 		}
-		if len(b) > 0 {
-			if _, err := w.Write(b); err != nil {
-				return n, refusal{err} // the caller's disk, not the network: no retry
-			}
-			n += int64(len(b))
-			if counted != nil {
-				counted(int64(len(b)))
-			}
-		}
-		if rerr == io.EOF {
-			if off+n == src.Size {
-				return n, nil
-			}
-			return n, fmt.Errorf("%w: it stopped after %s of %s: %w", ErrCut, config.HumanSize(off+n), config.HumanSize(src.Size), io.ErrUnexpectedEOF)
-		}
+		n += int64(len(b))
 		if rerr != nil {
-			if off+n == src.Size {
-				return n, nil // whole; the server only failed to end its answer
-			}
-			if err := stalled(nil); err != nil {
-				return n, err
-			}
-			return n, fmt.Errorf("%w: it stopped after %s of %s: %w", ErrCut, config.HumanSize(off+n), config.HumanSize(src.Size), rerr)
+			return n, src.ended(off+n, rerr, stalled)
 		}
 	}
+}
+
+// write appends b, the file's bytes from byte at, to w. More than the listed size is refused, and
+// so is a write error: the caller's disk, not the network, so no retry.
+func (src Source) write(w io.Writer, b []byte, at int64, counted func(int64)) error {
+	if int64(len(b)) > src.Size-at {
+		return refusal{fmt.Errorf("%w: more than the %s listed came", ErrTooLarge, config.HumanSize(src.Size))}
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	if _, err := w.Write(b); err != nil {
+		return refusal{err}
+	}
+	if counted != nil {
+		counted(int64(len(b)))
+	}
+	return nil
+}
+
+// ended is the error of an answer whose body ended with rerr (io.EOF or another) at byte at: nil
+// when the file is whole (a server may fail to end its answer cleanly), else the cut, a
+// *StallError when the stall timer cut it.
+func (src Source) ended(at int64, rerr error, stalled func(error) error) error {
+	switch {
+	case at == src.Size:
+		return nil
+	case rerr == io.EOF:
+		return fmt.Errorf("%w: it stopped after %s of %s: %w", ErrCut, config.HumanSize(at), config.HumanSize(src.Size), io.ErrUnexpectedEOF)
+	}
+	if err := stalled(nil); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: it stopped after %s of %s: %w", ErrCut, config.HumanSize(at), config.HumanSize(src.Size), rerr)
+}
+
+// answer checks the answer to an attempt's request from byte off, and returns how many bytes of
+// its body come before byte off (all off when the server ignored the range, else none).
+func (src Source) answer(req *http.Request, resp *http.Response, off int64) (skip int64, err error) {
+	switch {
+	case resp.StatusCode == http.StatusPartialContent && off > 0:
+		if want := "bytes " + strconv.FormatInt(off, 10) + "-"; !strings.HasPrefix(resp.Header.Get("Content-Range"), want) {
+			return 0, fmt.Errorf("%w: asked from byte %d, the server answered with the range %q", ErrCut, off, resp.Header.Get("Content-Range"))
+		}
+	case resp.StatusCode == http.StatusOK:
+		skip = off // the range was ignored: the file comes from its start
+	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
+		return 0, refusal{fmt.Errorf("the server has fewer than the %s it listed (HTTP 416 from byte %d)", config.HumanSize(src.Size), off)}
+	case src.Refuse != nil:
+		return 0, refusal{src.Refuse(resp)}
+	default:
+		return 0, refusal{fmt.Errorf("HTTP %d from %s", resp.StatusCode, req.URL.Redacted())}
+	}
+	if cl := resp.ContentLength; cl > src.Size-off+skip {
+		return 0, refusal{fmt.Errorf("%w: the server sends %s, more than the %s listed; nothing of it was kept", ErrTooLarge,
+			config.HumanSize(cl+off-skip), config.HumanSize(src.Size))}
+	}
+	return skip, nil
 }
 
 // Speed measures a download's rate over its last seconds and the time left at that rate. It is a

@@ -290,16 +290,7 @@ func Group(files []File) []Quant {
 	var out []Quant
 	for _, q := range quants {
 		q.Name = cmp.Or(catalog.QuantOf(q.Files[0].Path), strings.TrimSuffix(path.Base(q.Files[0].Path), path.Ext(q.Files[0].Path)))
-		if ps := projs[path.Dir(q.Files[0].Path)]; len(ps) > 0 {
-			p := ps[0]
-			for _, x := range ps {
-				if catalog.QuantOf(x.Path) == "F16" {
-					p = x
-					break
-				}
-			}
-			q.Mmproj = &p
-		}
+		q.Mmproj = mmproj(projs[path.Dir(q.Files[0].Path)])
 		for _, f := range q.All() {
 			q.Size += f.Size
 		}
@@ -315,6 +306,22 @@ func Group(files []File) []Quant {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Size < out[j].Size })
 	return out
+}
+
+// mmproj is the projector a quant gets of those in its folder: the F16 one, else the first; nil
+// when there is none.
+func mmproj(ps []File) *File {
+	if len(ps) == 0 {
+		return nil
+	}
+	p := ps[0]
+	for _, x := range ps {
+		if catalog.QuantOf(x.Path) == "F16" {
+			p = x
+			break
+		}
+	}
+	return &p
 }
 
 // hubHosts are the Hub's host names as users paste them.

@@ -140,10 +140,8 @@ func (c Cache) Remove(repo string, files []string) ([]string, error) {
 		snap := filepath.Join(snapsDir, s.Name())
 		for _, f := range keepShared(root, snap, files) {
 			p := filepath.Join(snap, filepath.FromSlash(f))
-			if t, err := root.Readlink(p); err == nil {
-				if b, ok := blobOf(repo, p, t); ok {
-					blobs[b] = true
-				}
+			if b, ok := linkedBlob(root, repo, p); ok {
+				blobs[b] = true
 			}
 			if err := root.Remove(p); err == nil {
 				removed = append(removed, filepath.Join(c.Dir, p))
@@ -152,20 +150,7 @@ func (c Cache) Remove(repo string, files []string) ([]string, error) {
 			}
 		}
 	}
-	inUse := map[string]bool{}
-	left := 0
-	_ = fs.WalkDir(root.FS(), filepath.ToSlash(snapsDir), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		left++
-		if t, err := root.Readlink(filepath.FromSlash(p)); err == nil {
-			if b, ok := blobOf(repo, filepath.FromSlash(p), t); ok {
-				inUse[b] = true
-			}
-		}
-		return nil
-	})
+	inUse, left := blobsInUse(root, repo, snapsDir)
 	for b := range blobs {
 		if inUse[b] {
 			continue
@@ -190,6 +175,33 @@ func (c Cache) Remove(repo string, files []string) ([]string, error) {
 		pruneEmpty(root, snapsDir)
 	}
 	return removed, nil
+}
+
+// linkedBlob is the blob the snapshot entry p of repo links to, if it is a link into the repo's
+// blobs.
+func linkedBlob(root *os.Root, repo, p string) (string, bool) {
+	t, err := root.Readlink(p)
+	if err != nil {
+		return "", false
+	}
+	return blobOf(repo, p, t)
+}
+
+// blobsInUse walks the snapshots of repo in snapsDir: the blobs their entries link to, and how
+// many entries there are.
+func blobsInUse(root *os.Root, repo, snapsDir string) (inUse map[string]bool, entries int) {
+	inUse = map[string]bool{}
+	_ = fs.WalkDir(root.FS(), filepath.ToSlash(snapsDir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		entries++
+		if b, ok := linkedBlob(root, repo, filepath.FromSlash(p)); ok {
+			inUse[b] = true
+		}
+		return nil
+	})
+	return inUse, entries
 }
 
 // LocalFiles finds the Hub cache and repo paths of a model found in a Hub cache: its files are

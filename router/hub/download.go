@@ -261,22 +261,11 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		d.created = append(d.created, part)
 	}
 	defer out.Close()
-	h := newAsyncHash()
-	defer func() { h.stop() }()
-	off, err := io.Copy(h, out) // a partial file from an earlier run: hash what it holds
+	h, off, err := resume(out, f.Size)
 	if err != nil {
 		return err
 	}
-	if off > f.Size {
-		if err := out.Truncate(0); err != nil {
-			return err
-		}
-		if _, err := out.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-		h.stop()
-		off, h = 0, newAsyncHash()
-	}
+	defer h.stop()
 	d.found(i, off)
 	if err := d.fill(ctx, i, f, out, h, off); err != nil {
 		switch {
@@ -289,6 +278,31 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		}
 		return &resumableError{err}
 	}
+	return d.keep(out, h, f, part, blob)
+}
+
+// resume hashes what the partial file out from an earlier run holds of a file of size bytes; one
+// longer than that is emptied. It returns the hash so far and the bytes the file holds.
+func resume(out *os.File, size int64) (*asyncHash, int64, error) {
+	h := newAsyncHash()
+	off, err := io.Copy(h, out)
+	if err == nil && off > size {
+		if err = out.Truncate(0); err == nil {
+			_, err = out.Seek(0, io.SeekStart)
+		}
+		h.stop()
+		off, h = 0, newAsyncHash()
+	}
+	if err != nil {
+		h.stop()
+		return nil, 0, err
+	}
+	return h, off, nil
+}
+
+// keep checks the whole file out (part) against its sha256, h's sum, and renames it to its blob;
+// a file whose sum is not f's is removed.
+func (d *download) keep(out *os.File, h *asyncHash, f File, part, blob string) error {
 	got := hex.EncodeToString(h.Sum())
 	if got != f.SHA256 {
 		out.Close()

@@ -17,12 +17,9 @@ import (
 	"github.com/llamatray/llamatray/router/fit"
 )
 
-// Header reading bounds: the first request asks for headerStart bytes, each retry for as much
-// again, up to headerMax (the catalog's own bound).
-const (
-	headerStart = 1 << 20
-	headerMax   = 64 << 20
-)
+// headerStart is what the first request for a header asks for; each retry asks for as much
+// again, up to the catalog's own bound (catalog.MaxHeaderBytes).
+const headerStart = 1 << 20
 
 // headerReader yields bytes fetched so far and remembers whether a decode wanted more.
 type headerReader struct {
@@ -87,7 +84,7 @@ func (c *Client) Estimate(ctx context.Context, l *Listing, q Quant, p catalog.Es
 		all := append(append([]*remoteFile(nil), model...), proj...)
 		for i, hr := range readers {
 			rf := all[i]
-			if hr.dry && int64(len(rf.buf)) < min(rf.f.Size, headerMax) {
+			if hr.dry && int64(len(rf.buf)) < min(rf.f.Size, catalog.MaxHeaderBytes) {
 				if gerr := c.grow(ctx, l, rf); gerr != nil {
 					return catalog.Estimate{}, catalog.HeaderFacts{}, gerr
 				}
@@ -104,9 +101,9 @@ func (c *Client) Estimate(ctx context.Context, l *Listing, q Quant, p catalog.Es
 func (c *Client) grow(ctx context.Context, l *Listing, rf *remoteFile) error {
 	from := int64(len(rf.buf))
 	n := max(int64(headerStart), from)
-	to := min(from+n, rf.f.Size, headerMax) - 1
+	to := min(from+n, rf.f.Size, catalog.MaxHeaderBytes) - 1
 	if to < from {
-		return fmt.Errorf("%s: %s: header larger than %d MiB", l.Repo, rf.f.Path, headerMax>>20)
+		return fmt.Errorf("%s: %s: header larger than %d MiB", l.Repo, rf.f.Path, catalog.MaxHeaderBytes>>20)
 	}
 	req, err := c.newRequest(ctx, http.MethodGet, c.ResolveURL(l.Repo, l.Commit, rf.f.Path))
 	if err != nil {

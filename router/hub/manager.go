@@ -285,13 +285,6 @@ func (m *Manager) publish(st PullStatus) {
 	}
 }
 
-// Remove deletes a pulled model's files from the cache: the snapshot entries of its quant and
-// the blobs nothing else uses. files are its repo paths (a catalog model's snapshot paths are
-// turned into repo paths by the caller).
-func (m *Manager) Remove(repo string, files []string) ([]string, error) {
-	return m.cache.Remove(repo, files)
-}
-
 // blobLocks serializes downloads of one blob within this process (two quants may share a
 // projector); lockBlob adds the lock file other programs use.
 var (

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/llamatray/llamatray/router/atomicfile"
 )
 
 // A simulated machine's description file (envconfig.SimMachine): when it is set, Machine's probe
@@ -41,7 +39,8 @@ type SimGPU struct {
 }
 
 // SimHolding is what one process holds on a simulated machine: RAM and bytes per device. The fake
-// llama-server writes its own (<held dir>/<pid>.json); a test writes other programs' as other.json.
+// llama-server writes its own (<held dir>/<pid>.json); a test writes other programs' as other.json
+// (router/testbed/simhold).
 type SimHolding struct {
 	RAM     int64            `json:"ram"`
 	Devices map[string]int64 `json:"devices,omitempty"`
@@ -88,37 +87,6 @@ func (m SimMachine) Devices() []GPU {
 
 // SimHeldDir is where the processes on the machine described at path book what they hold.
 func SimHeldDir(path string) string { return path + ".held" }
-
-// SimHold books h for pid (replacing what it held).
-func SimHold(path string, pid int, h SimHolding) error {
-	dir := SimHeldDir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("simulated machine: %w", err)
-	}
-	b, err := json.Marshal(h)
-	if err != nil {
-		return fmt.Errorf("simulated machine: %w", err)
-	}
-	name := filepath.Join(dir, strconv.Itoa(pid)+".json")
-	if err := atomicfile.Write(name, b, 0o644); err != nil {
-		return fmt.Errorf("simulated machine: %w", err)
-	}
-	return nil
-}
-
-// SimRelease drops what pid held.
-func SimRelease(path string, pid int) {
-	os.Remove(filepath.Join(SimHeldDir(path), strconv.Itoa(pid)+".json"))
-}
-
-// SimOther books what other programs hold on the machine (memory pressure); a zero holding clears it.
-func SimOther(path string, h SimHolding) error {
-	if err := os.MkdirAll(SimHeldDir(path), 0o755); err != nil {
-		return fmt.Errorf("simulated machine: %w", err)
-	}
-	b, _ := json.Marshal(h)
-	return os.WriteFile(filepath.Join(SimHeldDir(path), "other.json"), b, 0o644)
-}
 
 // SimHoldings reads what every live process on the machine holds, by pid, and what other programs
 // hold (pid 0). A process that is gone (killed) holds nothing.

@@ -1,9 +1,12 @@
-package mem
+package mem_test
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/llamatray/llamatray/router/mem"
+	"github.com/llamatray/llamatray/router/testbed/simhold"
 )
 
 func TestSimMachine(t *testing.T) {
@@ -17,14 +20,14 @@ func TestSimMachine(t *testing.T) {
 		return p
 	}
 	two := write("two.json", `{"name": "two 16 GB GPUs", "ram_mib": 65536, "gpus": [{"device": "CUDA0", "name": "A", "mib": 16384}, {"device": "CUDA1", "name": "B", "mib": 16384}]}`)
-	p := Sim(two)
-	if err := SimHold(two, os.Getpid(), SimHolding{RAM: 1024 * mib, Devices: map[string]int64{"CUDA1": 10240 * mib}}); err != nil {
+	p := mem.Sim(two)
+	if err := simhold.Hold(two, os.Getpid(), mem.SimHolding{RAM: 1024 * mib, Devices: map[string]int64{"CUDA1": 10240 * mib}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := SimHold(two, 1<<30, SimHolding{RAM: 8192 * mib}); err != nil { // no such process: holds nothing
+	if err := simhold.Hold(two, 1<<30, mem.SimHolding{RAM: 8192 * mib}); err != nil { // no such process: holds nothing
 		t.Fatal(err)
 	}
-	if err := SimOther(two, SimHolding{RAM: 2048 * mib}); err != nil {
+	if err := simhold.Other(two, mem.SimHolding{RAM: 2048 * mib}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := p.System(t.Context())
@@ -37,16 +40,16 @@ func TestSimMachine(t *testing.T) {
 	if rss, err := p.ProcessRSS(t.Context(), os.Getpid()); err != nil || rss != 1024*mib {
 		t.Fatalf("rss %d %v", rss, err)
 	}
-	SimRelease(two, os.Getpid())
+	simhold.Release(two, os.Getpid())
 	if s, _ := p.System(t.Context()); s.GPUs[1].Free != 16384*mib {
 		t.Fatalf("after release %+v", s.GPUs)
 	}
 
 	mac := write("mac.json", `{"name": "36 GB Mac", "ram_mib": 36864, "unified": true, "gpus": [{"device": "MTL0", "name": "Apple M3 Pro"}]}`)
-	if err := SimHold(mac, os.Getpid(), SimHolding{RAM: 512 * mib, Devices: map[string]int64{"MTL0": 8192 * mib}}); err != nil {
+	if err := simhold.Hold(mac, os.Getpid(), mem.SimHolding{RAM: 512 * mib, Devices: map[string]int64{"MTL0": 8192 * mib}}); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Sim(mac).System(t.Context())
+	s, err = mem.Sim(mac).System(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +57,7 @@ func TestSimMachine(t *testing.T) {
 		t.Fatalf("mac %+v", s)
 	}
 	for _, bad := range []string{`{"ram_mib": 0}`, `{"ram_mib": 1, "gpus": [{"device": "CUDA0"}]}`, `{"ram_mib": 1, "unified": true}`, `{"ram_mib": 1, "disk": 2}`} {
-		if _, err := LoadSimMachine(write("bad.json", bad)); err == nil {
+		if _, err := mem.LoadSimMachine(write("bad.json", bad)); err == nil {
 			t.Errorf("%s: accepted", bad)
 		}
 	}

@@ -158,11 +158,23 @@ func (in *Installer) Install(ctx context.Context, req Request, progress func(Pro
 		progress(Progress{Phase: PhaseDone, Build: tag, Asset: b.Asset, Backend: b.Backend, Message: "already installed; now in use"})
 		return b, nil
 	}
+	b, err := in.put(ctx, tag, c, assets, total, req.Backend, progress)
+	if err != nil {
+		return Build{}, err
+	}
+	in.log().Info("llama-server installed", "build", tag, "path", b.Path, "version", b.Version)
+	progress(Progress{Phase: PhaseDone, Build: tag, Asset: b.Asset, Backend: b.Backend, Message: "installed; now in use"})
+	return b, nil
+}
+
+// put downloads and unpacks build tag's assets into a staging folder of the store, moves it to
+// the build's folder and makes it the build in use. A build folder a running model uses is not
+// replaced.
+func (in *Installer) put(ctx context.Context, tag string, c Choice, assets []Asset, total int64, asked string, progress func(Progress)) (Build, error) {
 	dst := in.Store.Dir(tag)
 	if _, err := os.Stat(dst); err == nil && in.inUse(dst) {
 		return Build{}, fmt.Errorf("cannot replace llama.cpp %s: %w; unload its models first, or install another build", tag, ErrInUse)
 	}
-
 	if err := os.MkdirAll(in.Store.Root, 0o755); err != nil {
 		return Build{}, download.DiskFull(err, in.Store.Root)
 	}
@@ -176,8 +188,7 @@ func (in *Installer) Install(ctx context.Context, req Request, progress func(Pro
 	}
 	defer os.RemoveAll(staging) // empty after the rename when all went well
 
-	b, err := in.fetch(ctx, tag, c, assets, total, staging, req.Backend, progress)
-	if err != nil {
+	if _, err := in.fetch(ctx, tag, c, assets, total, staging, asked, progress); err != nil {
 		return Build{}, err
 	}
 	if err := in.swap(staging, dst); err != nil {
@@ -187,13 +198,7 @@ func (in *Installer) Install(ctx context.Context, req Request, progress func(Pro
 		return Build{}, err
 	}
 	in.prune()
-	b, err = in.Store.Get(tag)
-	if err != nil {
-		return Build{}, err
-	}
-	in.log().Info("llama-server installed", "build", tag, "path", b.Path, "version", b.Version)
-	progress(Progress{Phase: PhaseDone, Build: tag, Asset: b.Asset, Backend: b.Backend, Message: "installed; now in use"})
-	return b, nil
+	return in.Store.Get(tag)
 }
 
 // fetch downloads and unpacks every archive into staging and writes the manifest there.
@@ -383,12 +388,29 @@ func fetchAsset(ctx context.Context, hc *http.Client, a Asset, dir string, stall
 		return "", download.DiskFull(err, dir)
 	}
 	path := f.Name()
-	fail := func(err error) (string, error) {
+	h := sha256.New()
+	if err := fillAsset(ctx, hc, a, stall, io.MultiWriter(f, h), progress); err != nil {
 		f.Close()
 		os.Remove(path)
-		return "", err
+		if download.IsDiskFull(err) {
+			err = download.DiskFull(err, path)
+		}
+		return "", fmt.Errorf("downloading %s: %w", a.Name, err)
 	}
-	h := sha256.New()
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return "", download.DiskFull(err, path)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		os.Remove(path)
+		return "", fmt.Errorf("%w: %s has sha256 %s, the release publishes %s; the download was deleted", ErrDigest, a.Name, got, want)
+	}
+	return path, nil
+}
+
+// fillAsset downloads a into w (the one downloader's rules, router/download), calling progress,
+// if not nil, at most every 100 ms as it goes and once when it is whole.
+func fillAsset(ctx context.Context, hc *http.Client, a Asset, stall time.Duration, w io.Writer, progress func(done, total int64, rate float64, left time.Duration)) error {
 	var (
 		done  int64
 		last  time.Time
@@ -404,33 +426,19 @@ func fetchAsset(ctx context.Context, hc *http.Client, a Asset, dir string, stall
 			return req, nil
 		},
 		Client: hc,
-		Size:   total,
+		Size:   a.Size,
 		Stall:  stall,
 	}
-	_, err = download.Fill(ctx, src, io.MultiWriter(f, h), 0, func(n int64) {
+	_, err := download.Fill(ctx, src, w, 0, func(n int64) {
 		done += n
 		if now := time.Now(); progress != nil && now.Sub(last) >= 100*time.Millisecond {
 			last = now
-			rate, left := speed.At(now, done, total)
-			progress(done, total, rate, left)
+			rate, left := speed.At(now, done, a.Size)
+			progress(done, a.Size, rate, left)
 		}
 	})
-	if err != nil {
-		if download.IsDiskFull(err) {
-			err = download.DiskFull(err, path)
-		}
-		return fail(fmt.Errorf("downloading %s: %w", a.Name, err))
+	if err == nil && progress != nil {
+		progress(done, a.Size, 0, 0)
 	}
-	if progress != nil {
-		progress(done, total, 0, 0)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(path)
-		return "", download.DiskFull(err, path)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		os.Remove(path)
-		return "", fmt.Errorf("%w: %s has sha256 %s, the release publishes %s; the download was deleted", ErrDigest, a.Name, got, want)
-	}
-	return path, nil
+	return err
 }

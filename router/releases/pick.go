@@ -143,51 +143,66 @@ var ErrNoBuild = errors.New("no llama.cpp build for this system")
 // ROCm/HIP, else Vulkan, else the CPU build. Others lists the other builds that run on sys's OS and
 // architecture, so the user can pick one of them instead. Pick is a pure function.
 func Pick(assets []Asset, sys System, want Want) (Choice, error) {
-	var fit []Flavor
+	var here []Flavor
 	for _, a := range assets {
 		if f, ok := ParseAsset(a); ok && f.OS == sys.OS && f.Arch == sys.Arch {
-			fit = append(fit, f)
+			here = append(here, f)
 		}
 	}
 	if want.Asset != "" {
-		i := slices.IndexFunc(fit, func(f Flavor) bool { return f.Asset.Name == want.Asset })
+		i := slices.IndexFunc(here, func(f Flavor) bool { return f.Asset.Name == want.Asset })
 		if i < 0 {
-			return Choice{}, fmt.Errorf("%w: no asset %q for %s/%s (builds: %s)", ErrNoBuild, want.Asset, sys.OS, sys.Arch, names(fit))
+			return Choice{}, fmt.Errorf("%w: no asset %q for %s/%s (builds: %s)", ErrNoBuild, want.Asset, sys.OS, sys.Arch, names(here))
 		}
-		return choice(assets, fit, fit[i], "asked for by name"), nil
+		return choice(assets, here, here[i], "asked for by name"), nil
 	}
-	if len(fit) == 0 {
+	if len(here) == 0 {
 		return Choice{}, fmt.Errorf("%w: %s/%s", ErrNoBuild, sys.OS, sys.Arch)
 	}
 	if want.Backend != "" {
-		b := strings.ToLower(want.Backend)
-		of := filter(fit, func(f Flavor) bool { return f.Backend == b })
-		if len(of) == 0 {
-			return Choice{}, fmt.Errorf("%w: no %s build for %s/%s (builds: %s)", ErrNoBuild, want.Backend, sys.OS, sys.Arch, names(fit))
+		f, reason, err := pickBackend(here, sys, want.Backend)
+		if err != nil {
+			return Choice{}, err
 		}
-		f := best(of)
-		reason := "asked for"
-		if b == BackendCUDA {
-			if ok := filter(of, func(f Flavor) bool { return cudaFits(f.Version, sys.CUDA) }); len(ok) > 0 {
-				f = best(ok)
-			} else {
-				reason = "asked for; the driver supports CUDA " + orNone(sys.CUDA) + ", so it may not run"
-			}
-		}
-		return choice(assets, fit, f, reason), nil
+		return choice(assets, here, f, reason), nil
 	}
+	f, reason, err := pickFor(here, sys)
+	if err != nil {
+		return Choice{}, err
+	}
+	return choice(assets, here, f, reason), nil
+}
 
+// pickBackend picks of the builds here the best of the backend asked for: for CUDA, the newest
+// the driver runs, if any.
+func pickBackend(here []Flavor, sys System, backend string) (Flavor, string, error) {
+	b := strings.ToLower(backend)
+	of := filter(here, func(f Flavor) bool { return f.Backend == b })
+	if len(of) == 0 {
+		return Flavor{}, "", fmt.Errorf("%w: no %s build for %s/%s (builds: %s)", ErrNoBuild, backend, sys.OS, sys.Arch, names(here))
+	}
+	if b != BackendCUDA {
+		return best(of), "asked for", nil
+	}
+	if ok := filter(of, func(f Flavor) bool { return cudaRuns(f.Version, sys.CUDA) }); len(ok) > 0 {
+		return best(ok), "asked for", nil
+	}
+	return best(of), "asked for; the driver supports CUDA " + orNone(sys.CUDA) + ", so it may not run", nil
+}
+
+// pickFor picks of the builds here the one for what the system has, and says why: Metal on a
+// Mac, else CUDA the driver runs, ROCm, Vulkan when there is a GPU runtime, else the CPU build.
+func pickFor(here []Flavor, sys System) (Flavor, string, error) {
 	if sys.OS == "darwin" {
-		if of := filter(fit, byBackend(BackendMetal)); len(of) > 0 {
-			return choice(assets, fit, best(of), "the Apple silicon build runs on the GPU through Metal"), nil
+		if of := filter(here, byBackend(BackendMetal)); len(of) > 0 {
+			return best(of), "the Apple silicon build runs on the GPU through Metal", nil
 		}
 	}
 	var skipped []string
 	if sys.CUDA != "" {
-		cuda := filter(fit, byBackend(BackendCUDA))
-		if ok := filter(cuda, func(f Flavor) bool { return cudaFits(f.Version, sys.CUDA) }); len(ok) > 0 {
-			f := best(ok)
-			return choice(assets, fit, f, fmt.Sprintf("the NVIDIA driver supports CUDA %s; this is the newest CUDA build it runs", sys.CUDA)), nil
+		cuda := filter(here, byBackend(BackendCUDA))
+		if ok := filter(cuda, func(f Flavor) bool { return cudaRuns(f.Version, sys.CUDA) }); len(ok) > 0 {
+			return best(ok), fmt.Sprintf("the NVIDIA driver supports CUDA %s; this is the newest CUDA build it runs", sys.CUDA), nil
 		}
 		if len(cuda) > 0 {
 			skipped = append(skipped, fmt.Sprintf("the CUDA builds need a newer driver than one for CUDA %s", sys.CUDA))
@@ -196,33 +211,33 @@ func Pick(assets []Asset, sys System, want Want) (Choice, error) {
 		}
 	}
 	if sys.ROCm {
-		if of := filter(fit, func(f Flavor) bool { return f.Backend == BackendROCm || f.Backend == BackendHIP }); len(of) > 0 {
-			return choice(assets, fit, best(of), "an AMD GPU with ROCm was found"), nil
+		if of := filter(here, func(f Flavor) bool { return f.Backend == BackendROCm || f.Backend == BackendHIP }); len(of) > 0 {
+			return best(of), "an AMD GPU with ROCm was found", nil
 		}
 		skipped = append(skipped, "this release has no ROCm build for "+sys.OS+"/"+sys.Arch)
 	}
 	if sys.Vulkan || sys.CUDA != "" || sys.ROCm {
-		if of := filter(fit, byBackend(BackendVulkan)); len(of) > 0 {
+		if of := filter(here, byBackend(BackendVulkan)); len(of) > 0 {
 			why := "a Vulkan loader is installed, so the GPU is used through Vulkan"
 			if len(skipped) > 0 {
 				why = strings.Join(skipped, "; ") + "; the Vulkan build uses the GPU"
 			}
-			return choice(assets, fit, best(of), why), nil
+			return best(of), why, nil
 		}
 	}
-	if of := filter(fit, byBackend(BackendCPU)); len(of) > 0 {
+	if of := filter(here, byBackend(BackendCPU)); len(of) > 0 {
 		why := "no GPU runtime (CUDA, ROCm, Vulkan) was found"
 		if len(skipped) > 0 {
 			why = strings.Join(skipped, "; ")
 		}
-		return choice(assets, fit, best(of), "CPU build: "+why), nil
+		return best(of), "CPU build: " + why, nil
 	}
-	return Choice{}, fmt.Errorf("%w: %s/%s has only %s builds; pick one with --backend", ErrNoBuild, sys.OS, sys.Arch, names(fit))
+	return Flavor{}, "", fmt.Errorf("%w: %s/%s has only %s builds; pick one with --backend", ErrNoBuild, sys.OS, sys.Arch, names(here))
 }
 
-func choice(assets []Asset, fit []Flavor, f Flavor, reason string) Choice {
+func choice(assets []Asset, here []Flavor, f Flavor, reason string) Choice {
 	c := Choice{Flavor: f, Reason: reason}
-	for _, o := range fit {
+	for _, o := range here {
 		if o.Asset.Name != f.Asset.Name {
 			c.Others = append(c.Others, o)
 		}
@@ -259,8 +274,8 @@ func best(fs []Flavor) Flavor {
 	})
 }
 
-// cudaFits reports whether a build for CUDA version build runs with a driver supporting driver.
-func cudaFits(build, driver string) bool {
+// cudaRuns reports whether a build for CUDA version build runs with a driver supporting driver.
+func cudaRuns(build, driver string) bool {
 	return driver != "" && build != "" && compareVersions(build, driver) <= 0
 }
 

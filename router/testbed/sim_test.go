@@ -13,6 +13,7 @@ import (
 	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/mem"
 	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/testbed/simhold"
 )
 
 // On a simulated machine with two 16 GiB GPUs the fake llama-server lists them, splits a 10 GiB
@@ -164,7 +165,7 @@ func TestFakeFitTarget(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			machine := simMachine(t, oneGPU)
-			if err := mem.SimOther(machine, mem.SimHolding{Devices: map[string]int64{"CUDA0": 8192 * mib}}); err != nil {
+			if err := simhold.Other(machine, mem.SimHolding{Devices: map[string]int64{"CUDA0": 8192 * mib}}); err != nil {
 				t.Fatal(err)
 			}
 			p, ready := startOnSim(t, machine, big20GiB, c.args...)

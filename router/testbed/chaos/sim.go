@@ -26,6 +26,7 @@ import (
 	"github.com/llamatray/llamatray/router/mem"
 	"github.com/llamatray/llamatray/router/testbed/bench/harness"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
+	"github.com/llamatray/llamatray/router/testbed/simhold"
 )
 
 // The simulated machines (-sim): the chaos mix on machines this one is not, with the fake
@@ -315,8 +316,8 @@ func simOne(ctx context.Context, sp simParams, m mem.SimMachine, dir, fake strin
 				}()
 			}
 			if i == sp.requests/2 {
-				mem.SimOther(machine, mem.SimHolding{RAM: (m.RAMMiB << 20) * 7 / 10})
-				time.AfterFunc(5*time.Second, func() { mem.SimOther(machine, mem.SimHolding{}) })
+				simhold.Other(machine, mem.SimHolding{RAM: (m.RAMMiB << 20) * 7 / 10})
+				time.AfterFunc(5*time.Second, func() { simhold.Other(machine, mem.SimHolding{}) })
 			}
 			select {
 			case next <- i:

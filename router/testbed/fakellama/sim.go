@@ -9,6 +9,7 @@ import (
 	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/mem"
 	"github.com/llamatray/llamatray/router/sched"
+	"github.com/llamatray/llamatray/router/testbed/simhold"
 )
 
 // simBuffers is what the fake holds on a simulated machine (envconfig.SimMachine): its weights and KV cache
@@ -198,7 +199,7 @@ func (b *simBuffers) hold(awake bool) {
 			}
 		}
 	}
-	if err := mem.SimHold(b.path, os.Getpid(), h); err != nil {
+	if err := simhold.Hold(b.path, os.Getpid(), h); err != nil {
 		logf(lvlWarn, "fakellama: %v", err)
 	}
 	for d, e := range b.rpc {
@@ -208,7 +209,7 @@ func (b *simBuffers) hold(awake bool) {
 	}
 }
 
-func (b *simBuffers) release() { mem.SimRelease(b.path, os.Getpid()) }
+func (b *simBuffers) release() { simhold.Release(b.path, os.Getpid()) }
 
 // listDevices prints the simulated machine's GPUs, then each --rpc server's device (RPC0, its
 // description the server's address), as llama-server --list-devices does; a server that does not

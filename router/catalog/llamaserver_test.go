@@ -1,4 +1,4 @@
-package e2e
+package catalog_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // models): the buffers llama.cpp logs (model, KV, output, compute) match the estimate's terms, and the
 // child's peak resident set after a 500-token request is within ±10 % of the whole estimate (the
 // figure GET /models and the scheduler use).
-func TestFirstEstimateMatchesLlamaServer(t *testing.T) {
+func TestFirstEstimateMatchesRealLlamaServer(t *testing.T) {
 	bin := testbed.RealLlamaServer(t)
 	dir := t.TempDir()
 	rows := []struct {
@@ -113,3 +113,5 @@ func argsFor(s fitbed.Spec, p catalog.EstimateParams) []string {
 	}
 	return a
 }
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }

@@ -11,7 +11,7 @@ import (
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
 
-func TestDiscovery(t *testing.T) {
+func TestWalk(t *testing.T) {
 	root := t.TempDir()
 	writeModel(t, filepath.Join(root, "a.gguf"), ggufwrite.HeaderOptions{Name: "Model A", FileType: 15, ContextLength: 8192})
 	writeModel(t, filepath.Join(root, "nested", "deep", "b-Q8_0.gguf"), ggufwrite.HeaderOptions{FileType: 7})
