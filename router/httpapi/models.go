@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/llamatray/llamatray/router/view"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // listModels serves GET /models and GET /v1/models: every model with its state, as the service
@@ -19,7 +20,7 @@ func (srv *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	for _, m := range l.Data {
 		taken[m.ID] = true
 	}
-	l.Data = append(l.Data, srv.peerModels(taken)...) // peers.go
+	l.Data = append(l.Data, srv.o.Peers.Listed(taken, srv.o.StartTime.Unix())...)
 	writeJSON(w, http.StatusOK, l)
 }
 
@@ -32,7 +33,7 @@ func (srv *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := srv.resolve(name)
 	if err != nil {
-		if m, ok := srv.peerModel(name); ok && isNotFound(err) { // peers.go
+		if m, ok := srv.peerModel(name); ok && isNotFound(err) {
 			writeJSON(w, http.StatusOK, m)
 			return
 		}
@@ -45,4 +46,18 @@ func (srv *Server) getModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, m.Wire(srv.o.StartTime))
+}
+
+// peerModel is the entry of GET /v1/models/{model} for a peer's model, by its listed ID or its ref.
+func (srv *Server) peerModel(name string) (wire.Model, bool) {
+	taken := map[string]bool{}
+	for _, m := range srv.views.Models() {
+		taken[m.ID] = true
+	}
+	for _, m := range srv.o.Peers.Listed(taken, srv.o.StartTime.Unix()) {
+		if m.ID == name || len(m.Aliases) > 0 && m.Aliases[0] == name {
+			return m, true
+		}
+	}
+	return wire.Model{}, false
 }

@@ -32,7 +32,7 @@ func (api ollamaAPI) peerList(r *http.Request, local []ollama.Model) []ollama.Mo
 		names[m.Name] = true
 	}
 	var out []ollama.Model
-	for _, e := range api.peerModels(taken) { // peers.go
+	for _, e := range api.o.Peers.Listed(taken, api.o.StartTime.Unix()) {
 		if e.Status.Value == peer.Unavailable {
 			continue
 		}

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/gorilla/mux"
@@ -45,7 +44,7 @@ func peerAPIError(err error) (apiError, bool) {
 		return apiError{Status: http.StatusLoopDetected, Type: "invalid_request_error", Code: "peer_loop", Message: err.Error()}, true
 	case errors.Is(err, peer.ErrBusy):
 		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "peer_busy", Message: err.Error()}, true
-	case errors.Is(err, errPeerHop):
+	case errors.Is(err, peer.ErrHop):
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: err.Error()}, true
 	case errors.Is(err, ErrNoSuchPeer):
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "peer_not_found", Message: err.Error()}, true
@@ -55,53 +54,17 @@ func peerAPIError(err error) (apiError, bool) {
 	return apiError{}, false
 }
 
-// peerFor says whether name goes to a peer, and to which of its models: "peer:NAME/ID" does;
-// another name does when no local model takes it and a peer lists it. A request that came from a
-// peer never goes on to another, "peer:NAME/ID" included (see errPeerHop), so two instances that
-// are each other's peers never pass one round. ok is false when the request stays here.
-func (srv *Server) peerFor(r *http.Request, name string) (info peer.Info, id string, ok bool, err error) {
-	ps := srv.o.Peers
-	if ps == nil {
-		return info, "", false, nil
+// peerFor says whether name goes to a peer, and to which of its models (peer.Set.Route): a local
+// model, or one being pulled, wins over a peer's of the same name.
+func (srv *Server) peerFor(r *http.Request, name string) (peer.Info, string, bool, error) {
+	local := func(n string) bool { _, err := srv.resolve(n); return err == nil || !isNotFound(err) }
+	p, id, ok, err := srv.o.Peers.Route(name, r.Header.Get(peer.ViaHeader) != "", local)
+	if errors.Is(err, peer.ErrNoPeer) {
+		pname, _, _ := peer.ParseRef(name)
+		err = fmt.Errorf("%w (no peer is named %q)", &engine.UnknownModelError{Name: name}, pname)
 	}
-	if pname, pid, explicit := peer.ParseRef(name); explicit {
-		if err := refHop(r, name, pid); err != nil {
-			return info, "", false, err
-		}
-		info, found := ps.Peer(pname)
-		if !found {
-			return info, "", false, fmt.Errorf("%w (no peer is named %q)", &engine.UnknownModelError{Name: name}, pname)
-		}
-		return info, pid, true, nil
-	}
-	if r.Header.Get(peer.ViaHeader) != "" {
-		return info, "", false, nil
-	}
-	info, found := ps.Find(name)
-	if !found {
-		return info, "", false, nil
-	}
-	if _, err := srv.resolve(name); err == nil || !isNotFound(err) {
-		return info, "", false, nil // a local model (or one being pulled) wins
-	}
-	return info, name, true, nil
+	return p, id, ok, err
 }
-
-// refHop refuses the "peer:NAME/ID" ref of a request that came from a peer (one hop only), and
-// one whose ID is itself a ref (no peer lists such an ID: see peer.goodID): both answer as a model
-// not found.
-func refHop(r *http.Request, ref, id string) error {
-	switch {
-	case r.Header.Get(peer.ViaHeader) != "":
-		return fmt.Errorf("model %q not found: %w: a request that came from a peer is served by this instance's own models only, never sent on to another peer", ref, errPeerHop)
-	case strings.HasPrefix(id, peer.RefPrefix):
-		return fmt.Errorf("model %q not found: %w: a peer's model ID never starts with %q", ref, errPeerHop, peer.RefPrefix)
-	}
-	return nil
-}
-
-// errPeerHop is a "peer:NAME/ID" refused by refHop: 404 model_not_found.
-var errPeerHop = errors.New("one hop only")
 
 // servePeer sends the request to a peer when peerFor says so; false: it stays here.
 func (srv *Server) servePeer(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) bool {
@@ -258,44 +221,9 @@ func withModel(body []byte, id string) ([]byte, error) {
 	return out, nil
 }
 
-// peerModels are the peers' models for GET /models and /v1/models: under their own ID, else —
-// when a local model (taken) or an earlier peer has it (those that answer first, then by name, as
-// Find picks) — under "peer:NAME/ID".
-func (srv *Server) peerModels(taken map[string]bool) []wire.Model {
-	if srv.o.Peers == nil {
-		return nil
-	}
-	var out []wire.Model
-	peers := srv.o.Peers.Peers()
-	sort.SliceStable(peers, func(a, b int) bool { return peers[a].Up() && !peers[b].Up() }) // as Find picks
-	for _, p := range peers {
-		for _, m := range p.Models {
-			ref := peer.Ref(p.Name, m.ID)
-			e := wire.Model{ID: m.ID, Object: "model", OwnedBy: peer.OwnedBy(p.Name), Created: srv.o.StartTime.Unix(),
-				Aliases: []string{ref}, Tags: []string{}, Architecture: wire.Modalities{Input: []string{"text"}, Output: []string{"text"}}}
-			if taken[m.ID] {
-				e.ID, e.Aliases = ref, []string{}
-			}
-			taken[e.ID] = true
-			e.Status.Value = p.ModelStatus(m)
-			e.Status.Args = []string{}
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // peersWire is every peer for GET /api/peers and /api/status.
 func (srv *Server) peersWire() []wire.Peer {
-	out := []wire.Peer{}
-	if srv.o.Peers == nil {
-		return out
-	}
-	local := func(id string) bool { _, err := srv.resolve(id); return err == nil }
-	for _, p := range srv.o.Peers.Peers() {
-		out = append(out, p.Wire(local))
-	}
-	return out
+	return srv.o.Peers.Wires(func(id string) bool { _, err := srv.resolve(id); return err == nil })
 }
 
 // peerRoutes declares GET and POST /api/peers and DELETE /api/peers/{name}.
@@ -369,20 +297,6 @@ func (srv *Server) removePeer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
-}
-
-// peerModel is the entry of GET /v1/models/{model} for a peer's model, by its listed ID or its ref.
-func (srv *Server) peerModel(name string) (wire.Model, bool) {
-	taken := map[string]bool{}
-	for _, m := range srv.views.Models() {
-		taken[m.ID] = true
-	}
-	for _, m := range srv.peerModels(taken) {
-		if m.ID == name || len(m.Aliases) > 0 && m.Aliases[0] == name {
-			return m, true
-		}
-	}
-	return wire.Model{}, false
 }
 
 // checkLoop is peer.ErrLoop, naming the peer, for a request of this instance's that came back.
