@@ -14,6 +14,7 @@ import (
 	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/proxy"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 type targetKey struct{}
@@ -149,24 +150,10 @@ func (s *sentWriter) Header() http.Header         { return s.h }
 func (s *sentWriter) WriteHeader(int)             {}
 func (s *sentWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// looksLikePath reports names that can only be file paths, never catalog IDs or aliases.
-func looksLikePath(name string) bool {
-	if strings.ContainsAny(name, "\x00\\") || strings.HasPrefix(name, "/") || strings.HasPrefix(name, "~") ||
-		strings.HasPrefix(name, "./") || (len(name) >= 2 && name[1] == ':') {
-		return true
-	}
-	for _, seg := range strings.Split(name, "/") {
-		if seg == ".." || seg == "." {
-			return true
-		}
-	}
-	return false
-}
-
 // resolve maps a requested name (ID or alias) to a catalog ID. Anything else — in particular a file
 // path — is an unknown model.
 func (srv *Server) resolve(name string) (string, error) {
-	if looksLikePath(name) {
+	if view.PathLike(name) {
 		return "", &engine.UnknownModelError{Name: name}
 	}
 	id, err := srv.o.Engine.Resolve(name) // the one resolution of the request's name: the ID goes on (AcquireID)

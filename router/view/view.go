@@ -422,3 +422,17 @@ func orEmptyMap(m map[string]int64) map[string]int64 {
 	}
 	return m
 }
+
+// PathLike reports names that can only be file paths, never a model's ID or alias.
+func PathLike(name string) bool {
+	if strings.ContainsAny(name, "\x00\\") || strings.HasPrefix(name, "/") || strings.HasPrefix(name, "~") ||
+		strings.HasPrefix(name, "./") || (len(name) >= 2 && name[1] == ':') {
+		return true
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == ".." || seg == "." {
+			return true
+		}
+	}
+	return false
+}
