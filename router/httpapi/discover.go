@@ -23,5 +23,5 @@ func (srv *Server) listDiscovered(w http.ResponseWriter, r *http.Request) {
 	if l.Discovered == nil {
 		l.Discovered = []wire.Discovered{}
 	}
-	writeJSON(w, http.StatusOK, l)
+	wire.Write(w, http.StatusOK, l)
 }

@@ -69,7 +69,7 @@ func (srv *Server) downloads(w http.ResponseWriter, r *http.Request) {
 	if list == nil {
 		list = []wire.Download{}
 	}
-	writeJSON(w, http.StatusOK, wire.DownloadList{Object: "list", Data: list})
+	wire.Write(w, http.StatusOK, wire.DownloadList{Object: "list", Data: list})
 }
 
 // downloadAction serves POST /api/downloads/{pause,resume,cancel} {"name"}: pause keeps what came
@@ -85,7 +85,7 @@ func (srv *Server) downloadAction(w http.ResponseWriter, r *http.Request) {
 	}
 	name := strings.TrimSpace(req.Name)
 	if name == "" {
-		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "name_required", Message: `"name" (a download's name, from GET /api/downloads) is missing`}.doc())
+		wire.Write(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "name_required", Message: `"name" (a download's name, from GET /api/downloads) is missing`}.doc())
 		return
 	}
 	m := srv.o.Hub.Manager
@@ -93,15 +93,15 @@ func (srv *Server) downloadAction(w http.ResponseWriter, r *http.Request) {
 	st, known := m.Status(name)
 	if !known {
 		if action == "cancel" && srv.o.Hub.Installs != nil && srv.o.Hub.Installs.CancelInstall(name) {
-			writeJSON(w, http.StatusOK, map[string]any{"success": true, "name": name, "status": "cancelled"})
+			wire.Write(w, http.StatusOK, map[string]any{"success": true, "name": name, "status": "cancelled"})
 			return
 		}
-		writeJSON(w, http.StatusNotFound, apiError{Type: "invalid_request_error", Code: "download_not_found", Message: "no download named " + name + "; GET /api/downloads lists them"}.doc())
+		wire.Write(w, http.StatusNotFound, apiError{Type: "invalid_request_error", Code: "download_not_found", Message: "no download named " + name + "; GET /api/downloads lists them"}.doc())
 		return
 	}
 	d := modelDownload(st)
 	if !slices.Contains(d.Actions, action) {
-		writeJSON(w, http.StatusConflict, apiError{Type: "invalid_request_error", Code: "download_" + st.State,
+		wire.Write(w, http.StatusConflict, apiError{Type: "invalid_request_error", Code: "download_" + st.State,
 			Message: name + " is " + st.State + "; it can be: " + strings.Join(d.Actions, ", ")}.doc())
 		return
 	}
@@ -129,5 +129,5 @@ func (srv *Server) downloadAction(w http.ResponseWriter, r *http.Request) {
 		}
 		st.State, st.Error = hub.StateCancelled, ""
 	}
-	writeJSON(w, http.StatusOK, modelDownload(st))
+	wire.Write(w, http.StatusOK, modelDownload(st))
 }

@@ -166,7 +166,7 @@ func (e apiError) body() []byte {
 	return b
 }
 
-// doc is the error document as a value, for writeJSON and event streams.
+// doc is the error document as a value, for wire.Write and event streams.
 func (e apiError) doc() map[string]any {
 	return map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}}
 }
@@ -199,16 +199,4 @@ func failed(r *http.Request, err error) (apiError, bool) {
 	}
 	e := errorFor(err)
 	return e, e.Status != statusClientClosed
-}
-
-// writeJSON sends v with the given status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, apiError{Type: "server_error", Code: "internal_error", Message: err.Error()}.body()
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
 }

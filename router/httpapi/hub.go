@@ -160,12 +160,12 @@ func (srv *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 	}
 	ref, err := hub.ParsePasted(req.Model)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "invalid_model_name", Message: err.Error()}.doc())
+		wire.Write(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "invalid_model_name", Message: err.Error()}.doc())
 		return
 	}
 	if ref.Quant != "" && srv.o.Catalog != nil {
 		if m, ok := srv.o.Catalog.Lookup(ref.String()); ok && m.HubName != "" {
-			writeJSON(w, http.StatusOK, wire.PullAnswer{Success: true, Model: m.HubName, ID: m.ID, Status: hub.StateDownloaded})
+			wire.Write(w, http.StatusOK, wire.PullAnswer{Success: true, Model: m.HubName, ID: m.ID, Status: hub.StateDownloaded})
 			return
 		}
 	}
@@ -175,7 +175,7 @@ func (srv *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := pullJSON(st)
-	writeJSON(w, http.StatusAccepted, wire.PullAnswer{Success: true, Model: st.Model, Status: st.State, Download: &d})
+	wire.Write(w, http.StatusAccepted, wire.PullAnswer{Success: true, Model: st.Model, Status: st.State, Download: &d})
 }
 
 // removeModel serves DELETE /models {"model"} (or ?model=): it cancels a running pull of that
@@ -206,7 +206,7 @@ func (srv *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, wire.RemoveAnswer{Success: true, Model: end.Model, Status: end.State, Removed: []string{}})
+		wire.Write(w, http.StatusOK, wire.RemoveAnswer{Success: true, Model: end.Model, Status: end.State, Removed: []string{}})
 		return
 	}
 	id, err := srv.resolve(name)
@@ -219,7 +219,7 @@ func (srv *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ans)
+	wire.Write(w, http.StatusOK, ans)
 }
 
 // isUnknown reports an engine error for a model it does not know.
@@ -236,7 +236,7 @@ func (srv *Server) hubSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	if q == "" {
-		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "query_required", Message: "q (the text to search for) is missing"}.doc())
+		wire.Write(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "query_required", Message: "q (the text to search for) is missing"}.doc())
 		return
 	}
 	limit := 30
@@ -246,7 +246,7 @@ func (srv *Server) hubSearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": repos})
+	wire.Write(w, http.StatusOK, map[string]any{"object": "list", "data": repos})
 }
 
 // hubFiles serves GET /api/hub/files?repo=ORG/REPO[&fit=false]: the repo's quants with sizes
@@ -258,7 +258,7 @@ func (srv *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	repo := strings.TrimSpace(r.URL.Query().Get("repo"))
 	if repo == "" {
-		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "repo_required", Message: "repo (ORG/REPO) is missing"}.doc())
+		wire.Write(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "repo_required", Message: "repo (ORG/REPO) is missing"}.doc())
 		return
 	}
 	c := srv.o.Hub.Manager.Client()
@@ -277,7 +277,7 @@ func (srv *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	room := engine.RoomOf(srv.o.Engine.Budget(), srv.o.Engine.Models())
 	quants := c.Badges(r.Context(), l, params, room, downloaded, r.URL.Query().Get("fit") != "false")
-	writeJSON(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": quants})
+	wire.Write(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": quants})
 }
 
 // pullJSON is a pull as the API sends it.
@@ -298,7 +298,7 @@ func (srv *Server) hubPulls(w http.ResponseWriter, r *http.Request) {
 	for i, st := range list {
 		out.Data[i] = pullJSON(st)
 	}
-	writeJSON(w, http.StatusOK, out)
+	wire.Write(w, http.StatusOK, out)
 }
 
 // pullEvents subscribes to pull events; nil channel and a no-op when the Hub is off.

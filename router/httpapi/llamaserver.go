@@ -7,6 +7,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/releases"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // LlamaServers installs and switches llama.cpp release builds of llama-server (router/releases);
@@ -57,7 +58,7 @@ func (srv *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 			out.Available = releases.AvailableOf(rel, c)
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	wire.Write(w, http.StatusOK, out)
 }
 
 // installLlamaServer serves POST /api/llama-server/install {"build": "latest"}. The answer is an
@@ -118,7 +119,7 @@ func (srv *Server) useLlamaServer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, b)
+	wire.Write(w, http.StatusOK, b)
 }
 
 // llamaServerRequest is the installer and the body of a POST to /api/llama-server/...; ok is false

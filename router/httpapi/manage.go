@@ -67,14 +67,14 @@ func (srv *Server) loadModel(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusAccepted, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
+		wire.Write(w, http.StatusAccepted, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
 		return
 	}
 	if err := srv.o.Engine.Load(r.Context(), id); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
+	wire.Write(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
 }
 
 // unloadModel serves POST /models/unload: drains (no new leases, in-flight requests finish) and
@@ -89,7 +89,7 @@ func (srv *Server) unloadModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
+	wire.Write(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
 }
 
 // pinModel serves POST /models/pin; "pinned" defaults to true. Through the service the pin is saved
@@ -109,7 +109,7 @@ func (srv *Server) pinModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.PinAnswer{Success: true, ID: id, Pinned: pinned})
+	wire.Write(w, http.StatusOK, wire.PinAnswer{Success: true, ID: id, Pinned: pinned})
 }
 
 // statusOf is the model's status value, or null when the engine cannot say.
@@ -135,12 +135,12 @@ func (srv *Server) modelLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	infoFrom(r.Context()).model = id
-	writeJSON(w, http.StatusOK, wire.Logs{ID: id, Lines: append([]string{}, srv.o.Engine.Logs(id)...)})
+	wire.Write(w, http.StatusOK, wire.Logs{ID: id, Lines: append([]string{}, srv.o.Engine.Logs(id)...)})
 }
 
 // health serves GET /health. "service" tells a Llamatray instance from a bare llama-server.
 func (srv *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, wire.Health{Status: "ok", Service: "llamatray", Version: srv.o.Version})
+	wire.Write(w, http.StatusOK, wire.Health{Status: "ok", Service: "llamatray", Version: srv.o.Version})
 }
 
 // memoryJSON is the memory budget of /api/status.
@@ -195,5 +195,5 @@ func (srv *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
 		setup := srv.o.Setup()
 		st.Setup = &setup
 	}
-	writeJSON(w, http.StatusOK, st)
+	wire.Write(w, http.StatusOK, st)
 }

@@ -21,7 +21,7 @@ func (srv *Server) listModels(w http.ResponseWriter, r *http.Request) {
 		taken[m.ID] = true
 	}
 	l.Data = append(l.Data, srv.o.Peers.Listed(taken, srv.o.StartTime.Unix())...)
-	writeJSON(w, http.StatusOK, l)
+	wire.Write(w, http.StatusOK, l)
 }
 
 // getModel serves GET /v1/models/{model} (OpenAI "retrieve model"), by ID or alias.
@@ -34,7 +34,7 @@ func (srv *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	id, err := srv.resolve(name)
 	if err != nil {
 		if m, ok := srv.peerModel(name); ok && isNotFound(err) {
-			writeJSON(w, http.StatusOK, m)
+			wire.Write(w, http.StatusOK, m)
 			return
 		}
 		writeError(w, r, err)
@@ -45,7 +45,7 @@ func (srv *Server) getModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, m.Wire(srv.o.StartTime))
+	wire.Write(w, http.StatusOK, m.Wire(srv.o.StartTime))
 }
 
 // peerModel is the entry of GET /v1/models/{model} for a peer's model, by its listed ID or its ref.

@@ -234,7 +234,7 @@ func (srv *Server) peerRoutes(m *mux.Router) {
 }
 
 func (srv *Server) listPeers(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
+	wire.Write(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
 }
 
 // errNoPeerEdit answers a peer change where the server has no configuration to save it in.
@@ -264,7 +264,7 @@ func (srv *Server) addPeer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, fmt.Errorf("%w: %w", errBadPeer, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
+	wire.Write(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
 }
 
 // errBadPeer is a peer change the configuration refused (a bad name or URL).
@@ -296,7 +296,7 @@ func (srv *Server) removePeer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
+	wire.Write(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
 }
 
 // checkLoop is peer.ErrLoop, naming the peer, for a request of this instance's that came back.

@@ -18,6 +18,7 @@ import (
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/peer"
 	"github.com/llamatray/llamatray/router/view"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // Host is what the Ollama API needs of the server that mounts it (router/httpapi's Server), so that
@@ -97,21 +98,9 @@ func (api *API) Mount(m *mux.Router) {
 	m.HandleFunc("/api/copy", api.copyModel).Methods(http.MethodPost)
 }
 
-// writeJSON sends v with the given status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
-}
-
 // refuse answers status with msg in Ollama's shape, {"error": "…"}.
 func refuse(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, ErrorResponse{Error: msg})
+	wire.Write(w, status, ErrorResponse{Error: msg})
 }
 
 // root answers the probe Ollama's clients send before anything else.
@@ -124,7 +113,7 @@ func (api *API) root(w http.ResponseWriter, r *http.Request) {
 }
 
 func (api *API) version(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"version": Version})
+	wire.Write(w, http.StatusOK, map[string]string{"version": Version})
 }
 
 // fail writes err in Ollama's shape, with the status Host.Failure gives it.
@@ -358,13 +347,13 @@ func (api *API) loadOnly(w http.ResponseWriter, r *http.Request, id, name string
 	now := Stamp(time.Now())
 	switch kind {
 	case KindChat:
-		writeJSON(w, http.StatusOK, ChatResponse{Model: name, CreatedAt: now, Message: Message{Role: "assistant"}, Done: true, DoneReason: reason})
+		wire.Write(w, http.StatusOK, ChatResponse{Model: name, CreatedAt: now, Message: Message{Role: "assistant"}, Done: true, DoneReason: reason})
 	case KindGenerate:
-		writeJSON(w, http.StatusOK, GenerateResponse{Model: name, CreatedAt: now, Done: true, DoneReason: reason})
+		wire.Write(w, http.StatusOK, GenerateResponse{Model: name, CreatedAt: now, Done: true, DoneReason: reason})
 	case KindEmbed:
-		writeJSON(w, http.StatusOK, EmbedResponse{Model: name, Embeddings: [][]float64{}})
+		wire.Write(w, http.StatusOK, EmbedResponse{Model: name, Embeddings: [][]float64{}})
 	default:
-		writeJSON(w, http.StatusOK, EmbeddingsResponse{Embedding: []float64{}})
+		wire.Write(w, http.StatusOK, EmbeddingsResponse{Embedding: []float64{}})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/peer"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // defaults are what a model's Ollama manifest chose (its params and system layers), for the
@@ -60,13 +61,13 @@ func (api *API) models() []Model {
 // tags serves GET /api/tags: every model Llamatray serves, answering peers' included.
 func (api *API) tags(w http.ResponseWriter, r *http.Request) {
 	local := api.models()
-	writeJSON(w, http.StatusOK, Tags(append(local, api.peerList(r, local)...))) // api_peers.go
+	wire.Write(w, http.StatusOK, Tags(append(local, api.peerList(r, local)...))) // api_peers.go
 }
 
 // ps serves GET /api/ps: the models running now, peers' models their peer reports loaded included.
 func (api *API) ps(w http.ResponseWriter, r *http.Request) {
 	local := api.models()
-	writeJSON(w, http.StatusOK, PS(append(local, api.peerList(r, local)...)))
+	wire.Write(w, http.StatusOK, PS(append(local, api.peerList(r, local)...)))
 }
 
 // show serves POST /api/show.
@@ -91,7 +92,7 @@ func (api *API) show(w http.ResponseWriter, r *http.Request) {
 		api.fail(w, r, name, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Show(FromView(v)))
+	wire.Write(w, http.StatusOK, Show(FromView(v)))
 }
 
 // deleteModel serves DELETE /api/delete: a model pulled from the Hub is removed as DELETE /models

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llamatray/llamatray/router/peer"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // peerList are the answering peers' models for /api/tags and /api/ps: a bare ID is listed
@@ -78,7 +79,7 @@ func (api *API) peerShow(w http.ResponseWriter, ref string) bool {
 		s := Show(PeerModel(ref, ref, p.ModelStatus(m), api.Started))
 		s.Modelfile = "# Served by the peer " + pname + "; Llamatray knows only its name and state.\nFROM " + id + "\n"
 		s.ModelInfo = map[string]any{} // the peer said nothing of its architecture
-		writeJSON(w, http.StatusOK, s)
+		wire.Write(w, http.StatusOK, s)
 		return true
 	}
 	return false

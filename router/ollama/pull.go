@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // PullWriter writes /api/pull's answer: NDJSON status lines, or one object when it is not a Stream.
@@ -44,11 +45,7 @@ func (p *PullWriter) Done(v any) {
 	if _, failed := v.(ErrorResponse); failed {
 		status = http.StatusInternalServerError
 	}
-	b, _ := json.Marshal(v)
-	p.W.Header().Set("Content-Type", "application/json; charset=utf-8")
-	p.W.Header().Set("Cache-Control", "no-store")
-	p.W.WriteHeader(status)
-	_, _ = p.W.Write(append(b, '\n'))
+	wire.Write(p.W, status, v)
 }
 
 // Event writes what a pull's state says; true once it ended.
