@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -226,10 +228,13 @@ func (srv *Server) peersWire() []wire.Peer {
 	return srv.o.Peers.Wires(func(id string) bool { _, err := srv.resolve(id); return err == nil })
 }
 
-// peerRoutes declares GET and POST /api/peers and DELETE /api/peers/{name}.
+// peerRoutes declares GET and POST /api/peers, DELETE /api/peers/{name} and GET
+// /api/peers/discovered (before /api/peers/{name}): the other Llamatrays mDNS found on the local
+// network that are not peers yet, only offered (adding one is POST /api/peers).
 func (srv *Server) peerRoutes(m *mux.Router) {
 	m.HandleFunc("/api/peers", srv.listPeers).Methods(http.MethodGet)
 	m.HandleFunc("/api/peers", srv.addPeer).Methods(http.MethodPost)
+	m.HandleFunc("/api/peers/discovered", srv.listDiscovered).Methods(http.MethodGet)
 	m.HandleFunc("/api/peers/{name}", srv.removePeer).Methods(http.MethodDelete)
 }
 
@@ -237,66 +242,113 @@ func (srv *Server) listPeers(w http.ResponseWriter, r *http.Request) {
 	wire.Write(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
 }
 
-// errNoPeerEdit answers a peer change where the server has no configuration to save it in.
-var errNoPeerEdit = fmt.Errorf("%w: peers cannot be changed here", errNotFound)
+func (srv *Server) listDiscovered(w http.ResponseWriter, r *http.Request) {
+	if srv.o.Discovered == nil {
+		writeError(w, r, errNotFound)
+		return
+	}
+	l := srv.o.Discovered()
+	if l.Discovered == nil {
+		l.Discovered = []wire.Discovered{}
+	}
+	wire.Write(w, http.StatusOK, l)
+}
 
-// addPeer serves POST /api/peers: the peer is saved in the configuration and read at once. Only a
-// client on this machine may add one, and no page of another site (it makes Llamatray call out).
-func (srv *Server) addPeer(w http.ResponseWriter, r *http.Request) {
-	if crossSite(r) {
-		writeError(w, r, fmt.Errorf("%w: a page of another site may not add a peer", errOriginForbidden))
-		return
+// Errors of a change of the peers.
+var (
+	// errNoPeerEdit answers a peer change where the server has no configuration to save it in.
+	errNoPeerEdit = fmt.Errorf("%w: peers cannot be changed here", errNotFound)
+	// errBadPeer is a peer change the configuration refused (a bad name or URL).
+	errBadPeer = errors.New("peer not saved")
+	// errPeerEditRemote refuses a peer change from another machine: a peer's URL is called by this
+	// instance and its answers are read back, so whoever may set one could make it reach any address
+	// it can (link-local, internal services). 403 peer_edit_forbidden.
+	errPeerEditRemote = errors.New("peers can be changed only from this machine (a loopback client: `llamatray peer add`, the app, or the configuration file), never from another one, even with an API key")
+)
+
+// ErrNoSuchPeer is the removal of a peer that is not configured (Options.RemovePeer wraps it).
+var ErrNoSuchPeer = errors.New("no such peer")
+
+// editPeers serves a change of the peers and answers the peers after it. Only a client on this
+// machine may make one, and no page of another site (a peer makes Llamatray call out).
+func (srv *Server) editPeers(w http.ResponseWriter, r *http.Request, verb string, change func() error) {
+	var err error
+	switch {
+	case crossSite(r):
+		err = fmt.Errorf("%w: a page of another site may not %s a peer", errOriginForbidden, verb)
+	case !localClient(r):
+		err = errPeerEditRemote
+	default:
+		err = change()
 	}
-	if !localClient(r) { // localclient.go
-		writeError(w, r, errPeerEditRemote)
-		return
-	}
-	var req wire.PeerAdd
-	if err := srv.readJSON(w, r, &req); err != nil {
+	if err != nil {
 		writeError(w, r, err)
-		return
-	}
-	if srv.o.AddPeer == nil {
-		writeError(w, r, errNoPeerEdit)
-		return
-	}
-	if err := srv.o.AddPeer(req); err != nil {
-		writeError(w, r, fmt.Errorf("%w: %w", errBadPeer, err))
 		return
 	}
 	wire.Write(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
 }
 
-// errBadPeer is a peer change the configuration refused (a bad name or URL).
-var errBadPeer = errors.New("peer not saved")
+// addPeer serves POST /api/peers: the peer is saved in the configuration and read at once.
+func (srv *Server) addPeer(w http.ResponseWriter, r *http.Request) {
+	srv.editPeers(w, r, "add", func() error {
+		var req wire.PeerAdd
+		if err := srv.readJSON(w, r, &req); err != nil {
+			return err
+		}
+		if srv.o.AddPeer == nil {
+			return errNoPeerEdit
+		}
+		if err := srv.o.AddPeer(req); err != nil {
+			return fmt.Errorf("%w: %w", errBadPeer, err)
+		}
+		return nil
+	})
+}
 
-// ErrNoSuchPeer is the removal of a peer that is not configured (Options.RemovePeer wraps it).
-var ErrNoSuchPeer = errors.New("no such peer")
-
-// removePeer serves DELETE /api/peers/{name}: as addPeer, only from this machine.
+// removePeer serves DELETE /api/peers/{name}.
 func (srv *Server) removePeer(w http.ResponseWriter, r *http.Request) {
 	name, ok := muxVar(r, "name")
 	if !ok {
 		writeError(w, r, errNotFound)
 		return
 	}
-	if crossSite(r) {
-		writeError(w, r, fmt.Errorf("%w: a page of another site may not remove a peer", errOriginForbidden))
-		return
+	srv.editPeers(w, r, "remove", func() error {
+		if srv.o.RemovePeer == nil {
+			return errNoPeerEdit
+		}
+		return srv.o.RemovePeer(name)
+	})
+}
+
+// localClient says r came from this machine: from a loopback address, or from the very address
+// it reached (a connection from the machine to one of its own addresses).
+func localClient(r *http.Request) bool {
+	remote, ok := addrOf(r.RemoteAddr)
+	if !ok {
+		return false
 	}
-	if !localClient(r) {
-		writeError(w, r, errPeerEditRemote)
-		return
+	if remote.IsLoopback() {
+		return true
 	}
-	if srv.o.RemovePeer == nil {
-		writeError(w, r, errNoPeerEdit)
-		return
+	la, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if la == nil {
+		return false
 	}
-	if err := srv.o.RemovePeer(name); err != nil {
-		writeError(w, r, err)
-		return
+	local, ok := addrOf(la.String())
+	return ok && local == remote
+}
+
+// addrOf is the IP of "HOST:PORT", without its zone; false when it is not an IP address.
+func addrOf(hostport string) (netip.Addr, bool) {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return netip.Addr{}, false
 	}
-	wire.Write(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap().WithZone(""), true
 }
 
 // checkLoop is peer.ErrLoop, naming the peer, for a request of this instance's that came back.

@@ -56,6 +56,9 @@ type Engine interface {
 	Logs(name string) []string
 }
 
+// The real engine must satisfy the interface the HTTP layer is written against.
+var _ Engine = (*engine.Engine)(nil)
+
 // Catalog gives the metadata of a model by canonical ID.
 type Catalog interface {
 	Lookup(name string) (catalog.Model, bool)
