@@ -47,8 +47,11 @@ func (srv *Server) hubRoutes(m *mux.Router) {
 	srv.downloadRoutes(m)
 }
 
-// notPulledError says a request named an ORG/REPO:QUANT that is not on this machine.
+// notPulledError says a request named an ORG/REPO:QUANT that is not on this machine: a model
+// unknown here (it unwraps to *engine.UnknownModelError), told how to pull it.
 type notPulledError struct{ name string }
+
+func (e *notPulledError) Unwrap() error { return &engine.UnknownModelError{Name: e.name} }
 
 func (e *notPulledError) Error() string {
 	return fmt.Sprintf("model %q is not on this machine: download it with `llamatray pull %s`, or POST /models {\"model\": %q}, or set auto_pull = true", e.name, e.name, e.name)
@@ -222,7 +225,8 @@ func (srv *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 	wire.Write(w, http.StatusOK, ans)
 }
 
-// isUnknown reports an engine error for a model it does not know.
+// isUnknown says err is a model that is not there (one not pulled included), rather than, say, one
+// being pulled.
 func isUnknown(err error) bool {
 	var unknown *engine.UnknownModelError
 	return errors.As(err, &unknown)

@@ -224,7 +224,7 @@ func (srv *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := srv.resolve(name)
 	if err != nil {
-		if m, ok := srv.peerModel(name); ok && isNotFound(err) {
+		if m, ok := srv.peerModel(name); ok && isUnknown(err) {
 			wire.Write(w, http.StatusOK, m)
 			return
 		}

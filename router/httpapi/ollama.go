@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
@@ -35,8 +34,6 @@ func (h ollamaHost) Failure(r *http.Request, err error) (int, string, time.Durat
 	return e.Status, e.Message, e.RetryAfter, ok
 }
 
-func (h ollamaHost) NotFound(err error) bool { return isNotFound(err) }
-
 func (h ollamaHost) Resolve(r *http.Request, name string) (string, error) {
 	if r == nil {
 		return h.srv.resolve(name)
@@ -68,10 +65,4 @@ func (h ollamaHost) RemovePulled(r *http.Request, id string) error {
 
 func (h ollamaHost) UnderRules(id string, defaults map[string]any) map[string]any {
 	return h.srv.underRules(id, defaults)
-}
-
-// isNotFound says err is a model that is not there (rather than, say, one being pulled).
-func isNotFound(err error) bool {
-	var np *notPulledError
-	return isUnknown(err) || errors.As(err, &np)
 }

@@ -59,7 +59,7 @@ func peerAPIError(err error) (apiError, bool) {
 // peerFor says whether name goes to a peer, and to which of its models (peer.Set.Route): a local
 // model, or one being pulled, wins over a peer's of the same name.
 func (srv *Server) peerFor(r *http.Request, name string) (peer.Info, string, bool, error) {
-	local := func(n string) bool { _, err := srv.resolve(n); return err == nil || !isNotFound(err) }
+	local := func(n string) bool { _, err := srv.resolve(n); return err == nil || !isUnknown(err) }
 	p, id, ok, err := srv.o.Peers.Route(name, r.Header.Get(peer.ViaHeader) != "", local)
 	if errors.Is(err, peer.ErrNoPeer) {
 		pname, _, _ := peer.ParseRef(name)

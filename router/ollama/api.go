@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/peer"
 	"github.com/llamatray/llamatray/router/view"
@@ -30,8 +31,6 @@ type Host interface {
 	// Failure is the status, message and Retry-After the server answers err with; ok is false when
 	// the client has gone and nothing is to be written.
 	Failure(r *http.Request, err error) (status int, msg string, retryAfter time.Duration, ok bool)
-	// NotFound says err is a model that is not there (rather than, say, one being pulled).
-	NotFound(err error) bool
 	// Resolve maps a model's name to its catalog ID as a model-routed request r resolves it (with
 	// auto_pull, a POST naming a Hub model not on disk starts its download); nil r: no download.
 	Resolve(r *http.Request, name string) (string, error)
@@ -98,6 +97,9 @@ func (api *API) Mount(m *mux.Router) {
 	m.HandleFunc("/api/copy", api.copyModel).Methods(http.MethodPost)
 }
 
+// notFound says err is a model that is not there (rather than, say, one being pulled).
+func notFound(err error) bool { return errors.As(err, new(*engine.UnknownModelError)) }
+
 // refuse answers status with msg in Ollama's shape, {"error": "…"}.
 func refuse(w http.ResponseWriter, status int, msg string) {
 	wire.Write(w, status, ErrorResponse{Error: msg})
@@ -125,7 +127,7 @@ func (api *API) fail(w http.ResponseWriter, r *http.Request, name string, err er
 	if errors.Is(err, ErrBadRequest) {
 		status, msg = http.StatusBadRequest, strings.TrimPrefix(err.Error(), ErrBadRequest.Error()+": ")
 	}
-	if api.Host.NotFound(err) {
+	if notFound(err) {
 		status, msg = http.StatusNotFound, NotFoundText(r.URL.Path, name)
 	}
 	if retry > 0 {
@@ -175,11 +177,11 @@ func (api *API) resolveName(w http.ResponseWriter, r *http.Request, name string)
 		if err == nil {
 			break
 		}
-		if id2, err2 := api.Host.Resolve(r, alt); err2 == nil || !api.Host.NotFound(err2) {
+		if id2, err2 := api.Host.Resolve(r, alt); err2 == nil || !notFound(err2) {
 			id, err = id2, err2
 		}
 	}
-	if ref, ok := api.peerRef(r, name, false); ok && api.Host.NotFound(err) {
+	if ref, ok := api.peerRef(r, name, false); ok && notFound(err) {
 		return ref, true
 	}
 	if err != nil {
@@ -393,7 +395,7 @@ func (api *API) copyModel(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		if api.Host.NotFound(err) {
+		if notFound(err) {
 			refuse(w, http.StatusNotFound, fmt.Sprintf("model %q not found", req.Source)) // Ollama's words
 			return
 		}

@@ -54,7 +54,7 @@ func (api *API) peerList(r *http.Request, local []Model) []Model {
 // a pull.
 func (api *API) isLocal(name string) bool {
 	for _, n := range append([]string{name}, AltNames(name)...) {
-		if _, err := api.Host.Resolve(nil, n); err == nil || !api.Host.NotFound(err) {
+		if _, err := api.Host.Resolve(nil, n); err == nil || !notFound(err) {
 			return true
 		}
 	}
