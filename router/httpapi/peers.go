@@ -5,7 +5,6 @@ package httpapi
 // models are listed beside the local ones, owned_by "peer:NAME".
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,7 +69,8 @@ func (srv *Server) peerFor(r *http.Request, name string) (peer.Info, string, boo
 
 // servePeer sends the request to a peer when peerFor says so; false: it stays here.
 func (srv *Server) servePeer(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) bool {
-	if err := srv.checkLoop(r, body); err != nil {
+	if err := srv.o.Peers.CheckLoop(srv.instance, r.Header, body); err != nil {
+		srv.log.Warn("request loop: a request sent to a peer came back", "error", err)
 		writeError(w, r, err)
 		return true
 	}
@@ -106,12 +106,7 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 		return
 	}
 	defer release()
-	body, err = withModel(body, id)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	body = peer.WithVia(body, peer.Marker(srv.instance, p.Name))
+	body = peer.Body(body, id, peer.Marker(srv.instance, p.Name))
 	if q := r.URL.Query(); q.Get("model") != "" {
 		q.Set("model", id)
 		u := *r.URL
@@ -196,31 +191,6 @@ func (srv *Server) peerCut(w http.ResponseWriter, r *http.Request, p peer.Info, 
 	}
 	_, _ = w.Write(append([]byte("\n"), proxy.SSEEvent(name, doc)...)) // the newline ends a line the cut left open
 	_ = http.NewResponseController(w).Flush()
-}
-
-// withModel is body with its "model" set to id; a body naming no model, or not a JSON object, is
-// sent as it is.
-func withModel(body []byte, id string) ([]byte, error) {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return body, nil
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(body, &obj) != nil {
-		return body, nil
-	}
-	if _, ok := obj["model"]; !ok {
-		return body, nil
-	}
-	m, _ := json.Marshal(id)
-	if bytes.Equal(obj["model"], m) {
-		return body, nil
-	}
-	obj["model"] = m
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
-	}
-	return out, nil
 }
 
 // peersWire is every peer for GET /api/peers and /api/status.
@@ -349,20 +319,4 @@ func addrOf(hostport string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	return a.Unmap().WithZone(""), true
-}
-
-// checkLoop is peer.ErrLoop, naming the peer, for a request of this instance's that came back.
-func (srv *Server) checkLoop(r *http.Request, body []byte) error {
-	name, ok := peer.LoopedThrough(srv.instance, r.Header, body)
-	if !ok {
-		return nil
-	}
-	url := ""
-	if srv.o.Peers != nil {
-		if p, found := srv.o.Peers.Peer(name); found {
-			url = " (" + p.URL + ")"
-		}
-	}
-	srv.log.Warn("request loop: a request sent to a peer came back", "peer", name)
-	return fmt.Errorf("%w: this request was sent by this instance to peer %s%s and came back to it: peer %s leads back here (a proxy in front of this instance?)", peer.ErrLoop, name, url, name)
 }
