@@ -65,11 +65,7 @@ func modelDownload(st hub.PullStatus) wire.Download {
 
 // downloads serves GET /api/downloads.
 func (srv *Server) downloads(w http.ResponseWriter, r *http.Request) {
-	list := srv.Downloads()
-	if list == nil {
-		list = []wire.Download{}
-	}
-	wire.Write(w, http.StatusOK, wire.DownloadList{Object: "list", Data: list})
+	wire.Write(w, http.StatusOK, wire.DownloadList{Object: "list", Data: wire.List(srv.Downloads())})
 }
 
 // downloadAction serves POST /api/downloads/{pause,resume,cancel} {"name"}: pause keeps what came

@@ -320,14 +320,6 @@ func pullEventLine(ev hub.Event) []byte {
 	return proxy.SSEEvent("", b)
 }
 
-// removedOrEmpty keeps "removed" a JSON list when nothing was removed.
-func removedOrEmpty(paths []string) []string {
-	if paths == nil {
-		return []string{}
-	}
-	return paths
-}
-
 // removePulled unloads model id (its in-flight requests finish first) and deletes its files from
 // the Hub cache, blobs nothing else uses included. A model that is not a Hub pull is refused.
 func (srv *Server) removePulled(r *http.Request, id string) (wire.RemoveAnswer, error) {
@@ -350,7 +342,7 @@ func (srv *Server) removePulled(r *http.Request, id string) (wire.RemoveAnswer, 
 		srv.o.Hub.Rescan()
 	}
 	srv.log.Info("model removed", "model", id, "paths", len(removed))
-	return wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: removedOrEmpty(removed)}, nil
+	return wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: wire.List(removed)}, nil
 }
 
 // notHubModelError refuses to delete a model that is not a Hub pull: a user's own file.

@@ -43,10 +43,7 @@ func (srv *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	if builds == nil {
-		builds = []releases.Build{}
-	}
-	out := releases.Listing{Builds: builds}
+	out := releases.Listing{Builds: wire.List(builds)}
 	if srv.o.Setup != nil {
 		out.InUse = srv.o.Setup().LlamaServer
 	}

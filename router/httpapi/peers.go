@@ -218,9 +218,7 @@ func (srv *Server) listDiscovered(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l := srv.o.Discovered()
-	if l.Discovered == nil {
-		l.Discovered = []wire.Discovered{}
-	}
+	l.Discovered = wire.List(l.Discovered)
 	wire.Write(w, http.StatusOK, l)
 }
 

@@ -1,7 +1,7 @@
 package peer
 
-// Routing by peers: which peer's model a request's name reaches, and the peers' models as this
-// instance lists them. router/httpapi mounts them; router/ollama lists them in Ollama's shape.
+// Routing by peers: which peer's model a request's name reaches, and the peers and their models as
+// this instance lists them. router/httpapi mounts them; router/ollama lists them in Ollama's shape.
 
 import (
 	"errors"
@@ -88,4 +88,30 @@ func (s *Set) Wires(local func(id string) bool) []wire.Peer {
 		out = append(out, p.Wire(local))
 	}
 	return out
+}
+
+// Unavailable is the status of a model whose peer does not answer.
+const Unavailable = "unavailable"
+
+// ModelStatus is the state a listing shows of peer i's model m: "unavailable" while i is down,
+// else the peer's own state of it, else "available".
+func (i Info) ModelStatus(m Model) string {
+	switch {
+	case !i.Up():
+		return Unavailable
+	case m.Status != "":
+		return m.Status
+	}
+	return "available"
+}
+
+// Wire is i as GET /api/peers gives it; local says a model of this instance has the ID. The key
+// is never in it.
+func (i Info) Wire(local func(id string) bool) wire.Peer {
+	wp := wire.Peer{Name: i.Name, URL: i.URL, State: i.State, Kind: i.Kind, HasKey: i.APIKey != "", Error: i.Error,
+		Models: make([]wire.PeerModel, 0, len(i.Models)), LastSeen: wire.Time(i.LastSeen), NextTry: wire.Time(i.NextTry)}
+	for _, m := range i.Models {
+		wp.Models = append(wp.Models, wire.PeerModel{ID: m.ID, Ref: Ref(i.Name, m.ID), Status: i.ModelStatus(m), Local: local != nil && local(m.ID)})
+	}
+	return wp
 }

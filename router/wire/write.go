@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 )
 
 // Write sends document v with status, as every JSON answer of the API is sent: one line, not cached.
@@ -17,4 +18,21 @@ func Write(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// Time is t as a document's optional time: null when zero, else in UTC.
+func Time(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// List is s as a document's list: empty, never null, when s is nil.
+func List[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
