@@ -27,8 +27,9 @@ func (srv *Server) downloadRoutes(m *mux.Router) {
 	m.HandleFunc("/api/downloads/{action:pause|resume|cancel}", srv.downloadAction).Methods(http.MethodPost)
 }
 
-// Downloads lists every download: the Hub's pulls and the llama-server install.
-func (srv *Server) Downloads() []wire.Download {
+// downloads serves GET /api/downloads: every download, the Hub's pulls and the llama-server
+// install, those running first, then the newest first.
+func (srv *Server) downloads(w http.ResponseWriter, r *http.Request) {
 	var out []wire.Download
 	if srv.o.Hub != nil && srv.o.Hub.Manager != nil {
 		for _, st := range srv.o.Hub.Manager.List() {
@@ -48,7 +49,7 @@ func (srv *Server) Downloads() []wire.Download {
 		}
 		return b.Started.Compare(a.Started)
 	})
-	return out
+	wire.Write(w, http.StatusOK, wire.DownloadList{Object: "list", Data: wire.List(out)})
 }
 
 func modelDownload(st hub.PullStatus) wire.Download {
@@ -61,11 +62,6 @@ func modelDownload(st hub.PullStatus) wire.Download {
 		d.Actions = []string{"resume", "cancel"}
 	}
 	return d
-}
-
-// downloads serves GET /api/downloads.
-func (srv *Server) downloads(w http.ResponseWriter, r *http.Request) {
-	wire.Write(w, http.StatusOK, wire.DownloadList{Object: "list", Data: wire.List(srv.Downloads())})
 }
 
 // downloadAction serves POST /api/downloads/{pause,resume,cancel} {"name"}: pause keeps what came

@@ -104,10 +104,8 @@ func errorFor(err error) apiError {
 		return apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "body_too_large",
 			Message: "request body is larger than " + limit + " (raise body_limit in the configuration)"}
 	}
-	for _, k := range plainErrors {
-		if slices.ContainsFunc(k.errs, func(e error) bool { return errors.Is(err, e) }) {
-			return apiError{Status: k.status, Type: k.typ, Code: k.code, Message: err.Error()}
-		}
+	if e, ok := plainFor(plainErrors, err); ok {
+		return e
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -119,12 +117,25 @@ func errorFor(err error) apiError {
 	}
 }
 
-// plainErrors are the errors, in errorFor's order, answered with one status and code each, and their own message.
-var plainErrors = []struct {
+// plainError is errors answered with one status and code, and their own message.
+type plainError struct {
 	errs      []error
 	status    int
 	typ, code string
-}{
+}
+
+// plainFor is the answer of the first of list that err is.
+func plainFor(list []plainError, err error) (apiError, bool) {
+	for _, k := range list {
+		if slices.ContainsFunc(k.errs, func(e error) bool { return errors.Is(err, e) }) {
+			return apiError{Status: k.status, Type: k.typ, Code: k.code, Message: err.Error()}, true
+		}
+	}
+	return apiError{}, false
+}
+
+// plainErrors are the errors, in errorFor's order, answered with one status and code each.
+var plainErrors = []plainError{
 	{[]error{errBodyTimeout}, http.StatusRequestTimeout, "invalid_request_error", "body_timeout"},
 	{[]error{errBodyRead}, http.StatusBadRequest, "invalid_request_error", "body_read_failed"},
 	{[]error{errInvalidJSON}, http.StatusBadRequest, "invalid_request_error", "invalid_json"},

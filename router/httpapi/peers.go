@@ -33,26 +33,22 @@ type peerError struct {
 func (e *peerError) Error() string { return fmt.Sprintf("peer %s (%s): %v", e.Name, e.URL, e.Err) }
 func (e *peerError) Unwrap() error { return e.Err }
 
-// peerAPIError is errorFor's answer to a peerError: 502 peer_unreachable.
+// peerAPIError is errorFor's answer to a peer's errors: a peerError is 502 peer_unreachable.
 func peerAPIError(err error) (apiError, bool) {
-	var pe *peerError
-	switch {
-	case errors.As(err, &pe):
+	if pe := (*peerError)(nil); errors.As(err, &pe) {
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "peer_unreachable", Message: pe.Error()}, true
-	case errors.Is(err, errPeerEditRemote):
-		return apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "peer_edit_forbidden", Message: err.Error()}, true
-	case errors.Is(err, peer.ErrLoop):
-		return apiError{Status: http.StatusLoopDetected, Type: "invalid_request_error", Code: "peer_loop", Message: err.Error()}, true
-	case errors.Is(err, peer.ErrBusy):
-		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "peer_busy", Message: err.Error()}, true
-	case errors.Is(err, peer.ErrHop):
-		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: err.Error()}, true
-	case errors.Is(err, ErrNoSuchPeer):
-		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "peer_not_found", Message: err.Error()}, true
-	case errors.Is(err, errBadPeer):
-		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_peer", Message: err.Error()}, true
 	}
-	return apiError{}, false
+	return plainFor(peerErrors, err)
+}
+
+// peerErrors are the peers' errors answered with one status and code each, and their own message.
+var peerErrors = []plainError{
+	{[]error{errPeerEditRemote}, http.StatusForbidden, "permission_error", "peer_edit_forbidden"},
+	{[]error{peer.ErrLoop}, http.StatusLoopDetected, "invalid_request_error", "peer_loop"},
+	{[]error{peer.ErrBusy}, http.StatusServiceUnavailable, "server_error", "peer_busy"},
+	{[]error{peer.ErrHop}, http.StatusNotFound, "invalid_request_error", "model_not_found"},
+	{[]error{ErrNoSuchPeer}, http.StatusNotFound, "invalid_request_error", "peer_not_found"},
+	{[]error{errBadPeer}, http.StatusBadRequest, "invalid_request_error", "invalid_peer"},
 }
 
 // peerFor says whether name goes to a peer, and to which of its models (peer.Set.Route): a local
