@@ -46,7 +46,7 @@ func (s *Set) Route(name string, fromPeer bool, local func(name string) bool) (p
 	}
 	p, found := s.Find(name)
 	if !found || local(name) { // a local model (or one being pulled) wins
-		return p, "", false, nil
+		return Info{}, "", false, nil
 	}
 	return p, name, true, nil
 }
