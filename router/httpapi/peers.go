@@ -102,7 +102,8 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 		return
 	}
 	defer release()
-	body = peer.Body(body, id, peer.Marker(srv.instance, p.Name))
+	marker := peer.Marker(srv.instance, p.Name)
+	body = peer.Body(body, id, marker)
 	if q := r.URL.Query(); q.Get("model") != "" {
 		q.Set("model", id)
 		u := *r.URL
@@ -118,14 +119,15 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 		writeError(w, r, fmt.Errorf("%w: the client asked to switch protocols", errUpstream))
 		return
 	}
-	out.Header[peer.ViaHeader] = append(slices.Clone(r.Header.Values(peer.ViaHeader)), peer.Marker(srv.instance, p.Name))
+	out.Header[peer.ViaHeader] = append(slices.Clone(r.Header.Values(peer.ViaHeader)), marker)
 	if p.APIKey != "" {
 		out.Header["Authorization"] = []string{"Bearer " + p.APIKey}
 	}
 	pw := srv.o.Peers.WatchRequest(ctx, cancel, p, srv.peerPoke)
 	defer pw.End()
-	resp, err := srv.peerRoundTrip(out, p)
+	resp, err := srv.o.Peers.Transport().RoundTrip(out) // its answer begins under pw (see peer.Watch)
 	if err != nil {
+		srv.o.Peers.Poke(p.Name) // see whether it is down, for the lists
 		if r.Context().Err() != nil {
 			if info != nil {
 				info.status, info.err = statusClientClosed, err
@@ -156,15 +158,6 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 		srv.peerCut(w, r, p, id, resp, err)
 	}
 	srv.record(t, 0)
-}
-
-// peerRoundTrip sends out to p and waits for its answer to begin, under pw (see peer.Watch).
-func (srv *Server) peerRoundTrip(out *http.Request, p peer.Info) (*http.Response, error) {
-	resp, err := srv.o.Peers.Transport().RoundTrip(out)
-	if err != nil {
-		srv.o.Peers.Poke(p.Name) // see whether it is down, for the lists
-	}
-	return resp, err
 }
 
 // peerCut ends an answer the peer cut midway: a stream gets an error event naming the peer and
