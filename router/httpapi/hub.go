@@ -305,14 +305,6 @@ func (srv *Server) hubPulls(w http.ResponseWriter, r *http.Request) {
 	wire.Write(w, http.StatusOK, out)
 }
 
-// pullEvents subscribes to pull events; nil channel and a no-op when the Hub is off.
-func (srv *Server) pullEvents() (<-chan hub.Event, func()) {
-	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
-		return nil, func() {}
-	}
-	return srv.o.Hub.Manager.Subscribe()
-}
-
 // pullEventLine renders one pull event as an SSE data block.
 func pullEventLine(ev hub.Event) []byte {
 	d := wire.DownloadEvent{Time: ev.Time.UTC(), Kind: "download", State: ev.State, Message: ev.Error, Pull: pullJSON(ev.PullStatus)}

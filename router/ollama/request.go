@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -110,13 +111,8 @@ func WithDefaults(opts, defaults map[string]any) map[string]any {
 	if len(defaults) == 0 {
 		return opts
 	}
-	out := make(map[string]any, len(defaults)+len(opts))
-	for k, v := range defaults {
-		out[k] = v
-	}
-	for k, v := range opts {
-		out[k] = v
-	}
+	out := maps.Clone(defaults)
+	maps.Copy(out, opts)
 	return out
 }
 
