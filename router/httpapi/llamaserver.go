@@ -71,7 +71,7 @@ func (srv *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
 	es := &eventStream{w: w, rc: http.NewResponseController(w)}
 	b, err := ls.InstallBuild(r.Context(), req, func(p releases.Progress) { es.send("progress", p) })
 	switch {
-	case err != nil && !es.started():
+	case err != nil && !es.begun:
 		writeError(w, r, err)
 	case err != nil:
 		e, _ := failed(r, err)
@@ -88,8 +88,6 @@ type eventStream struct {
 	rc    *http.ResponseController
 	begun bool
 }
-
-func (es *eventStream) started() bool { return es.begun }
 
 func (es *eventStream) send(event string, v any) {
 	b, _ := json.Marshal(v)

@@ -51,35 +51,30 @@ var peerErrors = []plainError{
 	{[]error{errBadPeer}, http.StatusBadRequest, "invalid_request_error", "invalid_peer"},
 }
 
-// peerFor says whether name goes to a peer, and to which of its models (peer.Set.Route): a local
-// model, or one being pulled, wins over a peer's of the same name.
-func (srv *Server) peerFor(r *http.Request, name string) (peer.Info, string, bool, error) {
+// servePeer sends the request to a peer when peer.Set.Route says so (a local model, or one being
+// pulled, wins over a peer's of the same name); false: it stays here. A request of this instance's
+// that came back is refused (peer.Set.CheckLoop).
+func (srv *Server) servePeer(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) bool {
+	err := srv.o.Peers.CheckLoop(srv.instance, r.Header, body)
+	if err != nil {
+		srv.log.Warn("request loop: a request sent to a peer came back", "error", err)
+		writeError(w, r, err)
+		return true
+	}
 	local := func(n string) bool { _, err := srv.resolve(n); return err == nil || !isUnknown(err) }
 	p, id, ok, err := srv.o.Peers.Route(name, r.Header.Get(peer.ViaHeader) != "", local)
 	if errors.Is(err, peer.ErrNoPeer) {
 		pname, _, _ := peer.ParseRef(name)
 		err = fmt.Errorf("%w (no peer is named %q)", &engine.UnknownModelError{Name: name}, pname)
 	}
-	return p, id, ok, err
-}
-
-// servePeer sends the request to a peer when peerFor says so; false: it stays here.
-func (srv *Server) servePeer(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) bool {
-	if err := srv.o.Peers.CheckLoop(srv.instance, r.Header, body); err != nil {
-		srv.log.Warn("request loop: a request sent to a peer came back", "error", err)
-		writeError(w, r, err)
-		return true
-	}
-	p, id, ok, err := srv.peerFor(r, name)
 	if err != nil {
 		writeError(w, r, err)
 		return true
 	}
-	if !ok {
-		return false
+	if ok {
+		srv.forwardPeer(w, r, p, id, name, body, stream, path, rawPath)
 	}
-	srv.forwardPeer(w, r, p, id, name, body, stream, path, rawPath)
-	return true
+	return ok
 }
 
 // forwardPeer proxies r to model id of peer p, unbuffered: the peer's key replaces the client's

@@ -287,10 +287,12 @@ func (api *API) target(w http.ResponseWriter, r *http.Request, asked string, ka 
 		api.loadOnly(w, r, id, asked, ka, kind)
 		return "", false
 	}
-	what := map[Kind]string{KindChat: "chat", KindGenerate: "generate"}[kind]
-	if err := api.supports(id, asked, what); err != nil {
-		api.fail(w, r, asked, err)
-		return "", false
+	if v, err := api.Views.Model(id); err == nil { // else the proxy path reports it
+		// an embedding model neither chats nor generates
+		if err := FromView(v).Supports(map[Kind]string{KindChat: "chat", KindGenerate: "generate"}[kind], asked); err != nil {
+			api.fail(w, r, asked, err)
+			return "", false
+		}
 	}
 	return id, true
 }
@@ -308,16 +310,6 @@ func (api *API) send(w http.ResponseWriter, r *http.Request, start time.Time, ki
 	ow.Load = func() time.Duration { return api.Host.Waited(r) }
 	api.Host.Proxy(ow, r, id, up.Body, up.Stream, up.Path)
 	ow.Finish()
-}
-
-// supports refuses what the model cannot do, in Ollama's words: an embedding model neither
-// chats nor generates.
-func (api *API) supports(id, asked, what string) error {
-	v, err := api.Views.Model(id)
-	if err != nil {
-		return nil // the proxy path reports it
-	}
-	return FromView(v).Supports(what, asked)
 }
 
 // loadOnly serves a request with nothing to answer, as Ollama does: it loads the model (or,
