@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/activity"
+	"github.com/llamatray/llamatray/router/internal/h1"
 )
 
 // requestIDHeader carries the request ID from the client, to the child and back.
@@ -67,7 +68,7 @@ func (info *reqInfo) requestIDs() []string {
 
 // requestID returns the client's X-Request-Id when it is sane, else a new random one.
 func requestID(r *http.Request) string {
-	if id := r.Header.Get(requestIDHeader); id != "" && len(id) <= 128 && printableASCII(id) {
+	if id := r.Header.Get(requestIDHeader); len(id) <= 128 && h1.VisibleASCII(id) {
 		return id
 	}
 	// An ID to find a request in logs, not a secret: math/rand/v2's generator needs no system call
@@ -76,15 +77,6 @@ func requestID(r *http.Request) string {
 	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
 	binary.LittleEndian.PutUint32(b[8:], rand.Uint32())
 	return hex.EncodeToString(b[:])
-}
-
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // accessLog assigns the request ID, echoes it, and logs every request once it ends (also when the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/metrics"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // watchUsage wraps the child's answer body in a scanner that reads its "timings" and "usage" as the
@@ -47,5 +48,5 @@ func (srv *Server) countRequest(info *reqInfo, status int, took time.Duration) {
 
 // activityDoc serves GET /api/activity: per model, the last hour in buckets.
 func (srv *Server) activityDoc(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, srv.o.Activity.Snapshot())
+	wire.Write(w, http.StatusOK, srv.o.Activity.Snapshot())
 }

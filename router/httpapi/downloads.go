@@ -27,8 +27,9 @@ func (srv *Server) downloadRoutes(m *mux.Router) {
 	m.HandleFunc("/api/downloads/{action:pause|resume|cancel}", srv.downloadAction).Methods(http.MethodPost)
 }
 
-// Downloads lists every download: the Hub's pulls and the llama-server install.
-func (srv *Server) Downloads() []wire.Download {
+// downloads serves GET /api/downloads: every download, the Hub's pulls and the llama-server
+// install, those running first, then the newest first.
+func (srv *Server) downloads(w http.ResponseWriter, r *http.Request) {
 	var out []wire.Download
 	if srv.o.Hub != nil && srv.o.Hub.Manager != nil {
 		for _, st := range srv.o.Hub.Manager.List() {
@@ -48,7 +49,7 @@ func (srv *Server) Downloads() []wire.Download {
 		}
 		return b.Started.Compare(a.Started)
 	})
-	return out
+	wire.Write(w, http.StatusOK, wire.DownloadList{Object: "list", Data: wire.List(out)})
 }
 
 func modelDownload(st hub.PullStatus) wire.Download {
@@ -61,15 +62,6 @@ func modelDownload(st hub.PullStatus) wire.Download {
 		d.Actions = []string{"resume", "cancel"}
 	}
 	return d
-}
-
-// downloads serves GET /api/downloads.
-func (srv *Server) downloads(w http.ResponseWriter, r *http.Request) {
-	list := srv.Downloads()
-	if list == nil {
-		list = []wire.Download{}
-	}
-	writeJSON(w, http.StatusOK, wire.DownloadList{Object: "list", Data: list})
 }
 
 // downloadAction serves POST /api/downloads/{pause,resume,cancel} {"name"}: pause keeps what came
@@ -85,7 +77,7 @@ func (srv *Server) downloadAction(w http.ResponseWriter, r *http.Request) {
 	}
 	name := strings.TrimSpace(req.Name)
 	if name == "" {
-		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "name_required", Message: `"name" (a download's name, from GET /api/downloads) is missing`}.doc())
+		wire.Write(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "name_required", Message: `"name" (a download's name, from GET /api/downloads) is missing`}.doc())
 		return
 	}
 	m := srv.o.Hub.Manager
@@ -93,15 +85,15 @@ func (srv *Server) downloadAction(w http.ResponseWriter, r *http.Request) {
 	st, known := m.Status(name)
 	if !known {
 		if action == "cancel" && srv.o.Hub.Installs != nil && srv.o.Hub.Installs.CancelInstall(name) {
-			writeJSON(w, http.StatusOK, map[string]any{"success": true, "name": name, "status": "cancelled"})
+			wire.Write(w, http.StatusOK, map[string]any{"success": true, "name": name, "status": "cancelled"})
 			return
 		}
-		writeJSON(w, http.StatusNotFound, apiError{Type: "invalid_request_error", Code: "download_not_found", Message: "no download named " + name + "; GET /api/downloads lists them"}.doc())
+		wire.Write(w, http.StatusNotFound, apiError{Type: "invalid_request_error", Code: "download_not_found", Message: "no download named " + name + "; GET /api/downloads lists them"}.doc())
 		return
 	}
 	d := modelDownload(st)
 	if !slices.Contains(d.Actions, action) {
-		writeJSON(w, http.StatusConflict, apiError{Type: "invalid_request_error", Code: "download_" + st.State,
+		wire.Write(w, http.StatusConflict, apiError{Type: "invalid_request_error", Code: "download_" + st.State,
 			Message: name + " is " + st.State + "; it can be: " + strings.Join(d.Actions, ", ")}.doc())
 		return
 	}
@@ -129,5 +121,5 @@ func (srv *Server) downloadAction(w http.ResponseWriter, r *http.Request) {
 		}
 		st.State, st.Error = hub.StateCancelled, ""
 	}
-	writeJSON(w, http.StatusOK, modelDownload(st))
+	wire.Write(w, http.StatusOK, modelDownload(st))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,40 +103,11 @@ func errorFor(err error) apiError {
 		}
 		return apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "body_too_large",
 			Message: "request body is larger than " + limit + " (raise body_limit in the configuration)"}
-	case errors.Is(err, errBodyTimeout):
-		return apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "body_timeout", Message: err.Error()}
-	case errors.Is(err, errBodyRead):
-		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "body_read_failed", Message: err.Error()}
-	case errors.Is(err, errInvalidJSON):
-		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_json", Message: err.Error()}
-	case errors.Is(err, errModelNotLoaded):
-		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "model_not_loaded", Message: err.Error()}
-	case errors.Is(err, errModelRequired):
-		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "model_required", Message: err.Error()}
-	case errors.Is(err, errUnauthorized):
-		return apiError{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "invalid_api_key", Message: err.Error()}
-	case errors.Is(err, errHostNotAllowed):
-		return apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "host_not_allowed", Message: err.Error()}
-	case errors.Is(err, errOriginForbidden):
-		return apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "origin_not_allowed", Message: err.Error()}
-	case errors.Is(err, errNotFound):
-		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "not_found", Message: err.Error()}
-	case errors.Is(err, errMethod):
-		return apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed", Message: err.Error()}
-	case errors.Is(err, errUpstream):
-		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error", Message: err.Error()}
-	case errors.Is(err, errBuildRequired):
-		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "build_required", Message: err.Error()}
-	case errors.Is(err, releases.ErrBusy), errors.Is(err, releases.ErrInUse):
-		return apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "llama_server_busy", Message: err.Error()}
-	case errors.Is(err, releases.ErrNoRelease), errors.Is(err, releases.ErrNoBuild), errors.Is(err, releases.ErrNotInstalled):
-		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "build_not_found", Message: err.Error()}
-	case errors.Is(err, releases.ErrDiskFull):
-		return apiError{Status: http.StatusInsufficientStorage, Type: "server_error", Code: "disk_full", Message: err.Error()}
-	case errors.Is(err, releases.ErrBadTag), errors.Is(err, releases.ErrUnsafe), errors.Is(err, releases.ErrTooLarge):
-		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "release_refused", Message: err.Error()}
-	case errors.Is(err, releases.ErrDigest), errors.Is(err, releases.ErrNoDigest), errors.Is(err, releases.ErrCut):
-		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "download_failed", Message: err.Error()}
+	}
+	if e, ok := plainFor(plainErrors, err); ok {
+		return e
+	}
+	switch {
 	case errors.Is(err, context.Canceled):
 		return apiError{Status: statusClientClosed, Type: "server_error", Code: "client_closed", Message: "request cancelled by the client"}
 	case errors.Is(err, context.DeadlineExceeded):
@@ -143,6 +115,44 @@ func errorFor(err error) apiError {
 	default:
 		return apiError{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error", Message: err.Error()}
 	}
+}
+
+// plainError is errors answered with one status and code, and their own message.
+type plainError struct {
+	errs      []error
+	status    int
+	typ, code string
+}
+
+// plainFor is the answer of the first of list that err is.
+func plainFor(list []plainError, err error) (apiError, bool) {
+	for _, k := range list {
+		if slices.ContainsFunc(k.errs, func(e error) bool { return errors.Is(err, e) }) {
+			return apiError{Status: k.status, Type: k.typ, Code: k.code, Message: err.Error()}, true
+		}
+	}
+	return apiError{}, false
+}
+
+// plainErrors are the errors, in errorFor's order, answered with one status and code each.
+var plainErrors = []plainError{
+	{[]error{errBodyTimeout}, http.StatusRequestTimeout, "invalid_request_error", "body_timeout"},
+	{[]error{errBodyRead}, http.StatusBadRequest, "invalid_request_error", "body_read_failed"},
+	{[]error{errInvalidJSON}, http.StatusBadRequest, "invalid_request_error", "invalid_json"},
+	{[]error{errModelNotLoaded}, http.StatusBadRequest, "invalid_request_error", "model_not_loaded"},
+	{[]error{errModelRequired}, http.StatusBadRequest, "invalid_request_error", "model_required"},
+	{[]error{errUnauthorized}, http.StatusUnauthorized, "authentication_error", "invalid_api_key"},
+	{[]error{errHostNotAllowed}, http.StatusForbidden, "permission_error", "host_not_allowed"},
+	{[]error{errOriginForbidden}, http.StatusForbidden, "permission_error", "origin_not_allowed"},
+	{[]error{errNotFound}, http.StatusNotFound, "invalid_request_error", "not_found"},
+	{[]error{errMethod}, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed"},
+	{[]error{errUpstream}, http.StatusBadGateway, "server_error", "upstream_error"},
+	{[]error{errBuildRequired}, http.StatusBadRequest, "invalid_request_error", "build_required"},
+	{[]error{releases.ErrBusy, releases.ErrInUse}, http.StatusConflict, "invalid_request_error", "llama_server_busy"},
+	{[]error{releases.ErrNoRelease, releases.ErrNoBuild, releases.ErrNotInstalled}, http.StatusNotFound, "invalid_request_error", "build_not_found"},
+	{[]error{releases.ErrDiskFull}, http.StatusInsufficientStorage, "server_error", "disk_full"},
+	{[]error{releases.ErrBadTag, releases.ErrUnsafe, releases.ErrTooLarge}, http.StatusBadGateway, "server_error", "release_refused"},
+	{[]error{releases.ErrDigest, releases.ErrNoDigest, releases.ErrCut}, http.StatusBadGateway, "server_error", "download_failed"},
 }
 
 // lastLines returns at most n trailing lines, skipping blank ones at the end.
@@ -167,7 +177,7 @@ func (e apiError) body() []byte {
 	return b
 }
 
-// doc is the error document as a value, for writeJSON and event streams.
+// doc is the error document as a value, for wire.Write and event streams.
 func (e apiError) doc() map[string]any {
 	return map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Code}}
 }
@@ -200,16 +210,4 @@ func failed(r *http.Request, err error) (apiError, bool) {
 	}
 	e := errorFor(err)
 	return e, e.Status != statusClientClosed
-}
-
-// writeJSON sends v with the given status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, apiError{Type: "server_error", Code: "internal_error", Message: err.Error()}.body()
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
 }

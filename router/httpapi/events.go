@@ -129,8 +129,12 @@ type sseStream interface {
 func (srv *Server) serveSSE(w http.ResponseWriter, r *http.Request, s sseStream, hello string) {
 	ch, cancel := srv.o.Engine.Subscribe()
 	defer cancel()
-	pulls, stopPulls := srv.pullEvents()
-	defer stopPulls()
+	var pulls <-chan hub.Event // none when the Hub is off
+	if srv.o.Hub != nil && srv.o.Hub.Manager != nil {
+		ch, stop := srv.o.Hub.Manager.Subscribe()
+		defer stop()
+		pulls = ch
+	}
 	startSSE(w)
 	rc := http.NewResponseController(w)
 	send := func(buf []byte) bool {

@@ -12,9 +12,8 @@ import (
 )
 
 // forward proxies r to t's child over srv.children and copies the answer to w. It is the reverse
-// proxy of every model-routed request, doing what net/http/httputil's ReverseProxy did here
-// (proxy.OutRequest, childAnswer and proxyError do what its hooks did), without what that one spends per request on
-// features this proxy does not use: a clone of the request and of its headers and a second copy with
+// proxy of every model-routed request, as net/http/httputil's ReverseProxy would be, without what that
+// one spends per request on features this proxy does not use: a clone of the request and of its headers and a second copy with
 // a client trace in its context (for 1xx answers relayed from a Transport), a timer goroutine to
 // flush a stream's headers. The rules are the same: hop-by-hop headers dropped both ways (those the
 // Connection header names too), Forwarded and X-Forwarded-* dropped, unparsable query parameters
@@ -23,23 +22,28 @@ import (
 // ending the client's connection (http.ErrAbortHandler), and a child's 101 answered 502: upgrades
 // are not relayed.
 func (srv *Server) forward(w http.ResponseWriter, r *http.Request, t *proxyTarget) {
-	out := proxy.OutRequest(r, t.url, t.path, t.rawPath, t.stream, infoFrom(r.Context()).requestIDs())
+	info := infoFrom(r.Context())
+	out := proxy.OutRequest(r, t.url, t.path, t.rawPath, t.stream, info.requestIDs())
 	if out == nil {
-		srv.proxyError(w, r, fmt.Errorf("client tried to switch to invalid protocol %q", proxy.UpgradeType(r.Header)))
+		srv.proxyError(w, r, t, fmt.Errorf("client tried to switch to invalid protocol %q", proxy.UpgradeType(r.Header)))
 		return
 	}
 	resp, err := srv.children.RoundTrip(out)
 	if err != nil {
-		srv.proxyError(w, out, err)
+		srv.proxyError(w, out, t, err)
 		return
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		_ = resp.Body.Close()
-		srv.proxyError(w, out, errors.New("llama-server switched protocols, which the proxy does not relay"))
+		srv.proxyError(w, out, t, errors.New("llama-server switched protocols, which the proxy does not relay"))
 		return
 	}
 	proxy.RemoveHopByHop(resp.Header)
-	srv.childAnswer(resp)
+	id := ""
+	if info != nil {
+		id = info.id
+	}
+	childAnswer(resp, t, id)
 	announced := len(resp.Trailer)
 	if announced > 0 {
 		keys := make([]string, 0, announced)

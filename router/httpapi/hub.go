@@ -47,8 +47,11 @@ func (srv *Server) hubRoutes(m *mux.Router) {
 	srv.downloadRoutes(m)
 }
 
-// notPulledError says a request named an ORG/REPO:QUANT that is not on this machine.
+// notPulledError says a request named an ORG/REPO:QUANT that is not on this machine: a model
+// unknown here (it unwraps to *engine.UnknownModelError), told how to pull it.
 type notPulledError struct{ name string }
+
+func (e *notPulledError) Unwrap() error { return &engine.UnknownModelError{Name: e.name} }
 
 func (e *notPulledError) Error() string {
 	return fmt.Sprintf("model %q is not on this machine: download it with `llamatray pull %s`, or POST /models {\"model\": %q}, or set auto_pull = true", e.name, e.name, e.name)
@@ -160,12 +163,12 @@ func (srv *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 	}
 	ref, err := hub.ParsePasted(req.Model)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "invalid_model_name", Message: err.Error()}.doc())
+		wire.Write(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "invalid_model_name", Message: err.Error()}.doc())
 		return
 	}
 	if ref.Quant != "" && srv.o.Catalog != nil {
 		if m, ok := srv.o.Catalog.Lookup(ref.String()); ok && m.HubName != "" {
-			writeJSON(w, http.StatusOK, wire.PullAnswer{Success: true, Model: m.HubName, ID: m.ID, Status: hub.StateDownloaded})
+			wire.Write(w, http.StatusOK, wire.PullAnswer{Success: true, Model: m.HubName, ID: m.ID, Status: hub.StateDownloaded})
 			return
 		}
 	}
@@ -175,7 +178,7 @@ func (srv *Server) pullModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := pullJSON(st)
-	writeJSON(w, http.StatusAccepted, wire.PullAnswer{Success: true, Model: st.Model, Status: st.State, Download: &d})
+	wire.Write(w, http.StatusAccepted, wire.PullAnswer{Success: true, Model: st.Model, Status: st.State, Download: &d})
 }
 
 // removeModel serves DELETE /models {"model"} (or ?model=): it cancels a running pull of that
@@ -206,7 +209,7 @@ func (srv *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, wire.RemoveAnswer{Success: true, Model: end.Model, Status: end.State, Removed: []string{}})
+		wire.Write(w, http.StatusOK, wire.RemoveAnswer{Success: true, Model: end.Model, Status: end.State, Removed: []string{}})
 		return
 	}
 	id, err := srv.resolve(name)
@@ -219,10 +222,11 @@ func (srv *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ans)
+	wire.Write(w, http.StatusOK, ans)
 }
 
-// isUnknown reports an engine error for a model it does not know.
+// isUnknown says err is a model that is not there (one not pulled included), rather than, say, one
+// being pulled.
 func isUnknown(err error) bool {
 	var unknown *engine.UnknownModelError
 	return errors.As(err, &unknown)
@@ -236,7 +240,7 @@ func (srv *Server) hubSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	if q == "" {
-		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "query_required", Message: "q (the text to search for) is missing"}.doc())
+		wire.Write(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "query_required", Message: "q (the text to search for) is missing"}.doc())
 		return
 	}
 	limit := 30
@@ -246,7 +250,7 @@ func (srv *Server) hubSearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": repos})
+	wire.Write(w, http.StatusOK, map[string]any{"object": "list", "data": repos})
 }
 
 // hubFiles serves GET /api/hub/files?repo=ORG/REPO[&fit=false]: the repo's quants with sizes
@@ -258,7 +262,7 @@ func (srv *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	repo := strings.TrimSpace(r.URL.Query().Get("repo"))
 	if repo == "" {
-		writeJSON(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "repo_required", Message: "repo (ORG/REPO) is missing"}.doc())
+		wire.Write(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "repo_required", Message: "repo (ORG/REPO) is missing"}.doc())
 		return
 	}
 	c := srv.o.Hub.Manager.Client()
@@ -277,7 +281,7 @@ func (srv *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	room := engine.RoomOf(srv.o.Engine.Budget(), srv.o.Engine.Models())
 	quants := c.Badges(r.Context(), l, params, room, downloaded, r.URL.Query().Get("fit") != "false")
-	writeJSON(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": quants})
+	wire.Write(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": quants})
 }
 
 // pullJSON is a pull as the API sends it.
@@ -298,15 +302,7 @@ func (srv *Server) hubPulls(w http.ResponseWriter, r *http.Request) {
 	for i, st := range list {
 		out.Data[i] = pullJSON(st)
 	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// pullEvents subscribes to pull events; nil channel and a no-op when the Hub is off.
-func (srv *Server) pullEvents() (<-chan hub.Event, func()) {
-	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
-		return nil, func() {}
-	}
-	return srv.o.Hub.Manager.Subscribe()
+	wire.Write(w, http.StatusOK, out)
 }
 
 // pullEventLine renders one pull event as an SSE data block.
@@ -314,14 +310,6 @@ func pullEventLine(ev hub.Event) []byte {
 	d := wire.DownloadEvent{Time: ev.Time.UTC(), Kind: "download", State: ev.State, Message: ev.Error, Pull: pullJSON(ev.PullStatus)}
 	b, _ := json.Marshal(d)
 	return proxy.SSEEvent("", b)
-}
-
-// removedOrEmpty keeps "removed" a JSON list when nothing was removed.
-func removedOrEmpty(paths []string) []string {
-	if paths == nil {
-		return []string{}
-	}
-	return paths
 }
 
 // removePulled unloads model id (its in-flight requests finish first) and deletes its files from
@@ -346,7 +334,7 @@ func (srv *Server) removePulled(r *http.Request, id string) (wire.RemoveAnswer, 
 		srv.o.Hub.Rescan()
 	}
 	srv.log.Info("model removed", "model", id, "paths", len(removed))
-	return wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: removedOrEmpty(removed)}, nil
+	return wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: wire.List(removed)}, nil
 }
 
 // notHubModelError refuses to delete a model that is not a Hub pull: a user's own file.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/proxy"
 	"github.com/llamatray/llamatray/router/releases"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // LlamaServers installs and switches llama.cpp release builds of llama-server (router/releases);
@@ -42,10 +43,7 @@ func (srv *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	if builds == nil {
-		builds = []releases.Build{}
-	}
-	out := releases.Listing{Builds: builds}
+	out := releases.Listing{Builds: wire.List(builds)}
 	if srv.o.Setup != nil {
 		out.InUse = srv.o.Setup().LlamaServer
 	}
@@ -57,7 +55,7 @@ func (srv *Server) llamaServers(w http.ResponseWriter, r *http.Request) {
 			out.Available = releases.AvailableOf(rel, c)
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	wire.Write(w, http.StatusOK, out)
 }
 
 // installLlamaServer serves POST /api/llama-server/install {"build": "latest"}. The answer is an
@@ -73,7 +71,7 @@ func (srv *Server) installLlamaServer(w http.ResponseWriter, r *http.Request) {
 	es := &eventStream{w: w, rc: http.NewResponseController(w)}
 	b, err := ls.InstallBuild(r.Context(), req, func(p releases.Progress) { es.send("progress", p) })
 	switch {
-	case err != nil && !es.started():
+	case err != nil && !es.begun:
 		writeError(w, r, err)
 	case err != nil:
 		e, _ := failed(r, err)
@@ -90,8 +88,6 @@ type eventStream struct {
 	rc    *http.ResponseController
 	begun bool
 }
-
-func (es *eventStream) started() bool { return es.begun }
 
 func (es *eventStream) send(event string, v any) {
 	b, _ := json.Marshal(v)
@@ -118,7 +114,7 @@ func (srv *Server) useLlamaServer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, b)
+	wire.Write(w, http.StatusOK, b)
 }
 
 // llamaServerRequest is the installer and the body of a POST to /api/llama-server/...; ok is false

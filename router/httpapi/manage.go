@@ -67,14 +67,14 @@ func (srv *Server) loadModel(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusAccepted, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
+		wire.Write(w, http.StatusAccepted, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
 		return
 	}
 	if err := srv.o.Engine.Load(r.Context(), id); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
+	wire.Write(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
 }
 
 // unloadModel serves POST /models/unload: drains (no new leases, in-flight requests finish) and
@@ -89,7 +89,7 @@ func (srv *Server) unloadModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
+	wire.Write(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
 }
 
 // pinModel serves POST /models/pin; "pinned" defaults to true. Through the service the pin is saved
@@ -109,7 +109,7 @@ func (srv *Server) pinModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.PinAnswer{Success: true, ID: id, Pinned: pinned})
+	wire.Write(w, http.StatusOK, wire.PinAnswer{Success: true, ID: id, Pinned: pinned})
 }
 
 // statusOf is the model's status value, or null when the engine cannot say.
@@ -135,12 +135,12 @@ func (srv *Server) modelLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	infoFrom(r.Context()).model = id
-	writeJSON(w, http.StatusOK, wire.Logs{ID: id, Lines: append([]string{}, srv.o.Engine.Logs(id)...)})
+	wire.Write(w, http.StatusOK, wire.Logs{ID: id, Lines: append([]string{}, srv.o.Engine.Logs(id)...)})
 }
 
 // health serves GET /health. "service" tells a Llamatray instance from a bare llama-server.
 func (srv *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, wire.Health{Status: "ok", Service: "llamatray", Version: srv.o.Version})
+	wire.Write(w, http.StatusOK, wire.Health{Status: "ok", Service: "llamatray", Version: srv.o.Version})
 }
 
 // memoryJSON is the memory budget of /api/status.
@@ -195,5 +195,60 @@ func (srv *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
 		setup := srv.o.Setup()
 		st.Setup = &setup
 	}
-	writeJSON(w, http.StatusOK, st)
+	wire.Write(w, http.StatusOK, st)
+}
+
+// listModels serves GET /models and GET /v1/models: every model with its state, as the service
+// views it (router/view).
+// ?reload=1 scans the model folders first, as llama.cpp's router does.
+func (srv *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	if err := srv.reload(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	l := view.List(srv.views.Models(), srv.o.StartTime)
+	taken := make(map[string]bool, len(l.Data))
+	for _, m := range l.Data {
+		taken[m.ID] = true
+	}
+	l.Data = append(l.Data, srv.o.Peers.Listed(taken, srv.o.StartTime.Unix())...)
+	wire.Write(w, http.StatusOK, l)
+}
+
+// getModel serves GET /v1/models/{model} (OpenAI "retrieve model"), by ID or alias.
+func (srv *Server) getModel(w http.ResponseWriter, r *http.Request) {
+	name, ok := muxVar(r, "model")
+	if !ok {
+		writeError(w, r, errNotFound)
+		return
+	}
+	id, err := srv.resolve(name)
+	if err != nil {
+		if m, ok := srv.peerModel(name); ok && isUnknown(err) {
+			wire.Write(w, http.StatusOK, m)
+			return
+		}
+		writeError(w, r, err)
+		return
+	}
+	m, err := srv.views.Model(id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	wire.Write(w, http.StatusOK, m.Wire(srv.o.StartTime))
+}
+
+// peerModel is the entry of GET /v1/models/{model} for a peer's model, by its listed ID or its ref.
+func (srv *Server) peerModel(name string) (wire.Model, bool) {
+	taken := map[string]bool{}
+	for _, m := range srv.views.Models() {
+		taken[m.ID] = true
+	}
+	for _, m := range srv.o.Peers.Listed(taken, srv.o.StartTime.Unix()) {
+		if m.ID == name || len(m.Aliases) > 0 && m.Aliases[0] == name {
+			return m, true
+		}
+	}
+	return wire.Model{}, false
 }

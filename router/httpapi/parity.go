@@ -44,7 +44,7 @@ func (srv *Server) props(w http.ResponseWriter, r *http.Request) {
 		srv.modelRoute(w, r)
 		return
 	}
-	writeJSON(w, http.StatusOK, routerPropsJSON{
+	wire.Write(w, http.StatusOK, routerPropsJSON{
 		Role:           "router",
 		MaxInstances:   srv.o.Engine.Budget().MaxLoaded,
 		ModelsAutoload: !srv.o.NoModelsAutoload,

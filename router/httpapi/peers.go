@@ -5,15 +5,15 @@ package httpapi
 // models are listed beside the local ones, owned_by "peer:NAME".
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/gorilla/mux"
@@ -33,92 +33,48 @@ type peerError struct {
 func (e *peerError) Error() string { return fmt.Sprintf("peer %s (%s): %v", e.Name, e.URL, e.Err) }
 func (e *peerError) Unwrap() error { return e.Err }
 
-// peerAPIError is errorFor's answer to a peerError: 502 peer_unreachable.
+// peerAPIError is errorFor's answer to a peer's errors: a peerError is 502 peer_unreachable.
 func peerAPIError(err error) (apiError, bool) {
-	var pe *peerError
-	switch {
-	case errors.As(err, &pe):
+	if pe := (*peerError)(nil); errors.As(err, &pe) {
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "peer_unreachable", Message: pe.Error()}, true
-	case errors.Is(err, errPeerEditRemote):
-		return apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "peer_edit_forbidden", Message: err.Error()}, true
-	case errors.Is(err, peer.ErrLoop):
-		return apiError{Status: http.StatusLoopDetected, Type: "invalid_request_error", Code: "peer_loop", Message: err.Error()}, true
-	case errors.Is(err, peer.ErrBusy):
-		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "peer_busy", Message: err.Error()}, true
-	case errors.Is(err, errPeerHop):
-		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: err.Error()}, true
-	case errors.Is(err, ErrNoSuchPeer):
-		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "peer_not_found", Message: err.Error()}, true
-	case errors.Is(err, errBadPeer):
-		return apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_peer", Message: err.Error()}, true
 	}
-	return apiError{}, false
+	return plainFor(peerErrors, err)
 }
 
-// peerFor says whether name goes to a peer, and to which of its models: "peer:NAME/ID" does;
-// another name does when no local model takes it and a peer lists it. A request that came from a
-// peer never goes on to another, "peer:NAME/ID" included (see errPeerHop), so two instances that
-// are each other's peers never pass one round. ok is false when the request stays here.
-func (srv *Server) peerFor(r *http.Request, name string) (info peer.Info, id string, ok bool, err error) {
-	ps := srv.o.Peers
-	if ps == nil {
-		return info, "", false, nil
-	}
-	if pname, pid, explicit := peer.ParseRef(name); explicit {
-		if err := refHop(r, name, pid); err != nil {
-			return info, "", false, err
-		}
-		info, found := ps.Peer(pname)
-		if !found {
-			return info, "", false, fmt.Errorf("%w (no peer is named %q)", &engine.UnknownModelError{Name: name}, pname)
-		}
-		return info, pid, true, nil
-	}
-	if r.Header.Get(peer.ViaHeader) != "" {
-		return info, "", false, nil
-	}
-	info, found := ps.Find(name)
-	if !found {
-		return info, "", false, nil
-	}
-	if _, err := srv.resolve(name); err == nil || !isNotFound(err) {
-		return info, "", false, nil // a local model (or one being pulled) wins
-	}
-	return info, name, true, nil
+// peerErrors are the peers' errors answered with one status and code each, and their own message.
+var peerErrors = []plainError{
+	{[]error{errPeerEditRemote}, http.StatusForbidden, "permission_error", "peer_edit_forbidden"},
+	{[]error{peer.ErrLoop}, http.StatusLoopDetected, "invalid_request_error", "peer_loop"},
+	{[]error{peer.ErrBusy}, http.StatusServiceUnavailable, "server_error", "peer_busy"},
+	{[]error{peer.ErrHop}, http.StatusNotFound, "invalid_request_error", "model_not_found"},
+	{[]error{ErrNoSuchPeer}, http.StatusNotFound, "invalid_request_error", "peer_not_found"},
+	{[]error{errBadPeer}, http.StatusBadRequest, "invalid_request_error", "invalid_peer"},
 }
 
-// refHop refuses the "peer:NAME/ID" ref of a request that came from a peer (one hop only), and
-// one whose ID is itself a ref (no peer lists such an ID: see peer.goodID): both answer as a model
-// not found.
-func refHop(r *http.Request, ref, id string) error {
-	switch {
-	case r.Header.Get(peer.ViaHeader) != "":
-		return fmt.Errorf("model %q not found: %w: a request that came from a peer is served by this instance's own models only, never sent on to another peer", ref, errPeerHop)
-	case strings.HasPrefix(id, peer.RefPrefix):
-		return fmt.Errorf("model %q not found: %w: a peer's model ID never starts with %q", ref, errPeerHop, peer.RefPrefix)
-	}
-	return nil
-}
-
-// errPeerHop is a "peer:NAME/ID" refused by refHop: 404 model_not_found.
-var errPeerHop = errors.New("one hop only")
-
-// servePeer sends the request to a peer when peerFor says so; false: it stays here.
+// servePeer sends the request to a peer when peer.Set.Route says so (a local model, or one being
+// pulled, wins over a peer's of the same name); false: it stays here. A request of this instance's
+// that came back is refused (peer.Set.CheckLoop).
 func (srv *Server) servePeer(w http.ResponseWriter, r *http.Request, name string, body []byte, stream bool, path, rawPath string) bool {
-	if err := srv.checkLoop(r, body); err != nil {
+	err := srv.o.Peers.CheckLoop(srv.instance, r.Header, body)
+	if err != nil {
+		srv.log.Warn("request loop: a request sent to a peer came back", "error", err)
 		writeError(w, r, err)
 		return true
 	}
-	p, id, ok, err := srv.peerFor(r, name)
+	local := func(n string) bool { _, err := srv.resolve(n); return err == nil || !isUnknown(err) }
+	p, id, ok, err := srv.o.Peers.Route(name, r.Header.Get(peer.ViaHeader) != "", local)
+	if errors.Is(err, peer.ErrNoPeer) {
+		pname, _, _ := peer.ParseRef(name)
+		err = fmt.Errorf("%w (no peer is named %q)", &engine.UnknownModelError{Name: name}, pname)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return true
 	}
-	if !ok {
-		return false
+	if ok {
+		srv.forwardPeer(w, r, p, id, name, body, stream, path, rawPath)
 	}
-	srv.forwardPeer(w, r, p, id, name, body, stream, path, rawPath)
-	return true
+	return ok
 }
 
 // forwardPeer proxies r to model id of peer p, unbuffered: the peer's key replaces the client's
@@ -141,12 +97,8 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 		return
 	}
 	defer release()
-	body, err = withModel(body, id)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	body = peer.WithVia(body, peer.Marker(srv.instance, p.Name))
+	marker := peer.Marker(srv.instance, p.Name)
+	body = peer.Body(body, id, marker)
 	if q := r.URL.Query(); q.Get("model") != "" {
 		q.Set("model", id)
 		u := *r.URL
@@ -162,14 +114,15 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 		writeError(w, r, fmt.Errorf("%w: the client asked to switch protocols", errUpstream))
 		return
 	}
-	out.Header[peer.ViaHeader] = append(slices.Clone(r.Header.Values(peer.ViaHeader)), peer.Marker(srv.instance, p.Name))
+	out.Header[peer.ViaHeader] = append(slices.Clone(r.Header.Values(peer.ViaHeader)), marker)
 	if p.APIKey != "" {
 		out.Header["Authorization"] = []string{"Bearer " + p.APIKey}
 	}
 	pw := srv.o.Peers.WatchRequest(ctx, cancel, p, srv.peerPoke)
 	defer pw.End()
-	resp, err := srv.peerRoundTrip(out, p)
+	resp, err := srv.o.Peers.Transport().RoundTrip(out) // its answer begins under pw (see peer.Watch)
 	if err != nil {
+		srv.o.Peers.Poke(p.Name) // see whether it is down, for the lists
 		if r.Context().Err() != nil {
 			if info != nil {
 				info.status, info.err = statusClientClosed, err
@@ -202,15 +155,6 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 	srv.record(t, 0)
 }
 
-// peerRoundTrip sends out to p and waits for its answer to begin, under pw (see peer.Watch).
-func (srv *Server) peerRoundTrip(out *http.Request, p peer.Info) (*http.Response, error) {
-	resp, err := srv.o.Peers.Transport().RoundTrip(out)
-	if err != nil {
-		srv.o.Peers.Poke(p.Name) // see whether it is down, for the lists
-	}
-	return resp, err
-}
-
 // peerCut ends an answer the peer cut midway: a stream gets an error event naming the peer and
 // ends cleanly; any other answer ends the client's connection, so it is seen broken, not short.
 func (srv *Server) peerCut(w http.ResponseWriter, r *http.Request, p peer.Info, id string, resp *http.Response, err error) {
@@ -233,170 +177,128 @@ func (srv *Server) peerCut(w http.ResponseWriter, r *http.Request, p peer.Info, 
 	_ = http.NewResponseController(w).Flush()
 }
 
-// withModel is body with its "model" set to id; a body naming no model, or not a JSON object, is
-// sent as it is.
-func withModel(body []byte, id string) ([]byte, error) {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return body, nil
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(body, &obj) != nil {
-		return body, nil
-	}
-	if _, ok := obj["model"]; !ok {
-		return body, nil
-	}
-	m, _ := json.Marshal(id)
-	if bytes.Equal(obj["model"], m) {
-		return body, nil
-	}
-	obj["model"] = m
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
-	}
-	return out, nil
-}
-
-// peerModels are the peers' models for GET /models and /v1/models: under their own ID, else —
-// when a local model (taken) or an earlier peer has it (those that answer first, then by name, as
-// Find picks) — under "peer:NAME/ID".
-func (srv *Server) peerModels(taken map[string]bool) []wire.Model {
-	if srv.o.Peers == nil {
-		return nil
-	}
-	var out []wire.Model
-	peers := srv.o.Peers.Peers()
-	sort.SliceStable(peers, func(a, b int) bool { return peers[a].Up() && !peers[b].Up() }) // as Find picks
-	for _, p := range peers {
-		for _, m := range p.Models {
-			ref := peer.Ref(p.Name, m.ID)
-			e := wire.Model{ID: m.ID, Object: "model", OwnedBy: peer.OwnedBy(p.Name), Created: srv.o.StartTime.Unix(),
-				Aliases: []string{ref}, Tags: []string{}, Architecture: wire.Modalities{Input: []string{"text"}, Output: []string{"text"}}}
-			if taken[m.ID] {
-				e.ID, e.Aliases = ref, []string{}
-			}
-			taken[e.ID] = true
-			e.Status.Value = p.ModelStatus(m)
-			e.Status.Args = []string{}
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // peersWire is every peer for GET /api/peers and /api/status.
 func (srv *Server) peersWire() []wire.Peer {
-	out := []wire.Peer{}
-	if srv.o.Peers == nil {
-		return out
-	}
-	local := func(id string) bool { _, err := srv.resolve(id); return err == nil }
-	for _, p := range srv.o.Peers.Peers() {
-		out = append(out, p.Wire(local))
-	}
-	return out
+	return srv.o.Peers.Wires(func(id string) bool { _, err := srv.resolve(id); return err == nil })
 }
 
-// peerRoutes declares GET and POST /api/peers and DELETE /api/peers/{name}.
+// peerRoutes declares GET and POST /api/peers, DELETE /api/peers/{name} and GET
+// /api/peers/discovered (before /api/peers/{name}): the other Llamatrays mDNS found on the local
+// network that are not peers yet, only offered (adding one is POST /api/peers).
 func (srv *Server) peerRoutes(m *mux.Router) {
 	m.HandleFunc("/api/peers", srv.listPeers).Methods(http.MethodGet)
 	m.HandleFunc("/api/peers", srv.addPeer).Methods(http.MethodPost)
+	m.HandleFunc("/api/peers/discovered", srv.listDiscovered).Methods(http.MethodGet)
 	m.HandleFunc("/api/peers/{name}", srv.removePeer).Methods(http.MethodDelete)
 }
 
 func (srv *Server) listPeers(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
+	wire.Write(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
 }
 
-// errNoPeerEdit answers a peer change where the server has no configuration to save it in.
-var errNoPeerEdit = fmt.Errorf("%w: peers cannot be changed here", errNotFound)
-
-// addPeer serves POST /api/peers: the peer is saved in the configuration and read at once. Only a
-// client on this machine may add one, and no page of another site (it makes Llamatray call out).
-func (srv *Server) addPeer(w http.ResponseWriter, r *http.Request) {
-	if crossSite(r) {
-		writeError(w, r, fmt.Errorf("%w: a page of another site may not add a peer", errOriginForbidden))
+func (srv *Server) listDiscovered(w http.ResponseWriter, r *http.Request) {
+	if srv.o.Discovered == nil {
+		writeError(w, r, errNotFound)
 		return
 	}
-	if !localClient(r) { // localclient.go
-		writeError(w, r, errPeerEditRemote)
-		return
-	}
-	var req wire.PeerAdd
-	if err := srv.readJSON(w, r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if srv.o.AddPeer == nil {
-		writeError(w, r, errNoPeerEdit)
-		return
-	}
-	if err := srv.o.AddPeer(req); err != nil {
-		writeError(w, r, fmt.Errorf("%w: %w", errBadPeer, err))
-		return
-	}
-	writeJSON(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
+	l := srv.o.Discovered()
+	l.Discovered = wire.List(l.Discovered)
+	wire.Write(w, http.StatusOK, l)
 }
 
-// errBadPeer is a peer change the configuration refused (a bad name or URL).
-var errBadPeer = errors.New("peer not saved")
+// Errors of a change of the peers.
+var (
+	// errNoPeerEdit answers a peer change where the server has no configuration to save it in.
+	errNoPeerEdit = fmt.Errorf("%w: peers cannot be changed here", errNotFound)
+	// errBadPeer is a peer change the configuration refused (a bad name or URL).
+	errBadPeer = errors.New("peer not saved")
+	// errPeerEditRemote refuses a peer change from another machine: a peer's URL is called by this
+	// instance and its answers are read back, so whoever may set one could make it reach any address
+	// it can (link-local, internal services). 403 peer_edit_forbidden.
+	errPeerEditRemote = errors.New("peers can be changed only from this machine (a loopback client: `llamatray peer add`, the app, or the configuration file), never from another one, even with an API key")
+)
 
 // ErrNoSuchPeer is the removal of a peer that is not configured (Options.RemovePeer wraps it).
 var ErrNoSuchPeer = errors.New("no such peer")
 
-// removePeer serves DELETE /api/peers/{name}: as addPeer, only from this machine.
+// editPeers serves a change of the peers and answers the peers after it. Only a client on this
+// machine may make one, and no page of another site (a peer makes Llamatray call out).
+func (srv *Server) editPeers(w http.ResponseWriter, r *http.Request, verb string, change func() error) {
+	var err error
+	switch {
+	case crossSite(r):
+		err = fmt.Errorf("%w: a page of another site may not %s a peer", errOriginForbidden, verb)
+	case !localClient(r):
+		err = errPeerEditRemote
+	default:
+		err = change()
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	wire.Write(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
+}
+
+// addPeer serves POST /api/peers: the peer is saved in the configuration and read at once.
+func (srv *Server) addPeer(w http.ResponseWriter, r *http.Request) {
+	srv.editPeers(w, r, "add", func() error {
+		var req wire.PeerAdd
+		if err := srv.readJSON(w, r, &req); err != nil {
+			return err
+		}
+		if srv.o.AddPeer == nil {
+			return errNoPeerEdit
+		}
+		if err := srv.o.AddPeer(req); err != nil {
+			return fmt.Errorf("%w: %w", errBadPeer, err)
+		}
+		return nil
+	})
+}
+
+// removePeer serves DELETE /api/peers/{name}.
 func (srv *Server) removePeer(w http.ResponseWriter, r *http.Request) {
 	name, ok := muxVar(r, "name")
 	if !ok {
 		writeError(w, r, errNotFound)
 		return
 	}
-	if crossSite(r) {
-		writeError(w, r, fmt.Errorf("%w: a page of another site may not remove a peer", errOriginForbidden))
-		return
-	}
-	if !localClient(r) {
-		writeError(w, r, errPeerEditRemote)
-		return
-	}
-	if srv.o.RemovePeer == nil {
-		writeError(w, r, errNoPeerEdit)
-		return
-	}
-	if err := srv.o.RemovePeer(name); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, wire.PeerList{Peers: srv.peersWire()})
-}
-
-// peerModel is the entry of GET /v1/models/{model} for a peer's model, by its listed ID or its ref.
-func (srv *Server) peerModel(name string) (wire.Model, bool) {
-	taken := map[string]bool{}
-	for _, m := range srv.views.Models() {
-		taken[m.ID] = true
-	}
-	for _, m := range srv.peerModels(taken) {
-		if m.ID == name || len(m.Aliases) > 0 && m.Aliases[0] == name {
-			return m, true
+	srv.editPeers(w, r, "remove", func() error {
+		if srv.o.RemovePeer == nil {
+			return errNoPeerEdit
 		}
-	}
-	return wire.Model{}, false
+		return srv.o.RemovePeer(name)
+	})
 }
 
-// checkLoop is peer.ErrLoop, naming the peer, for a request of this instance's that came back.
-func (srv *Server) checkLoop(r *http.Request, body []byte) error {
-	name, ok := peer.LoopedThrough(srv.instance, r.Header, body)
+// localClient says r came from this machine: from a loopback address, or from the very address
+// it reached (a connection from the machine to one of its own addresses).
+func localClient(r *http.Request) bool {
+	remote, ok := addrOf(r.RemoteAddr)
 	if !ok {
-		return nil
+		return false
 	}
-	url := ""
-	if srv.o.Peers != nil {
-		if p, found := srv.o.Peers.Peer(name); found {
-			url = " (" + p.URL + ")"
-		}
+	if remote.IsLoopback() {
+		return true
 	}
-	srv.log.Warn("request loop: a request sent to a peer came back", "peer", name)
-	return fmt.Errorf("%w: this request was sent by this instance to peer %s%s and came back to it: peer %s leads back here (a proxy in front of this instance?)", peer.ErrLoop, name, url, name)
+	la, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if la == nil {
+		return false
+	}
+	local, ok := addrOf(la.String())
+	return ok && local == remote
+}
+
+// addrOf is the IP of "HOST:PORT", without its zone; false when it is not an IP address.
+func addrOf(hostport string) (netip.Addr, bool) {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap().WithZone(""), true
 }

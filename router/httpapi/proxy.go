@@ -14,12 +14,13 @@ import (
 	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/engine"
 	"github.com/llamatray/llamatray/router/proxy"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 type targetKey struct{}
 
-// proxyTarget is where and how one request is proxied; forward, childAnswer, proxyError and the
-// children's transport (dest) read it from the request's reqInfo (targetOf).
+// proxyTarget is where and how one request is proxied: serveModel and forwardPeer make it, forward
+// carries it, and the children's transport (dest) finds it in the request's context (targetOf).
 type proxyTarget struct {
 	model   string // canonical ID
 	name    string // the model as the client named it
@@ -59,19 +60,12 @@ func dest(ctx context.Context) (model, socket string) {
 // middleware alone decides what a browser may read. A stream gets the opening the child left out
 // (proxy.Repair). When the client already got an SSE response (loading progress), an error status
 // from the child becomes an SSE error event.
-func (srv *Server) childAnswer(resp *http.Response) {
+func childAnswer(resp *http.Response, t *proxyTarget, requestID string) {
 	resp.Header.Del(requestIDHeader)
 	dropCORS(resp.Header)
-	t := targetOf(resp.Request.Context())
-	if t != nil {
-		watchUsage(resp, t)
-		id := ""
-		if info := infoFrom(resp.Request.Context()); info != nil {
-			id = info.id
-		}
-		proxy.Repair(resp, t.model, id)
-	}
-	if t == nil || !t.early || resp.StatusCode < 300 {
+	watchUsage(resp, t)
+	proxy.Repair(resp, t.model, requestID)
+	if !t.early || resp.StatusCode < 300 {
 		return
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -105,22 +99,17 @@ func upstreamErrorBody(status int, raw []byte) []byte {
 	return apiError{Type: "server_error", Code: "upstream_error", Message: fmt.Sprintf("llama-server answered %d: %s", status, msg)}.body()
 }
 
-// proxyError handles a failed round trip (the child could not be reached or answered garbage).
-func (srv *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+// proxyError answers a failed round trip to t's child (it could not be reached or answered garbage).
+func (srv *Server) proxyError(w http.ResponseWriter, r *http.Request, t *proxyTarget, err error) {
 	if r.Context().Err() != nil {
 		if info := infoFrom(r.Context()); info != nil {
 			info.status, info.err = statusClientClosed, err
 		}
 		return
 	}
-	t := targetOf(r.Context())
-	model := ""
-	if t != nil {
-		model = t.model
-	}
-	err = fmt.Errorf("%w for model %q: %w", errUpstream, model, t.lostOr(err))
-	srv.log.Warn("proxy error", "model", model, "error", err)
-	if t != nil && t.early {
+	err = fmt.Errorf("%w for model %q: %w", errUpstream, t.model, t.lostOr(err))
+	srv.log.Warn("proxy error", "model", t.model, "error", err)
+	if t.early {
 		writeSSEError(w, r, err)
 		return
 	}
@@ -129,9 +118,6 @@ func (srv *Server) proxyError(w http.ResponseWriter, r *http.Request, err error)
 
 // lostOr is err, after the worker error that ended t's child when a worker's link was lost.
 func (t *proxyTarget) lostOr(err error) error {
-	if t == nil {
-		return err
-	}
 	if cause := t.lost.Lost(); cause != nil {
 		return fmt.Errorf("%w (%v)", cause, err)
 	}
@@ -149,24 +135,10 @@ func (s *sentWriter) Header() http.Header         { return s.h }
 func (s *sentWriter) WriteHeader(int)             {}
 func (s *sentWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// looksLikePath reports names that can only be file paths, never catalog IDs or aliases.
-func looksLikePath(name string) bool {
-	if strings.ContainsAny(name, "\x00\\") || strings.HasPrefix(name, "/") || strings.HasPrefix(name, "~") ||
-		strings.HasPrefix(name, "./") || (len(name) >= 2 && name[1] == ':') {
-		return true
-	}
-	for _, seg := range strings.Split(name, "/") {
-		if seg == ".." || seg == "." {
-			return true
-		}
-	}
-	return false
-}
-
 // resolve maps a requested name (ID or alias) to a catalog ID. Anything else — in particular a file
 // path — is an unknown model.
 func (srv *Server) resolve(name string) (string, error) {
-	if looksLikePath(name) {
+	if view.PathLike(name) {
 		return "", &engine.UnknownModelError{Name: name}
 	}
 	id, err := srv.o.Engine.Resolve(name) // the one resolution of the request's name: the ID goes on (AcquireID)

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // TestProxyRouteFamilies sends every model-routed endpoint through the router, naming the model by
@@ -179,7 +181,7 @@ func TestProxyRequestErrors(t *testing.T) {
 	fe.mu.Lock()
 	defer fe.mu.Unlock()
 	for _, name := range fe.resolved {
-		if looksLikePath(name) {
+		if view.PathLike(name) {
 			t.Fatalf("path %q reached Resolve", name)
 		}
 	}

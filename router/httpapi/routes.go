@@ -85,9 +85,8 @@ func (srv *Server) routes() *mux.Router {
 	m.HandleFunc("/slots/{slot}", srv.modelRoute).Methods(http.MethodPost)
 	m.HandleFunc("/props", srv.props).Methods(http.MethodGet, http.MethodPost)
 
-	srv.ollamaRoutes(m)   // Ollama's API (ollama.go)
-	srv.discoverRoutes(m) // /api/peers/discovered (discover.go), before /api/peers/{name}
-	srv.peerRoutes(m)     // /api/peers (peers.go)
+	srv.ollamaRoutes(m) // Ollama's API (router/ollama, mounted in ollama.go)
+	srv.peerRoutes(m)   // /api/peers (peers.go)
 
 	// Passthrough to one child, any method, prefix stripped (llama-server's web UI works through it).
 	m.HandleFunc("/upstream/{model}", srv.upstreamRoot)
@@ -195,4 +194,28 @@ func muxVar(r *http.Request, name string) (string, bool) {
 		return "", false
 	}
 	return u, true
+}
+
+// maxModelSegments bounds how many path segments a model name in /upstream/... may take unescaped:
+// ORG/REPO:QUANT takes two, a variant of it or a clash-qualified file name a few more.
+const maxModelSegments = 4
+
+// upstreamModel splits the escaped path after "/upstream/" into the model's name (unescaped) and
+// the escaped path for the child. A model's name is one segment, escaped as
+// "Org%2FRepo:Q8_0", or, written as it is ("/upstream/Org/Repo:Q8_0/health"), the most segments
+// from the start that name a model. ok is false when the name does not unescape.
+func (srv *Server) upstreamModel(tail string) (name, rest string, ok bool) {
+	segs := strings.Split(tail, "/")
+	for n := min(len(segs), maxModelSegments); n > 1; n-- {
+		esc := strings.Join(segs[:n], "/")
+		v, err := url.PathUnescape(esc)
+		if err != nil {
+			continue
+		}
+		if _, err := srv.o.Engine.Resolve(v); err == nil {
+			return v, tail[len(esc):], true
+		}
+	}
+	v, err := url.PathUnescape(segs[0])
+	return v, tail[len(segs[0]):], err == nil
 }

@@ -1,7 +1,9 @@
 // Package httpapi is Llamatray's HTTP layer: the OpenAI, Anthropic and llama.cpp-native endpoints
-// reverse-proxied to per-model llama-server children, the management API shaped like llama.cpp's
-// router, and the security checks (Host, CORS, API keys) in front of them. Every route is declared
-// in routes.go.
+// reverse-proxied to per-model llama-server children (over router/proxy), the management API shaped
+// like llama.cpp's router, and the security checks (Host, CORS, API keys) in front of them; it
+// mounts Ollama's API (router/ollama) and forwards to peers (router/peer). routes.go declares every
+// route or the function that declares a group of them (the Hub's, the downloads', the peers',
+// Ollama's).
 package httpapi
 
 import (
@@ -55,6 +57,9 @@ type Engine interface {
 	// Logs returns the tail of a model's child output.
 	Logs(name string) []string
 }
+
+// The real engine must satisfy the interface the HTTP layer is written against.
+var _ Engine = (*engine.Engine)(nil)
 
 // Catalog gives the metadata of a model by canonical ID.
 type Catalog interface {

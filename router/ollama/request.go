@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -110,13 +111,8 @@ func WithDefaults(opts, defaults map[string]any) map[string]any {
 	if len(defaults) == 0 {
 		return opts
 	}
-	out := make(map[string]any, len(defaults)+len(opts))
-	for k, v := range defaults {
-		out[k] = v
-	}
-	for k, v := range opts {
-		out[k] = v
-	}
+	out := maps.Clone(defaults)
+	maps.Copy(out, opts)
 	return out
 }
 
@@ -213,11 +209,7 @@ func think(t json.RawMessage, out map[string]any) error {
 // Chat turns an /api/chat request into llama-server's /v1/chat/completions. model is the name
 // the router resolves (sent as is; the child serves one model).
 func Chat(req ChatRequest) (Upstream, error) {
-	stream := streamOf(req.Stream)
-	body := map[string]any{"model": req.Model, "stream": stream}
-	if stream {
-		body["stream_options"] = map[string]any{"include_usage": true}
-	}
+	body := map[string]any{"model": req.Model}
 	msgs := make([]any, 0, len(req.Messages))
 	for i, m := range req.Messages {
 		om, err := openAIMessage(m, i)
@@ -230,14 +222,7 @@ func Chat(req ChatRequest) (Upstream, error) {
 	if t := bytes.TrimSpace(req.Tools); len(t) > 0 && string(t) != "null" {
 		body["tools"] = req.Tools
 	}
-	if err := common(body, req.Options, req.Format, req.Think); err != nil {
-		return Upstream{}, err
-	}
-	if err := logprobs(body, req.Logprobs, req.TopLogprobs); err != nil {
-		return Upstream{}, err
-	}
-	b, err := json.Marshal(body)
-	return Upstream{Path: "/v1/chat/completions", Body: b, Stream: stream, TopLogprobs: req.TopLogprobs}, err
+	return finish("/v1/chat/completions", body, streamOf(req.Stream), req.Options, req.Format, req.Think, req.Logprobs, req.TopLogprobs)
 }
 
 // maxTopLogprobs is the most top_logprobs Ollama takes.
@@ -271,37 +256,20 @@ func Generate(req GenerateRequest) (Upstream, error) {
 		return Upstream{}, bad("template is not supported: the model's own chat template applies (or use raw)")
 	}
 	stream := streamOf(req.Stream)
-	body := map[string]any{"model": req.Model, "stream": stream}
-	if req.Suffix != "" { // fill in the middle (code completion): llama-server's /infill
+	body := map[string]any{"model": req.Model}
+	switch {
+	case req.Suffix != "": // fill in the middle (code completion): llama-server's /infill
 		if len(req.Images) > 0 {
 			return Upstream{}, bad("images cannot be used with suffix")
 		}
 		body["input_prefix"], body["input_suffix"], body["prompt"] = req.Prompt, req.Suffix, ""
-		if err := common(body, req.Options, req.Format, nil); err != nil {
-			return Upstream{}, err
-		}
-		if err := logprobs(body, req.Logprobs, req.TopLogprobs); err != nil {
-			return Upstream{}, err
-		}
-		b, err := json.Marshal(body)
-		return Upstream{Path: "/infill", Body: b, Stream: stream, TopLogprobs: req.TopLogprobs}, err
-	}
-	if req.Raw {
+		return finish("/infill", body, stream, req.Options, req.Format, nil, req.Logprobs, req.TopLogprobs)
+	case req.Raw:
 		if len(req.Images) > 0 {
 			return Upstream{}, bad("images need the model's template: leave raw off")
 		}
 		body["prompt"] = req.Prompt
-		if err := common(body, req.Options, req.Format, nil); err != nil {
-			return Upstream{}, err
-		}
-		if err := logprobs(body, req.Logprobs, req.TopLogprobs); err != nil {
-			return Upstream{}, err
-		}
-		b, err := json.Marshal(body)
-		return Upstream{Path: "/completion", Body: b, Stream: stream, TopLogprobs: req.TopLogprobs}, err
-	}
-	if stream {
-		body["stream_options"] = map[string]any{"include_usage": true}
+		return finish("/completion", body, stream, req.Options, req.Format, nil, req.Logprobs, req.TopLogprobs)
 	}
 	var msgs []any
 	if req.System != "" {
@@ -312,19 +280,18 @@ func Generate(req GenerateRequest) (Upstream, error) {
 		return Upstream{}, err
 	}
 	body["messages"] = append(msgs, um)
-	if err := common(body, req.Options, req.Format, req.Think); err != nil {
-		return Upstream{}, err
-	}
-	if err := logprobs(body, req.Logprobs, req.TopLogprobs); err != nil {
-		return Upstream{}, err
-	}
-	b, err := json.Marshal(body)
-	return Upstream{Path: "/v1/chat/completions", Body: b, Stream: stream, TopLogprobs: req.TopLogprobs}, err
+	return finish("/v1/chat/completions", body, stream, req.Options, req.Format, req.Think, req.Logprobs, req.TopLogprobs)
 }
 
-func common(body map[string]any, opts map[string]any, format, th json.RawMessage) error {
+// finish completes body for llama-server's path and encodes it: the stream (with its usage on the
+// chat endpoint), the request's options, format, think and logprobs.
+func finish(path string, body map[string]any, stream bool, opts map[string]any, format, th json.RawMessage, want bool, top int) (Upstream, error) {
+	body["stream"] = stream
+	if stream && body["messages"] != nil {
+		body["stream_options"] = map[string]any{"include_usage": true}
+	}
 	if err := Sampling(opts, body); err != nil {
-		return err
+		return Upstream{}, err
 	}
 	if n, ok := body["n_predict"]; ok && body["messages"] != nil {
 		delete(body, "n_predict")
@@ -333,9 +300,16 @@ func common(body map[string]any, opts map[string]any, format, th json.RawMessage
 		}
 	}
 	if err := responseFormat(format, body); err != nil {
-		return err
+		return Upstream{}, err
 	}
-	return think(th, body)
+	if err := think(th, body); err != nil {
+		return Upstream{}, err
+	}
+	if err := logprobs(body, want, top); err != nil {
+		return Upstream{}, err
+	}
+	b, err := json.Marshal(body)
+	return Upstream{Path: path, Body: b, Stream: stream, TopLogprobs: top}, err
 }
 
 // openAIMessage is an Ollama message in OpenAI's shape: images become image_url parts, tool calls

@@ -2,7 +2,8 @@
 // router, Ollama, or any OpenAI-compatible server — that this one lists and routes whole requests
 // to. One goroutine per peer reads the peer's model list (/v1/models, else Ollama's /api/tags) every
 // Refresh while it answers, and with exponential backoff while it does not; the Set holds the table
-// of every peer's models, which router/httpapi reads to route a request no local model takes.
+// of every peer's models, from which Route picks the peer of a request no local model takes
+// (router/httpapi forwards it there) and Listed lists them.
 //
 // A peer's own peers' models (owned_by "peer:...") are not taken in: a request goes at most one
 // hop, so two instances that are each other's peers never send a request round in a loop.

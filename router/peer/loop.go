@@ -50,9 +50,24 @@ func NewInstance() string {
 // Marker is the marker instance gives a request it sends to peer name.
 func Marker(instance, name string) string { return instance + "/" + name }
 
-// LoopedThrough says which peer a request that instance sent came back from (its marker in the
-// request's header h or its body), or "" when it is no request of instance's.
-func LoopedThrough(instance string, h http.Header, body []byte) (string, bool) {
+// CheckLoop is ErrLoop, naming the peer (and its URL, when s has it), for a request that instance
+// sent to a peer and that came back to it: its marker in the request's header h or its body.
+func (s *Set) CheckLoop(instance string, h http.Header, body []byte) error {
+	name, ok := loopedThrough(instance, h, body)
+	if !ok {
+		return nil
+	}
+	url := ""
+	if s != nil {
+		if p, found := s.Peer(name); found {
+			url = " (" + p.URL + ")"
+		}
+	}
+	return fmt.Errorf("%w: this request was sent by this instance to peer %s%s and came back to it: peer %s leads back here (a proxy in front of this instance?)", ErrLoop, name, url, name)
+}
+
+// loopedThrough says which peer a request that instance sent came back from.
+func loopedThrough(instance string, h http.Header, body []byte) (string, bool) {
 	marks := h.Values(ViaHeader)
 	var obj map[string]json.RawMessage
 	if bytes.Contains(body, []byte(instance)) && json.Unmarshal(body, &obj) == nil {
@@ -71,17 +86,19 @@ func LoopedThrough(instance string, h http.Header, body []byte) (string, bool) {
 	return "", false
 }
 
-// WithVia is body with marker added to its "llamatray_via" list; a body that is not a JSON object
-// is returned as it is.
-func WithVia(body []byte, marker string) []byte {
+// Body is a request's body as it goes to a peer: its "model" (when it names one) set to the peer's
+// ID id, and marker added to its "llamatray_via" list. A body that is not a JSON object goes as it is.
+func Body(body []byte, id, marker string) []byte {
 	var obj map[string]json.RawMessage
 	if len(bytes.TrimSpace(body)) == 0 || json.Unmarshal(body, &obj) != nil {
 		return body
 	}
+	if _, ok := obj["model"]; ok {
+		obj["model"], _ = json.Marshal(id)
+	}
 	var list []string
 	_ = json.Unmarshal(obj[viaField], &list)
-	v, _ := json.Marshal(append(list, marker))
-	obj[viaField] = v
+	obj[viaField], _ = json.Marshal(append(list, marker))
 	out, err := json.Marshal(obj)
 	if err != nil {
 		return body

@@ -200,7 +200,7 @@ func Status(st engine.ModelStatus) wire.ModelStatus {
 		Queued:              st.Queued,
 		MemoryBytes:         st.MemoryBytes,
 		MemoryEstimateBytes: st.EstimateBytes,
-		LastUsed:            timePtr(st.LastUsed),
+		LastUsed:            wire.Time(st.LastUsed),
 		PID:                 st.PID,
 		Port:                st.Port,
 		Socket:              st.Socket,
@@ -208,10 +208,10 @@ func Status(st engine.ModelStatus) wire.ModelStatus {
 		Pinned:              st.Pinned,
 		Draining:            st.Draining,
 		Error:               st.Error,
-		NextRetry:           timePtr(st.NextRetry),
-		UnloadAt:            timePtr(st.UnloadAt),
+		NextRetry:           wire.Time(st.NextRetry),
+		UnloadAt:            wire.Time(st.UnloadAt),
 		Progress:            st.Progress,
-		Args:                orEmpty(st.Args),
+		Args:                wire.List(st.Args),
 		Wait:                wireWait(st),
 	}
 }
@@ -223,21 +223,6 @@ func List(ms []Model, started time.Time) wire.ModelList {
 		l.Data = append(l.Data, m.Wire(started))
 	}
 	return l
-}
-
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	t = t.UTC()
-	return &t
-}
-
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // WaitText is the one sentence that says why a model's queued requests wait, "" when none waits:
@@ -400,8 +385,8 @@ func wireWait(st engine.ModelStatus) *wire.Wait {
 		FreeDevices: orEmptyMap(w.FreeGPU),
 		Victims:     wireModels(w.Victims),
 		Holders:     wireModels(w.Holders),
-		BusySince:   timePtr(w.BusySince),
-		DrainAt:     timePtr(w.DrainAt),
+		BusySince:   wire.Time(w.BusySince),
+		DrainAt:     wire.Time(w.DrainAt),
 		MaxLoaded:   w.MaxLoaded,
 		Behind:      w.Behind,
 		Worker:      w.Worker,
@@ -421,4 +406,18 @@ func orEmptyMap(m map[string]int64) map[string]int64 {
 		return map[string]int64{}
 	}
 	return m
+}
+
+// PathLike reports names that can only be file paths, never a model's ID or alias.
+func PathLike(name string) bool {
+	if strings.ContainsAny(name, "\x00\\") || strings.HasPrefix(name, "/") || strings.HasPrefix(name, "~") ||
+		strings.HasPrefix(name, "./") || (len(name) >= 2 && name[1] == ':') {
+		return true
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == ".." || seg == "." {
+			return true
+		}
+	}
+	return false
 }

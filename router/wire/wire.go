@@ -1,7 +1,7 @@
 // Package wire holds the JSON documents of Llamatray's management API — GET /models (and
 // /v1/models), GET /api/status and the /models/events stream — defined once, for the server
-// (router/httpapi encodes them) and for router/client (which decodes them). It imports nothing of
-// the router, so a client of the API needs no part of the engine.
+// (router/httpapi and router/ollama send them with Write) and for router/client (which decodes
+// them). It imports nothing of the router, so a client of the API needs no part of the engine.
 package wire
 
 import "time"
