@@ -17,9 +17,6 @@ import (
 	"github.com/llamatray/llamatray/router/wire"
 )
 
-// Discovered is what the service found on the local network that is not a peer yet.
-func (sb *serviceBackend) Discovered() []wire.Discovered { return sb.svc.Discovered() }
-
 // discoveredKey is what the part shows of found, for the section's key.
 func discoveredKey(found []wire.Discovered) string {
 	var b strings.Builder

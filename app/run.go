@@ -73,7 +73,7 @@ func Run(ctx context.Context, o Options) error {
 	fa := fyneapp.NewWithID(platform.AppID)
 	fillMetadata(fa.Metadata(), o.Version)
 	fa.SetIcon(appIcon)
-	b := &serviceBackend{svc: svc, log: log}
+	b := newServiceBackend(svc)
 	u := newUI(fa, b, log, systemAutostart())
 	u.snap = b.Snapshot()
 	u.snap.Autostart = u.auto.enabled()
