@@ -72,22 +72,29 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	w.win.Resize(fyne.NewSize(660, 720))
 	cfg := u.b.Config()
 	own, _ := cfg.Section(id) // a variant's own section
-	f := formFrom(own)
-	w.orig = f
+	w.orig = formFrom(own)
 	m, _ := w.model()
-	eff := cfg.ModelSettings(id)
-	base, variant, isVariant := cfg.Variant(id)
+	trained := "unknown"
+	if m.ContextLength > 0 {
+		trained = fmt.Sprint(m.ContextLength)
+	}
+	w.newFields(cfg, w.orig, trained)
+	w.newControls()
+	w.win.SetContent(container.NewVScroll(w.body(cfg, m, trained)))
+	w.changed()
+	go w.readFlags()
+	return w
+}
 
+// newFields makes the form's fields, filled from f; an empty field's hint is what it stands for
+// (the defaults, or a variant's model's settings).
+func (w *modelSettingsWindow) newFields(cfg config.Config, f modelForm, trained string) {
 	entry := func(text, hint string) *widget.Entry {
 		e := widget.NewEntry()
 		e.SetText(text)
 		e.SetPlaceHolder(hint)
 		e.OnChanged = func(string) { w.changed() }
 		return e
-	}
-	trained := "unknown"
-	if m.ContextLength > 0 {
-		trained = fmt.Sprint(m.ContextLength)
 	}
 	w.ctx = entry(f.CtxSize, fmt.Sprintf("default %d; 0: trained context (%s)", cfg.Defaults.CtxSize, trained))
 	gpuHint := "llama-server's default; -1: all layers, 0: CPU only"
@@ -100,29 +107,15 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	w.aliases = entry(f.Aliases, "other names, separated by commas")
 	w.sleep = entry(f.IdleSleep, "global: "+cfg.IdleSleep.String())
 	w.unload = entry(f.IdleUnload, "global: "+cfg.IdleUnload.String())
-	if isVariant { // an empty field is the model's setting
+	cacheDefault, faDefault := defaultCache, unsetChoice+" ("+cfg.Defaults.FlashAttn+")"
+	if base, _, isVariant := cfg.Variant(w.id); isVariant { // an empty field is the model's setting
 		inh := cfg.ModelSettings(base)
-		w.ctx.SetPlaceHolder(fmt.Sprintf("%s's: %d; 0: trained context (%s)", base, inh.CtxSize, trained))
-		if inh.GPULayers != nil {
-			w.gpu.SetPlaceHolder(fmt.Sprintf("%s's: %d; -1: all layers, 0: CPU only", base, *inh.GPULayers))
-		}
-		w.parallel.SetPlaceHolder(fmt.Sprintf("%s's: %d (0: llama-server's)", base, inh.Parallel))
-		if len(inh.Args) > 0 {
-			w.args.SetPlaceHolder(fmt.Sprintf("added after %s's: %s", base, strings.Join(inh.Args, " ")))
-		}
-		w.sleep.SetPlaceHolder(fmt.Sprintf("%s's: %s", base, inh.IdleSleep))
-		w.unload.SetPlaceHolder(fmt.Sprintf("%s's: %s", base, inh.IdleUnload))
-	}
-	cacheDefault := defaultCache
-	if isVariant {
-		cacheDefault = unsetChoice + " (" + base + "'s: " + orDefault(cfg.ModelSettings(base).CacheType, "f16") + ")"
+		w.variantHints(base, inh, trained)
+		cacheDefault = unsetChoice + " (" + base + "'s: " + orDefault(inh.CacheType, "f16") + ")"
+		faDefault = unsetChoice + " (" + base + "'s: " + inh.FlashAttn + ")"
 	}
 	w.cache = widget.NewSelect(append([]string{cacheDefault}, config.CacheTypes...), func(string) { w.changed() })
 	w.cache.SetSelected(orDefault(f.CacheType, cacheDefault))
-	faDefault := unsetChoice + " (" + cfg.Defaults.FlashAttn + ")"
-	if isVariant {
-		faDefault = unsetChoice + " (" + base + "'s: " + cfg.ModelSettings(base).FlashAttn + ")"
-	}
 	w.fa = widget.NewSelect([]string{faDefault, "auto", "on", "off"}, func(string) { w.changed() })
 	w.fa.SetSelected(orDefault(f.FlashAttn, w.fa.Options[0]))
 	w.pinned = widget.NewCheck("Pinned: never unloaded for memory or by idle timers", func(bool) { w.changed() })
@@ -130,7 +123,25 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	w.onStart = widget.NewCheck("Load when Llamatray starts", func(bool) { w.changed() })
 	w.onStart.SetChecked(f.LoadOnStart)
 	w.draft = newDraftFields(w, f.Draft, w.changed)
+}
 
+// variantHints are a variant's fields' hints: empty, a field is its model base's setting, inh.
+func (w *modelSettingsWindow) variantHints(base string, inh config.Model, trained string) {
+	w.ctx.SetPlaceHolder(fmt.Sprintf("%s's: %d; 0: trained context (%s)", base, inh.CtxSize, trained))
+	if inh.GPULayers != nil {
+		w.gpu.SetPlaceHolder(fmt.Sprintf("%s's: %d; -1: all layers, 0: CPU only", base, *inh.GPULayers))
+	}
+	w.parallel.SetPlaceHolder(fmt.Sprintf("%s's: %d (0: llama-server's)", base, inh.Parallel))
+	if len(inh.Args) > 0 {
+		w.args.SetPlaceHolder(fmt.Sprintf("added after %s's: %s", base, strings.Join(inh.Args, " ")))
+	}
+	w.sleep.SetPlaceHolder(fmt.Sprintf("%s's: %s", base, inh.IdleSleep))
+	w.unload.SetPlaceHolder(fmt.Sprintf("%s's: %s", base, inh.IdleUnload))
+}
+
+// newControls makes the lines under the form (memory, problems, Apply's outcome), the buttons and
+// the request rules.
+func (w *modelSettingsWindow) newControls() {
 	w.memory = widget.NewLabel("")
 	w.memory.Wrapping = fyne.TextWrapWord
 	w.problems = widget.NewLabel("")
@@ -142,9 +153,12 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	w.apply = widget.NewButton("Apply", w.save)
 	w.apply.Importance = widget.HighImportance
 	w.asVariant = widget.NewButton("Save as variant…", w.askVariant)
-	closeBtn := widget.NewButton("Close", w.win.Close)
-	w.rules = newModelRules(u, id)
+	w.rules = newModelRules(w.u, w.id)
+}
 
+// body lays the window out: the model's line (and the variant's), the form, the checks, the
+// rules, the memory and problems, the buttons.
+func (w *modelSettingsWindow) body(cfg config.Config, m Model, trained string) fyne.CanvasObject {
 	form := widget.NewForm(
 		widget.NewFormItem("Context size", w.ctx),
 		widget.NewFormItem("GPU layers", w.gpu),
@@ -160,32 +174,33 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 		form.AppendItem(it)
 	}
 	w.head = widget.NewLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
-		id, m.Parameters, m.Quantization, trained, eff.CtxSize))
+		w.id, m.Parameters, m.Quantization, trained, cfg.ModelSettings(w.id).CtxSize))
 	w.head.Wrapping = fyne.TextWrapWord
 	top := []fyne.CanvasObject{w.head}
-	if isVariant { // a line of its own: a wrapped header is cut at its first line in the form's scroll
+	// A variant's line is a line of its own: a wrapped header is cut at its first line in the form's scroll.
+	if base, variant, isVariant := cfg.Variant(w.id); isVariant {
 		of := widget.NewLabel(fmt.Sprintf("Variant %q of %s: empty fields are %s's.", variant, base, base))
 		of.Wrapping = fyne.TextWrapWord
 		top = append(top, of)
 	}
-	body := container.NewVBox(append(top, form, w.pinned, w.onStart, w.rules.box, widget.NewSeparator(), w.memory, w.problems, w.result,
-		container.NewHBox(w.apply, w.asVariant, closeBtn))...)
-	w.win.SetContent(container.NewVScroll(body))
-	w.changed()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		flags, err := u.b.LlamaServerFlags(ctx)
-		if err != nil {
-			return // no flags known (none offered, or no llama-server): extra arguments are left for llama-server to judge
-		}
-		known := make(map[string]bool, len(flags))
-		for _, f := range flags {
-			known[f] = true
-		}
-		u.onUI(func() { w.known = known; w.changed() })
-	}()
-	return w
+	return container.NewVBox(append(top, form, w.pinned, w.onStart, w.rules.box, widget.NewSeparator(), w.memory, w.problems, w.result,
+		container.NewHBox(w.apply, w.asVariant, widget.NewButton("Close", w.win.Close)))...)
+}
+
+// readFlags reads llama-server's flags (off the UI thread), for changed to judge the extra
+// arguments by; without them (none offered, or no llama-server) llama-server judges them.
+func (w *modelSettingsWindow) readFlags() {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	flags, err := w.u.b.LlamaServerFlags(ctx)
+	if err != nil {
+		return
+	}
+	known := make(map[string]bool, len(flags))
+	for _, f := range flags {
+		known[f] = true
+	}
+	w.u.onUI(func() { w.known = known; w.changed() })
 }
 
 func orDefault(v, def string) string {
