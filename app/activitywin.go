@@ -44,8 +44,7 @@ func (u *ui) showActivity() {
 	a := &activityWindow{u: u, src: u.b, win: u.app.NewWindow("Activity"), list: container.NewVBox(), stop: make(chan struct{})}
 	a.win.SetIcon(appIcon)
 	a.win.Resize(fyne.NewSize(760, 520))
-	intro := widget.NewLabel("The last hour of requests per model. Times and token counts come from llama-server's own timings; no prompt or answer text is kept.")
-	intro.Wrapping = fyne.TextWrapWord
+	intro := wrapLabel("The last hour of requests per model. Times and token counts come from llama-server's own timings; no prompt or answer text is kept.")
 	a.win.SetContent(container.NewBorder(intro, nil, nil, nil, container.NewVScroll(a.list)))
 	a.win.SetOnClosed(func() {
 		close(a.stop)
@@ -87,8 +86,7 @@ func (a *activityWindow) show(doc wire.Activity) {
 	var out []fyne.CanvasObject
 	for _, m := range doc.Models {
 		head := widget.NewLabelWithStyle(m.Model, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-		nums := widget.NewLabel(activityLine(m.Total))
-		nums.Wrapping = fyne.TextWrapWord
+		nums := wrapLabel(activityLine(m.Total))
 		chart := newActivityChart(m.Buckets)
 		caption := widget.NewLabel(chartCaption(m.Buckets, doc.BucketSeconds))
 		caption.SizeName = theme.SizeNameCaptionText

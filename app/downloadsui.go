@@ -59,8 +59,7 @@ func (d *downloadsSection) row(h Backend, dl Download) fyne.CanvasObject {
 	if _, kept := pullTrouble(dl.Error); dl.Total > 0 && (kept || dl.State != hub.StateFailed) {
 		bar.SetValue(float64(dl.Done) / float64(dl.Total))
 	}
-	line := widget.NewLabel(downloadText(dl))
-	line.Wrapping = fyne.TextWrapWord
+	line := wrapLabel(downloadText(dl))
 	var buttons []fyne.CanvasObject
 	act := func(label string, icon fyne.Resource, what string, fn func() error) {
 		b := widget.NewButtonWithIcon(label, icon, nil)

@@ -77,8 +77,7 @@ func (m *modelsWindow) askImport(paths []string) {
 	for i, p := range paths {
 		names[i] = filepath.Base(p)
 	}
-	text := widget.NewLabel(fmt.Sprintf("Add %s to %s?", strings.Join(names, ", "), dir))
-	text.Wrapping = fyne.TextWrapWord
+	text := wrapLabel(fmt.Sprintf("Add %s to %s?", strings.Join(names, ", "), dir))
 	d := dialog.NewCustomConfirm("Add model", "Add", "Cancel", widget.NewForm(
 		widget.NewFormItem("", text), widget.NewFormItem("", choice)), func(ok bool) {
 		if !ok {

@@ -78,13 +78,11 @@ func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
 	g.search.SetPlaceHolder("Search the Hugging Face Hub for GGUF models, e.g. “qwen2.5 instruct”")
 	g.search.OnSubmitted = func(string) { g.runSearch() }
 	find := widget.NewButtonWithIcon("Search", theme.SearchIcon(), g.runSearch)
-	g.status = widget.NewLabel("")
-	g.status.Wrapping = fyne.TextWrapWord
+	g.status = wrapLabel("")
 	g.results = container.NewVBox()
 	g.repoHead = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	g.repoHead.Truncation = fyne.TextTruncateEllipsis // a long repo name does not widen the window
-	hint := widget.NewLabel("Pick a model on the left: its files (quants) show here, with their sizes and how they fit this machine.")
-	hint.Wrapping = fyne.TextWrapWord
+	hint := wrapLabel("Pick a model on the left: its files (quants) show here, with their sizes and how they fit this machine.")
 	hint.Importance = widget.LowImportance
 	g.quants = container.NewVBox(hint) // until a repo is opened
 	g.pullLine = widget.NewLabel("")
@@ -145,8 +143,7 @@ func (g *getModelsWindow) loadStarters() {
 			ref, _ := hub.ParseRef(s.Name)
 			b := widget.NewButton(shortName(s.Name), func() { g.openRepo(ref.Repo) })
 			b.Alignment = widget.ButtonAlignLeading
-			about := widget.NewLabel(starterText(s))
-			about.Wrapping = fyne.TextWrapWord
+			about := wrapLabel(starterText(s))
 			about.SizeName = theme.SizeNameCaptionText
 			if imp := fitImportance(s.Fit); imp != widget.SuccessImportance {
 				about.Importance = imp // only a warning is coloured: a list of green text reads as none
@@ -270,8 +267,7 @@ func (g *getModelsWindow) showResults(text string, repos []hub.Repo, err error) 
 	for _, r := range repos {
 		b := widget.NewButton(shortName(r.ID), func() { g.openRepo(r.ID) })
 		b.Alignment = widget.ButtonAlignLeading
-		about := widget.NewLabel(repoLabel(r))
-		about.Wrapping = fyne.TextWrapWord
+		about := wrapLabel(repoLabel(r))
 		about.SizeName = theme.SizeNameCaptionText
 		if r.Gated {
 			about.Importance = widget.WarningImportance
@@ -300,13 +296,11 @@ func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) 
 	}
 	g.quants.Objects = nil
 	if err != nil {
-		l := widget.NewLabel(err.Error())
-		l.Wrapping = fyne.TextWrapWord
+		l := wrapLabel(err.Error())
 		g.quants.Objects = append(g.quants.Objects, l, widget.NewButtonWithIcon("Retry", theme.ViewRefreshIcon(), func() { g.openRepo(repo) }))
 	}
 	if len(qs) > 0 && qs[0].NoAccess != "" {
-		l := widget.NewLabel(qs[0].NoAccess + ". Then open this repo again.")
-		l.Wrapping = fyne.TextWrapWord
+		l := wrapLabel(qs[0].NoAccess + ". Then open this repo again.")
 		l.Importance = widget.WarningImportance
 		g.quants.Objects = append(g.quants.Objects, l)
 	}
@@ -348,8 +342,7 @@ func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) 
 		row := container.NewBorder(nil, nil, nil, action, container.NewHBox(name, widget.NewLabel(detail), badge))
 		g.quants.Objects = append(g.quants.Objects, row)
 		if reason := fitReason(q); reason != "" {
-			why := widget.NewLabel(reason)
-			why.Wrapping = fyne.TextWrapWord
+			why := wrapLabel(reason)
 			why.Importance = widget.LowImportance
 			g.quants.Objects = append(g.quants.Objects, why)
 		}

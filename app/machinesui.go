@@ -88,16 +88,14 @@ func peersKey(peers []wire.Peer) string {
 // peersPart is one row per peer: name, address, state (and why it is down), its models, Remove.
 func (m *machinesSection) peersPart(peers []wire.Peer) []fyne.CanvasObject {
 	if len(peers) == 0 {
-		l := widget.NewLabel("None. Add another Llamatray, llama-swap, llama.cpp's router, Ollama or any OpenAI-compatible server; its models are served here too.")
-		l.Wrapping = fyne.TextWrapWord
+		l := wrapLabel("None. Add another Llamatray, llama-swap, llama.cpp's router, Ollama or any OpenAI-compatible server; its models are served here too.")
 		return []fyne.CanvasObject{l}
 	}
 	var out []fyne.CanvasObject
 	for _, p := range peers {
 		name := p.Name
 		title := widget.NewLabelWithStyle(fmt.Sprintf("%s — %s", p.Name, p.URL), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-		line := widget.NewLabel(peerLine(p))
-		line.Wrapping = fyne.TextWrapWord
+		line := wrapLabel(peerLine(p))
 		rm := widget.NewButtonWithIcon("Remove", theme.DeleteIcon(), nil)
 		rm.OnTapped = func() {
 			rm.Disable()

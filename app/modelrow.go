@@ -22,27 +22,23 @@ func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
 	case r.Group == GroupLoaded:
 		state.Importance = widget.SuccessImportance
 	}
-	detail := widget.NewLabel(r.Detail)
+	detail := wrapLabel(r.Detail)
 	detail.SizeName = theme.SizeNameCaptionText
-	detail.Wrapping = fyne.TextWrapWord
 	left := container.NewVBox(container.NewHBox(title, state), detail)
 	if r.Unsized != "" {
-		why := widget.NewLabel(r.Unsized)
+		why := wrapLabel(r.Unsized)
 		why.SizeName = theme.SizeNameCaptionText
 		why.Importance = widget.WarningImportance
-		why.Wrapping = fyne.TextWrapWord
 		left.Add(why)
 	}
 	if r.Wait != "" {
-		why := widget.NewLabel(r.Wait)
+		why := wrapLabel(r.Wait)
 		why.Importance = widget.WarningImportance
-		why.Wrapping = fyne.TextWrapWord
 		left.Add(why)
 	}
 	if r.Error != "" {
-		why := widget.NewLabel(r.Error)
+		why := wrapLabel(r.Error)
 		why.Importance = widget.DangerImportance
-		why.Wrapping = fyne.TextWrapWord
 		left.Add(why)
 	}
 	if r.Loading {

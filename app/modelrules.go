@@ -67,17 +67,14 @@ func newModelRules(u *ui, id string) *modelRules {
 			r.strip.SetPlaceHolder(fmt.Sprintf("added to %s's: %s", base, inh.Strip))
 		}
 	}
-	r.problems = widget.NewLabel("")
+	r.problems = wrapLabel("")
 	r.problems.Importance = widget.DangerImportance
-	r.problems.Wrapping = fyne.TextWrapWord
 	r.problems.Hide()
-	r.result = widget.NewLabel("")
-	r.result.Wrapping = fyne.TextWrapWord
+	r.result = wrapLabel("")
 	r.result.Hide()
 	r.save = widget.NewButton("Save rules", r.saveRules)
-	about := widget.NewLabel("Request rules change the top-level fields of every request's JSON body for this model " +
+	about := wrapLabel("Request rules change the top-level fields of every request's JSON body for this model " +
 		"(OpenAI, Anthropic, llama-server's own and Ollama's API) before llama-server gets it; they apply from the next request.")
-	about.Wrapping = fyne.TextWrapWord
 	form := widget.NewForm(
 		widget.NewFormItem("Set", r.set),
 		widget.NewFormItem("Strip", r.strip),

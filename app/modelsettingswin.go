@@ -142,13 +142,10 @@ func (w *modelSettingsWindow) variantHints(base string, inh config.Model, traine
 // newControls makes the lines under the form (memory, problems, Apply's outcome), the buttons and
 // the request rules.
 func (w *modelSettingsWindow) newControls() {
-	w.memory = widget.NewLabel("")
-	w.memory.Wrapping = fyne.TextWrapWord
-	w.problems = widget.NewLabel("")
+	w.memory = wrapLabel("")
+	w.problems = wrapLabel("")
 	w.problems.Importance = widget.DangerImportance
-	w.problems.Wrapping = fyne.TextWrapWord
-	w.result = widget.NewLabel("")
-	w.result.Wrapping = fyne.TextWrapWord
+	w.result = wrapLabel("")
 	w.result.Hide() // shown with the outcome of Apply
 	w.apply = widget.NewButton("Apply", w.save)
 	w.apply.Importance = widget.HighImportance
@@ -173,14 +170,12 @@ func (w *modelSettingsWindow) body(cfg config.Config, m Model, trained string) f
 	for _, it := range w.draft.items() {
 		form.AppendItem(it)
 	}
-	w.head = widget.NewLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
+	w.head = wrapLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
 		w.id, m.Parameters, m.Quantization, trained, cfg.ModelSettings(w.id).CtxSize))
-	w.head.Wrapping = fyne.TextWrapWord
 	top := []fyne.CanvasObject{w.head}
 	// A variant's line is a line of its own: a wrapped header is cut at its first line in the form's scroll.
 	if base, variant, isVariant := cfg.Variant(w.id); isVariant {
-		of := widget.NewLabel(fmt.Sprintf("Variant %q of %s: empty fields are %s's.", variant, base, base))
-		of.Wrapping = fyne.TextWrapWord
+		of := wrapLabel(fmt.Sprintf("Variant %q of %s: empty fields are %s's.", variant, base, base))
 		top = append(top, of)
 	}
 	return container.NewVBox(append(top, form, w.pinned, w.onStart, w.rules.box, widget.NewSeparator(), w.memory, w.problems, w.result,

@@ -89,8 +89,7 @@ func (m *modelsWindow) build() {
 	m.bar = newMemoryBar()
 	m.banners = container.NewVBox()
 	m.list = container.NewVBox()
-	m.status = widget.NewLabel("")
-	m.status.Wrapping = fyne.TextWrapWord
+	m.status = wrapLabel("")
 	m.progress = widget.NewProgressBar()
 	m.setStatus(m.statusText)
 	m.setProgress(m.progressShow, m.progressVal)
@@ -214,8 +213,7 @@ func skippedObjects(skipped []string) []fyne.CanvasObject {
 	h.SizeName = theme.SizeNameSubHeadingText
 	out := []fyne.CanvasObject{h}
 	for _, w := range skipped {
-		l := widget.NewLabel(w)
-		l.Wrapping = fyne.TextWrapWord
+		l := wrapLabel(w)
 		l.Importance = widget.WarningImportance
 		out = append(out, l)
 	}
@@ -244,10 +242,8 @@ func (m *modelsWindow) noModels(s Snapshot) fyne.CanvasObject {
 	if len(s.ModelDirs) > 0 {
 		where = "Folders searched:\n    " + strings.Join(s.ModelDirs, "\n    ")
 	}
-	body := widget.NewLabel(intro)
-	body.Wrapping = fyne.TextWrapWord
-	dirs := widget.NewLabel(where)
-	dirs.Wrapping = fyne.TextWrapWord
+	body := wrapLabel(intro)
+	dirs := wrapLabel(where)
 	return widget.NewCard("No models found", "", container.NewVBox(body, buttons, dirs))
 }
 
@@ -273,8 +269,7 @@ func (m *modelsWindow) serverBanner(s Snapshot) fyne.CanvasObject {
 func notice(title, text string, buttons ...fyne.CanvasObject) fyne.CanvasObject {
 	head := widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	head.Importance = widget.DangerImportance
-	body := widget.NewLabel(text)
-	body.Wrapping = fyne.TextWrapWord
+	body := wrapLabel(text)
 	return container.NewBorder(nil, nil, nil, container.NewVBox(buttons...), container.NewVBox(head, body))
 }
 

@@ -81,9 +81,8 @@ func newSettingsWindow(u *ui) *settingsWindow {
 		e := widget.NewEntry()
 		e.SetText(text)
 		e.SetPlaceHolder(placeholder)
-		l := widget.NewLabel("")
+		l := wrapLabel("")
 		l.Importance = widget.DangerImportance
-		l.Wrapping = fyne.TextWrapWord
 		l.Hide()
 		s.entries[key], s.errLabels[key] = e, l
 		return container.NewVBox(e, l)
@@ -95,16 +94,14 @@ func newSettingsWindow(u *ui) *settingsWindow {
 	}
 	serverField := field(keyLlamaServer, v.LlamaServer, "found automatically")
 	browse := widget.NewButton("Browse…", s.browse(keyLlamaServer))
-	s.serverIn = widget.NewLabel("")
+	s.serverIn = wrapLabel("")
 	s.serverIn.SizeName = theme.SizeNameCaptionText
-	s.serverIn.Wrapping = fyne.TextWrapWord
 	s.autostart = widget.NewCheck("Start Llamatray when I log in", nil)
 	s.autostart.SetChecked(v.Autostart)
 	s.ollama = widget.NewCheck("Also answer on Ollama's port, 11434, for apps set up for Ollama", nil)
 	s.ollama.SetChecked(v.OllamaPort)
-	s.ollamaIn = widget.NewLabel("")
+	s.ollamaIn = wrapLabel("")
 	s.ollamaIn.SizeName = theme.SizeNameCaptionText
-	s.ollamaIn.Wrapping = fyne.TextWrapWord
 
 	form := widget.NewForm(
 		widget.NewFormItem("Model folders", container.NewVBox(s.dirList, container.NewHBox(addDir), s.scanDefs)),
@@ -126,8 +123,7 @@ func newSettingsWindow(u *ui) *settingsWindow {
 	if s.token = newTokenField(u); s.token != nil {
 		form.AppendItem(s.token.item())
 	}
-	s.general = widget.NewLabel("")
-	s.general.Wrapping = fyne.TextWrapWord
+	s.general = wrapLabel("")
 	s.general.Hide()
 	s.save = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), s.submit)
 	s.save.Importance = widget.HighImportance

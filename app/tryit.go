@@ -90,8 +90,7 @@ func newTryItWindow(u *ui) *tryItWindow {
 	t.stop.Disable()
 	t.newChat = widget.NewButtonWithIcon("New chat", theme.ContentClearIcon(), t.clear)
 	t.newChat.Disable()
-	t.status = widget.NewLabel("")
-	t.status.Wrapping = fyne.TextWrapWord
+	t.status = wrapLabel("")
 	t.chat = container.NewVBox()
 	t.scroll = container.NewVScroll(t.chat)
 	top := container.NewBorder(nil, nil, widget.NewLabel("Model"), t.newChat, t.model)
@@ -251,8 +250,7 @@ func (t *tryItWindow) start() {
 	t.turns = append(t.turns, chatMessage{Role: "user", Content: prompt})
 	asked := widget.NewLabelWithStyle(prompt, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	asked.Wrapping = fyne.TextWrapWord
-	t.answer = widget.NewLabel("…")
-	t.answer.Wrapping = fyne.TextWrapWord
+	t.answer = wrapLabel("…")
 	t.answer.Selectable = true
 	t.chat.Objects = append(t.chat.Objects, asked, t.answer)
 	t.chat.Refresh()

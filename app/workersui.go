@@ -40,8 +40,7 @@ func (m *machinesSection) workersPart(ws []wire.WorkerStatus) []fyne.CanvasObjec
 	out := []fyne.CanvasObject{widget.NewLabelWithStyle("Workers (one model spread over several machines)", fyne.TextAlignLeading, fyne.TextStyle{Italic: true})}
 	for _, w := range ws {
 		title := widget.NewLabelWithStyle(fmt.Sprintf("%s — %s", w.Name, w.Address), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-		line := widget.NewLabel(workerLine(w))
-		line.Wrapping = fyne.TextWrapWord
+		line := wrapLabel(workerLine(w))
 		out = append(out, container.NewVBox(title, line))
 	}
 	return out
@@ -85,8 +84,7 @@ func (m *machinesSection) lendPart(l wire.Lending) []fyne.CanvasObject {
 		check.Disable()
 		m.u.background("Lend this machine", func() error { return m.u.b.SetLending(on) })
 	}
-	line := widget.NewLabel(lendLine(l))
-	line.Wrapping = fyne.TextWrapWord
+	line := wrapLabel(lendLine(l))
 	show := widget.NewButtonWithIcon("Lines for the other machine…", theme.ContentCopyIcon(), m.showLendLines)
 	if !l.On {
 		show.Disable()
@@ -117,8 +115,7 @@ func (m *machinesSection) showLendLines() {
 	text := widget.NewLabel(lines)
 	text.TextStyle = fyne.TextStyle{Monospace: true}
 	text.Wrapping = fyne.TextWrapBreak
-	intro := widget.NewLabel("On the other machine, add these lines to Llamatray's configuration, then name the worker in a model's settings (workers = [\"…\"]). Keep the token secret: it is what lets a machine use this one.")
-	intro.Wrapping = fyne.TextWrapWord
+	intro := wrapLabel("On the other machine, add these lines to Llamatray's configuration, then name the worker in a model's settings (workers = [\"…\"]). Keep the token secret: it is what lets a machine use this one.")
 	var d dialog.Dialog
 	copyBtn := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() { m.u.app.Clipboard().SetContent(lines) })
 	fresh := widget.NewButton("New token", func() {
