@@ -6,6 +6,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // ActionKind says what a menu item does when clicked.
@@ -255,4 +256,57 @@ func availableItem(b service.Budget, m Model) MenuItem {
 		it.Label += " — " + strings.Join(parts, " · ")
 	}
 	return it
+}
+
+// peersMenu is the tray's "Other machines" submenu: each peer with its state, and its models; a
+// click on one copies the name that reaches it here (its ID, or peer:NAME/ID when a model here
+// has the ID). Nothing without peers.
+func peersMenu(s Snapshot) []MenuItem {
+	if len(s.Peers) == 0 {
+		return nil
+	}
+	up := 0
+	top := MenuItem{Key: "peers"}
+	for _, p := range s.Peers {
+		if p.State == "up" {
+			up++
+		}
+		sub := MenuItem{Key: "peer " + p.Name, Label: p.Name + " — " + strings.ToLower(peerState(p.State))}
+		for _, m := range p.Models {
+			name := m.ID
+			if m.Local {
+				name = m.Ref
+			}
+			it := MenuItem{Key: "peer model " + m.Ref, Label: name, Action: Action{Kind: ActCopy, Text: name}}
+			if p.State != "up" {
+				it.Label, it.Disabled = name+" — unavailable", true
+			}
+			sub.Children = append(sub.Children, it)
+		}
+		if len(sub.Children) == 0 {
+			sub.Children = []MenuItem{{Label: "No models", Disabled: true}}
+		}
+		top.Children = append(top.Children, sub)
+	}
+	top.Label = fmt.Sprintf("Other machines (%d of %d answering)", up, len(s.Peers))
+	return []MenuItem{top}
+}
+
+// lendMenu is the tray's "Lend this machine" toggle, with its state when it is not simply on or
+// off. Nothing when the backend does not lend.
+func lendMenu(s Snapshot) []MenuItem {
+	l := s.Lending
+	if l.State == "" {
+		return nil
+	}
+	label := "Lend this machine"
+	switch l.State {
+	case wire.LendOn:
+		label += " (on " + l.Addr + ")"
+	case wire.LendStarting:
+		label += " (starting…)"
+	case wire.LendFailed:
+		label += " (failed — see the window)"
+	}
+	return []MenuItem{{Key: "lend", Label: label, Action: Action{Kind: ActToggleLend}, Checked: l.On}}
 }
