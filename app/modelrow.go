@@ -12,6 +12,12 @@ import (
 // rowObject draws one model row: name and state, details, why it failed, load progress, and its
 // buttons with a "more" menu.
 func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
+	return container.NewBorder(nil, nil, nil, m.rowButtons(r), rowText(r))
+}
+
+// rowText is a row's left side: its title and state, its detail, why its size is a guess, why it
+// waits or failed, and its load's progress.
+func rowText(r rowView) *fyne.Container {
 	title := widget.NewLabelWithStyle(r.Title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	state := widget.NewLabel(r.State)
 	switch {
@@ -50,7 +56,11 @@ func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
 			left.Add(widget.NewProgressBarInfinite())
 		}
 	}
+	return left
+}
 
+// rowButtons are a row's buttons, the first the most important, and its "more" menu.
+func (m *modelsWindow) rowButtons(r rowView) fyne.CanvasObject {
 	var buttons []fyne.CanvasObject
 	for i, b := range r.Buttons {
 		btn := widget.NewButton(b.Label, m.rowTap(r, b.Action))
@@ -75,7 +85,7 @@ func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
 		widget.ShowPopUpMenuAtPosition(fyne.NewMenu("", items...), c, pos)
 	})
 	buttons = append(buttons, more)
-	return container.NewBorder(nil, nil, nil, container.NewVBox(container.NewHBox(buttons...)), left)
+	return container.NewVBox(container.NewHBox(buttons...))
 }
 
 // rowTap returns what a row button does.
