@@ -330,46 +330,13 @@ func (w *modelSettingsWindow) save() {
 		w.showProblems(probs)
 		return
 	}
-	plan, planNote := applyPlan(m)
 	w.apply.Disable()
 	w.result.Importance = widget.MediumImportance
 	w.result.SetText("Saving…")
 	w.result.Show()
 	b, id := w.u.b, w.id
 	go func() {
-		// The form goes over the configuration in force when the edit is made: what the user
-		// left as it was keeps what others changed meanwhile (a pin, an alias).
-		var restart, pinChanged, pinned bool
-		var note string
-		err := b.EditConfig(func(c *config.Config) error {
-			next, probs := f.edit(*c, id, orig, m)
-			if len(probs) > 0 {
-				return problemsError(probs)
-			}
-			restart, note = plan, planNote
-			if !needsRestart(*c, next, id) {
-				restart, note = false, "Saved and applied."
-			}
-			was, _ := c.Section(id)
-			now, _ := next.Section(id)
-			pinChanged, pinned = was.Pinned != now.Pinned, now.Pinned
-			*c = next
-			return nil
-		})
-		if err == nil && pinChanged {
-			err = b.SetPinned(id, pinned)
-		}
-		if err == nil && restart {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			err = b.Unload(ctx, id, false)
-			cancel()
-			if err == nil {
-				err = b.Load(id)
-			}
-			if err != nil {
-				err = fmt.Errorf("saved, but the restart failed: %w", err)
-			}
-		}
+		note, err := saveModelSettings(b, id, f, orig, m)
 		w.u.onUI(func() {
 			w.apply.Enable()
 			if err != nil {
@@ -383,4 +350,44 @@ func (w *modelSettingsWindow) save() {
 			w.changed()
 		})
 	}()
+}
+
+// saveModelSettings saves model id's settings as form f changed them from orig, off the UI thread,
+// and says what was done. The form goes over the configuration in force when the edit is made:
+// what the user left as it was keeps what others changed meanwhile (a pin, an alias). A changed pin
+// takes effect at once; an idle model m restarts when a setting its llama-server is started with
+// changed (applyPlan).
+func saveModelSettings(b Backend, id string, f, orig modelForm, m Model) (note string, err error) {
+	plan, planNote := applyPlan(m)
+	var restart, pinChanged, pinned bool
+	err = b.EditConfig(func(c *config.Config) error {
+		next, probs := f.edit(*c, id, orig, m)
+		if len(probs) > 0 {
+			return problemsError(probs)
+		}
+		restart, note = plan, planNote
+		if !needsRestart(*c, next, id) {
+			restart, note = false, "Saved and applied."
+		}
+		was, _ := c.Section(id)
+		now, _ := next.Section(id)
+		pinChanged, pinned = was.Pinned != now.Pinned, now.Pinned
+		*c = next
+		return nil
+	})
+	if err == nil && pinChanged {
+		err = b.SetPinned(id, pinned)
+	}
+	if err == nil && restart {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err = b.Unload(ctx, id, false)
+		cancel()
+		if err == nil {
+			err = b.Load(id)
+		}
+		if err != nil {
+			err = fmt.Errorf("saved, but the restart failed: %w", err)
+		}
+	}
+	return note, err
 }
