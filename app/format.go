@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/service"
@@ -52,5 +53,12 @@ func plural(n int, word string) string {
 func wrapLabel(text string) *widget.Label {
 	l := widget.NewLabel(text)
 	l.Wrapping = fyne.TextWrapWord
+	return l
+}
+
+// captionLabel is a wrapping label in the caption size: a line of detail or a note under another.
+func captionLabel(text string) *widget.Label {
+	l := wrapLabel(text)
+	l.SizeName = theme.SizeNameCaptionText
 	return l
 }

@@ -143,8 +143,7 @@ func (g *getModelsWindow) loadStarters() {
 			ref, _ := hub.ParseRef(s.Name)
 			b := widget.NewButton(shortName(s.Name), func() { g.openRepo(ref.Repo) })
 			b.Alignment = widget.ButtonAlignLeading
-			about := wrapLabel(starterText(s))
-			about.SizeName = theme.SizeNameCaptionText
+			about := captionLabel(starterText(s))
 			if imp := fitImportance(s.Fit); imp != widget.SuccessImportance {
 				about.Importance = imp // only a warning is coloured: a list of green text reads as none
 			}
@@ -267,8 +266,7 @@ func (g *getModelsWindow) showResults(text string, repos []hub.Repo, err error) 
 	for _, r := range repos {
 		b := widget.NewButton(shortName(r.ID), func() { g.openRepo(r.ID) })
 		b.Alignment = widget.ButtonAlignLeading
-		about := wrapLabel(repoLabel(r))
-		about.SizeName = theme.SizeNameCaptionText
+		about := captionLabel(repoLabel(r))
 		if r.Gated {
 			about.Importance = widget.WarningImportance
 		}

@@ -81,9 +81,9 @@ type memoryBar struct {
 }
 
 func newMemoryBar() *memoryBar {
-	m := &memoryBar{legend: widget.NewLabel("")}
-	m.legend.Wrapping = fyne.TextWrapWord // beside the bar; wraps where the window is narrow (truncating re-measured the text at each refresh: +6 MB of heap)
-	m.legend.SizeName = theme.SizeNameCaptionText
+	// The legend is beside the bar; it wraps where the window is narrow (truncating re-measured the
+	// text at each refresh: +6 MB of heap).
+	m := &memoryBar{legend: captionLabel("")}
 	m.ExtendBaseWidget(m)
 	return m
 }

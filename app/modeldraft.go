@@ -6,9 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/router/config"
@@ -75,9 +73,7 @@ type draftFields struct {
 
 // newDraftFields builds the draft's widgets of window w, showing f; changed is called on every edit.
 func newDraftFields(w *modelSettingsWindow, f draftForm, changed func()) *draftFields {
-	d := &draftFields{note: widget.NewLabel("")}
-	d.note.Wrapping = fyne.TextWrapWord
-	d.note.SizeName = theme.SizeNameCaptionText
+	d := &draftFields{note: captionLabel("")}
 	first := noDraft
 	if base, _, ok := w.u.b.Config().Variant(w.id); ok {
 		first = unsetChoice + " (" + base + "'s: " + orDefault(w.u.b.Config().ModelSettings(base).Draft, noDraft) + ")"

@@ -28,12 +28,10 @@ func rowText(r rowView) *fyne.Container {
 	case r.Group == GroupLoaded:
 		state.Importance = widget.SuccessImportance
 	}
-	detail := wrapLabel(r.Detail)
-	detail.SizeName = theme.SizeNameCaptionText
+	detail := captionLabel(r.Detail)
 	left := container.NewVBox(container.NewHBox(title, state), detail)
 	if r.Unsized != "" {
-		why := wrapLabel(r.Unsized)
-		why.SizeName = theme.SizeNameCaptionText
+		why := captionLabel(r.Unsized)
 		why.Importance = widget.WarningImportance
 		left.Add(why)
 	}

@@ -86,14 +86,12 @@ func (s *settingsWindow) form(v settingsValues) *widget.Form {
 
 	serverField := s.field(keyLlamaServer, v.LlamaServer, "found automatically")
 	browse := widget.NewButton("Browse…", s.browse(keyLlamaServer))
-	s.serverIn = wrapLabel("")
-	s.serverIn.SizeName = theme.SizeNameCaptionText
+	s.serverIn = captionLabel("")
 	s.autostart = widget.NewCheck("Start Llamatray when I log in", nil)
 	s.autostart.SetChecked(v.Autostart)
 	s.ollama = widget.NewCheck("Also answer on Ollama's port, 11434, for apps set up for Ollama", nil)
 	s.ollama.SetChecked(v.OllamaPort)
-	s.ollamaIn = wrapLabel("")
-	s.ollamaIn.SizeName = theme.SizeNameCaptionText
+	s.ollamaIn = captionLabel("")
 
 	form := widget.NewForm(
 		widget.NewFormItem("Model folders", container.NewVBox(s.dirList, container.NewHBox(addDir), s.scanDefs)),
