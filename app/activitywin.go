@@ -37,13 +37,10 @@ func (u *ui) showActivity() {
 		return
 	}
 	if u.activity != nil {
-		u.activity.win.Show()
-		u.activity.win.RequestFocus()
+		raise(u.activity.win)
 		return
 	}
-	a := &activityWindow{u: u, src: u.b, win: u.app.NewWindow("Activity"), list: container.NewVBox(), stop: make(chan struct{})}
-	a.win.SetIcon(appIcon)
-	a.win.Resize(fyne.NewSize(760, 520))
+	a := &activityWindow{u: u, src: u.b, win: u.newWindow("Activity", fyne.NewSize(760, 520)), list: container.NewVBox(), stop: make(chan struct{})}
 	intro := wrapLabel("The last hour of requests per model. Times and token counts come from llama-server's own timings; no prompt or answer text is kept.")
 	a.win.SetContent(container.NewBorder(intro, nil, nil, nil, container.NewVScroll(a.list)))
 	a.win.SetOnClosed(func() {

@@ -48,8 +48,7 @@ func (u *ui) showGetModels() {
 		return
 	}
 	if u.getModels != nil {
-		u.getModels.win.Show()
-		u.getModels.win.RequestFocus()
+		raise(u.getModels.win)
 		return
 	}
 	g := newGetModelsWindow(u, u.b)
@@ -71,9 +70,7 @@ func (u *ui) getModelsButton() *widget.Button {
 }
 
 func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
-	g := &getModelsWindow{u: u, h: h, win: u.app.NewWindow("Get models")}
-	g.win.SetIcon(appIcon)
-	g.win.Resize(fyne.NewSize(860, 600))
+	g := &getModelsWindow{u: u, h: h, win: u.newWindow("Get models", fyne.NewSize(860, 600))}
 	g.search = widget.NewEntry()
 	g.search.SetPlaceHolder("Search the Hugging Face Hub for GGUF models, e.g. “qwen2.5 instruct”")
 	g.search.OnSubmitted = func(string) { g.runSearch() }

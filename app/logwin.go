@@ -28,12 +28,10 @@ type logWindow struct {
 // showLogs opens (or brings forward) the log view of a model. It refreshes while open.
 func (u *ui) showLogs(id string) {
 	if lw, ok := u.logs[id]; ok {
-		lw.win.Show()
-		lw.win.RequestFocus()
+		raise(lw.win)
 		return
 	}
-	lw := &logWindow{win: u.app.NewWindow("Logs — " + id), text: widget.NewTextGrid(), stop: make(chan struct{})}
-	lw.win.SetIcon(appIcon)
+	lw := &logWindow{win: u.newWindow("Logs — "+id, fyne.Size{}), text: widget.NewTextGrid(), stop: make(chan struct{})}
 	lw.scroll = container.NewScroll(lw.text)
 	lw.follow = widget.NewCheck("Follow", nil)
 	lw.follow.SetChecked(true)

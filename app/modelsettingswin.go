@@ -53,8 +53,7 @@ type modelSettingsWindow struct {
 // showModelSettings opens the settings of model id, or brings them forward.
 func (u *ui) showModelSettings(id string) {
 	if w := u.modelSettings[id]; w != nil {
-		w.win.Show()
-		w.win.RequestFocus()
+		raise(w.win)
 		return
 	}
 	if u.modelSettings == nil {
@@ -67,9 +66,7 @@ func (u *ui) showModelSettings(id string) {
 }
 
 func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
-	w := &modelSettingsWindow{u: u, id: id, win: u.app.NewWindow("Settings of " + id)}
-	w.win.SetIcon(appIcon)
-	w.win.Resize(fyne.NewSize(660, 720))
+	w := &modelSettingsWindow{u: u, id: id, win: u.newWindow("Settings of "+id, fyne.NewSize(660, 720))}
 	cfg := u.b.Config()
 	own, _ := cfg.Section(id) // a variant's own section
 	w.orig = formFrom(own)

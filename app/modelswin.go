@@ -55,9 +55,7 @@ type modelsWindow struct {
 
 // newModelsWindow creates the window without its content, which build makes on the first show.
 func newModelsWindow(u *ui) *modelsWindow {
-	m := &modelsWindow{u: u, win: u.app.NewWindow("Llamatray")}
-	m.win.SetIcon(appIcon)
-	m.win.Resize(fyne.NewSize(920, 640))
+	m := &modelsWindow{u: u, win: u.newWindow("Llamatray", fyne.NewSize(920, 640))}
 	m.win.SetCloseIntercept(u.closeModels)
 	m.win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { m.dropped(uris) })
 	m.shownSensor = canvas.NewRaster(m.drawn)
@@ -109,8 +107,7 @@ func (m *modelsWindow) build() {
 // show opens the window, or brings it forward.
 func (m *modelsWindow) show() {
 	m.opened()
-	m.win.Show()
-	m.win.RequestFocus()
+	raise(m.win)
 }
 
 // opened makes the window's state that of a shown window: content built and up to date.

@@ -41,8 +41,7 @@ type settingsWindow struct {
 // showSettings opens the settings window, or brings it forward.
 func (u *ui) showSettings() {
 	if u.settings != nil {
-		u.settings.win.Show()
-		u.settings.win.RequestFocus()
+		raise(u.settings.win)
 		return
 	}
 	s := newSettingsWindow(u)
@@ -63,11 +62,10 @@ func (u *ui) showHubToken() {
 func newSettingsWindow(u *ui) *settingsWindow {
 	s := &settingsWindow{
 		u:         u,
-		win:       u.app.NewWindow("Llamatray Settings"),
+		win:       u.newWindow("Llamatray Settings", fyne.Size{}),
 		entries:   map[string]*widget.Entry{},
 		errLabels: map[string]*widget.Label{},
 	}
-	s.win.SetIcon(appIcon)
 	s.scroll = container.NewVScroll(container.NewPadded(s.form(valuesFrom(u.b.Config(), u.snap.Autostart))))
 	s.win.SetContent(container.NewBorder(nil, s.buttons(), nil, nil, s.scroll))
 	s.win.Resize(fyne.NewSize(720, 720))

@@ -62,15 +62,12 @@ func (u *ui) showTryIt(model string) {
 	}
 	u.tryIt.want = model // picked now, or by the first snapshot that lists it (a download just made)
 	u.tryIt.update(u.snap)
-	u.tryIt.win.Show()
-	u.tryIt.win.RequestFocus()
+	raise(u.tryIt.win)
 	u.tryIt.win.Canvas().Focus(u.tryIt.prompt)
 }
 
 func newTryItWindow(u *ui) *tryItWindow {
-	t := &tryItWindow{u: u, win: u.app.NewWindow("Try it")}
-	t.win.SetIcon(appIcon)
-	t.win.Resize(fyne.NewSize(720, 540))
+	t := &tryItWindow{u: u, win: u.newWindow("Try it", fyne.NewSize(720, 540))}
 	t.model = widget.NewSelect(nil, nil)
 	t.model.PlaceHolder = "Pick a model"
 	t.prompt = newPromptEntry(t.start)
