@@ -100,20 +100,7 @@ func (r *modelRules) changed() {
 	r.showProblems(probs)
 }
 
-func (r *modelRules) showProblems(probs []formProblem) {
-	lines := make([]string, len(probs))
-	for i, p := range probs {
-		lines[i] = p.String()
-	}
-	r.problems.SetText(strings.Join(lines, "\n"))
-	if len(probs) > 0 {
-		r.problems.Show()
-		r.save.Disable()
-	} else {
-		r.problems.Hide()
-		r.save.Enable()
-	}
-}
+func (r *modelRules) showProblems(probs []formProblem) { showProblems(r.problems, probs, r.save) }
 
 // saveRules writes the rules into the model's section of the configuration in force.
 func (r *modelRules) saveRules() {
@@ -122,13 +109,9 @@ func (r *modelRules) saveRules() {
 		r.showProblems(probs)
 		return
 	}
-	r.save.Disable()
-	r.result.Importance = widget.MediumImportance
-	r.result.SetText("Saving…")
-	r.result.Show()
 	b, id := r.u.b, r.id
-	go func() {
-		err := b.EditConfig(func(c *config.Config) error {
+	r.u.saveInBackground(r.result, "Saving…", []*widget.Button{r.save}, func() (string, error) {
+		return "Saved: the rules apply from the next request.", b.EditConfig(func(c *config.Config) error {
 			next, probs := f.apply(*c, id)
 			if len(probs) > 0 {
 				return problemsError(probs)
@@ -136,17 +119,7 @@ func (r *modelRules) saveRules() {
 			*c = next
 			return nil
 		})
-		r.u.onUI(func() {
-			r.save.Enable()
-			if err != nil {
-				r.result.Importance = widget.DangerImportance
-				r.result.SetText(err.Error())
-				return
-			}
-			r.result.Importance = widget.SuccessImportance
-			r.result.SetText("Saved: the rules apply from the next request.")
-		})
-	}()
+	}, nil)
 }
 
 // rulesFormFrom is the text the entries show for section m.

@@ -296,20 +296,59 @@ func (w *modelSettingsWindow) changed() {
 }
 
 func (w *modelSettingsWindow) showProblems(probs []formProblem) {
-	var lines []string
-	for _, p := range probs {
-		lines = append(lines, p.String())
+	showProblems(w.problems, probs, w.apply, w.asVariant)
+}
+
+// showProblems shows probs on l, one a line, with the buttons that would save them disabled; no
+// problems hide l and enable the buttons.
+func showProblems(l *widget.Label, probs []formProblem, buttons ...*widget.Button) {
+	lines := make([]string, len(probs))
+	for i, p := range probs {
+		lines[i] = p.String()
 	}
-	w.problems.SetText(strings.Join(lines, "\n"))
+	l.SetText(strings.Join(lines, "\n"))
 	if len(probs) > 0 {
-		w.problems.Show()
-		w.apply.Disable()
-		w.asVariant.Disable()
+		l.Show()
 	} else {
-		w.problems.Hide()
-		w.apply.Enable()
-		w.asVariant.Enable()
+		l.Hide()
 	}
+	for _, b := range buttons {
+		if len(probs) > 0 {
+			b.Disable()
+		} else {
+			b.Enable()
+		}
+	}
+}
+
+// saveInBackground runs save off the UI thread while status says text and buttons are disabled.
+// Back on the UI thread the buttons are enabled again and status shows the outcome: save's error,
+// or the note it returns, and then done (when not nil) runs.
+func (u *ui) saveInBackground(status *widget.Label, text string, buttons []*widget.Button, save func() (string, error), done func()) {
+	for _, b := range buttons {
+		b.Disable()
+	}
+	status.Importance = widget.MediumImportance
+	status.SetText(text)
+	status.Show()
+	go func() {
+		note, err := save()
+		u.onUI(func() {
+			for _, b := range buttons {
+				b.Enable()
+			}
+			if err != nil {
+				status.Importance = widget.DangerImportance
+				status.SetText(err.Error())
+				return
+			}
+			status.Importance = widget.SuccessImportance
+			status.SetText(note)
+			if done != nil {
+				done()
+			}
+		})
+	}()
 }
 
 // save writes the model's section and applies it: the model restarts when it runs idle and a
@@ -327,26 +366,13 @@ func (w *modelSettingsWindow) save() {
 		w.showProblems(probs)
 		return
 	}
-	w.apply.Disable()
-	w.result.Importance = widget.MediumImportance
-	w.result.SetText("Saving…")
-	w.result.Show()
 	b, id := w.u.b, w.id
-	go func() {
-		note, err := saveModelSettings(b, id, f, orig, m)
-		w.u.onUI(func() {
-			w.apply.Enable()
-			if err != nil {
-				w.result.Importance = widget.DangerImportance
-				w.result.SetText(err.Error())
-				return
-			}
-			w.orig = f
-			w.result.Importance = widget.SuccessImportance
-			w.result.SetText(note)
-			w.changed()
-		})
-	}()
+	w.u.saveInBackground(w.result, "Saving…", []*widget.Button{w.apply}, func() (string, error) {
+		return saveModelSettings(b, id, f, orig, m)
+	}, func() {
+		w.orig = f
+		w.changed()
+	})
 }
 
 // saveModelSettings saves model id's settings as form f changed them from orig, off the UI thread,
