@@ -78,7 +78,7 @@ func BuildMenu(s Snapshot) []MenuItem {
 		out = append(out, MenuItem{Key: "model " + m.ID, Label: runningLabel(m), Children: modelSubmenu(m)})
 	}
 	out = append(out, availableMenu(s, available))
-	out = append(out, peersMenu(s)...) // machinesui.go
+	out = append(out, peersMenu(s)...)
 
 	out = append(out, sep(), item("Open Llamatray…", ActOpenWindow, ""))
 	if s.ListenErr == "" && s.ListenAddr != "" && len(s.Models) > 0 {
@@ -89,7 +89,7 @@ func BuildMenu(s Snapshot) []MenuItem {
 		item("Open logs folder", ActOpenLogsFolder, ""),
 		MenuItem{Label: "Start at login", Action: Action{Kind: ActToggleAutostart}, Checked: s.Autostart},
 	)
-	out = append(out, lendMenu(s)...) // machinesui.go
+	out = append(out, lendMenu(s)...)
 	out = append(out,
 		sep(),
 		item("Quit", ActQuit, ""),
