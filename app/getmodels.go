@@ -303,47 +303,50 @@ func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) 
 		g.quants.Objects = append(g.quants.Objects, widget.NewLabel("This repo has no GGUF model files."))
 	}
 	for _, q := range qs {
-		name := widget.NewLabelWithStyle(q.Name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-		detail := humanBytes(q.Size)
-		if len(q.Files) > 1 {
-			detail += fmt.Sprintf(" in %d files", len(q.Files))
-		}
-		if q.Mmproj != nil {
-			detail += " + vision projector"
-		}
-		badge := widget.NewLabel(fitText(q))
-		badge.Importance = fitImportance(q.Fit)
-		var action fyne.CanvasObject
-		if q.Downloaded {
-			action = widget.NewLabel("Downloaded")
-		} else {
-			model := q.Model
-			b := widget.NewButtonWithIcon("Download", theme.DownloadIcon(), nil)
-			b.OnTapped = func() {
-				b.Disable()
-				g.startPull(model)
-			}
-			if g.running(model) {
-				b.Disable() // it is downloading: the Downloads above say how far
-			}
-			if q.Fit == fit.TooLarge {
-				b.Importance = widget.LowImportance
-			}
-			if q.NoAccess != "" {
-				b.Disable() // gated, and this token has no access: the Hub would refuse
-			}
-			action = b
-		}
-		row := container.NewBorder(nil, nil, nil, action, container.NewHBox(name, widget.NewLabel(detail), badge))
-		g.quants.Objects = append(g.quants.Objects, row)
-		if reason := fitReason(q); reason != "" {
-			why := wrapLabel(reason)
-			why.Importance = widget.LowImportance
-			g.quants.Objects = append(g.quants.Objects, why)
-		}
-		g.quants.Objects = append(g.quants.Objects, widget.NewSeparator())
+		g.quants.Objects = append(g.quants.Objects, g.quantRow(q)...)
 	}
 	g.quants.Refresh()
+}
+
+// quantRow is one quant of a repo: its name, size and fit badge with Download (or Downloaded), why
+// it fits as it does, and a separator.
+func (g *getModelsWindow) quantRow(q hub.QuantFit) []fyne.CanvasObject {
+	name := widget.NewLabelWithStyle(q.Name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	detail := humanBytes(q.Size)
+	if len(q.Files) > 1 {
+		detail += fmt.Sprintf(" in %d files", len(q.Files))
+	}
+	if q.Mmproj != nil {
+		detail += " + vision projector"
+	}
+	badge := widget.NewLabel(fitText(q))
+	badge.Importance = fitImportance(q.Fit)
+	var action fyne.CanvasObject = widget.NewLabel("Downloaded")
+	if !q.Downloaded {
+		model := q.Model
+		b := widget.NewButtonWithIcon("Download", theme.DownloadIcon(), nil)
+		b.OnTapped = func() {
+			b.Disable()
+			g.startPull(model)
+		}
+		if g.running(model) {
+			b.Disable() // it is downloading: the Downloads above say how far
+		}
+		if q.Fit == fit.TooLarge {
+			b.Importance = widget.LowImportance
+		}
+		if q.NoAccess != "" {
+			b.Disable() // gated, and this token has no access: the Hub would refuse
+		}
+		action = b
+	}
+	out := []fyne.CanvasObject{container.NewBorder(nil, nil, nil, action, container.NewHBox(name, widget.NewLabel(detail), badge))}
+	if reason := fitReason(q); reason != "" {
+		why := wrapLabel(reason)
+		why.Importance = widget.LowImportance
+		out = append(out, why)
+	}
+	return append(out, widget.NewSeparator())
 }
 
 // startPull starts a download; its progress arrives as events.
