@@ -265,34 +265,38 @@ func (w *modelSettingsWindow) changed() {
 		return
 	}
 	w.seq++
-	seq, own := w.seq, m.MemoryBytes
 	w.memory.SetText("Estimating the memory these settings need…")
-	go func() {
-		need, learned, room, err := w.u.b.EstimateWith(w.id, cfg)
-		w.u.onUI(func() {
-			if seq != w.seq {
-				return
-			}
-			var se *catalog.SettingsError
-			if errors.As(err, &se) {
-				// The model cannot run with these settings: a problem like the form's own.
-				w.memory.Importance = widget.MediumImportance
-				w.memory.SetText("Memory need: correct the settings first.")
-				w.refusal, w.refusedFor = []formProblem{{Field: se.Key, Reason: se.Reason}}, cfg
-				w.showProblems(w.refusal)
-				return
-			}
-			if err != nil {
-				w.memory.SetText("Memory need unknown: " + err.Error())
-				w.memory.Importance = widget.WarningImportance
-				w.memory.Refresh()
-				return
-			}
-			line, fit := fitLine(need, learned, room, own)
-			w.memory.Importance = fitImportance(fit)
-			w.memory.SetText(line)
-		})
-	}()
+	go w.estimate(w.seq, cfg, m.MemoryBytes)
+}
+
+// estimate asks, off the UI thread, for the memory model settings cfg need, and shows it against
+// the room there is (with own, what the model holds now, freed by a restart) unless a later change
+// asked for another (seq). A refusal of the settings is shown as a problem of the form.
+func (w *modelSettingsWindow) estimate(seq uint64, cfg config.Config, own int64) {
+	need, learned, room, err := w.u.b.EstimateWith(w.id, cfg)
+	w.u.onUI(func() {
+		if seq != w.seq {
+			return
+		}
+		var se *catalog.SettingsError
+		if errors.As(err, &se) {
+			// The model cannot run with these settings: a problem like the form's own.
+			w.memory.Importance = widget.MediumImportance
+			w.memory.SetText("Memory need: correct the settings first.")
+			w.refusal, w.refusedFor = []formProblem{{Field: se.Key, Reason: se.Reason}}, cfg
+			w.showProblems(w.refusal)
+			return
+		}
+		if err != nil {
+			w.memory.SetText("Memory need unknown: " + err.Error())
+			w.memory.Importance = widget.WarningImportance
+			w.memory.Refresh()
+			return
+		}
+		line, fit := fitLine(need, learned, room, own)
+		w.memory.Importance = fitImportance(fit)
+		w.memory.SetText(line)
+	})
 }
 
 func (w *modelSettingsWindow) showProblems(probs []formProblem) {
