@@ -62,3 +62,21 @@ func captionLabel(text string) *widget.Label {
 	l.SizeName = theme.SizeNameCaptionText
 	return l
 }
+
+// showIf shows o when on, else hides it.
+func showIf(o fyne.CanvasObject, on bool) {
+	if on {
+		o.Show()
+	} else {
+		o.Hide()
+	}
+}
+
+// enableIf enables d when on, else disables it.
+func enableIf(d fyne.Disableable, on bool) {
+	if on {
+		d.Enable()
+	} else {
+		d.Disable()
+	}
+}

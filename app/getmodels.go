@@ -391,11 +391,7 @@ func (g *getModelsWindow) setPulling(model, text string) {
 		}
 	}
 	g.pullLine.SetText(text)
-	if text == "" {
-		g.pullLine.Hide()
-	} else {
-		g.pullLine.Show()
-	}
+	showIf(g.pullLine, text != "")
 	if model == "" {
 		g.progress.Hide()
 		g.cancel.Hide()

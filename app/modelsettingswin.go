@@ -311,17 +311,9 @@ func showProblems(l *widget.Label, probs []formProblem, buttons ...*widget.Butto
 		lines[i] = p.String()
 	}
 	l.SetText(strings.Join(lines, "\n"))
-	if len(probs) > 0 {
-		l.Show()
-	} else {
-		l.Hide()
-	}
+	showIf(l, len(probs) > 0)
 	for _, b := range buttons {
-		if len(probs) > 0 {
-			b.Disable()
-		} else {
-			b.Enable()
-		}
+		enableIf(b, len(probs) == 0)
 	}
 }
 

@@ -155,11 +155,7 @@ func (m *modelsWindow) update(s Snapshot) {
 	}
 	m.bar.set(s.Budget)
 	m.updateBanners(s)
-	if s.ListenErr != "" || s.ListenAddr == "" {
-		m.tryIt.Hide() // nothing can be sent: the banner says why
-	} else {
-		m.tryIt.Show()
-	}
+	showIf(m.tryIt, s.ListenErr == "" && s.ListenAddr != "") // else nothing can be sent: the banner says why
 	m.downloads.update(s)
 	m.machines.update(s)
 
@@ -314,11 +310,7 @@ func (m *modelsWindow) setStatus(text string) {
 		return
 	}
 	m.status.SetText(text)
-	if text == "" {
-		m.status.Hide()
-	} else {
-		m.status.Show()
-	}
+	showIf(m.status, text != "")
 }
 
 // setProgress shows or hides the progress bar, at value from 0 to 1. Before build it is kept for
@@ -329,9 +321,5 @@ func (m *modelsWindow) setProgress(show bool, value float64) {
 		return
 	}
 	m.progress.SetValue(value)
-	if show {
-		m.progress.Show()
-	} else {
-		m.progress.Hide()
-	}
+	showIf(m.progress, show)
 }

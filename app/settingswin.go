@@ -257,11 +257,7 @@ func (s *settingsWindow) setGeneral(text string, bad bool) {
 	if bad {
 		s.general.Importance = widget.DangerImportance
 	}
-	if text == "" {
-		s.general.Hide()
-	} else {
-		s.general.Show()
-	}
+	showIf(s.general, text != "")
 	s.general.Refresh()
 }
 
