@@ -82,7 +82,7 @@ func (a *activityWindow) show(doc wire.Activity) {
 	}
 	var out []fyne.CanvasObject
 	for _, m := range doc.Models {
-		head := widget.NewLabelWithStyle(m.Model, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		head := boldLabel(m.Model)
 		nums := wrapLabel(activityLine(m.Total))
 		chart := newActivityChart(m.Buckets)
 		caption := widget.NewLabel(chartCaption(m.Buckets, doc.BucketSeconds))

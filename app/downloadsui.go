@@ -42,8 +42,7 @@ func (d *downloadsSection) update(s Snapshot) {
 		return
 	}
 	h := d.u.b
-	title := widget.NewLabelWithStyle("Downloads", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	title.SizeName = theme.SizeNameSubHeadingText // as the model groups' titles
+	title := sectionTitle("Downloads")
 	objs := []fyne.CanvasObject{title}
 	for _, dl := range s.Downloads {
 		objs = append(objs, d.row(h, dl))
@@ -90,7 +89,7 @@ func (d *downloadsSection) row(h Backend, dl Download) fyne.CanvasObject {
 		buttons = append(buttons, widget.NewButtonWithIcon("Hugging Face token…", theme.SettingsIcon(), d.u.showHubToken))
 	}
 	act("Cancel", theme.CancelIcon(), "Cancel", func() error { return h.DiscardPull(name) })
-	head := widget.NewLabelWithStyle(name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	head := boldLabel(name)
 	body := container.NewVBox(head, bar, line)
 	if _, kept := pullTrouble(dl.Error); dl.State == hub.StateFailed && !kept {
 		body = container.NewVBox(head, line) // nothing kept: no bar to show

@@ -56,6 +56,19 @@ func wrapLabel(text string) *widget.Label {
 	return l
 }
 
+// boldLabel is a label in bold: a title over the lines of a row or a part.
+func boldLabel(text string) *widget.Label {
+	return widget.NewLabelWithStyle(text, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+}
+
+// sectionTitle is the title of a section of the models window: a model group, Downloads, the
+// files the scan could not use.
+func sectionTitle(text string) *widget.Label {
+	l := boldLabel(text)
+	l.SizeName = theme.SizeNameSubHeadingText
+	return l
+}
+
 // captionLabel is a wrapping label in the caption size: a line of detail or a note under another.
 func captionLabel(text string) *widget.Label {
 	l := wrapLabel(text)

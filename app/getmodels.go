@@ -77,7 +77,7 @@ func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
 	find := widget.NewButtonWithIcon("Search", theme.SearchIcon(), g.runSearch)
 	g.status = wrapLabel("")
 	g.results = container.NewVBox()
-	g.repoHead = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	g.repoHead = boldLabel("")
 	g.repoHead.Truncation = fyne.TextTruncateEllipsis // a long repo name does not widen the window
 	hint := wrapLabel("Pick a model on the left: its files (quants) show here, with their sizes and how they fit this machine.")
 	hint.Importance = widget.LowImportance
@@ -134,7 +134,7 @@ func (g *getModelsWindow) loadStarters() {
 			}
 			return
 		}
-		objs := []fyne.CanvasObject{widget.NewLabelWithStyle("To start with", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})}
+		objs := []fyne.CanvasObject{boldLabel("To start with")}
 		g.starters = nil
 		for _, s := range list {
 			ref, _ := hub.ParseRef(s.Name)
@@ -311,7 +311,7 @@ func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) 
 // quantRow is one quant of a repo: its name, size and fit badge with Download (or Downloaded), why
 // it fits as it does, and a separator.
 func (g *getModelsWindow) quantRow(q hub.QuantFit) []fyne.CanvasObject {
-	name := widget.NewLabelWithStyle(q.Name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	name := boldLabel(q.Name)
 	detail := humanBytes(q.Size)
 	if len(q.Files) > 1 {
 		detail += fmt.Sprintf(" in %d files", len(q.Files))

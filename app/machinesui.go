@@ -172,7 +172,7 @@ func partTitle(text string) *widget.Label {
 
 // machineRow is a machine's name and address in bold over a line of its state in words.
 func machineRow(name, addr, line string) *fyne.Container {
-	title := widget.NewLabelWithStyle(fmt.Sprintf("%s — %s", name, addr), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	title := boldLabel(fmt.Sprintf("%s — %s", name, addr))
 	return container.NewVBox(title, wrapLabel(line))
 }
 

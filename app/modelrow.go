@@ -18,7 +18,7 @@ func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
 // rowText is a row's left side: its title and state, its detail, why its size is a guess, why it
 // waits or failed, and its load's progress.
 func rowText(r rowView) *fyne.Container {
-	title := widget.NewLabelWithStyle(r.Title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	title := boldLabel(r.Title)
 	state := widget.NewLabel(r.State)
 	switch {
 	case r.Failed:

@@ -80,7 +80,7 @@ func newModelRules(u *ui, id string) *modelRules {
 		widget.NewFormItem("Strip", r.strip),
 		widget.NewFormItem("Defaults", r.defaults),
 	)
-	r.box = container.NewVBox(widget.NewSeparator(), widget.NewLabelWithStyle("Request rules", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+	r.box = container.NewVBox(widget.NewSeparator(), boldLabel("Request rules"),
 		about, form, r.problems, r.result, container.NewHBox(r.save))
 	r.changed()
 	return r

@@ -187,8 +187,7 @@ func (m *modelsWindow) listObjects(s Snapshot, rows []rowView) []fyne.CanvasObje
 	for _, r := range rows {
 		if r.Group != last {
 			last = r.Group
-			h := widget.NewLabelWithStyle(fmt.Sprintf("%s (%d)", groupTitles[r.Group], counts[r.Group]), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-			h.SizeName = theme.SizeNameSubHeadingText
+			h := sectionTitle(fmt.Sprintf("%s (%d)", groupTitles[r.Group], counts[r.Group]))
 			out = append(out, h)
 		}
 		out = append(out, m.rowObject(r), widget.NewSeparator())
@@ -202,8 +201,7 @@ func skippedObjects(skipped []string) []fyne.CanvasObject {
 	if len(skipped) == 0 {
 		return nil
 	}
-	h := widget.NewLabelWithStyle(fmt.Sprintf("Not listed (%d)", len(skipped)), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	h.SizeName = theme.SizeNameSubHeadingText
+	h := sectionTitle(fmt.Sprintf("Not listed (%d)", len(skipped)))
 	out := []fyne.CanvasObject{h}
 	for _, w := range skipped {
 		l := wrapLabel(w)
@@ -246,7 +244,7 @@ func (m *modelsWindow) noModels(s Snapshot) fyne.CanvasObject {
 func (m *modelsWindow) serverBanner(s Snapshot) fyne.CanvasObject {
 	locate := widget.NewButtonWithIcon("Locate…", theme.SearchIcon(), m.locateServer)
 	again := widget.NewButtonWithIcon("Look again", theme.ViewRefreshIcon(), m.lookAgain)
-	head := widget.NewLabelWithStyle("llama-server not found", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	head := boldLabel("llama-server not found")
 	head.Importance = widget.DangerImportance
 	p := m.serverInstallPanel()
 	if p == nil {
@@ -260,7 +258,7 @@ func (m *modelsWindow) serverBanner(s Snapshot) fyne.CanvasObject {
 
 // notice is a compact banner: a bold title, a message and buttons on the right.
 func notice(title, text string, buttons ...fyne.CanvasObject) fyne.CanvasObject {
-	head := widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	head := boldLabel(title)
 	head.Importance = widget.DangerImportance
 	body := wrapLabel(text)
 	return container.NewBorder(nil, nil, nil, container.NewVBox(buttons...), container.NewVBox(head, body))

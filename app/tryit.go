@@ -240,7 +240,7 @@ func (t *tryItWindow) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.cancel, t.waiting, t.reason = cancel, true, ""
 	t.turns = append(t.turns, chatMessage{Role: "user", Content: prompt})
-	asked := widget.NewLabelWithStyle(prompt, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	asked := boldLabel(prompt)
 	asked.Wrapping = fyne.TextWrapWord
 	t.answer = wrapLabel("…")
 	t.answer.Selectable = true

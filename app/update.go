@@ -41,7 +41,7 @@ func (m *modelsWindow) updateBanner(s Snapshot) fyne.CanvasObject {
 	if s.UpdateVersion == "" {
 		return nil
 	}
-	head := widget.NewLabelWithStyle(updateLabel(s.UpdateVersion), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	head := boldLabel(updateLabel(s.UpdateVersion))
 	body := wrapLabel("Its page has the installers and what changed; nothing is installed until you do. " +
 		"The check runs once a day (update_check in the settings file).")
 	link := s.UpdateURL
