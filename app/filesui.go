@@ -25,19 +25,27 @@ const (
 
 // addModel picks a .gguf file and adds it.
 func (m *modelsWindow) addModel() {
+	openFile(m.win, []string{".gguf", ".GGUF"}, func(path string) { m.askImport([]string{path}) },
+		func(err error) { m.showError("Add model", err) })
+}
+
+// openFile asks for a file (one of exts, when given) and hands its path to use; fail, when not
+// nil, is told why the dialog failed. Cancelled, it does nothing.
+func openFile(win fyne.Window, exts []string, use func(path string), fail func(error)) {
 	d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err != nil {
-			m.showError("Add model", err)
-			return
+		if err != nil && fail != nil {
+			fail(err)
 		}
-		if r == nil {
-			return // cancelled
+		if err != nil || r == nil {
+			return
 		}
 		path := r.URI().Path()
 		r.Close()
-		m.askImport([]string{path})
-	}, m.win)
-	d.SetFilter(storage.NewExtensionFileFilter([]string{".gguf", ".GGUF"}))
+		use(path)
+	}, win)
+	if exts != nil {
+		d.SetFilter(storage.NewExtensionFileFilter(exts))
+	}
 	d.Show()
 }
 
@@ -169,23 +177,14 @@ func (m *modelsWindow) addFolder() {
 
 // locateServer picks a llama-server binary and saves it in the configuration.
 func (m *modelsWindow) locateServer() {
-	dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err != nil {
-			m.showError("Locate llama-server", err)
-			return
-		}
-		if r == nil {
-			return
-		}
-		path := r.URI().Path()
-		r.Close()
+	openFile(m.win, nil, func(path string) {
 		m.u.background("Use "+path, func() error {
 			return m.u.b.EditConfig(func(c *config.Config) error {
 				c.LlamaServer = path
 				return nil
 			})
 		})
-	}, m.win)
+	}, func(err error) { m.showError("Locate llama-server", err) })
 }
 
 // reveal shows a model file in the file manager.

@@ -207,15 +207,7 @@ func (s *settingsWindow) addDir() {
 
 // browse returns a button's action that puts the path of a chosen file into the field of key.
 func (s *settingsWindow) browse(key string) func() {
-	return func() {
-		dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
-			if err != nil || r == nil {
-				return
-			}
-			s.entries[key].SetText(r.URI().Path())
-			r.Close()
-		}, s.win)
-	}
+	return func() { openFile(s.win, nil, s.entries[key].SetText, nil) }
 }
 
 // values reads the fields.
