@@ -24,7 +24,6 @@ const activityEvery = 2 * time.Second
 // used on the UI thread only; it reads the activity on a ticker only while it is open.
 type activityWindow struct {
 	u    *ui
-	src  Backend
 	win  fyne.Window
 	list *fyne.Container
 	stop chan struct{} // closed when the window closes
@@ -40,7 +39,7 @@ func (u *ui) showActivity() {
 		raise(u.activity.win)
 		return
 	}
-	a := &activityWindow{u: u, src: u.b, win: u.newWindow("Activity", fyne.NewSize(760, 520)), list: container.NewVBox(), stop: make(chan struct{})}
+	a := &activityWindow{u: u, win: u.newWindow("Activity", fyne.NewSize(760, 520)), list: container.NewVBox(), stop: make(chan struct{})}
 	intro := wrapLabel("The last hour of requests per model. Times and token counts come from llama-server's own timings; no prompt or answer text is kept.")
 	a.win.SetContent(container.NewBorder(intro, nil, nil, nil, container.NewVScroll(a.list)))
 	a.win.SetOnClosed(func() {
@@ -50,20 +49,21 @@ func (u *ui) showActivity() {
 	u.activity = a
 	a.show(u.b.Activity())
 	a.win.Show()
-	go a.poll()
+	go pollUntil(u, a.stop, activityEvery, u.b.Activity, a.show)
 }
 
-// poll reads the activity off the UI thread until the window closes.
-func (a *activityWindow) poll() {
-	t := time.NewTicker(activityEvery)
+// pollUntil reads every interval, off the UI thread, and hands what it read to show on the UI
+// thread, until stop is closed: what an open window follows that sends no events.
+func pollUntil[T any](u *ui, stop <-chan struct{}, every time.Duration, read func() T, show func(T)) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-a.stop:
+		case <-stop:
 			return
 		case <-t.C:
-			doc := a.src.Activity()
-			a.u.onUI(func() { a.show(doc) })
+			v := read()
+			u.onUI(func() { show(v) })
 		}
 	}
 }

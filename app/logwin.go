@@ -46,20 +46,7 @@ func (u *ui) showLogs(id string) {
 	u.logs[id] = lw
 	lw.win.Show() // first, so that following scrolls a laid-out view
 	lw.set(u.b.Logs(id))
-
-	go func() {
-		tick := time.NewTicker(logEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-lw.stop:
-				return
-			case <-tick.C:
-				lines := u.b.Logs(id)
-				u.onUI(func() { lw.set(lines) })
-			}
-		}
-	}()
+	go pollUntil(u, lw.stop, logEvery, func() []string { return u.b.Logs(id) }, lw.set)
 }
 
 // set shows the tail of lines, scrolled to the end while Follow is on.
