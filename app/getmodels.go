@@ -21,7 +21,6 @@ import (
 // thread only; Hub calls run on their own goroutines and report back through onUI.
 type getModelsWindow struct {
 	u   *ui
-	h   Backend
 	win fyne.Window
 
 	search    *widget.Entry
@@ -51,7 +50,7 @@ func (u *ui) showGetModels() {
 		raise(u.getModels.win)
 		return
 	}
-	g := newGetModelsWindow(u, u.b)
+	g := newGetModelsWindow(u)
 	u.getModels = g
 	g.win.SetOnClosed(func() {
 		g.stopEvents()
@@ -69,8 +68,8 @@ func (u *ui) getModelsButton() *widget.Button {
 	return widget.NewButtonWithIcon("Get models…", theme.DownloadIcon(), u.showGetModels)
 }
 
-func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
-	g := &getModelsWindow{u: u, h: h, win: u.newWindow("Get models", fyne.NewSize(860, 600))}
+func newGetModelsWindow(u *ui) *getModelsWindow {
+	g := &getModelsWindow{u: u, win: u.newWindow("Get models", fyne.NewSize(860, 600))}
 	g.search = widget.NewEntry()
 	g.search.SetPlaceHolder("Search the Hugging Face Hub for GGUF models, e.g. “qwen2.5 instruct”")
 	g.search.OnSubmitted = func(string) { g.runSearch() }
@@ -90,7 +89,7 @@ func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
 	g.tryIt.Importance = widget.HighImportance
 	g.setPulling("", "")
 
-	events, stop := h.PullEvents()
+	events, stop := u.b.PullEvents()
 	done := make(chan struct{})
 	g.stopEvents = func() { stop(); close(done) }
 	go func() { // ends when the window closes
@@ -121,7 +120,7 @@ func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
 func (g *getModelsWindow) loadStarters() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	list, err := g.h.HubStarters(ctx)
+	list, err := g.u.b.HubStarters(ctx)
 	g.u.onUI(func() {
 		loading := strings.HasPrefix(g.status.Text, "Loading the models suggested")
 		if g.searched || err != nil || len(list) == 0 {
@@ -233,7 +232,7 @@ func (g *getModelsWindow) runSearch() {
 		var err error
 		for try := 1; ; try++ { // a network failure is tried once more, visibly, before it is shown
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			repos, err = g.h.SearchHub(ctx, text)
+			repos, err = g.u.b.SearchHub(ctx, text)
 			cancel()
 			if !errors.Is(err, hub.ErrUnreachable) || try == searchTries {
 				break
@@ -280,7 +279,7 @@ func (g *getModelsWindow) openRepo(repo string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		qs, err := g.h.HubQuants(ctx, repo)
+		qs, err := g.u.b.HubQuants(ctx, repo)
 		g.u.onUI(func() { g.showQuants(repo, qs, err) })
 	}()
 }
@@ -355,7 +354,7 @@ func (g *getModelsWindow) startPull(model string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		st, err := g.h.Pull(ctx, model)
+		st, err := g.u.b.Pull(ctx, model)
 		g.u.onUI(func() {
 			if err != nil {
 				trouble, _ := pullTrouble(err.Error())
@@ -374,7 +373,7 @@ func (g *getModelsWindow) cancelPull() {
 	}
 	name := g.pulling
 	g.pullLine.SetText("Cancelling " + name + "…")
-	go g.h.CancelPull(name)
+	go g.u.b.CancelPull(name)
 }
 
 // setPulling shows the download area for model ("" hides the bar and Cancel) with a line of text.
