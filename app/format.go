@@ -76,6 +76,17 @@ func captionLabel(text string) *widget.Label {
 	return l
 }
 
+// fillEntry shows text in e, with hint as its placeholder; changed, when not nil, is called on
+// every edit after (not on this text).
+func fillEntry(e *widget.Entry, text, hint string, changed func()) *widget.Entry {
+	e.SetText(text)
+	e.SetPlaceHolder(hint)
+	if changed != nil {
+		e.OnChanged = func(string) { changed() }
+	}
+	return e
+}
+
 // showIf shows o when on, else hides it.
 func showIf(o fyne.CanvasObject, on bool) {
 	if on {

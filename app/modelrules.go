@@ -44,17 +44,11 @@ func newModelRules(u *ui, id string) *modelRules {
 		e := widget.NewMultiLineEntry()
 		e.SetMinRowsVisible(2)
 		e.Wrapping = fyne.TextWrapWord
-		e.SetText(text)
-		e.SetPlaceHolder(hint)
-		e.OnChanged = func(string) { r.changed() }
-		return e
+		return fillEntry(e, text, hint, r.changed)
 	}
 	r.set = entry(f.Set, `forced into every request, e.g. {"temperature": 0.2}`)
 	r.defaults = entry(f.Defaults, `used when a request gives none, e.g. {"top_k": 40, "min_p": 0.05}`)
-	r.strip = widget.NewEntry()
-	r.strip.SetText(f.Strip)
-	r.strip.SetPlaceHolder("removed from every request, e.g. logit_bias, seed")
-	r.strip.OnChanged = func(string) { r.changed() }
+	r.strip = fillEntry(widget.NewEntry(), f.Strip, "removed from every request, e.g. logit_bias, seed", r.changed)
 	if base, _, ok := cfg.Variant(id); ok { // a variant's rules are layered over its model's
 		inh := rulesFormFrom(cfg.ModelSettings(base))
 		if inh.Set != "" {

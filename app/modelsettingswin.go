@@ -86,13 +86,7 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 // newFields makes the form's fields, filled from f; an empty field's hint is what it stands for
 // (the defaults, or a variant's model's settings).
 func (w *modelSettingsWindow) newFields(cfg config.Config, f modelForm, trained string) {
-	entry := func(text, hint string) *widget.Entry {
-		e := widget.NewEntry()
-		e.SetText(text)
-		e.SetPlaceHolder(hint)
-		e.OnChanged = func(string) { w.changed() }
-		return e
-	}
+	entry := func(text, hint string) *widget.Entry { return fillEntry(widget.NewEntry(), text, hint, w.changed) }
 	w.ctx = entry(f.CtxSize, fmt.Sprintf("default %d; 0: trained context (%s)", cfg.Defaults.CtxSize, trained))
 	gpuHint := "llama-server's default; -1: all layers, 0: CPU only"
 	if cfg.Defaults.GPULayers != nil {

@@ -127,9 +127,7 @@ func (s *settingsWindow) buttons() fyne.CanvasObject {
 
 // field is a text field for the settings key, with its inline error under it.
 func (s *settingsWindow) field(key, text, placeholder string) fyne.CanvasObject {
-	e := widget.NewEntry()
-	e.SetText(text)
-	e.SetPlaceHolder(placeholder)
+	e := fillEntry(widget.NewEntry(), text, placeholder, nil)
 	l := wrapLabel("")
 	l.Importance = widget.DangerImportance
 	l.Hide()
