@@ -10,7 +10,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
-	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/app/platform"
@@ -27,26 +26,6 @@ const (
 func (m *modelsWindow) addModel() {
 	openFile(m.win, []string{".gguf", ".GGUF"}, func(path string) { m.askImport([]string{path}) },
 		func(err error) { m.showError("Add model", err) })
-}
-
-// openFile asks for a file (one of exts, when given) and hands its path to use; fail, when not
-// nil, is told why the dialog failed. Cancelled, it does nothing.
-func openFile(win fyne.Window, exts []string, use func(path string), fail func(error)) {
-	d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err != nil && fail != nil {
-			fail(err)
-		}
-		if err != nil || r == nil {
-			return
-		}
-		path := r.URI().Path()
-		r.Close()
-		use(path)
-	}, win)
-	if exts != nil {
-		d.SetFilter(storage.NewExtensionFileFilter(exts))
-	}
-	d.Show()
 }
 
 // dropped adds the .gguf files dropped on the window.

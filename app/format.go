@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/theme"
-	"fyne.io/fyne/v2/widget"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/view"
@@ -47,60 +44,4 @@ func plural(n int, word string) string {
 		return fmt.Sprintf("1 %s", word)
 	}
 	return fmt.Sprintf("%d %ss", n, word)
-}
-
-// wrapLabel is a label whose text wraps at word boundaries.
-func wrapLabel(text string) *widget.Label {
-	l := widget.NewLabel(text)
-	l.Wrapping = fyne.TextWrapWord
-	return l
-}
-
-// boldLabel is a label in bold: a title over the lines of a row or a part.
-func boldLabel(text string) *widget.Label {
-	return widget.NewLabelWithStyle(text, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-}
-
-// sectionTitle is the title of a section of the models window: a model group, Downloads, the
-// files the scan could not use.
-func sectionTitle(text string) *widget.Label {
-	l := boldLabel(text)
-	l.SizeName = theme.SizeNameSubHeadingText
-	return l
-}
-
-// captionLabel is a wrapping label in the caption size: a line of detail or a note under another.
-func captionLabel(text string) *widget.Label {
-	l := wrapLabel(text)
-	l.SizeName = theme.SizeNameCaptionText
-	return l
-}
-
-// fillEntry shows text in e, with hint as its placeholder; changed, when not nil, is called on
-// every edit after (not on this text).
-func fillEntry(e *widget.Entry, text, hint string, changed func()) *widget.Entry {
-	e.SetText(text)
-	e.SetPlaceHolder(hint)
-	if changed != nil {
-		e.OnChanged = func(string) { changed() }
-	}
-	return e
-}
-
-// showIf shows o when on, else hides it.
-func showIf(o fyne.CanvasObject, on bool) {
-	if on {
-		o.Show()
-	} else {
-		o.Hide()
-	}
-}
-
-// enableIf enables d when on, else disables it.
-func enableIf(d fyne.Disableable, on bool) {
-	if on {
-		d.Enable()
-	} else {
-		d.Disable()
-	}
 }

@@ -305,23 +305,6 @@ func trayResource(s IconState) fyne.Resource {
 // appIcon is the application icon.
 var appIcon = fyne.NewStaticResource("icon.png", assets.AppIcon)
 
-// newWindow is a window of the app, with its icon, at size (zero: its content's; a window that
-// sizes itself once its content is set).
-func (u *ui) newWindow(title string, size fyne.Size) fyne.Window {
-	w := u.app.NewWindow(title)
-	w.SetIcon(appIcon)
-	if !size.IsZero() {
-		w.Resize(size)
-	}
-	return w
-}
-
-// raise shows w, and brings it forward when it is open already.
-func raise(w fyne.Window) {
-	w.Show()
-	w.RequestFocus()
-}
-
 // showModels opens the models window, or brings it forward.
 func (u *ui) showModels() {
 	if u.models == nil {
