@@ -6,6 +6,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -147,11 +148,7 @@ func runningLabel(m Model) string {
 		mark = "◐"
 	case service.StateLoading:
 		mark = "◌"
-		if m.Progress > 0 {
-			parts = append(parts, fmt.Sprintf("loading %d%%", int(m.Progress*100)))
-		} else {
-			parts = append(parts, "loading")
-		}
+		parts = append(parts, view.LoadingText(m.Progress))
 	case service.StateStopping:
 		mark = "○"
 		if m.Wait == nil { // else the reason says it

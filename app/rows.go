@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // rowView is what one model's row in the models window shows, as plain data.
@@ -160,10 +161,7 @@ func stateText(m Model) string {
 	var s string
 	switch m.State {
 	case service.StateLoading:
-		s = "loading"
-		if m.Progress > 0 {
-			s = fmt.Sprintf("loading %d%%", int(m.Progress*100))
-		}
+		s = view.LoadingText(m.Progress)
 	case service.StateLoaded:
 		s = "loaded"
 		if m.Draining {
