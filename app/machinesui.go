@@ -107,7 +107,7 @@ func (m *machinesSection) peersPart(peers []wire.Peer) []fyne.CanvasObject {
 
 // peerLine is a peer's state and models in words.
 func peerLine(p wire.Peer) string {
-	state := peerState(p.State)
+	state := machineState(p.State)
 	if p.Error != "" {
 		state += ": " + p.Error
 	}
@@ -128,9 +128,10 @@ func peerLine(p wire.Peer) string {
 	return fmt.Sprintf("%s — %s", state, strings.Join(ids, ", "))
 }
 
-// peerState is a peer's state in words.
-func peerState(state string) string {
-	if w, ok := map[string]string{"up": "Answering", "down": "Not answering", "checking": "Checking…"}[state]; ok {
+// machineState is a peer's or a worker's state in words.
+func machineState(state string) string {
+	if w, ok := map[string]string{"up": "Answering", "down": "Not answering", "checking": "Checking…",
+		wire.WorkerRefused: "Refuses this machine", wire.WorkerBusy: "Busy with another machine"}[state]; ok {
 		return w
 	}
 	return state
@@ -257,11 +258,7 @@ func (m *machinesSection) workersPart(ws []wire.WorkerStatus) []fyne.CanvasObjec
 
 // workerLine is a worker's state, memory and user in words.
 func workerLine(w wire.WorkerStatus) string {
-	state := map[string]string{wire.WorkerUp: "Answering", wire.WorkerDown: "Not answering",
-		wire.WorkerRefused: "Refuses this machine", wire.WorkerBusy: "Busy with another machine"}[w.State]
-	if state == "" {
-		state = w.State
-	}
+	state := machineState(w.State)
 	if w.LastError != "" && w.State != wire.WorkerUp {
 		// The heading already names the worker and its address.
 		state += ": " + strings.TrimPrefix(w.LastError, fmt.Sprintf("worker %s (%s): ", w.Name, w.Address))

@@ -268,7 +268,7 @@ func peersMenu(s Snapshot) []MenuItem {
 		if p.State == "up" {
 			up++
 		}
-		sub := MenuItem{Key: "peer " + p.Name, Label: p.Name + " — " + strings.ToLower(peerState(p.State))}
+		sub := MenuItem{Key: "peer " + p.Name, Label: p.Name + " — " + strings.ToLower(machineState(p.State))}
 		for _, m := range p.Models {
 			name := m.ID
 			if m.Local {
