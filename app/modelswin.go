@@ -73,14 +73,14 @@ func (m *modelsWindow) build() {
 	m.filter.OnChanged = func(string) { m.update(m.snap) }
 	add := widget.NewButtonWithIcon("Add model…", theme.ContentAddIcon(), m.addModel)
 	settings := widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), m.u.showSettings)
-	tools := m.u.windowTools()
-	m.tryIt = tools[0]
+	m.tryIt = widget.NewButtonWithIcon("Try it…", theme.MailComposeIcon(), func() { m.u.showTryIt("") })
 	objs := []fyne.CanvasObject{}
 	if get := m.u.getModelsButton(); get != nil {
 		objs = append(objs, get)
 	}
-	for _, b := range tools {
-		objs = append(objs, b)
+	objs = append(objs, m.tryIt)
+	if m.u.b.Offers().Activity {
+		objs = append(objs, widget.NewButtonWithIcon("Activity…", theme.HistoryIcon(), m.u.showActivity))
 	}
 	toolbar := container.NewBorder(nil, nil, nil, container.NewHBox(append(objs, add, settings)...), m.filter)
 
