@@ -81,7 +81,8 @@ func newGetModelsWindow(u *ui) *getModelsWindow {
 	hint := wrapLabel("Pick a model on the left: its files (quants) show here, with their sizes and how they fit this machine.")
 	hint.Importance = widget.LowImportance
 	g.quants = container.NewVBox(hint) // until a repo is opened
-	g.pullLine = wrapLabel("")         // a download's error can be long: it wraps, the window keeps its width
+	// A download's error can be long: it wraps, the window keeps its width.
+	g.pullLine = wrapLabel("")
 	g.progress = widget.NewProgressBar()
 	g.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), g.cancelPull)
 	g.tryIt = widget.NewButtonWithIcon("Try it…", theme.MailSendIcon(), func() { g.u.showTryIt(g.ready) })
