@@ -24,7 +24,6 @@ const activityEvery = 2 * time.Second
 // used on the UI thread only; it reads the activity on a ticker only while it is open.
 type activityWindow struct {
 	u    *ui
-	src  Backend
 	win  fyne.Window
 	list *fyne.Container
 	stop chan struct{} // closed when the window closes
@@ -37,15 +36,11 @@ func (u *ui) showActivity() {
 		return
 	}
 	if u.activity != nil {
-		u.activity.win.Show()
-		u.activity.win.RequestFocus()
+		raise(u.activity.win)
 		return
 	}
-	a := &activityWindow{u: u, src: u.b, win: u.app.NewWindow("Activity"), list: container.NewVBox(), stop: make(chan struct{})}
-	a.win.SetIcon(appIcon)
-	a.win.Resize(fyne.NewSize(760, 520))
-	intro := widget.NewLabel("The last hour of requests per model. Times and token counts come from llama-server's own timings; no prompt or answer text is kept.")
-	intro.Wrapping = fyne.TextWrapWord
+	a := &activityWindow{u: u, win: u.newWindow("Activity", fyne.NewSize(760, 520)), list: container.NewVBox(), stop: make(chan struct{})}
+	intro := wrapLabel("The last hour of requests per model. Times and token counts come from llama-server's own timings; no prompt or answer text is kept.")
 	a.win.SetContent(container.NewBorder(intro, nil, nil, nil, container.NewVScroll(a.list)))
 	a.win.SetOnClosed(func() {
 		close(a.stop)
@@ -54,20 +49,21 @@ func (u *ui) showActivity() {
 	u.activity = a
 	a.show(u.b.Activity())
 	a.win.Show()
-	go a.poll()
+	go pollUntil(u, a.stop, activityEvery, u.b.Activity, a.show)
 }
 
-// poll reads the activity off the UI thread until the window closes.
-func (a *activityWindow) poll() {
-	t := time.NewTicker(activityEvery)
+// pollUntil reads every interval, off the UI thread, and hands what it read to show on the UI
+// thread, until stop is closed: what an open window follows that sends no events.
+func pollUntil[T any](u *ui, stop <-chan struct{}, every time.Duration, read func() T, show func(T)) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-a.stop:
+		case <-stop:
 			return
 		case <-t.C:
-			doc := a.src.Activity()
-			a.u.onUI(func() { a.show(doc) })
+			v := read()
+			u.onUI(func() { show(v) })
 		}
 	}
 }
@@ -86,9 +82,8 @@ func (a *activityWindow) show(doc wire.Activity) {
 	}
 	var out []fyne.CanvasObject
 	for _, m := range doc.Models {
-		head := widget.NewLabelWithStyle(m.Model, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-		nums := widget.NewLabel(activityLine(m.Total))
-		nums.Wrapping = fyne.TextWrapWord
+		head := boldLabel(m.Model)
+		nums := wrapLabel(activityLine(m.Total))
 		chart := newActivityChart(m.Buckets)
 		caption := widget.NewLabel(chartCaption(m.Buckets, doc.BucketSeconds))
 		caption.SizeName = theme.SizeNameCaptionText

@@ -42,8 +42,7 @@ func (d *downloadsSection) update(s Snapshot) {
 		return
 	}
 	h := d.u.b
-	title := widget.NewLabelWithStyle("Downloads", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	title.SizeName = theme.SizeNameSubHeadingText // as the model groups' titles
+	title := sectionTitle("Downloads")
 	objs := []fyne.CanvasObject{title}
 	for _, dl := range s.Downloads {
 		objs = append(objs, d.row(h, dl))
@@ -59,8 +58,7 @@ func (d *downloadsSection) row(h Backend, dl Download) fyne.CanvasObject {
 	if _, kept := pullTrouble(dl.Error); dl.Total > 0 && (kept || dl.State != hub.StateFailed) {
 		bar.SetValue(float64(dl.Done) / float64(dl.Total))
 	}
-	line := widget.NewLabel(downloadText(dl))
-	line.Wrapping = fyne.TextWrapWord
+	line := wrapLabel(downloadText(dl))
 	var buttons []fyne.CanvasObject
 	act := func(label string, icon fyne.Resource, what string, fn func() error) {
 		b := widget.NewButtonWithIcon(label, icon, nil)
@@ -91,7 +89,7 @@ func (d *downloadsSection) row(h Backend, dl Download) fyne.CanvasObject {
 		buttons = append(buttons, widget.NewButtonWithIcon("Hugging Face token…", theme.SettingsIcon(), d.u.showHubToken))
 	}
 	act("Cancel", theme.CancelIcon(), "Cancel", func() error { return h.DiscardPull(name) })
-	head := widget.NewLabelWithStyle(name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	head := boldLabel(name)
 	body := container.NewVBox(head, bar, line)
 	if _, kept := pullTrouble(dl.Error); dl.State == hub.StateFailed && !kept {
 		body = container.NewVBox(head, line) // nothing kept: no bar to show

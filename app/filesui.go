@@ -10,7 +10,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
-	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/app/platform"
@@ -25,20 +24,8 @@ const (
 
 // addModel picks a .gguf file and adds it.
 func (m *modelsWindow) addModel() {
-	d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err != nil {
-			m.showError("Add model", err)
-			return
-		}
-		if r == nil {
-			return // cancelled
-		}
-		path := r.URI().Path()
-		r.Close()
-		m.askImport([]string{path})
-	}, m.win)
-	d.SetFilter(storage.NewExtensionFileFilter([]string{".gguf", ".GGUF"}))
-	d.Show()
+	openFile(m.win, []string{".gguf", ".GGUF"}, func(path string) { m.askImport([]string{path}) },
+		func(err error) { m.showError("Add model", err) })
 }
 
 // dropped adds the .gguf files dropped on the window.
@@ -77,8 +64,7 @@ func (m *modelsWindow) askImport(paths []string) {
 	for i, p := range paths {
 		names[i] = filepath.Base(p)
 	}
-	text := widget.NewLabel(fmt.Sprintf("Add %s to %s?", strings.Join(names, ", "), dir))
-	text.Wrapping = fyne.TextWrapWord
+	text := wrapLabel(fmt.Sprintf("Add %s to %s?", strings.Join(names, ", "), dir))
 	d := dialog.NewCustomConfirm("Add model", "Add", "Cancel", widget.NewForm(
 		widget.NewFormItem("", text), widget.NewFormItem("", choice)), func(ok bool) {
 		if !ok {
@@ -170,23 +156,14 @@ func (m *modelsWindow) addFolder() {
 
 // locateServer picks a llama-server binary and saves it in the configuration.
 func (m *modelsWindow) locateServer() {
-	dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err != nil {
-			m.showError("Locate llama-server", err)
-			return
-		}
-		if r == nil {
-			return
-		}
-		path := r.URI().Path()
-		r.Close()
+	openFile(m.win, nil, func(path string) {
 		m.u.background("Use "+path, func() error {
 			return m.u.b.EditConfig(func(c *config.Config) error {
 				c.LlamaServer = path
 				return nil
 			})
 		})
-	}, m.win)
+	}, func(err error) { m.showError("Locate llama-server", err) })
 }
 
 // reveal shows a model file in the file manager.

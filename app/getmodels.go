@@ -21,7 +21,6 @@ import (
 // thread only; Hub calls run on their own goroutines and report back through onUI.
 type getModelsWindow struct {
 	u   *ui
-	h   Backend
 	win fyne.Window
 
 	search    *widget.Entry
@@ -48,11 +47,10 @@ func (u *ui) showGetModels() {
 		return
 	}
 	if u.getModels != nil {
-		u.getModels.win.Show()
-		u.getModels.win.RequestFocus()
+		raise(u.getModels.win)
 		return
 	}
-	g := newGetModelsWindow(u, u.b)
+	g := newGetModelsWindow(u)
 	u.getModels = g
 	g.win.SetOnClosed(func() {
 		g.stopEvents()
@@ -70,32 +68,28 @@ func (u *ui) getModelsButton() *widget.Button {
 	return widget.NewButtonWithIcon("Get models…", theme.DownloadIcon(), u.showGetModels)
 }
 
-func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
-	g := &getModelsWindow{u: u, h: h, win: u.app.NewWindow("Get models")}
-	g.win.SetIcon(appIcon)
-	g.win.Resize(fyne.NewSize(860, 600))
+func newGetModelsWindow(u *ui) *getModelsWindow {
+	g := &getModelsWindow{u: u, win: u.newWindow("Get models", fyne.NewSize(860, 600))}
 	g.search = widget.NewEntry()
 	g.search.SetPlaceHolder("Search the Hugging Face Hub for GGUF models, e.g. “qwen2.5 instruct”")
 	g.search.OnSubmitted = func(string) { g.runSearch() }
 	find := widget.NewButtonWithIcon("Search", theme.SearchIcon(), g.runSearch)
-	g.status = widget.NewLabel("")
-	g.status.Wrapping = fyne.TextWrapWord
+	g.status = wrapLabel("")
 	g.results = container.NewVBox()
-	g.repoHead = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	g.repoHead = boldLabel("")
 	g.repoHead.Truncation = fyne.TextTruncateEllipsis // a long repo name does not widen the window
-	hint := widget.NewLabel("Pick a model on the left: its files (quants) show here, with their sizes and how they fit this machine.")
-	hint.Wrapping = fyne.TextWrapWord
+	hint := wrapLabel("Pick a model on the left: its files (quants) show here, with their sizes and how they fit this machine.")
 	hint.Importance = widget.LowImportance
 	g.quants = container.NewVBox(hint) // until a repo is opened
-	g.pullLine = widget.NewLabel("")
-	g.pullLine.Wrapping = fyne.TextWrapWord // a download's error can be long: it wraps, the window keeps its width
+	// A download's error can be long: it wraps, the window keeps its width.
+	g.pullLine = wrapLabel("")
 	g.progress = widget.NewProgressBar()
 	g.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), g.cancelPull)
 	g.tryIt = widget.NewButtonWithIcon("Try it…", theme.MailSendIcon(), func() { g.u.showTryIt(g.ready) })
 	g.tryIt.Importance = widget.HighImportance
 	g.setPulling("", "")
 
-	events, stop := h.PullEvents()
+	events, stop := u.b.PullEvents()
 	done := make(chan struct{})
 	g.stopEvents = func() { stop(); close(done) }
 	go func() { // ends when the window closes
@@ -126,7 +120,7 @@ func newGetModelsWindow(u *ui, h Backend) *getModelsWindow {
 func (g *getModelsWindow) loadStarters() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	list, err := g.h.HubStarters(ctx)
+	list, err := g.u.b.HubStarters(ctx)
 	g.u.onUI(func() {
 		loading := strings.HasPrefix(g.status.Text, "Loading the models suggested")
 		if g.searched || err != nil || len(list) == 0 {
@@ -139,15 +133,13 @@ func (g *getModelsWindow) loadStarters() {
 			}
 			return
 		}
-		objs := []fyne.CanvasObject{widget.NewLabelWithStyle("To start with", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})}
+		objs := []fyne.CanvasObject{boldLabel("To start with")}
 		g.starters = nil
 		for _, s := range list {
 			ref, _ := hub.ParseRef(s.Name)
 			b := widget.NewButton(shortName(s.Name), func() { g.openRepo(ref.Repo) })
 			b.Alignment = widget.ButtonAlignLeading
-			about := widget.NewLabel(starterText(s))
-			about.Wrapping = fyne.TextWrapWord
-			about.SizeName = theme.SizeNameCaptionText
+			about := captionLabel(starterText(s))
 			if imp := fitImportance(s.Fit); imp != widget.SuccessImportance {
 				about.Importance = imp // only a warning is coloured: a list of green text reads as none
 			}
@@ -240,7 +232,7 @@ func (g *getModelsWindow) runSearch() {
 		var err error
 		for try := 1; ; try++ { // a network failure is tried once more, visibly, before it is shown
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			repos, err = g.h.SearchHub(ctx, text)
+			repos, err = g.u.b.SearchHub(ctx, text)
 			cancel()
 			if !errors.Is(err, hub.ErrUnreachable) || try == searchTries {
 				break
@@ -270,9 +262,7 @@ func (g *getModelsWindow) showResults(text string, repos []hub.Repo, err error) 
 	for _, r := range repos {
 		b := widget.NewButton(shortName(r.ID), func() { g.openRepo(r.ID) })
 		b.Alignment = widget.ButtonAlignLeading
-		about := widget.NewLabel(repoLabel(r))
-		about.Wrapping = fyne.TextWrapWord
-		about.SizeName = theme.SizeNameCaptionText
+		about := captionLabel(repoLabel(r))
 		if r.Gated {
 			about.Importance = widget.WarningImportance
 		}
@@ -289,7 +279,7 @@ func (g *getModelsWindow) openRepo(repo string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		qs, err := g.h.HubQuants(ctx, repo)
+		qs, err := g.u.b.HubQuants(ctx, repo)
 		g.u.onUI(func() { g.showQuants(repo, qs, err) })
 	}()
 }
@@ -300,13 +290,11 @@ func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) 
 	}
 	g.quants.Objects = nil
 	if err != nil {
-		l := widget.NewLabel(err.Error())
-		l.Wrapping = fyne.TextWrapWord
+		l := wrapLabel(err.Error())
 		g.quants.Objects = append(g.quants.Objects, l, widget.NewButtonWithIcon("Retry", theme.ViewRefreshIcon(), func() { g.openRepo(repo) }))
 	}
 	if len(qs) > 0 && qs[0].NoAccess != "" {
-		l := widget.NewLabel(qs[0].NoAccess + ". Then open this repo again.")
-		l.Wrapping = fyne.TextWrapWord
+		l := wrapLabel(qs[0].NoAccess + ". Then open this repo again.")
 		l.Importance = widget.WarningImportance
 		g.quants.Objects = append(g.quants.Objects, l)
 	}
@@ -314,48 +302,50 @@ func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) 
 		g.quants.Objects = append(g.quants.Objects, widget.NewLabel("This repo has no GGUF model files."))
 	}
 	for _, q := range qs {
-		name := widget.NewLabelWithStyle(q.Name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-		detail := humanBytes(q.Size)
-		if len(q.Files) > 1 {
-			detail += fmt.Sprintf(" in %d files", len(q.Files))
-		}
-		if q.Mmproj != nil {
-			detail += " + vision projector"
-		}
-		badge := widget.NewLabel(fitText(q))
-		badge.Importance = fitImportance(q.Fit)
-		var action fyne.CanvasObject
-		if q.Downloaded {
-			action = widget.NewLabel("Downloaded")
-		} else {
-			model := q.Model
-			b := widget.NewButtonWithIcon("Download", theme.DownloadIcon(), nil)
-			b.OnTapped = func() {
-				b.Disable()
-				g.startPull(model)
-			}
-			if g.running(model) {
-				b.Disable() // it is downloading: the Downloads above say how far
-			}
-			if q.Fit == fit.TooLarge {
-				b.Importance = widget.LowImportance
-			}
-			if q.NoAccess != "" {
-				b.Disable() // gated, and this token has no access: the Hub would refuse
-			}
-			action = b
-		}
-		row := container.NewBorder(nil, nil, nil, action, container.NewHBox(name, widget.NewLabel(detail), badge))
-		g.quants.Objects = append(g.quants.Objects, row)
-		if reason := fitReason(q); reason != "" {
-			why := widget.NewLabel(reason)
-			why.Wrapping = fyne.TextWrapWord
-			why.Importance = widget.LowImportance
-			g.quants.Objects = append(g.quants.Objects, why)
-		}
-		g.quants.Objects = append(g.quants.Objects, widget.NewSeparator())
+		g.quants.Objects = append(g.quants.Objects, g.quantRow(q)...)
 	}
 	g.quants.Refresh()
+}
+
+// quantRow is one quant of a repo: its name, size and fit badge with Download (or Downloaded), why
+// it fits as it does, and a separator.
+func (g *getModelsWindow) quantRow(q hub.QuantFit) []fyne.CanvasObject {
+	name := boldLabel(q.Name)
+	detail := humanBytes(q.Size)
+	if len(q.Files) > 1 {
+		detail += fmt.Sprintf(" in %d files", len(q.Files))
+	}
+	if q.Mmproj != nil {
+		detail += " + vision projector"
+	}
+	badge := widget.NewLabel(fitText(q))
+	badge.Importance = fitImportance(q.Fit)
+	var action fyne.CanvasObject = widget.NewLabel("Downloaded")
+	if !q.Downloaded {
+		model := q.Model
+		b := widget.NewButtonWithIcon("Download", theme.DownloadIcon(), nil)
+		b.OnTapped = func() {
+			b.Disable()
+			g.startPull(model)
+		}
+		if g.running(model) {
+			b.Disable() // it is downloading: the Downloads above say how far
+		}
+		if q.Fit == fit.TooLarge {
+			b.Importance = widget.LowImportance
+		}
+		if q.NoAccess != "" {
+			b.Disable() // gated, and this token has no access: the Hub would refuse
+		}
+		action = b
+	}
+	out := []fyne.CanvasObject{container.NewBorder(nil, nil, nil, action, container.NewHBox(name, widget.NewLabel(detail), badge))}
+	if reason := fitReason(q); reason != "" {
+		why := wrapLabel(reason)
+		why.Importance = widget.LowImportance
+		out = append(out, why)
+	}
+	return append(out, widget.NewSeparator())
 }
 
 // startPull starts a download; its progress arrives as events.
@@ -364,7 +354,7 @@ func (g *getModelsWindow) startPull(model string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		st, err := g.h.Pull(ctx, model)
+		st, err := g.u.b.Pull(ctx, model)
 		g.u.onUI(func() {
 			if err != nil {
 				trouble, _ := pullTrouble(err.Error())
@@ -383,7 +373,7 @@ func (g *getModelsWindow) cancelPull() {
 	}
 	name := g.pulling
 	g.pullLine.SetText("Cancelling " + name + "…")
-	go g.h.CancelPull(name)
+	go g.u.b.CancelPull(name)
 }
 
 // setPulling shows the download area for model ("" hides the bar and Cancel) with a line of text.
@@ -400,11 +390,7 @@ func (g *getModelsWindow) setPulling(model, text string) {
 		}
 	}
 	g.pullLine.SetText(text)
-	if text == "" {
-		g.pullLine.Hide()
-	} else {
-		g.pullLine.Show()
-	}
+	showIf(g.pullLine, text != "")
 	if model == "" {
 		g.progress.Hide()
 		g.cancel.Hide()

@@ -158,35 +158,3 @@ func serviceHub(svc *service.Service) *managerHub {
 		lookup: svc.Catalog().Lookup,
 	}
 }
-
-// The service backend's Hub part: the service's Hub manager and catalog.
-
-func (sb *serviceBackend) SearchHub(ctx context.Context, text string) ([]hub.Repo, error) {
-	return serviceHub(sb.svc).SearchHub(ctx, text)
-}
-func (sb *serviceBackend) HubQuants(ctx context.Context, repo string) ([]hub.QuantFit, error) {
-	return serviceHub(sb.svc).HubQuants(ctx, repo)
-}
-func (sb *serviceBackend) HubStarters(ctx context.Context) ([]hub.StarterFit, error) {
-	return serviceHub(sb.svc).HubStarters(ctx)
-}
-func (sb *serviceBackend) Pull(ctx context.Context, name string) (hub.PullStatus, error) {
-	return serviceHub(sb.svc).Pull(ctx, name)
-}
-func (sb *serviceBackend) CancelPull(name string) bool { return serviceHub(sb.svc).CancelPull(name) }
-func (sb *serviceBackend) PausePull(name string) bool  { return serviceHub(sb.svc).PausePull(name) }
-func (sb *serviceBackend) ResumePull(ctx context.Context, name string) error {
-	return serviceHub(sb.svc).ResumePull(ctx, name)
-}
-func (sb *serviceBackend) DiscardPull(name string) error { return serviceHub(sb.svc).DiscardPull(name) }
-func (sb *serviceBackend) PullEvents() (<-chan hub.Event, func()) {
-	return serviceHub(sb.svc).PullEvents()
-}
-func (sb *serviceBackend) Pulled(id string) (string, bool) { return serviceHub(sb.svc).Pulled(id) }
-func (sb *serviceBackend) RemovePulled(id string) ([]string, error) {
-	return serviceHub(sb.svc).RemovePulled(id)
-}
-func (sb *serviceBackend) HubTokenSource() string { return serviceHub(sb.svc).HubTokenSource() }
-func (sb *serviceBackend) SaveHubToken(token string) (string, error) {
-	return serviceHub(sb.svc).SaveHubToken(token)
-}

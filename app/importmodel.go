@@ -116,12 +116,21 @@ func linkFile(src, dst string) error {
 }
 
 // copyFile copies src to dst through dst.partial, calling progress with the bytes copied.
-func copyFile(ctx context.Context, src, dst string, progress func(int64)) (err error) {
+func copyFile(ctx context.Context, src, dst string, progress func(int64)) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	if err := copyInto(ctx, in, dst, progress); err != nil {
+		return fmt.Errorf("copy %s: %w", filepath.Base(src), err)
+	}
+	return nil
+}
+
+// copyInto writes what in has to dst.partial, calling progress with the bytes written, and renames
+// it dst once it is all on disk; on a failure, or ctx ending, dst.partial is removed.
+func copyInto(ctx context.Context, in io.Reader, dst string, progress func(int64)) (err error) {
 	tmp := dst + ".partial"
 	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
@@ -130,7 +139,7 @@ func copyFile(ctx context.Context, src, dst string, progress func(int64)) (err e
 		out, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	}
 	if err != nil {
-		return fmt.Errorf("copy %s: %w", filepath.Base(src), err)
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -142,12 +151,12 @@ func copyFile(ctx context.Context, src, dst string, progress func(int64)) (err e
 	var n int64
 	for {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("copy %s: %w", filepath.Base(src), err)
+			return err
 		}
 		r, rerr := in.Read(buf)
 		if r > 0 {
 			if _, err := out.Write(buf[:r]); err != nil {
-				return fmt.Errorf("copy %s: %w", filepath.Base(src), err)
+				return err
 			}
 			n += int64(r)
 			progress(n)
@@ -156,19 +165,16 @@ func copyFile(ctx context.Context, src, dst string, progress func(int64)) (err e
 			break
 		}
 		if rerr != nil {
-			return fmt.Errorf("copy %s: %w", filepath.Base(src), rerr)
+			return rerr
 		}
 	}
 	if err := out.Sync(); err != nil {
-		return fmt.Errorf("copy %s: %w", filepath.Base(src), err)
+		return err
 	}
 	if err := out.Close(); err != nil {
-		return fmt.Errorf("copy %s: %w", filepath.Base(src), err)
+		return err
 	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return fmt.Errorf("copy %s: %w", filepath.Base(src), err)
-	}
-	return nil
+	return os.Rename(tmp, dst)
 }
 
 // modelFilesToDelete returns the files of the model at path (all parts of a split model), for

@@ -19,7 +19,6 @@ import (
 // UI thread only.
 type serverInstall struct {
 	u       *ui
-	inst    Backend
 	button  *widget.Button
 	bar     *widget.ProgressBar
 	status  *widget.Label
@@ -39,10 +38,9 @@ func (m *modelsWindow) serverInstallPanel() fyne.CanvasObject {
 		if !m.u.b.Offers().InstallBuild {
 			return nil
 		}
-		si := &serverInstall{u: m.u, inst: m.u.b, bar: widget.NewProgressBar(), status: widget.NewLabel("")}
+		si := &serverInstall{u: m.u, bar: widget.NewProgressBar(), status: wrapLabel("")}
 		si.button = widget.NewButtonWithIcon("Install llama-server", theme.DownloadIcon(), si.start)
 		si.button.Importance = widget.HighImportance
-		si.status.Wrapping = fyne.TextWrapWord
 		si.pick = widget.NewSelect(nil, nil)
 		si.stop = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() {
 			if si.cancel != nil {
@@ -63,7 +61,7 @@ func (m *modelsWindow) serverInstallPanel() fyne.CanvasObject {
 
 // plan asks which archive of the latest release fits this machine, and offers the others.
 func (si *serverInstall) plan() {
-	rel, c, err := si.inst.PlanBuild(context.Background(), releases.Request{Build: releases.Latest})
+	rel, c, err := si.u.b.PlanBuild(context.Background(), releases.Request{Build: releases.Latest})
 	if err != nil {
 		return // the install says why, if it fails the same way
 	}
@@ -112,7 +110,7 @@ func (si *serverInstall) start() {
 	si.stop.Show()
 	go func() {
 		defer cancel()
-		b, err := si.inst.InstallBuild(ctx, req, func(p releases.Progress) {
+		b, err := si.u.b.InstallBuild(ctx, req, func(p releases.Progress) {
 			si.u.onUI(func() { si.progress(p) })
 		})
 		note := ""

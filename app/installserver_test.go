@@ -177,5 +177,5 @@ func noServerService(t *testing.T, releasesURL string) (*service.Service, *servi
 	if err != nil {
 		t.Fatal(err)
 	}
-	return svc, &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, path
+	return svc, newServiceBackend(svc), path
 }

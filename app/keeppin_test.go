@@ -1,8 +1,6 @@
 package app
 
 import (
-	"io"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -55,7 +53,7 @@ func pinKept(t *testing.T, svc *service.Service, cfgPath, id string) {
 func TestSettingsWindowKeepsAPinMadeMeanwhile(t *testing.T) {
 	svc, cfgPath := startService(t, "127.0.0.1:"+strconv.Itoa(testbed.FreePort(t)))
 	const id = "tiny-chat"
-	sb := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	sb := newServiceBackend(svc)
 	u, l := newWatchedUI(t, pinOnSave{serviceBackend: sb, svc: svc, id: id})
 	var sw *settingsWindow
 	l.wait(func() {
@@ -80,7 +78,7 @@ func TestSettingsWindowKeepsAPinMadeMeanwhile(t *testing.T) {
 // pinned when the window saves another setting.
 func TestModelSettingsWindowKeepsAPinMadeMeanwhile(t *testing.T) {
 	svc, cfgPath := startService(t, "127.0.0.1:"+strconv.Itoa(testbed.FreePort(t)))
-	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	b := newServiceBackend(svc)
 	u, l := newWatchedUI(t, b)
 	const id = "tiny-chat"
 	testbed.WaitFor(t, 10*time.Second, "the snapshot", func() bool {

@@ -28,12 +28,10 @@ type logWindow struct {
 // showLogs opens (or brings forward) the log view of a model. It refreshes while open.
 func (u *ui) showLogs(id string) {
 	if lw, ok := u.logs[id]; ok {
-		lw.win.Show()
-		lw.win.RequestFocus()
+		raise(lw.win)
 		return
 	}
-	lw := &logWindow{win: u.app.NewWindow("Logs — " + id), text: widget.NewTextGrid(), stop: make(chan struct{})}
-	lw.win.SetIcon(appIcon)
+	lw := &logWindow{win: u.newWindow("Logs — "+id, fyne.Size{}), text: widget.NewTextGrid(), stop: make(chan struct{})}
 	lw.scroll = container.NewScroll(lw.text)
 	lw.follow = widget.NewCheck("Follow", nil)
 	lw.follow.SetChecked(true)
@@ -48,20 +46,7 @@ func (u *ui) showLogs(id string) {
 	u.logs[id] = lw
 	lw.win.Show() // first, so that following scrolls a laid-out view
 	lw.set(u.b.Logs(id))
-
-	go func() {
-		tick := time.NewTicker(logEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-lw.stop:
-				return
-			case <-tick.C:
-				lines := u.b.Logs(id)
-				u.onUI(func() { lw.set(lines) })
-			}
-		}
-	}()
+	go pollUntil(u, lw.stop, logEvery, func() []string { return u.b.Logs(id) }, lw.set)
 }
 
 // set shows the tail of lines, scrolled to the end while Follow is on.

@@ -15,7 +15,7 @@ import (
 
 // machinesSection is the models window's "Other machines" part: the peers ([peers.NAME], other
 // servers whose models are served here too) with their state and models, with Add and Remove; the
-// workers a model is spread over, and this machine lent to others (workersui.go). Each kind of
+// workers a model is spread over, and this machine lent to others. Each kind of
 // machine is built by a part function (peersPart, workersPart, lendPart).
 //
 // The section folds (fold, titled Other machines): open by itself while it has a machine to show,
@@ -46,7 +46,7 @@ func (m *machinesSection) update(s Snapshot) {
 		m.fold.Hide()
 		return
 	}
-	peers, found := s.Peers, m.u.b.Discovered() // found: other Llamatrays on the network (discoverui.go)
+	peers, found := s.Peers, m.u.b.Discovered() // found: other Llamatrays on the network
 	key := peersKey(peers) + workersKey(s.Workers, s.Lending) + discoveredKey(found)
 	if key == m.key && len(m.box.Objects) > 0 {
 		return
@@ -59,7 +59,7 @@ func (m *machinesSection) update(s Snapshot) {
 		objs = append(append(objs, m.peersPart(peers)...), m.discoveredPart(found)...)
 	}
 	if offers.Workers {
-		objs = append(objs, m.workersPart(s.Workers)...) // workersui.go
+		objs = append(objs, m.workersPart(s.Workers)...)
 		objs = append(objs, m.lendPart(s.Lending)...)
 	}
 	m.box.Objects = objs
@@ -88,30 +88,26 @@ func peersKey(peers []wire.Peer) string {
 // peersPart is one row per peer: name, address, state (and why it is down), its models, Remove.
 func (m *machinesSection) peersPart(peers []wire.Peer) []fyne.CanvasObject {
 	if len(peers) == 0 {
-		l := widget.NewLabel("None. Add another Llamatray, llama-swap, llama.cpp's router, Ollama or any OpenAI-compatible server; its models are served here too.")
-		l.Wrapping = fyne.TextWrapWord
+		l := wrapLabel("None. Add another Llamatray, llama-swap, llama.cpp's router, Ollama or any OpenAI-compatible server; its models are served here too.")
 		return []fyne.CanvasObject{l}
 	}
 	var out []fyne.CanvasObject
 	for _, p := range peers {
 		name := p.Name
-		title := widget.NewLabelWithStyle(fmt.Sprintf("%s — %s", p.Name, p.URL), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-		line := widget.NewLabel(peerLine(p))
-		line.Wrapping = fyne.TextWrapWord
 		rm := widget.NewButtonWithIcon("Remove", theme.DeleteIcon(), nil)
 		rm.OnTapped = func() {
 			rm.Disable()
 			m.u.background("Remove "+name, func() error { return m.u.b.RemovePeer(name) })
 		}
 		// The button keeps its own height beside the two lines (a Border would stretch it over both).
-		out = append(out, container.NewBorder(nil, nil, nil, container.NewVBox(rm), container.NewVBox(title, line)))
+		out = append(out, container.NewBorder(nil, nil, nil, container.NewVBox(rm), machineRow(p.Name, p.URL, peerLine(p))))
 	}
 	return out
 }
 
 // peerLine is a peer's state and models in words.
 func peerLine(p wire.Peer) string {
-	state := peerState(p.State)
+	state := machineState(p.State)
 	if p.Error != "" {
 		state += ": " + p.Error
 	}
@@ -132,9 +128,10 @@ func peerLine(p wire.Peer) string {
 	return fmt.Sprintf("%s — %s", state, strings.Join(ids, ", "))
 }
 
-// peerState is a peer's state in words.
-func peerState(state string) string {
-	if w, ok := map[string]string{"up": "Answering", "down": "Not answering", "checking": "Checking…"}[state]; ok {
+// machineState is a peer's or a worker's state in words.
+func machineState(state string) string {
+	if w, ok := map[string]string{"up": "Answering", "down": "Not answering", "checking": "Checking…",
+		wire.WorkerRefused: "Refuses this machine", wire.WorkerBusy: "Busy with another machine"}[state]; ok {
 		return w
 	}
 	return state
@@ -148,49 +145,196 @@ func (m *machinesSection) askPeer() {
 	name.SetPlaceHolder("optional: from the address")
 	key := widget.NewPasswordEntry()
 	key.SetPlaceHolder("optional: sent to this machine only")
-	d := dialog.NewForm("Add machine", "Add", "Cancel", []*widget.FormItem{
+	m.askAdd("Add machine", addr, name, key, func() wire.PeerAdd {
+		return wire.PeerAdd{Name: strings.TrimSpace(name.Text), URL: strings.TrimSpace(addr.Text), APIKey: strings.TrimSpace(key.Text)}
+	})
+}
+
+// askAdd is the form that adds a machine: its address (an entry or a label), name and key; Add adds
+// the peer that peer makes of them.
+func (m *machinesSection) askAdd(title string, addr, name, key fyne.CanvasObject, peer func() wire.PeerAdd) {
+	d := dialog.NewForm(title, "Add", "Cancel", []*widget.FormItem{
 		widget.NewFormItem("Address", addr), widget.NewFormItem("Name", name), widget.NewFormItem("API key", key),
 	}, func(ok bool) {
 		if !ok {
 			return
 		}
-		p := wire.PeerAdd{Name: strings.TrimSpace(name.Text), URL: strings.TrimSpace(addr.Text), APIKey: strings.TrimSpace(key.Text)}
+		p := peer()
 		m.u.background("Add machine "+p.URL, func() error { return m.u.b.AddPeer(p) })
 	}, m.win)
 	d.Resize(fyne.NewSize(480, 240))
 	d.Show()
 }
 
-// peersMenu is the tray's "Other machines" submenu: each peer with its state, and its models; a
-// click on one copies the name that reaches it here (its ID, or peer:NAME/ID when a model here
-// has the ID). Nothing without peers.
-func peersMenu(s Snapshot) []MenuItem {
-	if len(s.Peers) == 0 {
+// partTitle is the title of a part of the section: the machines found, the workers.
+func partTitle(text string) *widget.Label {
+	return widget.NewLabelWithStyle(text, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+}
+
+// machineRow is a machine's name and address in bold over a line of its state in words.
+func machineRow(name, addr, line string) *fyne.Container {
+	title := boldLabel(fmt.Sprintf("%s — %s", name, addr))
+	return container.NewVBox(title, wrapLabel(line))
+}
+
+// "Found on this network": other Llamatrays mDNS found on the local network (router/discover),
+// under the peers. One is only offered: Add asks for its key (a Llamatray that listens beyond
+// loopback requires one) and adds it as a peer, the user's choice.
+
+// discoveredKey is what the part shows of found, for the section's key.
+func discoveredKey(found []wire.Discovered) string {
+	var b strings.Builder
+	for _, d := range found {
+		fmt.Fprintf(&b, "found %s|%s|%s|%s;", d.Name, d.Instance, d.URL, d.Version)
+	}
+	return b.String()
+}
+
+// discoveredPart is a title and one row per instance found, with Add; nothing when none is found.
+func (m *machinesSection) discoveredPart(found []wire.Discovered) []fyne.CanvasObject {
+	if len(found) == 0 {
 		return nil
 	}
-	up := 0
-	top := MenuItem{Key: "peers"}
-	for _, p := range s.Peers {
-		if p.State == "up" {
-			up++
+	out := []fyne.CanvasObject{partTitle("Found on this network")}
+	for _, d := range found {
+		d := d
+		line := fmt.Sprintf("%s — %s", d.Instance, d.URL)
+		if d.Version != "" {
+			line += " (Llamatray " + d.Version + ")"
 		}
-		sub := MenuItem{Key: "peer " + p.Name, Label: p.Name + " — " + strings.ToLower(peerState(p.State))}
-		for _, m := range p.Models {
-			name := m.ID
-			if m.Local {
-				name = m.Ref
-			}
-			it := MenuItem{Key: "peer model " + m.Ref, Label: name, Action: Action{Kind: ActCopy, Text: name}}
-			if p.State != "up" {
-				it.Label, it.Disabled = name+" — unavailable", true
-			}
-			sub.Children = append(sub.Children, it)
-		}
-		if len(sub.Children) == 0 {
-			sub.Children = []MenuItem{{Label: "No models", Disabled: true}}
-		}
-		top.Children = append(top.Children, sub)
+		add := widget.NewButtonWithIcon("Add", theme.ContentAddIcon(), func() { m.askDiscovered(d) })
+		out = append(out, container.NewBorder(nil, nil, nil, add, widget.NewLabel(line)))
 	}
-	top.Label = fmt.Sprintf("Other machines (%d of %d answering)", up, len(s.Peers))
-	return []MenuItem{top}
+	return out
+}
+
+// discoveredAdd is the peer Add makes of d, with the name and key given (a blank name: d's).
+func discoveredAdd(d wire.Discovered, name, key string) wire.PeerAdd {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		name = d.Name
+	}
+	return wire.PeerAdd{Name: name, URL: d.URL, APIKey: strings.TrimSpace(key)}
+}
+
+// askDiscovered asks for d's name and key, and adds it as a peer.
+func (m *machinesSection) askDiscovered(d wire.Discovered) {
+	name := widget.NewEntry()
+	name.SetText(d.Name)
+	key := widget.NewPasswordEntry()
+	key.SetPlaceHolder("the key its owner gave you (its api_keys)")
+	m.askAdd("Add "+d.Instance, widget.NewLabel(d.URL), name, key, func() wire.PeerAdd { return discoveredAdd(d, name.Text, key.Text) })
+}
+
+// The workers' part: the [workers.NAME] machines a model is spread over, with their memory and the
+// model using them, and this machine lent to others ("Lend this machine", as the tray's toggle).
+
+// workersKey is what the workers' part shows.
+func workersKey(ws []wire.WorkerStatus, l wire.Lending) string {
+	var b strings.Builder
+	for _, w := range ws {
+		fmt.Fprintf(&b, "%s|%s|%s|%s|%s|", w.Name, w.Address, w.State, w.LastError, w.Model)
+		for _, d := range w.Devices {
+			fmt.Fprintf(&b, "%s=%d/%d,", d.Name, d.Free, d.Total)
+		}
+		b.WriteString(";")
+	}
+	fmt.Fprintf(&b, "lend %v %s %s %s %s", l.On, l.State, l.Listen, l.Addr, l.Error)
+	return b.String()
+}
+
+// workersPart is one row per worker: name, address, state (and why it is not up), its devices with
+// their memory, the model using it.
+func (m *machinesSection) workersPart(ws []wire.WorkerStatus) []fyne.CanvasObject {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := []fyne.CanvasObject{partTitle("Workers (one model spread over several machines)")}
+	for _, w := range ws {
+		out = append(out, machineRow(w.Name, w.Address, workerLine(w)))
+	}
+	return out
+}
+
+// workerLine is a worker's state, memory and user in words.
+func workerLine(w wire.WorkerStatus) string {
+	state := machineState(w.State)
+	if w.LastError != "" && w.State != wire.WorkerUp {
+		// The heading already names the worker and its address.
+		state += ": " + strings.TrimPrefix(w.LastError, fmt.Sprintf("worker %s (%s): ", w.Name, w.Address))
+	}
+	parts := []string{state}
+	for _, d := range w.Devices {
+		if d.Free > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s (%s free)", d.Name, humanBytes(d.Total), humanBytes(d.Free)))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s %s", d.Name, humanBytes(d.Total)))
+		}
+	}
+	if w.Model != "" {
+		parts = append(parts, "used by "+w.Model)
+	} else if w.State == wire.WorkerUp {
+		parts = append(parts, "no model on it")
+	}
+	return strings.Join(parts, " · ")
+}
+
+// lendPart is this machine lent to others: the toggle, where it listens, the lines a head needs.
+func (m *machinesSection) lendPart(l wire.Lending) []fyne.CanvasObject {
+	if l.State == "" {
+		return nil
+	}
+	check := widget.NewCheck("Lend this machine to other Llamatrays", nil)
+	check.SetChecked(l.On)
+	check.OnChanged = func(on bool) {
+		check.Disable()
+		m.u.background("Lend this machine", func() error { return m.u.b.SetLending(on) })
+	}
+	line := wrapLabel(lendLine(l))
+	show := widget.NewButtonWithIcon("Lines for the other machine…", theme.ContentCopyIcon(), m.showLendLines)
+	if !l.On {
+		show.Disable()
+	}
+	return []fyne.CanvasObject{container.NewBorder(nil, nil, nil, show, check), line}
+}
+
+// lendLine says what lending does now.
+func lendLine(l wire.Lending) string {
+	switch l.State {
+	case wire.LendOn:
+		return fmt.Sprintf("Lent as worker %q on %s: llama.cpp's RPC server, reachable only through Llamatray's link (TLS and the pairing token).", l.Name, l.Addr)
+	case wire.LendStarting:
+		return "Starting llama.cpp's RPC server and the link on " + l.Listen + "…"
+	case wire.LendFailed:
+		return "Not lent: " + l.Error
+	}
+	return "Off. When on, another Llamatray can spread a model over this machine's memory (llama.cpp's RPC server behind an authenticated link on " + l.Listen + ")."
+}
+
+// showLendLines shows the head's [workers.NAME] lines with Copy and New token.
+func (m *machinesSection) showLendLines() {
+	lines, err := m.u.b.LendConfigLines()
+	if err != nil {
+		dialog.ShowError(err, m.win)
+		return
+	}
+	text := widget.NewLabel(lines)
+	text.TextStyle = fyne.TextStyle{Monospace: true}
+	text.Wrapping = fyne.TextWrapBreak
+	intro := wrapLabel("On the other machine, add these lines to Llamatray's configuration, then name the worker in a model's settings (workers = [\"…\"]). Keep the token secret: it is what lets a machine use this one.")
+	var d dialog.Dialog
+	copyBtn := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() { m.u.app.Clipboard().SetContent(lines) })
+	fresh := widget.NewButton("New token", func() {
+		dialog.ShowConfirm("New token", "Machines given the current token are refused from now on. Make a new one?", func(ok bool) {
+			if !ok {
+				return
+			}
+			d.Hide()
+			m.u.background("New token", func() error { return m.u.b.NewLendToken() })
+		}, m.win)
+	})
+	body := container.NewBorder(intro, container.NewHBox(copyBtn, fresh), nil, nil, text)
+	d = dialog.NewCustom("Lend this machine", "Close", body, m.win)
+	d.Resize(fyne.NewSize(560, 300))
+	d.Show()
 }

@@ -81,9 +81,9 @@ type memoryBar struct {
 }
 
 func newMemoryBar() *memoryBar {
-	m := &memoryBar{legend: widget.NewLabel("")}
-	m.legend.Wrapping = fyne.TextWrapWord // beside the bar; wraps where the window is narrow (truncating re-measured the text at each refresh: +6 MB of heap)
-	m.legend.SizeName = theme.SizeNameCaptionText
+	// The legend is beside the bar; it wraps where the window is narrow (truncating re-measured the
+	// text at each refresh: +6 MB of heap).
+	m := &memoryBar{legend: captionLabel("")}
 	m.ExtendBaseWidget(m)
 	return m
 }
@@ -167,6 +167,6 @@ var reserveColor = color.NRGBA{R: 0xd4, G: 0xa7, B: 0x2c, A: 0x80}
 // memoryBox is the bar on one line, after a heading: the window's bottom line. The legend says
 // what the colours are in numbers (models, other programs, free, reserve; the marker is the budget).
 func memoryBox(bar *memoryBar) fyne.CanvasObject {
-	heading := widget.NewLabelWithStyle("Memory", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	heading := boldLabel("Memory")
 	return container.NewBorder(nil, nil, heading, nil, bar)
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // ActionKind says what a menu item does when clicked.
@@ -77,7 +79,7 @@ func BuildMenu(s Snapshot) []MenuItem {
 		out = append(out, MenuItem{Key: "model " + m.ID, Label: runningLabel(m), Children: modelSubmenu(m)})
 	}
 	out = append(out, availableMenu(s, available))
-	out = append(out, peersMenu(s)...) // machinesui.go
+	out = append(out, peersMenu(s)...)
 
 	out = append(out, sep(), item("Open Llamatray…", ActOpenWindow, ""))
 	if s.ListenErr == "" && s.ListenAddr != "" && len(s.Models) > 0 {
@@ -88,7 +90,7 @@ func BuildMenu(s Snapshot) []MenuItem {
 		item("Open logs folder", ActOpenLogsFolder, ""),
 		MenuItem{Label: "Start at login", Action: Action{Kind: ActToggleAutostart}, Checked: s.Autostart},
 	)
-	out = append(out, lendMenu(s)...) // machinesui.go
+	out = append(out, lendMenu(s)...)
 	out = append(out,
 		sep(),
 		item("Quit", ActQuit, ""),
@@ -146,11 +148,7 @@ func runningLabel(m Model) string {
 		mark = "◐"
 	case service.StateLoading:
 		mark = "◌"
-		if m.Progress > 0 {
-			parts = append(parts, fmt.Sprintf("loading %d%%", int(m.Progress*100)))
-		} else {
-			parts = append(parts, "loading")
-		}
+		parts = append(parts, view.LoadingText(m.Progress))
 	case service.StateStopping:
 		mark = "○"
 		if m.Wait == nil { // else the reason says it
@@ -255,4 +253,57 @@ func availableItem(b service.Budget, m Model) MenuItem {
 		it.Label += " — " + strings.Join(parts, " · ")
 	}
 	return it
+}
+
+// peersMenu is the tray's "Other machines" submenu: each peer with its state, and its models; a
+// click on one copies the name that reaches it here (its ID, or peer:NAME/ID when a model here
+// has the ID). Nothing without peers.
+func peersMenu(s Snapshot) []MenuItem {
+	if len(s.Peers) == 0 {
+		return nil
+	}
+	up := 0
+	top := MenuItem{Key: "peers"}
+	for _, p := range s.Peers {
+		if p.State == "up" {
+			up++
+		}
+		sub := MenuItem{Key: "peer " + p.Name, Label: p.Name + " — " + strings.ToLower(machineState(p.State))}
+		for _, m := range p.Models {
+			name := m.ID
+			if m.Local {
+				name = m.Ref
+			}
+			it := MenuItem{Key: "peer model " + m.Ref, Label: name, Action: Action{Kind: ActCopy, Text: name}}
+			if p.State != "up" {
+				it.Label, it.Disabled = name+" — unavailable", true
+			}
+			sub.Children = append(sub.Children, it)
+		}
+		if len(sub.Children) == 0 {
+			sub.Children = []MenuItem{{Label: "No models", Disabled: true}}
+		}
+		top.Children = append(top.Children, sub)
+	}
+	top.Label = fmt.Sprintf("Other machines (%d of %d answering)", up, len(s.Peers))
+	return []MenuItem{top}
+}
+
+// lendMenu is the tray's "Lend this machine" toggle, with its state when it is not simply on or
+// off. Nothing when the backend does not lend.
+func lendMenu(s Snapshot) []MenuItem {
+	l := s.Lending
+	if l.State == "" {
+		return nil
+	}
+	label := "Lend this machine"
+	switch l.State {
+	case wire.LendOn:
+		label += " (on " + l.Addr + ")"
+	case wire.LendStarting:
+		label += " (starting…)"
+	case wire.LendFailed:
+		label += " (failed — see the window)"
+	}
+	return []MenuItem{{Key: "lend", Label: label, Action: Action{Kind: ActToggleLend}, Checked: l.On}}
 }

@@ -6,9 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/router/config"
@@ -38,24 +36,15 @@ func draftFormFrom(m config.Model) draftForm {
 	return d
 }
 
-// onto parses d into sec, adding the problems of its values to probs.
-func (d draftForm) onto(sec *config.Model, probs []formProblem) []formProblem {
+// onto parses d into sec, reading its numbers with num (which keeps their problems).
+func (d draftForm) onto(sec *config.Model, num func(field, s string, min int) (int, bool)) {
 	sec.Draft = strings.TrimSpace(d.Model)
-	if s := strings.TrimSpace(d.GPULayers); s != "" {
-		if n, err := strconv.Atoi(s); err != nil || n < -1 {
-			probs = append(probs, formProblem{"draft_gpu_layers", fmt.Sprintf("%q is not a whole number of -1 or more", s)})
-		} else {
-			sec.DraftGPULayers = &n
-		}
+	if n, ok := num("draft_gpu_layers", d.GPULayers, -1); ok {
+		sec.DraftGPULayers = &n
 	}
-	if s := strings.TrimSpace(d.Max); s != "" {
-		if n, err := strconv.Atoi(s); err != nil || n < 1 {
-			probs = append(probs, formProblem{"draft_max", fmt.Sprintf("%q is not a whole number of 1 or more", s)})
-		} else {
-			sec.DraftMax = n
-		}
+	if n, ok := num("draft_max", d.Max, 1); ok {
+		sec.DraftMax = n
 	}
-	return probs
 }
 
 // draftChanged reports whether the draft a child is started with differs between x and y.
@@ -75,9 +64,7 @@ type draftFields struct {
 
 // newDraftFields builds the draft's widgets of window w, showing f; changed is called on every edit.
 func newDraftFields(w *modelSettingsWindow, f draftForm, changed func()) *draftFields {
-	d := &draftFields{note: widget.NewLabel("")}
-	d.note.Wrapping = fyne.TextWrapWord
-	d.note.SizeName = theme.SizeNameCaptionText
+	d := &draftFields{note: captionLabel("")}
 	first := noDraft
 	if base, _, ok := w.u.b.Config().Variant(w.id); ok {
 		first = unsetChoice + " (" + base + "'s: " + orDefault(w.u.b.Config().ModelSettings(base).Draft, noDraft) + ")"

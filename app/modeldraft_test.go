@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -129,7 +127,7 @@ func TestDraftSettingsWindow(t *testing.T) {
 	svc.Engine().SyncCatalog()
 	open := make(chan struct{})
 	close(open)
-	b := &heldFlags{serviceBackend: &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	b := &heldFlags{serviceBackend: newServiceBackend(svc)}
 	b.hold.Store(&open)
 	b.estimates.Store(&open)
 	u, l := newWatchedUI(t, b)

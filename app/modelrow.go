@@ -12,7 +12,13 @@ import (
 // rowObject draws one model row: name and state, details, why it failed, load progress, and its
 // buttons with a "more" menu.
 func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
-	title := widget.NewLabelWithStyle(r.Title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	return container.NewBorder(nil, nil, nil, m.rowButtons(r), rowText(r))
+}
+
+// rowText is a row's left side: its title and state, its detail, why its size is a guess, why it
+// waits or failed, and its load's progress.
+func rowText(r rowView) *fyne.Container {
+	title := boldLabel(r.Title)
 	state := widget.NewLabel(r.State)
 	switch {
 	case r.Failed:
@@ -22,27 +28,21 @@ func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
 	case r.Group == GroupLoaded:
 		state.Importance = widget.SuccessImportance
 	}
-	detail := widget.NewLabel(r.Detail)
-	detail.SizeName = theme.SizeNameCaptionText
-	detail.Wrapping = fyne.TextWrapWord
+	detail := captionLabel(r.Detail)
 	left := container.NewVBox(container.NewHBox(title, state), detail)
 	if r.Unsized != "" {
-		why := widget.NewLabel(r.Unsized)
-		why.SizeName = theme.SizeNameCaptionText
+		why := captionLabel(r.Unsized)
 		why.Importance = widget.WarningImportance
-		why.Wrapping = fyne.TextWrapWord
 		left.Add(why)
 	}
 	if r.Wait != "" {
-		why := widget.NewLabel(r.Wait)
+		why := wrapLabel(r.Wait)
 		why.Importance = widget.WarningImportance
-		why.Wrapping = fyne.TextWrapWord
 		left.Add(why)
 	}
 	if r.Error != "" {
-		why := widget.NewLabel(r.Error)
+		why := wrapLabel(r.Error)
 		why.Importance = widget.DangerImportance
-		why.Wrapping = fyne.TextWrapWord
 		left.Add(why)
 	}
 	if r.Loading {
@@ -54,7 +54,11 @@ func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
 			left.Add(widget.NewProgressBarInfinite())
 		}
 	}
+	return left
+}
 
+// rowButtons are a row's buttons, the first the most important, and its "more" menu.
+func (m *modelsWindow) rowButtons(r rowView) fyne.CanvasObject {
 	var buttons []fyne.CanvasObject
 	for i, b := range r.Buttons {
 		btn := widget.NewButton(b.Label, m.rowTap(r, b.Action))
@@ -79,7 +83,7 @@ func (m *modelsWindow) rowObject(r rowView) fyne.CanvasObject {
 		widget.ShowPopUpMenuAtPosition(fyne.NewMenu("", items...), c, pos)
 	})
 	buttons = append(buttons, more)
-	return container.NewBorder(nil, nil, nil, container.NewVBox(container.NewHBox(buttons...)), left)
+	return container.NewVBox(container.NewHBox(buttons...))
 }
 
 // rowTap returns what a row button does.

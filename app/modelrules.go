@@ -44,17 +44,11 @@ func newModelRules(u *ui, id string) *modelRules {
 		e := widget.NewMultiLineEntry()
 		e.SetMinRowsVisible(2)
 		e.Wrapping = fyne.TextWrapWord
-		e.SetText(text)
-		e.SetPlaceHolder(hint)
-		e.OnChanged = func(string) { r.changed() }
-		return e
+		return fillEntry(e, text, hint, r.changed)
 	}
 	r.set = entry(f.Set, `forced into every request, e.g. {"temperature": 0.2}`)
 	r.defaults = entry(f.Defaults, `used when a request gives none, e.g. {"top_k": 40, "min_p": 0.05}`)
-	r.strip = widget.NewEntry()
-	r.strip.SetText(f.Strip)
-	r.strip.SetPlaceHolder("removed from every request, e.g. logit_bias, seed")
-	r.strip.OnChanged = func(string) { r.changed() }
+	r.strip = fillEntry(widget.NewEntry(), f.Strip, "removed from every request, e.g. logit_bias, seed", r.changed)
 	if base, _, ok := cfg.Variant(id); ok { // a variant's rules are layered over its model's
 		inh := rulesFormFrom(cfg.ModelSettings(base))
 		if inh.Set != "" {
@@ -67,23 +61,20 @@ func newModelRules(u *ui, id string) *modelRules {
 			r.strip.SetPlaceHolder(fmt.Sprintf("added to %s's: %s", base, inh.Strip))
 		}
 	}
-	r.problems = widget.NewLabel("")
+	r.problems = wrapLabel("")
 	r.problems.Importance = widget.DangerImportance
-	r.problems.Wrapping = fyne.TextWrapWord
 	r.problems.Hide()
-	r.result = widget.NewLabel("")
-	r.result.Wrapping = fyne.TextWrapWord
+	r.result = wrapLabel("")
 	r.result.Hide()
 	r.save = widget.NewButton("Save rules", r.saveRules)
-	about := widget.NewLabel("Request rules change the top-level fields of every request's JSON body for this model " +
+	about := wrapLabel("Request rules change the top-level fields of every request's JSON body for this model " +
 		"(OpenAI, Anthropic, llama-server's own and Ollama's API) before llama-server gets it; they apply from the next request.")
-	about.Wrapping = fyne.TextWrapWord
 	form := widget.NewForm(
 		widget.NewFormItem("Set", r.set),
 		widget.NewFormItem("Strip", r.strip),
 		widget.NewFormItem("Defaults", r.defaults),
 	)
-	r.box = container.NewVBox(widget.NewSeparator(), widget.NewLabelWithStyle("Request rules", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+	r.box = container.NewVBox(widget.NewSeparator(), boldLabel("Request rules"),
 		about, form, r.problems, r.result, container.NewHBox(r.save))
 	r.changed()
 	return r
@@ -103,20 +94,7 @@ func (r *modelRules) changed() {
 	r.showProblems(probs)
 }
 
-func (r *modelRules) showProblems(probs []formProblem) {
-	lines := make([]string, len(probs))
-	for i, p := range probs {
-		lines[i] = p.String()
-	}
-	r.problems.SetText(strings.Join(lines, "\n"))
-	if len(probs) > 0 {
-		r.problems.Show()
-		r.save.Disable()
-	} else {
-		r.problems.Hide()
-		r.save.Enable()
-	}
-}
+func (r *modelRules) showProblems(probs []formProblem) { showProblems(r.problems, probs, r.save) }
 
 // saveRules writes the rules into the model's section of the configuration in force.
 func (r *modelRules) saveRules() {
@@ -125,13 +103,9 @@ func (r *modelRules) saveRules() {
 		r.showProblems(probs)
 		return
 	}
-	r.save.Disable()
-	r.result.Importance = widget.MediumImportance
-	r.result.SetText("Saving…")
-	r.result.Show()
 	b, id := r.u.b, r.id
-	go func() {
-		err := b.EditConfig(func(c *config.Config) error {
+	r.u.saveInBackground(r.result, "Saving…", []*widget.Button{r.save}, func() (string, error) {
+		return "Saved: the rules apply from the next request.", b.EditConfig(func(c *config.Config) error {
 			next, probs := f.apply(*c, id)
 			if len(probs) > 0 {
 				return problemsError(probs)
@@ -139,17 +113,7 @@ func (r *modelRules) saveRules() {
 			*c = next
 			return nil
 		})
-		r.u.onUI(func() {
-			r.save.Enable()
-			if err != nil {
-				r.result.Importance = widget.DangerImportance
-				r.result.SetText(err.Error())
-				return
-			}
-			r.result.Importance = widget.SuccessImportance
-			r.result.SetText("Saved: the rules apply from the next request.")
-		})
-	}()
+	}, nil)
 }
 
 // rulesFormFrom is the text the entries show for section m.

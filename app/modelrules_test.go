@@ -2,8 +2,6 @@ package app
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -88,7 +86,7 @@ func TestRulesFormApply(t *testing.T) {
 // llama-server stops after two tokens); the settings form's own Apply keeps them.
 func TestModelRulesWindow(t *testing.T) {
 	svc, cfgPath := startService(t, "127.0.0.1:"+strconv.Itoa(testbed.FreePort(t)))
-	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	b := newServiceBackend(svc)
 	u, l := newWatchedUI(t, b)
 	const id = "tiny-chat"
 	var w *modelSettingsWindow

@@ -129,31 +129,7 @@ func (f modelForm) applyAsVariant(cfg config.Config, id, name string, m Model) (
 func (f modelForm) section(cfg config.Config, id string, m Model) (config.Model, []formProblem) {
 	var probs []formProblem
 	bad := func(field, reason string) { probs = append(probs, formProblem{field, reason}) }
-	num := func(field, s string, min int) (int, bool) {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			return 0, false
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < min {
-			bad(field, fmt.Sprintf("%q is not a whole number of %d or more", s, min))
-			return 0, false
-		}
-		return n, true
-	}
-	dur := func(field, s string) *config.Duration {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			return nil
-		}
-		var d config.Duration
-		if err := d.UnmarshalText([]byte(s)); err != nil || (d < 0 && d != config.Never) {
-			bad(field, fmt.Sprintf("%q is not a duration like \"10m\" or \"1h\" (\"-1\": never)", s))
-			return nil
-		}
-		return &d
-	}
-
+	num := func(field, s string, min int) (int, bool) { return wholeNumber(field, s, min, bad) }
 	cur, _ := cfg.Section(id)
 	sec := config.Model{Hidden: cur.Hidden, Tags: cur.Tags, Workers: cur.Workers, Pinned: f.Pinned, // not on the form: kept
 		LoadOnStart: f.LoadOnStart, CacheType: f.CacheType, FlashAttn: f.FlashAttn}
@@ -176,10 +152,40 @@ func (f modelForm) section(cfg config.Config, id string, m Model) (config.Model,
 			sec.Aliases = append(sec.Aliases, a)
 		}
 	}
-	sec.IdleSleep = dur("idle_sleep", f.IdleSleep)
-	sec.IdleUnload = dur("idle_unload", f.IdleUnload)
-	probs = f.Draft.onto(&sec, probs)
+	sec.IdleSleep = optDuration("idle_sleep", f.IdleSleep, bad)
+	sec.IdleUnload = optDuration("idle_unload", f.IdleUnload, bad)
+	f.Draft.onto(&sec, num)
 	return sec, probs
+}
+
+// wholeNumber reads a field's text s as a whole number of min or more; false when it is empty, or
+// when it is not, said to bad.
+func wholeNumber(field, s string, min int, bad func(field, reason string)) (int, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < min {
+		bad(field, fmt.Sprintf("%q is not a whole number of %d or more", s, min))
+		return 0, false
+	}
+	return n, true
+}
+
+// optDuration reads a field's text s as a duration ("-1": never); nil when it is empty, or when it
+// is not one, said to bad.
+func optDuration(field, s string, bad func(field, reason string)) *config.Duration {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil
+	}
+	var d config.Duration
+	if err := d.UnmarshalText([]byte(s)); err != nil || (d < 0 && d != config.Never) {
+		bad(field, fmt.Sprintf("%q is not a duration like \"10m\" or \"1h\" (\"-1\": never)", s))
+		return nil
+	}
+	return &d
 }
 
 // checkApplied adds to probs what is wrong with model id's settings in out: what llama-server would

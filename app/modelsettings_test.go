@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,7 +110,7 @@ func TestModelSettingsValidation(t *testing.T) {
 // its section and restarts it with the new flags.
 func TestModelSettingsWindowRestartsIdleModel(t *testing.T) {
 	svc, cfgPath := startService(t, "127.0.0.1:"+strconv.Itoa(testbed.FreePort(t)))
-	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	b := newServiceBackend(svc)
 	u, l := newWatchedUI(t, b)
 	const id = "tiny-chat"
 	lctx, lcancel := context.WithTimeout(context.Background(), 30*time.Second)

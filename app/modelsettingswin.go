@@ -53,8 +53,7 @@ type modelSettingsWindow struct {
 // showModelSettings opens the settings of model id, or brings them forward.
 func (u *ui) showModelSettings(id string) {
 	if w := u.modelSettings[id]; w != nil {
-		w.win.Show()
-		w.win.RequestFocus()
+		raise(w.win)
 		return
 	}
 	if u.modelSettings == nil {
@@ -67,28 +66,27 @@ func (u *ui) showModelSettings(id string) {
 }
 
 func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
-	w := &modelSettingsWindow{u: u, id: id, win: u.app.NewWindow("Settings of " + id)}
-	w.win.SetIcon(appIcon)
-	w.win.Resize(fyne.NewSize(660, 720))
+	w := &modelSettingsWindow{u: u, id: id, win: u.newWindow("Settings of "+id, fyne.NewSize(660, 720))}
 	cfg := u.b.Config()
 	own, _ := cfg.Section(id) // a variant's own section
-	f := formFrom(own)
-	w.orig = f
+	w.orig = formFrom(own)
 	m, _ := w.model()
-	eff := cfg.ModelSettings(id)
-	base, variant, isVariant := cfg.Variant(id)
-
-	entry := func(text, hint string) *widget.Entry {
-		e := widget.NewEntry()
-		e.SetText(text)
-		e.SetPlaceHolder(hint)
-		e.OnChanged = func(string) { w.changed() }
-		return e
-	}
 	trained := "unknown"
 	if m.ContextLength > 0 {
 		trained = fmt.Sprint(m.ContextLength)
 	}
+	w.newFields(cfg, w.orig, trained)
+	w.newControls()
+	w.win.SetContent(container.NewVScroll(w.body(cfg, m, trained)))
+	w.changed()
+	go w.readFlags()
+	return w
+}
+
+// newFields makes the form's fields, filled from f; an empty field's hint is what it stands for
+// (the defaults, or a variant's model's settings).
+func (w *modelSettingsWindow) newFields(cfg config.Config, f modelForm, trained string) {
+	entry := func(text, hint string) *widget.Entry { return fillEntry(widget.NewEntry(), text, hint, w.changed) }
 	w.ctx = entry(f.CtxSize, fmt.Sprintf("default %d; 0: trained context (%s)", cfg.Defaults.CtxSize, trained))
 	gpuHint := "llama-server's default; -1: all layers, 0: CPU only"
 	if cfg.Defaults.GPULayers != nil {
@@ -100,29 +98,15 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	w.aliases = entry(f.Aliases, "other names, separated by commas")
 	w.sleep = entry(f.IdleSleep, "global: "+cfg.IdleSleep.String())
 	w.unload = entry(f.IdleUnload, "global: "+cfg.IdleUnload.String())
-	if isVariant { // an empty field is the model's setting
+	cacheDefault, faDefault := defaultCache, unsetChoice+" ("+cfg.Defaults.FlashAttn+")"
+	if base, _, isVariant := cfg.Variant(w.id); isVariant { // an empty field is the model's setting
 		inh := cfg.ModelSettings(base)
-		w.ctx.SetPlaceHolder(fmt.Sprintf("%s's: %d; 0: trained context (%s)", base, inh.CtxSize, trained))
-		if inh.GPULayers != nil {
-			w.gpu.SetPlaceHolder(fmt.Sprintf("%s's: %d; -1: all layers, 0: CPU only", base, *inh.GPULayers))
-		}
-		w.parallel.SetPlaceHolder(fmt.Sprintf("%s's: %d (0: llama-server's)", base, inh.Parallel))
-		if len(inh.Args) > 0 {
-			w.args.SetPlaceHolder(fmt.Sprintf("added after %s's: %s", base, strings.Join(inh.Args, " ")))
-		}
-		w.sleep.SetPlaceHolder(fmt.Sprintf("%s's: %s", base, inh.IdleSleep))
-		w.unload.SetPlaceHolder(fmt.Sprintf("%s's: %s", base, inh.IdleUnload))
-	}
-	cacheDefault := defaultCache
-	if isVariant {
-		cacheDefault = unsetChoice + " (" + base + "'s: " + orDefault(cfg.ModelSettings(base).CacheType, "f16") + ")"
+		w.variantHints(base, inh, trained)
+		cacheDefault = unsetChoice + " (" + base + "'s: " + orDefault(inh.CacheType, "f16") + ")"
+		faDefault = unsetChoice + " (" + base + "'s: " + inh.FlashAttn + ")"
 	}
 	w.cache = widget.NewSelect(append([]string{cacheDefault}, config.CacheTypes...), func(string) { w.changed() })
 	w.cache.SetSelected(orDefault(f.CacheType, cacheDefault))
-	faDefault := unsetChoice + " (" + cfg.Defaults.FlashAttn + ")"
-	if isVariant {
-		faDefault = unsetChoice + " (" + base + "'s: " + cfg.ModelSettings(base).FlashAttn + ")"
-	}
 	w.fa = widget.NewSelect([]string{faDefault, "auto", "on", "off"}, func(string) { w.changed() })
 	w.fa.SetSelected(orDefault(f.FlashAttn, w.fa.Options[0]))
 	w.pinned = widget.NewCheck("Pinned: never unloaded for memory or by idle timers", func(bool) { w.changed() })
@@ -130,21 +114,39 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	w.onStart = widget.NewCheck("Load when Llamatray starts", func(bool) { w.changed() })
 	w.onStart.SetChecked(f.LoadOnStart)
 	w.draft = newDraftFields(w, f.Draft, w.changed)
+}
 
-	w.memory = widget.NewLabel("")
-	w.memory.Wrapping = fyne.TextWrapWord
-	w.problems = widget.NewLabel("")
+// variantHints are a variant's fields' hints: empty, a field is its model base's setting, inh.
+func (w *modelSettingsWindow) variantHints(base string, inh config.Model, trained string) {
+	w.ctx.SetPlaceHolder(fmt.Sprintf("%s's: %d; 0: trained context (%s)", base, inh.CtxSize, trained))
+	if inh.GPULayers != nil {
+		w.gpu.SetPlaceHolder(fmt.Sprintf("%s's: %d; -1: all layers, 0: CPU only", base, *inh.GPULayers))
+	}
+	w.parallel.SetPlaceHolder(fmt.Sprintf("%s's: %d (0: llama-server's)", base, inh.Parallel))
+	if len(inh.Args) > 0 {
+		w.args.SetPlaceHolder(fmt.Sprintf("added after %s's: %s", base, strings.Join(inh.Args, " ")))
+	}
+	w.sleep.SetPlaceHolder(fmt.Sprintf("%s's: %s", base, inh.IdleSleep))
+	w.unload.SetPlaceHolder(fmt.Sprintf("%s's: %s", base, inh.IdleUnload))
+}
+
+// newControls makes the lines under the form (memory, problems, Apply's outcome), the buttons and
+// the request rules.
+func (w *modelSettingsWindow) newControls() {
+	w.memory = wrapLabel("")
+	w.problems = wrapLabel("")
 	w.problems.Importance = widget.DangerImportance
-	w.problems.Wrapping = fyne.TextWrapWord
-	w.result = widget.NewLabel("")
-	w.result.Wrapping = fyne.TextWrapWord
+	w.result = wrapLabel("")
 	w.result.Hide() // shown with the outcome of Apply
 	w.apply = widget.NewButton("Apply", w.save)
 	w.apply.Importance = widget.HighImportance
 	w.asVariant = widget.NewButton("Save as variant…", w.askVariant)
-	closeBtn := widget.NewButton("Close", w.win.Close)
-	w.rules = newModelRules(u, id)
+	w.rules = newModelRules(w.u, w.id)
+}
 
+// body lays the window out: the model's line (and the variant's), the form, the checks, the
+// rules, the memory and problems, the buttons.
+func (w *modelSettingsWindow) body(cfg config.Config, m Model, trained string) fyne.CanvasObject {
 	form := widget.NewForm(
 		widget.NewFormItem("Context size", w.ctx),
 		widget.NewFormItem("GPU layers", w.gpu),
@@ -159,33 +161,32 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	for _, it := range w.draft.items() {
 		form.AppendItem(it)
 	}
-	w.head = widget.NewLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
-		id, m.Parameters, m.Quantization, trained, eff.CtxSize))
-	w.head.Wrapping = fyne.TextWrapWord
+	w.head = wrapLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
+		w.id, m.Parameters, m.Quantization, trained, cfg.ModelSettings(w.id).CtxSize))
 	top := []fyne.CanvasObject{w.head}
-	if isVariant { // a line of its own: a wrapped header is cut at its first line in the form's scroll
-		of := widget.NewLabel(fmt.Sprintf("Variant %q of %s: empty fields are %s's.", variant, base, base))
-		of.Wrapping = fyne.TextWrapWord
+	// A variant's line is a line of its own: a wrapped header is cut at its first line in the form's scroll.
+	if base, variant, isVariant := cfg.Variant(w.id); isVariant {
+		of := wrapLabel(fmt.Sprintf("Variant %q of %s: empty fields are %s's.", variant, base, base))
 		top = append(top, of)
 	}
-	body := container.NewVBox(append(top, form, w.pinned, w.onStart, w.rules.box, widget.NewSeparator(), w.memory, w.problems, w.result,
-		container.NewHBox(w.apply, w.asVariant, closeBtn))...)
-	w.win.SetContent(container.NewVScroll(body))
-	w.changed()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		flags, err := u.b.LlamaServerFlags(ctx)
-		if err != nil {
-			return // no flags known (none offered, or no llama-server): extra arguments are left for llama-server to judge
-		}
-		known := make(map[string]bool, len(flags))
-		for _, f := range flags {
-			known[f] = true
-		}
-		u.onUI(func() { w.known = known; w.changed() })
-	}()
-	return w
+	return container.NewVBox(append(top, form, w.pinned, w.onStart, w.rules.box, widget.NewSeparator(), w.memory, w.problems, w.result,
+		container.NewHBox(w.apply, w.asVariant, widget.NewButton("Close", w.win.Close)))...)
+}
+
+// readFlags reads llama-server's flags (off the UI thread), for changed to judge the extra
+// arguments by; without them (none offered, or no llama-server) llama-server judges them.
+func (w *modelSettingsWindow) readFlags() {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	flags, err := w.u.b.LlamaServerFlags(ctx)
+	if err != nil {
+		return
+	}
+	known := make(map[string]bool, len(flags))
+	for _, f := range flags {
+		known[f] = true
+	}
+	w.u.onUI(func() { w.known = known; w.changed() })
 }
 
 func orDefault(v, def string) string {
@@ -258,51 +259,86 @@ func (w *modelSettingsWindow) changed() {
 		return
 	}
 	w.seq++
-	seq, own := w.seq, m.MemoryBytes
 	w.memory.SetText("Estimating the memory these settings need…")
-	go func() {
-		need, learned, room, err := w.u.b.EstimateWith(w.id, cfg)
-		w.u.onUI(func() {
-			if seq != w.seq {
-				return
-			}
-			var se *catalog.SettingsError
-			if errors.As(err, &se) {
-				// The model cannot run with these settings: a problem like the form's own.
-				w.memory.Importance = widget.MediumImportance
-				w.memory.SetText("Memory need: correct the settings first.")
-				w.refusal, w.refusedFor = []formProblem{{Field: se.Key, Reason: se.Reason}}, cfg
-				w.showProblems(w.refusal)
-				return
-			}
-			if err != nil {
-				w.memory.SetText("Memory need unknown: " + err.Error())
-				w.memory.Importance = widget.WarningImportance
-				w.memory.Refresh()
-				return
-			}
-			line, fit := fitLine(need, learned, room, own)
-			w.memory.Importance = fitImportance(fit)
-			w.memory.SetText(line)
-		})
-	}()
+	go w.estimate(w.seq, cfg, m.MemoryBytes)
+}
+
+// estimate asks, off the UI thread, for the memory model settings cfg need, and shows it against
+// the room there is (with own, what the model holds now, freed by a restart) unless a later change
+// asked for another (seq). A refusal of the settings is shown as a problem of the form.
+func (w *modelSettingsWindow) estimate(seq uint64, cfg config.Config, own int64) {
+	need, learned, room, err := w.u.b.EstimateWith(w.id, cfg)
+	w.u.onUI(func() {
+		if seq != w.seq {
+			return
+		}
+		var se *catalog.SettingsError
+		if errors.As(err, &se) {
+			// The model cannot run with these settings: a problem like the form's own.
+			w.memory.Importance = widget.MediumImportance
+			w.memory.SetText("Memory need: correct the settings first.")
+			w.refusal, w.refusedFor = []formProblem{{Field: se.Key, Reason: se.Reason}}, cfg
+			w.showProblems(w.refusal)
+			return
+		}
+		if err != nil {
+			w.memory.SetText("Memory need unknown: " + err.Error())
+			w.memory.Importance = widget.WarningImportance
+			w.memory.Refresh()
+			return
+		}
+		line, fit := fitLine(need, learned, room, own)
+		w.memory.Importance = fitImportance(fit)
+		w.memory.SetText(line)
+	})
 }
 
 func (w *modelSettingsWindow) showProblems(probs []formProblem) {
-	var lines []string
-	for _, p := range probs {
-		lines = append(lines, p.String())
+	showProblems(w.problems, probs, w.apply, w.asVariant)
+}
+
+// showProblems shows probs on l, one a line, with the buttons that would save them disabled; no
+// problems hide l and enable the buttons.
+func showProblems(l *widget.Label, probs []formProblem, buttons ...*widget.Button) {
+	lines := make([]string, len(probs))
+	for i, p := range probs {
+		lines[i] = p.String()
 	}
-	w.problems.SetText(strings.Join(lines, "\n"))
-	if len(probs) > 0 {
-		w.problems.Show()
-		w.apply.Disable()
-		w.asVariant.Disable()
-	} else {
-		w.problems.Hide()
-		w.apply.Enable()
-		w.asVariant.Enable()
+	l.SetText(strings.Join(lines, "\n"))
+	showIf(l, len(probs) > 0)
+	for _, b := range buttons {
+		enableIf(b, len(probs) == 0)
 	}
+}
+
+// saveInBackground runs save off the UI thread while status says text and buttons are disabled.
+// Back on the UI thread the buttons are enabled again and status shows the outcome: save's error,
+// or the note it returns, and then done (when not nil) runs.
+func (u *ui) saveInBackground(status *widget.Label, text string, buttons []*widget.Button, save func() (string, error), done func()) {
+	for _, b := range buttons {
+		b.Disable()
+	}
+	status.Importance = widget.MediumImportance
+	status.SetText(text)
+	status.Show()
+	go func() {
+		note, err := save()
+		u.onUI(func() {
+			for _, b := range buttons {
+				b.Enable()
+			}
+			if err != nil {
+				status.Importance = widget.DangerImportance
+				status.SetText(err.Error())
+				return
+			}
+			status.Importance = widget.SuccessImportance
+			status.SetText(note)
+			if done != nil {
+				done()
+			}
+		})
+	}()
 }
 
 // save writes the model's section and applies it: the model restarts when it runs idle and a
@@ -320,57 +356,51 @@ func (w *modelSettingsWindow) save() {
 		w.showProblems(probs)
 		return
 	}
-	plan, planNote := applyPlan(m)
-	w.apply.Disable()
-	w.result.Importance = widget.MediumImportance
-	w.result.SetText("Saving…")
-	w.result.Show()
 	b, id := w.u.b, w.id
-	go func() {
-		// The form goes over the configuration in force when the edit is made: what the user
-		// left as it was keeps what others changed meanwhile (a pin, an alias).
-		var restart, pinChanged, pinned bool
-		var note string
-		err := b.EditConfig(func(c *config.Config) error {
-			next, probs := f.edit(*c, id, orig, m)
-			if len(probs) > 0 {
-				return problemsError(probs)
-			}
-			restart, note = plan, planNote
-			if !needsRestart(*c, next, id) {
-				restart, note = false, "Saved and applied."
-			}
-			was, _ := c.Section(id)
-			now, _ := next.Section(id)
-			pinChanged, pinned = was.Pinned != now.Pinned, now.Pinned
-			*c = next
-			return nil
-		})
-		if err == nil && pinChanged {
-			err = b.SetPinned(id, pinned)
+	w.u.saveInBackground(w.result, "Saving…", []*widget.Button{w.apply}, func() (string, error) {
+		return saveModelSettings(b, id, f, orig, m)
+	}, func() {
+		w.orig = f
+		w.changed()
+	})
+}
+
+// saveModelSettings saves model id's settings as form f changed them from orig, off the UI thread,
+// and says what was done. The form goes over the configuration in force when the edit is made:
+// what the user left as it was keeps what others changed meanwhile (a pin, an alias). A changed pin
+// takes effect at once; an idle model m restarts when a setting its llama-server is started with
+// changed (applyPlan).
+func saveModelSettings(b Backend, id string, f, orig modelForm, m Model) (note string, err error) {
+	plan, planNote := applyPlan(m)
+	var restart, pinChanged, pinned bool
+	err = b.EditConfig(func(c *config.Config) error {
+		next, probs := f.edit(*c, id, orig, m)
+		if len(probs) > 0 {
+			return problemsError(probs)
 		}
-		if err == nil && restart {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			err = b.Unload(ctx, id, false)
-			cancel()
-			if err == nil {
-				err = b.Load(id)
-			}
-			if err != nil {
-				err = fmt.Errorf("saved, but the restart failed: %w", err)
-			}
+		restart, note = plan, planNote
+		if !needsRestart(*c, next, id) {
+			restart, note = false, "Saved and applied."
 		}
-		w.u.onUI(func() {
-			w.apply.Enable()
-			if err != nil {
-				w.result.Importance = widget.DangerImportance
-				w.result.SetText(err.Error())
-				return
-			}
-			w.orig = f
-			w.result.Importance = widget.SuccessImportance
-			w.result.SetText(note)
-			w.changed()
-		})
-	}()
+		was, _ := c.Section(id)
+		now, _ := next.Section(id)
+		pinChanged, pinned = was.Pinned != now.Pinned, now.Pinned
+		*c = next
+		return nil
+	})
+	if err == nil && pinChanged {
+		err = b.SetPinned(id, pinned)
+	}
+	if err == nil && restart {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err = b.Unload(ctx, id, false)
+		cancel()
+		if err == nil {
+			err = b.Load(id)
+		}
+		if err != nil {
+			err = fmt.Errorf("saved, but the restart failed: %w", err)
+		}
+	}
+	return note, err
 }

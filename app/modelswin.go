@@ -55,9 +55,7 @@ type modelsWindow struct {
 
 // newModelsWindow creates the window without its content, which build makes on the first show.
 func newModelsWindow(u *ui) *modelsWindow {
-	m := &modelsWindow{u: u, win: u.app.NewWindow("Llamatray")}
-	m.win.SetIcon(appIcon)
-	m.win.Resize(fyne.NewSize(920, 640))
+	m := &modelsWindow{u: u, win: u.newWindow("Llamatray", fyne.NewSize(920, 640))}
 	m.win.SetCloseIntercept(u.closeModels)
 	m.win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { m.dropped(uris) })
 	m.shownSensor = canvas.NewRaster(m.drawn)
@@ -75,22 +73,21 @@ func (m *modelsWindow) build() {
 	m.filter.OnChanged = func(string) { m.update(m.snap) }
 	add := widget.NewButtonWithIcon("Add model…", theme.ContentAddIcon(), m.addModel)
 	settings := widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), m.u.showSettings)
-	tools := m.u.windowTools()
-	m.tryIt = tools[0]
+	m.tryIt = widget.NewButtonWithIcon("Try it…", theme.MailComposeIcon(), func() { m.u.showTryIt("") })
 	objs := []fyne.CanvasObject{}
 	if get := m.u.getModelsButton(); get != nil {
 		objs = append(objs, get)
 	}
-	for _, b := range tools {
-		objs = append(objs, b)
+	objs = append(objs, m.tryIt)
+	if m.u.b.Offers().Activity {
+		objs = append(objs, widget.NewButtonWithIcon("Activity…", theme.HistoryIcon(), m.u.showActivity))
 	}
 	toolbar := container.NewBorder(nil, nil, nil, container.NewHBox(append(objs, add, settings)...), m.filter)
 
 	m.bar = newMemoryBar()
 	m.banners = container.NewVBox()
 	m.list = container.NewVBox()
-	m.status = widget.NewLabel("")
-	m.status.Wrapping = fyne.TextWrapWord
+	m.status = wrapLabel("")
 	m.progress = widget.NewProgressBar()
 	m.setStatus(m.statusText)
 	m.setProgress(m.progressShow, m.progressVal)
@@ -110,8 +107,7 @@ func (m *modelsWindow) build() {
 // show opens the window, or brings it forward.
 func (m *modelsWindow) show() {
 	m.opened()
-	m.win.Show()
-	m.win.RequestFocus()
+	raise(m.win)
 }
 
 // opened makes the window's state that of a shown window: content built and up to date.
@@ -159,11 +155,7 @@ func (m *modelsWindow) update(s Snapshot) {
 	}
 	m.bar.set(s.Budget)
 	m.updateBanners(s)
-	if s.ListenErr != "" || s.ListenAddr == "" {
-		m.tryIt.Hide() // nothing can be sent: the banner says why
-	} else {
-		m.tryIt.Show()
-	}
+	showIf(m.tryIt, s.ListenErr == "" && s.ListenAddr != "") // else nothing can be sent: the banner says why
 	m.downloads.update(s)
 	m.machines.update(s)
 
@@ -195,8 +187,7 @@ func (m *modelsWindow) listObjects(s Snapshot, rows []rowView) []fyne.CanvasObje
 	for _, r := range rows {
 		if r.Group != last {
 			last = r.Group
-			h := widget.NewLabelWithStyle(fmt.Sprintf("%s (%d)", groupTitles[r.Group], counts[r.Group]), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-			h.SizeName = theme.SizeNameSubHeadingText
+			h := sectionTitle(fmt.Sprintf("%s (%d)", groupTitles[r.Group], counts[r.Group]))
 			out = append(out, h)
 		}
 		out = append(out, m.rowObject(r), widget.NewSeparator())
@@ -210,12 +201,10 @@ func skippedObjects(skipped []string) []fyne.CanvasObject {
 	if len(skipped) == 0 {
 		return nil
 	}
-	h := widget.NewLabelWithStyle(fmt.Sprintf("Not listed (%d)", len(skipped)), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	h.SizeName = theme.SizeNameSubHeadingText
+	h := sectionTitle(fmt.Sprintf("Not listed (%d)", len(skipped)))
 	out := []fyne.CanvasObject{h}
 	for _, w := range skipped {
-		l := widget.NewLabel(w)
-		l.Wrapping = fyne.TextWrapWord
+		l := wrapLabel(w)
 		l.Importance = widget.WarningImportance
 		out = append(out, l)
 	}
@@ -244,10 +233,8 @@ func (m *modelsWindow) noModels(s Snapshot) fyne.CanvasObject {
 	if len(s.ModelDirs) > 0 {
 		where = "Folders searched:\n    " + strings.Join(s.ModelDirs, "\n    ")
 	}
-	body := widget.NewLabel(intro)
-	body.Wrapping = fyne.TextWrapWord
-	dirs := widget.NewLabel(where)
-	dirs.Wrapping = fyne.TextWrapWord
+	body := wrapLabel(intro)
+	dirs := wrapLabel(where)
 	return widget.NewCard("No models found", "", container.NewVBox(body, buttons, dirs))
 }
 
@@ -257,7 +244,7 @@ func (m *modelsWindow) noModels(s Snapshot) fyne.CanvasObject {
 func (m *modelsWindow) serverBanner(s Snapshot) fyne.CanvasObject {
 	locate := widget.NewButtonWithIcon("Locate…", theme.SearchIcon(), m.locateServer)
 	again := widget.NewButtonWithIcon("Look again", theme.ViewRefreshIcon(), m.lookAgain)
-	head := widget.NewLabelWithStyle("llama-server not found", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	head := boldLabel("llama-server not found")
 	head.Importance = widget.DangerImportance
 	p := m.serverInstallPanel()
 	if p == nil {
@@ -271,10 +258,9 @@ func (m *modelsWindow) serverBanner(s Snapshot) fyne.CanvasObject {
 
 // notice is a compact banner: a bold title, a message and buttons on the right.
 func notice(title, text string, buttons ...fyne.CanvasObject) fyne.CanvasObject {
-	head := widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	head := boldLabel(title)
 	head.Importance = widget.DangerImportance
-	body := widget.NewLabel(text)
-	body.Wrapping = fyne.TextWrapWord
+	body := wrapLabel(text)
 	return container.NewBorder(nil, nil, nil, container.NewVBox(buttons...), container.NewVBox(head, body))
 }
 
@@ -322,11 +308,7 @@ func (m *modelsWindow) setStatus(text string) {
 		return
 	}
 	m.status.SetText(text)
-	if text == "" {
-		m.status.Hide()
-	} else {
-		m.status.Show()
-	}
+	showIf(m.status, text != "")
 }
 
 // setProgress shows or hides the progress bar, at value from 0 to 1. Before build it is kept for
@@ -337,9 +319,5 @@ func (m *modelsWindow) setProgress(show bool, value float64) {
 		return
 	}
 	m.progress.SetValue(value)
-	if show {
-		m.progress.Show()
-	} else {
-		m.progress.Hide()
-	}
+	showIf(m.progress, show)
 }

@@ -45,16 +45,11 @@ func (w *modelSettingsWindow) createVariant(name string) {
 		w.showProblems(probs)
 		return
 	}
-	w.apply.Disable()
-	w.asVariant.Disable()
-	w.result.Importance = widget.MediumImportance
-	w.result.SetText("Saving the variant…")
-	w.result.Show()
 	b, id := w.u.b, w.id
-	go func() {
-		// Made over the configuration in force when the edit is made; the service rescans before
-		// it returns, so the new variant's window finds it in the catalog.
-		err := b.EditConfig(func(c *config.Config) error {
+	// Made over the configuration in force when the edit is made; the service rescans before it
+	// returns, so the new variant's window finds it in the catalog.
+	w.u.saveInBackground(w.result, "Saving the variant…", []*widget.Button{w.apply, w.asVariant}, func() (string, error) {
+		return fmt.Sprintf("Saved as %s, a model of its own; its settings are open.", vid), b.EditConfig(func(c *config.Config) error {
 			next, _, probs := f.applyAsVariant(*c, id, name, m)
 			if len(probs) > 0 {
 				return problemsError(probs)
@@ -62,17 +57,5 @@ func (w *modelSettingsWindow) createVariant(name string) {
 			*c = next
 			return nil
 		})
-		w.u.onUI(func() {
-			w.apply.Enable()
-			w.asVariant.Enable()
-			if err != nil {
-				w.result.Importance = widget.DangerImportance
-				w.result.SetText(err.Error())
-				return
-			}
-			w.result.Importance = widget.SuccessImportance
-			w.result.SetText(fmt.Sprintf("Saved as %s, a model of its own; its settings are open.", vid))
-			w.u.showModelSettings(vid)
-		})
-	}()
+	}, func() { w.u.showModelSettings(vid) })
 }

@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,7 +90,7 @@ func TestModelSettingsVariants(t *testing.T) {
 // variant becomes a model with its own settings, and its own settings window opens on its section.
 func TestModelSettingsWindowSavesVariant(t *testing.T) {
 	svc, cfgPath := startService(t, "127.0.0.1:"+strconv.Itoa(testbed.FreePort(t)))
-	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	b := newServiceBackend(svc)
 	u, l := newWatchedUI(t, b)
 	const id = "tiny-chat"
 	// The model's own settings, which its variants follow where they set nothing.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // rowView is what one model's row in the models window shows, as plain data.
@@ -114,25 +115,8 @@ func rowFor(b service.Budget, m Model, at time.Time) rowView {
 		r.Buttons = []button{unload, pin, logs}
 	case service.StateFailed:
 		r.Failed = true
-		r.Error = m.Error
-		if m.Cause != "" {
-			r.Error = "llama-server said “" + m.Cause + "”. " + m.CauseDo
-		}
-		if r.Error == "" {
-			r.Error = "the last load failed; see its logs"
-		}
-		if !m.NextRetry.IsZero() && m.NextRetry.After(at) {
-			r.Error += fmt.Sprintf(" (automatic retry in %s)", m.NextRetry.Sub(at).Round(time.Second))
-		}
-		r.Buttons = []button{{Label: "Retry", Action: act(ActLoad)}, pin, logs}
-		switch m.Fix { // what fixes it first
-		case fixServer:
-			r.Buttons = append([]button{{Label: "Settings…", Action: rowAction{Action: Action{Kind: ActOpenSettings}}}}, r.Buttons...)
-		case fixSettings:
-			r.Buttons = append([]button{{Label: "Its settings…", Action: rowAction{File: fileSettings}}}, r.Buttons...)
-		case fixFile:
-			r.Buttons = append([]button{{Label: "Delete…", Action: rowAction{File: fileDelete}}}, r.Buttons...)
-		}
+		r.Error = failedText(m, at)
+		r.Buttons = append(fixButtons(m.Fix), button{Label: "Retry", Action: act(ActLoad)}, pin, logs)
 	default:
 		load := button{Label: "Load", Action: act(ActLoad)}
 		if !m.Fits(b) {
@@ -145,14 +129,39 @@ func rowFor(b service.Budget, m Model, at time.Time) rowView {
 	return r
 }
 
+// failedText says why a model's last load failed, and when it is tried again.
+func failedText(m Model, at time.Time) string {
+	text := m.Error
+	if m.Cause != "" {
+		text = "llama-server said “" + m.Cause + "”. " + m.CauseDo
+	}
+	if text == "" {
+		text = "the last load failed; see its logs"
+	}
+	if !m.NextRetry.IsZero() && m.NextRetry.After(at) {
+		text += fmt.Sprintf(" (automatic retry in %s)", m.NextRetry.Sub(at).Round(time.Second))
+	}
+	return text
+}
+
+// fixButtons are the button that fixes a failed load first, before Retry; none when no fix is known.
+func fixButtons(fix loadFix) []button {
+	switch fix {
+	case fixServer:
+		return []button{{Label: "Settings…", Action: rowAction{Action: Action{Kind: ActOpenSettings}}}}
+	case fixSettings:
+		return []button{{Label: "Its settings…", Action: rowAction{File: fileSettings}}}
+	case fixFile:
+		return []button{{Label: "Delete…", Action: rowAction{File: fileDelete}}}
+	}
+	return nil
+}
+
 func stateText(m Model) string {
 	var s string
 	switch m.State {
 	case service.StateLoading:
-		s = "loading"
-		if m.Progress > 0 {
-			s = fmt.Sprintf("loading %d%%", int(m.Progress*100))
-		}
+		s = view.LoadingText(m.Progress)
 	case service.StateLoaded:
 		s = "loaded"
 		if m.Draining {

@@ -50,50 +50,17 @@ func Run(ctx context.Context, o Options) error {
 		defer inst.Close()
 	}
 
-	svc, err := service.New(o.Config, service.Options{ConfigPath: o.ConfigPath, Version: o.Version, Logger: log})
-	if err != nil {
-		return fmt.Errorf("start llamatray: %w", err)
-	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := svc.Start(runCtx); err != nil {
-		if svc.ListenErr() == nil {
-			return fmt.Errorf("start llamatray: %w", err)
-		}
-		log.Warn("the router is not listening; the app stays up to say so", "err", err)
+	svc, err := openService(runCtx, o, log)
+	if err != nil {
+		return err
 	}
-	defer func() {
-		stopCtx, done := context.WithTimeout(context.Background(), stopTimeout)
-		defer done()
-		if err := svc.Stop(stopCtx); err != nil {
-			log.Error("stopping the models", "err", err)
-		}
-	}()
+	defer closeService(svc, log)
 
 	fa := fyneapp.NewWithID(platform.AppID)
-	fillMetadata(fa.Metadata(), o.Version)
-	fa.SetIcon(appIcon)
-	b := &serviceBackend{svc: svc, log: log}
-	u := newUI(fa, b, log, systemAutostart())
-	u.snap = b.Snapshot()
-	u.snap.Autostart = u.auto.enabled()
-	u.models = newModelsWindow(u) // its content is built on the first show
-
-	// After Run returns the UI thread is gone: later UI calls (a background action finishing) are dropped.
-	// Work for the UI thread wakes Fyne's loop when it is parked (idle.go), and may let it park after.
 	var uiGone atomic.Bool
-	u.loopDo = func(f func()) {
-		if !uiGone.Load() {
-			fyne.Do(f)
-		}
-	}
-	u.onUI = func(f func()) {
-		u.loopDo(func() { f(); u.settle() })
-		if u.park != nil {
-			u.park.kick() // after the work is queued: a park that the kick ends finds it there
-		}
-	}
-
+	u := newDesktopUI(fa, newServiceBackend(svc), log, o.Version, &uiGone)
 	// The tray icon and menu are set before Run, as the system tray needs them at start. A click on
 	// the icon shows the models window (with Fyne's tray, through its driver; the window notices:
 	// modelsWindow.drawn).
@@ -102,21 +69,7 @@ func Run(ctx context.Context, o Options) error {
 		defer u.tray.close()
 	}
 	u.apply(u.snap)
-	fa.Lifecycle().SetOnStarted(func() {
-		for _, n := range startupNotes(u.snap) {
-			u.send(fyne.NewNotification(n.Title, n.Body))
-		}
-		// Started at login: stay in the tray unless something needs attention.
-		if envconfig.Autostart.Get() != "1" || len(startupNotes(u.snap)) > 0 || len(u.snap.Models) == 0 {
-			u.showModels()
-		}
-		u.settle()
-	})
-
-	// Which window has the keyboard focus bounds how long Fyne's loop parks (idle.go). Both run on
-	// the UI thread, as the loop reads the X server's focus events.
-	fa.Lifecycle().SetOnEnteredForeground(func() { u.front = true })
-	fa.Lifecycle().SetOnExitedForeground(func() { u.front = false })
+	u.hookLifecycle(fa)
 
 	watched := make(chan struct{})
 	go func() { u.watch(runCtx); close(watched) }()
@@ -136,6 +89,75 @@ func Run(ctx context.Context, o Options) error {
 	<-watched // no refresh runs while the models are stopped
 	log.Info("quitting: stopping every model")
 	return nil
+}
+
+// openService makes the service and starts it. A router that cannot listen does not stop the app,
+// which stays up to say so.
+func openService(ctx context.Context, o Options, log *slog.Logger) (*service.Service, error) {
+	svc, err := service.New(o.Config, service.Options{ConfigPath: o.ConfigPath, Version: o.Version, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("start llamatray: %w", err)
+	}
+	if err := svc.Start(ctx); err != nil {
+		if svc.ListenErr() == nil {
+			return nil, fmt.Errorf("start llamatray: %w", err)
+		}
+		log.Warn("the router is not listening; the app stays up to say so", "err", err)
+	}
+	return svc, nil
+}
+
+// closeService stops the models, waiting stopTimeout at most.
+func closeService(svc *service.Service, log *slog.Logger) {
+	stopCtx, done := context.WithTimeout(context.Background(), stopTimeout)
+	defer done()
+	if err := svc.Stop(stopCtx); err != nil {
+		log.Error("stopping the models", "err", err)
+	}
+}
+
+// newDesktopUI makes the app's UI over b, with the state b has now. Once uiGone is set (Run has
+// returned, and the UI thread with it), later UI calls (a background action finishing) are dropped.
+func newDesktopUI(fa fyne.App, b Backend, log *slog.Logger, version string, uiGone *atomic.Bool) *ui {
+	fillMetadata(fa.Metadata(), version)
+	fa.SetIcon(appIcon)
+	u := newUI(fa, b, log, systemAutostart())
+	u.snap = b.Snapshot()
+	u.snap.Autostart = u.auto.enabled()
+	u.models = newModelsWindow(u) // its content is built on the first show
+
+	// Work for the UI thread wakes Fyne's loop when it is parked (idle.go), and may let it park after.
+	u.loopDo = func(f func()) {
+		if !uiGone.Load() {
+			fyne.Do(f)
+		}
+	}
+	u.onUI = func(f func()) {
+		u.loopDo(func() { f(); u.settle() })
+		if u.park != nil {
+			u.park.kick() // after the work is queued: a park that the kick ends finds it there
+		}
+	}
+	return u
+}
+
+// hookLifecycle has the app's start send the startup notes and show the models window (unless it
+// was started at login with nothing to say), and follow which window has the keyboard focus.
+func (u *ui) hookLifecycle(fa fyne.App) {
+	fa.Lifecycle().SetOnStarted(func() {
+		for _, n := range startupNotes(u.snap) {
+			u.send(fyne.NewNotification(n.Title, n.Body))
+		}
+		// Started at login: stay in the tray unless something needs attention.
+		if envconfig.Autostart.Get() != "1" || len(startupNotes(u.snap)) > 0 || len(u.snap.Models) == 0 {
+			u.showModels()
+		}
+		u.settle()
+	})
+	// Which window has the keyboard focus bounds how long Fyne's loop parks (idle.go). Both run on
+	// the UI thread, as the loop reads the X server's focus events.
+	fa.Lifecycle().SetOnEnteredForeground(func() { u.front = true })
+	fa.Lifecycle().SetOnExitedForeground(func() { u.front = false })
 }
 
 // fillMetadata completes the app metadata (packaged by the fyne tool from FyneApp.toml, or empty

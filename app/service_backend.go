@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"syscall"
 
@@ -12,53 +11,59 @@ import (
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/hub"
-	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/view"
-	"github.com/llamatray/llamatray/router/wire"
 )
 
-// serviceBackend drives a running service for the UI.
+// serviceBackend drives a running service for the UI. Most of Backend is the service's own methods
+// (SetPinned, Config, Activity, the peers, lending, the builds, …), promoted from the embedded
+// Service; the Hub part is the service's Hub manager (hubbackend.go). The methods below are those
+// the service names or shapes differently.
 type serviceBackend struct {
-	svc *service.Service
-	log *slog.Logger
+	*service.Service
+	*managerHub // nil when the service made no Hub
 }
 
 var _ Backend = (*serviceBackend)(nil)
 
+// newServiceBackend is the backend of a service made by service.New.
+func newServiceBackend(svc *service.Service) *serviceBackend {
+	return &serviceBackend{Service: svc, managerHub: serviceHub(svc)}
+}
+
 func (sb *serviceBackend) Snapshot() Snapshot {
-	cfg := sb.svc.Config()
-	ls := sb.svc.LlamaServer()
+	cfg := sb.Service.Config()
+	ls := sb.Service.LlamaServer()
 	s := Snapshot{
-		ListenAddr: sb.svc.ListenAddr(),
+		ListenAddr: sb.Service.ListenAddr(),
 		ServerPath: ls.Path,
 		ServerHint: ls.Hint,
 		ServerFrom: ls.Source,
 		ServerVer:  ls.Version,
 		ModelDirs:  cfg.ModelDirsResolved(),
-		LogDir:     sb.svc.LogDir(),
-		Peers:      sb.svc.PeerList(),
-		Workers:    sb.svc.Workers(),
-		Lending:    sb.svc.Lending(),
-		Budget:     sb.svc.Engine().Budget(),
-		Skipped:    sb.svc.Catalog().Warnings(),
+		LogDir:     sb.Service.LogDir(),
+		Peers:      sb.Service.PeerList(),
+		Workers:    sb.Service.Workers(),
+		Lending:    sb.Service.Lending(),
+		Budget:     sb.Service.Engine().Budget(),
+		Skipped:    sb.Service.Catalog().Warnings(),
 	}
 	if s.ListenAddr == "" {
 		s.ListenAddr = cfg.Listen
 	}
-	if err := sb.svc.ListenErr(); err != nil {
+	if err := sb.Service.ListenErr(); err != nil {
 		s.ListenErr = listenProblem(cfg.Listen, err)
 	}
-	if addr, err := sb.svc.OllamaListen(); err != nil {
+	if addr, err := sb.Service.OllamaListen(); err != nil {
 		s.OllamaErr = err.Error()
 	} else {
 		s.OllamaAddr = addr
 	}
-	s.UpdateVersion, s.UpdateURL = updateFrom(sb.svc.Update())
-	if h := sb.svc.Hub(); h != nil {
+	s.UpdateVersion, s.UpdateURL = updateFrom(sb.Service.Update())
+	if h := sb.Service.Hub(); h != nil {
 		s.Downloads = downloadsFrom(h.List())
 	}
-	for _, v := range sb.svc.Models() {
+	for _, v := range sb.Service.Models() {
 		// A model that left the catalog is listed while it still runs or has failed.
 		if v.Meta != nil || v.State.Running() || v.State == service.StateFailed {
 			m := modelFrom(v)
@@ -111,34 +116,27 @@ func listenProblem(addr string, err error) string {
 }
 
 func (sb *serviceBackend) Subscribe() (<-chan service.Event, func()) {
-	return sb.svc.Engine().Subscribe()
+	return sb.Service.Engine().Subscribe()
 }
 
-func (sb *serviceBackend) Load(name string) error { return sb.svc.Engine().StartLoad(name) }
+func (sb *serviceBackend) Load(name string) error { return sb.Service.Engine().StartLoad(name) }
 
 func (sb *serviceBackend) Unload(ctx context.Context, name string, force bool) error {
-	return sb.svc.Engine().Unload(ctx, name, force)
+	return sb.Service.Engine().Unload(ctx, name, force)
 }
 
-// SetPinned pins through the service: at once, and saved in the config file (as POST /models/pin).
-func (sb *serviceBackend) SetPinned(name string, pinned bool) error {
-	return sb.svc.SetPinned(name, pinned)
-}
-
-func (sb *serviceBackend) Logs(name string) []string { return sb.svc.Engine().Logs(name) }
-
-func (sb *serviceBackend) Config() config.Config { return sb.svc.Config() }
+func (sb *serviceBackend) Logs(name string) []string { return sb.Service.Engine().Logs(name) }
 
 // EditConfig changes the configuration through the service's one writer (Service.Edit): on the
 // configuration in force, validated, saved, applied, and rescanned before it returns when it
 // names models differently.
 func (sb *serviceBackend) EditConfig(change func(*config.Config) error) error {
-	return sb.svc.Edit(change)
+	return sb.Service.Edit(change)
 }
 
-func (sb *serviceBackend) Rescan(ctx context.Context) error { return sb.svc.Catalog().Scan(ctx) }
+func (sb *serviceBackend) Rescan(ctx context.Context) error { return sb.Service.Catalog().Scan(ctx) }
 
-func (sb *serviceBackend) FindLlamaServer() string { return sb.svc.FindLlamaServer().Path }
+func (sb *serviceBackend) FindLlamaServer() string { return sb.Service.FindLlamaServer().Path }
 
 // ModelsDir returns Llamatray's own model folder, and makes sure it is scanned: when the usual
 // folders are not scanned and it is not listed, it is added to model_dirs.
@@ -147,7 +145,7 @@ func (sb *serviceBackend) ModelsDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if slices.Contains(sb.svc.Config().ModelDirsResolved(), dir) {
+	if slices.Contains(sb.Service.Config().ModelDirsResolved(), dir) {
 		return dir, nil
 	}
 	err = sb.EditConfig(func(c *config.Config) error {
@@ -164,41 +162,16 @@ func (sb *serviceBackend) ModelsDir() (string, error) {
 
 // Offers: the running service has every part; the Hub unless the service made none.
 func (sb *serviceBackend) Offers() Offers {
-	return Offers{Hub: sb.svc.Hub() != nil, Activity: true, InstallBuild: true, EstimateWith: true, Peers: true, Workers: true}
+	return Offers{Hub: sb.Service.Hub() != nil, Activity: true, InstallBuild: true, EstimateWith: true, Peers: true, Workers: true}
 }
-
-// Activity is the service's record of the last hour, as GET /api/activity serves it.
-func (sb *serviceBackend) Activity() wire.Activity { return sb.svc.Activity() }
-
-// UpdateChanged is closed when the service's next check of Llamatray's releases ends.
-func (sb *serviceBackend) UpdateChanged() <-chan struct{} { return sb.svc.UpdateChanged() }
 
 // EstimateWith asks the service, and judges against the engine's budget now.
 func (sb *serviceBackend) EstimateWith(id string, cfg config.Config) (int64, bool, fit.Room, error) {
-	need, learned, err := sb.svc.EstimateWith(id, cfg)
-	return need, learned, sb.svc.Engine().Room(), err
-}
-
-// LlamaServerFlags asks the service, which reads them once per llama-server binary.
-func (sb *serviceBackend) LlamaServerFlags(ctx context.Context) ([]string, error) {
-	return sb.svc.LlamaServerFlags(ctx)
+	need, learned, err := sb.Service.EstimateWith(id, cfg)
+	return need, learned, sb.Service.Engine().Room(), err
 }
 
 // DraftCandidates asks the catalog, which compares the models' vocabularies from their headers.
 func (sb *serviceBackend) DraftCandidates(id string) ([]string, map[string]string, error) {
-	return sb.svc.Catalog().DraftCandidates(id)
+	return sb.Service.Catalog().DraftCandidates(id)
 }
-
-// PlanBuild asks the service which archive it would install.
-func (sb *serviceBackend) PlanBuild(ctx context.Context, req releases.Request) (releases.Release, releases.Choice, error) {
-	return sb.svc.PlanBuild(ctx, req)
-}
-
-// InstallBuild installs a llama.cpp release build through the service.
-func (sb *serviceBackend) InstallBuild(ctx context.Context, req releases.Request, progress func(releases.Progress)) (releases.Build, error) {
-	return sb.svc.InstallBuild(ctx, req, progress)
-}
-
-func (sb *serviceBackend) SetLending(on bool) error         { return sb.svc.SetLending(on) }
-func (sb *serviceBackend) LendConfigLines() (string, error) { return sb.svc.LendConfigLines() }
-func (sb *serviceBackend) NewLendToken() error              { return sb.svc.NewLendToken() }

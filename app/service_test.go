@@ -50,7 +50,7 @@ func startedService(t *testing.T, cfg config.Config) (*service.Service, *service
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Stop(context.Background()) })
-	return svc, &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return svc, newServiceBackend(svc)
 }
 
 // startService runs a real service over the fake llama-server with one small model.
@@ -100,7 +100,7 @@ func startService(t *testing.T, listen string) (*service.Service, string) {
 func TestWindowDrivesRealService(t *testing.T) {
 	port := testbed.FreePort(t)
 	svc, cfgPath := startService(t, "127.0.0.1:"+strconv.Itoa(port))
-	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	b := newServiceBackend(svc)
 
 	s := b.Snapshot()
 	if s.ListenErr != "" || s.ServerPath == "" || len(s.Models) != 1 {
@@ -187,7 +187,7 @@ func TestPortInUseKeepsTheAppUp(t *testing.T) {
 	}
 	defer busy.Close()
 	svc, _ := startService(t, busy.Addr().String())
-	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	b := newServiceBackend(svc)
 	s := b.Snapshot()
 	if want := busy.Addr().String() + " is already in use by another program"; s.ListenErr != want {
 		t.Fatalf("listen error = %q, want %q", s.ListenErr, want)

@@ -114,6 +114,19 @@ func (v settingsValues) apply(base config.Config) (config.Config, map[string]err
 		c.Listen = net.JoinHostPort(host, strconv.Itoa(port))
 	}
 
+	v.applyLimits(&c, bad)
+	c.LlamaServer = strings.TrimSpace(v.LlamaServer)
+	c.Presets = strings.TrimSpace(v.Presets)
+	v.applyDefaults(&c, bad)
+	if len(errs) == 0 {
+		errs = nil
+	}
+	return c, errs
+}
+
+// applyLimits writes the memory limit and reserve, the cap on loaded models and the timers over c;
+// bad is told the fields that do not parse.
+func (v settingsValues) applyLimits(c *config.Config, bad func(key string, err error)) {
 	switch s := strings.TrimSpace(v.MemoryLimit); strings.ToLower(s) {
 	case "", "0", "auto", "automatic":
 		c.MemoryLimit = 0
@@ -149,9 +162,11 @@ func (v settingsValues) apply(base config.Config) (config.Config, map[string]err
 			*d.dst = n
 		}
 	}
-	c.LlamaServer = strings.TrimSpace(v.LlamaServer)
-	c.Presets = strings.TrimSpace(v.Presets)
+}
 
+// applyDefaults writes the models' default context size and GPU layers over c; bad is told the
+// fields that do not parse.
+func (v settingsValues) applyDefaults(c *config.Config, bad func(key string, err error)) {
 	if n, err := strconv.Atoi(strings.TrimSpace(v.CtxSize)); err != nil || n < 0 {
 		bad(keyCtxSize, fmt.Errorf("%q is not a context size (a whole number of tokens; 0 = the model's own)", v.CtxSize))
 	} else {
@@ -170,10 +185,6 @@ func (v settingsValues) apply(base config.Config) (config.Config, map[string]err
 			c.Defaults.GPULayers = &n
 		}
 	}
-	if len(errs) == 0 {
-		errs = nil
-	}
-	return c, errs
 }
 
 // fieldErrors sorts the problems in err (as returned by config.Validate or Save) by settings key;
@@ -182,13 +193,15 @@ func fieldErrors(err error, shown map[string]bool) (byKey map[string]error, othe
 	byKey = map[string]error{}
 	var walk func(error)
 	walk = func(e error) {
+		if joined, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range joined.Unwrap() {
+				walk(x)
+			}
+			return
+		}
 		var fe *config.FieldError
 		switch {
 		case e == nil:
-		case isJoined(e):
-			for _, x := range e.(interface{ Unwrap() []error }).Unwrap() {
-				walk(x)
-			}
 		case errors.As(e, &fe) && e == error(fe):
 			if key := strings.Join(fe.Key, "."); shown[key] {
 				byKey[key] = errors.New(fe.Reason)
@@ -203,11 +216,6 @@ func fieldErrors(err error, shown map[string]bool) (byKey map[string]error, othe
 	}
 	walk(err)
 	return byKey, other
-}
-
-func isJoined(e error) bool {
-	_, ok := e.(interface{ Unwrap() []error })
-	return ok
 }
 
 // notAppliedToRunning says which changes from old to v the models running now (running, their IDs)

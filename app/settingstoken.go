@@ -1,9 +1,7 @@
 package app
 
 import (
-	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
@@ -21,10 +19,8 @@ func newTokenField(u *ui) *tokenField {
 	if !u.b.Offers().Hub {
 		return nil
 	}
-	t := &tokenField{h: u.b, entry: widget.NewPasswordEntry(), state: widget.NewLabel("")}
+	t := &tokenField{h: u.b, entry: widget.NewPasswordEntry(), state: captionLabel("")}
 	t.entry.SetPlaceHolder("hf_… (huggingface.co/settings/tokens)")
-	t.state.Wrapping = fyne.TextWrapWord
-	t.state.SizeName = theme.SizeNameCaptionText
 	t.save = widget.NewButton("Save token", func() {
 		token := t.entry.Text
 		t.save.Disable()

@@ -41,8 +41,7 @@ type settingsWindow struct {
 // showSettings opens the settings window, or brings it forward.
 func (u *ui) showSettings() {
 	if u.settings != nil {
-		u.settings.win.Show()
-		u.settings.win.RequestFocus()
+		raise(u.settings.win)
 		return
 	}
 	s := newSettingsWindow(u)
@@ -63,13 +62,19 @@ func (u *ui) showHubToken() {
 func newSettingsWindow(u *ui) *settingsWindow {
 	s := &settingsWindow{
 		u:         u,
-		win:       u.app.NewWindow("Llamatray Settings"),
+		win:       u.newWindow("Llamatray Settings", fyne.Size{}),
 		entries:   map[string]*widget.Entry{},
 		errLabels: map[string]*widget.Label{},
 	}
-	s.win.SetIcon(appIcon)
-	v := valuesFrom(u.b.Config(), u.snap.Autostart)
+	s.scroll = container.NewVScroll(container.NewPadded(s.form(valuesFrom(u.b.Config(), u.snap.Autostart))))
+	s.win.SetContent(container.NewBorder(nil, s.buttons(), nil, nil, s.scroll))
+	s.win.Resize(fyne.NewSize(720, 720))
+	s.update(u.snap)
+	return s
+}
 
+// form is the settings' form, filled from v.
+func (s *settingsWindow) form(v settingsValues) *widget.Form {
 	s.dirs = v.ModelDirs
 	s.dirList = container.NewVBox()
 	s.scanDefs = widget.NewCheck("Also scan the usual model folders (Hugging Face, LM Studio, llama.cpp caches)", nil)
@@ -77,68 +82,64 @@ func newSettingsWindow(u *ui) *settingsWindow {
 	s.refreshDirs()
 	addDir := widget.NewButtonWithIcon("Add folder…", theme.FolderNewIcon(), s.addDir)
 
-	field := func(key, text, placeholder string) fyne.CanvasObject {
-		e := widget.NewEntry()
-		e.SetText(text)
-		e.SetPlaceHolder(placeholder)
-		l := widget.NewLabel("")
-		l.Importance = widget.DangerImportance
-		l.Wrapping = fyne.TextWrapWord
-		l.Hide()
-		s.entries[key], s.errLabels[key] = e, l
-		return container.NewVBox(e, l)
-	}
-	hinted := func(label string, obj fyne.CanvasObject, hint string) *widget.FormItem {
-		it := widget.NewFormItem(label, obj)
-		it.HintText = hint
-		return it
-	}
-	serverField := field(keyLlamaServer, v.LlamaServer, "found automatically")
+	serverField := s.field(keyLlamaServer, v.LlamaServer, "found automatically")
 	browse := widget.NewButton("Browse…", s.browse(keyLlamaServer))
-	s.serverIn = widget.NewLabel("")
-	s.serverIn.SizeName = theme.SizeNameCaptionText
-	s.serverIn.Wrapping = fyne.TextWrapWord
+	s.serverIn = captionLabel("")
 	s.autostart = widget.NewCheck("Start Llamatray when I log in", nil)
 	s.autostart.SetChecked(v.Autostart)
 	s.ollama = widget.NewCheck("Also answer on Ollama's port, 11434, for apps set up for Ollama", nil)
 	s.ollama.SetChecked(v.OllamaPort)
-	s.ollamaIn = widget.NewLabel("")
-	s.ollamaIn.SizeName = theme.SizeNameCaptionText
-	s.ollamaIn.Wrapping = fyne.TextWrapWord
+	s.ollamaIn = captionLabel("")
 
 	form := widget.NewForm(
 		widget.NewFormItem("Model folders", container.NewVBox(s.dirList, container.NewHBox(addDir), s.scanDefs)),
-		hinted("Port", field(keyListen, v.Port, "8080"), "The OpenAI-compatible endpoint is http://127.0.0.1:PORT/v1"),
-		hinted("Memory limit", field(keyMemoryLimit, v.MemoryLimit, "automatic"), "Memory models may use, like 24GiB; empty = derived from this machine"),
-		hinted("Memory reserve", field(keyMemoryReserve, v.MemoryReserve, "1GiB"), "Kept free for everything else"),
-		hinted("Max loaded models", field(keyMaxLoaded, v.MaxLoaded, "0"), "0 = no limit"),
-		hinted("Sleep when idle", field(keyIdleSleep, v.IdleSleep, "5m"), "llama-server frees its memory after this long without requests; 0 = never"),
-		hinted("Unload when idle", field(keyIdleUnload, v.IdleUnload, "30m"), "Stop the model after this long without requests; 0 = never"),
-		hinted("Queue timeout", field(keyQueueTimeout, v.QueueTimeout, "2m"), "How long a request waits for memory or a slot; -1 = no limit"),
+		hinted("Port", s.field(keyListen, v.Port, "8080"), "The OpenAI-compatible endpoint is http://127.0.0.1:PORT/v1"),
+		hinted("Memory limit", s.field(keyMemoryLimit, v.MemoryLimit, "automatic"), "Memory models may use, like 24GiB; empty = derived from this machine"),
+		hinted("Memory reserve", s.field(keyMemoryReserve, v.MemoryReserve, "1GiB"), "Kept free for everything else"),
+		hinted("Max loaded models", s.field(keyMaxLoaded, v.MaxLoaded, "0"), "0 = no limit"),
+		hinted("Sleep when idle", s.field(keyIdleSleep, v.IdleSleep, "5m"), "llama-server frees its memory after this long without requests; 0 = never"),
+		hinted("Unload when idle", s.field(keyIdleUnload, v.IdleUnload, "30m"), "Stop the model after this long without requests; 0 = never"),
+		hinted("Queue timeout", s.field(keyQueueTimeout, v.QueueTimeout, "2m"), "How long a request waits for memory or a slot; -1 = no limit"),
 		widget.NewFormItem("llama-server", container.NewVBox(container.NewBorder(nil, nil, nil, browse, serverField), s.serverIn)),
-		hinted("Presets", container.NewBorder(nil, nil, nil, widget.NewButton("Browse…", s.browse(keyPresets)), field(keyPresets, v.Presets, "none")),
+		hinted("Presets", container.NewBorder(nil, nil, nil, widget.NewButton("Browse…", s.browse(keyPresets)), s.field(keyPresets, v.Presets, "none")),
 			"llama.cpp's router preset file (INI, a section per model), read in place"),
-		hinted("Context size", field(keyCtxSize, v.CtxSize, "4096"), "Default for every model, in tokens; 0 = the model's trained context"),
-		hinted("GPU layers", field(keyGPULayers, v.GPULayers, "llama-server default"), "Layers offloaded to the GPU: a number, \"all\", or empty for llama-server's default"),
+		hinted("Context size", s.field(keyCtxSize, v.CtxSize, "4096"), "Default for every model, in tokens; 0 = the model's trained context"),
+		hinted("GPU layers", s.field(keyGPULayers, v.GPULayers, "llama-server default"), "Layers offloaded to the GPU: a number, \"all\", or empty for llama-server's default"),
 		widget.NewFormItem("Ollama apps", container.NewVBox(s.ollama, s.ollamaIn)),
 		widget.NewFormItem("Login", s.autostart),
 	)
-	if s.token = newTokenField(u); s.token != nil {
+	if s.token = newTokenField(s.u); s.token != nil {
 		form.AppendItem(s.token.item())
 	}
-	s.general = widget.NewLabel("")
-	s.general.Wrapping = fyne.TextWrapWord
+	return form
+}
+
+// buttons are the line for problems not tied to a field, Import, Close and Save.
+func (s *settingsWindow) buttons() fyne.CanvasObject {
+	s.general = wrapLabel("")
 	s.general.Hide()
 	s.save = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), s.submit)
 	s.save.Importance = widget.HighImportance
 	closeBtn := widget.NewButton("Close", func() { s.win.Close() })
 	importBtn := widget.NewButtonWithIcon("Import llama-swap config…", theme.DownloadIcon(), s.chooseLlamaSwap)
-	bottom := container.NewVBox(s.general, container.NewHBox(importBtn, layout.NewSpacer(), closeBtn, s.save))
-	s.scroll = container.NewVScroll(container.NewPadded(form))
-	s.win.SetContent(container.NewBorder(nil, bottom, nil, nil, s.scroll))
-	s.win.Resize(fyne.NewSize(720, 720))
-	s.update(u.snap)
-	return s
+	return container.NewVBox(s.general, container.NewHBox(importBtn, layout.NewSpacer(), closeBtn, s.save))
+}
+
+// field is a text field for the settings key, with its inline error under it.
+func (s *settingsWindow) field(key, text, placeholder string) fyne.CanvasObject {
+	e := fillEntry(widget.NewEntry(), text, placeholder, nil)
+	l := wrapLabel("")
+	l.Importance = widget.DangerImportance
+	l.Hide()
+	s.entries[key], s.errLabels[key] = e, l
+	return container.NewVBox(e, l)
+}
+
+// hinted is a form item with a hint under it.
+func hinted(label string, obj fyne.CanvasObject, hint string) *widget.FormItem {
+	it := widget.NewFormItem(label, obj)
+	it.HintText = hint
+	return it
 }
 
 // update shows which llama-server is in use and whether Ollama's port answers. Edits in progress
@@ -204,15 +205,7 @@ func (s *settingsWindow) addDir() {
 
 // browse returns a button's action that puts the path of a chosen file into the field of key.
 func (s *settingsWindow) browse(key string) func() {
-	return func() {
-		dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
-			if err != nil || r == nil {
-				return
-			}
-			s.entries[key].SetText(r.URI().Path())
-			r.Close()
-		}, s.win)
-	}
+	return func() { openFile(s.win, nil, s.entries[key].SetText, nil) }
 }
 
 // values reads the fields.
@@ -254,11 +247,7 @@ func (s *settingsWindow) setGeneral(text string, bad bool) {
 	if bad {
 		s.general.Importance = widget.DangerImportance
 	}
-	if text == "" {
-		s.general.Hide()
-	} else {
-		s.general.Show()
-	}
+	showIf(s.general, text != "")
 	s.general.Refresh()
 }
 

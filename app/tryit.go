@@ -1,14 +1,9 @@
 package app
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -67,15 +62,12 @@ func (u *ui) showTryIt(model string) {
 	}
 	u.tryIt.want = model // picked now, or by the first snapshot that lists it (a download just made)
 	u.tryIt.update(u.snap)
-	u.tryIt.win.Show()
-	u.tryIt.win.RequestFocus()
+	raise(u.tryIt.win)
 	u.tryIt.win.Canvas().Focus(u.tryIt.prompt)
 }
 
 func newTryItWindow(u *ui) *tryItWindow {
-	t := &tryItWindow{u: u, win: u.app.NewWindow("Try it")}
-	t.win.SetIcon(appIcon)
-	t.win.Resize(fyne.NewSize(720, 540))
+	t := &tryItWindow{u: u, win: u.newWindow("Try it", fyne.NewSize(720, 540))}
 	t.model = widget.NewSelect(nil, nil)
 	t.model.PlaceHolder = "Pick a model"
 	t.prompt = newPromptEntry(t.start)
@@ -90,8 +82,7 @@ func newTryItWindow(u *ui) *tryItWindow {
 	t.stop.Disable()
 	t.newChat = widget.NewButtonWithIcon("New chat", theme.ContentClearIcon(), t.clear)
 	t.newChat.Disable()
-	t.status = widget.NewLabel("")
-	t.status.Wrapping = fyne.TextWrapWord
+	t.status = wrapLabel("")
 	t.chat = container.NewVBox()
 	t.scroll = container.NewVScroll(t.chat)
 	top := container.NewBorder(nil, nil, widget.NewLabel("Model"), t.newChat, t.model)
@@ -249,10 +240,9 @@ func (t *tryItWindow) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.cancel, t.waiting, t.reason = cancel, true, ""
 	t.turns = append(t.turns, chatMessage{Role: "user", Content: prompt})
-	asked := widget.NewLabelWithStyle(prompt, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	asked := boldLabel(prompt)
 	asked.Wrapping = fyne.TextWrapWord
-	t.answer = widget.NewLabel("…")
-	t.answer.Wrapping = fyne.TextWrapWord
+	t.answer = wrapLabel("…")
 	t.answer.Selectable = true
 	t.chat.Objects = append(t.chat.Objects, asked, t.answer)
 	t.chat.Refresh()
@@ -343,149 +333,4 @@ func (t *tryItWindow) done(answer *widget.Label, text string, res tryResult, err
 	t.chat.Refresh()
 	t.scroll.ScrollToBottom()
 	t.win.Canvas().Focus(t.prompt)
-}
-
-// tryRequest is one streamed chat completion through the router.
-type tryRequest struct {
-	base, key, model string
-	messages         []chatMessage // the conversation, the prompt last
-}
-
-// tryEvent is one thing the stream said: a comment (why it waits) or a piece of the answer.
-type tryEvent struct {
-	comment string
-	delta   string
-	elapsed time.Duration // since the request was sent
-}
-
-// tryResult is what a finished stream measured.
-type tryResult struct {
-	firstToken      time.Duration // from sending to the first piece of the answer; 0 when none came
-	total           time.Duration
-	tokens          int     // generated, from llama-server's timings (else the pieces received)
-	tokensPerSecond float64 // from llama-server's timings (else measured)
-	promptTokens    int
-}
-
-// summary is the line shown when the answer is complete.
-func (r tryResult) summary() string {
-	if r.firstToken == 0 {
-		return "No answer came."
-	}
-	return fmt.Sprintf("First token after %s · %.1f tokens/s · %d tokens in %s (prompt %d tokens)",
-		millis(float64(r.firstToken)/float64(time.Millisecond)), r.tokensPerSecond, r.tokens,
-		millis(float64(r.total)/float64(time.Millisecond)), r.promptTokens)
-}
-
-// tryChunk is the part of an OpenAI stream chunk read here.
-type tryChunk struct {
-	Choices []struct {
-		Delta struct {
-			Content string `json:"content"`
-		} `json:"delta"`
-	} `json:"choices"`
-	Timings *struct {
-		PromptN            int     `json:"prompt_n"`
-		CacheN             int     `json:"cache_n"`
-		PredictedN         int     `json:"predicted_n"`
-		PredictedPerSecond float64 `json:"predicted_per_second"`
-	} `json:"timings"`
-	Error *struct {
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-// run posts the conversation with stream on and reads the answer as it comes, calling on for every
-// comment and piece of text.
-func (r tryRequest) run(ctx context.Context, on func(tryEvent)) (tryResult, error) {
-	var res tryResult
-	body, _ := json.Marshal(map[string]any{
-		"model": r.model, "stream": true,
-		"messages": r.messages,
-	})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/v1/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return res, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	if r.key != "" {
-		req.Header.Set("Authorization", "Bearer "+r.key)
-	}
-	sent := time.Now()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return res, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return res, fmt.Errorf("the router answered %d: %s", resp.StatusCode, errorMessage(raw))
-	}
-	pieces := 0
-	rd := bufio.NewReader(resp.Body)
-	for {
-		line, err := rd.ReadString('\n')
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case strings.HasPrefix(line, ":"):
-			if c := strings.TrimSpace(line[1:]); c != "" {
-				on(tryEvent{comment: c, elapsed: time.Since(sent)})
-			}
-		case strings.HasPrefix(line, "data:"):
-			data := strings.TrimSpace(line[len("data:"):])
-			if data == "[DONE]" {
-				break
-			}
-			var ch tryChunk
-			if json.Unmarshal([]byte(data), &ch) != nil {
-				break
-			}
-			if ch.Error != nil {
-				return res, errors.New(ch.Error.Message)
-			}
-			for _, c := range ch.Choices {
-				if c.Delta.Content == "" {
-					continue
-				}
-				if res.firstToken == 0 {
-					res.firstToken = time.Since(sent)
-				}
-				pieces++
-				on(tryEvent{delta: c.Delta.Content, elapsed: time.Since(sent)})
-			}
-			if tm := ch.Timings; tm != nil {
-				res.tokens, res.tokensPerSecond, res.promptTokens = tm.PredictedN, tm.PredictedPerSecond, tm.PromptN+tm.CacheN
-			}
-		}
-		if err != nil {
-			res.total = time.Since(sent)
-			if res.tokens == 0 {
-				res.tokens = pieces
-				if gen := res.total - res.firstToken; res.firstToken > 0 && gen > 0 {
-					res.tokensPerSecond = float64(pieces) / gen.Seconds()
-				}
-			}
-			if errors.Is(err, io.EOF) {
-				return res, nil
-			}
-			if ctx.Err() != nil {
-				return res, ctx.Err()
-			}
-			return res, err
-		}
-	}
-}
-
-// errorMessage is the message of an error document, else its text.
-func errorMessage(raw []byte) string {
-	var doc struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(raw, &doc) == nil && doc.Error.Message != "" {
-		return doc.Error.Message
-	}
-	return strings.TrimSpace(string(raw))
 }

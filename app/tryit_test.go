@@ -1,8 +1,6 @@
 package app
 
 import (
-	"io"
-	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
@@ -32,7 +30,7 @@ func TestTryItThroughTheRouter(t *testing.T) {
 	if err := svc.Edit(func(c *config.Config) error { c.StreamLoadingProgress = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	b := newServiceBackend(svc)
 	u, l := newWatchedUI(t, b)
 
 	var tw *tryItWindow

@@ -181,7 +181,12 @@ func (u *ui) apply(s Snapshot) {
 	if u.settings != nil {
 		u.settings.update(s)
 	}
-	u.applyWindows(s)
+	if u.tryIt != nil {
+		u.tryIt.update(s)
+	}
+	if u.getModels != nil {
+		u.getModels.downloads.update(s)
+	}
 	u.setPolling(u.windowShown() || anyRunning(s))
 }
 
@@ -200,7 +205,7 @@ func (u *ui) setPolling(on bool) {
 
 // windowShown reports whether any window is open.
 func (u *ui) windowShown() bool {
-	return (u.models != nil && u.models.visible) || u.settings != nil || len(u.logs) > 0 || u.extraWindowShown()
+	return (u.models != nil && u.models.visible) || u.settings != nil || len(u.logs) > 0 || u.tryIt != nil || len(u.modelSettings) > 0
 }
 
 func anyRunning(s Snapshot) bool {

@@ -41,10 +41,9 @@ func (m *modelsWindow) updateBanner(s Snapshot) fyne.CanvasObject {
 	if s.UpdateVersion == "" {
 		return nil
 	}
-	head := widget.NewLabelWithStyle(updateLabel(s.UpdateVersion), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	body := widget.NewLabel("Its page has the installers and what changed; nothing is installed until you do. " +
+	head := boldLabel(updateLabel(s.UpdateVersion))
+	body := wrapLabel("Its page has the installers and what changed; nothing is installed until you do. " +
 		"The check runs once a day (update_check in the settings file).")
-	body.Wrapping = fyne.TextWrapWord
 	link := s.UpdateURL
 	open := widget.NewButtonWithIcon("Open release page", theme.ComputerIcon(), func() { m.u.do(Action{Kind: ActOpenURL, Text: link}) })
 	return container.NewBorder(nil, nil, nil, container.NewVBox(open), container.NewVBox(head, body))

@@ -84,7 +84,7 @@ func TestUpdateNoticeFromService(t *testing.T) {
 		defer cancel()
 		svc.Stop(ctx)
 	})
-	b := &serviceBackend{svc: svc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	b := newServiceBackend(svc)
 	opened := recordURLs(t)
 	u, l := newWatchedUI(t, b)
 	shows := func(what string) (ok bool) { l.wait(func() { ok = hasText(u.models.win.Content(), what) }); return }

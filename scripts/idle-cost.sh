@@ -39,7 +39,7 @@ trap cleanup EXIT
 mkdir -p "$tmp/models" "$tmp/config" "$tmp/data" "$tmp/cache" "$tmp/state" "$tmp/run" "$tmp/bin"
 chmod 700 "$tmp/run"
 (cd "$here/.." && go build -o "$tmp/bin/llama-server" ./router/testbed/fakellama &&
-	echo "tiny llama 2 64 256 4 4 1000 1 4096" | go run ./app/traytest/fakemodels "$tmp/models" >/dev/null)
+	echo "tiny llama 2 64 256 4 4 1000 1 4096" | go run ./router/testbed/fakemodels "$tmp/models" >/dev/null)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 args=(--addr "127.0.0.1:$port" --models-dir "$tmp/models" --llama-server "$tmp/bin/llama-server" --config "$tmp/config/config.toml")
 export XDG_CONFIG_HOME="$tmp/config" XDG_DATA_HOME="$tmp/data" XDG_CACHE_HOME="$tmp/cache" \

@@ -65,7 +65,7 @@ build_app "$tmp"
 
 # Real models' shapes (parameter counts); the files are sparse. The tensors are declared F16, so
 # the sizes are two bytes per parameter whatever the quantization in the name says.
-go run ./app/traytest/fakemodels "$tmp/models" >/dev/null <<'EOF'
+go run ./router/testbed/fakemodels "$tmp/models" >/dev/null <<'EOF'
 # name                           arch    blocks embd ffn   heads kv vocab  file_type context
 qwen2.5-7b-instruct-q4_k_m       qwen2   28     3584 18944 28    4  152064 15        32768
 llama-3.2-3b-instruct-q8_0       llama   28     3072 8192  24    8  128256 7         131072

@@ -67,7 +67,7 @@ log_name=xfce-tray-shot
 cd "$root"
 build_app "$tmp"
 mkdir -p "$tmp/models"
-go run ./app/traytest/fakemodels "$tmp/models" >/dev/null <<'EOF'
+go run ./router/testbed/fakemodels "$tmp/models" >/dev/null <<'EOF'
 # name      arch  blocks embd ffn  heads kv vocab file_type context
 tiny-alpha  llama 2      64   256  4     4  1000  1         4096
 tiny-beta   llama 2      64   256  4     4  1000  1         4096

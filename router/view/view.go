@@ -225,6 +225,15 @@ func List(ms []Model, started time.Time) wire.ModelList {
 	return l
 }
 
+// LoadingText is a load in progress in words, as every surface says it: "loading 40%", or
+// "loading" before (or without) progress reports.
+func LoadingText(progress float64) string {
+	if progress > 0 {
+		return fmt.Sprintf("loading %d%%", int(progress*100))
+	}
+	return "loading"
+}
+
 // WaitText is the one sentence that says why a model's queued requests wait, "" when none waits:
 // "waiting: 2nd in line for 5.1 GiB (2.0 GiB free); beta will be unloaded when its 1 request ends",
 // "waiting: every model is busy since 12:03:04 (alpha 2 requests, beta 1)", "loading 40%". The
@@ -238,10 +247,7 @@ func WaitText(st engine.ModelStatus) string {
 	need := line + " for " + config.HumanSize(w.Need) + " (" + freeText(w) + ")"
 	switch w.Kind {
 	case engine.WaitLoading:
-		if st.Progress > 0 {
-			return fmt.Sprintf("loading %d%%", int(st.Progress*100))
-		}
-		return "loading"
+		return LoadingText(st.Progress)
 	case engine.WaitStopping:
 		return line + "; its last run is stopping, then it loads again"
 	case engine.WaitDraining:

@@ -6,7 +6,7 @@
 //
 // and writes DIR/NAME.gguf for each:
 //
-//	go run ./app/traytest/fakemodels DIR <models.txt
+//	go run ./router/testbed/fakemodels DIR <models.txt
 //
 // FILE_TYPE is general.file_type (15 is Q4_K_M, 7 Q8_0, 17 Q5_K_M). The tensors are declared F16,
 // so a file is two bytes per parameter whatever its file type says.
