@@ -39,6 +39,7 @@ type tryItWindow struct {
 	turns   []chatMessage      // the conversation so far, sent with each prompt
 	cancel  context.CancelFunc // ends the request in flight; nil when none
 	waiting bool               // a request is in flight and no token came yet
+	next    bool               // Enter was pressed while an answer was written: send once it ends
 	reason  string             // the router's last word on why it waits, "" when none
 	want    string             // a model asked for before the snapshot listed it, "" when none
 }
@@ -211,8 +212,11 @@ func (t *tryItWindow) waitText(s Snapshot) string {
 // clear starts a new conversation.
 func (t *tryItWindow) clear() {
 	if t.cancel != nil {
-		t.cancel()
+		t.cancel() // its done finds the answer gone and leaves the window to the new chat
 	}
+	t.cancel, t.waiting, t.next = nil, false, false
+	t.send.Enable()
+	t.stop.Disable()
 	t.turns, t.answer = nil, nil
 	t.chat.Objects = nil
 	t.chat.Refresh()
@@ -226,7 +230,12 @@ func (t *tryItWindow) start() {
 	model, prompt := t.model.Selected, strings.TrimSpace(t.prompt.Text)
 	switch {
 	case t.cancel != nil:
-		return // an answer is being written: Stop ends it
+		// An answer is being written: the prompt goes once it has ended (Stop ends it sooner).
+		if prompt != "" {
+			t.next = true
+			t.status.SetText("Sends when this answer ends…")
+		}
+		return
 	case model == "":
 		t.status.SetText("Pick a model first.")
 		return
@@ -301,6 +310,8 @@ func (t *tryItWindow) done(answer *widget.Label, text string, res tryResult, err
 		return // a New chat since
 	}
 	t.cancel, t.waiting = nil, false
+	next := t.next && err == nil && strings.TrimSpace(text) != ""
+	t.next = false
 	t.send.Enable()
 	t.stop.Disable()
 	var line string
@@ -333,4 +344,7 @@ func (t *tryItWindow) done(answer *widget.Label, text string, res tryResult, err
 	t.chat.Refresh()
 	t.scroll.ScrollToBottom()
 	t.win.Canvas().Focus(t.prompt)
+	if next {
+		t.start()
+	}
 }

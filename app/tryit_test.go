@@ -181,3 +181,54 @@ func TestTryItPicksLoaded(t *testing.T) {
 		t.Errorf("picked %q, want the first", got)
 	}
 }
+
+// While an answer is being written, Enter keeps the typed follow-up and sends it once the answer
+// ends (with the turns before it); New chat in the middle of an answer leaves a window that sends
+// the next prompt at once.
+func TestTryItWhileAnswering(t *testing.T) {
+	t.Setenv("FAKE_LLAMA_TOKENS", "24")
+	t.Setenv("FAKE_LLAMA_TOKEN_DELAY", "40ms")
+	svc, _ := startService(t, "127.0.0.1:"+strconv.Itoa(testbed.FreePort(t)))
+	u, l := newWatchedUI(t, newServiceBackend(svc))
+	var tw *tryItWindow
+	l.wait(func() { u.showTryIt("tiny-chat"); tw = u.tryIt })
+	kb := &keyboard{t: t, l: l}
+	state := func() (turns int, sending bool, status string) {
+		l.wait(func() { turns, sending, status = len(tw.turns), tw.cancel != nil, tw.status.Text })
+		return
+	}
+	generating := func() bool { _, sending, s := state(); return sending && strings.Contains(s, "generating") }
+
+	kb.typeText(tw.win, "Write a haiku about the sea.")
+	kb.press(tw.win, fyne.KeyReturn, false)
+	testbed.WaitFor(t, 30*time.Second, "the first answer streaming", generating)
+	kb.typeText(tw.win, "Now one about the hills.")
+	kb.press(tw.win, fyne.KeyReturn, false)
+	if turns, _, s := state(); turns != 1 || s != "Sends when this answer ends…" {
+		t.Fatalf("Enter during the answer: %d turns, status %q", turns, s)
+	}
+	testbed.WaitFor(t, 30*time.Second, "the follow-up answered", func() bool {
+		turns, sending, s := state()
+		return turns == 4 && !sending && strings.Contains(s, "tokens/s")
+	})
+	l.wait(func() {
+		if tw.turns[2].Content != "Now one about the hills." || tw.prompt.Text != "" {
+			t.Errorf("the follow-up sent %q, the prompt left %q", tw.turns[2].Content, tw.prompt.Text)
+		}
+	})
+
+	// New chat while an answer is written, then a prompt: it goes at once.
+	kb.typeText(tw.win, "A third one.")
+	kb.press(tw.win, fyne.KeyReturn, false)
+	testbed.WaitFor(t, 30*time.Second, "the third answer streaming", generating)
+	l.wait(func() { test.Tap(tw.newChat) })
+	kb.typeText(tw.win, "Start again.")
+	kb.press(tw.win, fyne.KeyReturn, false)
+	if turns, sending, s := state(); turns != 1 || !sending {
+		t.Fatalf("after New chat, Enter: %d turns, sending %v, status %q", turns, sending, s)
+	}
+	testbed.WaitFor(t, 30*time.Second, "the new chat's answer", func() bool {
+		turns, sending, s := state()
+		return turns == 2 && !sending && strings.Contains(s, "tokens/s")
+	})
+}
