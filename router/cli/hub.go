@@ -324,11 +324,7 @@ func (d directModels) remove(ctx context.Context, name string, env Env) error {
 	if !ok {
 		return unknownModel(name, cat)
 	}
-	cache, files, ok := hub.LocalFiles(m)
-	if !ok {
-		return fmt.Errorf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", m.ID, m.Path)
-	}
-	removed, err := cache.Remove(m.HubRepo, files)
+	removed, err := hub.RemovePulled(m)
 	if err != nil {
 		return err
 	}
