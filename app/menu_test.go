@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 const gb = int64(1_000_000_000)
@@ -22,7 +24,7 @@ func snap(models ...Model) Snapshot {
 }
 
 func model(id string, st service.State, mod func(*Model)) Model {
-	m := Model{ModelStatus: service.ModelStatus{ID: id, State: st, EstimateBytes: 4 * gb}}
+	m := Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: id, State: st, EstimateBytes: 4 * gb}, Meta: &catalog.Model{}}}
 	if mod != nil {
 		mod(&m)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // A failed download reads as what happened and what to do: no address, no Go error chain, no
@@ -70,7 +71,7 @@ func TestLoadCause(t *testing.T) {
 	}
 
 	// The row shows it and offers the fix first.
-	m := Model{ModelStatus: service.ModelStatus{ID: "x", State: service.StateFailed, Error: "llama-server exited while loading: exit status 1 (last output: \"main: exiting due to model loading error\")"}}
+	m := Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: "x", State: service.StateFailed, Error: "llama-server exited while loading: exit status 1 (last output: \"main: exiting due to model loading error\")"}}}
 	m.Cause, m.CauseDo, m.Fix = loadCause(logs)
 	r := rowFor(service.Budget{}, m, now())
 	if !strings.Contains(r.Error, "unknown model architecture") || strings.Contains(r.Error, "exiting due to") {

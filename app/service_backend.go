@@ -7,7 +7,6 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/hub"
@@ -89,20 +88,8 @@ func downloadsFrom(pulls []hub.PullStatus) []Download {
 	return out
 }
 
-// modelFrom adapts the service's view of a model for display.
-func modelFrom(v view.Model) Model {
-	m := Model{ModelStatus: v.ModelStatus, CtxSize: v.CtxSize}
-	if cm := v.Meta; cm != nil {
-		m.Architecture = cm.Architecture
-		m.Parameters = catalog.ParamsLabel(cm.Parameters)
-		m.Quantization = cm.Quantization
-		m.SizeBytes = cm.SizeBytes
-		m.ContextLength = cm.ContextLength
-		m.Files = append([]string(nil), cm.Files...)
-		m.EstimateError = cm.EstimateError
-	}
-	return m
-}
+// modelFrom is the service's view of a model, for display.
+func modelFrom(v view.Model) Model { return Model{Model: v} }
 
 // listenProblem explains a listener error in a few words.
 func listenProblem(addr string, err error) string {

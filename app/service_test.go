@@ -107,7 +107,7 @@ func TestWindowDrivesRealService(t *testing.T) {
 		t.Fatalf("snapshot: listen error %q, llama-server %q, %d models", s.ListenErr, s.ServerPath, len(s.Models))
 	}
 	m := s.Models[0]
-	if m.State != service.StateUnloaded || m.Architecture != "llama" || m.ContextLength != 512 {
+	if m.State != service.StateUnloaded || m.Entry().Architecture != "llama" || m.Entry().ContextLength != 512 {
 		t.Errorf("model = %+v", m)
 	}
 	if menu := BuildMenu(s); menu[0].Label != "Serving on 127.0.0.1:"+strconv.Itoa(port) {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -46,17 +47,10 @@ type Download struct {
 	Error string        // why it stopped
 }
 
-// Model is one catalog entry together with its engine status.
+// Model is a model as every surface shows it (view.Model: its engine status, its catalog entry, the
+// context size it is started with), and what the app reads from its log.
 type Model struct {
-	service.ModelStatus
-	Architecture  string
-	Parameters    string // "7B", "" when unknown
-	Quantization  string
-	SizeBytes     int64    // on disk
-	ContextLength int      // trained context length, 0 when unknown
-	CtxSize       int      // the context size it is started with
-	Files         []string // every file of the model (split parts), when known
-	EstimateError string   // why its memory need could not be sized from its header; "" when it was
+	view.Model
 	// A failed load: the line of llama-server's output that explains it, what to do, and the fix
 	// the row offers (loadcause.go); "" and fixNone when no line explains.
 	Cause, CauseDo string
