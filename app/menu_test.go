@@ -290,8 +290,8 @@ func TestTrayIcon(t *testing.T) {
 // the window.
 func TestBuildMenuDownloads(t *testing.T) {
 	s := snap(model("a", service.StateLoaded, nil))
-	s.Downloads = []Download{
-		{Model: "org/big-GGUF:Q4_K_M", Done: 3 << 30, Total: 4 << 30},
+	s.Downloads = []hub.PullStatus{
+		{Model: "org/big-GGUF:Q4_K_M", Progress: hub.Progress{Done: 3 << 30, Total: 4 << 30}},
 		{Model: "org/tiny-GGUF:Q8_0"},
 	}
 	menu := BuildMenu(s)
@@ -317,7 +317,7 @@ func TestBuildMenuDownloads(t *testing.T) {
 		}
 	}
 	// The key stays while the label counts up: the tray updates the label, not the layout.
-	s.Downloads[0].Done = 4 << 30
+	s.Downloads[0].Progress.Done = 4 << 30
 	if again := BuildMenu(s); again[1].Key != head[1].Key || again[1].Label == head[1].Label {
 		t.Errorf("progress: key %q → %q, label %q → %q", head[1].Key, again[1].Key, head[1].Label, again[1].Label)
 	}
@@ -331,7 +331,7 @@ func TestDownloadsFrom(t *testing.T) {
 		{Model: "o/a:Q8_0", State: hub.StateDownloading, Started: now.Add(-2 * time.Minute)},
 	}
 	got := downloadsFrom(pulls)
-	if len(got) != 2 || got[0].Model != "o/a:Q8_0" || got[1].Model != "o/c:Q8_0" || got[1].Done != 1 || got[1].Total != 2 {
+	if len(got) != 2 || got[0].Model != "o/a:Q8_0" || got[1].Model != "o/c:Q8_0" || got[1].Progress.Done != 1 || got[1].Progress.Total != 2 {
 		t.Errorf("downloadsFrom = %+v, want the two running pulls, oldest first", got)
 	}
 }

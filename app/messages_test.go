@@ -40,7 +40,7 @@ func TestPullTrouble(t *testing.T) {
 		}
 	}
 	// The Downloads row of a checksum failure: no share done, nothing said to be kept.
-	text := downloadText(Download{Model: "a/b:Q4", State: hub.StateFailed, Done: 100, Total: 100,
+	text := downloadText(hub.PullStatus{Model: "a/b:Q4", State: hub.StateFailed, Progress: hub.Progress{Done: 100, Total: 100},
 		Error: "a/b: x.gguf: sha256 mismatch (the Hub lists 1, the download is 2): refused and deleted"})
 	if strings.Contains(text, "100%") || strings.Contains(text, "kept") {
 		t.Errorf("checksum failure reads %q", text)

@@ -76,13 +76,12 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 }
 
 // downloadsFrom keeps the pulls running or stopped with something to resume, oldest first.
-func downloadsFrom(pulls []hub.PullStatus) []Download {
-	var out []Download
+func downloadsFrom(pulls []hub.PullStatus) []hub.PullStatus {
+	var out []hub.PullStatus
 	for i := len(pulls) - 1; i >= 0; i-- { // List is newest first
 		switch p := pulls[i]; p.State {
 		case hub.StateDownloading, hub.StatePaused, hub.StateFailed:
-			out = append(out, Download{Model: p.Model, State: p.State, Done: p.Progress.Done, Total: p.Progress.Total,
-				Rate: p.Progress.Rate, Left: p.Progress.Left, Error: p.Error})
+			out = append(out, p)
 		}
 	}
 	return out

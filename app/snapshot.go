@@ -3,6 +3,7 @@ package app
 import (
 	"time"
 
+	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
@@ -26,25 +27,13 @@ type Snapshot struct {
 	Budget     service.Budget
 	Autostart  bool
 	Scanning   bool                // the catalog is being rescanned
-	Downloads  []Download          // models being downloaded from the Hub, paused or failed, oldest first
+	Downloads  []hub.PullStatus    // models being downloaded from the Hub, paused or failed (what came kept), oldest first
 	Peers      []wire.Peer         // other machines' servers and their models (Offers.Peers), by name
 	Workers    []wire.WorkerStatus // the [workers.NAME] machines (Offers.Workers), by name
 	Lending    wire.Lending        // this machine lent to other Llamatrays (Offers.Workers)
 	// UpdateVersion is a newer Llamatray release ("0.4.0") found by the daily check (update_check),
 	// "" when none; UpdateURL is its page.
 	UpdateVersion, UpdateURL string
-}
-
-// Download is one model being downloaded from the Hugging Face Hub, or stopped with what came kept
-// on disk (paused, failed, or cut by a restart).
-type Download struct {
-	Model string        // ORG/REPO:QUANT
-	State string        // hub.StateDownloading, StatePaused or StateFailed
-	Done  int64         // bytes on disk
-	Total int64         // bytes in all
-	Rate  float64       // bytes per second over the last seconds, while it runs
-	Left  time.Duration // time left at Rate, 0 when unknown
-	Error string        // why it stopped
 }
 
 // Model is a model as every surface shows it (view.Model: its engine status, its catalog entry, the
