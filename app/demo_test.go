@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 func demoSnapshot() Snapshot {
 	at := time.Now()
 	s := Snapshot{
-		ListenAddr: "127.0.0.1:8080", ServerPath: "/usr/local/bin/llama-server", ServerFrom: "PATH", ServerVer: "b6890",
+		ListenAddr: "127.0.0.1:8080", Server: service.LlamaServer{Path: "/usr/local/bin/llama-server", Source: "PATH", Version: "b6890"},
 		ModelDirs: []string{"/home/ann/.local/share/llamatray/models", "/home/ann/.cache/llama.cpp"},
 		LogDir:    os.TempDir(),
 		Budget: service.Budget{Limit: 24 * gb, Used: 9_300_000_000, Free: 14_700_000_000, Reserve: 2 * gb,
@@ -72,9 +72,9 @@ func runDemo(demo string) {
 	switch demo {
 	case "empty":
 		s = Snapshot{ListenAddr: "127.0.0.1:8080", ListenErr: "127.0.0.1:8080 is already in use by another program",
-			ServerHint: "Install llama.cpp: download a release from https://github.com/ggml-org/llama.cpp/releases and put llama-server on your PATH, or choose it with Locate…",
-			ModelDirs:  []string{"/home/ann/.local/share/llamatray/models", "/home/ann/.cache/huggingface/hub"},
-			Budget:     service.Budget{Limit: 24 * gb, Free: 24 * gb, SystemTotal: 32 * gb, SystemAvailable: 26 * gb, Reserve: gb}}
+			Server:    service.LlamaServer{Hint: "Install llama.cpp: download a release from https://github.com/ggml-org/llama.cpp/releases and put llama-server on your PATH, or choose it with Locate…"},
+			ModelDirs: []string{"/home/ann/.local/share/llamatray/models", "/home/ann/.cache/huggingface/hub"},
+			Budget:    service.Budget{Limit: 24 * gb, Free: 24 * gb, SystemTotal: 32 * gb, SystemAvailable: 26 * gb, Reserve: gb}}
 	}
 	fb := newFakeBackend(s)
 	fb.dir = os.TempDir()

@@ -115,7 +115,7 @@ func (si *serverInstall) start() {
 			si.u.onUI(func() { si.progress(p) })
 		})
 		note := ""
-		if s := si.u.b.Snapshot(); err == nil && (s.ServerFrom == "config" || s.ServerFrom == "env") {
+		if s := si.u.b.Snapshot(); err == nil && (s.Server.Source == "config" || s.Server.Source == "env") {
 			note = " The llama-server set in Settings (or $LLAMA_SERVER) is still the one used: clear it to use this build."
 		}
 		si.u.onUI(func() { si.finish(b, note, err) })

@@ -109,7 +109,7 @@ func header(s Snapshot) []MenuItem {
 			Action: Action{Kind: ActCopy, Text: "http://" + s.ListenAddr},
 		})
 	}
-	if s.ServerPath == "" {
+	if s.Server.Path == "" {
 		out = append(out, MenuItem{Label: "llama-server not found — Install llama-server…", Action: Action{Kind: ActOpenWindow}})
 	}
 	out = append(out, updateItems(s)...)

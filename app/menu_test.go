@@ -17,7 +17,7 @@ func snap(models ...Model) Snapshot {
 	sortModels(models)
 	return Snapshot{
 		ListenAddr: "127.0.0.1:8080",
-		ServerPath: "/usr/bin/llama-server",
+		Server:     service.LlamaServer{Path: "/usr/bin/llama-server"},
 		Models:     models,
 		Budget:     service.Budget{Limit: 16 * gb, Configured: true, ConfiguredLimit: 16 * gb, Used: 6 * gb, Measured: 4 * gb, Free: 10 * gb},
 	}
@@ -235,7 +235,7 @@ func TestBuildMenuProblems(t *testing.T) {
 		{"no models", func(s *Snapshot) { s.Models = nil }, []string{"Serving on 127.0.0.1:8080"}, "No models found — Get models… in the window"},
 		{"port in use", func(s *Snapshot) { s.ListenErr = "127.0.0.1:8080 is in use" },
 			[]string{"Not serving: 127.0.0.1:8080 is in use"}, "No other models"},
-		{"no llama-server", func(s *Snapshot) { s.ServerPath = "" },
+		{"no llama-server", func(s *Snapshot) { s.Server.Path = "" },
 			[]string{"Serving on 127.0.0.1:8080", "llama-server not found — Install llama-server…"}, "No other models"},
 	}
 	for _, tt := range tests {
@@ -277,7 +277,7 @@ func TestTrayIcon(t *testing.T) {
 		{"loading beats serving", snap(model("a", service.StateLoaded, func(m *Model) { m.Active = 1 }), model("b", service.StateLoading, nil)), IconLoading},
 		{"failed model", snap(model("a", service.StateFailed, nil), model("b", service.StateLoading, nil)), IconError},
 		{"port in use", func() Snapshot { s := snap(); s.ListenErr = "in use"; return s }(), IconError},
-		{"no llama-server", func() Snapshot { s := snap(); s.ServerPath = ""; return s }(), IconError},
+		{"no llama-server", func() Snapshot { s := snap(); s.Server.Path = ""; return s }(), IconError},
 	}
 	for _, tt := range tests {
 		if got := TrayIcon(tt.s); got != tt.want {

@@ -32,13 +32,9 @@ func newServiceBackend(svc *service.Service) *serviceBackend {
 
 func (sb *serviceBackend) Snapshot() Snapshot {
 	cfg := sb.Service.Config()
-	ls := sb.Service.LlamaServer()
 	s := Snapshot{
 		ListenAddr: sb.Service.ListenAddr(),
-		ServerPath: ls.Path,
-		ServerHint: ls.Hint,
-		ServerFrom: ls.Source,
-		ServerVer:  ls.Version,
+		Server:     sb.Service.LlamaServer(),
 		ModelDirs:  cfg.ModelDirsResolved(),
 		LogDir:     sb.Service.LogDir(),
 		Peers:      sb.Service.PeerList(),

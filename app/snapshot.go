@@ -12,14 +12,11 @@ import (
 // Snapshot is everything the tray menu and the models window show, copied out of the running
 // service at one moment. It is plain data: safe to keep, compare and build menus from.
 type Snapshot struct {
-	ListenAddr string // host:port the router serves on (or tried to)
-	ListenErr  string // why the router is not listening, "" while it serves
-	ServerPath string // llama-server in use, "" when none was found
-	ServerHint string // how to install llama-server on this OS, when none was found
-	ServerFrom string // where llama-server was found: config, env, beside, PATH, ...
-	ServerVer  string // its version, when known
-	OllamaAddr string // where Ollama's port is also answered (ollama_port), "" when not
-	OllamaErr  string // why Ollama's port is not answered although ollama_port is on
+	ListenAddr string              // host:port the router serves on (or tried to)
+	ListenErr  string              // why the router is not listening, "" while it serves
+	Server     service.LlamaServer // llama-server in use: Path "" when none was found, Hint how to install one
+	OllamaAddr string              // where Ollama's port is also answered (ollama_port), "" when not
+	OllamaErr  string              // why Ollama's port is not answered although ollama_port is on
 	ModelDirs  []string
 	LogDir     string
 	Models     []Model  // sorted by ID
@@ -108,7 +105,7 @@ func (s IconState) String() string {
 // TrayIcon picks the tray icon for a snapshot. Problems win over activity; a load in progress wins
 // over serving, since requests are usually waiting for it.
 func TrayIcon(s Snapshot) IconState {
-	if s.ListenErr != "" || s.ServerPath == "" {
+	if s.ListenErr != "" || s.Server.Path == "" {
 		return IconError
 	}
 	loading, serving := false, false

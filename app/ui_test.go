@@ -123,7 +123,7 @@ func TestModelsWindowActions(t *testing.T) {
 
 func TestModelsWindowEmptyStates(t *testing.T) {
 	s := Snapshot{ListenAddr: "127.0.0.1:8080", ModelDirs: []string{"/home/ann/models", "/home/ann/.cache/llama.cpp"},
-		ServerHint: "Install llama.cpp with: brew install llama.cpp", ListenErr: "127.0.0.1:8080 is already in use"}
+		Server: service.LlamaServer{Hint: "Install llama.cpp with: brew install llama.cpp"}, ListenErr: "127.0.0.1:8080 is already in use"}
 	u, fb, l := newTestUI(t, s)
 	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
 	c := u.models.win.Content()
@@ -139,7 +139,7 @@ func TestModelsWindowEmptyStates(t *testing.T) {
 		}
 	})
 	// Once llama-server is located and models appear, the problems go away.
-	s.ServerPath, s.ListenErr = "/usr/bin/llama-server", ""
+	s.Server.Path, s.ListenErr = "/usr/bin/llama-server", ""
 	s.Models = []Model{model("a", service.StateUnloaded, nil)}
 	fb.setSnapshot(s)
 	u.pull()
