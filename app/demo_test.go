@@ -14,7 +14,9 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/llamatray/llamatray/app/platform"
+	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // TestMain runs the tests, or, with LLAMATRAY_DEMO set, the real Fyne app over a fake backend so the
@@ -32,33 +34,33 @@ func TestMain(m *testing.M) {
 func demoSnapshot() Snapshot {
 	at := time.Now()
 	s := Snapshot{
-		ListenAddr: "127.0.0.1:8080", ServerPath: "/usr/local/bin/llama-server", ServerFrom: "PATH", ServerVer: "b6890",
+		ListenAddr: "127.0.0.1:8080", Server: service.LlamaServer{Path: "/usr/local/bin/llama-server", Source: "PATH", Version: "b6890"},
 		ModelDirs: []string{"/home/ann/.local/share/llamatray/models", "/home/ann/.cache/llama.cpp"},
 		LogDir:    os.TempDir(),
 		Budget: service.Budget{Limit: 24 * gb, Used: 9_300_000_000, Free: 14_700_000_000, Reserve: 2 * gb,
 			SystemTotal: 32 * gb, SystemAvailable: 17 * gb, MaxLoaded: 3, Loaded: 2},
 	}
-	add := func(id string, st service.State, q, params, arch string, est int64, mod func(*Model)) {
-		m := Model{ModelStatus: service.ModelStatus{ID: id, State: st, EstimateBytes: est, Path: "/home/ann/models/" + id + ".gguf"},
-			Quantization: q, Parameters: params, Architecture: arch, SizeBytes: est * 8 / 10, CtxSize: 4096}
+	add := func(id string, st service.State, q string, params int64, arch string, est int64, mod func(*Model)) {
+		m := Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: id, State: st, EstimateBytes: est, Path: "/home/ann/models/" + id + ".gguf"},
+			Meta: &catalog.Model{Quantization: q, Parameters: params, Architecture: arch, SizeBytes: est * 8 / 10}, CtxSize: 4096}}
 		if mod != nil {
 			mod(&m)
 		}
 		s.Models = append(s.Models, m)
 	}
-	add("qwen2.5-7b-instruct", service.StateLoaded, "Q4_K_M", "7.6B", "qwen2", 5_200_000_000, func(m *Model) {
+	add("qwen2.5-7b-instruct", service.StateLoaded, "Q4_K_M", 7_600_000_000, "qwen2", 5_200_000_000, func(m *Model) {
 		m.Active, m.Queued, m.MemoryBytes, m.LastUsed = 2, 1, 5_400_000_000, at.Add(-10*time.Second)
 	})
-	add("llama-3.2-3b-instruct", service.StateLoading, "Q8_0", "3.2B", "llama", 3_900_000_000, func(m *Model) { m.Progress = 0.42 })
-	add("gemma-2-2b-it", service.StateSleeping, "Q4_K_M", "2.6B", "gemma2", 2_100_000_000, func(m *Model) {
+	add("llama-3.2-3b-instruct", service.StateLoading, "Q8_0", 3_200_000_000, "llama", 3_900_000_000, func(m *Model) { m.Progress = 0.42 })
+	add("gemma-2-2b-it", service.StateSleeping, "Q4_K_M", 2_600_000_000, "gemma2", 2_100_000_000, func(m *Model) {
 		m.Pinned, m.LastUsed = true, at.Add(-14*time.Minute)
 	})
-	add("phi-3-mini", service.StateFailed, "Q4_0", "3.8B", "phi3", 2_600_000_000, func(m *Model) {
+	add("phi-3-mini", service.StateFailed, "Q4_0", 3_800_000_000, "phi3", 2_600_000_000, func(m *Model) {
 		m.Error = "llama-server exited with code 1: error loading model: unknown model architecture 'phi3v'"
 	})
-	add("mistral-7b-instruct-v0.3", service.StateUnloaded, "Q5_K_M", "7.2B", "llama", 5_800_000_000, func(m *Model) { m.LastUsed = at.Add(-50 * time.Hour) })
-	add("llama-3.1-70b-instruct", service.StateUnloaded, "Q4_K_M", "70B", "llama", 43_000_000_000, nil)
-	add("smollm2-360m", service.StateUnloaded, "F16", "362M", "llama", 900_000_000, nil)
+	add("mistral-7b-instruct-v0.3", service.StateUnloaded, "Q5_K_M", 7_200_000_000, "llama", 5_800_000_000, func(m *Model) { m.LastUsed = at.Add(-50 * time.Hour) })
+	add("llama-3.1-70b-instruct", service.StateUnloaded, "Q4_K_M", 70_000_000_000, "llama", 43_000_000_000, nil)
+	add("smollm2-360m", service.StateUnloaded, "F16", 362_000_000, "llama", 900_000_000, nil)
 	sortModels(s.Models)
 	return s
 }
@@ -70,9 +72,9 @@ func runDemo(demo string) {
 	switch demo {
 	case "empty":
 		s = Snapshot{ListenAddr: "127.0.0.1:8080", ListenErr: "127.0.0.1:8080 is already in use by another program",
-			ServerHint: "Install llama.cpp: download a release from https://github.com/ggml-org/llama.cpp/releases and put llama-server on your PATH, or choose it with Locate…",
-			ModelDirs:  []string{"/home/ann/.local/share/llamatray/models", "/home/ann/.cache/huggingface/hub"},
-			Budget:     service.Budget{Limit: 24 * gb, Free: 24 * gb, SystemTotal: 32 * gb, SystemAvailable: 26 * gb, Reserve: gb}}
+			Server:    service.LlamaServer{Hint: "Install llama.cpp: download a release from https://github.com/ggml-org/llama.cpp/releases and put llama-server on your PATH, or choose it with Locate…"},
+			ModelDirs: []string{"/home/ann/.local/share/llamatray/models", "/home/ann/.cache/huggingface/hub"},
+			Budget:    service.Budget{Limit: 24 * gb, Free: 24 * gb, SystemTotal: 32 * gb, SystemAvailable: 26 * gb, Reserve: gb}}
 	}
 	fb := newFakeBackend(s)
 	fb.dir = os.TempDir()

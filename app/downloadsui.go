@@ -52,11 +52,11 @@ func (d *downloadsSection) update(s Snapshot) {
 }
 
 // row is one download: its name and state in words, a bar, and what can be done.
-func (d *downloadsSection) row(h Backend, dl Download) fyne.CanvasObject {
+func (d *downloadsSection) row(h Backend, dl hub.PullStatus) fyne.CanvasObject {
 	name := dl.Model
 	bar := widget.NewProgressBar()
-	if _, kept := pullTrouble(dl.Error); dl.Total > 0 && (kept || dl.State != hub.StateFailed) {
-		bar.SetValue(float64(dl.Done) / float64(dl.Total))
+	if _, kept := pullTrouble(dl.Error); dl.Progress.Total > 0 && (kept || dl.State != hub.StateFailed) {
+		bar.SetValue(float64(dl.Progress.Done) / float64(dl.Progress.Total))
 	}
 	line := wrapLabel(downloadText(dl))
 	var buttons []fyne.CanvasObject
@@ -98,28 +98,29 @@ func (d *downloadsSection) row(h Backend, dl Download) fyne.CanvasObject {
 }
 
 // downloadText is a download's state in words: "42% of 4.1 GiB · 12 MiB/s · 3 min left".
-func downloadText(d Download) string {
+func downloadText(d hub.PullStatus) string {
+	p := d.Progress
 	var parts []string
 	trouble, kept := pullTrouble(d.Error)
 	if d.State == hub.StateFailed && !kept {
 		return trouble // nothing was kept: no share of it to give
 	}
-	if d.Total > 0 {
-		parts = append(parts, fmt.Sprintf("%d%% of %s", d.Done*100/d.Total, humanBytes(d.Total)))
+	if p.Total > 0 {
+		parts = append(parts, fmt.Sprintf("%d%% of %s", p.Done*100/p.Total, humanBytes(p.Total)))
 	}
 	switch d.State {
 	case hub.StateDownloading, "":
-		if d.Rate > 0 {
-			parts = append(parts, humanBytes(int64(d.Rate))+"/s")
+		if p.Rate > 0 {
+			parts = append(parts, humanBytes(int64(p.Rate))+"/s")
 		}
-		if d.Left > 0 {
-			parts = append(parts, leftText(d.Left))
+		if p.Left > 0 {
+			parts = append(parts, leftText(p.Left))
 		}
 		if len(parts) == 0 {
 			parts = append(parts, "starting")
 		}
 	case hub.StatePaused:
-		parts = append(parts, "paused: "+humanBytes(d.Done)+" kept on disk; Resume goes on from there")
+		parts = append(parts, "paused: "+humanBytes(p.Done)+" kept on disk; Resume goes on from there")
 	case hub.StateFailed:
 		parts = append(parts, trouble)
 	}

@@ -112,7 +112,7 @@ func TestDownloadRowActions(t *testing.T) {
 		{hub.StateFailed, []string{"[Retry]", "[Cancel]"}, "What came does not match the checksum the Hub lists, so it was deleted: Retry downloads it again."},
 	} {
 		l.wait(func() {
-			row := newDownloadsSection(u).row(u.b, Download{Model: "Org/Tiny-GGUF:Q8_0", State: tc.state, Done: 50, Total: 100, Error: "checksum mismatch"})
+			row := newDownloadsSection(u).row(u.b, hub.PullStatus{Model: "Org/Tiny-GGUF:Q8_0", State: tc.state, Progress: hub.Progress{Done: 50, Total: 100}, Error: "checksum mismatch"})
 			var buttons []string
 			for _, s := range texts(row) {
 				if strings.HasPrefix(s, "[") {

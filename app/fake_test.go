@@ -107,7 +107,7 @@ func (f *fakeBackend) EditConfig(change func(*config.Config) error) error {
 func (f *fakeBackend) Rescan(context.Context) error { return f.record("rescan") }
 func (f *fakeBackend) FindLlamaServer() string {
 	f.record("find llama-server")
-	return f.Snapshot().ServerPath
+	return f.Snapshot().Server.Path
 }
 func (f *fakeBackend) ModelsDir() (string, error) {
 	f.mu.Lock()

@@ -187,8 +187,8 @@ func (m *modelsWindow) confirmDelete(id, path string) {
 		return
 	}
 	files := modelFilesToDelete(path)
-	if x, ok := m.modelByID(id); ok && len(x.Files) > 0 {
-		files = x.Files
+	if x, ok := m.modelByID(id); ok && len(x.Entry().Files) > 0 {
+		files = x.Entry().Files
 	}
 	// The button says what happens: to the trash (restorable), or out of the Hub cache for good.
 	trash := platform.TrashName()
@@ -236,8 +236,8 @@ func deleteModel(b Backend, id, path string, trash func(string) error) error {
 		if x.Running() {
 			return fmt.Errorf("%s is %s; unload it before deleting its files", id, x.State)
 		}
-		if len(x.Files) > 0 {
-			files = x.Files
+		if len(x.Entry().Files) > 0 {
+			files = x.Entry().Files
 		}
 	}
 	if _, ok := pulledName(b, id); ok {

@@ -70,10 +70,7 @@ func (h *managerHub) Pulled(id string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if _, _, ok := hub.LocalFiles(m); !ok {
-		return "", false
-	}
-	return m.HubName, true
+	return hub.Pulled(m)
 }
 
 func (h *managerHub) RemovePulled(id string) ([]string, error) {
@@ -84,15 +81,7 @@ func (h *managerHub) RemovePulled(id string) ([]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("model %q is not on this machine", id)
 	}
-	cache, files, ok := hub.LocalFiles(m)
-	if !ok {
-		return nil, fmt.Errorf("model %q is the file %s, not a model pulled from the Hugging Face Hub", id, m.Path)
-	}
-	removed, err := cache.Remove(m.HubRepo, files)
-	if err != nil {
-		return nil, fmt.Errorf("removing %s: %w", id, err)
-	}
-	return removed, nil
+	return hub.RemovePulled(m)
 }
 
 func (h *managerHub) SearchHub(ctx context.Context, text string) ([]hub.Repo, error) {

@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/releases"
 )
 
@@ -114,7 +115,7 @@ func (si *serverInstall) start() {
 			si.u.onUI(func() { si.progress(p) })
 		})
 		note := ""
-		if s := si.u.b.Snapshot(); err == nil && (s.ServerFrom == "config" || s.ServerFrom == "env") {
+		if s := si.u.b.Snapshot(); err == nil && (s.Server.Source == "config" || s.Server.Source == "env") {
 			note = " The llama-server set in Settings (or $LLAMA_SERVER) is still the one used: clear it to use this build."
 		}
 		si.u.onUI(func() { si.finish(b, note, err) })
@@ -130,7 +131,7 @@ func (si *serverInstall) progress(p releases.Progress) {
 		if p.Total > 0 {
 			si.bar.SetValue(float64(p.Done) / float64(p.Total))
 		}
-		d := Download{State: "downloading", Done: p.Done, Total: p.Total, Rate: p.BytesPerSecond, Left: time.Duration(p.ETASeconds * float64(time.Second))}
+		d := hub.PullStatus{State: hub.StateDownloading, Progress: hub.Progress{Done: p.Done, Total: p.Total, Rate: p.BytesPerSecond, Left: time.Duration(p.ETASeconds * float64(time.Second))}}
 		si.setStatus("Downloading " + si.chosen + ": " + downloadText(d))
 	case releases.PhaseVerified:
 		si.bar.SetValue(1)

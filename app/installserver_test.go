@@ -49,8 +49,8 @@ func TestInstallLlamaServerButton(t *testing.T) {
 	cfg.MemoryLimit = 4 * config.GiB
 	cfg.MemoryReserve = 0
 	svc, sb := startedService(t, cfg)
-	if s := sb.Snapshot(); s.ServerPath != "" {
-		t.Fatalf("llama-server found before the install: %s", s.ServerPath)
+	if s := sb.Snapshot(); s.Server.Path != "" {
+		t.Fatalf("llama-server found before the install: %s", s.Server.Path)
 	}
 
 	u, l := newWatchedUI(t, sb)

@@ -109,7 +109,7 @@ func header(s Snapshot) []MenuItem {
 			Action: Action{Kind: ActCopy, Text: "http://" + s.ListenAddr},
 		})
 	}
-	if s.ServerPath == "" {
+	if s.Server.Path == "" {
 		out = append(out, MenuItem{Label: "llama-server not found — Install llama-server…", Action: Action{Kind: ActOpenWindow}})
 	}
 	out = append(out, updateItems(s)...)
@@ -128,13 +128,14 @@ func header(s Snapshot) []MenuItem {
 }
 
 // downloadLabel is "⇣ org/repo:Q4_K_M — 42% of 4.1 GiB · 12 MiB/s".
-func downloadLabel(d Download) string {
-	if d.Total <= 0 {
+func downloadLabel(d hub.PullStatus) string {
+	p := d.Progress
+	if p.Total <= 0 {
 		return "⇣ " + d.Model + " — starting"
 	}
-	l := fmt.Sprintf("⇣ %s — %d%% of %s", d.Model, d.Done*100/d.Total, humanBytes(d.Total))
-	if d.Rate > 0 {
-		l += " · " + humanBytes(int64(d.Rate)) + "/s"
+	l := fmt.Sprintf("⇣ %s — %d%% of %s", d.Model, p.Done*100/p.Total, humanBytes(p.Total))
+	if p.Rate > 0 {
+		l += " · " + humanBytes(int64(p.Rate)) + "/s"
 	}
 	return l
 }

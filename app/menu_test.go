@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 const gb = int64(1_000_000_000)
@@ -15,14 +17,14 @@ func snap(models ...Model) Snapshot {
 	sortModels(models)
 	return Snapshot{
 		ListenAddr: "127.0.0.1:8080",
-		ServerPath: "/usr/bin/llama-server",
+		Server:     service.LlamaServer{Path: "/usr/bin/llama-server"},
 		Models:     models,
 		Budget:     service.Budget{Limit: 16 * gb, Configured: true, ConfiguredLimit: 16 * gb, Used: 6 * gb, Measured: 4 * gb, Free: 10 * gb},
 	}
 }
 
 func model(id string, st service.State, mod func(*Model)) Model {
-	m := Model{ModelStatus: service.ModelStatus{ID: id, State: st, EstimateBytes: 4 * gb}}
+	m := Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: id, State: st, EstimateBytes: 4 * gb}, Meta: &catalog.Model{}}}
 	if mod != nil {
 		mod(&m)
 	}
@@ -233,7 +235,7 @@ func TestBuildMenuProblems(t *testing.T) {
 		{"no models", func(s *Snapshot) { s.Models = nil }, []string{"Serving on 127.0.0.1:8080"}, "No models found — Get models… in the window"},
 		{"port in use", func(s *Snapshot) { s.ListenErr = "127.0.0.1:8080 is in use" },
 			[]string{"Not serving: 127.0.0.1:8080 is in use"}, "No other models"},
-		{"no llama-server", func(s *Snapshot) { s.ServerPath = "" },
+		{"no llama-server", func(s *Snapshot) { s.Server.Path = "" },
 			[]string{"Serving on 127.0.0.1:8080", "llama-server not found — Install llama-server…"}, "No other models"},
 	}
 	for _, tt := range tests {
@@ -275,7 +277,7 @@ func TestTrayIcon(t *testing.T) {
 		{"loading beats serving", snap(model("a", service.StateLoaded, func(m *Model) { m.Active = 1 }), model("b", service.StateLoading, nil)), IconLoading},
 		{"failed model", snap(model("a", service.StateFailed, nil), model("b", service.StateLoading, nil)), IconError},
 		{"port in use", func() Snapshot { s := snap(); s.ListenErr = "in use"; return s }(), IconError},
-		{"no llama-server", func() Snapshot { s := snap(); s.ServerPath = ""; return s }(), IconError},
+		{"no llama-server", func() Snapshot { s := snap(); s.Server.Path = ""; return s }(), IconError},
 	}
 	for _, tt := range tests {
 		if got := TrayIcon(tt.s); got != tt.want {
@@ -288,8 +290,8 @@ func TestTrayIcon(t *testing.T) {
 // the window.
 func TestBuildMenuDownloads(t *testing.T) {
 	s := snap(model("a", service.StateLoaded, nil))
-	s.Downloads = []Download{
-		{Model: "org/big-GGUF:Q4_K_M", Done: 3 << 30, Total: 4 << 30},
+	s.Downloads = []hub.PullStatus{
+		{Model: "org/big-GGUF:Q4_K_M", Progress: hub.Progress{Done: 3 << 30, Total: 4 << 30}},
 		{Model: "org/tiny-GGUF:Q8_0"},
 	}
 	menu := BuildMenu(s)
@@ -315,7 +317,7 @@ func TestBuildMenuDownloads(t *testing.T) {
 		}
 	}
 	// The key stays while the label counts up: the tray updates the label, not the layout.
-	s.Downloads[0].Done = 4 << 30
+	s.Downloads[0].Progress.Done = 4 << 30
 	if again := BuildMenu(s); again[1].Key != head[1].Key || again[1].Label == head[1].Label {
 		t.Errorf("progress: key %q → %q, label %q → %q", head[1].Key, again[1].Key, head[1].Label, again[1].Label)
 	}
@@ -329,7 +331,7 @@ func TestDownloadsFrom(t *testing.T) {
 		{Model: "o/a:Q8_0", State: hub.StateDownloading, Started: now.Add(-2 * time.Minute)},
 	}
 	got := downloadsFrom(pulls)
-	if len(got) != 2 || got[0].Model != "o/a:Q8_0" || got[1].Model != "o/c:Q8_0" || got[1].Done != 1 || got[1].Total != 2 {
+	if len(got) != 2 || got[0].Model != "o/a:Q8_0" || got[1].Model != "o/c:Q8_0" || got[1].Progress.Done != 1 || got[1].Progress.Total != 2 {
 		t.Errorf("downloadsFrom = %+v, want the two running pulls, oldest first", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // A failed download reads as what happened and what to do: no address, no Go error chain, no
@@ -39,7 +40,7 @@ func TestPullTrouble(t *testing.T) {
 		}
 	}
 	// The Downloads row of a checksum failure: no share done, nothing said to be kept.
-	text := downloadText(Download{Model: "a/b:Q4", State: hub.StateFailed, Done: 100, Total: 100,
+	text := downloadText(hub.PullStatus{Model: "a/b:Q4", State: hub.StateFailed, Progress: hub.Progress{Done: 100, Total: 100},
 		Error: "a/b: x.gguf: sha256 mismatch (the Hub lists 1, the download is 2): refused and deleted"})
 	if strings.Contains(text, "100%") || strings.Contains(text, "kept") {
 		t.Errorf("checksum failure reads %q", text)
@@ -70,7 +71,7 @@ func TestLoadCause(t *testing.T) {
 	}
 
 	// The row shows it and offers the fix first.
-	m := Model{ModelStatus: service.ModelStatus{ID: "x", State: service.StateFailed, Error: "llama-server exited while loading: exit status 1 (last output: \"main: exiting due to model loading error\")"}}
+	m := Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: "x", State: service.StateFailed, Error: "llama-server exited while loading: exit status 1 (last output: \"main: exiting due to model loading error\")"}}}
 	m.Cause, m.CauseDo, m.Fix = loadCause(logs)
 	r := rowFor(service.Budget{}, m, now())
 	if !strings.Contains(r.Error, "unknown model architecture") || strings.Contains(r.Error, "exiting due to") {

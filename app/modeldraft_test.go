@@ -11,11 +11,13 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
+	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // draftBackend is a fake backend that knows which models can draft for which.
@@ -52,7 +54,7 @@ func (h *heldFlags) EstimateWith(id string, cfg config.Config) (int64, bool, fit
 func TestDraftForm(t *testing.T) {
 	cfg := config.Default()
 	cfg.Models = map[string]config.Model{"big": {CtxSize: 4096}}
-	m := Model{ModelStatus: service.ModelStatus{ID: "big"}, ContextLength: 8192}
+	m := Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: "big"}, Meta: &catalog.Model{ContextLength: 8192}}}
 	f := formFrom(cfg.Models["big"])
 	f.Draft = draftForm{Model: "small", GPULayers: "-1", Max: "8"}
 	out, probs := f.apply(cfg, "big", m)

@@ -136,8 +136,8 @@ func (f modelForm) section(cfg config.Config, id string, m Model) (config.Model,
 	sec.SetParams, sec.StripParams, sec.DefaultParams = cur.SetParams, cur.StripParams, cur.DefaultParams // the rules' own part saves them (modelrules.go)
 	if n, ok := num("ctx_size", f.CtxSize, 0); ok {
 		sec.CtxSize = n
-		if m.ContextLength > 0 && n > m.ContextLength {
-			bad("ctx_size", fmt.Sprintf("%d is more than the %d tokens %s was trained on", n, m.ContextLength, id))
+		if trained := m.Entry().ContextLength; trained > 0 && n > trained {
+			bad("ctx_size", fmt.Sprintf("%d is more than the %d tokens %s was trained on", n, trained, id))
 		}
 	}
 	if n, ok := num("gpu_layers", f.GPULayers, -1); ok {

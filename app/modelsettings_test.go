@@ -10,17 +10,19 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
+	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // The form is checked against the model and the configuration before anything is saved.
 func TestModelSettingsValidation(t *testing.T) {
 	cfg := config.Default()
 	cfg.Models = map[string]config.Model{"other": {Aliases: []string{"taken"}}, "qwen": {Hidden: true, Tags: []string{"chat"}}}
-	m := Model{ModelStatus: service.ModelStatus{ID: "qwen"}, ContextLength: 8192}
+	m := Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: "qwen"}, Meta: &catalog.Model{ContextLength: 8192}}}
 	good := modelForm{CtxSize: "8192", GPULayers: "-1", Parallel: "2", CacheType: "q8_0", FlashAttn: "on",
 		Args: "--jinja  --temp 0.7", Aliases: "q, qw ", IdleSleep: "10m", IdleUnload: "-1", Pinned: true}
 	out, probs := good.apply(cfg, "qwen", m)
@@ -68,7 +70,7 @@ func TestModelSettingsValidation(t *testing.T) {
 	}
 
 	// Empty fields are the defaults; an unknown trained context allows any size.
-	out, probs = modelForm{CtxSize: "100000"}.apply(cfg, "new", Model{ModelStatus: service.ModelStatus{ID: "new"}})
+	out, probs = modelForm{CtxSize: "100000"}.apply(cfg, "new", Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: "new"}}})
 	if len(probs) != 0 || out.Models["new"].GPULayers != nil || out.ModelSettings("new").FlashAttn != "auto" {
 		t.Fatalf("defaults: %v %+v", probs, out.Models["new"])
 	}
@@ -88,7 +90,7 @@ func TestModelSettingsValidation(t *testing.T) {
 	if needsRestart(cfg, pinOnly, "qwen") {
 		t.Error("a pin or an alias restarts the model")
 	}
-	idle := Model{ModelStatus: service.ModelStatus{ID: "qwen", State: service.StateLoaded}}
+	idle := Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: "qwen", State: service.StateLoaded}}}
 	busy := idle
 	busy.Active = 1
 	if r, note := applyPlan(idle); !r || !strings.Contains(note, "restarting") {
@@ -97,7 +99,7 @@ func TestModelSettingsValidation(t *testing.T) {
 	if r, note := applyPlan(busy); r || !strings.Contains(note, "next load") {
 		t.Errorf("busy: %v %q", r, note)
 	}
-	if r, _ := applyPlan(Model{ModelStatus: service.ModelStatus{State: service.StateUnloaded}}); r {
+	if r, _ := applyPlan(Model{Model: view.Model{ModelStatus: service.ModelStatus{State: service.StateUnloaded}}}); r {
 		t.Error("an unloaded model restarts")
 	}
 	if line, f := fitLine(3<<30, false, fit.Room{Limit: 4 << 30, Free: 1 << 30}, 2<<30); f != fit.Now || !strings.HasPrefix(line, "Fits: needs 3") {

@@ -15,6 +15,7 @@ import (
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // Choices of the selects; the first stands for "unset".
@@ -72,8 +73,8 @@ func newModelSettingsWindow(u *ui, id string) *modelSettingsWindow {
 	w.orig = formFrom(own)
 	m, _ := w.model()
 	trained := "unknown"
-	if m.ContextLength > 0 {
-		trained = fmt.Sprint(m.ContextLength)
+	if n := m.Entry().ContextLength; n > 0 {
+		trained = fmt.Sprint(n)
 	}
 	w.newFields(cfg, w.orig, trained)
 	w.newControls()
@@ -162,7 +163,7 @@ func (w *modelSettingsWindow) body(cfg config.Config, m Model, trained string) f
 		form.AppendItem(it)
 	}
 	w.head = wrapLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
-		w.id, m.Parameters, m.Quantization, trained, cfg.ModelSettings(w.id).CtxSize))
+		w.id, catalog.ParamsLabel(m.Entry().Parameters), m.Entry().Quantization, trained, cfg.ModelSettings(w.id).CtxSize))
 	top := []fyne.CanvasObject{w.head}
 	// A variant's line is a line of its own: a wrapped header is cut at its first line in the form's scroll.
 	if base, variant, isVariant := cfg.Variant(w.id); isVariant {
@@ -210,10 +211,9 @@ func (w *modelSettingsWindow) model() (Model, bool) {
 			of = &w.u.snap.Models[i]
 		}
 	}
-	m := Model{ModelStatus: service.ModelStatus{ID: w.id}}
+	m := Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: w.id}}}
 	if of != nil {
-		m.Architecture, m.Parameters, m.Quantization = of.Architecture, of.Parameters, of.Quantization
-		m.SizeBytes, m.ContextLength, m.Files = of.SizeBytes, of.ContextLength, of.Files
+		m.Meta = of.Meta
 	}
 	return m, false
 }

@@ -249,7 +249,7 @@ func (m *modelsWindow) serverBanner(s Snapshot) fyne.CanvasObject {
 	p := m.serverInstallPanel()
 	if p == nil {
 		return notice("llama-server not found",
-			"Llamatray runs llama.cpp's llama-server for every model, and none was found. "+s.ServerHint, again, locate)
+			"Llamatray runs llama.cpp's llama-server for every model, and none was found. "+s.Server.Hint, again, locate)
 	}
 	si := m.install
 	line := container.NewBorder(nil, nil, head, container.NewHBox(si.button, si.stop, again, locate), si.pick)
@@ -265,13 +265,13 @@ func notice(title, text string, buttons ...fyne.CanvasObject) fyne.CanvasObject 
 }
 
 func (m *modelsWindow) updateBanners(s Snapshot) {
-	key := fmt.Sprint(s.ServerPath == "", s.ServerHint, s.ListenErr, s.UpdateURL, m.u.noTray)
+	key := fmt.Sprint(s.Server.Path == "", s.Server.Hint, s.ListenErr, s.UpdateURL, m.u.noTray)
 	if key == m.bannersKey {
 		return
 	}
 	m.bannersKey = key
 	var out []fyne.CanvasObject
-	if s.ServerPath == "" {
+	if s.Server.Path == "" {
 		out = append(out, m.serverBanner(s))
 	}
 	if s.ListenErr != "" {

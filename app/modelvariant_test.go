@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // On a variant the form edits the variant's own section; "Save as variant" writes what the form
@@ -20,7 +22,7 @@ func TestModelSettingsVariants(t *testing.T) {
 	cfg := config.Default()
 	cfg.Models = map[string]config.Model{"qwen": {CtxSize: 4096, GPULayers: &gl, Aliases: []string{"q"}, Args: []string{"--jinja"},
 		Variants: map[string]config.Model{"long": {CtxSize: 8192, Aliases: []string{"ql"}}}}}
-	m := Model{ModelStatus: service.ModelStatus{ID: "qwen@long"}, ContextLength: 32768}
+	m := Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: "qwen@long"}, Meta: &catalog.Model{ContextLength: 32768}}}
 
 	own, _ := cfg.Section("qwen@long")
 	f := formFrom(own)
@@ -169,8 +171,8 @@ func TestModelSettingsWindowSavesVariant(t *testing.T) {
 // Right after "Save as variant", before the model list knows the new variant, its window shows
 // the facts of its model's file: the trained context it is checked against, size and quantization.
 func TestVariantWindowKnowsItsFileAtOnce(t *testing.T) {
-	u, fb, l := newTestUI(t, Snapshot{Models: []Model{{ModelStatus: service.ModelStatus{ID: "qwen", State: service.StateUnloaded},
-		Parameters: "7B", Quantization: "Q4_K_M", SizeBytes: 4 << 30, ContextLength: 32768}}})
+	u, fb, l := newTestUI(t, Snapshot{Models: []Model{{Model: view.Model{ModelStatus: service.ModelStatus{ID: "qwen", State: service.StateUnloaded},
+		Meta: &catalog.Model{Parameters: 7e9, Quantization: "Q4_K_M", SizeBytes: 4 << 30, ContextLength: 32768}}}}})
 	fb.cfg.Models = map[string]config.Model{"qwen": {CacheType: "q8_0"}}
 	var w *modelSettingsWindow
 	l.wait(func() {

@@ -66,8 +66,8 @@ func TestNewcomerPath(t *testing.T) {
 	cfg := config.Default() // what a first start has, but another port than 8080
 	cfg.Listen = "127.0.0.1:" + strconv.Itoa(testbed.FreePort(t))
 	svc, sb := startedService(t, cfg)
-	if s := sb.Snapshot(); s.ServerPath != "" || len(s.Models) != 0 {
-		t.Fatalf("not an empty home: llama-server %q, %d models", s.ServerPath, len(s.Models))
+	if s := sb.Snapshot(); s.Server.Path != "" || len(s.Models) != 0 {
+		t.Fatalf("not an empty home: llama-server %q, %d models", s.Server.Path, len(s.Models))
 	}
 
 	u, l := newWatchedUI(t, sb)

@@ -59,10 +59,10 @@ func (n *notifier) event(ev service.Event, at time.Time) (note, bool) {
 // startupNotes are the problems worth a notification when the app starts.
 func startupNotes(s Snapshot) []note {
 	var out []note
-	if s.ServerPath == "" {
+	if s.Server.Path == "" {
 		body := "Models cannot be loaded until llama-server is installed."
-		if s.ServerHint != "" {
-			body += " " + s.ServerHint
+		if s.Server.Hint != "" {
+			body += " " + s.Server.Hint
 		}
 		out = append(out, note{Title: "llama-server not found", Body: body})
 	}

@@ -58,11 +58,11 @@ func TestNotifierFailures(t *testing.T) {
 }
 
 func TestStartupNotes(t *testing.T) {
-	s := Snapshot{ListenAddr: "127.0.0.1:8080", ServerPath: "/bin/llama-server"}
+	s := Snapshot{ListenAddr: "127.0.0.1:8080", Server: service.LlamaServer{Path: "/bin/llama-server"}}
 	if got := startupNotes(s); len(got) != 0 {
 		t.Errorf("healthy start: %+v", got)
 	}
-	s.ServerPath, s.ServerHint = "", "Install it with: brew install llama.cpp"
+	s.Server.Path, s.Server.Hint = "", "Install it with: brew install llama.cpp"
 	s.ListenErr = "127.0.0.1:8080 is already in use"
 	got := startupNotes(s)
 	if len(got) != 2 || got[0].Title != "llama-server not found" || !strings.Contains(got[0].Body, "brew install llama.cpp") ||

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/view"
 )
@@ -61,7 +62,8 @@ func modelRows(s Snapshot, filter string, at time.Time) []rowView {
 	filter = strings.ToLower(strings.TrimSpace(filter))
 	var groups [3][]rowView
 	for _, m := range s.Models {
-		if filter != "" && !strings.Contains(strings.ToLower(m.ID+" "+m.Architecture+" "+m.Quantization+" "+m.Parameters), filter) {
+		e := m.Entry()
+		if filter != "" && !strings.Contains(strings.ToLower(m.ID+" "+e.Architecture+" "+e.Quantization+" "+catalog.ParamsLabel(e.Parameters)), filter) {
 			continue
 		}
 		r := rowFor(s.Budget, m, at)
@@ -78,8 +80,8 @@ func rowFor(b service.Budget, m Model, at time.Time) rowView {
 	r := rowView{ID: m.ID, Group: GroupOf(m), Title: m.ID, Path: m.Path, LastUsed: m.LastUsed, Draining: m.Draining}
 	r.State = stateText(m)
 	r.Wait = waitText(m)
-	if m.EstimateError != "" && m.MemoryBytes == 0 {
-		r.Unsized = m.EstimateError + " (its file size is taken as its need)"
+	if e := m.Entry().EstimateError; e != "" && m.MemoryBytes == 0 {
+		r.Unsized = e + " (its file size is taken as its need)"
 	}
 	r.Detail = strings.Join(detailParts(m, at), " · ")
 	id := m.ID
@@ -182,6 +184,7 @@ func stateText(m Model) string {
 }
 
 func detailParts(m Model, at time.Time) []string {
+	e := m.Entry()
 	var p []string
 	if m.Running() {
 		if m.Active > 0 {
@@ -192,30 +195,30 @@ func detailParts(m Model, at time.Time) []string {
 		}
 		if m.MemoryBytes > 0 {
 			p = append(p, humanBytes(m.MemoryBytes)+" measured")
-		} else if m.EstimateBytes > 0 && m.EstimateError == "" {
+		} else if m.EstimateBytes > 0 && e.EstimateError == "" {
 			p = append(p, "~"+humanBytes(m.EstimateBytes)+" estimated")
 		}
 	} else {
 		if m.Queued > 0 {
 			p = append(p, fmt.Sprintf("%d queued", m.Queued))
 		}
-		if m.EstimateBytes > 0 && m.EstimateError == "" { // else Unsized says so
+		if m.EstimateBytes > 0 && e.EstimateError == "" { // else Unsized says so
 			p = append(p, "needs ~"+humanBytes(m.EstimateBytes))
 		}
-		if m.SizeBytes > 0 {
-			p = append(p, humanBytes(m.SizeBytes)+" file")
+		if e.SizeBytes > 0 {
+			p = append(p, humanBytes(e.SizeBytes)+" file")
 		}
 	}
 	switch {
 	case m.CtxSize > 0:
 		p = append(p, fmt.Sprintf("ctx %d", m.CtxSize))
-	case m.ContextLength > 0:
-		p = append(p, fmt.Sprintf("ctx %d", m.ContextLength))
+	case e.ContextLength > 0:
+		p = append(p, fmt.Sprintf("ctx %d", e.ContextLength))
 	}
-	if m.Quantization != "" {
-		p = append(p, m.Quantization)
+	if e.Quantization != "" {
+		p = append(p, e.Quantization)
 	}
-	if kind := strings.TrimSpace(m.Parameters + " " + m.Architecture); kind != "" {
+	if kind := strings.TrimSpace(catalog.ParamsLabel(e.Parameters) + " " + e.Architecture); kind != "" {
 		p = append(p, kind)
 	}
 	if !m.LastUsed.IsZero() {

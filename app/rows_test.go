@@ -166,7 +166,7 @@ func TestModelRowSaysWhenNotSized(t *testing.T) {
 	if r := rowFor(service.Budget{}, m, at); r.Unsized != "" || !strings.Contains(r.Detail, "4.0 GiB measured") {
 		t.Errorf("measured: sizing line %q, detail %q", r.Unsized, r.Detail)
 	}
-	m.EstimateError = ""
+	m.Meta.EstimateError = ""
 	m.State, m.MemoryBytes = service.StateUnloaded, 0
 	if r := rowFor(service.Budget{}, m, at); r.Unsized != "" || !strings.Contains(r.Detail, "needs ~3.0 GiB") {
 		t.Errorf("sized: sizing line %q, detail %q", r.Unsized, r.Detail)

@@ -82,7 +82,7 @@ func Run(ctx context.Context, o Options) error {
 	stopQuit := context.AfterFunc(ctx, func() { u.onUI(fa.Driver().Quit) })
 	defer stopQuit()
 
-	log.Info("desktop app started", "listen", u.snap.ListenAddr, "llama_server", u.snap.ServerPath, "models", len(u.snap.Models))
+	log.Info("desktop app started", "listen", u.snap.ListenAddr, "llama_server", u.snap.Server.Path, "models", len(u.snap.Models))
 	fa.Run()
 	uiGone.Store(true)
 	cancel()

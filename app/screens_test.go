@@ -31,11 +31,11 @@ func screensBackend(t *testing.T, s Snapshot) *fakeBackend {
 // line and offers its fix first; a failed download says what to do in one sentence.
 func TestWindowScreens(t *testing.T) {
 	s := demoSnapshot()
-	s.ServerPath, s.ServerHint = "", "Install llama.cpp's llama-server, or pick one with Locate…"
-	s.Downloads = []Download{
-		{Model: "bartowski/Qwen2.5-7B-Instruct-GGUF:Q4_K_M", State: hub.StateFailed, Done: 4_680_000_000, Total: 4_680_000_000,
+	s.Server.Path, s.Server.Hint = "", "Install llama.cpp's llama-server, or pick one with Locate…"
+	s.Downloads = []hub.PullStatus{
+		{Model: "bartowski/Qwen2.5-7B-Instruct-GGUF:Q4_K_M", State: hub.StateFailed, Progress: hub.Progress{Done: 4_680_000_000, Total: 4_680_000_000},
 			Error: "bartowski/Qwen2.5-7B-Instruct-GGUF: Qwen2.5-7B-Instruct-Q4_K_M.gguf: sha256 mismatch (the Hub lists 1ab2, the download is 9f00): refused and deleted"},
-		{Model: "ggml-org/gemma-3-1b-it-GGUF:Q4_K_M", State: hub.StateFailed, Done: 310_000_000, Total: 806_000_000,
+		{Model: "ggml-org/gemma-3-1b-it-GGUF:Q4_K_M", State: hub.StateFailed, Progress: hub.Progress{Done: 310_000_000, Total: 806_000_000},
 			Error: `cannot reach the Hugging Face Hub at https://huggingface.co: the connection failed (Get "https://huggingface.co/x": dial tcp 18.0.0.1:443: connect: connection reset by peer)`},
 	}
 	for i, m := range s.Models {
@@ -78,7 +78,7 @@ func TestWindowScreens(t *testing.T) {
 	shoot(t, l, u.models.win, "download-failed")
 
 	// The empty state: Get models… is the first way, and the highlighted one.
-	empty := Snapshot{ListenAddr: "127.0.0.1:8080", ServerPath: "/usr/bin/llama-server",
+	empty := Snapshot{ListenAddr: "127.0.0.1:8080", Server: service.LlamaServer{Path: "/usr/bin/llama-server"},
 		ModelDirs: []string{"/home/ann/.local/share/llamatray/models", "/home/ann/.cache/huggingface/hub"},
 		Budget:    service.Budget{Limit: 24 * gb, Free: 24 * gb, SystemTotal: 32 * gb, SystemAvailable: 26 * gb}}
 	fb.setSnapshot(empty)

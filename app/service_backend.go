@@ -7,7 +7,6 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/hub"
@@ -33,13 +32,9 @@ func newServiceBackend(svc *service.Service) *serviceBackend {
 
 func (sb *serviceBackend) Snapshot() Snapshot {
 	cfg := sb.Service.Config()
-	ls := sb.Service.LlamaServer()
 	s := Snapshot{
 		ListenAddr: sb.Service.ListenAddr(),
-		ServerPath: ls.Path,
-		ServerHint: ls.Hint,
-		ServerFrom: ls.Source,
-		ServerVer:  ls.Version,
+		Server:     sb.Service.LlamaServer(),
 		ModelDirs:  cfg.ModelDirsResolved(),
 		LogDir:     sb.Service.LogDir(),
 		Peers:      sb.Service.PeerList(),
@@ -77,32 +72,19 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 }
 
 // downloadsFrom keeps the pulls running or stopped with something to resume, oldest first.
-func downloadsFrom(pulls []hub.PullStatus) []Download {
-	var out []Download
+func downloadsFrom(pulls []hub.PullStatus) []hub.PullStatus {
+	var out []hub.PullStatus
 	for i := len(pulls) - 1; i >= 0; i-- { // List is newest first
 		switch p := pulls[i]; p.State {
 		case hub.StateDownloading, hub.StatePaused, hub.StateFailed:
-			out = append(out, Download{Model: p.Model, State: p.State, Done: p.Progress.Done, Total: p.Progress.Total,
-				Rate: p.Progress.Rate, Left: p.Progress.Left, Error: p.Error})
+			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// modelFrom adapts the service's view of a model for display.
-func modelFrom(v view.Model) Model {
-	m := Model{ModelStatus: v.ModelStatus, CtxSize: v.CtxSize}
-	if cm := v.Meta; cm != nil {
-		m.Architecture = cm.Architecture
-		m.Parameters = catalog.ParamsLabel(cm.Parameters)
-		m.Quantization = cm.Quantization
-		m.SizeBytes = cm.SizeBytes
-		m.ContextLength = cm.ContextLength
-		m.Files = append([]string(nil), cm.Files...)
-		m.EstimateError = cm.EstimateError
-	}
-	return m
-}
+// modelFrom is the service's view of a model, for display.
+func modelFrom(v view.Model) Model { return Model{Model: v} }
 
 // listenProblem explains a listener error in a few words.
 func listenProblem(addr string, err error) string {

@@ -103,11 +103,11 @@ func TestWindowDrivesRealService(t *testing.T) {
 	b := newServiceBackend(svc)
 
 	s := b.Snapshot()
-	if s.ListenErr != "" || s.ServerPath == "" || len(s.Models) != 1 {
-		t.Fatalf("snapshot: listen error %q, llama-server %q, %d models", s.ListenErr, s.ServerPath, len(s.Models))
+	if s.ListenErr != "" || s.Server.Path == "" || len(s.Models) != 1 {
+		t.Fatalf("snapshot: listen error %q, llama-server %q, %d models", s.ListenErr, s.Server.Path, len(s.Models))
 	}
 	m := s.Models[0]
-	if m.State != service.StateUnloaded || m.Architecture != "llama" || m.ContextLength != 512 {
+	if m.State != service.StateUnloaded || m.Entry().Architecture != "llama" || m.Entry().ContextLength != 512 {
 		t.Errorf("model = %+v", m)
 	}
 	if menu := BuildMenu(s); menu[0].Label != "Serving on 127.0.0.1:"+strconv.Itoa(port) {

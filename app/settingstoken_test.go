@@ -61,7 +61,7 @@ func TestSettingsSavesHubToken(t *testing.T) {
 func TestGatedDownloadOpensTokenField(t *testing.T) {
 	m := hub.NewManager(&hub.Client{Endpoint: "http://127.0.0.1:1"}, hub.Cache{Dir: filepath.Join(t.TempDir(), "hub")}, nil, nil)
 	s := windowSnapshot()
-	s.Downloads = []Download{{Model: "Org/Gated-GGUF:Q4_K_M", State: hub.StateFailed, Done: 1 << 20, Total: 4 << 20,
+	s.Downloads = []hub.PullStatus{{Model: "Org/Gated-GGUF:Q4_K_M", State: hub.StateFailed, Progress: hub.Progress{Done: 1 << 20, Total: 4 << 20},
 		Error: "Org/Gated-GGUF: the Hub refused (HTTP 403): gated or private repo"}}
 	u, l := newTestUIWith(t, withHub(newFakeBackend(s), testManagerHub(m, nil)))
 	l.wait(func() {

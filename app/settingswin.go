@@ -157,15 +157,15 @@ func (s *settingsWindow) update(snap Snapshot) {
 		s.ollamaIn.SetText("Ollama's API is at http://" + snap.ListenAddr + "; point an Ollama app there, or turn this on.")
 	}
 	switch {
-	case snap.ServerPath == "":
-		s.serverIn.SetText("None found. " + snap.ServerHint)
+	case snap.Server.Path == "":
+		s.serverIn.SetText("None found. " + snap.Server.Hint)
 	default:
-		text := "In use: " + snap.ServerPath
-		if snap.ServerVer != "" {
-			text += " (" + snap.ServerVer + ")"
+		text := "In use: " + snap.Server.Path
+		if snap.Server.Version != "" {
+			text += " (" + snap.Server.Version + ")"
 		}
-		if snap.ServerFrom != "" {
-			text += ", found via " + snap.ServerFrom
+		if snap.Server.Source != "" {
+			text += ", found via " + snap.Server.Source
 		}
 		s.serverIn.SetText(text)
 	}

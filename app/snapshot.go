@@ -3,21 +3,20 @@ package app
 import (
 	"time"
 
+	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/service"
+	"github.com/llamatray/llamatray/router/view"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
 // Snapshot is everything the tray menu and the models window show, copied out of the running
 // service at one moment. It is plain data: safe to keep, compare and build menus from.
 type Snapshot struct {
-	ListenAddr string // host:port the router serves on (or tried to)
-	ListenErr  string // why the router is not listening, "" while it serves
-	ServerPath string // llama-server in use, "" when none was found
-	ServerHint string // how to install llama-server on this OS, when none was found
-	ServerFrom string // where llama-server was found: config, env, beside, PATH, ...
-	ServerVer  string // its version, when known
-	OllamaAddr string // where Ollama's port is also answered (ollama_port), "" when not
-	OllamaErr  string // why Ollama's port is not answered although ollama_port is on
+	ListenAddr string              // host:port the router serves on (or tried to)
+	ListenErr  string              // why the router is not listening, "" while it serves
+	Server     service.LlamaServer // llama-server in use: Path "" when none was found, Hint how to install one
+	OllamaAddr string              // where Ollama's port is also answered (ollama_port), "" when not
+	OllamaErr  string              // why Ollama's port is not answered although ollama_port is on
 	ModelDirs  []string
 	LogDir     string
 	Models     []Model  // sorted by ID
@@ -25,7 +24,7 @@ type Snapshot struct {
 	Budget     service.Budget
 	Autostart  bool
 	Scanning   bool                // the catalog is being rescanned
-	Downloads  []Download          // models being downloaded from the Hub, paused or failed, oldest first
+	Downloads  []hub.PullStatus    // models being downloaded from the Hub, paused or failed (what came kept), oldest first
 	Peers      []wire.Peer         // other machines' servers and their models (Offers.Peers), by name
 	Workers    []wire.WorkerStatus // the [workers.NAME] machines (Offers.Workers), by name
 	Lending    wire.Lending        // this machine lent to other Llamatrays (Offers.Workers)
@@ -34,29 +33,10 @@ type Snapshot struct {
 	UpdateVersion, UpdateURL string
 }
 
-// Download is one model being downloaded from the Hugging Face Hub, or stopped with what came kept
-// on disk (paused, failed, or cut by a restart).
-type Download struct {
-	Model string        // ORG/REPO:QUANT
-	State string        // hub.StateDownloading, StatePaused or StateFailed
-	Done  int64         // bytes on disk
-	Total int64         // bytes in all
-	Rate  float64       // bytes per second over the last seconds, while it runs
-	Left  time.Duration // time left at Rate, 0 when unknown
-	Error string        // why it stopped
-}
-
-// Model is one catalog entry together with its engine status.
+// Model is a model as every surface shows it (view.Model: its engine status, its catalog entry, the
+// context size it is started with), and what the app reads from its log.
 type Model struct {
-	service.ModelStatus
-	Architecture  string
-	Parameters    string // "7B", "" when unknown
-	Quantization  string
-	SizeBytes     int64    // on disk
-	ContextLength int      // trained context length, 0 when unknown
-	CtxSize       int      // the context size it is started with
-	Files         []string // every file of the model (split parts), when known
-	EstimateError string   // why its memory need could not be sized from its header; "" when it was
+	view.Model
 	// A failed load: the line of llama-server's output that explains it, what to do, and the fix
 	// the row offers (loadcause.go); "" and fixNone when no line explains.
 	Cause, CauseDo string
@@ -125,7 +105,7 @@ func (s IconState) String() string {
 // TrayIcon picks the tray icon for a snapshot. Problems win over activity; a load in progress wins
 // over serving, since requests are usually waiting for it.
 func TrayIcon(s Snapshot) IconState {
-	if s.ListenErr != "" || s.ServerPath == "" {
+	if s.ListenErr != "" || s.Server.Path == "" {
 		return IconError
 	}
 	loading, serving := false, false

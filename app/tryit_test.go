@@ -13,6 +13,7 @@ import (
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/testbed"
+	"github.com/llamatray/llamatray/router/view"
 )
 
 // Try it is a conversation, driven by the keyboard through what has the focus: the prompt has the
@@ -166,7 +167,7 @@ func promptTokens(t *testing.T, summary string) int {
 // Try it picks a loaded model when there is one, else a sleeping one, else the first.
 func TestTryItPicksLoaded(t *testing.T) {
 	mk := func(id string, st service.State) Model {
-		return Model{ModelStatus: service.ModelStatus{ID: id, State: st}}
+		return Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: id, State: st}}}
 	}
 	s := Snapshot{Models: []Model{mk("a", service.StateUnloaded), mk("b", service.StateSleeping), mk("c", service.StateLoaded)}}
 	if got := pickModel(s); got != "c" {

@@ -18,13 +18,13 @@ func windowSnapshot() Snapshot {
 		model("qwen-7b", service.StateLoaded, func(m *Model) {
 			m.Active = 2
 			m.MemoryBytes = 4_100_000_000
-			m.Quantization = "Q4_K_M"
-			m.Parameters = "7B"
-			m.Architecture = "qwen2"
+			m.Meta.Quantization = "Q4_K_M"
+			m.Meta.Parameters = 7e9
+			m.Meta.Architecture = "qwen2"
 			m.CtxSize = 4096
 		}),
 		model("llama-3b", service.StateSleeping, func(m *Model) { m.Pinned = true }),
-		model("gemma-2b", service.StateUnloaded, func(m *Model) { m.SizeBytes = 1_600_000_000; m.Path = "/models/gemma-2b.gguf" }),
+		model("gemma-2b", service.StateUnloaded, func(m *Model) { m.Meta.SizeBytes = 1_600_000_000; m.Path = "/models/gemma-2b.gguf" }),
 		model("broken", service.StateFailed, func(m *Model) { m.Error = "llama-server exited with code 1: unknown model architecture" }),
 		model("huge", service.StateUnloaded, func(m *Model) { m.EstimateBytes = 90 * gb }),
 	)
@@ -123,7 +123,7 @@ func TestModelsWindowActions(t *testing.T) {
 
 func TestModelsWindowEmptyStates(t *testing.T) {
 	s := Snapshot{ListenAddr: "127.0.0.1:8080", ModelDirs: []string{"/home/ann/models", "/home/ann/.cache/llama.cpp"},
-		ServerHint: "Install llama.cpp with: brew install llama.cpp", ListenErr: "127.0.0.1:8080 is already in use"}
+		Server: service.LlamaServer{Hint: "Install llama.cpp with: brew install llama.cpp"}, ListenErr: "127.0.0.1:8080 is already in use"}
 	u, fb, l := newTestUI(t, s)
 	l.wait(func() { u.models = newModelsWindow(u); u.models.show() })
 	c := u.models.win.Content()
@@ -139,7 +139,7 @@ func TestModelsWindowEmptyStates(t *testing.T) {
 		}
 	})
 	// Once llama-server is located and models appear, the problems go away.
-	s.ServerPath, s.ListenErr = "/usr/bin/llama-server", ""
+	s.Server.Path, s.ListenErr = "/usr/bin/llama-server", ""
 	s.Models = []Model{model("a", service.StateUnloaded, nil)}
 	fb.setSnapshot(s)
 	u.pull()

@@ -15,15 +15,15 @@ func waitSnapshot(alphaActive int) Snapshot {
 	since := time.Date(2026, 1, 1, 12, 3, 4, 0, time.Local)
 	s := snap(
 		model("alpha", service.StateLoaded, func(m *Model) {
-			m.Active, m.MemoryBytes, m.Quantization, m.Parameters, m.Architecture, m.CtxSize = alphaActive, 5_100_000_000, "Q4_K_M", "7B", "qwen2", 4096
+			m.Active, m.MemoryBytes, m.Meta.Quantization, m.Meta.Parameters, m.Meta.Architecture, m.CtxSize = alphaActive, 5_100_000_000, "Q4_K_M", 7e9, "qwen2", 4096
 		}),
 		model("beta", service.StateUnloaded, func(m *Model) {
-			m.Queued, m.EstimateBytes, m.SizeBytes, m.Quantization, m.Parameters, m.Architecture = 1, 5_476_083_302, 4_700_000_000, "Q4_K_M", "8B", "llama"
+			m.Queued, m.EstimateBytes, m.Meta.SizeBytes, m.Meta.Quantization, m.Meta.Parameters, m.Meta.Architecture = 1, 5_476_083_302, 4_700_000_000, "Q4_K_M", 8e9, "llama"
 			m.Wait = &service.WaitReason{Kind: service.WaitBusy, Position: 1, Since: since, BusySince: since, Need: 5_476_083_302, Free: 2 << 30,
 				Holders: []service.WaitModel{{ID: "alpha", State: service.StateLoaded, Active: alphaActive}}}
 		}),
 		model("gamma", service.StateUnloaded, func(m *Model) {
-			m.Queued, m.EstimateBytes, m.SizeBytes, m.Quantization, m.Parameters, m.Architecture = 2, 3_000_000_000, 2_700_000_000, "Q8_0", "3B", "qwen2"
+			m.Queued, m.EstimateBytes, m.Meta.SizeBytes, m.Meta.Quantization, m.Meta.Parameters, m.Meta.Architecture = 2, 3_000_000_000, 2_700_000_000, "Q8_0", 3e9, "qwen2"
 			m.Wait = &service.WaitReason{Kind: service.WaitBehind, Position: 2, Since: since.Add(5 * time.Second), Need: 3_000_000_000, Free: 2 << 30, Behind: "beta"}
 		}),
 	)

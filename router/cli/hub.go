@@ -20,6 +20,7 @@ import (
 	"github.com/llamatray/llamatray/router/client"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/hub"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // config reads the configuration file the flags name (the default one otherwise); a missing or
@@ -124,7 +125,7 @@ func runPull(args []string, env Env) error {
 // same choice the llama-server commands make, clientFlags.running).
 type hubModels interface {
 	pull(ctx context.Context, ref hub.Ref, bar *progressBar, env Env) error
-	remove(ctx context.Context, name string, env Env) error
+	remove(ctx context.Context, name string) (wire.RemoveAnswer, error)
 }
 
 func (f *clientFlags) hubModels(ctx context.Context) (hubModels, error) {
@@ -137,6 +138,9 @@ func (f *clientFlags) hubModels(ctx context.Context) (hubModels, error) {
 	}
 	return directModels{cfg: f.config()}, nil
 }
+
+// downloadedLine is what a pull that ended well prints: the model and the ID it is listed as.
+const downloadedLine = "%s: downloaded, verified (sha256) and listed as %s\n"
 
 // errDetached ends a pull the user interrupted while the running instance downloads.
 var errDetached = errors.New("interrupted; the download goes on in the running Llamatray")
@@ -184,7 +188,7 @@ func (v viaInstance) pull(ctx context.Context, ref hub.Ref, bar *progressBar, en
 				if err != nil {
 					return fmt.Errorf("%s downloaded but not listed: %w", a.Model, err)
 				}
-				fmt.Fprintf(env.Stdout, "%s: downloaded, verified (sha256) and listed as %s\n", a.Model, id)
+				fmt.Fprintf(env.Stdout, downloadedLine, a.Model, id)
 				return nil
 			case hub.StateFailed, hub.StateCancelled, hub.StatePaused:
 				bar.done()
@@ -207,17 +211,8 @@ func tokenFor(c *client.Client, env Env) string {
 	return hub.FromEnv(env.Getenv).Token
 }
 
-func (v viaInstance) remove(ctx context.Context, name string, env Env) error {
-	a, err := v.c.Remove(ctx, name)
-	if err != nil {
-		return err
-	}
-	if a.Status == hub.StateCancelled {
-		fmt.Fprintf(env.Stdout, "%s: download cancelled\n", a.Model)
-		return nil
-	}
-	fmt.Fprintf(env.Stdout, "%s removed (%d paths)\n", a.ID, len(a.Removed))
-	return nil
+func (v viaInstance) remove(ctx context.Context, name string) (wire.RemoveAnswer, error) {
+	return v.c.Remove(ctx, name)
 }
 
 // directModels changes the Hub cache itself, when no instance runs.
@@ -256,7 +251,7 @@ func (d directModels) pull(ctx context.Context, ref hub.Ref, bar *progressBar, e
 			bar.done()
 			switch end.State {
 			case hub.StateDownloaded:
-				fmt.Fprintf(env.Stdout, "%s: downloaded, verified (sha256) and listed as %s\n", end.Model, listedAs)
+				fmt.Fprintf(env.Stdout, downloadedLine, end.Model, listedAs)
 				return nil
 			case hub.StatePaused:
 				p := end.Progress
@@ -269,7 +264,7 @@ func (d directModels) pull(ctx context.Context, ref hub.Ref, bar *progressBar, e
 			switch ev.State {
 			case hub.StateDownloaded:
 				bar.done()
-				fmt.Fprintf(env.Stdout, "%s: downloaded, verified (sha256) and listed as %s\n", ev.Model, listedAs)
+				fmt.Fprintf(env.Stdout, downloadedLine, ev.Model, listedAs)
 				return nil
 			case hub.StateFailed, hub.StateCancelled:
 				bar.done()
@@ -312,26 +307,27 @@ func runRm(args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	return m.remove(ctx, pos[0], env)
+	a, err := m.remove(ctx, pos[0])
+	switch {
+	case err != nil:
+		return err
+	case a.Status == hub.StateCancelled:
+		fmt.Fprintf(env.Stdout, "%s: download cancelled\n", a.Model)
+	default:
+		fmt.Fprintf(env.Stdout, "%s removed (%d paths)\n", a.ID, len(a.Removed))
+	}
+	return nil
 }
 
-func (d directModels) remove(ctx context.Context, name string, env Env) error {
+func (d directModels) remove(ctx context.Context, name string) (wire.RemoveAnswer, error) {
 	cat := newCatalog(d.cfg)
 	if err := cat.Scan(ctx); err != nil {
-		return err
+		return wire.RemoveAnswer{}, err
 	}
 	m, ok := cat.Lookup(name)
 	if !ok {
-		return unknownModel(name, cat)
+		return wire.RemoveAnswer{}, unknownModel(name, cat)
 	}
-	cache, files, ok := hub.LocalFiles(m)
-	if !ok {
-		return fmt.Errorf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", m.ID, m.Path)
-	}
-	removed, err := cache.Remove(m.HubRepo, files)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stdout, "%s removed (%d paths)\n", m.ID, len(removed))
-	return nil
+	removed, err := hub.RemovePulled(m)
+	return wire.RemoveAnswer{Success: err == nil, ID: m.ID, Model: m.HubName, Removed: removed}, err
 }

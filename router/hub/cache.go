@@ -204,6 +204,37 @@ func blobsInUse(root *os.Root, repo, snapsDir string) (inUse map[string]bool, en
 	return inUse, entries
 }
 
+// NotPulledError refuses to delete a model that is not a Hub pull: a user's own file.
+type NotPulledError struct{ ID, Path string }
+
+func (e *NotPulledError) Error() string {
+	return fmt.Sprintf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", e.ID, e.Path)
+}
+
+// Pulled is the ORG/REPO:QUANT model m was pulled from the Hub as; false for a user's own file.
+func Pulled(m catalog.Model) (string, bool) {
+	if _, _, ok := LocalFiles(m); !ok {
+		return "", false
+	}
+	return m.HubName, true
+}
+
+// RemovePulled deletes model m's files from the Hub cache it was found in (Cache.Remove: its
+// snapshot entries and the blobs nothing else uses) and returns the paths removed; a model that is
+// not a Hub pull is refused with *NotPulledError. `llamatray rm` without an instance and the
+// models window's Delete remove with it.
+func RemovePulled(m catalog.Model) ([]string, error) {
+	cache, files, ok := LocalFiles(m)
+	if !ok {
+		return nil, &NotPulledError{ID: m.ID, Path: m.Path}
+	}
+	removed, err := cache.Remove(m.HubRepo, files)
+	if err != nil {
+		return nil, fmt.Errorf("removing %s: %w", m.ID, err)
+	}
+	return removed, nil
+}
+
 // LocalFiles finds the Hub cache and repo paths of a model found in a Hub cache: its files are
 // CACHE/models--ORG--REPO/snapshots/COMMIT/PATH.
 func LocalFiles(m catalog.Model) (Cache, []string, bool) {

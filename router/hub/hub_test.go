@@ -420,3 +420,35 @@ func TestStallResumes(t *testing.T) {
 	}
 	assertBlob(t, f, q.Files[0])
 }
+
+// RemovePulled deletes a pulled model's files from the cache it was found in, and refuses a user's
+// own file with the sentence every surface shows.
+func TestRemovePulled(t *testing.T) {
+	f := newFixture(t)
+	l := f.listing(t)
+	q := f.quant(t, l, "Q4_K_M")
+	paths, err := f.c.Download(context.Background(), f.cache, l, q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pulled := catalog.Model{ID: "tiny", HubRepo: repoID, HubName: repoID + ":Q4_K_M", Path: paths[0], Files: paths[:1], Mmproj: paths[1]}
+	if name, ok := Pulled(pulled); !ok || name != pulled.HubName {
+		t.Errorf("Pulled = %q %v", name, ok)
+	}
+	own := catalog.Model{ID: "mine", Path: filepath.Join(t.TempDir(), "mine.gguf")}
+	own.Files = []string{own.Path}
+	if _, ok := Pulled(own); ok {
+		t.Error("a user's own file counts as pulled")
+	}
+	var np *NotPulledError
+	if _, err := RemovePulled(own); !errors.As(err, &np) || !strings.Contains(err.Error(), "delete it yourself") {
+		t.Errorf("removing a user's own file: %v", err)
+	}
+	removed, err := RemovePulled(pulled)
+	if err != nil || len(removed) == 0 {
+		t.Fatalf("RemovePulled = %v %v", removed, err)
+	}
+	if _, err := os.Stat(f.cache.RepoDir(repoID)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the repo folder is still there: %v", err)
+	}
+}

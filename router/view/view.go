@@ -28,6 +28,14 @@ type Model struct {
 	Tags    []string       // its configured tags (llama.cpp's --tags)
 }
 
+// Entry is the model's catalog entry; the zero entry when the catalog no longer has the model.
+func (m Model) Entry() catalog.Model {
+	if m.Meta == nil {
+		return catalog.Model{}
+	}
+	return *m.Meta
+}
+
 // Source gives the views; the service is one.
 type Source interface {
 	// Models is every model, sorted by ID.
