@@ -153,7 +153,11 @@ func (v viaInstance) pull(ctx context.Context, ref hub.Ref, bar *progressBar, en
 	if err != nil {
 		return err
 	}
-	a, err := c.Pull(ctx, ref.String(), tokenFor(c, env))
+	// The request that starts the pull is answered at once; a Ctrl-C meanwhile waits for the answer,
+	// so that it detaches from a pull the instance has begun, as a Ctrl-C a moment later does.
+	sctx, cancelStart := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	a, err := c.Pull(sctx, ref.String(), tokenFor(c, env))
+	cancelStart()
 	if err != nil {
 		return err
 	}

@@ -2,15 +2,21 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/llamatray/llamatray/router/client"
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/testbed/fakehub"
+	"github.com/llamatray/llamatray/router/wire"
 )
 
 // interruptedPull runs `llamatray pull` of cliRepo:Q8_0, stalled halfway by the Hub, and sends
@@ -122,5 +128,36 @@ func TestPullPassesTokenToInstance(t *testing.T) {
 	}
 	if _, ok := svc.Catalog().Lookup(cliRepo + ":Q4_K_M"); !ok {
 		t.Error("the instance does not list the pulled model")
+	}
+}
+
+// A Ctrl-C that comes while the instance is still answering the request that starts the pull
+// detaches from the pull the instance has begun, as one a moment later does, rather than ending
+// with the request's cancellation.
+func TestPullInterruptedBeforeTheInstanceAnswers(t *testing.T) {
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /models/events", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	mux.HandleFunc("POST /models", func(w http.ResponseWriter, r *http.Request) {
+		interrupt() // the user's Ctrl-C, after the instance began the pull and before its answer
+		wire.Write(w, http.StatusOK, wire.PullAnswer{Success: true, Model: cliRepo + ":Q8_0", Status: hub.StateDownloading})
+	})
+	inst := httptest.NewServer(mux)
+	defer inst.Close()
+	ref, err := hub.ParseRef(cliRepo + ":Q8_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	env := Env{Stdout: io.Discard, Stderr: &stderr, Getenv: func(string) string { return "" }}
+	err = viaInstance{client.New(inst.URL)}.pull(ctx, ref, newProgressBar(&stderr), env)
+	if !errors.Is(err, errDetached) {
+		t.Fatalf("pull interrupted before the instance's answer: %v", err)
 	}
 }
