@@ -147,13 +147,15 @@ func (f *fakeEngine) lease(id string, waited time.Duration) *engine.Lease {
 }
 
 // active is how many leases on id are held.
-func (f *fakeEngine) active(id string) int {
+func (f *fakeEngine) active(id string) int { return f.held()[id] }
+
+// held is how many leases on each model are held.
+func (f *fakeEngine) held() map[string]int {
+	n := map[string]int{}
 	for _, m := range f.leases.Models() {
-		if m.ID == id {
-			return m.Active
-		}
+		n[m.ID] = m.Active
 	}
-	return 0 // never leased
+	return n
 }
 
 // released is how many of the leases granted so far were given back.
@@ -272,12 +274,16 @@ func (f *fakeEngine) KeepAlive(name string, d *time.Duration) error {
 	return nil
 }
 
+// Models lists the models, each counting the leases held on it in Active.
 func (f *fakeEngine) Models() []engine.ModelStatus {
+	held := f.held()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []engine.ModelStatus
 	for _, m := range f.models {
-		out = append(out, *m)
+		st := *m
+		st.Active += held[m.ID]
+		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b engine.ModelStatus) int { return strings.Compare(a.ID, b.ID) })
 	return out
@@ -288,9 +294,12 @@ func (f *fakeEngine) Model(name string) (engine.ModelStatus, error) {
 	if err != nil {
 		return engine.ModelStatus{}, err
 	}
+	n := f.active(id)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return *f.models[id], nil
+	st := *f.models[id]
+	st.Active += n
+	return st, nil
 }
 
 func (f *fakeEngine) Budget() engine.Budget {
