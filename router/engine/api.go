@@ -218,11 +218,10 @@ type Lease struct {
 	Waited time.Duration // time spent queued or loading
 
 	done    atomic.Bool // Release was called
-	eng     *Engine     // the engine that granted it (nil: NewLease's, which release ends)
+	eng     *Engine     // the engine that granted it
 	m       *model      // its model, for eng
 	gen     uint64      // the child's generation and workers when granted, for Lost
 	workers []string
-	release func() // NewLease's
 }
 
 // Release gives the lease back. It is safe to call more than once.
@@ -230,18 +229,13 @@ func (l *Lease) Release() {
 	if l == nil || l.done.Swap(true) {
 		return
 	}
-	switch {
-	case l.eng != nil:
-		l.eng.release(l.m)
-	case l.release != nil:
-		l.release()
-	}
+	l.eng.release(l.m)
 }
 
 // Lost is why the child serving the lease went away when that was a worker's lost link (a
 // *WorkerError naming it), so a request cut off by it can say so; nil otherwise.
 func (l *Lease) Lost() error {
-	if l == nil || l.eng == nil {
+	if l == nil {
 		return nil
 	}
 	return l.eng.diagnose(l.Model, l.gen, l.workers)
@@ -337,10 +331,4 @@ type NoServerError struct{ Hint string }
 
 func (e *NoServerError) Error() string {
 	return "llama-server not found: " + e.Hint
-}
-
-// NewLease builds a lease whose Release calls release at most once. The engine's own leases come
-// from Acquire; this is for HTTP-layer tests and alternative engines.
-func NewLease(model string, u *url.URL, waited time.Duration, release func()) *Lease {
-	return &Lease{Model: model, URL: u, Waited: waited, release: release}
 }

@@ -66,13 +66,9 @@ func routerFrontSetup(b *testing.B) (addr string, req []byte) {
 		}
 	}()
 	// At log_level "warn", the service's default: no access log line is built.
-	_, fe, server := testRouter(b, "http://"+up.Addr().String(), func(o *Options) {
+	_, _, server := testRouter(b, "http://"+up.Addr().String(), func(o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	})
-	go func() { // leases are counted on a channel the benchmark does not wait for
-		for range fe.released {
-		}
-	}()
 	ln := viaFront(b, server).Listener
 	body := `{"model":"fast","messages":[{"role":"user","content":"hello there"}]}`
 	return ln.Addr().String(), []byte("POST /v1/chat/completions HTTP/1.1\r\nHost: " + ln.Addr().String() + "\r\nUser-Agent: bench\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)

@@ -11,22 +11,28 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/llamatray/llamatray/router/catalog"
+	"github.com/llamatray/llamatray/router/child"
 	"github.com/llamatray/llamatray/router/engine"
 )
 
-// newLease builds a lease whose Release runs release.
-func newLease(model string, u *url.URL, waited time.Duration, release func()) *engine.Lease {
-	return engine.NewLease(model, u, waited, release)
-}
-
 // fakeEngine implements Engine over a fixed set of models, each pointing at a test upstream.
 type fakeEngine struct {
+	// leases is a real engine whose children are the upstreams: it grants and counts the leases, so
+	// that a test sees the engine's own Release (set once by newFakeEngine).
+	leases *engine.Engine
+	// granting is read-held by lease across each grant, so that released never counts a lease
+	// granted and not yet held as one given back.
+	granting sync.RWMutex
+	granted  atomic.Int64 // leases granted so far
+
 	mu       sync.Mutex // guards every field below
 	models   map[string]*engine.ModelStatus
 	aliases  map[string]string // alias → id
@@ -43,21 +49,27 @@ type fakeEngine struct {
 	// loadErr, when set, is returned by Load and StartLoad.
 	loadErr error
 
-	released   chan string // one send per released lease (buffered)
+	counted    int // releases waitReleased has waited for
 	subscribed chan struct{}
 }
 
 func newFakeEngine() *fakeEngine {
-	return &fakeEngine{
+	f := &fakeEngine{
 		models:     map[string]*engine.ModelStatus{},
 		aliases:    map[string]string{},
 		upstream:   map[string]*url.URL{},
 		sockets:    map[string]string{},
 		logs:       map[string][]string{},
-		released:   make(chan string, 4096),
 		subscribed: make(chan struct{}, 16),
 		budget:     engine.Budget{Limit: 8 << 30, Used: 1 << 30, Free: 7 << 30, MaxLoaded: 2, Loaded: 1},
 	}
+	eng, err := engine.New(engine.Options{Catalog: leaseCatalog{f}, Binary: "llama-server", MemoryLimit: 1 << 40,
+		Effects: upstreamFX{f: f}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		panic(err)
+	}
+	f.leases = eng
+	return f
 }
 
 // add registers a model served by upstream (nil → unreachable; "unix://PATH" → the socket PATH)
@@ -115,26 +127,109 @@ func (f *fakeEngine) AcquireID(ctx context.Context, id string) (*engine.Lease, e
 	return f.lease(id, 0), nil
 }
 
-// lease hands out a lease on id, counted in Active until released.
+// lease hands out a lease on id from the real engine, counted in its Active until released.
 func (f *fakeEngine) lease(id string, waited time.Duration) *engine.Lease {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.models[id].Active++
-	l := newLease(id, f.upstream[id], waited, func() {
-		f.mu.Lock()
-		f.models[id].Active--
-		f.mu.Unlock()
-		f.released <- id
-	})
-	l.Socket = f.sockets[id]
+	up := f.upstream[id]
+	f.mu.Unlock()
+	f.granting.RLock()
+	f.granted.Add(1)
+	l, err := f.leases.AcquireID(context.Background(), id)
+	f.granting.RUnlock()
+	if err != nil {
+		panic(err)
+	}
+	l.Waited = waited
+	if up == nil {
+		l.URL = nil // an unreachable model
+	}
 	return l
 }
 
-func (f *fakeEngine) active(id string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.models[id].Active
+// active is how many leases on id are held.
+func (f *fakeEngine) active(id string) int { return f.held()[id] }
+
+// held is how many leases on each model are held.
+func (f *fakeEngine) held() map[string]int {
+	n := map[string]int{}
+	for _, m := range f.leases.Models() {
+		n[m.ID] = m.Active
+	}
+	return n
 }
+
+// released is how many of the leases granted so far were given back.
+func (f *fakeEngine) released() int {
+	f.granting.Lock()
+	defer f.granting.Unlock()
+	n := int(f.granted.Load())
+	for _, m := range f.leases.Models() {
+		n -= m.Active
+	}
+	return n
+}
+
+// leaseCatalog is the fake's models as the real engine's catalog.
+type leaseCatalog struct{ f *fakeEngine }
+
+func (c leaseCatalog) Models() []catalog.Model {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	var out []catalog.Model
+	for id := range c.f.models {
+		out = append(out, catalog.Model{ID: id, SizeBytes: 1})
+	}
+	return out
+}
+
+func (c leaseCatalog) Lookup(name string) (catalog.Model, bool) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	_, ok := c.f.models[name]
+	return catalog.Model{ID: name, SizeBytes: 1}, ok
+}
+
+func (leaseCatalog) Suggest(string, int) []string { return nil }
+
+func (leaseCatalog) Subscribe() (<-chan struct{}, func()) { return nil, func() {} }
+
+// upstreamFX starts each model's child as its upstream, ready at once; the rest is the real clock.
+type upstreamFX struct {
+	engine.ChildEffects
+	f *fakeEngine
+}
+
+func (fx upstreamFX) Spawn(spec child.Spec, onEvent func(child.Event), started func(engine.Proc, error)) {
+	fx.f.mu.Lock()
+	addr := child.Addr{Socket: fx.f.sockets[spec.Model]}
+	if u := fx.f.upstream[spec.Model]; u != nil && addr.Socket == "" {
+		addr.Port, _ = strconv.Atoi(u.Port())
+	}
+	fx.f.mu.Unlock()
+	p := &upstreamProc{on: onEvent, done: make(chan struct{})}
+	started(p, nil)
+	onEvent(child.Event{Kind: child.Ready, PID: 1, Addr: addr})
+}
+
+// upstreamProc is a child that is its upstream: stopping it only reports that it exited.
+type upstreamProc struct {
+	on   func(child.Event)
+	once sync.Once
+	done chan struct{}
+}
+
+func (p *upstreamProc) PID() int { return 1 }
+
+func (p *upstreamProc) Stop(bool) {
+	p.once.Do(func() {
+		p.on(child.Event{Kind: child.Exited, PID: 1, Deliberate: true})
+		close(p.done)
+	})
+}
+
+func (p *upstreamProc) Done() <-chan struct{} { return p.done }
+
+func (p *upstreamProc) Logs() []string { return nil }
 
 func (f *fakeEngine) record(call string) {
 	f.mu.Lock()
@@ -179,12 +274,16 @@ func (f *fakeEngine) KeepAlive(name string, d *time.Duration) error {
 	return nil
 }
 
+// Models lists the models, each counting the leases held on it in Active.
 func (f *fakeEngine) Models() []engine.ModelStatus {
+	held := f.held()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []engine.ModelStatus
 	for _, m := range f.models {
-		out = append(out, *m)
+		st := *m
+		st.Active += held[m.ID]
+		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b engine.ModelStatus) int { return strings.Compare(a.ID, b.ID) })
 	return out
@@ -195,9 +294,12 @@ func (f *fakeEngine) Model(name string) (engine.ModelStatus, error) {
 	if err != nil {
 		return engine.ModelStatus{}, err
 	}
+	n := f.active(id)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return *f.models[id], nil
+	st := *f.models[id]
+	st.Active += n
+	return st, nil
 }
 
 func (f *fakeEngine) Budget() engine.Budget {
@@ -297,15 +399,21 @@ func testRouter(t testing.TB, upstream string, tweak func(*Options), tweaks ...f
 	return srv, fe, server
 }
 
-// waitReleased waits until n leases were released, or fails.
+// waitReleased waits until n more leases were released, or fails.
 func waitReleased(t testing.TB, fe *fakeEngine, n int) {
 	t.Helper()
+	fe.mu.Lock()
+	fe.counted += n
+	want := fe.counted
+	fe.mu.Unlock()
+	events, stop := fe.leases.SubscribeTo(engine.EventLease)
+	defer stop()
 	timeout := time.After(10 * time.Second)
-	for i := 0; i < n; i++ {
+	for fe.released() < want {
 		select {
-		case <-fe.released:
+		case <-events:
 		case <-timeout:
-			t.Fatalf("only %d of %d leases released", i, n)
+			t.Fatalf("only %d of %d leases released", fe.released()-want+n, n)
 		}
 	}
 }

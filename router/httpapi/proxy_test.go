@@ -178,15 +178,15 @@ func TestProxyRequestErrors(t *testing.T) {
 		t.Fatalf("a refused request reached the child: %+v", s)
 	default:
 	}
+	if fe.active("m1") != 0 {
+		t.Fatal("lease leaked")
+	}
 	fe.mu.Lock()
 	defer fe.mu.Unlock()
 	for _, name := range fe.resolved {
 		if view.PathLike(name) {
 			t.Fatalf("path %q reached Resolve", name)
 		}
-	}
-	if fe.models["m1"].Active != 0 {
-		t.Fatal("lease leaked")
 	}
 }
 
