@@ -76,7 +76,8 @@ func hubAPIError(err error) (apiError, bool) {
 		he   *hub.Error
 		disk *download.SpaceError
 		sum  *hub.ChecksumError
-		nh   *notHubModelError
+		mine *hub.NotPulledError
+		off  errHubOff
 	)
 	switch {
 	case errors.As(err, &np):
@@ -97,8 +98,10 @@ func hubAPIError(err error) (apiError, bool) {
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "quant_not_found", Message: err.Error()}, true
 	case errors.As(err, &disk):
 		return apiError{Status: http.StatusInsufficientStorage, Type: "server_error", Code: "insufficient_disk_space", Message: disk.Error()}, true
-	case errors.As(err, &nh):
-		return apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "not_a_hub_model", Message: nh.Error()}, true
+	case errors.As(err, &mine):
+		return apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "not_a_hub_model", Message: mine.Error()}, true
+	case errors.As(err, &off):
+		return apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "not_a_hub_model", Message: off.Error()}, true
 	case errors.As(err, &sum):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "checksum_mismatch", Message: sum.Error()}, true
 	}
@@ -313,22 +316,21 @@ func pullEventLine(ev hub.Event) []byte {
 }
 
 // removePulled unloads model id (its in-flight requests finish first) and deletes its files from
-// the Hub cache, blobs nothing else uses included. A model that is not a Hub pull is refused.
+// the Hub cache (hub.RemovePulled). A model that is not a Hub pull is refused (*hub.NotPulledError).
 func (srv *Server) removePulled(r *http.Request, id string) (wire.RemoveAnswer, error) {
 	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
-		return wire.RemoveAnswer{}, &notHubModelError{id: id}
+		return wire.RemoveAnswer{}, errHubOff{id}
 	}
 	cm, _ := srv.o.Catalog.Lookup(id)
-	cache, repoFiles, ok := hub.LocalFiles(cm)
-	if !ok {
-		return wire.RemoveAnswer{}, &notHubModelError{id: id, path: cm.Path}
+	if _, ok := hub.Pulled(cm); !ok {
+		return wire.RemoveAnswer{}, &hub.NotPulledError{ID: id, Path: cm.Path}
 	}
 	if err := srv.o.Engine.Unload(r.Context(), id, false); err != nil && !isUnknown(err) {
 		return wire.RemoveAnswer{}, err
 	}
-	removed, err := cache.Remove(cm.HubRepo, repoFiles)
+	removed, err := hub.RemovePulled(cm)
 	if err != nil {
-		return wire.RemoveAnswer{}, fmt.Errorf("removing %s: %w", id, err)
+		return wire.RemoveAnswer{}, err
 	}
 	if srv.o.Hub.Rescan != nil {
 		srv.o.Hub.Rescan()
@@ -337,12 +339,9 @@ func (srv *Server) removePulled(r *http.Request, id string) (wire.RemoveAnswer, 
 	return wire.RemoveAnswer{Success: true, ID: id, Model: cm.HubName, Removed: wire.List(removed)}, nil
 }
 
-// notHubModelError refuses to delete a model that is not a Hub pull: a user's own file.
-type notHubModelError struct{ id, path string }
+// errHubOff refuses a removal while Hub downloads are off.
+type errHubOff struct{ id string }
 
-func (e *notHubModelError) Error() string {
-	if e.path == "" {
-		return fmt.Sprintf("model %q cannot be deleted here: Hub downloads are off", e.id)
-	}
-	return fmt.Sprintf("model %q is the file %s, not a model pulled from the Hugging Face Hub: delete it yourself if you mean to", e.id, e.path)
+func (e errHubOff) Error() string {
+	return fmt.Sprintf("model %q cannot be deleted here: Hub downloads are off", e.id)
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/testbed"
 	"github.com/llamatray/llamatray/router/testbed/fakehub"
+	"github.com/llamatray/llamatray/router/testbed/ggufwrite"
 )
 
 const hubRepo = "Org/Tiny-GGUF"
@@ -64,7 +66,7 @@ func do(t *testing.T, method, url, body string) (*http.Response, map[string]any)
 // A pull through POST /models reports progress on /models/events, lands in the cache and
 // answers to its name; DELETE /models removes it.
 func TestPullEventsAndRemove(t *testing.T) {
-	srv, _, _, cat := hubRouter(t, false)
+	srv, fe, _, cat := hubRouter(t, false)
 	evReq, _ := http.NewRequest("GET", srv.URL+"/models/events", nil)
 	evResp, err := http.DefaultClient.Do(evReq)
 	if err != nil {
@@ -128,6 +130,23 @@ wait:
 	}
 	if _, ok := cat.Lookup(hubRepo + ":Q4_K_M"); ok {
 		t.Error("removed model still listed")
+	}
+
+	// A user's own file beside the cache is refused, and kept.
+	dir, _, _ := strings.Cut(m.Path, "models--")
+	own := filepath.Join(dir, "mine.gguf")
+	if err := ggufwrite.WriteFile(own, ggufwrite.Header(ggufwrite.HeaderOptions{Blocks: 1, Embedding: 64, FFN: 128, Heads: 4, Vocab: 512, ContextLength: 256})); err != nil {
+		t.Fatal(err)
+	}
+	cat.Scan(context.Background())
+	fe.add("mine", "", "")
+	resp, doc = do(t, "DELETE", srv.URL+"/models?model=mine", "")
+	msg, _ := doc["error"].(map[string]any)["message"].(string)
+	if resp.StatusCode != http.StatusConflict || doc["error"].(map[string]any)["code"] != "not_a_hub_model" || !strings.Contains(msg, "is the file "+own+", not a model pulled from the Hugging Face Hub") {
+		t.Fatalf("DELETE of a user's own file: %d %v", resp.StatusCode, doc)
+	}
+	if _, err := os.Stat(own); err != nil {
+		t.Errorf("the user's own file: %v", err)
 	}
 }
 
