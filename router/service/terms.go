@@ -26,38 +26,24 @@ const (
 type (
 	WaitReason = engine.WaitReason
 	WaitModel  = engine.WaitModel
-	WaitKind   = engine.WaitKind
 )
 
-// The kinds of waits.
+// The kinds of waits the app tells apart.
 const (
 	WaitLoading  = engine.WaitLoading
 	WaitStopping = engine.WaitStopping
-	WaitDraining = engine.WaitDraining
-	WaitMemory   = engine.WaitMemory
 	WaitBusy     = engine.WaitBusy
 	WaitBehind   = engine.WaitBehind
 )
 
-// Event is a change the service reports (Subscribe); EventKind is what it is about and Cause why.
-type (
-	Event     = engine.Event
-	EventKind = engine.EventKind
-	Cause     = engine.Cause
-)
+// Event is a change the service reports (Subscribe).
+type Event = engine.Event
 
-// The kinds of events.
+// The kinds of events the app reacts to.
 const (
 	EventState    = engine.EventState
-	EventLease    = engine.EventLease
-	EventQueue    = engine.EventQueue
-	EventCatalog  = engine.EventCatalog
 	EventPressure = engine.EventPressure
-	EventResync   = engine.EventResync
 )
 
-// Budget is the memory the engine plans with; DeviceBudget is one device's share of it.
-type (
-	Budget       = engine.Budget
-	DeviceBudget = engine.DeviceBudget
-)
+// Budget is the memory the engine plans with.
+type Budget = engine.Budget
