@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -269,14 +271,47 @@ func (t *tryItWindow) start() {
 	answer := t.answer
 	go func() {
 		var text strings.Builder
+		show := coalesce(t.u.onUI, func(ev tryEvent, so string) { t.event(answer, ev, so) })
 		res, err := req.run(ctx, func(ev tryEvent) {
 			text.WriteString(ev.delta)
-			so := text.String()
-			t.u.onUI(func() { t.event(answer, ev, so) })
+			show(ev, text.String())
 		})
 		cancel()
 		t.u.onUI(func() { t.done(answer, text.String(), res, err) })
 	}()
+}
+
+// coalesce hands a stream's events to the UI thread without a backlog: the waiting comments and the
+// first piece of the answer each as it comes, the later pieces as the answer so far, once per turn
+// of the UI thread however fast the tokens come (so that a long answer costs no more redraws than
+// the screen can show, and Stop is answered at once).
+func coalesce(onUI func(func()), event func(tryEvent, string)) func(tryEvent, string) {
+	var (
+		first      = true
+		queued     atomic.Bool
+		mu         sync.Mutex // guards latest and latestText
+		latest     tryEvent
+		latestText string
+	)
+	return func(ev tryEvent, text string) {
+		if ev.delta == "" || first {
+			first = first && ev.delta == ""
+			onUI(func() { event(ev, text) })
+			return
+		}
+		mu.Lock()
+		latest, latestText = ev, text
+		mu.Unlock()
+		if !queued.Swap(true) {
+			onUI(func() {
+				queued.Store(false) // a piece that comes from now on asks for another turn
+				mu.Lock()
+				ev, text := latest, latestText
+				mu.Unlock()
+				event(ev, text)
+			})
+		}
+	}
 }
 
 // event shows one piece of the stream: a reason to wait, or the answer so far.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -232,4 +233,46 @@ func TestTryItWhileAnswering(t *testing.T) {
 		turns, sending, s := state()
 		return turns == 2 && !sending && strings.Contains(s, "tokens/s")
 	})
+}
+
+// A stream's pieces reach the UI thread without a backlog however fast they come: while the UI
+// thread is busy, a thousand pieces queue one redraw, which shows the answer so far; the comments
+// and the first piece (its time is the time to first token) each come as they are.
+func TestTryItStreamCoalesced(t *testing.T) {
+	var queue []func()
+	type shown struct {
+		ev   tryEvent
+		text string
+	}
+	var got []shown
+	show := coalesce(func(f func()) { queue = append(queue, f) }, func(ev tryEvent, text string) { got = append(got, shown{ev, text}) })
+	run := func() {
+		for len(queue) > 0 {
+			f := queue[0]
+			queue = queue[1:]
+			f()
+		}
+	}
+	show(tryEvent{comment: "loading model m (40%)"}, "")
+	var text strings.Builder
+	for i := range 1000 {
+		piece := fmt.Sprintf(" w%d", i)
+		text.WriteString(piece)
+		show(tryEvent{delta: piece, elapsed: time.Duration(i+1) * time.Millisecond}, text.String())
+	}
+	if len(queue) != 3 {
+		t.Fatalf("%d redraws queued for a comment and 1000 pieces, want 3 (the comment, the first piece, the answer so far)", len(queue))
+	}
+	run()
+	if len(got) != 3 || got[0].ev.comment == "" || got[1].ev.elapsed != time.Millisecond || got[2].text != text.String() {
+		t.Fatalf("shown %+v", got)
+	}
+	show(tryEvent{delta: " more"}, text.String()+" more")
+	if len(queue) != 1 {
+		t.Fatalf("a piece after the redraw queued %d redraws, want 1", len(queue))
+	}
+	run()
+	if last := got[len(got)-1]; last.text != text.String()+" more" {
+		t.Errorf("the last redraw shows %q", last.text)
+	}
 }
