@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -286,13 +285,20 @@ func (t *tryItWindow) start() {
 // of the UI thread however fast the tokens come (so that a long answer costs no more redraws than
 // the screen can show, and Stop is answered at once).
 func coalesce(onUI func(func()), event func(tryEvent, string)) func(tryEvent, string) {
+	first := true
 	var (
-		first      = true
-		queued     atomic.Bool
-		mu         sync.Mutex // guards latest and latestText
+		mu         sync.Mutex // guards latest, latestText and queued
 		latest     tryEvent
 		latestText string
+		queued     bool // a redraw is on its way to the UI thread and will show latest
 	)
+	redraw := func() {
+		mu.Lock()
+		ev, text := latest, latestText
+		queued = false // a piece that comes from now on asks for another turn
+		mu.Unlock()
+		event(ev, text)
+	}
 	return func(ev tryEvent, text string) {
 		if ev.delta == "" || first {
 			first = first && ev.delta == ""
@@ -301,15 +307,11 @@ func coalesce(onUI func(func()), event func(tryEvent, string)) func(tryEvent, st
 		}
 		mu.Lock()
 		latest, latestText = ev, text
+		ask := !queued
+		queued = true
 		mu.Unlock()
-		if !queued.Swap(true) {
-			onUI(func() {
-				queued.Store(false) // a piece that comes from now on asks for another turn
-				mu.Lock()
-				ev, text := latest, latestText
-				mu.Unlock()
-				event(ev, text)
-			})
+		if ask {
+			onUI(redraw)
 		}
 	}
 }
