@@ -309,8 +309,10 @@ func rpcServerProcs(t *testing.T) map[int][]string {
 }
 
 // checkRPCServersLoopbackOnly finds this process's rpc-servers and checks that each was told
-// -H 127.0.0.1 and that its port answers on no address but loopback; on loopback too where the
-// worker runs it in a network namespace of its own (worker.IsolationNetns), else there only.
+// -H 127.0.0.1 and listens, in its own network namespace, on loopback and its port only; and that
+// it listens in this process's namespace only where the worker holds it there (not
+// worker.IsolationNetns). It reads the rpc-server's own sockets (/proc), so another process's
+// listener on the same port number (the head's link end, say) is never taken for it.
 func checkRPCServersLoopbackOnly(t *testing.T, want int) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
@@ -318,7 +320,7 @@ func checkRPCServersLoopbackOnly(t *testing.T, want int) {
 	}
 	mode, _ := worker.Isolation()
 	found := 0
-	for _, argv := range rpcServerProcs(t) {
+	for pid, argv := range rpcServerProcs(t) {
 		found++
 		host, port := "", ""
 		for i := 0; i+1 < len(argv); i++ {
@@ -329,29 +331,26 @@ func checkRPCServersLoopbackOnly(t *testing.T, want int) {
 				port = argv[i+1]
 			}
 		}
-		if host != "127.0.0.1" || port == "" {
+		p, err := strconv.Atoi(port)
+		if host != "127.0.0.1" || err != nil {
 			t.Fatalf("rpc-server argv %q, want -H 127.0.0.1 and a port", argv)
 		}
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, 2*time.Second)
-		switch {
-		case err != nil && mode != worker.IsolationNetns:
-			t.Fatalf("rpc-server %q does not answer on loopback: %v", argv, err)
-		case err == nil && mode == worker.IsolationNetns:
-			c.Close()
-			t.Fatalf("rpc-server %q in its own network namespace answers on this one's loopback", argv)
-		case err == nil:
-			c.Close()
+		inodes := socketInodes(t, pid)
+		own := ownListeners(tcpListeners(t, strconv.Itoa(pid)), inodes)
+		if len(own) == 0 {
+			t.Fatalf("rpc-server %q listens nowhere", argv)
 		}
-		addrs, _ := net.InterfaceAddrs()
-		for _, a := range addrs {
-			ip, ok := a.(*net.IPNet)
-			if !ok || ip.IP.IsLoopback() || ip.IP.IsLinkLocalUnicast() {
-				continue
+		for _, l := range own {
+			if !l.ip.IsLoopback() || l.port != p {
+				t.Fatalf("rpc-server %q listens on %s", argv, net.JoinHostPort(l.ip.String(), strconv.Itoa(l.port)))
 			}
-			if c, err := net.DialTimeout("tcp", net.JoinHostPort(ip.IP.String(), port), time.Second); err == nil {
-				c.Close()
-				t.Fatalf("rpc-server port %s answers on %s", port, ip.IP)
-			}
+		}
+		here := ownListeners(tcpListeners(t, "self"), inodes)
+		switch {
+		case mode == worker.IsolationNetns && len(here) > 0:
+			t.Fatalf("rpc-server %q in its own network namespace listens in this one", argv)
+		case mode != worker.IsolationNetns && len(here) == 0:
+			t.Fatalf("rpc-server %q does not listen on this namespace's loopback", argv)
 		}
 	}
 	if found != want {
