@@ -16,43 +16,14 @@ import (
 // streams by "stream", and a rule over the conversation itself would replace every request's.
 var ruleReserved = []string{"model", "stream", "messages", "prompt", "input", "system"}
 
-// cloneParams is a deep copy of p; nil stays nil.
-func cloneParams(p map[string]any) map[string]any {
-	if p == nil {
-		return nil
-	}
-	out := make(map[string]any, len(p))
-	for k, v := range p {
-		out[k] = cloneValue(v)
-	}
-	return out
-}
-
-func cloneValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		return cloneParams(v)
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = cloneValue(e)
-		}
-		return out
-	default:
-		return v
-	}
-}
-
 // mergeParams is base with over's fields laid over it (a variant's rules over its model's).
 func mergeParams(base, over map[string]any) map[string]any {
 	if len(base) == 0 && len(over) == 0 {
 		return nil
 	}
-	out := cloneParams(base)
-	if out == nil {
-		out = map[string]any{}
-	}
-	maps.Copy(out, cloneParams(over))
+	out := map[string]any{}
+	maps.Copy(out, deepCopy(base))
+	maps.Copy(out, deepCopy(over))
 	return out
 }
 
@@ -155,6 +126,10 @@ func (r *renderer) value(v any) string {
 		return strconv.FormatInt(v, 10)
 	case int:
 		return strconv.Itoa(v)
+	case Duration:
+		return r.str(v.String())
+	case []string:
+		return r.list(v)
 	case float64:
 		s := strconv.FormatFloat(v, 'g', -1, 64)
 		if !strings.ContainsAny(s, ".eE") {

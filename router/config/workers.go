@@ -145,9 +145,6 @@ func workerAddrKey(s string) string {
 	return net.JoinHostPort(host, strconv.Itoa(p))
 }
 
-// cloneWorkers is a copy of ws that shares no memory with it.
-func cloneWorkers(ws map[string]Worker) map[string]Worker { return maps.Clone(ws) }
-
 const workersComment = `
 # Workers: other machines whose devices a model may use (llama.cpp's RPC backend), each running
 # "llamatray worker". A model spreads over them with [models."ID"] workers = ["NAME", ...]; each
@@ -271,9 +268,6 @@ func (c Config) validatePeers(p *problems) {
 		}
 	}
 }
-
-// clonePeers is a copy of peers that shares no memory with it (Peer holds no references).
-func clonePeers(peers map[string]Peer) map[string]Peer { return maps.Clone(peers) }
 
 // peers writes the [peers.NAME] sections, or their commented example when there are none.
 func (r *renderer) peers(peers map[string]Peer) {
