@@ -47,7 +47,7 @@ func checkRules(m Model, bad func(reason string, key ...string), at func(string)
 		key    string
 		params map[string]any
 	}{{"set_params", m.SetParams}, {"default_params", m.DefaultParams}} {
-		for _, name := range sortedKeys(r.params) {
+		for _, name := range slices.Sorted(maps.Keys(r.params)) {
 			if err := checkRuleName(name); err != nil {
 				bad(err.Error(), at(r.key)...)
 			}
@@ -99,20 +99,10 @@ func checkValue(v any) error {
 		}
 		return nil
 	case map[string]any:
-		for _, e := range v {
-			if err := checkValue(e); err != nil {
-				return err
-			}
-		}
-		return nil
+		return checkValue(slices.Collect(maps.Values(v)))
 	default:
 		return fmt.Errorf("a %T cannot be sent as JSON; use a string, number, boolean, list or table", v)
 	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := slices.Sorted(maps.Keys(m))
-	return keys
 }
 
 // value writes v as TOML: tables inline, keys sorted.
@@ -143,7 +133,7 @@ func (r *renderer) value(v any) string {
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	case map[string]any:
-		keys := sortedKeys(v)
+		keys := slices.Sorted(maps.Keys(v))
 		parts := make([]string, len(keys))
 		for i, k := range keys {
 			parts[i] = r.key(k) + " = " + r.value(v[k])

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -280,8 +279,7 @@ func checkListen(s string) error {
 	if err != nil {
 		return fmt.Errorf("%q is not host:port, like \"127.0.0.1:8080\"", s)
 	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 1 || p > 65535 {
+	if !validPort(port) {
 		return fmt.Errorf("port %q must be a number from 1 to 65535", port)
 	}
 	if strings.ContainsAny(host, " \t/") {

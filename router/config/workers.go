@@ -23,9 +23,9 @@ func (c Config) WorkerNames() []string { return slices.Sorted(maps.Keys(c.Worker
 
 // validateWorkers checks every [workers.NAME] section and every model's workers list.
 func (c Config) validateWorkers(p *problems) {
-	bad := p.add
+	bad, names := p.add, c.WorkerNames()
 	addrOwner := map[string]string{}
-	for _, name := range c.WorkerNames() {
+	for _, name := range names {
 		w := c.Workers[name]
 		if err := checkWorkerName(name); err != nil {
 			bad(err.Error(), "workers", name)
@@ -50,8 +50,8 @@ func (c Config) validateWorkers(p *problems) {
 			switch {
 			case seen[n]:
 				bad(fmt.Sprintf("worker %q is listed twice", n), key...)
-			case c.Workers == nil || !hasWorker(c.Workers, n):
-				bad(fmt.Sprintf("no worker %q: add a [workers.%s] section with its address and token%s", n, quoteKey(n), known(c.WorkerNames())), key...)
+			case !slices.Contains(names, n):
+				bad(fmt.Sprintf("no worker %q: add a [workers.%s] section with its address and token%s", n, quoteKey(n), known(names)), key...)
 			}
 			seen[n] = true
 		}
@@ -64,8 +64,6 @@ func (c Config) validateWorkers(p *problems) {
 		}
 	}
 }
-
-func hasWorker(ws map[string]Worker, n string) bool { _, ok := ws[n]; return ok }
 
 func known(names []string) string {
 	if len(names) == 0 {
@@ -102,13 +100,22 @@ func checkWorkerName(name string) error {
 	if strings.TrimSpace(name) == "" {
 		return fmt.Errorf("a worker name must not be empty")
 	}
-	for _, r := range name {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_'
-		if !ok {
-			return fmt.Errorf("worker name %q may hold only letters, digits, '.', '-' and '_', not %q", name, r)
-		}
+	if i := strings.IndexFunc(name, notNameRune); i >= 0 {
+		return fmt.Errorf("worker name %q may hold only letters, digits, '.', '-' and '_', not %q", name, []rune(name[i:])[0])
 	}
 	return nil
+}
+
+// notNameRune says r is not one of the letters, digits, '.', '-' and '_' that names (of workers,
+// variants and peers) are made of.
+func notNameRune(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_')
+}
+
+// validPort says port is a number from 1 to 65535.
+func validPort(port string) bool {
+	p, err := strconv.Atoi(port)
+	return err == nil && p >= 1 && p <= 65535
 }
 
 // checkWorkerAddress wants host:port with a host and a port from 1 to 65535.
@@ -123,7 +130,7 @@ func checkWorkerAddress(s string) error {
 	if host == "" || strings.ContainsAny(host, " \t/") {
 		return fmt.Errorf("%q has no host name or IP address", s)
 	}
-	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+	if !validPort(port) {
 		return fmt.Errorf("port %q must be a number from 1 to 65535", port)
 	}
 	return nil
@@ -176,8 +183,7 @@ func (c Config) validateLend(p *problems) {
 		}
 		return
 	}
-	_, port, err := net.SplitHostPort(c.LendListen)
-	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+	if _, port, err := net.SplitHostPort(c.LendListen); err != nil || !validPort(port) {
 		p.add(fmt.Sprintf("%q is not HOST:PORT with a port from 1 to 65535, like %q", c.LendListen, DefaultLendListen), "lend_listen")
 	}
 }
@@ -202,14 +208,11 @@ func CheckPeerName(name string) error {
 	if len(name) > MaxPeerName {
 		return fmt.Errorf("peer name %q is longer than %d characters", name, MaxPeerName)
 	}
-	for i, c := range name {
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if i == 0 && !alnum {
-			return fmt.Errorf("peer name %q must start with a letter or digit", name)
-		}
-		if !alnum && c != '.' && c != '-' && c != '_' {
-			return fmt.Errorf("peer name %q may hold only letters, digits, '.', '-' and '_'", name)
-		}
+	if r := []rune(name)[0]; notNameRune(r) || strings.ContainsRune(".-_", r) {
+		return fmt.Errorf("peer name %q must start with a letter or digit", name)
+	}
+	if strings.IndexFunc(name, notNameRune) >= 0 {
+		return fmt.Errorf("peer name %q may hold only letters, digits, '.', '-' and '_'", name)
 	}
 	return nil
 }
