@@ -15,7 +15,6 @@ import (
 
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/envconfig"
-	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -130,14 +129,8 @@ func peerKey(flagKey string, set bool, env Env) (string, error) {
 }
 
 func peerAdd(ctx context.Context, f *clientFlags, env Env, p wire.PeerAdd) error {
-	p.URL = strings.TrimRight(strings.TrimSpace(p.URL), "/")
-	if err := config.CheckPeerURL(p.URL); err != nil {
-		return usageError{err}
-	}
-	if p.Name == "" {
-		p.Name = service.PeerName(p.URL)
-	}
-	if err := config.CheckPeerName(p.Name); err != nil {
+	var err error
+	if p.Name, p.URL, err = config.PeerOf(p.Name, strings.TrimSpace(p.URL)); err != nil {
 		return usageError{err}
 	}
 	c, via, err := f.running(ctx)
@@ -158,10 +151,7 @@ func peerAdd(ctx context.Context, f *clientFlags, env Env, p wire.PeerAdd) error
 		return nil
 	}
 	path, err := editConfigFile(f, func(cfg *config.Config) error {
-		if cfg.Peers == nil {
-			cfg.Peers = map[string]config.Peer{}
-		}
-		cfg.Peers[p.Name] = config.Peer{URL: p.URL, APIKey: p.APIKey}
+		cfg.SetPeer(p.Name, config.Peer{URL: p.URL, APIKey: p.APIKey})
 		return nil
 	})
 	if err != nil {
@@ -184,10 +174,9 @@ func peerRemove(ctx context.Context, f *clientFlags, env Env, name string) error
 		return nil
 	}
 	path, err := editConfigFile(f, func(cfg *config.Config) error {
-		if _, ok := cfg.Peers[name]; !ok {
+		if !cfg.RemovePeer(name) {
 			return fmt.Errorf("no peer is named %q", name)
 		}
-		delete(cfg.Peers, name)
 		return nil
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net"
@@ -235,6 +236,58 @@ func CheckPeerURL(u string) error {
 		return fmt.Errorf("%q must have no query or fragment", u)
 	}
 	return nil
+}
+
+// PeerOf checks a peer to add, at rawURL (kept without a trailing '/') and named name, or when
+// that is empty PeerName(rawURL); it returns the name and the URL.
+func PeerOf(name, rawURL string) (string, string, error) {
+	if err := CheckPeerURL(rawURL); err != nil {
+		return "", "", err
+	}
+	name = cmp.Or(name, PeerName(rawURL))
+	return name, strings.TrimRight(rawURL, "/"), CheckPeerName(name)
+}
+
+// PeerName is a peer name made from u's host: its letters, digits, '.', '-' and '_' ("peer" when
+// none is left), as `llamatray peer add` names a peer given no --name.
+func PeerName(u string) string {
+	host := u
+	if p, err := url.Parse(u); err == nil && p.Hostname() != "" {
+		host = p.Hostname()
+		if port := p.Port(); port != "" {
+			host += "-" + port
+		}
+	}
+	var b strings.Builder
+	for _, c := range host {
+		if !notNameRune(c) {
+			b.WriteRune(c)
+		} else if b.Len() > 0 {
+			b.WriteByte('-')
+		}
+	}
+	name := strings.Trim(b.String(), ".-_")
+	return cmp.Or(name[:min(len(name), MaxPeerName)], "peer")
+}
+
+// SetPeer puts peer name into c, in place of the one of that name.
+func (c *Config) SetPeer(name string, p Peer) {
+	if c.Peers == nil {
+		c.Peers = map[string]Peer{}
+	}
+	c.Peers[name] = p
+}
+
+// RemovePeer takes peer name out of c; false when c has none of that name.
+func (c *Config) RemovePeer(name string) bool {
+	if _, ok := c.Peers[name]; !ok {
+		return false
+	}
+	delete(c.Peers, name)
+	if len(c.Peers) == 0 {
+		c.Peers = nil
+	}
+	return true
 }
 
 // checkAPIKey refuses what cannot go in an Authorization header.
