@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -45,11 +44,8 @@ func newClientFlags(name string, env Env, withForce bool) *clientFlags {
 func (f *clientFlags) parse(args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := f.fs.Parse(args); err != nil {
-			if err == flag.ErrHelp {
-				return nil, errHelp
-			}
-			return nil, usageError{err}
+		if err := parseFlags(f.fs, args); err != nil {
+			return nil, err
 		}
 		if f.fs.NArg() == 0 {
 			return pos, nil
@@ -60,16 +56,7 @@ func (f *clientFlags) parse(args []string) ([]string, error) {
 }
 
 func (f *clientFlags) client() *client.Client {
-	path := f.configPath
-	if path == "" {
-		path, _ = config.Path()
-	}
-	cfg := config.Default()
-	if path != "" {
-		if c, err := config.Parse(path, readFileOrEmpty(path)); err == nil {
-			cfg = c
-		}
-	}
+	cfg := fileConfig(f.configPath)
 	addr := f.addr
 	if addr == "" {
 		addr = cfg.Listen
@@ -306,14 +293,6 @@ func instanceModels(ctx context.Context, f *serveFlags, cfg config.Config) (mode
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func readFileOrEmpty(path string) []byte {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	return b
-}
 
 func orDash(s string) string {
 	if s == "" {

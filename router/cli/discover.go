@@ -28,7 +28,7 @@ func peerDiscover(ctx context.Context, f *clientFlags, env Env, asJSON bool) err
 			return err
 		}
 	} else {
-		cfg := f.config()
+		cfg := fileConfig(f.configPath)
 		urls := []string{}
 		for _, name := range slices.Sorted(maps.Keys(cfg.Peers)) {
 			urls = append(urls, cfg.Peers[name].URL)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/llamatray/llamatray/router/config"
@@ -20,12 +21,12 @@ type serveFlags struct {
 	addr          string
 	modelsDirs    stringList
 	llamaServer   string
-	memoryLimit   sizeFlag
-	memoryReserve sizeFlag
+	memoryLimit   config.Size
+	memoryReserve config.Size
 	maxLoaded     int
-	idleSleep     durationFlag
-	idleUnload    durationFlag
-	queueTimeout  durationFlag
+	idleSleep     config.Duration
+	idleUnload    config.Duration
+	queueTimeout  config.Duration
 	ctxSize       int
 	logLevel      string
 	noAutoload    bool
@@ -35,30 +36,6 @@ type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
-type sizeFlag struct{ v config.Size }
-
-func (f *sizeFlag) String() string { return f.v.String() }
-func (f *sizeFlag) Set(s string) error {
-	v, err := config.ParseSize(s)
-	if err != nil {
-		return err
-	}
-	f.v = v
-	return nil
-}
-
-type durationFlag struct{ v config.Duration }
-
-func (f *durationFlag) String() string { return f.v.String() }
-func (f *durationFlag) Set(s string) error {
-	v, err := config.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	f.v = v
-	return nil
-}
 
 func newServeFlags(name string, out io.Writer) *serveFlags {
 	f := &serveFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError), set: map[string]bool{}}
@@ -82,11 +59,8 @@ func newServeFlags(name string, out io.Writer) *serveFlags {
 
 // parse parses args; flag errors come back as usageError (exit code 2).
 func (f *serveFlags) parse(args []string) error {
-	if err := f.fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return usageError{err}
+	if err := parseFlags(f.fs, args); err != nil {
+		return err
 	}
 	if f.fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", f.fs.Arg(0))}
@@ -108,22 +82,22 @@ func (f *serveFlags) apply(cfg *config.Config) {
 		cfg.LlamaServer = f.llamaServer
 	}
 	if f.set["memory-limit"] {
-		cfg.MemoryLimit = f.memoryLimit.v
+		cfg.MemoryLimit = f.memoryLimit
 	}
 	if f.set["memory-reserve"] {
-		cfg.MemoryReserve = f.memoryReserve.v
+		cfg.MemoryReserve = f.memoryReserve
 	}
 	if f.set["max-loaded"] {
 		cfg.MaxLoaded = f.maxLoaded
 	}
 	if f.set["idle-sleep"] {
-		cfg.IdleSleep = f.idleSleep.v
+		cfg.IdleSleep = f.idleSleep
 	}
 	if f.set["idle-unload"] {
-		cfg.IdleUnload = f.idleUnload.v
+		cfg.IdleUnload = f.idleUnload
 	}
 	if f.set["queue-timeout"] {
-		cfg.QueueTimeout = f.queueTimeout.v
+		cfg.QueueTimeout = f.queueTimeout
 	}
 	if f.set["ctx-size"] {
 		cfg.Defaults.CtxSize = f.ctxSize
@@ -142,6 +116,44 @@ func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
 var errHelp = errors.New("help requested")
+
+// parseFlags parses args into fs; -h gives errHelp, a flag error a usageError (exit code 2).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return errHelp
+	} else if err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// fileConfig is the configuration in the file at path (the default one for ""); a missing or
+// broken file gives the defaults.
+func fileConfig(path string) config.Config {
+	if path == "" {
+		path, _ = config.Path()
+	}
+	if path != "" {
+		if b, err := os.ReadFile(path); err == nil {
+			if c, err := config.Parse(path, b); err == nil {
+				return c
+			}
+		}
+	}
+	return config.Default()
+}
+
+// configPath is path, or the default configuration file's for "".
+func configPath(path string) (string, error) {
+	if path != "" {
+		return path, nil
+	}
+	p, err := config.Path()
+	if err != nil {
+		return "", fmt.Errorf("finding the config dir: %w", err)
+	}
+	return p, nil
+}
 
 // helpFirst prints a command's usage when args name no subcommand or ask for help; done says
 // there is nothing left to run, and err is a usage error saying missing when args are empty.

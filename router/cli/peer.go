@@ -197,7 +197,7 @@ func peerList(ctx context.Context, f *clientFlags, env Env, asJSON bool) error {
 			return err
 		}
 	} else {
-		cfg := f.config()
+		cfg := fileConfig(f.configPath)
 		names := slices.Sorted(maps.Keys(cfg.Peers))
 		for _, name := range names {
 			sp := cfg.Peers[name]
@@ -237,13 +237,9 @@ func errorSuffix(e string) string {
 // no instance runs: through the configuration's one writer (config.Writer), under the lock a
 // running service takes too.
 func editConfigFile(f *clientFlags, change func(*config.Config) error) (string, error) {
-	path := f.configPath
-	if path == "" {
-		p, err := config.Path()
-		if err != nil {
-			return "", fmt.Errorf("finding the config dir: %w", err)
-		}
-		path = p
+	path, err := configPath(f.configPath)
+	if err != nil {
+		return "", err
 	}
 	w := &config.Writer{Path: path}
 	load := func() (config.Config, error) { return config.Load(path) }

@@ -43,11 +43,8 @@ func runWorker(args []string, b Build, env Env) error {
 	threads := fs.Int("threads", 0, "threads of the RPC server's CPU device (0: its default)")
 	name := fs.String("name", "", "this worker's name in the head's config (default: the host name)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("worker takes no arguments (got %q)", fs.Args())}
