@@ -75,7 +75,9 @@ func runPeer(args []string, env Env) error {
 		if len(pos) != 1 {
 			return usageError{errors.New("usage: llamatray peer add URL [--name NAME] [--api-key KEY|-]")}
 		}
-		key, err := peerKey(key, keySet(f.fs), env)
+		set := false
+		f.fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "api-key" })
+		key, err := peerKey(key, set, env)
 		if err != nil {
 			return err
 		}
@@ -96,13 +98,6 @@ func runPeer(args []string, env Env) error {
 		}
 		return peerList(ctx, f, env, asJSON)
 	}
-}
-
-// keySet says --api-key was given.
-func keySet(fs *flag.FlagSet) bool {
-	set := false
-	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "api-key" })
-	return set
 }
 
 // peerKey is the key `peer add` sends: --api-key's, from the standard input's first line for
@@ -198,8 +193,7 @@ func peerList(ctx context.Context, f *clientFlags, env Env, asJSON bool) error {
 		}
 	} else {
 		cfg := fileConfig(f.configPath)
-		names := slices.Sorted(maps.Keys(cfg.Peers))
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(cfg.Peers)) {
 			sp := cfg.Peers[name]
 			peers = append(peers, wire.Peer{Name: name, URL: sp.URL, State: "not running", HasKey: sp.APIKey != "", Models: []wire.PeerModel{}})
 		}

@@ -186,8 +186,7 @@ const modelExample = `
 func (r *renderer) model(id string, m Model) {
 	fmt.Fprintf(&r.b, "\n[models.%s]\n", r.str(id))
 	r.section(m)
-	names := slices.Sorted(maps.Keys(m.Variants))
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(m.Variants)) {
 		fmt.Fprintf(&r.b, "\n[models.%s.variants.%s]\n", r.str(id), r.str(name))
 		r.section(m.Variants[name])
 	}

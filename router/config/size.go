@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -59,13 +58,6 @@ func ParseSize(s string) (Size, error) {
 	}
 	if mult == 1 && strings.Contains(num, ".") {
 		return 0, fmt.Errorf("invalid size %q: a number of bytes must be whole", s)
-	}
-	if !strings.Contains(num, ".") {
-		n, err := strconv.ParseInt(num, 10, 64)
-		if err != nil || n > math.MaxInt64/mult {
-			return 0, fmt.Errorf("invalid size %q: too large", s)
-		}
-		return Size(n * mult), nil
 	}
 	r, ok := new(big.Rat).SetString(num)
 	if !ok {

@@ -19,12 +19,9 @@ type Worker struct {
 	Token   string `toml:"token"`   // the worker's token; the link is refused without it
 }
 
-// WorkerNames are the configured workers' names, sorted.
-func (c Config) WorkerNames() []string { return slices.Sorted(maps.Keys(c.Workers)) }
-
 // validateWorkers checks every [workers.NAME] section and every model's workers list.
 func (c Config) validateWorkers(p *problems) {
-	bad, names := p.add, c.WorkerNames()
+	bad, names := p.add, slices.Sorted(maps.Keys(c.Workers))
 	addrOwner := map[string]string{}
 	for _, name := range names {
 		w := c.Workers[name]
@@ -332,8 +329,7 @@ func (r *renderer) peers(peers map[string]Peer) {
 		r.b.WriteString(peerExample)
 		return
 	}
-	names := slices.Sorted(maps.Keys(peers))
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(peers)) {
 		p := peers[name]
 		fmt.Fprintf(&r.b, "[peers.%s]\nurl = %s\n", r.str(name), r.str(p.URL))
 		if p.APIKey != "" {
