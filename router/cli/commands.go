@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,14 +57,14 @@ func (f *clientFlags) parse(args []string) ([]string, error) {
 }
 
 func (f *clientFlags) client() *client.Client {
-	cfg := fileConfig(f.configPath)
-	addr := f.addr
-	if addr == "" {
-		addr = cfg.Listen
-	}
-	c := client.New(addr)
-	c.APIKey = f.apiKey
-	if c.APIKey == "" && len(cfg.APIKeys) > 0 {
+	return clientOf(fileConfig(f.configPath), f.addr, f.apiKey)
+}
+
+// clientOf is a client of the instance at addr with API key key, by default those cfg gives.
+func clientOf(cfg config.Config, addr, key string) *client.Client {
+	c := client.New(cmp.Or(addr, cfg.Listen))
+	c.APIKey = key
+	if key == "" && len(cfg.APIKeys) > 0 {
 		c.APIKey = cfg.APIKeys[0]
 	}
 	return c
@@ -273,10 +274,7 @@ func instanceModels(ctx context.Context, f *serveFlags, cfg config.Config) (mode
 			return nil, nil, nil, false
 		}
 	}
-	c := client.New(cfg.Listen)
-	if len(cfg.APIKeys) > 0 {
-		c.APIKey = cfg.APIKeys[0]
-	}
+	c := clientOf(cfg, "", "")
 	pctx, pc := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer pc()
 	if c.Ping(pctx) != nil {
