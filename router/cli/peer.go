@@ -140,7 +140,10 @@ func peerAdd(ctx context.Context, f *clientFlags, env Env, p wire.PeerAdd) error
 		fmt.Fprintf(env.Stdout, "peer %s added%s: %s\n", p.Name, via, p.URL)
 		for _, wp := range peers {
 			if wp.Name == p.Name {
-				fmt.Fprintf(env.Stdout, "state: %s%s\n", wp.State, errorSuffix(wp.Error))
+				if wp.Error != "" {
+					wp.State += " (" + wp.Error + ")"
+				}
+				fmt.Fprintf(env.Stdout, "state: %s\n", wp.State)
 			}
 		}
 		return nil
@@ -218,13 +221,6 @@ func peerList(ctx context.Context, f *clientFlags, env Env, asJSON bool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.URL, p.State, orDash(strings.Join(ids, ", ")), orDash(p.Error))
 	}
 	return tw.Flush()
-}
-
-func errorSuffix(e string) string {
-	if e == "" {
-		return ""
-	}
-	return " (" + e + ")"
 }
 
 // editConfigFile changes the configuration file the flags name (the default one otherwise), when

@@ -149,13 +149,8 @@ func (r *renderer) value(v any) string {
 
 // key writes a table key: bare when TOML allows, else quoted.
 func (r *renderer) key(k string) string {
-	if k == "" {
-		return `""`
-	}
-	for _, c := range k {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return r.str(k)
-		}
+	if k == "" || strings.ContainsFunc(k, func(c rune) bool { return c == '.' || notNameRune(c) }) {
+		return r.str(k)
 	}
 	return k
 }
