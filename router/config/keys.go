@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"slices"
@@ -26,7 +27,7 @@ type keyIndex map[string]keyInfo
 // indexKeys records every table and key of a document that go-toml already accepted.
 func indexKeys(data []byte) keyIndex {
 	idx := keyIndex{}
-	lineOf := func(off int) int { return 1 + countLines(data[:min(off, len(data))]) }
+	lineOf := func(off int) int { return 1 + bytes.Count(data[:min(off, len(data))], []byte("\n")) }
 	var p unstable.Parser
 	p.Reset(data)
 	var table []string
@@ -61,8 +62,6 @@ func indexKeys(data []byte) keyIndex {
 	}
 	return idx
 }
-
-func countLines(b []byte) int { return strings.Count(string(b), "\n") }
 
 func keyParts(n *unstable.Node) ([]string, int) {
 	var parts []string
