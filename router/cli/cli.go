@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -141,10 +142,7 @@ func exitCode(err error, env Env) int {
 }
 
 func versionString(b Build) string {
-	v, c := b.Version, b.Commit
-	if v == "" {
-		v = "dev"
-	}
+	c := b.Commit
 	if c == "" {
 		if info, ok := debug.ReadBuildInfo(); ok {
 			for _, s := range info.Settings {
@@ -154,22 +152,15 @@ func versionString(b Build) string {
 			}
 		}
 	}
-	if c == "" {
-		c = "unknown"
-	}
-	return fmt.Sprintf("llamatray %s (commit %s, %s, %s/%s)", v, c, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("llamatray %s (commit %s, %s, %s/%s)", cmp.Or(b.Version, "dev"), cmp.Or(c, "unknown"), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // loadConfig reads the configuration file (writing the commented default on first run) and applies
 // the flags.
 func loadConfig(f *serveFlags) (config.Config, string, error) {
-	path := f.configPath
-	if path == "" {
-		p, err := config.Path()
-		if err != nil {
-			return config.Config{}, "", fmt.Errorf("finding the config dir: %w", err)
-		}
-		path = p
+	path, err := configPath(f.configPath)
+	if err != nil {
+		return config.Config{}, "", err
 	}
 	cfg, err := config.Load(path)
 	var dfe *config.DefaultFileError

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -45,11 +45,8 @@ func newClientFlags(name string, env Env, withForce bool) *clientFlags {
 func (f *clientFlags) parse(args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := f.fs.Parse(args); err != nil {
-			if err == flag.ErrHelp {
-				return nil, errHelp
-			}
-			return nil, usageError{err}
+		if err := parseFlags(f.fs, args); err != nil {
+			return nil, err
 		}
 		if f.fs.NArg() == 0 {
 			return pos, nil
@@ -60,23 +57,14 @@ func (f *clientFlags) parse(args []string) ([]string, error) {
 }
 
 func (f *clientFlags) client() *client.Client {
-	path := f.configPath
-	if path == "" {
-		path, _ = config.Path()
-	}
-	cfg := config.Default()
-	if path != "" {
-		if c, err := config.Parse(path, readFileOrEmpty(path)); err == nil {
-			cfg = c
-		}
-	}
-	addr := f.addr
-	if addr == "" {
-		addr = cfg.Listen
-	}
-	c := client.New(addr)
-	c.APIKey = f.apiKey
-	if c.APIKey == "" && len(cfg.APIKeys) > 0 {
+	return clientOf(fileConfig(f.configPath), f.addr, f.apiKey)
+}
+
+// clientOf is a client of the instance at addr with API key key, by default those cfg gives.
+func clientOf(cfg config.Config, addr, key string) *client.Client {
+	c := client.New(cmp.Or(addr, cfg.Listen))
+	c.APIKey = key
+	if key == "" && len(cfg.APIKeys) > 0 {
 		c.APIKey = cfg.APIKeys[0]
 	}
 	return c
@@ -286,10 +274,7 @@ func instanceModels(ctx context.Context, f *serveFlags, cfg config.Config) (mode
 			return nil, nil, nil, false
 		}
 	}
-	c := client.New(cfg.Listen)
-	if len(cfg.APIKeys) > 0 {
-		c.APIKey = cfg.APIKeys[0]
-	}
+	c := clientOf(cfg, "", "")
 	pctx, pc := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer pc()
 	if c.Ping(pctx) != nil {
@@ -306,14 +291,6 @@ func instanceModels(ctx context.Context, f *serveFlags, cfg config.Config) (mode
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func readFileOrEmpty(path string) []byte {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	return b
-}
 
 func orDash(s string) string {
 	if s == "" {

@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -28,10 +26,9 @@ func peerDiscover(ctx context.Context, f *clientFlags, env Env, asJSON bool) err
 			return err
 		}
 	} else {
-		cfg := f.config()
-		urls := []string{}
-		for _, name := range slices.Sorted(maps.Keys(cfg.Peers)) {
-			urls = append(urls, cfg.Peers[name].URL)
+		var urls []string
+		for _, p := range fileConfig(f.configPath).Peers {
+			urls = append(urls, p.URL)
 		}
 		found, err := discover.Lookup(ctx, lookWait)
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/llamatray/llamatray/router/config"
@@ -16,19 +18,8 @@ type serveFlags struct {
 	fs         *flag.FlagSet
 	configPath string
 	set        map[string]bool
-
-	addr          string
-	modelsDirs    stringList
-	llamaServer   string
-	memoryLimit   sizeFlag
-	memoryReserve sizeFlag
-	maxLoaded     int
-	idleSleep     durationFlag
-	idleUnload    durationFlag
-	queueTimeout  durationFlag
-	ctxSize       int
-	logLevel      string
-	noAutoload    bool
+	cfg        config.Config // the flags' values, in the settings they override
+	noAutoload bool
 }
 
 type stringList []string
@@ -36,57 +27,30 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-type sizeFlag struct{ v config.Size }
-
-func (f *sizeFlag) String() string { return f.v.String() }
-func (f *sizeFlag) Set(s string) error {
-	v, err := config.ParseSize(s)
-	if err != nil {
-		return err
-	}
-	f.v = v
-	return nil
-}
-
-type durationFlag struct{ v config.Duration }
-
-func (f *durationFlag) String() string { return f.v.String() }
-func (f *durationFlag) Set(s string) error {
-	v, err := config.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	f.v = v
-	return nil
-}
-
 func newServeFlags(name string, out io.Writer) *serveFlags {
 	f := &serveFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError), set: map[string]bool{}}
-	fs := f.fs
+	fs, c := f.fs, &f.cfg
 	fs.SetOutput(out)
 	fs.StringVar(&f.configPath, "config", "", "configuration `file` (default: the platform config dir's llamatray/config.toml)")
-	fs.StringVar(&f.addr, "addr", "", "listen `address` (default 127.0.0.1:8080)")
-	fs.Var(&f.modelsDirs, "models-dir", "scan this `dir` for GGUF models (repeatable; replaces the config's model_dirs and turns off the default folders: LM Studio's, Ollama's, the Hugging Face cache)")
-	fs.StringVar(&f.llamaServer, "llama-server", "", "`path` of llama-server (default: found on this machine)")
-	fs.Var(&f.memoryLimit, "memory-limit", "memory `size` all loaded models may use together, e.g. 6GiB (default: derived from the machine's available RAM)")
-	fs.Var(&f.memoryReserve, "memory-reserve", "RAM `size` always left free for other programs (default 1GiB)")
-	fs.IntVar(&f.maxLoaded, "max-loaded", 0, "most models running at once, `n`; 0 = no cap")
-	fs.Var(&f.idleSleep, "idle-sleep", "let an idle model sleep (weights freed, process kept) after this `duration` (default 5m; 0 = never)")
-	fs.Var(&f.idleUnload, "idle-unload", "stop an idle model's process after this `duration` (default 30m; 0 = never)")
-	fs.Var(&f.queueTimeout, "queue-timeout", "how long a request may wait for memory or a slot, `duration` (default 2m), then 503")
-	fs.IntVar(&f.ctxSize, "ctx-size", 0, "default context size `n` for children (default 4096)")
+	fs.StringVar(&c.Listen, "addr", "", "listen `address` (default 127.0.0.1:8080)")
+	fs.Var((*stringList)(&c.ModelDirs), "models-dir", "scan this `dir` for GGUF models (repeatable; replaces the config's model_dirs and turns off the default folders: LM Studio's, Ollama's, the Hugging Face cache)")
+	fs.StringVar(&c.LlamaServer, "llama-server", "", "`path` of llama-server (default: found on this machine)")
+	fs.Var(&c.MemoryLimit, "memory-limit", "memory `size` all loaded models may use together, e.g. 6GiB (default: derived from the machine's available RAM)")
+	fs.Var(&c.MemoryReserve, "memory-reserve", "RAM `size` always left free for other programs (default 1GiB)")
+	fs.IntVar(&c.MaxLoaded, "max-loaded", 0, "most models running at once, `n`; 0 = no cap")
+	fs.Var(&c.IdleSleep, "idle-sleep", "let an idle model sleep (weights freed, process kept) after this `duration` (default 5m; 0 = never)")
+	fs.Var(&c.IdleUnload, "idle-unload", "stop an idle model's process after this `duration` (default 30m; 0 = never)")
+	fs.Var(&c.QueueTimeout, "queue-timeout", "how long a request may wait for memory or a slot, `duration` (default 2m), then 503")
+	fs.IntVar(&c.Defaults.CtxSize, "ctx-size", 0, "default context size `n` for children (default 4096)")
 	fs.BoolVar(&f.noAutoload, "no-models-autoload", false, "a request for a model that is not running gets 400 unless it asks ?autoload=true")
-	fs.StringVar(&f.logLevel, "log-level", "", "log `level`: debug, info, warn, error (default info)")
+	fs.StringVar(&c.LogLevel, "log-level", "", "log `level`: debug, info, warn, error (default info)")
 	return f
 }
 
 // parse parses args; flag errors come back as usageError (exit code 2).
 func (f *serveFlags) parse(args []string) error {
-	if err := f.fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return usageError{err}
+	if err := parseFlags(f.fs, args); err != nil {
+		return err
 	}
 	if f.fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", f.fs.Arg(0))}
@@ -97,43 +61,34 @@ func (f *serveFlags) parse(args []string) error {
 
 // apply overrides cfg with the flags that were given.
 func (f *serveFlags) apply(cfg *config.Config) {
-	if f.set["addr"] {
-		cfg.Listen = f.addr
-	}
-	if f.set["models-dir"] {
-		cfg.ModelDirs = append([]string(nil), f.modelsDirs...)
-		cfg.ScanDefaultDirs = false
-	}
-	if f.set["llama-server"] {
-		cfg.LlamaServer = f.llamaServer
-	}
-	if f.set["memory-limit"] {
-		cfg.MemoryLimit = f.memoryLimit.v
-	}
-	if f.set["memory-reserve"] {
-		cfg.MemoryReserve = f.memoryReserve.v
-	}
-	if f.set["max-loaded"] {
-		cfg.MaxLoaded = f.maxLoaded
-	}
-	if f.set["idle-sleep"] {
-		cfg.IdleSleep = f.idleSleep.v
-	}
-	if f.set["idle-unload"] {
-		cfg.IdleUnload = f.idleUnload.v
-	}
-	if f.set["queue-timeout"] {
-		cfg.QueueTimeout = f.queueTimeout.v
-	}
-	if f.set["ctx-size"] {
-		cfg.Defaults.CtxSize = f.ctxSize
-	}
-	if f.set["log-level"] {
-		cfg.LogLevel = f.logLevel
-	}
-	if f.set["no-models-autoload"] {
-		cfg.ModelsAutoload = !f.noAutoload
-	}
+	f.fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "addr":
+			cfg.Listen = f.cfg.Listen
+		case "models-dir":
+			cfg.ModelDirs, cfg.ScanDefaultDirs = slices.Clone(f.cfg.ModelDirs), false
+		case "llama-server":
+			cfg.LlamaServer = f.cfg.LlamaServer
+		case "memory-limit":
+			cfg.MemoryLimit = f.cfg.MemoryLimit
+		case "memory-reserve":
+			cfg.MemoryReserve = f.cfg.MemoryReserve
+		case "max-loaded":
+			cfg.MaxLoaded = f.cfg.MaxLoaded
+		case "idle-sleep":
+			cfg.IdleSleep = f.cfg.IdleSleep
+		case "idle-unload":
+			cfg.IdleUnload = f.cfg.IdleUnload
+		case "queue-timeout":
+			cfg.QueueTimeout = f.cfg.QueueTimeout
+		case "ctx-size":
+			cfg.Defaults.CtxSize = f.cfg.Defaults.CtxSize
+		case "log-level":
+			cfg.LogLevel = f.cfg.LogLevel
+		case "no-models-autoload":
+			cfg.ModelsAutoload = !f.noAutoload
+		}
+	})
 }
 
 type usageError struct{ err error }
@@ -142,6 +97,44 @@ func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
 var errHelp = errors.New("help requested")
+
+// parseFlags parses args into fs; -h gives errHelp, a flag error a usageError (exit code 2).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return errHelp
+	} else if err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// fileConfig is the configuration in the file at path (the default one for ""); a missing or
+// broken file gives the defaults.
+func fileConfig(path string) config.Config {
+	if path == "" {
+		path, _ = config.Path()
+	}
+	if path != "" {
+		if b, err := os.ReadFile(path); err == nil {
+			if c, err := config.Parse(path, b); err == nil {
+				return c
+			}
+		}
+	}
+	return config.Default()
+}
+
+// configPath is path, or the default configuration file's for "".
+func configPath(path string) (string, error) {
+	if path != "" {
+		return path, nil
+	}
+	p, err := config.Path()
+	if err != nil {
+		return "", fmt.Errorf("finding the config dir: %w", err)
+	}
+	return p, nil
+}
 
 // helpFirst prints a command's usage when args name no subcommand or ask for help; done says
 // there is nothing left to run, and err is a usage error saying missing when args are empty.

@@ -23,21 +23,6 @@ import (
 	"github.com/llamatray/llamatray/router/wire"
 )
 
-// config reads the configuration file the flags name (the default one otherwise); a missing or
-// broken file gives the defaults.
-func (f *clientFlags) config() config.Config {
-	path := f.configPath
-	if path == "" {
-		path, _ = config.Path()
-	}
-	if path != "" {
-		if c, err := config.Parse(path, readFileOrEmpty(path)); err == nil {
-			return c
-		}
-	}
-	return config.Default()
-}
-
 // runSearch: `llamatray search TEXT` lists GGUF repos on the Hugging Face Hub; `llamatray search
 // ORG/REPO` lists that repo's quants with their sizes.
 func runSearch(args []string, env Env) error {
@@ -136,7 +121,7 @@ func (f *clientFlags) hubModels(ctx context.Context) (hubModels, error) {
 	case c != nil:
 		return viaInstance{c}, nil
 	}
-	return directModels{cfg: f.config()}, nil
+	return directModels{cfg: fileConfig(f.configPath)}, nil
 }
 
 // downloadedLine is what a pull that ended well prints: the model and the ID it is listed as.

@@ -52,14 +52,6 @@ func (v viaInstance) use(ctx context.Context, build string) (releases.Build, err
 // direct changes the folder itself, when no instance runs.
 type direct struct{ in *releases.Installer }
 
-func newDirect() (direct, error) {
-	root, err := releases.DefaultRoot()
-	if err != nil {
-		return direct{}, err
-	}
-	return direct{in: &releases.Installer{Client: &releases.Client{}, Store: releases.Store{Root: root}, Verify: locate.Version}}, nil
-}
-
 func (d direct) list(ctx context.Context, available bool) (releases.Listing, error) {
 	var out releases.Listing
 	var err error
@@ -154,8 +146,11 @@ func (f *clientFlags) builds(ctx context.Context) (builds, string, error) {
 	case c != nil:
 		return viaInstance{c}, via, nil
 	}
-	d, err := newDirect()
-	return d, "", err
+	root, err := releases.DefaultRoot()
+	if err != nil {
+		return nil, "", err
+	}
+	return direct{in: &releases.Installer{Client: &releases.Client{}, Store: releases.Store{Root: root}, Verify: locate.Version}}, "", nil
 }
 
 func installBuild(ctx context.Context, b builds, via string, req releases.Request, env Env) error {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/envconfig"
-	"github.com/llamatray/llamatray/router/service"
 	"github.com/llamatray/llamatray/router/wire"
 )
 
@@ -76,7 +75,9 @@ func runPeer(args []string, env Env) error {
 		if len(pos) != 1 {
 			return usageError{errors.New("usage: llamatray peer add URL [--name NAME] [--api-key KEY|-]")}
 		}
-		key, err := peerKey(key, keySet(f.fs), env)
+		set := false
+		f.fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "api-key" })
+		key, err := peerKey(key, set, env)
 		if err != nil {
 			return err
 		}
@@ -97,13 +98,6 @@ func runPeer(args []string, env Env) error {
 		}
 		return peerList(ctx, f, env, asJSON)
 	}
-}
-
-// keySet says --api-key was given.
-func keySet(fs *flag.FlagSet) bool {
-	set := false
-	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "api-key" })
-	return set
 }
 
 // peerKey is the key `peer add` sends: --api-key's, from the standard input's first line for
@@ -130,14 +124,8 @@ func peerKey(flagKey string, set bool, env Env) (string, error) {
 }
 
 func peerAdd(ctx context.Context, f *clientFlags, env Env, p wire.PeerAdd) error {
-	p.URL = strings.TrimRight(strings.TrimSpace(p.URL), "/")
-	if err := config.CheckPeerURL(p.URL); err != nil {
-		return usageError{err}
-	}
-	if p.Name == "" {
-		p.Name = service.PeerName(p.URL)
-	}
-	if err := config.CheckPeerName(p.Name); err != nil {
+	var err error
+	if p.Name, p.URL, err = config.PeerOf(p.Name, strings.TrimSpace(p.URL)); err != nil {
 		return usageError{err}
 	}
 	c, via, err := f.running(ctx)
@@ -152,16 +140,16 @@ func peerAdd(ctx context.Context, f *clientFlags, env Env, p wire.PeerAdd) error
 		fmt.Fprintf(env.Stdout, "peer %s added%s: %s\n", p.Name, via, p.URL)
 		for _, wp := range peers {
 			if wp.Name == p.Name {
-				fmt.Fprintf(env.Stdout, "state: %s%s\n", wp.State, errorSuffix(wp.Error))
+				if wp.Error != "" {
+					wp.State += " (" + wp.Error + ")"
+				}
+				fmt.Fprintf(env.Stdout, "state: %s\n", wp.State)
 			}
 		}
 		return nil
 	}
 	path, err := editConfigFile(f, func(cfg *config.Config) error {
-		if cfg.Peers == nil {
-			cfg.Peers = map[string]config.Peer{}
-		}
-		cfg.Peers[p.Name] = config.Peer{URL: p.URL, APIKey: p.APIKey}
+		cfg.SetPeer(p.Name, config.Peer{URL: p.URL, APIKey: p.APIKey})
 		return nil
 	})
 	if err != nil {
@@ -184,10 +172,9 @@ func peerRemove(ctx context.Context, f *clientFlags, env Env, name string) error
 		return nil
 	}
 	path, err := editConfigFile(f, func(cfg *config.Config) error {
-		if _, ok := cfg.Peers[name]; !ok {
+		if !cfg.RemovePeer(name) {
 			return fmt.Errorf("no peer is named %q", name)
 		}
-		delete(cfg.Peers, name)
 		return nil
 	})
 	if err != nil {
@@ -208,9 +195,8 @@ func peerList(ctx context.Context, f *clientFlags, env Env, asJSON bool) error {
 			return err
 		}
 	} else {
-		cfg := f.config()
-		names := slices.Sorted(maps.Keys(cfg.Peers))
-		for _, name := range names {
+		cfg := fileConfig(f.configPath)
+		for _, name := range slices.Sorted(maps.Keys(cfg.Peers)) {
 			sp := cfg.Peers[name]
 			peers = append(peers, wire.Peer{Name: name, URL: sp.URL, State: "not running", HasKey: sp.APIKey != "", Models: []wire.PeerModel{}})
 		}
@@ -237,24 +223,13 @@ func peerList(ctx context.Context, f *clientFlags, env Env, asJSON bool) error {
 	return tw.Flush()
 }
 
-func errorSuffix(e string) string {
-	if e == "" {
-		return ""
-	}
-	return " (" + e + ")"
-}
-
 // editConfigFile changes the configuration file the flags name (the default one otherwise), when
 // no instance runs: through the configuration's one writer (config.Writer), under the lock a
 // running service takes too.
 func editConfigFile(f *clientFlags, change func(*config.Config) error) (string, error) {
-	path := f.configPath
-	if path == "" {
-		p, err := config.Path()
-		if err != nil {
-			return "", fmt.Errorf("finding the config dir: %w", err)
-		}
-		path = p
+	path, err := configPath(f.configPath)
+	if err != nil {
+		return "", err
 	}
 	w := &config.Writer{Path: path}
 	load := func() (config.Config, error) { return config.Load(path) }

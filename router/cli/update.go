@@ -1,11 +1,11 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 
-	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/envconfig"
 	"github.com/llamatray/llamatray/router/releases"
 	"github.com/llamatray/llamatray/router/update"
@@ -44,31 +44,14 @@ func runUpdate(args []string, b Build, env Env) error {
 		fmt.Fprint(env.Stderr, updateUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return errHelp
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 || !*check {
 		return usageError{fmt.Errorf("usage: llamatray update --check (Llamatray tells of new releases; it installs none itself)")}
 	}
-	prerelease := *pre
-	if !prerelease {
-		path := *configPath
-		if path == "" {
-			path, _ = config.Path()
-		}
-		if path != "" {
-			if c, err := config.Parse(path, readFileOrEmpty(path)); err == nil {
-				prerelease = c.UpdatePrerelease
-			}
-		}
-	}
-	version := b.Version
-	if version == "" {
-		version = "dev"
-	}
+	prerelease := *pre || fileConfig(*configPath).UpdatePrerelease
+	version := cmp.Or(b.Version, "dev")
 	c := &update.Checker{Client: releases.Client{Base: envconfig.UpdateURL.From(env.Getenv), UserAgent: "Llamatray/" + version}}
 	res, err := c.Check(context.Background(), version, prerelease)
 	if err != nil {

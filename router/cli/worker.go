@@ -43,11 +43,8 @@ func runWorker(args []string, b Build, env Env) error {
 	threads := fs.Int("threads", 0, "threads of the RPC server's CPU device (0: its default)")
 	name := fs.String("name", "", "this worker's name in the head's config (default: the host name)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("worker takes no arguments (got %q)", fs.Args())}
@@ -60,8 +57,10 @@ func runWorker(args []string, b Build, env Env) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	path, err := findRPCServer(ctx, *rpcPath)
-	if err != nil {
+	path, err := locate.RPCServer(ctx, *rpcPath, "") // --rpc-server, else where locate looks
+	if err != nil && *rpcPath != "" {
+		return fmt.Errorf("--%w", err)
+	} else if err != nil {
 		return err
 	}
 	if *name == "" {
@@ -98,15 +97,6 @@ func workerReady(env Env, name, path, token string, made bool) func(addr string)
 				worker.ConfigLines(name, addr, token))
 		}
 	}
-}
-
-// findRPCServer is --rpc-server, else llama.cpp's RPC worker where locate.RPCServer looks.
-func findRPCServer(ctx context.Context, given string) (string, error) {
-	p, err := locate.RPCServer(ctx, given, "")
-	if err != nil && given != "" {
-		return "", fmt.Errorf("--%w", err)
-	}
-	return p, err
 }
 
 // workerToken is the pairing token given by --token-file, --token or envconfig.WorkerToken (in that

@@ -4,7 +4,7 @@ package config
 
 import (
 	"cmp"
-	"maps"
+	"reflect"
 	"slices"
 	"time"
 )
@@ -18,13 +18,14 @@ type ChildDefaults struct {
 	Args      []string `toml:"args"`       // extra llama-server arguments for every model
 }
 
-// Model is one [models."ID"] section: settings for a single catalog entry.
+// Model is one [models."ID"] section: settings for a single catalog entry. Save writes the keys
+// in the order of its fields.
 type Model struct {
 	Aliases     []string  `toml:"aliases"`       // other names that resolve to this model
 	Tags        []string  `toml:"tags"`          // labels listed in GET /models' tags (llama.cpp's --tags); not names
-	Args        []string  `toml:"args"`          // extra llama-server arguments, after [defaults].args
 	CtxSize     int       `toml:"ctx_size"`      // 0 = [defaults].ctx_size
 	GPULayers   *int      `toml:"gpu_layers"`    // nil = [defaults].gpu_layers; -1 = all
+	Args        []string  `toml:"args"`          // extra llama-server arguments, after [defaults].args
 	Pinned      bool      `toml:"pinned"`        // never evicted by pressure or idle timers
 	LoadOnStart bool      `toml:"load_on_start"` // loaded when Llamatray starts
 	IdleSleep   *Duration `toml:"idle_sleep"`    // nil = the global idle_sleep
@@ -133,29 +134,9 @@ func (c Config) ModelSettings(id string) Model {
 	if p := c.presets; p != nil {
 		m = overlay(overlay(p.All, p.Models[id]), m)
 	}
-	out := Model{
-		Aliases:       append([]string(nil), m.Aliases...),
-		Tags:          slices.Clone(m.Tags),
-		Args:          append(append([]string(nil), c.Defaults.Args...), m.Args...),
-		CtxSize:       m.CtxSize,
-		Pinned:        m.Pinned,
-		LoadOnStart:   m.LoadOnStart,
-		Hidden:        m.Hidden,
-		FlashAttn:     m.FlashAttn,
-		Parallel:      m.Parallel,
-		CacheType:     m.CacheType,
-		Draft:         m.Draft,
-		DraftMax:      m.DraftMax,
-		Workers:       slices.Clone(m.Workers),
-		StripParams:   slices.Clone(m.StripParams),
-		SetParams:     cloneParams(m.SetParams),
-		DefaultParams: cloneParams(m.DefaultParams),
-	}
-	if m.DraftGPULayers != nil {
-		out.DraftGPULayers = ptr(*m.DraftGPULayers)
-	}
-	out.FlashAttn = cmp.Or(out.FlashAttn, c.Defaults.FlashAttn)
-	out.Parallel = cmp.Or(out.Parallel, c.Defaults.Parallel)
+	out := deepCopy(m)
+	out.Variants = nil
+	out.Args = append(slices.Clone(c.Defaults.Args), m.Args...)
 	if len(out.Args) == 0 {
 		out.Args = nil
 	}
@@ -163,20 +144,11 @@ func (c Config) ModelSettings(id string) Model {
 		out.Aliases = nil
 	}
 	out.CtxSize = cmp.Or(out.CtxSize, c.Defaults.CtxSize)
-	switch {
-	case m.GPULayers != nil:
-		out.GPULayers = ptr(*m.GPULayers)
-	case c.Defaults.GPULayers != nil:
-		out.GPULayers = ptr(*c.Defaults.GPULayers)
-	}
-	out.IdleSleep = ptr(c.IdleSleep)
-	if m.IdleSleep != nil {
-		out.IdleSleep = ptr(*m.IdleSleep)
-	}
-	out.IdleUnload = ptr(c.IdleUnload)
-	if m.IdleUnload != nil {
-		out.IdleUnload = ptr(*m.IdleUnload)
-	}
+	out.FlashAttn = cmp.Or(out.FlashAttn, c.Defaults.FlashAttn)
+	out.Parallel = cmp.Or(out.Parallel, c.Defaults.Parallel)
+	out.GPULayers = cmp.Or(out.GPULayers, deepCopy(c.Defaults.GPULayers))
+	out.IdleSleep = cmp.Or(out.IdleSleep, ptr(c.IdleSleep))
+	out.IdleUnload = cmp.Or(out.IdleUnload, ptr(c.IdleUnload))
 	return out
 }
 
@@ -184,53 +156,49 @@ func ptr[T any](v T) *T { return &v }
 
 // Clone is a copy of c that shares no memory with it: a change made to the copy (a model's
 // section, a list, a variant) leaves c as it was. Service.Edit hands one to each change.
-func (c Config) Clone() Config {
-	out := c
-	out.ModelDirs = slices.Clone(c.ModelDirs)
-	out.APIKeys = slices.Clone(c.APIKeys)
-	out.AllowedHosts = slices.Clone(c.AllowedHosts)
-	out.CORSOrigins = slices.Clone(c.CORSOrigins)
-	out.DeviceMemoryLimit = maps.Clone(c.DeviceMemoryLimit)
-	out.Peers = clonePeers(c.Peers)
-	out.Defaults.GPULayers = clonePtr(c.Defaults.GPULayers)
-	out.Defaults.Args = slices.Clone(c.Defaults.Args)
-	out.Workers = cloneWorkers(c.Workers)
-	if c.Models != nil {
-		out.Models = make(map[string]Model, len(c.Models))
-		for id, m := range c.Models {
-			out.Models[id] = m.clone()
-		}
-	}
-	return out
-}
+func (c Config) Clone() Config { return deepCopy(c) }
 
-// clone is a copy of m, its variants included, that shares no memory with it.
-func (m Model) clone() Model {
-	out := m
-	out.Aliases = slices.Clone(m.Aliases)
-	out.Tags = slices.Clone(m.Tags)
-	out.Args = slices.Clone(m.Args)
-	out.GPULayers = clonePtr(m.GPULayers)
-	out.IdleSleep = clonePtr(m.IdleSleep)
-	out.IdleUnload = clonePtr(m.IdleUnload)
-	out.DraftGPULayers = clonePtr(m.DraftGPULayers)
-	out.StripParams = slices.Clone(m.StripParams)
-	out.Workers = slices.Clone(m.Workers)
-	out.SetParams = cloneParams(m.SetParams)
-	out.DefaultParams = cloneParams(m.DefaultParams)
-	if m.Variants != nil {
-		out.Variants = make(map[string]Model, len(m.Variants))
-		for name, v := range m.Variants {
-			out.Variants[name] = v.clone()
-		}
-	}
-	return out
-}
+// deepCopy is a copy of v that shares no memory with it, but for what unexported fields hold (a
+// Config's presets, which are never changed).
+func deepCopy[T any](v T) T { return copyValue(reflect.ValueOf(&v).Elem()).Interface().(T) }
 
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
+func copyValue(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Interface:
+		if !v.IsNil() {
+			return copyValue(v.Elem())
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			p := reflect.New(v.Type().Elem())
+			p.Elem().Set(copyValue(v.Elem()))
+			return p
+		}
+	case reflect.Slice:
+		if !v.IsNil() {
+			s := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+			for i := range v.Len() {
+				s.Index(i).Set(copyValue(v.Index(i)))
+			}
+			return s
+		}
+	case reflect.Map:
+		if !v.IsNil() {
+			m := reflect.MakeMapWithSize(v.Type(), v.Len())
+			for it := v.MapRange(); it.Next(); {
+				m.SetMapIndex(it.Key(), copyValue(it.Value()))
+			}
+			return m
+		}
+	case reflect.Struct:
+		s := reflect.New(v.Type()).Elem()
+		s.Set(v)
+		for i := range v.NumField() {
+			if s.Field(i).CanSet() {
+				s.Field(i).Set(copyValue(v.Field(i)))
+			}
+		}
+		return s
 	}
-	v := *p
-	return &v
+	return v
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"slices"
@@ -26,7 +27,7 @@ type keyIndex map[string]keyInfo
 // indexKeys records every table and key of a document that go-toml already accepted.
 func indexKeys(data []byte) keyIndex {
 	idx := keyIndex{}
-	lineOf := func(off int) int { return 1 + countLines(data[:min(off, len(data))]) }
+	lineOf := func(off int) int { return 1 + bytes.Count(data[:min(off, len(data))], []byte("\n")) }
 	var p unstable.Parser
 	p.Reset(data)
 	var table []string
@@ -61,8 +62,6 @@ func indexKeys(data []byte) keyIndex {
 	}
 	return idx
 }
-
-func countLines(b []byte) int { return strings.Count(string(b), "\n") }
 
 func keyParts(n *unstable.Node) ([]string, int) {
 	var parts []string
@@ -178,44 +177,34 @@ func knownKeys(t reflect.Type) []string {
 // suggestKey proposes a correction for an unknown key: the key with its first unknown part
 // replaced by the closest known name, or "" when nothing is close.
 func suggestKey(key []string) string {
-	tables := []struct {
-		at   int // index of the part this table names
-		keys []string
-	}{{0, knownKeys(reflect.TypeOf(Config{}))}}
+	tables := map[int]reflect.Type{0: reflect.TypeFor[Config]()} // by the index of the part a table names
 	switch {
 	case len(key) >= 2 && key[0] == "defaults":
-		tables = append(tables, struct {
-			at   int
-			keys []string
-		}{1, knownKeys(reflect.TypeOf(ChildDefaults{}))})
+		tables[1] = reflect.TypeFor[ChildDefaults]()
+	case len(key) >= 5 && key[0] == "models" && key[2] == "variants":
+		tables[4] = reflect.TypeFor[Model]()
+		fallthrough
 	case len(key) >= 3 && key[0] == "models":
-		tables = append(tables, struct {
-			at   int
-			keys []string
-		}{2, knownKeys(reflect.TypeOf(Model{}))})
-		if len(key) >= 5 && key[2] == "variants" {
-			tables = append(tables, struct {
-				at   int
-				keys []string
-			}{4, knownKeys(reflect.TypeOf(Model{}))})
-		}
+		tables[2] = reflect.TypeFor[Model]()
 	}
-	for _, t := range tables {
-		if t.at >= len(key) || slices.Contains(t.keys, key[t.at]) {
+	for at := range len(key) {
+		if tables[at] == nil {
 			continue
 		}
-		part := strings.ToLower(key[t.at])
+		keys := knownKeys(tables[at])
+		if slices.Contains(keys, key[at]) {
+			continue
+		}
 		best, bestD := "", 3
-		for _, k := range t.keys {
-			if d := textdist.Levenshtein(part, k); d < bestD {
+		for _, k := range keys {
+			if d := textdist.Levenshtein(strings.ToLower(key[at]), k); d < bestD {
 				best, bestD = k, d
 			}
 		}
 		if best == "" {
 			return ""
 		}
-		fixed := append(append(append([]string(nil), key[:t.at]...), best), key[t.at+1:]...)
-		return strings.Join(fixed, ".")
+		return strings.Join(slices.Concat(key[:at], []string{best}, key[at+1:]), ".")
 	}
 	return ""
 }

@@ -166,11 +166,7 @@ func (im *swapImport) settings(sid string, sm swapModel, m *Model) {
 	}
 	m.Hidden = sm.Unlisted
 	if s, ok := sm.Filters["stripParams"].(string); ok {
-		for _, p := range strings.Split(s, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				m.StripParams = append(m.StripParams, p)
-			}
-		}
+		m.StripParams = append(m.StripParams, splitList(s)...)
 	}
 	if sp, ok := sm.Filters["setParams"].(map[string]any); ok {
 		m.SetParams = sp

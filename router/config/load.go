@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -26,17 +27,14 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
+	s := e.File
 	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
+		s += ":" + strconv.Itoa(e.Line)
 	}
-	b.WriteString(": ")
 	if e.Key != "" {
-		fmt.Fprintf(&b, "key %q: ", e.Key)
+		s += fmt.Sprintf(": key %q", e.Key)
 	}
-	b.WriteString(e.Reason)
-	return b.String()
+	return s + ": " + e.Reason
 }
 
 // DefaultFileError says the config file was missing and the commented default file could not be

@@ -16,43 +16,14 @@ import (
 // streams by "stream", and a rule over the conversation itself would replace every request's.
 var ruleReserved = []string{"model", "stream", "messages", "prompt", "input", "system"}
 
-// cloneParams is a deep copy of p; nil stays nil.
-func cloneParams(p map[string]any) map[string]any {
-	if p == nil {
-		return nil
-	}
-	out := make(map[string]any, len(p))
-	for k, v := range p {
-		out[k] = cloneValue(v)
-	}
-	return out
-}
-
-func cloneValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		return cloneParams(v)
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = cloneValue(e)
-		}
-		return out
-	default:
-		return v
-	}
-}
-
 // mergeParams is base with over's fields laid over it (a variant's rules over its model's).
 func mergeParams(base, over map[string]any) map[string]any {
 	if len(base) == 0 && len(over) == 0 {
 		return nil
 	}
-	out := cloneParams(base)
-	if out == nil {
-		out = map[string]any{}
-	}
-	maps.Copy(out, cloneParams(over))
+	out := map[string]any{}
+	maps.Copy(out, deepCopy(base))
+	maps.Copy(out, deepCopy(over))
 	return out
 }
 
@@ -76,7 +47,7 @@ func checkRules(m Model, bad func(reason string, key ...string), at func(string)
 		key    string
 		params map[string]any
 	}{{"set_params", m.SetParams}, {"default_params", m.DefaultParams}} {
-		for _, name := range sortedKeys(r.params) {
+		for _, name := range slices.Sorted(maps.Keys(r.params)) {
 			if err := checkRuleName(name); err != nil {
 				bad(err.Error(), at(r.key)...)
 			}
@@ -128,20 +99,10 @@ func checkValue(v any) error {
 		}
 		return nil
 	case map[string]any:
-		for _, e := range v {
-			if err := checkValue(e); err != nil {
-				return err
-			}
-		}
-		return nil
+		return checkValue(slices.Collect(maps.Values(v)))
 	default:
 		return fmt.Errorf("a %T cannot be sent as JSON; use a string, number, boolean, list or table", v)
 	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := slices.Sorted(maps.Keys(m))
-	return keys
 }
 
 // value writes v as TOML: tables inline, keys sorted.
@@ -155,6 +116,10 @@ func (r *renderer) value(v any) string {
 		return strconv.FormatInt(v, 10)
 	case int:
 		return strconv.Itoa(v)
+	case Duration:
+		return r.str(v.String())
+	case []string:
+		return r.list(v)
 	case float64:
 		s := strconv.FormatFloat(v, 'g', -1, 64)
 		if !strings.ContainsAny(s, ".eE") {
@@ -168,7 +133,7 @@ func (r *renderer) value(v any) string {
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	case map[string]any:
-		keys := sortedKeys(v)
+		keys := slices.Sorted(maps.Keys(v))
 		parts := make([]string, len(keys))
 		for i, k := range keys {
 			parts[i] = r.key(k) + " = " + r.value(v[k])
@@ -184,13 +149,8 @@ func (r *renderer) value(v any) string {
 
 // key writes a table key: bare when TOML allows, else quoted.
 func (r *renderer) key(k string) string {
-	if k == "" {
-		return `""`
-	}
-	for _, c := range k {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return r.str(k)
-		}
+	if k == "" || strings.ContainsFunc(k, func(c rune) bool { return c == '.' || notNameRune(c) }) {
+		return r.str(k)
 	}
 	return k
 }

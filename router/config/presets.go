@@ -187,21 +187,12 @@ func (m *Model) setPreset(k, v string, known func(string) bool) error {
 		}
 		return n, nil
 	}
-	list := func() []string {
-		var out []string
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
 	var err error
 	switch k {
 	case "alias", "a":
-		m.Aliases = append(m.Aliases, list()...)
+		m.Aliases = append(m.Aliases, splitList(v)...)
 	case "tags":
-		m.Tags = append(m.Tags, list()...)
+		m.Tags = append(m.Tags, splitList(v)...)
 	case "ctx-size", "c":
 		m.CtxSize, err = num()
 	case "n-gpu-layers", "gpu-layers", "ngl":
@@ -252,6 +243,17 @@ func presetArgs(k, v string, known func(string) bool) ([]string, error) {
 		return []string{"--no-" + k}, nil
 	}
 	return []string{"--" + k, v}, nil
+}
+
+// splitList is the items of a comma-separated list, spaces trimmed, empty ones left out.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // overlay layers section m over section p (a preset's under the configuration's own, the section

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -185,75 +186,27 @@ const modelExample = `
 func (r *renderer) model(id string, m Model) {
 	fmt.Fprintf(&r.b, "\n[models.%s]\n", r.str(id))
 	r.section(m)
-	names := slices.Sorted(maps.Keys(m.Variants))
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(m.Variants)) {
 		fmt.Fprintf(&r.b, "\n[models.%s.variants.%s]\n", r.str(id), r.str(name))
 		r.section(m.Variants[name])
 	}
 }
 
-// section writes the keys of one model or variant section that are set.
+// section writes the keys of one model or variant section that are set; an empty list only for
+// workers, where it says "none" (a variant's over its model's).
 func (r *renderer) section(m Model) {
-	w := func(key, val string) { fmt.Fprintf(&r.b, "%s = %s\n", key, val) }
-	if len(m.Aliases) > 0 {
-		w("aliases", r.list(m.Aliases))
-	}
-	if len(m.Tags) > 0 {
-		w("tags", r.list(m.Tags))
-	}
-	if m.CtxSize != 0 {
-		w("ctx_size", strconv.Itoa(m.CtxSize))
-	}
-	if m.GPULayers != nil {
-		w("gpu_layers", strconv.Itoa(*m.GPULayers))
-	}
-	if len(m.Args) > 0 {
-		w("args", r.list(m.Args))
-	}
-	if m.Pinned {
-		w("pinned", "true")
-	}
-	if m.LoadOnStart {
-		w("load_on_start", "true")
-	}
-	if m.IdleSleep != nil {
-		w("idle_sleep", r.str(m.IdleSleep.String()))
-	}
-	if m.IdleUnload != nil {
-		w("idle_unload", r.str(m.IdleUnload.String()))
-	}
-	if m.Hidden {
-		w("hidden", "true")
-	}
-	if m.FlashAttn != "" {
-		w("flash_attn", r.str(m.FlashAttn))
-	}
-	if m.Parallel != 0 {
-		w("parallel", strconv.Itoa(m.Parallel))
-	}
-	if m.CacheType != "" {
-		w("cache_type", r.str(m.CacheType))
-	}
-	if m.Draft != "" {
-		w("draft", r.str(m.Draft))
-	}
-	if m.DraftGPULayers != nil {
-		w("draft_gpu_layers", strconv.Itoa(*m.DraftGPULayers))
-	}
-	if m.DraftMax != 0 {
-		w("draft_max", strconv.Itoa(m.DraftMax))
-	}
-	if m.Workers != nil {
-		w("workers", r.list(m.Workers))
-	}
-	if len(m.SetParams) > 0 {
-		w("set_params", r.value(m.SetParams))
-	}
-	if len(m.StripParams) > 0 {
-		w("strip_params", r.list(m.StripParams))
-	}
-	if len(m.DefaultParams) > 0 {
-		w("default_params", r.value(m.DefaultParams))
+	v, t := reflect.ValueOf(m), reflect.TypeFor[Model]()
+	for i := range v.NumField() {
+		f, key := v.Field(i), t.Field(i).Tag.Get("toml")
+		switch {
+		case f.IsZero() || key == "variants":
+			continue
+		case (f.Kind() == reflect.Slice || f.Kind() == reflect.Map) && f.Len() == 0 && key != "workers":
+			continue
+		case f.Kind() == reflect.Pointer:
+			f = f.Elem()
+		}
+		fmt.Fprintf(&r.b, "%s = %s\n", key, r.value(f.Interface()))
 	}
 }
 

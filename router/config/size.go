@@ -3,19 +3,15 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// Size is an amount of memory in bytes.
-//
-// In the config file and on the command line it is written as a plain number of bytes ("0",
-// "1048576") or a number with a unit: "512MiB", "6GiB", "1.5G". The binary units KiB, MiB, GiB
-// and TiB and their short forms K, M, G, T are powers of 1024; KB, MB, GB and TB are powers of
-// 1000 ("8GB" is 8,000,000,000 bytes). Units are case-insensitive and may follow a space.
+// Size is an amount of memory in bytes, written in the config file and on the command line as a
+// number of bytes or a number with a unit (ParseSize): KiB, MiB, GiB, TiB and K, M, G, T are powers
+// of 1024; KB, MB, GB, TB of 1000. Units are case-insensitive and may follow a space.
 type Size int64
 
 // The binary units.
@@ -34,8 +30,8 @@ var sizeUnits = map[string]int64{
 	"t": 1 << 40, "ti": 1 << 40, "tib": 1 << 40, "tb": 1e12,
 }
 
-// ParseSize parses a size such as "6GiB", "512MiB", "8GB", "1.5G" or "0".
-// Fractions are allowed with a unit and round down to whole bytes; negative sizes are refused.
+// ParseSize parses a size such as "6GiB", "512MiB", "8GB", "1.5G" or "0". Fractions are allowed
+// with a unit and round down to whole bytes; negative sizes are refused.
 func ParseSize(s string) (Size, error) {
 	in := strings.TrimSpace(s)
 	if in == "" {
@@ -59,13 +55,6 @@ func ParseSize(s string) (Size, error) {
 	}
 	if mult == 1 && strings.Contains(num, ".") {
 		return 0, fmt.Errorf("invalid size %q: a number of bytes must be whole", s)
-	}
-	if !strings.Contains(num, ".") {
-		n, err := strconv.ParseInt(num, 10, 64)
-		if err != nil || n > math.MaxInt64/mult {
-			return 0, fmt.Errorf("invalid size %q: too large", s)
-		}
-		return Size(n * mult), nil
 	}
 	r, ok := new(big.Rat).SetString(num)
 	if !ok {
@@ -134,15 +123,10 @@ func HumanSize(n int64) string {
 	return strconv.FormatFloat(v, 'f', 0, 64) + " " + units[i]
 }
 
-// Duration is a length of time in the config file and on the command line.
-//
-// It is written as a Go duration with a unit: "500ms", "30s", "5m", "1h30m". Two special values:
-//
-//   - "0" is zero. For the idle timers (idle_sleep, idle_unload) and fair_wait it means off.
-//   - "-1" means never / no limit. The idle timers treat it as off like "0"; queue_timeout and
-//     load_timeout treat it as "wait without a limit". It is stored as a negative Duration.
-//
-// Other negative values are refused, and so is a number without a unit (other than 0 and -1).
+// Duration is a length of time in the config file and on the command line, a Go duration with a
+// unit ("500ms", "1h30m"), or "0" (off, for the idle timers and fair_wait), or "-1" (Never: off
+// for the idle timers, no limit for queue_timeout and load_timeout). Other negative values and
+// numbers without a unit are refused.
 type Duration time.Duration
 
 // Never is the stored value of "-1".

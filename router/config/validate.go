@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -155,25 +154,15 @@ func (c Config) checkAccess(p *problems) {
 	}
 }
 
-// checkDefaults checks [defaults], whose values every model inherits.
+// checkDefaults checks [defaults], whose values every model inherits, as a section's are checked;
+// only its flash_attn must be set.
 func checkDefaults(d ChildDefaults, p *problems) {
-	if d.CtxSize < 0 {
-		p.add("must not be negative (0 = the model's trained context length)", "defaults", "ctx_size")
+	if d.FlashAttn == "" {
+		p.add(`"" is not allowed; use "auto", "on" or "off"`, "defaults", "flash_attn")
 	}
-	if d.GPULayers != nil && *d.GPULayers < -1 {
-		p.add("must be -1 (all layers) or more", "defaults", "gpu_layers")
-	}
-	switch d.FlashAttn {
-	case "auto", "on", "off":
-	default:
-		p.add(fmt.Sprintf("%q is not allowed; use \"auto\", \"on\" or \"off\"", d.FlashAttn), "defaults", "flash_attn")
-	}
-	if d.Parallel < 0 {
-		p.add("must not be negative (0 = llama-server's default)", "defaults", "parallel")
-	}
-	if err := checkArgs(d.Args); err != nil {
-		p.add(err.Error(), "defaults", "args")
-	}
+	zero := map[string]string{"ctx_size": "the model's trained context length", "parallel": "llama-server's default"}
+	m := Model{CtxSize: d.CtxSize, GPULayers: d.GPULayers, FlashAttn: d.FlashAttn, Parallel: d.Parallel, Args: d.Args}
+	checkSection(m, func(k string) string { return zero[k] }, p.add, "defaults")
 }
 
 // validateModels checks every [models."ID"] section and its variants.
@@ -197,7 +186,7 @@ func (c Config) validateModels(p *problems) {
 			continue
 		}
 		names.check(id, m, []string{"models", id})
-		checkSection(m, "[defaults].", p.add, "models", id)
+		checkSection(m, func(k string) string { return "[defaults]." + k }, p.add, "models", id)
 		for _, name := range c.VariantNames(id) {
 			v, key := m.Variants[name], []string{"models", id, "variants", name}
 			if err := checkVariantName(name); err != nil {
@@ -208,7 +197,7 @@ func (c Config) validateModels(p *problems) {
 				p.add("a variant cannot have variants of its own; add them to the model", append(slices.Clone(key), "variants", sub)...)
 			}
 			names.check(VariantID(id, name), v, key)
-			checkSection(v, "the model's ", p.add, key...)
+			checkSection(v, func(k string) string { return "the model's " + k }, p.add, key...)
 		}
 	}
 }
@@ -243,12 +232,12 @@ func (n modelNames) check(id string, m Model, key []string) {
 	}
 }
 
-// checkSection checks the values of one [models."ID"] or variant section at key. inherit names
-// where its unset values come from.
-func checkSection(m Model, inherit string, bad func(reason string, key ...string), key ...string) {
+// checkSection checks the values of one [models."ID"] or variant section at key. zero says what
+// 0 means for a key: where its unset value comes from.
+func checkSection(m Model, zero func(key string) string, bad func(reason string, key ...string), key ...string) {
 	at := func(k string) []string { return append(slices.Clone(key), k) }
 	if m.CtxSize < 0 {
-		bad(fmt.Sprintf("must not be negative (0 = %sctx_size)", inherit), at("ctx_size")...)
+		bad(fmt.Sprintf("must not be negative (0 = %s)", zero("ctx_size")), at("ctx_size")...)
 	}
 	if m.GPULayers != nil && *m.GPULayers < -1 {
 		bad("must be -1 (all layers) or more", at("gpu_layers")...)
@@ -267,7 +256,7 @@ func checkSection(m Model, inherit string, bad func(reason string, key ...string
 		bad(fmt.Sprintf("%q is not allowed; use \"auto\", \"on\" or \"off\"", m.FlashAttn), at("flash_attn")...)
 	}
 	if m.Parallel < 0 {
-		bad(fmt.Sprintf("must not be negative (0 = %sparallel)", inherit), at("parallel")...)
+		bad(fmt.Sprintf("must not be negative (0 = %s)", zero("parallel")), at("parallel")...)
 	}
 	if m.CacheType != "" && !slices.Contains(CacheTypes, m.CacheType) {
 		bad(fmt.Sprintf("%q is not a KV cache type; use one of %s", m.CacheType, strings.Join(CacheTypes, ", ")), at("cache_type")...)
@@ -280,8 +269,7 @@ func checkListen(s string) error {
 	if err != nil {
 		return fmt.Errorf("%q is not host:port, like \"127.0.0.1:8080\"", s)
 	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 1 || p > 65535 {
+	if !validPort(port) {
 		return fmt.Errorf("port %q must be a number from 1 to 65535", port)
 	}
 	if strings.ContainsAny(host, " \t/") {

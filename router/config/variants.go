@@ -67,18 +67,13 @@ func (c Config) SectionKey(id string) []string {
 // WithSection returns c with id's own section replaced by m (a model keeps its variants; m's are
 // ignored). The maps it changes are copies: c is left as it was.
 func (c Config) WithSection(id string, m Model) Config {
-	m.Variants = nil
+	if base, name, ok := c.Variant(id); ok {
+		return c.withVariant(base, name, m)
+	}
 	out := c
 	out.Models = maps.Clone(c.Models)
 	if out.Models == nil {
 		out.Models = map[string]Model{}
-	}
-	if base, name, ok := c.Variant(id); ok {
-		b := out.Models[base]
-		b.Variants = maps.Clone(b.Variants)
-		b.Variants[name] = m
-		out.Models[base] = b
-		return out
 	}
 	m.Variants = c.Models[id].Variants
 	out.Models[id] = m
@@ -97,6 +92,11 @@ func (c Config) WithVariant(base, name string, m Model) (Config, error) {
 	if _, ok := c.Models[base].Variants[name]; ok {
 		return c, fmt.Errorf("%s already has a variant %q", base, name)
 	}
+	return c.withVariant(base, name, m), nil
+}
+
+// withVariant is c with the section of variant name of model base set to m; c is left as it was.
+func (c Config) withVariant(base, name string, m Model) Config {
 	m.Variants = nil
 	out := c
 	out.Models = maps.Clone(c.Models)
@@ -110,7 +110,7 @@ func (c Config) WithVariant(base, name string, m Model) (Config, error) {
 	}
 	b.Variants[name] = m
 	out.Models[base] = b
-	return out, nil
+	return out
 }
 
 // Layered is id's section as it applies: for a model, [models."ID"] without its variants; for a
@@ -160,11 +160,8 @@ func checkVariantName(name string) error {
 	case name[0] == '.' || name[0] == '-':
 		return fmt.Errorf("variant name %q must start with a letter, a digit or '_'", name)
 	}
-	for _, r := range name {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_'
-		if !ok {
-			return fmt.Errorf("variant name %q may hold only letters, digits, '.', '-' and '_' (it becomes part of the model ID and of URLs), not %q", name, r)
-		}
+	if i := strings.IndexFunc(name, notNameRune); i >= 0 {
+		return fmt.Errorf("variant name %q may hold only letters, digits, '.', '-' and '_' (it becomes part of the model ID and of URLs), not %q", name, []rune(name[i:])[0])
 	}
 	return nil
 }

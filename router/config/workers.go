@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net"
@@ -18,14 +19,11 @@ type Worker struct {
 	Token   string `toml:"token"`   // the worker's token; the link is refused without it
 }
 
-// WorkerNames are the configured workers' names, sorted.
-func (c Config) WorkerNames() []string { return slices.Sorted(maps.Keys(c.Workers)) }
-
 // validateWorkers checks every [workers.NAME] section and every model's workers list.
 func (c Config) validateWorkers(p *problems) {
-	bad := p.add
+	bad, names := p.add, slices.Sorted(maps.Keys(c.Workers))
 	addrOwner := map[string]string{}
-	for _, name := range c.WorkerNames() {
+	for _, name := range names {
 		w := c.Workers[name]
 		if err := checkWorkerName(name); err != nil {
 			bad(err.Error(), "workers", name)
@@ -50,8 +48,8 @@ func (c Config) validateWorkers(p *problems) {
 			switch {
 			case seen[n]:
 				bad(fmt.Sprintf("worker %q is listed twice", n), key...)
-			case c.Workers == nil || !hasWorker(c.Workers, n):
-				bad(fmt.Sprintf("no worker %q: add a [workers.%s] section with its address and token%s", n, quoteKey(n), known(c.WorkerNames())), key...)
+			case !slices.Contains(names, n):
+				bad(fmt.Sprintf("no worker %q: add a [workers.%s] section with its address and token%s", n, quoteKey(n), known(names)), key...)
 			}
 			seen[n] = true
 		}
@@ -64,8 +62,6 @@ func (c Config) validateWorkers(p *problems) {
 		}
 	}
 }
-
-func hasWorker(ws map[string]Worker, n string) bool { _, ok := ws[n]; return ok }
 
 func known(names []string) string {
 	if len(names) == 0 {
@@ -102,13 +98,22 @@ func checkWorkerName(name string) error {
 	if strings.TrimSpace(name) == "" {
 		return fmt.Errorf("a worker name must not be empty")
 	}
-	for _, r := range name {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_'
-		if !ok {
-			return fmt.Errorf("worker name %q may hold only letters, digits, '.', '-' and '_', not %q", name, r)
-		}
+	if i := strings.IndexFunc(name, notNameRune); i >= 0 {
+		return fmt.Errorf("worker name %q may hold only letters, digits, '.', '-' and '_', not %q", name, []rune(name[i:])[0])
 	}
 	return nil
+}
+
+// notNameRune says r is not one of the letters, digits, '.', '-' and '_' that names (of workers,
+// variants and peers) are made of.
+func notNameRune(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_')
+}
+
+// validPort says port is a number from 1 to 65535.
+func validPort(port string) bool {
+	p, err := strconv.Atoi(port)
+	return err == nil && p >= 1 && p <= 65535
 }
 
 // checkWorkerAddress wants host:port with a host and a port from 1 to 65535.
@@ -123,7 +128,7 @@ func checkWorkerAddress(s string) error {
 	if host == "" || strings.ContainsAny(host, " \t/") {
 		return fmt.Errorf("%q has no host name or IP address", s)
 	}
-	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+	if !validPort(port) {
 		return fmt.Errorf("port %q must be a number from 1 to 65535", port)
 	}
 	return nil
@@ -144,9 +149,6 @@ func workerAddrKey(s string) string {
 	}
 	return net.JoinHostPort(host, strconv.Itoa(p))
 }
-
-// cloneWorkers is a copy of ws that shares no memory with it.
-func cloneWorkers(ws map[string]Worker) map[string]Worker { return maps.Clone(ws) }
 
 const workersComment = `
 # Workers: other machines whose devices a model may use (llama.cpp's RPC backend), each running
@@ -179,8 +181,7 @@ func (c Config) validateLend(p *problems) {
 		}
 		return
 	}
-	_, port, err := net.SplitHostPort(c.LendListen)
-	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+	if _, port, err := net.SplitHostPort(c.LendListen); err != nil || !validPort(port) {
 		p.add(fmt.Sprintf("%q is not HOST:PORT with a port from 1 to 65535, like %q", c.LendListen, DefaultLendListen), "lend_listen")
 	}
 }
@@ -205,14 +206,11 @@ func CheckPeerName(name string) error {
 	if len(name) > MaxPeerName {
 		return fmt.Errorf("peer name %q is longer than %d characters", name, MaxPeerName)
 	}
-	for i, c := range name {
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if i == 0 && !alnum {
-			return fmt.Errorf("peer name %q must start with a letter or digit", name)
-		}
-		if !alnum && c != '.' && c != '-' && c != '_' {
-			return fmt.Errorf("peer name %q may hold only letters, digits, '.', '-' and '_'", name)
-		}
+	if r := []rune(name)[0]; notNameRune(r) || strings.ContainsRune(".-_", r) {
+		return fmt.Errorf("peer name %q must start with a letter or digit", name)
+	}
+	if strings.IndexFunc(name, notNameRune) >= 0 {
+		return fmt.Errorf("peer name %q may hold only letters, digits, '.', '-' and '_'", name)
 	}
 	return nil
 }
@@ -235,6 +233,58 @@ func CheckPeerURL(u string) error {
 		return fmt.Errorf("%q must have no query or fragment", u)
 	}
 	return nil
+}
+
+// PeerOf checks a peer to add, at rawURL (kept without a trailing '/') and named name, or when
+// that is empty PeerName(rawURL); it returns the name and the URL.
+func PeerOf(name, rawURL string) (string, string, error) {
+	if err := CheckPeerURL(rawURL); err != nil {
+		return "", "", err
+	}
+	name = cmp.Or(name, PeerName(rawURL))
+	return name, strings.TrimRight(rawURL, "/"), CheckPeerName(name)
+}
+
+// PeerName is a peer name made from u's host: its letters, digits, '.', '-' and '_' ("peer" when
+// none is left), as `llamatray peer add` names a peer given no --name.
+func PeerName(u string) string {
+	host := u
+	if p, err := url.Parse(u); err == nil && p.Hostname() != "" {
+		host = p.Hostname()
+		if port := p.Port(); port != "" {
+			host += "-" + port
+		}
+	}
+	var b strings.Builder
+	for _, c := range host {
+		if !notNameRune(c) {
+			b.WriteRune(c)
+		} else if b.Len() > 0 {
+			b.WriteByte('-')
+		}
+	}
+	name := strings.Trim(b.String(), ".-_")
+	return cmp.Or(name[:min(len(name), MaxPeerName)], "peer")
+}
+
+// SetPeer puts peer name into c, in place of the one of that name.
+func (c *Config) SetPeer(name string, p Peer) {
+	if c.Peers == nil {
+		c.Peers = map[string]Peer{}
+	}
+	c.Peers[name] = p
+}
+
+// RemovePeer takes peer name out of c; false when c has none of that name.
+func (c *Config) RemovePeer(name string) bool {
+	if _, ok := c.Peers[name]; !ok {
+		return false
+	}
+	delete(c.Peers, name)
+	if len(c.Peers) == 0 {
+		c.Peers = nil
+	}
+	return true
 }
 
 // checkAPIKey refuses what cannot go in an Authorization header.
@@ -272,9 +322,6 @@ func (c Config) validatePeers(p *problems) {
 	}
 }
 
-// clonePeers is a copy of peers that shares no memory with it (Peer holds no references).
-func clonePeers(peers map[string]Peer) map[string]Peer { return maps.Clone(peers) }
-
 // peers writes the [peers.NAME] sections, or their commented example when there are none.
 func (r *renderer) peers(peers map[string]Peer) {
 	r.b.WriteString(peerComment)
@@ -282,8 +329,7 @@ func (r *renderer) peers(peers map[string]Peer) {
 		r.b.WriteString(peerExample)
 		return
 	}
-	names := slices.Sorted(maps.Keys(peers))
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(peers)) {
 		p := peers[name]
 		fmt.Fprintf(&r.b, "[peers.%s]\nurl = %s\n", r.str(name), r.str(p.URL))
 		if p.APIKey != "" {

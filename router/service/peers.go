@@ -2,9 +2,7 @@ package service
 
 import (
 	"fmt"
-	"net/url"
 	"sort"
-	"strings"
 
 	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/httpapi"
@@ -31,20 +29,12 @@ func (s *Service) PeersChanged() <-chan struct{} { return s.peers.Changed() }
 // AddPeer adds peer p to the configuration, or changes the one of its name, and reads it at once.
 // With no name, the name is made from the URL's host.
 func (s *Service) AddPeer(p wire.PeerAdd) error {
-	if p.Name == "" {
-		p.Name = PeerName(p.URL)
-	}
-	if err := config.CheckPeerName(p.Name); err != nil {
-		return err
-	}
-	if err := config.CheckPeerURL(p.URL); err != nil {
+	name, u, err := config.PeerOf(p.Name, p.URL)
+	if err != nil {
 		return err
 	}
 	return s.Edit(func(c *config.Config) error {
-		if c.Peers == nil {
-			c.Peers = map[string]config.Peer{}
-		}
-		c.Peers[p.Name] = config.Peer{URL: strings.TrimRight(p.URL, "/"), APIKey: p.APIKey}
+		c.SetPeer(name, config.Peer{URL: u, APIKey: p.APIKey})
 		return nil
 	})
 }
@@ -52,43 +42,11 @@ func (s *Service) AddPeer(p wire.PeerAdd) error {
 // RemovePeer takes peer name out of the configuration.
 func (s *Service) RemovePeer(name string) error {
 	return s.Edit(func(c *config.Config) error {
-		if _, ok := c.Peers[name]; !ok {
+		if !c.RemovePeer(name) {
 			return fmt.Errorf("%w: %q", httpapi.ErrNoSuchPeer, name)
-		}
-		delete(c.Peers, name)
-		if len(c.Peers) == 0 {
-			c.Peers = nil
 		}
 		return nil
 	})
-}
-
-// PeerName is a peer name made from u's host: its letters, digits, '.', '-' and '_' ("peer" when
-// none is left), as `llamatray peer add` names a peer given no --name.
-func PeerName(u string) string {
-	host := u
-	if p, err := url.Parse(u); err == nil && p.Hostname() != "" {
-		host = p.Hostname()
-		if port := p.Port(); port != "" {
-			host += "-" + port
-		}
-	}
-	var b strings.Builder
-	for _, c := range host {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' {
-			b.WriteRune(c)
-		} else if b.Len() > 0 {
-			b.WriteByte('-')
-		}
-	}
-	name := strings.Trim(b.String(), ".-_")
-	if len(name) > config.MaxPeerName {
-		name = name[:config.MaxPeerName]
-	}
-	if name == "" {
-		return "peer"
-	}
-	return name
 }
 
 // PeerList is every peer as GET /api/peers gives it (no keys), for the app.
