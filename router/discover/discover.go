@@ -5,6 +5,7 @@
 package discover
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -155,10 +156,7 @@ func Filter(found []Found, selfID string, peerURLs []string) []Found {
 		out = append(out, f)
 	}
 	slices.SortFunc(out, func(a, b Found) int {
-		if c := strings.Compare(a.Instance, b.Instance); c != 0 {
-			return c
-		}
-		return strings.Compare(a.URL, b.URL)
+		return cmp.Or(strings.Compare(a.Instance, b.Instance), strings.Compare(a.URL, b.URL))
 	})
 	return out
 }
