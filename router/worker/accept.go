@@ -62,8 +62,7 @@ func (s *server) take(c net.Conn) {
 		s.log.Warn("link: too many handshakes at once; the oldest is closed", "closed", evicted.RemoteAddr().String())
 		evicted.Close()
 	}
-	s.wg.Add(1)
-	go s.handle(c, hs)
+	s.wg.Go(func() { s.handle(c, hs) })
 }
 
 // connSet holds the connections a listener accepted (and the links dialed for them), to be closed

@@ -47,8 +47,7 @@ func Open(ctx context.Context, name, address, token string, log *slog.Logger) (*
 	}
 	e := &End{name: name, address: address, token: token, ln: ln, lost: make(chan error, 16),
 		log: log.With("worker", name, "address", address, "end", ln.Addr().String())}
-	e.wg.Add(1)
-	go e.accept()
+	e.wg.Go(e.accept)
 	return e, nil
 }
 
@@ -84,7 +83,6 @@ func (e *End) report(err error) {
 }
 
 func (e *End) accept() {
-	defer e.wg.Done()
 	for {
 		c, err := e.ln.Accept()
 		if err != nil {
@@ -97,8 +95,7 @@ func (e *End) accept() {
 			c.Close()
 			return
 		}
-		e.wg.Add(1)
-		go e.carry(c)
+		e.wg.Go(func() { e.carry(c) })
 	}
 }
 
@@ -107,7 +104,6 @@ func (e *End) accept() {
 // else is closed without dialing the worker. A new link that fails is reported on Lost only when
 // no other link is carried: a stranger's refused link is not the loss of a model's running one.
 func (e *End) carry(local net.Conn) {
-	defer e.wg.Done()
 	defer e.conns.remove(local)
 	defer local.Close()
 	first, ok := e.admit(local)

@@ -190,7 +190,6 @@ func (s *server) info() Info {
 
 // handle authenticates one link connection and serves its request.
 func (s *server) handle(raw net.Conn, hs *handshaking) {
-	defer s.wg.Done()
 	defer s.conns.remove(raw)
 	defer raw.Close()
 	log := s.log.With("remote", raw.RemoteAddr().String())
