@@ -79,12 +79,10 @@ func (d *Discoverer) Poke() {
 // RefreshGap is the least time between two looks Refresh asks for.
 const RefreshGap = 5 * time.Second
 
-// Refresh asks for a look now unless one began less than RefreshGap ago: someone is looking at the
-// list (the API, the window), so it should not be a minute old. A look answers only later.
-func (d *Discoverer) Refresh() { d.RefreshOlder(RefreshGap) }
-
-// RefreshOlder asks for a look now unless one began less than gap ago (at least RefreshGap).
-func (d *Discoverer) RefreshOlder(gap time.Duration) {
+// Refresh asks for a look now unless one began less than gap ago (at least RefreshGap): someone is
+// looking at the list (the API, the window), so it should not be a minute old. A look answers only
+// later.
+func (d *Discoverer) Refresh(gap time.Duration) {
 	d.mu.Lock()
 	stale := d.now().Sub(d.lastLook) >= max(gap, RefreshGap)
 	d.mu.Unlock()

@@ -35,7 +35,7 @@ func (s *Service) newDiscoverer() *discover.Discoverer {
 // Discovered is every other Llamatray found on the local network that is not a configured peer;
 // it asks for a fresh look when the last is older than 30 seconds (the app reads it every refresh).
 func (s *Service) Discovered() []wire.Discovered {
-	s.disc.RefreshOlder(30 * time.Second)
+	s.disc.Refresh(30 * time.Second)
 	found, _, _ := s.disc.Found()
 	return found
 }
@@ -43,7 +43,7 @@ func (s *Service) Discovered() []wire.Discovered {
 // DiscoveredList is the GET /api/peers/discovered document; it also asks for a fresh look (at most
 // one per discover.RefreshGap), whose answers a later call sees.
 func (s *Service) DiscoveredList() wire.DiscoveredList {
-	s.disc.Refresh()
+	s.disc.Refresh(discover.RefreshGap)
 	found, enabled, err := s.disc.Found()
 	l := wire.DiscoveredList{Enabled: enabled, Discovered: found}
 	if err != nil {
