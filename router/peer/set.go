@@ -1,8 +1,8 @@
 package peer
 
 import (
+	"cmp"
 	"context"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -86,24 +86,19 @@ type poller struct {
 
 // New builds an empty Set; Sync gives it its peers.
 func New(o Options) *Set {
-	if o.Refresh <= 0 {
-		o.Refresh = DefaultRefresh
+	orDefault := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
 	}
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = DefaultMinBackoff
-	}
+	orDefault(&o.Refresh, DefaultRefresh)
+	orDefault(&o.MinBackoff, DefaultMinBackoff)
+	orDefault(&o.PollTimeout, DefaultPollTimeout)
+	orDefault(&o.DialTimeout, DefaultDialTimeout)
 	if o.MaxBackoff < o.MinBackoff {
 		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
 	}
-	if o.PollTimeout <= 0 {
-		o.PollTimeout = DefaultPollTimeout
-	}
-	if o.DialTimeout <= 0 {
-		o.DialTimeout = DefaultDialTimeout
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	tr := &http.Transport{
 		Proxy:                 nil, // peers are reached directly, as the configuration names them
 		DialContext:           (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 15 * time.Second}).DialContext,
