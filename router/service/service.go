@@ -3,6 +3,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -160,9 +161,7 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	if o.Memory == nil {
 		o.Memory = mem.Machine()
 	}

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,9 +36,7 @@ type End struct {
 // worker) and listens on 127.0.0.1:0 for llama-server. A busy worker is not an error here: the
 // head reads Check's Info itself if it cares. The End lives until Close; ctx only bounds Open.
 func Open(ctx context.Context, name, address, token string, log *slog.Logger) (*End, error) {
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	if _, err := check(ctx, address, token); err != nil {
 		return nil, fmt.Errorf("worker %s (%s): %w", name, address, err)
 	}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/hex"
@@ -158,9 +159,7 @@ func (o *Options) check() (string, error) {
 	if o.Name == "" {
 		o.Name, _ = os.Hostname()
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	return path, nil
 }
 
