@@ -6,6 +6,8 @@ package service
 // loopback.
 
 import (
+	"crypto/rand"
+	"strings"
 	"time"
 
 	"github.com/llamatray/llamatray/router/discover"
@@ -16,7 +18,7 @@ import (
 // Its goroutine (Run) is started by Start and waited for by Stop (discDone).
 func (s *Service) newDiscoverer() *discover.Discoverer {
 	return discover.New(discover.Options{
-		Self: discover.Self{ID: discover.NewID(), Name: discover.HostName(), Version: s.o.Version},
+		Self: discover.Self{ID: strings.ToLower(rand.Text()), Name: discover.HostName(), Version: s.o.Version},
 		Settings: func() discover.Settings {
 			cfg := s.config()
 			set := discover.Settings{Browse: cfg.Discover, Advertise: cfg.Advertise}
