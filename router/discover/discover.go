@@ -5,9 +5,8 @@
 package discover
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log"
@@ -50,7 +49,7 @@ const (
 
 // Self is what this instance announces.
 type Self struct {
-	ID      string // random per process (NewID)
+	ID      string // random per process
 	Name    string // shown to others; the host name by default
 	Version string
 }
@@ -155,10 +154,7 @@ func Filter(found []Found, selfID string, peerURLs []string) []Found {
 		out = append(out, f)
 	}
 	slices.SortFunc(out, func(a, b Found) int {
-		if c := strings.Compare(a.Instance, b.Instance); c != 0 {
-			return c
-		}
-		return strings.Compare(a.URL, b.URL)
+		return cmp.Or(strings.Compare(a.Instance, b.Instance), strings.Compare(a.URL, b.URL))
 	})
 	return out
 }
@@ -208,13 +204,6 @@ func Advertised(listen string) (port int, ok bool) {
 // quiet is the library's logger: its messages (bind failures, malformed packets from others) are
 // not ours to print; errors that matter come back as errors.
 var quiet = log.New(io.Discard, "", 0)
-
-// NewID is a random instance ID for Self.ID.
-func NewID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
 
 // HostName is this machine's name for Self.Name ("llamatray" when it has none).
 func HostName() string {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,12 +79,10 @@ func (d *Discoverer) Poke() {
 // RefreshGap is the least time between two looks Refresh asks for.
 const RefreshGap = 5 * time.Second
 
-// Refresh asks for a look now unless one began less than RefreshGap ago: someone is looking at the
-// list (the API, the window), so it should not be a minute old. A look answers only later.
-func (d *Discoverer) Refresh() { d.RefreshOlder(RefreshGap) }
-
-// RefreshOlder asks for a look now unless one began less than gap ago (at least RefreshGap).
-func (d *Discoverer) RefreshOlder(gap time.Duration) {
+// Refresh asks for a look now unless one began less than gap ago (at least RefreshGap): someone is
+// looking at the list (the API, the window), so it should not be a minute old. A look answers only
+// later.
+func (d *Discoverer) Refresh(gap time.Duration) {
 	d.mu.Lock()
 	stale := d.now().Sub(d.lastLook) >= max(gap, RefreshGap)
 	d.mu.Unlock()
@@ -103,10 +103,7 @@ func (d *Discoverer) Changed() <-chan struct{} {
 func (d *Discoverer) Found() (found []wire.Discovered, enabled bool, err error) {
 	set := d.o.Settings()
 	d.mu.Lock()
-	all := make([]Found, 0, len(d.seen))
-	for _, f := range d.seen {
-		all = append(all, f)
-	}
+	all := slices.Collect(maps.Values(d.seen))
 	enabled, err = set.Browse, d.lastErr
 	d.mu.Unlock()
 	return Named(Filter(all, d.o.Self.ID, set.PeerURLs)), enabled, err
@@ -169,8 +166,8 @@ func (d *Discoverer) Run(ctx context.Context) {
 		} else {
 			failures = 0
 		}
-		wait := nextWait(d.o.Every, d.o.MaxWait, failures)
-		t := time.NewTimer(wait)
+		// every, doubled for each failure in a row, at most MaxWait
+		t := time.NewTimer(backoff.Doubling(d.o.Every, d.o.MaxWait, failures))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -234,9 +231,4 @@ func (d *Discoverer) clear() {
 		close(d.changed)
 		d.changed = make(chan struct{})
 	}
-}
-
-// nextWait is the wait before the next look: every, doubled for each failure in a row, at most max.
-func nextWait(every, max time.Duration, failures int) time.Duration {
-	return backoff.Doubling(every, max, failures)
 }

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,11 +40,7 @@ var ErrLoop = errors.New("request loop")
 var ErrBusy = errors.New("too many requests in flight")
 
 // NewInstance is a random marker of one HTTP server.
-func NewInstance() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
+func NewInstance() string { return rand.Text() }
 
 // Marker is the marker instance gives a request it sends to peer name.
 func Marker(instance, name string) string { return instance + "/" + name }

@@ -1,9 +1,10 @@
 package peer
 
 import (
+	"cmp"
 	"context"
-	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -85,24 +86,19 @@ type poller struct {
 
 // New builds an empty Set; Sync gives it its peers.
 func New(o Options) *Set {
-	if o.Refresh <= 0 {
-		o.Refresh = DefaultRefresh
+	orDefault := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
 	}
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = DefaultMinBackoff
-	}
+	orDefault(&o.Refresh, DefaultRefresh)
+	orDefault(&o.MinBackoff, DefaultMinBackoff)
+	orDefault(&o.PollTimeout, DefaultPollTimeout)
+	orDefault(&o.DialTimeout, DefaultDialTimeout)
 	if o.MaxBackoff < o.MinBackoff {
 		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
 	}
-	if o.PollTimeout <= 0 {
-		o.PollTimeout = DefaultPollTimeout
-	}
-	if o.DialTimeout <= 0 {
-		o.DialTimeout = DefaultDialTimeout
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	tr := &http.Transport{
 		Proxy:                 nil, // peers are reached directly, as the configuration names them
 		DialContext:           (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 15 * time.Second}).DialContext,
@@ -151,28 +147,27 @@ func (s *Set) Sync(specs []Spec) {
 	}
 	s.notifyLocked()
 	s.mu.Unlock()
-	for _, p := range stop {
-		p.cancel()
-		<-p.done
-	}
+	stopAll(stop)
 }
 
 // Close stops every peer's goroutine and drops idle connections.
 func (s *Set) Close() {
 	s.mu.Lock()
 	s.closed = true
-	ps := make([]*poller, 0, len(s.peers))
-	for name, p := range s.peers {
-		ps = append(ps, p)
-		delete(s.peers, name)
-	}
+	ps := slices.Collect(maps.Values(s.peers))
+	clear(s.peers)
 	s.notifyLocked()
 	s.mu.Unlock()
+	stopAll(ps)
+	s.transport.CloseIdleConnections()
+}
+
+// stopAll stops each poller's goroutine and waits for it to return.
+func stopAll(ps []*poller) {
 	for _, p := range ps {
 		p.cancel()
 		<-p.done
 	}
-	s.transport.CloseIdleConnections()
 }
 
 // notifyLocked wakes every Changed waiter. The caller holds mu.
@@ -193,9 +188,7 @@ func (s *Set) Peers() []Info {
 	s.mu.Lock()
 	out := make([]Info, 0, len(s.peers))
 	for _, p := range s.peers {
-		i := p.info
-		i.Models = slices.Clone(i.Models)
-		out = append(out, i)
+		out = append(out, p.snapshot())
 	}
 	s.mu.Unlock()
 	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
@@ -210,9 +203,14 @@ func (s *Set) Peer(name string) (Info, bool) {
 	if !ok {
 		return Info{}, false
 	}
+	return p.snapshot(), true
+}
+
+// snapshot is p's Info with a copy of its models. The caller holds Set.mu.
+func (p *poller) snapshot() Info {
 	i := p.info
 	i.Models = slices.Clone(i.Models)
-	return i, true
+	return i
 }
 
 // Find is the peer that lists model id: of those that do, the first by name that is up, else the
@@ -230,8 +228,7 @@ func (s *Set) Find(id string) (Info, bool) {
 	}
 	var i Info
 	if best != nil {
-		i = best.info
-		i.Models = slices.Clone(i.Models)
+		i = best.snapshot()
 	}
 	s.mu.Unlock()
 	return i, best != nil
@@ -274,7 +271,7 @@ func (s *Set) Failed(name string) <-chan struct{} {
 func (s *Set) run(ctx context.Context, p *poller) {
 	defer close(p.done)
 	log := s.o.Logger.With("peer", p.spec.Name, "url", p.spec.URL)
-	var backoff time.Duration // 0 while the peer answers
+	var retry time.Duration // 0 while the peer answers
 	for {
 		rctx, cancel := context.WithTimeout(ctx, s.o.PollTimeout)
 		models, kind, err := fetchModels(rctx, s.client, p.spec)
@@ -284,10 +281,10 @@ func (s *Set) run(ctx context.Context, p *poller) {
 		}
 		wait := s.o.Refresh
 		if err != nil {
-			backoff = Backoff(backoff, s.o)
-			wait = backoff
+			retry = backoff.Next(retry, s.o.MinBackoff, s.o.MaxBackoff)
+			wait = retry
 		} else {
-			backoff = 0
+			retry = 0
 		}
 		switch was := s.record(p, models, kind, err, time.Now(), wait); {
 		case err == nil && was != StateUp:
@@ -305,12 +302,6 @@ func (s *Set) run(ctx context.Context, p *poller) {
 			t.Stop()
 		}
 	}
-}
-
-// Backoff is the wait after a failed read that followed a wait of last: MinBackoff after a
-// success (last 0) or at first, else last doubled, at most MaxBackoff.
-func Backoff(last time.Duration, o Options) time.Duration {
-	return backoff.Next(last, o.MinBackoff, o.MaxBackoff)
 }
 
 // record puts one read's outcome in p.info and wakes the waiters; was is the state before.

@@ -34,10 +34,9 @@ func (s *Service) SetAlias(name, alias string, add bool) error {
 	if err := s.saveAlias(id, alias, add); err != nil {
 		return err
 	}
-	if err := s.cat.Scan(context.Background()); err != nil {
+	if err := s.rescan(context.Background()); err != nil {
 		return fmt.Errorf("the alias is saved, but rescanning the models failed: %w", err)
 	}
-	s.eng.SyncCatalog()
 	return nil
 }
 

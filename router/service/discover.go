@@ -6,6 +6,8 @@ package service
 // loopback.
 
 import (
+	"crypto/rand"
+	"strings"
 	"time"
 
 	"github.com/llamatray/llamatray/router/discover"
@@ -16,7 +18,7 @@ import (
 // Its goroutine (Run) is started by Start and waited for by Stop (discDone).
 func (s *Service) newDiscoverer() *discover.Discoverer {
 	return discover.New(discover.Options{
-		Self: discover.Self{ID: discover.NewID(), Name: discover.HostName(), Version: s.o.Version},
+		Self: discover.Self{ID: strings.ToLower(rand.Text()), Name: discover.HostName(), Version: s.o.Version},
 		Settings: func() discover.Settings {
 			cfg := s.config()
 			set := discover.Settings{Browse: cfg.Discover, Advertise: cfg.Advertise}
@@ -35,7 +37,7 @@ func (s *Service) newDiscoverer() *discover.Discoverer {
 // Discovered is every other Llamatray found on the local network that is not a configured peer;
 // it asks for a fresh look when the last is older than 30 seconds (the app reads it every refresh).
 func (s *Service) Discovered() []wire.Discovered {
-	s.disc.RefreshOlder(30 * time.Second)
+	s.disc.Refresh(30 * time.Second)
 	found, _, _ := s.disc.Found()
 	return found
 }
@@ -43,7 +45,7 @@ func (s *Service) Discovered() []wire.Discovered {
 // DiscoveredList is the GET /api/peers/discovered document; it also asks for a fresh look (at most
 // one per discover.RefreshGap), whose answers a later call sees.
 func (s *Service) DiscoveredList() wire.DiscoveredList {
-	s.disc.Refresh()
+	s.disc.Refresh(discover.RefreshGap)
 	found, enabled, err := s.disc.Found()
 	l := wire.DiscoveredList{Enabled: enabled, Discovered: found}
 	if err != nil {

@@ -4,16 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 
 	"github.com/llamatray/llamatray/router/locate"
 )
-
-// flagCache keeps the flags of each llama-server binary, read once from its --help.
-type flagCache struct {
-	mu    sync.Mutex          // guards flags
-	flags map[string][]string // by binary path
-}
 
 // LlamaServerFlags lists the flags the llama-server in use knows (from its --help, read once per
 // binary): what per-model extra arguments are checked against.
@@ -27,22 +20,14 @@ func (s *Service) LlamaServerFlags(ctx context.Context) ([]string, error) {
 
 // flagsOf lists the flags of the llama-server at path, read once from its --help.
 func (s *Service) flagsOf(ctx context.Context, path string) ([]string, error) {
-	s.flags.mu.Lock()
-	got, ok := s.flags.flags[path]
-	s.flags.mu.Unlock()
-	if ok {
-		return got, nil
+	if got, ok := s.flags.Load(path); ok {
+		return got.([]string), nil
 	}
-	flags, err := locate.Flags(ctx, path) // outside the lock: it runs a process
+	flags, err := locate.Flags(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	s.flags.mu.Lock()
-	if s.flags.flags == nil {
-		s.flags.flags = map[string][]string{}
-	}
-	s.flags.flags[path] = flags
-	s.flags.mu.Unlock()
+	s.flags.Store(path, flags)
 	return flags, nil
 }
 

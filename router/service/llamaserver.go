@@ -46,7 +46,11 @@ func (s *Service) buildInUse(dir string) bool {
 func (s *Service) findLlamaServer(configured string) LlamaServer {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	e := s.locateEnv()
+	e := locate.OSEnv()
+	b, installed := s.currentBuild(e)
+	if installed {
+		e.Installed = b.Path
+	}
 	r, err := locate.FindWith(ctx, e, configured)
 	ls := LlamaServer{Path: r.Path, Source: r.Source, Version: r.Version, Hint: locate.InstallHint()}
 	if err != nil {
@@ -54,21 +58,12 @@ func (s *Service) findLlamaServer(configured string) LlamaServer {
 		ls.Err = err.Error()
 	}
 	ls.FitTarget = err == nil && s.takesFitTarget(ctx, r.Path)
-	if b, ok := s.currentBuild(e); ok && r.Source == locate.SourceInstalled {
+	if installed && r.Source == locate.SourceInstalled {
 		ls.Build = b.Build
 	} else if r.Build > 0 {
 		ls.Build = "b" + strconv.Itoa(r.Build)
 	}
 	return ls
-}
-
-// locateEnv is the search environment, with the installed build in it.
-func (s *Service) locateEnv() locate.Env {
-	e := locate.OSEnv()
-	if b, ok := s.currentBuild(e); ok {
-		e.Installed = b.Path
-	}
-	return e
 }
 
 // currentBuild is the build in use of Llamatray's own folder, else of a folder an installer

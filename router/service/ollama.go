@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -18,13 +19,6 @@ type ollamaPort struct {
 	srv  *front.Server // nil when off or when binding failed
 	addr string        // where it listens
 	err  error         // why it does not listen although ollama_port is on
-}
-
-func (s *Service) ollamaAddr() string {
-	if s.o.OllamaAddr != "" {
-		return s.o.OllamaAddr
-	}
-	return OllamaAddr
 }
 
 // syncOllamaPort starts or stops the listener on Ollama's port as ollama_port says. A port that is
@@ -47,7 +41,7 @@ func (s *Service) syncOllamaPort() {
 	if cur.srv != nil {
 		return
 	}
-	addr := s.ollamaAddr()
+	addr := cmp.Or(s.o.OllamaAddr, OllamaAddr)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		err = fmt.Errorf("cannot also listen on Ollama's port %s (is Ollama itself running? quit it, or turn ollama_port off): %w", addr, err)

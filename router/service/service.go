@@ -3,6 +3,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,7 +88,7 @@ type Service struct {
 	// outlive the routers, so a settings change resets no counter. Set in New, before any goroutine.
 	metrics     *metrics.Metrics
 	stopMetrics func()
-	flags       flagCache      // llama-server flags by binary (flags.go)
+	flags       sync.Map       // llama-server flags ([]string) by binary path, read once (flags.go)
 	releases    releaseCheck   // the daily check of Llamatray's own releases (update.go)
 	installs    installs       // the llama-server install, as a download (downloads.go)
 	workers     *worker.Links  // the links to [workers.NAME]; opened by Start, kept in step by apply
@@ -160,9 +161,7 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	if o.Memory == nil {
 		o.Memory = mem.Machine()
 	}
@@ -423,7 +422,6 @@ func (s *Service) Stop(ctx context.Context) error {
 	if cancel != nil {
 		cancel()
 	}
-	var errs []error
 	if srv != nil {
 		sctx, c := context.WithTimeout(ctx, 10*time.Second)
 		if err := srv.Shutdown(sctx); err != nil {
@@ -437,14 +435,12 @@ func (s *Service) Stop(ctx context.Context) error {
 		<-s.discDone // the announcement is withdrawn
 	}
 	s.hub.Close()
-	if err := s.eng.Close(ctx); err != nil {
-		errs = append(errs, err)
-	}
+	err := s.eng.Close(ctx)
 	s.workers.Close()
 	s.lend.Close()
 	s.stopMetrics()
 	s.keepActivity()
-	return errors.Join(errs...)
+	return err
 }
 
 // Engine returns the engine.

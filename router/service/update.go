@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -30,14 +31,6 @@ func (s *Service) checkReleasesDaily(ctx context.Context, first, every time.Dura
 	repeat(ctx, first, every, func(ctx context.Context) { s.CheckReleases(ctx) })
 }
 
-// version is the running Llamatray's version, "dev" when the build sets none.
-func (s *Service) version() string {
-	if s.o.Version == "" {
-		return "dev"
-	}
-	return s.o.Version
-}
-
 // CheckReleases is one check, when update_check is on: it reads the releases list
 // ($LLAMATRAY_UPDATE_URL, else GitHub's) and keeps the result for Update. A failed check keeps the
 // last result, with the error. It reports whether it looked.
@@ -46,7 +39,7 @@ func (s *Service) CheckReleases(ctx context.Context) bool {
 	if !cfg.UpdateCheck {
 		return false
 	}
-	v := s.version()
+	v := cmp.Or(s.o.Version, "dev") // "dev" when the build sets none
 	c := &update.Checker{Client: releases.Client{UserAgent: "Llamatray/" + v}}
 	res, err := c.Check(ctx, v, cfg.UpdatePrerelease)
 	var w wire.Update

@@ -3,8 +3,10 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/llamatray/llamatray/router/internal/backoff"
@@ -44,7 +46,7 @@ func (s *server) accept(ln net.Listener) error {
 // take admits c to its handshake, handled on a goroutine of its own; a connection past the bounds
 // on handshakes is closed (or closes the oldest).
 func (s *server) take(c net.Conn) {
-	if !s.track(c) {
+	if !s.conns.add(c) {
 		c.Close()
 		return
 	}
@@ -52,7 +54,7 @@ func (s *server) take(c net.Conn) {
 	hs, evicted, ok := s.admit(c)
 	if !ok {
 		s.log.Warn("link refused: too many handshakes at once from one host", "from", c.RemoteAddr().String())
-		s.untrack(c)
+		s.conns.remove(c)
 		c.Close()
 		return
 	}
@@ -60,38 +62,52 @@ func (s *server) take(c net.Conn) {
 		s.log.Warn("link: too many handshakes at once; the oldest is closed", "closed", evicted.RemoteAddr().String())
 		evicted.Close()
 	}
-	s.wg.Add(1)
-	go s.handle(c, hs)
+	s.wg.Go(func() { s.handle(c, hs) })
 }
 
-// closeConns closes every accepted connection (Serve's end).
-func (s *server) closeConns() {
-	s.mu.Lock()
-	conns := make([]net.Conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
+// connSet holds the connections a listener accepted (and the links dialed for them), to be closed
+// together at its end.
+type connSet struct {
+	mu     sync.Mutex // guards m and closed
+	m      map[net.Conn]struct{}
+	closed bool
 }
 
-// track registers c so Serve's end closes it; false once the context ended.
-func (s *server) track(c net.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ctx.Err() != nil {
+// add registers c to be closed by closeAll; false once closeAll ran.
+func (cs *connSet) add(c net.Conn) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.closed {
 		return false
 	}
-	s.conns[c] = struct{}{}
+	if cs.m == nil {
+		cs.m = map[net.Conn]struct{}{}
+	}
+	cs.m[c] = struct{}{}
 	return true
 }
 
-func (s *server) untrack(c net.Conn) {
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
+func (cs *connSet) remove(c net.Conn) {
+	cs.mu.Lock()
+	delete(cs.m, c)
+	cs.mu.Unlock()
+}
+
+func (cs *connSet) isClosed() bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.closed
+}
+
+// closeAll closes every connection added, and refuses those added from now on.
+func (cs *connSet) closeAll() {
+	cs.mu.Lock()
+	cs.closed = true
+	conns := slices.Collect(maps.Keys(cs.m))
+	cs.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
 }
 
 // admit counts a handshake of c; false when its host has maxHandshakesPerHost in progress. When

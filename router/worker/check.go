@@ -114,18 +114,13 @@ func handshake(ctx context.Context, raw net.Conn, token, op, head string) (*link
 // reaches the head's status and errors.
 const maxShown = 200
 
+// refusals are the errors of the worker's refusal codes; an unknown code is ErrNotWorker.
+var refusals = map[string]error{codeBadToken: ErrBadToken, codeBusy: ErrBusy, codeNoRPC: ErrWorkerDown,
+	codeBadReq: errors.New("worker refused the request")}
+
 func refusal(a answer) error {
-	var kind error
-	switch a.Code {
-	case codeBadToken:
-		kind = ErrBadToken
-	case codeBusy:
-		kind = ErrBusy
-	case codeNoRPC:
-		kind = ErrWorkerDown
-	case codeBadReq:
-		kind = errors.New("worker refused the request")
-	default:
+	kind, ok := refusals[a.Code]
+	if !ok {
 		kind = ErrNotWorker
 	}
 	if msg := safetext.Clean(a.Error, maxShown); msg != "" {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,19 +29,14 @@ type End struct {
 	sent, received       atomic.Int64
 	carrying             atomic.Int32 // links open now
 	wg                   sync.WaitGroup
-
-	mu     sync.Mutex // guards conns and closed
-	conns  map[net.Conn]struct{}
-	closed bool
+	conns                connSet // the local connections and their links
 }
 
 // Open checks the worker at address (Check, bounded by ctx; its error is returned, naming the
 // worker) and listens on 127.0.0.1:0 for llama-server. A busy worker is not an error here: the
 // head reads Check's Info itself if it cares. The End lives until Close; ctx only bounds Open.
 func Open(ctx context.Context, name, address, token string, log *slog.Logger) (*End, error) {
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	if _, err := check(ctx, address, token); err != nil {
 		return nil, fmt.Errorf("worker %s (%s): %w", name, address, err)
 	}
@@ -49,10 +45,8 @@ func Open(ctx context.Context, name, address, token string, log *slog.Logger) (*
 		return nil, fmt.Errorf("worker %s (%s): local end: %w", name, address, err)
 	}
 	e := &End{name: name, address: address, token: token, ln: ln, lost: make(chan error, 16),
-		conns: map[net.Conn]struct{}{},
-		log:   log.With("worker", name, "address", address, "end", ln.Addr().String())}
-	e.wg.Add(1)
-	go e.accept()
+		log: log.With("worker", name, "address", address, "end", ln.Addr().String())}
+	e.wg.Go(e.accept)
 	return e, nil
 }
 
@@ -71,42 +65,10 @@ func (e *End) Bytes() (sent, received int64) { return e.sent.Load(), e.received.
 
 // Close closes the listener and every link, and waits for their goroutines.
 func (e *End) Close() error {
-	e.mu.Lock()
-	e.closed = true
-	conns := make([]net.Conn, 0, len(e.conns))
-	for c := range e.conns {
-		conns = append(conns, c)
-	}
-	e.mu.Unlock()
+	e.conns.closeAll()
 	err := e.ln.Close()
-	for _, c := range conns {
-		c.Close()
-	}
 	e.wg.Wait()
 	return err
-}
-
-func (e *End) isClosed() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.closed
-}
-
-// track registers c for Close; false when the End is already closed.
-func (e *End) track(c net.Conn) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return false
-	}
-	e.conns[c] = struct{}{}
-	return true
-}
-
-func (e *End) untrack(c net.Conn) {
-	e.mu.Lock()
-	delete(e.conns, c)
-	e.mu.Unlock()
 }
 
 func (e *End) report(err error) {
@@ -120,21 +82,19 @@ func (e *End) report(err error) {
 }
 
 func (e *End) accept() {
-	defer e.wg.Done()
 	for {
 		c, err := e.ln.Accept()
 		if err != nil {
-			if !e.isClosed() {
+			if !e.conns.isClosed() {
 				e.log.Error("local end stopped accepting", "err", err)
 			}
 			return
 		}
-		if !e.track(c) {
+		if !e.conns.add(c) {
 			c.Close()
 			return
 		}
-		e.wg.Add(1)
-		go e.carry(c)
+		e.wg.Go(func() { e.carry(c) })
 	}
 }
 
@@ -143,8 +103,7 @@ func (e *End) accept() {
 // else is closed without dialing the worker. A new link that fails is reported on Lost only when
 // no other link is carried: a stranger's refused link is not the loss of a model's running one.
 func (e *End) carry(local net.Conn) {
-	defer e.wg.Done()
-	defer e.untrack(local)
+	defer e.conns.remove(local)
 	defer local.Close()
 	first, ok := e.admit(local)
 	if !ok {
@@ -156,11 +115,11 @@ func (e *End) carry(local net.Conn) {
 	}
 	e.carrying.Add(1)
 	defer e.carrying.Add(-1)
-	if !e.track(l.conn) {
+	if !e.conns.add(l.conn) {
 		l.conn.Close()
 		return
 	}
-	defer e.untrack(l.conn)
+	defer e.conns.remove(l.conn)
 	defer l.conn.Close()
 	e.log.Debug("link open", "local", local.RemoteAddr().String())
 	e.splice(local, l)
@@ -193,7 +152,7 @@ func (e *End) dial(first byte) *link {
 	cancel()
 	if err != nil {
 		switch {
-		case e.isClosed():
+		case e.conns.isClosed():
 		case e.carrying.Load() > 0:
 			e.log.Warn("local end: a new link failed; the open one goes on", "err", err)
 		default:
@@ -216,7 +175,7 @@ func (e *End) dial(first byte) *link {
 func (e *End) splice(local net.Conn, l *link) {
 	var ended atomic.Bool
 	lost := func(why error) {
-		if ended.CompareAndSwap(false, true) && why != nil && !e.isClosed() {
+		if ended.CompareAndSwap(false, true) && why != nil && !e.conns.isClosed() {
 			if errors.Is(why, io.EOF) {
 				why = errors.New("the worker closed the link")
 			}
@@ -226,7 +185,7 @@ func (e *End) splice(local net.Conn, l *link) {
 	up := make(chan struct{})
 	go func() {
 		defer close(up)
-		lr := &readErr{r: counter{local, &e.sent}}
+		lr := &counted{r: local, n: &e.sent}
 		_, err := io.Copy(l.conn, lr)
 		if err != nil && lr.err == nil {
 			lost(err) // the write to the worker failed
@@ -235,7 +194,7 @@ func (e *End) splice(local net.Conn, l *link) {
 		}
 		l.conn.Close()
 	}()
-	rr := &readErr{r: counter{l.r, &e.received}}
+	rr := &counted{r: l.r, n: &e.received}
 	io.Copy(local, rr)
 	if rr.err != nil {
 		lost(rr.err)
@@ -245,30 +204,20 @@ func (e *End) splice(local net.Conn, l *link) {
 	<-up
 }
 
-// counter counts the bytes read through it, before they are passed on: whoever got them at the
-// other end sees them counted.
-type counter struct {
-	r io.Reader
-	n *atomic.Int64
-}
-
-func (c counter) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-// readErr remembers why reading stopped (io.EOF included), to tell the worker's end of a link
-// from the local side's.
-type readErr struct {
+// counted counts the bytes read through it, before they are passed on (whoever got them at the
+// other end sees them counted), and remembers why reading stopped (io.EOF included), to tell the
+// worker's end of a link from the local side's.
+type counted struct {
 	r   io.Reader
+	n   *atomic.Int64
 	err error
 }
 
-func (r *readErr) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
+func (c *counted) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
 	if err != nil {
-		r.err = err
+		c.err = err
 	}
 	return n, err
 }

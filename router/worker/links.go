@@ -85,15 +85,13 @@ func (w *Links) Sync(ws map[string]config.Worker) <-chan struct{} {
 	}
 	var wg sync.WaitGroup
 	for _, l := range opening {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 			defer cancel()
 			if _, err := w.open(ctx, l); err != nil {
 				w.log.Warn("worker not reachable", "worker", l.name, "address", l.cfg.Address, "err", err)
 			}
-		}()
+		})
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llamatray/llamatray/router/config"
 	"github.com/llamatray/llamatray/router/internal/ggmlrpc"
 )
 
@@ -56,16 +58,16 @@ type Options struct {
 
 // server is one Serve call's state.
 type server struct {
-	o    Options
-	log  *slog.Logger
-	tls  *tls.Config
-	rpc  *rpcChild
-	ctx  context.Context
-	wg   sync.WaitGroup
-	mu   sync.Mutex // guards sess, conns, pending, queue
-	sess *session   // the open RPC session, or nil
+	o   Options
+	log *slog.Logger
+	tls *tls.Config
+	rpc *rpcChild
+	ctx context.Context
+	wg  sync.WaitGroup
 	// conns are the accepted connections, closed when Serve ends.
-	conns map[net.Conn]struct{}
+	conns connSet
+	mu    sync.Mutex // guards sess, pending, queue
+	sess  *session   // the open RPC session, or nil
 	// pending counts the handshakes in progress per host (hostKey); queue holds them, oldest
 	// first.
 	pending map[string]int
@@ -120,7 +122,7 @@ func Serve(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &server{o: o, log: log, tls: serverTLS(cert), rpc: newRPCChild(path, o.Threads, mode == IsolationNetns, log),
-		ctx: ctx, conns: map[net.Conn]struct{}{}, pending: map[string]int{}}
+		ctx: ctx, pending: map[string]int{}}
 	first := make(chan error, 1)
 	childDone := make(chan struct{})
 	go func() { defer close(childDone); s.rpc.run(ctx, first) }()
@@ -135,7 +137,7 @@ func Serve(ctx context.Context, o Options) error {
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
 	}
-	defer context.AfterFunc(ctx, func() { ln.Close(); s.closeConns() })()
+	defer context.AfterFunc(ctx, func() { ln.Close(); s.conns.closeAll() })()
 	return s.accept(ln)
 }
 
@@ -144,7 +146,7 @@ func (o *Options) check() (string, error) {
 	if o.Listen == "" {
 		return "", errors.New("no listen address")
 	}
-	if err := validToken(o.Token); err != nil {
+	if err := config.CheckWorkerToken(o.Token); err != nil {
 		return "", err
 	}
 	if o.RPCServer == "" {
@@ -157,9 +159,7 @@ func (o *Options) check() (string, error) {
 	if o.Name == "" {
 		o.Name, _ = os.Hostname()
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	return path, nil
 }
 
@@ -189,8 +189,7 @@ func (s *server) info() Info {
 
 // handle authenticates one link connection and serves its request.
 func (s *server) handle(raw net.Conn, hs *handshaking) {
-	defer s.wg.Done()
-	defer s.untrack(raw)
+	defer s.conns.remove(raw)
 	defer raw.Close()
 	log := s.log.With("remote", raw.RemoteAddr().String())
 	release := func() { s.unadmit(hs) }

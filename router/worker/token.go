@@ -5,8 +5,6 @@ import (
 	"encoding/base32"
 	"fmt"
 	"strings"
-
-	"github.com/llamatray/llamatray/router/config"
 )
 
 // NewToken makes a pairing token: 20 random bytes (160 bits) in lower-case base32, in groups of
@@ -27,6 +25,3 @@ func NewToken() (string, error) {
 	}
 	return out.String(), nil
 }
-
-// validToken says what is wrong with a token, or nil: the rule of [workers.NAME] token.
-func validToken(t string) error { return config.CheckWorkerToken(t) }
