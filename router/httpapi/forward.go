@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/llamatray/llamatray/router/proxy"
@@ -46,11 +48,7 @@ func (srv *Server) forward(w http.ResponseWriter, r *http.Request, t *proxyTarge
 	childAnswer(resp, t, id)
 	announced := len(resp.Trailer)
 	if announced > 0 {
-		keys := make([]string, 0, announced)
-		for k := range resp.Trailer {
-			keys = append(keys, k)
-		}
-		resp.Header.Add("Trailer", strings.Join(keys, ", "))
+		resp.Header.Add("Trailer", strings.Join(slices.Collect(maps.Keys(resp.Trailer)), ", "))
 	}
 	flush := proxy.WriteHead(w, resp)
 	if err := srv.copyAnswer(w, resp.Body, flush, t.model); err != nil {

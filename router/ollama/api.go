@@ -196,8 +196,7 @@ func (api *API) resolveName(w http.ResponseWriter, r *http.Request, name string)
 func (api *API) applyKeepAlive(id string, ka *Duration) {
 	var d *time.Duration
 	if ka != nil {
-		v := ka.Duration
-		d = &v
+		d = &ka.Duration
 	}
 	if err := api.Engine.KeepAlive(id, d); err != nil {
 		api.Log.Debug("keep_alive not applied", "model", id, "err", err)

@@ -73,14 +73,11 @@ func (api *API) ps(w http.ResponseWriter, r *http.Request) {
 
 // show serves POST /api/show.
 func (api *API) show(w http.ResponseWriter, r *http.Request) {
-	var req ShowRequest
+	var req NameRequest
 	if !api.read(w, r, &req) {
 		return
 	}
-	name := req.Model
-	if name == "" {
-		name = req.Name
-	}
+	name := req.Named()
 	id, ok := api.resolveName(w, r, name)
 	if !ok {
 		return

@@ -161,6 +161,9 @@ func (w *Writer) note(c *chunk) {
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			w.reason = *ch.FinishReason
 		}
+		if ch.Logprobs != nil {
+			w.probs = append(w.probs, ch.Logprobs.Content...)
+		}
 	}
 	if c.StopType != "" {
 		w.reason = c.StopType
@@ -173,11 +176,6 @@ func (w *Writer) note(c *chunk) {
 	}
 	if c.TokensEvaluated > 0 && w.prompt == 0 {
 		w.prompt = c.TokensEvaluated
-	}
-	for _, ch := range c.Choices {
-		if ch.Logprobs != nil {
-			w.probs = append(w.probs, ch.Logprobs.Content...)
-		}
 	}
 	w.probs = append(w.probs, c.Probs...)
 }
@@ -340,8 +338,7 @@ func (w *Writer) Finish() {
 		if w.kind == KindChat {
 			calls = w.toolCalls()
 		}
-		obj := w.object(content, thinking, calls, true)
-		w.emit(obj)
+		w.emit(w.object(content, thinking, calls, true))
 	case !w.done:
 		// The stream ended without its last chunk: llama-server failed or the connection to it was
 		// cut. Said as Ollama's clients read a failure mid-stream, never as a complete answer.

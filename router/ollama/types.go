@@ -207,13 +207,6 @@ type ProcessResponse struct {
 	Models []ProcessModel `json:"models"`
 }
 
-// ShowRequest is the body of POST /api/show; Name is the older spelling of Model.
-type ShowRequest struct {
-	Model   string `json:"model"`
-	Name    string `json:"name,omitempty"`
-	Verbose bool   `json:"verbose,omitempty"`
-}
-
 // ShowResponse is the answer of POST /api/show.
 type ShowResponse struct {
 	License      string         `json:"license,omitempty"`
@@ -227,7 +220,7 @@ type ShowResponse struct {
 	ModifiedAt   time.Time      `json:"modified_at"`
 }
 
-// NameRequest is a body that names one model: /api/delete, /api/pull, /api/push (Name is the
+// NameRequest is a body that names one model: /api/show, /api/delete, /api/pull (Name is the
 // older spelling).
 type NameRequest struct {
 	Model  string `json:"model"`
