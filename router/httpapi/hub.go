@@ -76,8 +76,6 @@ func hubAPIError(err error) (apiError, bool) {
 		he   *hub.Error
 		disk *download.SpaceError
 		sum  *hub.ChecksumError
-		mine *hub.NotPulledError
-		off  errHubOff
 	)
 	switch {
 	case errors.As(err, &np):
@@ -98,10 +96,8 @@ func hubAPIError(err error) (apiError, bool) {
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "quant_not_found", Message: err.Error()}, true
 	case errors.As(err, &disk):
 		return apiError{Status: http.StatusInsufficientStorage, Type: "server_error", Code: "insufficient_disk_space", Message: disk.Error()}, true
-	case errors.As(err, &mine):
-		return apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "not_a_hub_model", Message: mine.Error()}, true
-	case errors.As(err, &off):
-		return apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "not_a_hub_model", Message: off.Error()}, true
+	case errors.As(err, new(*hub.NotPulledError)), errors.As(err, new(errHubOff)):
+		return apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "not_a_hub_model", Message: err.Error()}, true
 	case errors.As(err, &sum):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "checksum_mismatch", Message: sum.Error()}, true
 	}

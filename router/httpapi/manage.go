@@ -152,21 +152,12 @@ func memoryJSON(b engine.Budget) wire.Memory {
 // countsJSON counts the models of /api/status by state, with their requests.
 func countsJSON(ms []engine.ModelStatus) wire.Counts {
 	var c wire.Counts
+	byState := map[engine.State]*int{engine.StateUnloaded: &c.Unloaded, engine.StateLoading: &c.Loading, engine.StateLoaded: &c.Loaded,
+		engine.StateSleeping: &c.Sleeping, engine.StateStopping: &c.Stopping, engine.StateFailed: &c.Failed}
 	for _, st := range ms {
 		c.Total++
-		switch st.State {
-		case engine.StateUnloaded:
-			c.Unloaded++
-		case engine.StateLoading:
-			c.Loading++
-		case engine.StateLoaded:
-			c.Loaded++
-		case engine.StateSleeping:
-			c.Sleeping++
-		case engine.StateStopping:
-			c.Stopping++
-		case engine.StateFailed:
-			c.Failed++
+		if n := byState[st.State]; n != nil {
+			*n++
 		}
 		c.ActiveRequests += st.Active
 		c.Queued += st.Queued

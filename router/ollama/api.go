@@ -25,29 +25,29 @@ import (
 // Host is what the Ollama API needs of the server that mounts it (router/httpapi's Server), so that
 // an Ollama request gets the same body limits, name resolution, leases, queue, memory rules and
 // errors as every other route.
-type Host interface {
+type Host struct {
 	// ReadBody reads r's body within the server's limits.
-	ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error)
+	ReadBody func(w http.ResponseWriter, r *http.Request) ([]byte, error)
 	// Failure is the status, message and Retry-After the server answers err with; ok is false when
 	// the client has gone and nothing is to be written.
-	Failure(r *http.Request, err error) (status int, msg string, retryAfter time.Duration, ok bool)
+	Failure func(r *http.Request, err error) (status int, msg string, retryAfter time.Duration, ok bool)
 	// Resolve maps a model's name to its catalog ID as a model-routed request r resolves it (with
 	// auto_pull, a POST naming a Hub model not on disk starts its download); nil r: no download.
-	Resolve(r *http.Request, name string) (string, error)
+	Resolve func(r *http.Request, name string) (string, error)
 	// Proxy sends body to model id (a catalog ID or a peer's "peer:NAME/ID") as a model-routed
 	// request, holding a lease on the model for the whole exchange; path replaces r's path upstream.
-	Proxy(w http.ResponseWriter, r *http.Request, id string, body []byte, stream bool, path string)
+	Proxy func(w http.ResponseWriter, r *http.Request, id string, body []byte, stream bool, path string)
 	// Waited is how long r waited for its model to be ready, once Proxy has a lease.
-	Waited(r *http.Request) time.Duration
+	Waited func(r *http.Request) time.Duration
 	// CheckAutoload refuses r when model id is not running and r may not load it.
-	CheckAutoload(r *http.Request, id string) error
+	CheckAutoload func(r *http.Request, id string) error
 	// Outbound refuses r when it may not make Llamatray call out (a page of another site).
-	Outbound(r *http.Request) error
+	Outbound func(r *http.Request) error
 	// RemovePulled unloads model id and deletes its files from the Hub cache; a model that is not a
 	// Hub pull is refused.
-	RemovePulled(r *http.Request, id string) error
+	RemovePulled func(r *http.Request, id string) error
 	// UnderRules is an Ollama model's own defaults less those the configuration of model id gives.
-	UnderRules(id string, defaults map[string]any) map[string]any
+	UnderRules func(id string, defaults map[string]any) map[string]any
 }
 
 // Engine is what the Ollama API asks of the engine; *engine.Engine is one.

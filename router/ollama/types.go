@@ -1,8 +1,7 @@
 // Package ollama speaks Ollama's HTTP API (github.com/ollama/ollama, docs/api.md) on top of
 // llama-server: it reads Ollama's requests, turns them into llama-server's (OpenAI-compatible chat,
 // native completion, embeddings) and turns the answers, streamed or not, back into Ollama's shapes.
-// It holds no state and imports nothing of the router: the HTTP layer (router/httpapi) routes,
-// holds the lease and proxies; this package only translates.
+// The HTTP layer (router/httpapi, as Host) reads bodies, resolves names, holds the lease and proxies.
 package ollama
 
 import (
