@@ -7,6 +7,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -162,23 +163,14 @@ type Server struct {
 func New(o Options) *Server {
 	srv := &Server{
 		o:            o,
-		log:          o.Logger,
-		limit:        o.BodyLimit,
-		bodyWait:     o.BodyTimeout,
+		log:          cmp.Or(o.Logger, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		limit:        cmp.Or(max(o.BodyLimit, 0), DefaultBodyLimit),
+		bodyWait:     cmp.Or(o.BodyTimeout, DefaultBodyTimeout),
 		loadingAfter: time.Second,
 		loadingEvery: 2 * time.Second,
 		keepAlive:    15 * time.Second,
 		coalesce:     100 * time.Millisecond,
 		instance:     peer.NewInstance(),
-	}
-	if srv.log == nil {
-		srv.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if srv.limit <= 0 {
-		srv.limit = DefaultBodyLimit
-	}
-	if srv.bodyWait == 0 {
-		srv.bodyWait = DefaultBodyTimeout
 	}
 	if srv.o.StartTime.IsZero() {
 		srv.o.StartTime = time.Now()

@@ -205,10 +205,10 @@ func FromView(v view.Model) Model {
 	for _, b := range v.HeldGPU {
 		m.VRAM += b
 	}
-	if c := v.Meta; c != nil && c.HubName != "" && len(c.Ollama) == 0 {
-		m.Name = "hf.co/" + c.HubName // a Hub pull is listed by the name it was pulled by, as Ollama lists it
-	}
 	if c := v.Meta; c != nil {
+		if c.HubName != "" && len(c.Ollama) == 0 {
+			m.Name = "hf.co/" + c.HubName // a Hub pull is listed by the name it was pulled by, as Ollama lists it
+		}
 		m.Size, m.Modified, m.Family, m.Parameters, m.Quantization = c.SizeBytes, c.ModTime, c.Architecture, c.Parameters, c.Quantization
 		m.ContextLength, m.EmbeddingLen, m.Projector, m.ChatTemplate = c.ContextLength, c.EmbeddingLen, c.Mmproj != "", c.ChatTemplate
 		m.Embedding = c.Pooling || embeddingArchs[c.Architecture]
@@ -233,11 +233,6 @@ func digestOf(v view.Model) string {
 // size, family and the rest are unknown (zero), and modified_at is when this server started, as
 // the OpenAI listing's created.
 func PeerModel(name, ref, status string, started time.Time) Model {
-	return Model{Name: name, Digest: peerDigest(ref), Modified: started, Running: status == "loaded"}
-}
-
-// peerDigest is a peer model's digest: a hash of its "peer:NAME/ID", stable while the peer lists it.
-func peerDigest(ref string) string {
-	h := sha256.Sum256([]byte("peer\x00" + ref))
-	return hex.EncodeToString(h[:])
+	h := sha256.Sum256([]byte("peer\x00" + ref)) // the digest: stable while the peer lists ref
+	return Model{Name: name, Digest: hex.EncodeToString(h[:]), Modified: started, Running: status == "loaded"}
 }

@@ -16,9 +16,6 @@ const Version = "0.12.0"
 // Running is the body of GET / that Ollama's clients probe for.
 const Running = "Ollama is running"
 
-// ImageData is a base64-encoded image, as Ollama's JSON carries it.
-type ImageData = string
-
 // ToolCall is one call of a tool by the model; Arguments is a JSON object.
 type ToolCall struct {
 	Function ToolCallFunction `json:"function"`
@@ -33,12 +30,12 @@ type ToolCallFunction struct {
 
 // Message is one chat message.
 type Message struct {
-	Role      string      `json:"role"`
-	Content   string      `json:"content"`
-	Thinking  string      `json:"thinking,omitempty"`
-	Images    []ImageData `json:"images,omitempty"`
-	ToolCalls []ToolCall  `json:"tool_calls,omitempty"`
-	ToolName  string      `json:"tool_name,omitempty"`
+	Role      string     `json:"role"`
+	Content   string     `json:"content"`
+	Thinking  string     `json:"thinking,omitempty"`
+	Images    []string   `json:"images,omitempty"` // base64
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	ToolName  string     `json:"tool_name,omitempty"`
 }
 
 // ChatRequest is the body of POST /api/chat.
@@ -67,7 +64,7 @@ type GenerateRequest struct {
 	Raw         bool            `json:"raw,omitempty"`
 	Format      json.RawMessage `json:"format,omitempty"`
 	KeepAlive   *Duration       `json:"keep_alive,omitempty"`
-	Images      []ImageData     `json:"images,omitempty"`
+	Images      []string        `json:"images,omitempty"`
 	Options     map[string]any  `json:"options,omitempty"`
 	Think       json.RawMessage `json:"think,omitempty"`
 	Logprobs    bool            `json:"logprobs,omitempty"`
