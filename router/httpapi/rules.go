@@ -338,19 +338,10 @@ func (srv *Server) underRules(id string, defaults map[string]any) map[string]any
 	if r == nil || len(r.defaults) == 0 || len(defaults) == 0 {
 		return defaults
 	}
-	var out map[string]any
-	for k := range defaults {
+	out := maps.Clone(defaults)
+	maps.DeleteFunc(out, func(k string, _ any) bool {
 		f, _, ok := ollama.OptionField(k)
-		if !ok || !slices.ContainsFunc(r.defaults, func(d ruleField) bool { return d.name == f || slices.Contains(d.also, f) }) {
-			continue
-		}
-		if out == nil {
-			out = maps.Clone(defaults)
-		}
-		delete(out, k)
-	}
-	if out == nil {
-		return defaults
-	}
+		return ok && slices.ContainsFunc(r.defaults, func(d ruleField) bool { return d.name == f || slices.Contains(d.also, f) })
+	})
 	return out
 }

@@ -11,7 +11,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -59,7 +58,6 @@ type Engine interface {
 	Logs(name string) []string
 }
 
-// The real engine must satisfy the interface the HTTP layer is written against.
 var _ Engine = (*engine.Engine)(nil)
 
 // Catalog gives the metadata of a model by canonical ID.
@@ -200,7 +198,6 @@ func New(o Options) *Server {
 	return srv
 }
 
-// ServeHTTP implements http.Handler.
 func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	srv.handler.ServeHTTP(w, r)
 }
@@ -222,11 +219,7 @@ func (srv *Server) DropIdle(id string) { srv.children.CloseIdle(id) }
 // key must be configured: anything but a loopback name or address (":8080" and "0.0.0.0:8080" bind
 // every interface).
 func RequiresKey(listen string) bool {
-	host := listen
-	if h, _, err := net.SplitHostPort(listen); err == nil {
-		host = h
-	}
-	return !isLoopbackHost(host)
+	return !isLoopbackHost(hostOf(listen))
 }
 
 // isLoopbackHost reports whether host (no port; brackets allowed) is localhost or a loopback address.

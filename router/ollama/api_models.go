@@ -160,7 +160,7 @@ func (api *API) pull(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusBadRequest, "pull model manifest: Llamatray pulls GGUF models from the Hugging Face Hub; name one as hf.co/ORG/REPO:QUANT ("+err.Error()+")")
 		return
 	}
-	p := &PullWriter{W: w, Stream: req.Stream == nil || *req.Stream}
+	p := &PullWriter{W: w, Stream: streamOf(req.Stream)}
 	if ref.Quant != "" && api.Catalog != nil {
 		if m, ok := api.Catalog.Lookup(ref.String()); ok && m.HubName != "" {
 			p.Status("pulling manifest")

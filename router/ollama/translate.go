@@ -51,7 +51,6 @@ type Writer struct {
 	probs   []Logprob         // logprobs not written yet: the next object carries them
 }
 
-// NewWriter returns a Writer for one request's answer.
 func NewWriter(out http.ResponseWriter, kind Kind, model string, stream bool, start time.Time) *Writer {
 	return &Writer{out: out, kind: kind, model: model, stream: stream, start: start, h: make(http.Header)}
 }
@@ -110,7 +109,6 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// errTooLong ends an answer longer than maxAnswer.
 var errTooLong = errors.New("llama-server's answer is too long")
 
 // Flush is a no-op: every object is flushed as it is written.

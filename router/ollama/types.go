@@ -224,7 +224,6 @@ type NameRequest struct {
 	Stream *bool  `json:"stream,omitempty"`
 }
 
-// Named returns Model, else Name.
 func (r NameRequest) Named() string {
 	if r.Model != "" {
 		return r.Model
