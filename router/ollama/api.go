@@ -89,7 +89,7 @@ func (api *API) Mount(m *mux.Router) {
 	m.HandleFunc("/api/chat", api.chat).Methods(http.MethodPost)
 	m.HandleFunc("/api/generate", api.generate).Methods(http.MethodPost)
 	m.HandleFunc("/api/embed", api.embed).Methods(http.MethodPost)
-	m.HandleFunc("/api/embeddings", api.embeddings).Methods(http.MethodPost)
+	m.HandleFunc("/api/embeddings", api.embed).Methods(http.MethodPost)
 	m.HandleFunc("/api/pull", api.pull).Methods(http.MethodPost) // api_models.go
 	m.HandleFunc("/api/delete", api.deleteModel).Methods(http.MethodDelete)
 	m.HandleFunc("/api/create", api.unsupported).Methods(http.MethodPost)
@@ -247,31 +247,26 @@ func (api *API) infer(w http.ResponseWriter, r *http.Request, start time.Time, k
 	api.send(w, r, start, kind, asked, id, ka, up, err)
 }
 
+// embed serves /api/embed (input: a string or a list of strings) and the older /api/embeddings (one
+// prompt).
 func (api *API) embed(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req EmbedRequest
 	if !api.read(w, r, &req) {
 		return
 	}
-	inputs, err := EmbedInputs(req.Input) // said once the model is known to exist
-	id, ok := api.target(w, r, req.Model, req.KeepAlive, KindEmbed, err == nil && len(inputs) == 0)
+	kind, inputs, err := KindEmbeddings, []string{req.Prompt}, error(nil)
+	empty := req.Prompt == ""
+	if r.URL.Path == "/api/embed" {
+		kind = KindEmbed
+		inputs, err = EmbedInputs(req.Input) // said once the model is known to exist
+		empty = err == nil && len(inputs) == 0
+	}
+	id, ok := api.target(w, r, req.Model, req.KeepAlive, kind, empty)
 	if !ok {
 		return
 	}
-	api.send(w, r, start, KindEmbed, req.Model, id, req.KeepAlive, Embeddings(id, inputs), err)
-}
-
-func (api *API) embeddings(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	var req EmbeddingsRequest
-	if !api.read(w, r, &req) {
-		return
-	}
-	id, ok := api.target(w, r, req.Model, req.KeepAlive, KindEmbeddings, req.Prompt == "")
-	if !ok {
-		return
-	}
-	api.send(w, r, start, KindEmbeddings, req.Model, id, req.KeepAlive, Embeddings(id, []string{req.Prompt}), nil)
+	api.send(w, r, start, kind, req.Model, id, req.KeepAlive, Embeddings(id, inputs), err)
 }
 
 // target resolves the model a request asks for and checks that it does what kind asks; a

@@ -121,10 +121,12 @@ type Logprob struct {
 	TopLogprobs []TokenLogprob `json:"top_logprobs,omitempty"`
 }
 
-// EmbedRequest is the body of POST /api/embed; Input is a string or a list of strings.
+// EmbedRequest is the body of POST /api/embed, Input a string or a list of strings, and of the older
+// POST /api/embeddings, with one Prompt.
 type EmbedRequest struct {
 	Model     string          `json:"model"`
 	Input     json.RawMessage `json:"input"`
+	Prompt    string          `json:"prompt"`
 	Truncate  *bool           `json:"truncate,omitempty"`
 	KeepAlive *Duration       `json:"keep_alive,omitempty"`
 	Options   map[string]any  `json:"options,omitempty"`
@@ -143,14 +145,6 @@ type EmbedMetrics struct {
 	TotalDuration   int64 `json:"total_duration"`
 	LoadDuration    int64 `json:"load_duration"`
 	PromptEvalCount int   `json:"prompt_eval_count"`
-}
-
-// EmbeddingsRequest is the body of the older POST /api/embeddings.
-type EmbeddingsRequest struct {
-	Model     string         `json:"model"`
-	Prompt    string         `json:"prompt"`
-	KeepAlive *Duration      `json:"keep_alive,omitempty"`
-	Options   map[string]any `json:"options,omitempty"`
 }
 
 // EmbeddingsResponse is the answer of POST /api/embeddings.
