@@ -171,7 +171,6 @@ func retryAfterSeconds(d time.Duration) string {
 	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
 }
 
-// body is the JSON error document.
 func (e apiError) body() []byte {
 	b, _ := json.Marshal(e.doc())
 	return b

@@ -34,7 +34,6 @@ type HubOptions struct {
 	Installs Installs
 }
 
-// hubRoutes declares the Hub routes when the Hub is enabled.
 func (srv *Server) hubRoutes(m *mux.Router) {
 	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
 		return
@@ -283,7 +282,6 @@ func (srv *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
 	wire.Write(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": quants})
 }
 
-// pullJSON is a pull as the API sends it.
 func pullJSON(st hub.PullStatus) wire.Pull {
 	files := make([]wire.PullFile, len(st.Progress.Files))
 	for i, f := range st.Progress.Files {

@@ -76,7 +76,6 @@ func childAnswer(resp *http.Response, t *proxyTarget, requestID string) {
 	resp.Header.Del("Content-Length")
 }
 
-// dropCORS deletes every Access-Control-* header of h.
 func dropCORS(h http.Header) {
 	for k := range h {
 		if len(k) > len("Access-Control-") && strings.EqualFold(k[:len("Access-Control-")], "Access-Control-") {

@@ -41,7 +41,6 @@ func (srv *Server) fastRoutes(next http.Handler) http.Handler {
 	})
 }
 
-// routes declares every route of the router.
 func (srv *Server) routes() *mux.Router {
 	m := mux.NewRouter()
 	m.SkipClean(true)    // /upstream paths reach the child exactly as sent

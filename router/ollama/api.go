@@ -76,7 +76,6 @@ type API struct {
 	Started time.Time // when the server started: the created time of peers' models
 }
 
-// Mount declares Ollama's endpoints on m.
 func (api *API) Mount(m *mux.Router) {
 	if api.Log == nil {
 		api.Log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -71,7 +71,6 @@ func (api *API) ps(w http.ResponseWriter, r *http.Request) {
 	wire.Write(w, http.StatusOK, PS(append(local, api.peerList(r, local)...)))
 }
 
-// show serves POST /api/show.
 func (api *API) show(w http.ResponseWriter, r *http.Request) {
 	var req NameRequest
 	if !api.read(w, r, &req) {

@@ -245,7 +245,6 @@ func argsObject(s string) json.RawMessage {
 	return json.RawMessage(s)
 }
 
-// object builds one answer object of the Writer's kind.
 func (w *Writer) object(content, thinking string, calls []ToolCall, done bool) any {
 	now := Stamp(time.Now())
 	var m *Metrics

@@ -21,14 +21,12 @@ type ToolCall struct {
 	Function ToolCallFunction `json:"function"`
 }
 
-// ToolCallFunction is the function a ToolCall names.
 type ToolCallFunction struct {
 	Index     int             `json:"index,omitempty"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// Message is one chat message.
 type Message struct {
 	Role      string     `json:"role"`
 	Content   string     `json:"content"`
@@ -140,7 +138,6 @@ type EmbedResponse struct {
 	*EmbedMetrics
 }
 
-// EmbedMetrics are an embedding answer's timings and prompt size.
 type EmbedMetrics struct {
 	TotalDuration   int64 `json:"total_duration"`
 	LoadDuration    int64 `json:"load_duration"`
