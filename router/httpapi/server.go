@@ -16,8 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/catalog"
 	"github.com/llamatray/llamatray/router/engine"
@@ -140,7 +138,6 @@ type Server struct {
 	bodyWait time.Duration // bounds the arrival of a request body (bodyDeadline); <= 0: no bound
 	keys     [][]byte
 	children *proxy.Transport // connections to the children
-	mux      *mux.Router
 	handler  http.Handler
 	views    view.Source
 	metrics  *metrics.Metrics
@@ -193,8 +190,7 @@ func New(o Options) *Server {
 		}
 	}
 	srv.children = proxy.NewTransport(dest)
-	srv.mux = srv.routes()
-	srv.handler = srv.accessLog(srv.bodyDeadline(srv.checkHost(srv.cors(srv.auth(srv.fastRoutes(srv.mux))))))
+	srv.handler = srv.accessLog(srv.bodyDeadline(srv.checkHost(srv.cors(srv.auth(srv.fastRoutes(srv.routes()))))))
 	return srv
 }
 

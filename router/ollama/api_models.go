@@ -103,16 +103,13 @@ func (api *API) deleteModel(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	var err error
 	if alias := api.configuredAlias(id, req.Named()); alias != "" && api.Alias != nil {
-		// a copy (/api/copy): the name goes, the model and its other names stay
-		if err := api.Alias(id, alias, false); err != nil {
-			api.fail(w, r, req.Named(), err)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-		return
+		err = api.Alias(id, alias, false) // a copy (/api/copy): the name goes, the model and its other names stay
+	} else {
+		err = api.Host.RemovePulled(r, id)
 	}
-	if err := api.Host.RemovePulled(r, id); err != nil {
+	if err != nil {
 		api.fail(w, r, req.Named(), err)
 		return
 	}
