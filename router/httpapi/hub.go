@@ -106,8 +106,7 @@ func hubAPIError(err error) (apiError, bool) {
 // resolveHub explains an unknown name that is an ORG/REPO:QUANT: downloading, or not pulled.
 // Other errors pass through.
 func (srv *Server) resolveHub(name string, err error) error {
-	var unknown *engine.UnknownModelError
-	if srv.o.Hub == nil || srv.o.Hub.Manager == nil || !errors.As(err, &unknown) || !hub.LooksLikeRef(name) {
+	if srv.o.Hub == nil || srv.o.Hub.Manager == nil || !isUnknown(err) || !hub.LooksLikeRef(name) {
 		return err
 	}
 	if st, ok := srv.o.Hub.Manager.Status(name); ok && st.State == hub.StateDownloading {
@@ -225,10 +224,7 @@ func (srv *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 
 // isUnknown says err is a model that is not there (one not pulled included), rather than, say, one
 // being pulled.
-func isUnknown(err error) bool {
-	var unknown *engine.UnknownModelError
-	return errors.As(err, &unknown)
-}
+func isUnknown(err error) bool { return errors.As(err, new(*engine.UnknownModelError)) }
 
 // hubSearch serves GET /api/hub/search?q=TEXT[&limit=N]: GGUF repos on the Hub (403 cross-site).
 func (srv *Server) hubSearch(w http.ResponseWriter, r *http.Request) {

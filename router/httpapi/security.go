@@ -162,14 +162,10 @@ func validHeaderList(s string) bool {
 	}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
-		if f == "" {
+		if f == "" || strings.ContainsFunc(f, func(c rune) bool {
+			return !(c == '-' || c == '_' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z')
+		}) {
 			return false
-		}
-		for i := 0; i < len(f); i++ {
-			c := f[i]
-			if !(c == '-' || c == '_' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
-				return false
-			}
 		}
 	}
 	return true
