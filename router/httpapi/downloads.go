@@ -18,11 +18,9 @@ type Installs interface {
 	CancelInstall(build string) bool
 }
 
-// downloadRoutes declares GET /api/downloads and POST /api/downloads/{pause,resume,cancel}.
+// downloadRoutes declares GET /api/downloads and POST /api/downloads/{pause,resume,cancel}, with
+// the Hub's routes (hubRoutes: the Hub is on).
 func (srv *Server) downloadRoutes(m *mux.Router) {
-	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
-		return
-	}
 	m.HandleFunc("/api/downloads", srv.downloads).Methods(http.MethodGet)
 	m.HandleFunc("/api/downloads/{action:pause|resume|cancel}", srv.downloadAction).Methods(http.MethodPost)
 }
@@ -31,12 +29,10 @@ func (srv *Server) downloadRoutes(m *mux.Router) {
 // install, those running first, then the newest first.
 func (srv *Server) downloads(w http.ResponseWriter, r *http.Request) {
 	var out []wire.Download
-	if srv.o.Hub != nil && srv.o.Hub.Manager != nil {
-		for _, st := range srv.o.Hub.Manager.List() {
-			out = append(out, modelDownload(st))
-		}
+	for _, st := range srv.o.Hub.Manager.List() {
+		out = append(out, modelDownload(st))
 	}
-	if srv.o.Hub != nil && srv.o.Hub.Installs != nil {
+	if srv.o.Hub.Installs != nil {
 		out = append(out, srv.o.Hub.Installs.Downloads()...)
 	}
 	slices.SortStableFunc(out, func(a, b wire.Download) int {

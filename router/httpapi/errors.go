@@ -18,7 +18,6 @@ import (
 
 // Errors the HTTP layer raises itself. errorFor maps them, and the engine's errors, to responses.
 var (
-	errBodyTooLarge    = errors.New("request body too large")
 	errBodyRead        = errors.New("reading the request body failed")
 	errBodyTimeout     = errors.New("the request body did not arrive in time")
 	errModelRequired   = errors.New("model name is missing from the request")
@@ -93,13 +92,10 @@ func errorFor(err error) apiError {
 		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "llama_server_not_found", Message: noServer.Error()}
 	case errors.Is(err, engine.ErrClosed):
 		return apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "shutting_down", Message: err.Error()}
-	case errors.As(err, &maxBytes), errors.Is(err, errBodyTooLarge):
-		limit := "the configured limit"
-		if maxBytes != nil {
-			limit = fmt.Sprintf("%d MiB", maxBytes.Limit>>20)
-			if maxBytes.Limit < 1<<20 {
-				limit = fmt.Sprintf("%d bytes", maxBytes.Limit)
-			}
+	case errors.As(err, &maxBytes):
+		limit := fmt.Sprintf("%d MiB", maxBytes.Limit>>20)
+		if maxBytes.Limit < 1<<20 {
+			limit = fmt.Sprintf("%d bytes", maxBytes.Limit)
 		}
 		return apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "body_too_large",
 			Message: "request body is larger than " + limit + " (raise body_limit in the configuration)"}
@@ -171,7 +167,6 @@ func retryAfterSeconds(d time.Duration) string {
 	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
 }
 
-// body is the JSON error document.
 func (e apiError) body() []byte {
 	b, _ := json.Marshal(e.doc())
 	return b

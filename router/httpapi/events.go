@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -83,15 +84,7 @@ func (c *coalescer) flush(now time.Time, force bool) []engine.Event {
 			delete(c.lastOut, m) // quiet again: its next event goes out at once
 		}
 	}
-	slices.SortFunc(out, func(a, b engine.Event) int {
-		switch {
-		case a.Seq < b.Seq:
-			return -1
-		case a.Seq > b.Seq:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b engine.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"unicode/utf8"
 
 	"github.com/llamatray/llamatray/router/internal/h1"
@@ -65,15 +64,6 @@ func scanBody(body []byte) (bodyFields, error) {
 
 // bodyNames are the fields scanBody reads.
 var bodyNames = []string{"model", "stream"}
-
-// unquote decodes a JSON string literal including its quotes; "" when it is malformed.
-func unquote(lit []byte) string {
-	var v string
-	if json.Unmarshal(lit, &v) != nil {
-		return ""
-	}
-	return v
-}
 
 // scanner is a validating JSON skipper over a byte slice.
 type scanner struct {
@@ -176,7 +166,7 @@ func (s *scanner) value() error {
 				break
 			}
 			if c == '{' {
-				if err := s.key(); err != nil {
+				if _, _, _, err := s.key(); err != nil {
 					return err
 				}
 			}
@@ -185,16 +175,8 @@ func (s *scanner) value() error {
 			if _, _, _, err := s.str(); err != nil {
 				return err
 			}
-		case 't':
-			if err := s.literal("true"); err != nil {
-				return err
-			}
-		case 'f':
-			if err := s.literal("false"); err != nil {
-				return err
-			}
-		case 'n':
-			if err := s.literal("null"); err != nil {
+		case 't', 'f', 'n':
+			if err := s.literal(); err != nil {
 				return err
 			}
 		default:
@@ -215,7 +197,7 @@ func (s *scanner) value() error {
 				s.i++
 				s.ws()
 				if top == '{' {
-					if err := s.key(); err != nil {
+					if _, _, _, err := s.key(); err != nil {
 						return err
 					}
 				}
@@ -231,26 +213,30 @@ func (s *scanner) value() error {
 	}
 }
 
-// key consumes an object key and its colon, leaving the scanner at the value.
-func (s *scanner) key() error {
-	if _, _, _, err := s.str(); err != nil {
-		return err
+// key consumes an object key and its colon, leaving the scanner at the value; it returns what str
+// returns of the key.
+func (s *scanner) key() (start, end int, escaped bool, err error) {
+	if start, end, escaped, err = s.str(); err != nil {
+		return 0, 0, false, err
 	}
 	s.ws()
 	if s.peek() != ':' {
-		return s.fail("expected ':' after object key")
+		return 0, 0, false, s.fail("expected ':' after object key")
 	}
 	s.i++
 	s.ws()
-	return nil
+	return start, end, escaped, nil
 }
 
-func (s *scanner) literal(lit string) error {
-	if !bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
-		return s.fail("invalid literal")
+// literal consumes true, false or null.
+func (s *scanner) literal() error {
+	for _, lit := range [...]string{"true", "false", "null"} {
+		if bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
+			s.i += len(lit)
+			return nil
+		}
 	}
-	s.i += len(lit)
-	return nil
+	return s.fail("invalid literal")
 }
 
 // number consumes a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
@@ -333,16 +319,10 @@ func scanObject(body []byte, names []string, ms []member) (obj object, err error
 		prevVe := -1
 		for {
 			s.ws()
-			ks, ke, esc, err := s.str()
+			ks, ke, esc, err := s.key()
 			if err != nil {
 				return obj, err
 			}
-			s.ws()
-			if s.peek() != ':' {
-				return obj, s.fail("expected ':' after object key")
-			}
-			s.i++
-			s.ws()
 			vs := s.i
 			if err := s.value(); err != nil {
 				return obj, err
@@ -380,12 +360,9 @@ func scanObject(body []byte, names []string, ms []member) (obj object, err error
 func ruleName(body []byte, ks, ke int, esc bool, names []string) (string, bool) {
 	key := body[ks:ke]
 	if esc {
-		u := unquote(body[ks-1 : ke+1])
-		i := slices.Index(names, u)
-		if i < 0 {
-			return "", false
-		}
-		return names[i], true
+		var u string // stays "" when the literal is malformed: no name is empty
+		_ = json.Unmarshal(body[ks-1:ke+1], &u)
+		key = []byte(u)
 	}
 	for _, n := range names {
 		if string(key) == n {

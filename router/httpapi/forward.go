@@ -5,17 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/llamatray/llamatray/router/proxy"
 )
 
-// forward proxies r to t's child over srv.children and copies the answer to w. It is the reverse
-// proxy of every model-routed request, as net/http/httputil's ReverseProxy would be, without what that
-// one spends per request on features this proxy does not use: a clone of the request and of its headers and a second copy with
-// a client trace in its context (for 1xx answers relayed from a Transport), a timer goroutine to
-// flush a stream's headers. The rules are the same: hop-by-hop headers dropped both ways (those the
+// forward proxies r to t's child over srv.children and copies the answer to w: the reverse proxy of
+// every model-routed request, with net/http/httputil's ReverseProxy's rules and without its per-request
+// clones, client trace and flush timer. The rules: hop-by-hop headers dropped both ways (those the
 // Connection header names too), Forwarded and X-Forwarded-* dropped, unparsable query parameters
 // dropped, no User-Agent of Go's own added, announced trailers relayed, an SSE answer or one of
 // unknown length flushed after every write (its headers at once), an answer cut while it is copied
@@ -46,11 +46,7 @@ func (srv *Server) forward(w http.ResponseWriter, r *http.Request, t *proxyTarge
 	childAnswer(resp, t, id)
 	announced := len(resp.Trailer)
 	if announced > 0 {
-		keys := make([]string, 0, announced)
-		for k := range resp.Trailer {
-			keys = append(keys, k)
-		}
-		resp.Header.Add("Trailer", strings.Join(keys, ", "))
+		resp.Header.Add("Trailer", strings.Join(slices.Collect(maps.Keys(resp.Trailer)), ", "))
 	}
 	flush := proxy.WriteHead(w, resp)
 	if err := srv.copyAnswer(w, resp.Body, flush, t.model); err != nil {

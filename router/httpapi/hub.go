@@ -34,7 +34,6 @@ type HubOptions struct {
 	Installs Installs
 }
 
-// hubRoutes declares the Hub routes when the Hub is enabled.
 func (srv *Server) hubRoutes(m *mux.Router) {
 	if srv.o.Hub == nil || srv.o.Hub.Manager == nil {
 		return
@@ -76,8 +75,6 @@ func hubAPIError(err error) (apiError, bool) {
 		he   *hub.Error
 		disk *download.SpaceError
 		sum  *hub.ChecksumError
-		mine *hub.NotPulledError
-		off  errHubOff
 	)
 	switch {
 	case errors.As(err, &np):
@@ -98,10 +95,8 @@ func hubAPIError(err error) (apiError, bool) {
 		return apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "quant_not_found", Message: err.Error()}, true
 	case errors.As(err, &disk):
 		return apiError{Status: http.StatusInsufficientStorage, Type: "server_error", Code: "insufficient_disk_space", Message: disk.Error()}, true
-	case errors.As(err, &mine):
-		return apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "not_a_hub_model", Message: mine.Error()}, true
-	case errors.As(err, &off):
-		return apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "not_a_hub_model", Message: off.Error()}, true
+	case errors.As(err, new(*hub.NotPulledError)), errors.As(err, new(errHubOff)):
+		return apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "not_a_hub_model", Message: err.Error()}, true
 	case errors.As(err, &sum):
 		return apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "checksum_mismatch", Message: sum.Error()}, true
 	}
@@ -111,8 +106,7 @@ func hubAPIError(err error) (apiError, bool) {
 // resolveHub explains an unknown name that is an ORG/REPO:QUANT: downloading, or not pulled.
 // Other errors pass through.
 func (srv *Server) resolveHub(name string, err error) error {
-	var unknown *engine.UnknownModelError
-	if srv.o.Hub == nil || srv.o.Hub.Manager == nil || !errors.As(err, &unknown) || !hub.LooksLikeRef(name) {
+	if srv.o.Hub == nil || srv.o.Hub.Manager == nil || !isUnknown(err) || !hub.LooksLikeRef(name) {
 		return err
 	}
 	if st, ok := srv.o.Hub.Manager.Status(name); ok && st.State == hub.StateDownloading {
@@ -230,10 +224,7 @@ func (srv *Server) removeModel(w http.ResponseWriter, r *http.Request) {
 
 // isUnknown says err is a model that is not there (one not pulled included), rather than, say, one
 // being pulled.
-func isUnknown(err error) bool {
-	var unknown *engine.UnknownModelError
-	return errors.As(err, &unknown)
-}
+func isUnknown(err error) bool { return errors.As(err, new(*engine.UnknownModelError)) }
 
 // hubSearch serves GET /api/hub/search?q=TEXT[&limit=N]: GGUF repos on the Hub (403 cross-site).
 func (srv *Server) hubSearch(w http.ResponseWriter, r *http.Request) {
@@ -287,7 +278,6 @@ func (srv *Server) hubFiles(w http.ResponseWriter, r *http.Request) {
 	wire.Write(w, http.StatusOK, map[string]any{"repo": l.Repo, "commit": l.Commit, "gated": l.Gated, "quants": quants})
 }
 
-// pullJSON is a pull as the API sends it.
 func pullJSON(st hub.PullStatus) wire.Pull {
 	files := make([]wire.PullFile, len(st.Progress.Files))
 	for i, f := range st.Progress.Files {

@@ -16,12 +16,6 @@ type tryAcquirer interface {
 	TryAcquireID(id string) (lease *engine.Lease, answered bool, err error)
 }
 
-// acquired is the outcome of one Engine.Acquire.
-type acquired struct {
-	lease *engine.Lease
-	err   error
-}
-
 // acquire takes a lease on model id. A streaming request whose model is not ready within
 // loadingAfter, with StreamLoadingProgress on, gets 200 and SSE headers at once and a comment line
 // every loadingEvery until the lease arrives; early then reports that headers were sent.
@@ -37,16 +31,16 @@ func (srv *Server) acquire(w http.ResponseWriter, r *http.Request, id string, st
 			return lease, false, err // the usual case, a loaded model: no goroutine, no timer
 		}
 	}
-	done := make(chan acquired, 1)
+	done := make(chan struct{}) // closed once the goroutine set lease and err
 	go func() {
-		l, err := srv.o.Engine.AcquireID(ctx, id)
-		done <- acquired{l, err}
+		lease, err = srv.o.Engine.AcquireID(ctx, id)
+		close(done)
 	}()
 	timer := time.NewTimer(srv.loadingAfter)
 	defer timer.Stop()
 	select {
-	case a := <-done:
-		return a.lease, false, a.err
+	case <-done:
+		return lease, false, err
 	case <-timer.C:
 	}
 
@@ -56,8 +50,8 @@ func (srv *Server) acquire(w http.ResponseWriter, r *http.Request, id string, st
 	defer ticker.Stop()
 	for {
 		select {
-		case a := <-done:
-			return a.lease, true, a.err
+		case <-done:
+			return lease, true, err
 		case <-ticker.C:
 			// A write error means the client left; Acquire sees the same cancelled context.
 			srv.loadingComment(w, id)

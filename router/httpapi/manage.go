@@ -54,42 +54,26 @@ func (srv *Server) manageTarget(w http.ResponseWriter, r *http.Request) (wire.Ma
 	return req, id, err
 }
 
-// loadModel serves POST /models/load: waits until the model is ready or failed; ?wait=false
-// answers 202 as soon as the load started.
+// loadModel serves POST /models/load, which waits until the model is ready or failed (?wait=false
+// answers 202 as soon as the load started), and POST /models/unload, which drains the model (no
+// new leases, in-flight requests finish) and stops its child ("force": true stops it at once).
 func (srv *Server) loadModel(w http.ResponseWriter, r *http.Request) {
-	_, id, err := srv.manageTarget(w, r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if wait := r.URL.Query().Get("wait"); wait == "false" || wait == "0" {
-		if err := srv.o.Engine.StartLoad(id); err != nil {
-			writeError(w, r, err)
-			return
-		}
-		wire.Write(w, http.StatusAccepted, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
-		return
-	}
-	if err := srv.o.Engine.Load(r.Context(), id); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	wire.Write(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
-}
-
-// unloadModel serves POST /models/unload: drains (no new leases, in-flight requests finish) and
-// stops the child; "force": true stops it at once.
-func (srv *Server) unloadModel(w http.ResponseWriter, r *http.Request) {
 	req, id, err := srv.manageTarget(w, r)
+	status := http.StatusOK
+	switch wait := r.URL.Query().Get("wait"); {
+	case err != nil:
+	case r.URL.Path == "/models/unload":
+		err = srv.o.Engine.Unload(r.Context(), id, req.Force)
+	case wait == "false" || wait == "0":
+		status, err = http.StatusAccepted, srv.o.Engine.StartLoad(id)
+	default:
+		err = srv.o.Engine.Load(r.Context(), id)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if err := srv.o.Engine.Unload(r.Context(), id, req.Force); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	wire.Write(w, http.StatusOK, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
+	wire.Write(w, status, wire.ManageAnswer{Success: true, ID: id, Status: srv.statusOf(id)})
 }
 
 // pinModel serves POST /models/pin; "pinned" defaults to true. Through the service the pin is saved
@@ -152,21 +136,12 @@ func memoryJSON(b engine.Budget) wire.Memory {
 // countsJSON counts the models of /api/status by state, with their requests.
 func countsJSON(ms []engine.ModelStatus) wire.Counts {
 	var c wire.Counts
+	byState := map[engine.State]*int{engine.StateUnloaded: &c.Unloaded, engine.StateLoading: &c.Loading, engine.StateLoaded: &c.Loaded,
+		engine.StateSleeping: &c.Sleeping, engine.StateStopping: &c.Stopping, engine.StateFailed: &c.Failed}
 	for _, st := range ms {
 		c.Total++
-		switch st.State {
-		case engine.StateUnloaded:
-			c.Unloaded++
-		case engine.StateLoading:
-			c.Loading++
-		case engine.StateLoaded:
-			c.Loaded++
-		case engine.StateSleeping:
-			c.Sleeping++
-		case engine.StateStopping:
-			c.Stopping++
-		case engine.StateFailed:
-			c.Failed++
+		if n := byState[st.State]; n != nil {
+			*n++
 		}
 		c.ActiveRequests += st.Active
 		c.Queued += st.Queued

@@ -9,9 +9,38 @@ import (
 	"github.com/llamatray/llamatray/router/ollama"
 )
 
-// ollamaRoutes mounts Ollama's API (router/ollama), served through the Server as ollamaHost.
+// ollamaRoutes mounts Ollama's API (router/ollama), served through the Server.
 func (srv *Server) ollamaRoutes(m *mux.Router) {
-	api := &ollama.API{Host: ollamaHost{srv}, Engine: srv.o.Engine, Views: srv.views, Peers: srv.o.Peers,
+	host := ollama.Host{
+		ReadBody: srv.readBody,
+		Failure: func(r *http.Request, err error) (int, string, time.Duration, bool) {
+			e, ok := failed(r, err)
+			return e.Status, e.Message, e.RetryAfter, ok
+		},
+		Resolve: func(r *http.Request, name string) (string, error) {
+			if r == nil {
+				return srv.resolve(name)
+			}
+			return srv.resolveRequest(r, name)
+		},
+		Proxy: func(w http.ResponseWriter, r *http.Request, id string, body []byte, stream bool, path string) {
+			srv.serveModel(w, r, id, body, stream, path, "")
+		},
+		Waited: func(r *http.Request) time.Duration {
+			if info := infoFrom(r.Context()); info != nil {
+				return info.waited
+			}
+			return 0
+		},
+		CheckAutoload: srv.checkAutoload,
+		Outbound:      outbound,
+		RemovePulled: func(r *http.Request, id string) error {
+			_, err := srv.removePulled(r, id)
+			return err
+		},
+		UnderRules: srv.underRules,
+	}
+	api := &ollama.API{Host: host, Engine: srv.o.Engine, Views: srv.views, Peers: srv.o.Peers,
 		Alias: srv.o.Alias, Log: srv.log, Started: srv.o.StartTime}
 	if srv.o.Catalog != nil {
 		api.Catalog = srv.o.Catalog
@@ -20,49 +49,4 @@ func (srv *Server) ollamaRoutes(m *mux.Router) {
 		api.Hub = srv.o.Hub.Manager
 	}
 	api.Mount(m)
-}
-
-// ollamaHost is the Server as the Ollama API sees it (ollama.Host).
-type ollamaHost struct{ srv *Server }
-
-func (h ollamaHost) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	return h.srv.readBody(w, r)
-}
-
-func (h ollamaHost) Failure(r *http.Request, err error) (int, string, time.Duration, bool) {
-	e, ok := failed(r, err)
-	return e.Status, e.Message, e.RetryAfter, ok
-}
-
-func (h ollamaHost) Resolve(r *http.Request, name string) (string, error) {
-	if r == nil {
-		return h.srv.resolve(name)
-	}
-	return h.srv.resolveRequest(r, name)
-}
-
-func (h ollamaHost) Proxy(w http.ResponseWriter, r *http.Request, id string, body []byte, stream bool, path string) {
-	h.srv.serveModel(w, r, id, body, stream, path, "")
-}
-
-func (h ollamaHost) Waited(r *http.Request) time.Duration {
-	if info := infoFrom(r.Context()); info != nil {
-		return info.waited
-	}
-	return 0
-}
-
-func (h ollamaHost) CheckAutoload(r *http.Request, id string) error {
-	return h.srv.checkAutoload(r, id)
-}
-
-func (h ollamaHost) Outbound(r *http.Request) error { return outbound(r) }
-
-func (h ollamaHost) RemovePulled(r *http.Request, id string) error {
-	_, err := h.srv.removePulled(r, id)
-	return err
-}
-
-func (h ollamaHost) UnderRules(id string, defaults map[string]any) map[string]any {
-	return h.srv.underRules(id, defaults)
 }

@@ -20,22 +20,19 @@ import (
 
 // routerPropsJSON is GET /props without a model: llama.cpp's router fields, then Llamatray's own.
 type routerPropsJSON struct {
-	Role             string           `json:"role"`
-	MaxInstances     int              `json:"max_instances"` // 0: no cap on loaded models
-	ModelsAutoload   bool             `json:"models_autoload"`
-	ModelAlias       string           `json:"model_alias"`
-	ModelPath        string           `json:"model_path"`
-	DefaultGenSet    routerGenSetJSON `json:"default_generation_settings"`
-	UISettings       struct{}         `json:"ui_settings"`
-	BuildInfo        string           `json:"build_info"`
-	CORSProxyEnabled bool             `json:"cors_proxy_enabled"`
-	DefaultModel     string           `json:"default_model"`
-}
-
-// routerGenSetJSON: a router has no generation settings of its own.
-type routerGenSetJSON struct {
-	Params *struct{} `json:"params"`
-	NCtx   int       `json:"n_ctx"`
+	Role           string   `json:"role"`
+	MaxInstances   int      `json:"max_instances"` // 0: no cap on loaded models
+	ModelsAutoload bool     `json:"models_autoload"`
+	ModelAlias     string   `json:"model_alias"`
+	ModelPath      string   `json:"model_path"`
+	DefaultGenSet  struct { // a router has no generation settings of its own
+		Params *struct{} `json:"params"`
+		NCtx   int       `json:"n_ctx"`
+	} `json:"default_generation_settings"`
+	UISettings       struct{} `json:"ui_settings"`
+	BuildInfo        string   `json:"build_info"`
+	CORSProxyEnabled bool     `json:"cors_proxy_enabled"`
+	DefaultModel     string   `json:"default_model"`
 }
 
 // props serves GET/POST /props: with a model it is the child's, without one the router's own.
@@ -129,7 +126,6 @@ type sseTranslator struct {
 	last map[string]sseStatus
 }
 
-// translate returns the events to send for ev.
 func (t *sseTranslator) translate(ev engine.Event) []sseEventJSON {
 	if ev.Kind == "catalog" || ev.Kind == "resync" {
 		return []sseEventJSON{{Model: "*", Event: "models_reload"}}

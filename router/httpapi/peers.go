@@ -72,14 +72,14 @@ func (srv *Server) servePeer(w http.ResponseWriter, r *http.Request, name string
 		return true
 	}
 	if ok {
-		srv.forwardPeer(w, r, p, id, name, body, stream, path, rawPath)
+		srv.forwardPeer(w, r, p, id, body, stream, path, rawPath)
 	}
 	return ok
 }
 
 // forwardPeer proxies r to model id of peer p, unbuffered: the peer's key replaces the client's
 // (none is sent when the peer has none), and the body's "model" (or ?model=) becomes the peer's ID.
-func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Info, id, name string, body []byte, stream bool, path, rawPath string) {
+func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.Info, id string, body []byte, stream bool, path, rawPath string) {
 	ref := peer.Ref(p.Name, id)
 	info := infoFrom(r.Context())
 	if info != nil {
@@ -105,7 +105,7 @@ func (srv *Server) forwardPeer(w http.ResponseWriter, r *http.Request, p peer.In
 		u.RawQuery = q.Encode()
 		r.URL = &u
 	}
-	t := info.newTarget(proxyTarget{model: ref, name: name, url: base, path: path, rawPath: rawPath, stream: stream})
+	t := info.newTarget(proxyTarget{model: ref, url: base, path: path, rawPath: rawPath, stream: stream})
 	proxy.SetBody(r, &t.body, body, true)
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)

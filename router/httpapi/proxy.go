@@ -23,7 +23,6 @@ type targetKey struct{}
 // carries it, and the children's transport (dest) finds it in the request's context (targetOf).
 type proxyTarget struct {
 	model   string // canonical ID
-	name    string // the model as the client named it
 	url     *url.URL
 	socket  string // the child's unix socket, when it is on one
 	path    string // when set, replaces the path (the /upstream prefix stripped)
@@ -76,7 +75,6 @@ func childAnswer(resp *http.Response, t *proxyTarget, requestID string) {
 	resp.Header.Del("Content-Length")
 }
 
-// dropCORS deletes every Access-Control-* header of h.
 func dropCORS(h http.Header) {
 	for k := range h {
 		if len(k) > len("Access-Control-") && strings.EqualFold(k[:len("Access-Control-")], "Access-Control-") {
@@ -208,7 +206,7 @@ func (srv *Server) serveModel(w http.ResponseWriter, r *http.Request, name strin
 		writeError(w, r, fmt.Errorf("%w: the engine gave no address for model %q", errUpstream, id))
 		return
 	}
-	t := info.newTarget(proxyTarget{model: id, name: name, url: lease.URL, socket: lease.Socket, path: path, rawPath: rawPath, early: early, stream: stream, lost: lease})
+	t := info.newTarget(proxyTarget{model: id, url: lease.URL, socket: lease.Socket, path: path, rawPath: rawPath, early: early, stream: stream, lost: lease})
 	proxy.SetBody(r, &t.body, body, false)
 	if info == nil {
 		r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))

@@ -21,7 +21,7 @@ var proxiedPOST = []string{
 }
 
 // proxiedGET are the model-routed endpoints whose model comes from ?model= (the body, if any,
-// still counts first). /metrics naming no model is Llamatray's own (metricsRoute).
+// still counts first). /metrics naming no model is Llamatray's own (modelRoute).
 var proxiedGET = []string{"/slots", "/metrics", "/lora-adapters"}
 
 // fastRoutes sends a POST to one of proxiedPOST straight to modelRoute, as the mux would, without
@@ -41,7 +41,6 @@ func (srv *Server) fastRoutes(next http.Handler) http.Handler {
 	})
 }
 
-// routes declares every route of the router.
 func (srv *Server) routes() *mux.Router {
 	m := mux.NewRouter()
 	m.SkipClean(true)    // /upstream paths reach the child exactly as sent
@@ -59,7 +58,7 @@ func (srv *Server) routes() *mux.Router {
 	m.HandleFunc("/v1/models", srv.listModels).Methods(http.MethodGet)
 	m.HandleFunc("/v1/models/{model:.+}", srv.getModel).Methods(http.MethodGet) // ORG/REPO:QUANT escaped or not
 	m.HandleFunc("/models/load", srv.loadModel).Methods(http.MethodPost)
-	m.HandleFunc("/models/unload", srv.unloadModel).Methods(http.MethodPost)
+	m.HandleFunc("/models/unload", srv.loadModel).Methods(http.MethodPost)
 	m.HandleFunc("/models/pin", srv.pinModel).Methods(http.MethodPost)
 	m.HandleFunc("/models/logs", srv.modelLogs).Methods(http.MethodGet)
 	m.HandleFunc("/models/events", srv.events).Methods(http.MethodGet)
@@ -76,11 +75,7 @@ func (srv *Server) routes() *mux.Router {
 		m.HandleFunc(p, srv.modelRoute).Methods(http.MethodPost)
 	}
 	for _, p := range proxiedGET {
-		h := srv.modelRoute
-		if p == "/metrics" {
-			h = srv.metricsRoute
-		}
-		m.HandleFunc(p, h).Methods(http.MethodGet, http.MethodPost)
+		m.HandleFunc(p, srv.modelRoute).Methods(http.MethodGet, http.MethodPost)
 	}
 	m.HandleFunc("/slots/{slot}", srv.modelRoute).Methods(http.MethodPost)
 	m.HandleFunc("/props", srv.props).Methods(http.MethodGet, http.MethodPost)
@@ -95,24 +90,15 @@ func (srv *Server) routes() *mux.Router {
 }
 
 // modelRoute proxies a model-routed request: the model is the body's "model", else ?model=, else
-// the default model. The body is read once and replayed upstream byte for byte.
+// the default model. The body is read once and replayed upstream byte for byte. /metrics naming no
+// model gets Llamatray's own metrics in Prometheus's text format (router/metrics), whatever the
+// default model.
 func (srv *Server) modelRoute(w http.ResponseWriter, r *http.Request) {
 	body, f, ok := srv.routedBody(w, r)
 	if !ok {
 		return
 	}
-	srv.serveModel(w, r, f.Model, body, f.Stream, "", "")
-}
-
-// metricsRoute serves /metrics: a request naming a model (body or ?model=) is that model's
-// llama-server's, proxied as modelRoute does; one naming none gets Llamatray's own metrics in
-// Prometheus's text format (router/metrics), whatever the default model.
-func (srv *Server) metricsRoute(w http.ResponseWriter, r *http.Request) {
-	body, f, ok := srv.routedBody(w, r)
-	if !ok {
-		return
-	}
-	if f.Model == "" {
+	if f.Model == "" && r.URL.Path == "/metrics" {
 		srv.metrics.ServeHTTP(w, r)
 		return
 	}

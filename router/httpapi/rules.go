@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sort"
 
 	"github.com/llamatray/llamatray/router/ollama"
 )
@@ -87,13 +86,8 @@ func NewRules(set map[string]any, strip []string, defaults map[string]any) (*Rul
 }
 
 func ruleFields(key string, params map[string]any) ([]ruleField, error) {
-	names := make([]string, 0, len(params))
-	for k := range params {
-		names = append(names, k)
-	}
-	sort.Strings(names) // fields are added in this order
-	out := make([]ruleField, 0, len(names))
-	for _, name := range names {
+	out := make([]ruleField, 0, len(params))
+	for _, name := range slices.Sorted(maps.Keys(params)) { // fields are added in this order
 		if name == "" {
 			return nil, fmt.Errorf("%s: a field name must not be empty", key)
 		}
@@ -344,19 +338,10 @@ func (srv *Server) underRules(id string, defaults map[string]any) map[string]any
 	if r == nil || len(r.defaults) == 0 || len(defaults) == 0 {
 		return defaults
 	}
-	var out map[string]any
-	for k := range defaults {
-		f, ok := ollama.OptionField(k)
-		if !ok || !slices.ContainsFunc(r.defaults, func(d ruleField) bool { return d.name == f || slices.Contains(d.also, f) }) {
-			continue
-		}
-		if out == nil {
-			out = maps.Clone(defaults)
-		}
-		delete(out, k)
-	}
-	if out == nil {
-		return defaults
-	}
+	out := maps.Clone(defaults)
+	maps.DeleteFunc(out, func(k string, _ any) bool {
+		f, _, ok := ollama.OptionField(k)
+		return ok && slices.ContainsFunc(r.defaults, func(d ruleField) bool { return d.name == f || slices.Contains(d.also, f) })
+	})
 	return out
 }

@@ -28,11 +28,7 @@ func (srv *Server) checkHost(next http.Handler) http.Handler {
 }
 
 func (srv *Server) hostAllowed(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	host := hostOf(hostport)
 	if host == "" {
 		return false
 	}
@@ -40,19 +36,11 @@ func (srv *Server) hostAllowed(hostport string) bool {
 		return true
 	}
 	for _, a := range srv.o.AllowedHosts {
-		a = strings.ToLower(strings.TrimSpace(a))
-		if h, _, err := net.SplitHostPort(a); err == nil {
-			a = h
-		}
-		if a == "*" || strings.TrimSuffix(strings.Trim(a, "[]"), ".") == host {
+		if a = hostOf(strings.TrimSpace(a)); a == "*" || a == host {
 			return true
 		}
 	}
-	listen := srv.o.Listen
-	if h, _, err := net.SplitHostPort(listen); err == nil {
-		listen = h
-	}
-	listen = strings.ToLower(strings.Trim(listen, "[]"))
+	listen := hostOf(srv.o.Listen)
 	if listen == host {
 		return true
 	}
@@ -61,6 +49,14 @@ func (srv *Server) hostAllowed(hostport string) bool {
 		return err == nil
 	}
 	return false
+}
+
+// hostOf is hostport's host, without its port, brackets or final dot, in lower case.
+func hostOf(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		hostport = h
+	}
+	return strings.TrimSuffix(strings.ToLower(strings.Trim(hostport, "[]")), ".")
 }
 
 // originAllowed reports whether a browser origin may read responses: http(s) on localhost or a
@@ -166,14 +162,10 @@ func validHeaderList(s string) bool {
 	}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
-		if f == "" {
+		if f == "" || strings.ContainsFunc(f, func(c rune) bool {
+			return !(c == '-' || c == '_' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z')
+		}) {
 			return false
-		}
-		for i := 0; i < len(f); i++ {
-			c := f[i]
-			if !(c == '-' || c == '_' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
-				return false
-			}
 		}
 	}
 	return true

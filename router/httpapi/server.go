@@ -7,16 +7,14 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 	"time"
-
-	"github.com/gorilla/mux"
 
 	"github.com/llamatray/llamatray/router/activity"
 	"github.com/llamatray/llamatray/router/catalog"
@@ -58,7 +56,6 @@ type Engine interface {
 	Logs(name string) []string
 }
 
-// The real engine must satisfy the interface the HTTP layer is written against.
 var _ Engine = (*engine.Engine)(nil)
 
 // Catalog gives the metadata of a model by canonical ID.
@@ -141,7 +138,6 @@ type Server struct {
 	bodyWait time.Duration // bounds the arrival of a request body (bodyDeadline); <= 0: no bound
 	keys     [][]byte
 	children *proxy.Transport // connections to the children
-	mux      *mux.Router
 	handler  http.Handler
 	views    view.Source
 	metrics  *metrics.Metrics
@@ -162,23 +158,14 @@ type Server struct {
 func New(o Options) *Server {
 	srv := &Server{
 		o:            o,
-		log:          o.Logger,
-		limit:        o.BodyLimit,
-		bodyWait:     o.BodyTimeout,
+		log:          cmp.Or(o.Logger, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		limit:        cmp.Or(max(o.BodyLimit, 0), DefaultBodyLimit),
+		bodyWait:     cmp.Or(o.BodyTimeout, DefaultBodyTimeout),
 		loadingAfter: time.Second,
 		loadingEvery: 2 * time.Second,
 		keepAlive:    15 * time.Second,
 		coalesce:     100 * time.Millisecond,
 		instance:     peer.NewInstance(),
-	}
-	if srv.log == nil {
-		srv.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if srv.limit <= 0 {
-		srv.limit = DefaultBodyLimit
-	}
-	if srv.bodyWait == 0 {
-		srv.bodyWait = DefaultBodyTimeout
 	}
 	if srv.o.StartTime.IsZero() {
 		srv.o.StartTime = time.Now()
@@ -203,12 +190,10 @@ func New(o Options) *Server {
 		}
 	}
 	srv.children = proxy.NewTransport(dest)
-	srv.mux = srv.routes()
-	srv.handler = srv.accessLog(srv.bodyDeadline(srv.checkHost(srv.cors(srv.auth(srv.fastRoutes(srv.mux))))))
+	srv.handler = srv.accessLog(srv.bodyDeadline(srv.checkHost(srv.cors(srv.auth(srv.fastRoutes(srv.routes()))))))
 	return srv
 }
 
-// ServeHTTP implements http.Handler.
 func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	srv.handler.ServeHTTP(w, r)
 }
@@ -230,11 +215,7 @@ func (srv *Server) DropIdle(id string) { srv.children.CloseIdle(id) }
 // key must be configured: anything but a loopback name or address (":8080" and "0.0.0.0:8080" bind
 // every interface).
 func RequiresKey(listen string) bool {
-	host := listen
-	if h, _, err := net.SplitHostPort(listen); err == nil {
-		host = h
-	}
-	return !isLoopbackHost(host)
+	return !isLoopbackHost(hostOf(listen))
 }
 
 // isLoopbackHost reports whether host (no port; brackets allowed) is localhost or a loopback address.

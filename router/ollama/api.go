@@ -25,29 +25,29 @@ import (
 // Host is what the Ollama API needs of the server that mounts it (router/httpapi's Server), so that
 // an Ollama request gets the same body limits, name resolution, leases, queue, memory rules and
 // errors as every other route.
-type Host interface {
+type Host struct {
 	// ReadBody reads r's body within the server's limits.
-	ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error)
+	ReadBody func(w http.ResponseWriter, r *http.Request) ([]byte, error)
 	// Failure is the status, message and Retry-After the server answers err with; ok is false when
 	// the client has gone and nothing is to be written.
-	Failure(r *http.Request, err error) (status int, msg string, retryAfter time.Duration, ok bool)
+	Failure func(r *http.Request, err error) (status int, msg string, retryAfter time.Duration, ok bool)
 	// Resolve maps a model's name to its catalog ID as a model-routed request r resolves it (with
 	// auto_pull, a POST naming a Hub model not on disk starts its download); nil r: no download.
-	Resolve(r *http.Request, name string) (string, error)
+	Resolve func(r *http.Request, name string) (string, error)
 	// Proxy sends body to model id (a catalog ID or a peer's "peer:NAME/ID") as a model-routed
 	// request, holding a lease on the model for the whole exchange; path replaces r's path upstream.
-	Proxy(w http.ResponseWriter, r *http.Request, id string, body []byte, stream bool, path string)
+	Proxy func(w http.ResponseWriter, r *http.Request, id string, body []byte, stream bool, path string)
 	// Waited is how long r waited for its model to be ready, once Proxy has a lease.
-	Waited(r *http.Request) time.Duration
+	Waited func(r *http.Request) time.Duration
 	// CheckAutoload refuses r when model id is not running and r may not load it.
-	CheckAutoload(r *http.Request, id string) error
+	CheckAutoload func(r *http.Request, id string) error
 	// Outbound refuses r when it may not make Llamatray call out (a page of another site).
-	Outbound(r *http.Request) error
+	Outbound func(r *http.Request) error
 	// RemovePulled unloads model id and deletes its files from the Hub cache; a model that is not a
 	// Hub pull is refused.
-	RemovePulled(r *http.Request, id string) error
+	RemovePulled func(r *http.Request, id string) error
 	// UnderRules is an Ollama model's own defaults less those the configuration of model id gives.
-	UnderRules(id string, defaults map[string]any) map[string]any
+	UnderRules func(id string, defaults map[string]any) map[string]any
 }
 
 // Engine is what the Ollama API asks of the engine; *engine.Engine is one.
@@ -76,7 +76,6 @@ type API struct {
 	Started time.Time // when the server started: the created time of peers' models
 }
 
-// Mount declares Ollama's endpoints on m.
 func (api *API) Mount(m *mux.Router) {
 	if api.Log == nil {
 		api.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -89,7 +88,7 @@ func (api *API) Mount(m *mux.Router) {
 	m.HandleFunc("/api/chat", api.chat).Methods(http.MethodPost)
 	m.HandleFunc("/api/generate", api.generate).Methods(http.MethodPost)
 	m.HandleFunc("/api/embed", api.embed).Methods(http.MethodPost)
-	m.HandleFunc("/api/embeddings", api.embeddings).Methods(http.MethodPost)
+	m.HandleFunc("/api/embeddings", api.embed).Methods(http.MethodPost)
 	m.HandleFunc("/api/pull", api.pull).Methods(http.MethodPost) // api_models.go
 	m.HandleFunc("/api/delete", api.deleteModel).Methods(http.MethodDelete)
 	m.HandleFunc("/api/create", api.unsupported).Methods(http.MethodPost)
@@ -196,8 +195,7 @@ func (api *API) resolveName(w http.ResponseWriter, r *http.Request, name string)
 func (api *API) applyKeepAlive(id string, ka *Duration) {
 	var d *time.Duration
 	if ka != nil {
-		v := ka.Duration
-		d = &v
+		d = &ka.Duration
 	}
 	if err := api.Engine.KeepAlive(id, d); err != nil {
 		api.Log.Debug("keep_alive not applied", "model", id, "err", err)
@@ -248,31 +246,26 @@ func (api *API) infer(w http.ResponseWriter, r *http.Request, start time.Time, k
 	api.send(w, r, start, kind, asked, id, ka, up, err)
 }
 
+// embed serves /api/embed (input: a string or a list of strings) and the older /api/embeddings (one
+// prompt).
 func (api *API) embed(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req EmbedRequest
 	if !api.read(w, r, &req) {
 		return
 	}
-	inputs, err := EmbedInputs(req.Input) // said once the model is known to exist
-	id, ok := api.target(w, r, req.Model, req.KeepAlive, KindEmbed, err == nil && len(inputs) == 0)
+	kind, inputs, err := KindEmbeddings, []string{req.Prompt}, error(nil)
+	empty := req.Prompt == ""
+	if r.URL.Path == "/api/embed" {
+		kind = KindEmbed
+		inputs, err = EmbedInputs(req.Input) // said once the model is known to exist
+		empty = err == nil && len(inputs) == 0
+	}
+	id, ok := api.target(w, r, req.Model, req.KeepAlive, kind, empty)
 	if !ok {
 		return
 	}
-	api.send(w, r, start, KindEmbed, req.Model, id, req.KeepAlive, Embeddings(id, inputs), err)
-}
-
-func (api *API) embeddings(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	var req EmbeddingsRequest
-	if !api.read(w, r, &req) {
-		return
-	}
-	id, ok := api.target(w, r, req.Model, req.KeepAlive, KindEmbeddings, req.Prompt == "")
-	if !ok {
-		return
-	}
-	api.send(w, r, start, KindEmbeddings, req.Model, id, req.KeepAlive, Embeddings(id, []string{req.Prompt}), nil)
+	api.send(w, r, start, kind, req.Model, id, req.KeepAlive, Embeddings(id, inputs), err)
 }
 
 // target resolves the model a request asks for and checks that it does what kind asks; a

@@ -71,16 +71,12 @@ func (api *API) ps(w http.ResponseWriter, r *http.Request) {
 	wire.Write(w, http.StatusOK, PS(append(local, api.peerList(r, local)...)))
 }
 
-// show serves POST /api/show.
 func (api *API) show(w http.ResponseWriter, r *http.Request) {
-	var req ShowRequest
+	var req NameRequest
 	if !api.read(w, r, &req) {
 		return
 	}
-	name := req.Model
-	if name == "" {
-		name = req.Name
-	}
+	name := req.Named()
 	id, ok := api.resolveName(w, r, name)
 	if !ok {
 		return
@@ -107,16 +103,13 @@ func (api *API) deleteModel(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	var err error
 	if alias := api.configuredAlias(id, req.Named()); alias != "" && api.Alias != nil {
-		// a copy (/api/copy): the name goes, the model and its other names stay
-		if err := api.Alias(id, alias, false); err != nil {
-			api.fail(w, r, req.Named(), err)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-		return
+		err = api.Alias(id, alias, false) // a copy (/api/copy): the name goes, the model and its other names stay
+	} else {
+		err = api.Host.RemovePulled(r, id)
 	}
-	if err := api.Host.RemovePulled(r, id); err != nil {
+	if err != nil {
 		api.fail(w, r, req.Named(), err)
 		return
 	}
@@ -163,7 +156,7 @@ func (api *API) pull(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusBadRequest, "pull model manifest: Llamatray pulls GGUF models from the Hugging Face Hub; name one as hf.co/ORG/REPO:QUANT ("+err.Error()+")")
 		return
 	}
-	p := &PullWriter{W: w, Stream: req.Stream == nil || *req.Stream}
+	p := &PullWriter{W: w, Stream: streamOf(req.Stream)}
 	if ref.Quant != "" && api.Catalog != nil {
 		if m, ok := api.Catalog.Lookup(ref.String()); ok && m.HubName != "" {
 			p.Status("pulling manifest")

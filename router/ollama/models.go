@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -58,23 +59,20 @@ func (m Model) details() Details {
 
 // paramSize writes a parameter count as Ollama does: "8.0B", "3.2B", "494.03M", "1B".
 func paramSize(n int64) string {
-	f := float64(n)
-	whole := func(d float64) bool { return f/d == float64(int64(f/d)) }
-	switch {
-	case n <= 0:
+	if n <= 0 {
 		return ""
-	case f >= 1e9 && whole(1e9):
-		return fmt.Sprintf("%.0fB", f/1e9)
-	case f >= 1e9:
-		return fmt.Sprintf("%.1fB", f/1e9)
-	case f >= 1e6 && whole(1e6):
-		return fmt.Sprintf("%.0fM", f/1e6)
-	case f >= 1e6:
-		return fmt.Sprintf("%.2fM", f/1e6)
-	case f >= 1e3 && whole(1e3):
-		return fmt.Sprintf("%.0fK", f/1e3)
-	case f >= 1e3:
-		return fmt.Sprintf("%.1fK", f/1e3)
+	}
+	for _, u := range []struct {
+		size float64
+		unit string
+		prec int
+	}{{1e9, "B", 1}, {1e6, "M", 2}, {1e3, "K", 1}} {
+		if v := float64(n) / u.size; v >= 1 {
+			if v == math.Trunc(v) {
+				u.prec = 0
+			}
+			return fmt.Sprintf("%.*f%s", u.prec, v, u.unit)
+		}
 	}
 	return fmt.Sprintf("%d", n)
 }
@@ -103,11 +101,7 @@ func PS(models []Model) ProcessResponse {
 		if exp.IsZero() {
 			exp = time.Date(2318, 11, 21, 0, 0, 0, 0, time.UTC) // Ollama's "never" for keep_alive -1
 		}
-		size := m.Memory
-		if size < m.VRAM {
-			size = m.VRAM
-		}
-		out.Models = append(out.Models, ProcessModel{Name: m.Name, Model: m.Name, Size: size, Digest: m.Digest, Details: m.details(),
+		out.Models = append(out.Models, ProcessModel{Name: m.Name, Model: m.Name, Size: max(m.Memory, m.VRAM), Digest: m.Digest, Details: m.details(),
 			ExpiresAt: exp, SizeVRAM: m.VRAM, ContextLength: m.Ctx})
 	}
 	return out
@@ -211,10 +205,10 @@ func FromView(v view.Model) Model {
 	for _, b := range v.HeldGPU {
 		m.VRAM += b
 	}
-	if c := v.Meta; c != nil && c.HubName != "" && len(c.Ollama) == 0 {
-		m.Name = "hf.co/" + c.HubName // a Hub pull is listed by the name it was pulled by, as Ollama lists it
-	}
 	if c := v.Meta; c != nil {
+		if c.HubName != "" && len(c.Ollama) == 0 {
+			m.Name = "hf.co/" + c.HubName // a Hub pull is listed by the name it was pulled by, as Ollama lists it
+		}
 		m.Size, m.Modified, m.Family, m.Parameters, m.Quantization = c.SizeBytes, c.ModTime, c.Architecture, c.Parameters, c.Quantization
 		m.ContextLength, m.EmbeddingLen, m.Projector, m.ChatTemplate = c.ContextLength, c.EmbeddingLen, c.Mmproj != "", c.ChatTemplate
 		m.Embedding = c.Pooling || embeddingArchs[c.Architecture]
@@ -239,11 +233,6 @@ func digestOf(v view.Model) string {
 // size, family and the rest are unknown (zero), and modified_at is when this server started, as
 // the OpenAI listing's created.
 func PeerModel(name, ref, status string, started time.Time) Model {
-	return Model{Name: name, Digest: peerDigest(ref), Modified: started, Running: status == "loaded"}
-}
-
-// peerDigest is a peer model's digest: a hash of its "peer:NAME/ID", stable while the peer lists it.
-func peerDigest(ref string) string {
-	h := sha256.Sum256([]byte("peer\x00" + ref))
-	return hex.EncodeToString(h[:])
+	h := sha256.Sum256([]byte("peer\x00" + ref)) // the digest: stable while the peer lists ref
+	return Model{Name: name, Digest: hex.EncodeToString(h[:]), Modified: started, Running: status == "loaded"}
 }

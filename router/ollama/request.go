@@ -77,7 +77,7 @@ func Sampling(opts map[string]any, out map[string]any) error {
 		if v == nil {
 			continue
 		}
-		dst, kind, ok := optionField(k)
+		dst, kind, ok := OptionField(k)
 		if !ok {
 			continue
 		}
@@ -117,15 +117,8 @@ func WithDefaults(opts, defaults map[string]any) map[string]any {
 }
 
 // OptionField names the llama-server request field an Ollama option becomes (num_predict:
-// n_predict); false for an option that becomes none.
-func OptionField(k string) (string, bool) {
-	f, _, ok := optionField(k)
-	return f, ok
-}
-
-// optionField names the llama-server field of an Ollama option and its kind: f(loat), i(nt),
-// s(top list).
-func optionField(k string) (string, byte, bool) {
+// n_predict) and its kind: f(loat), i(nt), s(top list); false for an option that becomes none.
+func OptionField(k string) (string, byte, bool) {
 	switch k {
 	case "temperature", "top_p", "min_p", "typical_p", "repeat_penalty", "presence_penalty",
 		"frequency_penalty", "mirostat_tau", "mirostat_eta", "tfs_z":

@@ -51,7 +51,6 @@ type Writer struct {
 	probs   []Logprob         // logprobs not written yet: the next object carries them
 }
 
-// NewWriter returns a Writer for one request's answer.
 func NewWriter(out http.ResponseWriter, kind Kind, model string, stream bool, start time.Time) *Writer {
 	return &Writer{out: out, kind: kind, model: model, stream: stream, start: start, h: make(http.Header)}
 }
@@ -100,11 +99,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			break
-		}
+	for i := bytes.IndexByte(w.buf, '\n'); i >= 0; i = bytes.IndexByte(w.buf, '\n') {
 		w.line(bytes.TrimRight(w.buf[:i], "\r"))
 		w.buf = w.buf[i+1:]
 	}
@@ -114,7 +109,6 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// errTooLong ends an answer longer than maxAnswer.
 var errTooLong = errors.New("llama-server's answer is too long")
 
 // Flush is a no-op: every object is flushed as it is written.
@@ -161,6 +155,9 @@ func (w *Writer) note(c *chunk) {
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			w.reason = *ch.FinishReason
 		}
+		if ch.Logprobs != nil {
+			w.probs = append(w.probs, ch.Logprobs.Content...)
+		}
 	}
 	if c.StopType != "" {
 		w.reason = c.StopType
@@ -173,11 +170,6 @@ func (w *Writer) note(c *chunk) {
 	}
 	if c.TokensEvaluated > 0 && w.prompt == 0 {
 		w.prompt = c.TokensEvaluated
-	}
-	for _, ch := range c.Choices {
-		if ch.Logprobs != nil {
-			w.probs = append(w.probs, ch.Logprobs.Content...)
-		}
 	}
 	w.probs = append(w.probs, c.Probs...)
 }
@@ -253,7 +245,6 @@ func argsObject(s string) json.RawMessage {
 	return json.RawMessage(s)
 }
 
-// object builds one answer object of the Writer's kind.
 func (w *Writer) object(content, thinking string, calls []ToolCall, done bool) any {
 	now := Stamp(time.Now())
 	var m *Metrics
@@ -340,8 +331,7 @@ func (w *Writer) Finish() {
 		if w.kind == KindChat {
 			calls = w.toolCalls()
 		}
-		obj := w.object(content, thinking, calls, true)
-		w.emit(obj)
+		w.emit(w.object(content, thinking, calls, true))
 	case !w.done:
 		// The stream ended without its last chunk: llama-server failed or the connection to it was
 		// cut. Said as Ollama's clients read a failure mid-stream, never as a complete answer.

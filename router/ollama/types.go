@@ -1,8 +1,7 @@
 // Package ollama speaks Ollama's HTTP API (github.com/ollama/ollama, docs/api.md) on top of
 // llama-server: it reads Ollama's requests, turns them into llama-server's (OpenAI-compatible chat,
 // native completion, embeddings) and turns the answers, streamed or not, back into Ollama's shapes.
-// It holds no state and imports nothing of the router: the HTTP layer (router/httpapi) routes,
-// holds the lease and proxies; this package only translates.
+// The HTTP layer (router/httpapi, as Host) reads bodies, resolves names, holds the lease and proxies.
 package ollama
 
 import (
@@ -17,29 +16,24 @@ const Version = "0.12.0"
 // Running is the body of GET / that Ollama's clients probe for.
 const Running = "Ollama is running"
 
-// ImageData is a base64-encoded image, as Ollama's JSON carries it.
-type ImageData = string
-
 // ToolCall is one call of a tool by the model; Arguments is a JSON object.
 type ToolCall struct {
 	Function ToolCallFunction `json:"function"`
 }
 
-// ToolCallFunction is the function a ToolCall names.
 type ToolCallFunction struct {
 	Index     int             `json:"index,omitempty"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// Message is one chat message.
 type Message struct {
-	Role      string      `json:"role"`
-	Content   string      `json:"content"`
-	Thinking  string      `json:"thinking,omitempty"`
-	Images    []ImageData `json:"images,omitempty"`
-	ToolCalls []ToolCall  `json:"tool_calls,omitempty"`
-	ToolName  string      `json:"tool_name,omitempty"`
+	Role      string     `json:"role"`
+	Content   string     `json:"content"`
+	Thinking  string     `json:"thinking,omitempty"`
+	Images    []string   `json:"images,omitempty"` // base64
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	ToolName  string     `json:"tool_name,omitempty"`
 }
 
 // ChatRequest is the body of POST /api/chat.
@@ -68,7 +62,7 @@ type GenerateRequest struct {
 	Raw         bool            `json:"raw,omitempty"`
 	Format      json.RawMessage `json:"format,omitempty"`
 	KeepAlive   *Duration       `json:"keep_alive,omitempty"`
-	Images      []ImageData     `json:"images,omitempty"`
+	Images      []string        `json:"images,omitempty"`
 	Options     map[string]any  `json:"options,omitempty"`
 	Think       json.RawMessage `json:"think,omitempty"`
 	Logprobs    bool            `json:"logprobs,omitempty"`
@@ -125,10 +119,12 @@ type Logprob struct {
 	TopLogprobs []TokenLogprob `json:"top_logprobs,omitempty"`
 }
 
-// EmbedRequest is the body of POST /api/embed; Input is a string or a list of strings.
+// EmbedRequest is the body of POST /api/embed, Input a string or a list of strings, and of the older
+// POST /api/embeddings, with one Prompt.
 type EmbedRequest struct {
 	Model     string          `json:"model"`
 	Input     json.RawMessage `json:"input"`
+	Prompt    string          `json:"prompt"`
 	Truncate  *bool           `json:"truncate,omitempty"`
 	KeepAlive *Duration       `json:"keep_alive,omitempty"`
 	Options   map[string]any  `json:"options,omitempty"`
@@ -142,19 +138,10 @@ type EmbedResponse struct {
 	*EmbedMetrics
 }
 
-// EmbedMetrics are an embedding answer's timings and prompt size.
 type EmbedMetrics struct {
 	TotalDuration   int64 `json:"total_duration"`
 	LoadDuration    int64 `json:"load_duration"`
 	PromptEvalCount int   `json:"prompt_eval_count"`
-}
-
-// EmbeddingsRequest is the body of the older POST /api/embeddings.
-type EmbeddingsRequest struct {
-	Model     string         `json:"model"`
-	Prompt    string         `json:"prompt"`
-	KeepAlive *Duration      `json:"keep_alive,omitempty"`
-	Options   map[string]any `json:"options,omitempty"`
 }
 
 // EmbeddingsResponse is the answer of POST /api/embeddings.
@@ -207,13 +194,6 @@ type ProcessResponse struct {
 	Models []ProcessModel `json:"models"`
 }
 
-// ShowRequest is the body of POST /api/show; Name is the older spelling of Model.
-type ShowRequest struct {
-	Model   string `json:"model"`
-	Name    string `json:"name,omitempty"`
-	Verbose bool   `json:"verbose,omitempty"`
-}
-
 // ShowResponse is the answer of POST /api/show.
 type ShowResponse struct {
 	License      string         `json:"license,omitempty"`
@@ -227,7 +207,7 @@ type ShowResponse struct {
 	ModifiedAt   time.Time      `json:"modified_at"`
 }
 
-// NameRequest is a body that names one model: /api/delete, /api/pull, /api/push (Name is the
+// NameRequest is a body that names one model: /api/show, /api/delete, /api/pull (Name is the
 // older spelling).
 type NameRequest struct {
 	Model  string `json:"model"`
@@ -235,7 +215,6 @@ type NameRequest struct {
 	Stream *bool  `json:"stream,omitempty"`
 }
 
-// Named returns Model, else Name.
 func (r NameRequest) Named() string {
 	if r.Model != "" {
 		return r.Model
