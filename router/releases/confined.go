@@ -55,7 +55,7 @@ func (f *folder) Close() error { return f.root.Close() }
 // Windows reserves are refused.
 func entryName(name string) (string, error) {
 	slashed := strings.ReplaceAll(name, `\`, "/")
-	if strings.HasPrefix(slashed, "/") || filepath.VolumeName(name) != "" || strings.Contains(strings.SplitN(slashed, "/", 2)[0], ":") {
+	if absolute(slashed) {
 		return "", fmt.Errorf("%q: %w", name, ErrUnsafe)
 	}
 	var parts []string
@@ -262,12 +262,17 @@ func (f *folder) copyFile(from, rel string, mode fs.FileMode) error {
 // linkOK reports whether a symbolic link at rel with the slash-separated target link stays inside the
 // folder, read lexically from rel's folder.
 func linkOK(rel, link string) bool {
-	if link == "" || strings.HasPrefix(link, "/") || filepath.VolumeName(filepath.FromSlash(link)) != "" ||
-		strings.Contains(strings.SplitN(link, "/", 2)[0], ":") {
+	if link == "" || absolute(link) {
 		return false
 	}
 	to := path.Join(path.Dir(rel), link)
 	return to != ".." && !strings.HasPrefix(to, "../")
+}
+
+// absolute reports whether the slash-separated name p is not relative: it starts with "/", a volume
+// name, or has a ":" in its first element (a drive, or an NTFS stream).
+func absolute(p string) bool {
+	return strings.HasPrefix(p, "/") || filepath.VolumeName(filepath.FromSlash(p)) != "" || strings.Contains(strings.SplitN(p, "/", 2)[0], ":")
 }
 
 // hardlink makes rel a hard link to src, an archive name of a file unpacked before it.
@@ -351,7 +356,7 @@ func (f *folder) resolve(rel string) error {
 			return fmt.Errorf("%s: %w", p, err)
 		}
 		link = filepath.ToSlash(link)
-		if strings.HasPrefix(link, "/") || filepath.VolumeName(filepath.FromSlash(link)) != "" {
+		if absolute(link) {
 			return fmt.Errorf("%s is absolute: %w", p, ErrUnsafe)
 		}
 		todo = append(strings.Split(link, "/"), todo...)

@@ -3,6 +3,7 @@ package releases
 import (
 	"archive/tar"
 	"archive/zip"
+	"cmp"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -236,15 +237,8 @@ func (l limit) exceeded(size int64) error {
 // unpackLimit is how much an archive of size bytes may unpack to: the least of the hard maximum,
 // the ratio bound, and the store's free space less a margin.
 func (in *Installer) unpackLimit(size int64) limit {
-	hard := in.MaxUnpacked
-	if hard <= 0 {
-		hard = DefaultMaxUnpacked
-	}
-	l := limit{max: hard, why: "the most an archive may unpack to"}
-	ratio := in.UnpackRatio
-	if ratio <= 0 {
-		ratio = DefaultUnpackRatio
-	}
+	l := limit{max: cmp.Or(max(in.MaxUnpacked, 0), DefaultMaxUnpacked), why: "the most an archive may unpack to"}
+	ratio := cmp.Or(max(in.UnpackRatio, 0), DefaultUnpackRatio)
 	if r := max(mulSat(size, ratio), unpackFloor); r < l.max {
 		l = limit{max: r, why: fmt.Sprintf("%d times the archive's %s, at least %s", ratio, config.HumanSize(size), config.HumanSize(unpackFloor))}
 	}
