@@ -24,6 +24,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,8 +124,7 @@ func Pick(rels []Release, cur string, prerelease bool) Result {
 			res.Build = BuildSnapshot
 		}
 	}
-	for i := range rels {
-		r := rels[i]
+	for _, r := range rels {
 		if r.Prerelease && !prerelease {
 			continue
 		}
@@ -150,8 +150,7 @@ func (c *Checker) Check(ctx context.Context, cur string, prerelease bool) (Resul
 // Message is the result in one line: "Llamatray 0.4.0 is available: URL" when a newer release
 // exists, else what the running build is beside the newest release.
 func (r Result) Message() string {
-	cur := r.Current
-	cur = cmp.Or(cur, "dev")
+	cur := cmp.Or(r.Current, "dev")
 	switch {
 	case r.Available:
 		return fmt.Sprintf("Llamatray %s is available: %s", r.Latest.Version, r.Latest.URL)
@@ -173,8 +172,7 @@ func (r Result) Message() string {
 
 // Wire is the result as /api/status gives it (setup.update).
 func (r Result) Wire() wire.Update {
-	w := wire.Update{Current: r.Current, Build: r.Build, Available: r.Available, Message: r.Message(), CheckedAt: r.CheckedAt}
-	w.Current = cmp.Or(w.Current, "dev")
+	w := wire.Update{Current: cmp.Or(r.Current, "dev"), Build: r.Build, Available: r.Available, Message: r.Message(), CheckedAt: r.CheckedAt}
 	if r.Latest != nil {
 		w.Latest, w.URL = r.Latest.Version.String(), r.Latest.URL
 	}
@@ -249,29 +247,13 @@ func (v Version) Snapshot() bool {
 // one, numbers numerically and below words (rc.2 < rc.10 < rc.a), and a shorter list first when
 // the rest is equal (rc < rc.1).
 func (v Version) Compare(w Version) int {
-	if c := cmp.Compare(v.Major, w.Major); c != 0 {
+	if c := cmp.Or(cmp.Compare(v.Major, w.Major), cmp.Compare(v.Minor, w.Minor), cmp.Compare(v.Patch, w.Patch)); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(v.Minor, w.Minor); c != 0 {
-		return c
+	if len(v.Pre) == 0 || len(w.Pre) == 0 {
+		return cmp.Compare(len(w.Pre), len(v.Pre)) // a release follows its pre-releases
 	}
-	if c := cmp.Compare(v.Patch, w.Patch); c != 0 {
-		return c
-	}
-	switch {
-	case len(v.Pre) == 0 && len(w.Pre) == 0:
-		return 0
-	case len(v.Pre) == 0:
-		return 1
-	case len(w.Pre) == 0:
-		return -1
-	}
-	for i := range min(len(v.Pre), len(w.Pre)) {
-		if c := compareIdent(v.Pre[i], w.Pre[i]); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(v.Pre), len(w.Pre))
+	return slices.CompareFunc(v.Pre, w.Pre, compareIdent)
 }
 
 // compareIdent compares two pre-release identifiers: numbers numerically, below words, words in
@@ -295,9 +277,7 @@ func compareIdent(a, b string) int {
 // with a greater MAJOR.MINOR.PATCH is newer than it.
 func Newer(r, cur Version) bool {
 	if cur.Snapshot() {
-		base := Version{Major: cur.Major, Minor: cur.Minor, Patch: cur.Patch}
-		rb := Version{Major: r.Major, Minor: r.Minor, Patch: r.Patch}
-		return rb.Compare(base) > 0
+		r.Pre, cur.Pre = nil, nil
 	}
 	return r.Compare(cur) > 0
 }
