@@ -16,6 +16,28 @@ import (
 // maxOutput caps what is kept of `--version` output; the version line comes first or close to it.
 const maxOutput = 64 << 10
 
+// run runs `path arg`, bounded by timeout, and returns its output (stdout and stderr, where
+// llama-server prints its version, at most limit bytes) and how it ended; err is set when ctx ended
+// or the run took too long.
+func run(ctx context.Context, path, arg string, timeout time.Duration, limit int) (out string, runErr, err error) {
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, path, arg)
+	c := &capped{limit: limit}
+	cmd.Stdout, cmd.Stderr = c, c
+	// A grandchild holding the pipes open must not keep Wait from returning after a kill.
+	cmd.WaitDelay = 2 * time.Second
+	hideWindow(cmd)
+	runErr = cmd.Run()
+	if ctx.Err() != nil {
+		return "", nil, fmt.Errorf("%s %s: %w", path, arg, ctx.Err())
+	}
+	if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+		return "", nil, fmt.Errorf("%s did not answer %s within %s: %w", path, arg, timeout, runCtx.Err())
+	}
+	return c.String(), runErr, nil
+}
+
 // Version runs `path --version` (bounded by DefaultVersionTimeout) and returns the text after
 // "version:", like "6123 (a1b2c3d)".
 func Version(ctx context.Context, path string) (string, error) {
@@ -23,24 +45,10 @@ func Version(ctx context.Context, path string) (string, error) {
 }
 
 func runVersion(ctx context.Context, path string, timeout time.Duration) (string, error) {
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(runCtx, path, "--version")
-	var out capped
-	cmd.Stdout = &out
-	cmd.Stderr = &out // llama-server prints its version on stderr
-	// A grandchild holding the pipes open must not keep Wait from returning after a kill.
-	cmd.WaitDelay = 2 * time.Second
-	hideWindow(cmd)
-	runErr := cmd.Run()
-
-	if ctx.Err() != nil {
-		return "", fmt.Errorf("%s --version: %w", path, ctx.Err())
+	text, runErr, err := run(ctx, path, "--version", timeout, maxOutput)
+	if err != nil {
+		return "", err
 	}
-	if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
-		return "", fmt.Errorf("%s did not answer --version within %s: %w", path, timeout, runCtx.Err())
-	}
-	text := out.String()
 	if v, ok := ParseVersion(text); ok {
 		return v, nil // some builds exit non-zero after printing it; the version is what counts
 	}
@@ -108,14 +116,8 @@ type capped struct {
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	limit := c.limit
-	limit = cmp.Or(limit, maxOutput)
-	if room := limit - c.buf.Len(); room > 0 {
-		if len(p) > room {
-			c.buf.Write(p[:room])
-		} else {
-			c.buf.Write(p)
-		}
+	if room := cmp.Or(c.limit, maxOutput) - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
 }
@@ -129,23 +131,14 @@ const maxHelp = 1 << 20
 // both spellings of each ("-c", "--ctx-size"): what a configuration's extra arguments are checked
 // against.
 func Flags(ctx context.Context, path string) ([]string, error) {
-	runCtx, cancel := context.WithTimeout(ctx, DefaultVersionTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(runCtx, path, "--help")
-	var out capped
-	out.limit = maxHelp
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	cmd.WaitDelay = 2 * time.Second
-	hideWindow(cmd)
-	runErr := cmd.Run()
-	if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
-		return nil, fmt.Errorf("%s did not answer --help within %s: %w", path, DefaultVersionTimeout, runCtx.Err())
+	out, runErr, err := run(ctx, path, "--help", DefaultVersionTimeout, maxHelp)
+	if err != nil {
+		return nil, err
 	}
-	flags := ParseFlags(out.String())
+	flags := ParseFlags(out)
 	if len(flags) == 0 {
 		if runErr != nil {
-			return nil, fmt.Errorf("%s --help: %w%s", path, runErr, outputNote(out.String()))
+			return nil, fmt.Errorf("%s --help: %w%s", path, runErr, outputNote(out))
 		}
 		return nil, fmt.Errorf("%s --help listed no flags", path)
 	}
