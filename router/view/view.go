@@ -190,14 +190,9 @@ func (m Model) names() []string {
 
 // sortedSet is list sorted, without repeats or drop; never nil.
 func sortedSet(list []string, drop string) []string {
-	out := make([]string, 0, len(list))
-	for _, s := range list {
-		if s != drop {
-			out = append(out, s)
-		}
-	}
+	out := slices.DeleteFunc(slices.Clone(list), func(s string) bool { return s == drop })
 	slices.Sort(out)
-	return slices.Compact(out)
+	return wire.List(slices.Compact(out))
 }
 
 // Status encodes an engine state as the "status" object of the API.
