@@ -24,22 +24,18 @@ func Write(path string, data []byte, perm fs.FileMode) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // no-op after the rename
-	// CreateTemp makes it 0600; a wider mode is set before anything is written.
-	if perm != 0o600 {
-		if err := f.Chmod(perm); err != nil {
-			f.Close()
-			return err
-		}
+	// CreateTemp makes it 0600; the mode asked for is set before anything is written.
+	err = f.Chmod(perm)
+	if err == nil {
+		_, err = f.Write(data)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
+	if err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
