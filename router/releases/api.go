@@ -38,13 +38,11 @@ const Latest = "latest"
 // release" and "Get a release by tag name"), reduced to the fields used here. See
 // https://docs.github.com/en/rest/releases/releases.
 type Release struct {
-	TagName     string    `json:"tag_name"` // llama.cpp's build, "b7100"
-	Name        string    `json:"name"`
-	Draft       bool      `json:"draft"`
-	Prerelease  bool      `json:"prerelease"`
-	PublishedAt time.Time `json:"published_at"`
-	HTMLURL     string    `json:"html_url"`
-	Assets      []Asset   `json:"assets"`
+	TagName    string  `json:"tag_name"` // llama.cpp's build, "b7100"
+	Draft      bool    `json:"draft"`
+	Prerelease bool    `json:"prerelease"`
+	HTMLURL    string  `json:"html_url"`
+	Assets     []Asset `json:"assets"`
 }
 
 // Asset is one file of a release (https://docs.github.com/en/rest/releases/assets).

@@ -1,10 +1,6 @@
-// Package update tells whether a newer Llamatray has been released. It reads Llamatray's own
-// releases in the shape of GitHub's REST API ("List releases",
-// https://docs.github.com/en/rest/releases/releases#list-releases) and compares versions; it
-// downloads and installs nothing.
-//
-// The list is https://api.github.com/repos/llamatray/llamatray/releases; the environment variable
-// LLAMATRAY_UPDATE_URL replaces it (tests, mirrors).
+// Package update tells whether a newer Llamatray has been released: it reads Llamatray's own
+// releases through the one GitHub client (releases.Client) from DefaultURL, or
+// $LLAMATRAY_UPDATE_URL (tests, mirrors), and compares versions; it downloads and installs nothing.
 //
 // What is offered: drafts never; a pre-release (GitHub's prerelease flag, or a tag with a
 // pre-release part such as v0.4.0-rc.1) only when asked for (update_prerelease); tags that are not
@@ -53,12 +49,10 @@ const (
 
 // Release is one published release of Llamatray.
 type Release struct {
-	Tag         string  // the Git tag, "v0.3.0"
-	Version     Version // the tag read as a version
-	Name        string  // the release's title
-	URL         string  // its page, where the installers are: only a safe link (releases.Client.Link)
-	Prerelease  bool    // GitHub marks it so, or its tag has a pre-release part
-	PublishedAt time.Time
+	Tag        string  // the Git tag, "v0.3.0"
+	Version    Version // the tag read as a version
+	URL        string  // its page, where the installers are: only a safe link (releases.Client.Link)
+	Prerelease bool    // GitHub marks it so, or its tag has a pre-release part
 }
 
 // Checker reads the releases list through the one GitHub client. Its zero value reads URL() with
@@ -88,8 +82,7 @@ func (c *Checker) Releases(ctx context.Context) ([]Release, error) {
 		if err != nil {
 			continue
 		}
-		out = append(out, Release{Tag: r.TagName, Version: v, Name: r.Name, URL: gh.Link(r),
-			Prerelease: r.Prerelease || v.Prerelease(), PublishedAt: r.PublishedAt})
+		out = append(out, Release{Tag: r.TagName, Version: v, URL: gh.Link(r), Prerelease: r.Prerelease || v.Prerelease()})
 	}
 	return out, nil
 }
@@ -136,7 +129,7 @@ func Pick(rels []Release, cur string, prerelease bool) Result {
 	return res
 }
 
-// Check reads the releases and picks (see Pick), for the running version cur.
+// Check reads the releases and picks (Pick) for the running version cur.
 func (c *Checker) Check(ctx context.Context, cur string, prerelease bool) (Result, error) {
 	rels, err := c.Releases(ctx)
 	if err != nil {
@@ -206,11 +199,8 @@ func ParseVersion(s string) (Version, error) {
 	}
 	v := Version{Major: nums[0], Minor: nums[1], Patch: nums[2]}
 	if hasPre {
-		for _, id := range strings.Split(pre, ".") {
-			if id == "" {
-				return Version{}, fmt.Errorf("version %q: empty pre-release identifier", s)
-			}
-			v.Pre = append(v.Pre, id)
+		if v.Pre = strings.Split(pre, "."); slices.Contains(v.Pre, "") {
+			return Version{}, fmt.Errorf("version %q: empty pre-release identifier", s)
 		}
 	}
 	return v, nil
@@ -228,9 +218,8 @@ func (v Version) String() string {
 // Prerelease reports whether the version has a pre-release part.
 func (v Version) Prerelease() bool { return len(v.Pre) > 0 }
 
-// Snapshot reports whether the version names a build made between releases rather than one:
-// its pre-release part says SNAPSHOT, next or dev (GoReleaser's snapshots, "0.4.0-SNAPSHOT-887b233",
-// "0.4.1-next"). Such a build is compared by its MAJOR.MINOR.PATCH only (see Newer).
+// Snapshot reports whether the version names a build made between releases (see the package
+// comment): its pre-release part says SNAPSHOT, next or dev.
 func (v Version) Snapshot() bool {
 	for _, id := range v.Pre {
 		for _, w := range strings.FieldsFunc(strings.ToLower(id), func(r rune) bool { return r == '-' || r == '_' }) {
@@ -242,10 +231,8 @@ func (v Version) Snapshot() bool {
 	return false
 }
 
-// Compare orders versions as semver's precedence does: -1 when v is older than w, 0 when equal, 1
-// when newer. A pre-release precedes its release (1.0.0-rc.1 < 1.0.0); identifiers compare one by
-// one, numbers numerically and below words (rc.2 < rc.10 < rc.a), and a shorter list first when
-// the rest is equal (rc < rc.1).
+// Compare orders versions by semver's precedence (semver.org §11): -1 when v is older than w, 0 when
+// equal, 1 when newer; 1.0.0-rc < 1.0.0-rc.1 < 1.0.0-rc.2 < 1.0.0-rc.10 < 1.0.0-rc.a < 1.0.0.
 func (v Version) Compare(w Version) int {
 	if c := cmp.Or(cmp.Compare(v.Major, w.Major), cmp.Compare(v.Minor, w.Minor), cmp.Compare(v.Patch, w.Patch)); c != 0 {
 		return c
@@ -272,9 +259,8 @@ func compareIdent(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// Newer reports whether release r is newer than the running version cur. A snapshot build (see
-// Snapshot) is ahead of the release it was built after, or of the one it precedes, so only a release
-// with a greater MAJOR.MINOR.PATCH is newer than it.
+// Newer reports whether release r is newer than the running version cur; than a snapshot build,
+// only by a greater MAJOR.MINOR.PATCH (see the package comment).
 func Newer(r, cur Version) bool {
 	if cur.Snapshot() {
 		r.Pre, cur.Pre = nil, nil
