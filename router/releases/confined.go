@@ -75,9 +75,6 @@ func entryName(name string) (string, error) {
 	return rel, nil
 }
 
-// native is a slash-separated name inside the folder as the os.Root takes it.
-func native(rel string) string { return filepath.FromSlash(rel) }
-
 // charge counts n more bytes written (or about to be), failing once the archive passes its limit.
 func (f *folder) charge(n int64) error {
 	f.left -= n
@@ -100,9 +97,9 @@ func (f *folder) realDirs(name, dir string, mk bool) error {
 		if f.real[p] {
 			continue
 		}
-		fi, err := f.root.Lstat(native(p))
+		fi, err := f.root.Lstat(filepath.FromSlash(p))
 		if errors.Is(err, fs.ErrNotExist) && mk {
-			if err = f.root.Mkdir(native(p), 0o755); err == nil {
+			if err = f.root.Mkdir(filepath.FromSlash(p), 0o755); err == nil {
 				f.real[p] = true
 				if err := f.charge(entryCost); err != nil {
 					return err
@@ -110,9 +107,9 @@ func (f *folder) realDirs(name, dir string, mk bool) error {
 				continue
 			}
 			if !errors.Is(err, fs.ErrExist) {
-				return download.DiskFull(err, filepath.Join(f.dir, native(p)))
+				return download.DiskFull(err, filepath.Join(f.dir, filepath.FromSlash(p)))
 			}
-			fi, err = f.root.Lstat(native(p)) // it came meanwhile: check what it is
+			fi, err = f.root.Lstat(filepath.FromSlash(p)) // it came meanwhile: check what it is
 		}
 		switch {
 		case err != nil:
@@ -133,7 +130,7 @@ func (f *folder) place(rel string) error {
 	if err := f.realDirs(rel, path.Dir(rel), true); err != nil {
 		return err
 	}
-	fi, err := f.root.Lstat(native(rel))
+	fi, err := f.root.Lstat(filepath.FromSlash(rel))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -142,7 +139,7 @@ func (f *folder) place(rel string) error {
 	case fi.IsDir():
 		return fmt.Errorf("%s: a folder of the archive has that name", rel)
 	}
-	if err := f.root.Remove(native(rel)); err != nil {
+	if err := f.root.Remove(filepath.FromSlash(rel)); err != nil {
 		return fmt.Errorf("replacing %s: %w", rel, err)
 	}
 	return nil
@@ -159,8 +156,8 @@ func (f *folder) file(rel string, r io.Reader, mode fs.FileMode) error {
 	if err := f.place(rel); err != nil {
 		return err
 	}
-	out, err := f.root.OpenFile(native(rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode.Perm()|0o600)
-	p := filepath.Join(f.dir, native(rel))
+	out, err := f.root.OpenFile(filepath.FromSlash(rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode.Perm()|0o600)
+	p := filepath.Join(f.dir, filepath.FromSlash(rel))
 	if err != nil {
 		return download.DiskFull(err, p)
 	}
@@ -196,12 +193,12 @@ func (f *folder) symlink(rel, link string) error {
 	if err := f.place(rel); err != nil {
 		return err
 	}
-	if err := f.root.Symlink(filepath.FromSlash(t), native(rel)); err != nil {
+	if err := f.root.Symlink(filepath.FromSlash(t), filepath.FromSlash(rel)); err != nil {
 		if runtime.GOOS == "windows" {
 			f.copied = append(f.copied, linkEntry{rel, t})
 			return nil
 		}
-		return download.DiskFull(err, filepath.Join(f.dir, native(rel)))
+		return download.DiskFull(err, filepath.Join(f.dir, filepath.FromSlash(rel)))
 	}
 	return nil
 }
@@ -216,7 +213,7 @@ func (f *folder) copyLinks() error {
 		var later []linkEntry
 		for _, l := range todo {
 			from := path.Join(path.Dir(l.rel), l.target)
-			fi, err := f.root.Stat(native(from))
+			fi, err := f.root.Stat(filepath.FromSlash(from))
 			switch {
 			case err != nil:
 				later = append(later, l)
@@ -227,7 +224,7 @@ func (f *folder) copyLinks() error {
 			if err := f.charge(fi.Size()); err != nil {
 				return err
 			}
-			if err := f.root.Link(native(from), native(l.rel)); err != nil {
+			if err := f.root.Link(filepath.FromSlash(from), filepath.FromSlash(l.rel)); err != nil {
 				if err := f.copyFile(from, l.rel, fi.Mode()); err != nil {
 					return err
 				}
@@ -243,18 +240,18 @@ func (f *folder) copyLinks() error {
 
 // copyFile copies the file from to rel, both inside the folder.
 func (f *folder) copyFile(from, rel string, mode fs.FileMode) error {
-	in, err := f.root.Open(native(from))
+	in, err := f.root.Open(filepath.FromSlash(from))
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := f.root.OpenFile(native(rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode.Perm()|0o600)
+	out, err := f.root.OpenFile(filepath.FromSlash(rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode.Perm()|0o600)
 	if err != nil {
-		return download.DiskFull(err, filepath.Join(f.dir, native(rel)))
+		return download.DiskFull(err, filepath.Join(f.dir, filepath.FromSlash(rel)))
 	}
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
-		return download.DiskFull(err, filepath.Join(f.dir, native(rel)))
+		return download.DiskFull(err, filepath.Join(f.dir, filepath.FromSlash(rel)))
 	}
 	return out.Close()
 }
@@ -287,14 +284,14 @@ func (f *folder) hardlink(rel, src string) error {
 	if err := f.realDirs(from, path.Dir(from), false); err != nil {
 		return fmt.Errorf("hard link %s -> %s: %w", rel, src, err)
 	}
-	if fi, err := f.root.Lstat(native(from)); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := f.root.Lstat(filepath.FromSlash(from)); err != nil || !fi.Mode().IsRegular() {
 		return fmt.Errorf("hard link %s -> %s: the source is not a file unpacked before it: %w", rel, src, ErrUnsafe)
 	}
 	if err := f.place(rel); err != nil {
 		return err
 	}
-	if err := f.root.Link(native(from), native(rel)); err != nil {
-		return download.DiskFull(err, filepath.Join(f.dir, native(rel)))
+	if err := f.root.Link(filepath.FromSlash(from), filepath.FromSlash(rel)); err != nil {
+		return download.DiskFull(err, filepath.Join(f.dir, filepath.FromSlash(rel)))
 	}
 	return nil
 }
@@ -317,7 +314,7 @@ func (f *folder) links() error {
 			return nil
 		}
 		if err := f.resolve(p); err != nil {
-			link, _ := f.root.Readlink(native(p))
+			link, _ := f.root.Readlink(filepath.FromSlash(p))
 			return fmt.Errorf("link %s -> %s: %w", p, filepath.ToSlash(link), err)
 		}
 		return nil
@@ -343,7 +340,7 @@ func (f *folder) resolve(rel string) error {
 			continue
 		}
 		p := strings.Join(append(at, c), "/")
-		fi, err := f.root.Lstat(native(p))
+		fi, err := f.root.Lstat(filepath.FromSlash(p))
 		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 			at = append(at, c) // a file, a folder, or missing: taken as named
 			continue
@@ -351,7 +348,7 @@ func (f *folder) resolve(rel string) error {
 		if hops++; hops > maxHops {
 			return fmt.Errorf("too many levels of symbolic links: %w", ErrUnsafe)
 		}
-		link, err := f.root.Readlink(native(p))
+		link, err := f.root.Readlink(filepath.FromSlash(p))
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}

@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -239,6 +241,18 @@ func (in *Installer) fetch(ctx context.Context, tag string, c Choice, assets []A
 	}
 	b.Binary = filepath.ToSlash(rel)
 	return writeJSON(filepath.Join(staging, manifestFile), b)
+}
+
+// clearQuarantine removes macOS's quarantine attribute from everything under dir, so Gatekeeper does
+// not stop the unpacked llama-server and its libraries. Other systems have none.
+func clearQuarantine(ctx context.Context, dir string, log *slog.Logger) {
+	if runtime.GOOS != "darwin" {
+		return
+	}
+	if out, err := exec.CommandContext(ctx, "xattr", "-r", "-d", "com.apple.quarantine", dir).CombinedOutput(); err != nil {
+		// xattr fails when no file has the attribute, which is the usual case for our own downloads.
+		log.Debug("xattr -r -d com.apple.quarantine", "dir", dir, "err", err, "output", string(out))
+	}
 }
 
 // swap puts the unpacked staging folder in place of dst, removing an older copy of the same build.
