@@ -145,6 +145,10 @@ func Flags(ctx context.Context, path string) ([]string, error) {
 	return flags, nil
 }
 
+// flagsEnd is where the column of a --help line's spellings ends: the first run of two or more spaces
+// not followed by another spelling.
+var flagsEnd = regexp.MustCompile(` {2,}[^ -]`)
+
 // ParseFlags reads the flags of llama-server's --help: each option line starts with its
 // spellings, separated by commas, then its value's placeholder, then two or more spaces and the
 // description ("-c,    --ctx-size N                     size of the prompt context").
@@ -156,19 +160,8 @@ func ParseFlags(help string) []string {
 			continue
 		}
 		col := line
-		// The column of spellings ends at the first run of two spaces not followed by another spelling.
-		for i := 0; i+2 < len(line); i++ {
-			if line[i] == ' ' && line[i+1] == ' ' {
-				j := i
-				for j < len(line) && line[j] == ' ' {
-					j++
-				}
-				if j < len(line) && line[j] != '-' {
-					col = line[:i]
-					break
-				}
-				i = j - 1
-			}
+		if at := flagsEnd.FindStringIndex(line); at != nil {
+			col = line[:at[0]]
 		}
 		for _, f := range strings.Fields(col) {
 			f = strings.TrimSuffix(f, ",")
