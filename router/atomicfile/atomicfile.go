@@ -5,6 +5,7 @@
 package atomicfile
 
 import (
+	"cmp"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,10 +16,7 @@ import (
 // creation on, so a secret is never readable by others, even for a moment.
 func Write(path string, data []byte, perm fs.FileMode) error {
 	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := os.CreateTemp(cmp.Or(dir, "."), "."+base+".tmp-*")
 	if err != nil {
 		return err
 	}
