@@ -43,13 +43,7 @@ type Flavor struct {
 func (f Flavor) Label() string {
 	name := map[string]string{BackendCPU: "CPU", BackendMetal: "Metal", BackendCUDA: "CUDA", BackendVulkan: "Vulkan",
 		BackendROCm: "ROCm", BackendHIP: "HIP", BackendSYCL: "SYCL", BackendOpenVINO: "OpenVINO", BackendOpenCL: "OpenCL"}[f.Backend]
-	name = cmp.Or(name, f.Backend)
-	for _, s := range []string{f.Version, f.Variant} {
-		if s != "" {
-			name += " " + s
-		}
-	}
-	return name
+	return strings.Join(strings.Fields(cmp.Or(name, f.Backend)+" "+f.Version+" "+f.Variant), " ")
 }
 
 var (
