@@ -34,9 +34,8 @@ const URLEnv = string(envconfig.ReleasesURL)
 // Latest asks for the newest release.
 const Latest = "latest"
 
-// Release is one entry of GitHub's "List releases" answer (also the answer of "Get the latest
-// release" and "Get a release by tag name"), reduced to the fields used here. See
-// https://docs.github.com/en/rest/releases/releases.
+// Release is one release of GitHub's answers to "List releases", "Get the latest release" and "Get a
+// release by tag name" (https://docs.github.com/en/rest/releases/releases), reduced to the fields used.
 type Release struct {
 	TagName    string  `json:"tag_name"` // llama.cpp's build, "b7100"
 	Draft      bool    `json:"draft"`

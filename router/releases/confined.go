@@ -39,17 +39,6 @@ type folder struct {
 // linkEntry is a symbolic link of an archive: rel names target (slash-separated, from rel's folder).
 type linkEntry struct{ rel, target string }
 
-// openFolder opens dir (which exists) for unpacking an archive of at most lim.
-func openFolder(dir string, lim limit) (*folder, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, fmt.Errorf("unpacking into %s: %w", dir, err)
-	}
-	return &folder{root: root, dir: dir, real: map[string]bool{}, lim: lim, left: lim.max}, nil
-}
-
-func (f *folder) Close() error { return f.root.Close() }
-
 // entryName returns the archive entry name as a clean slash-separated path inside the folder ("" for
 // the folder itself). Absolute names, names with a volume or a ".." element, and (on Windows) names
 // Windows reserves are refused.

@@ -37,11 +37,12 @@ func unpack(file, name, dir string, lim limit) error {
 	default:
 		return fmt.Errorf("%s: not a .zip or .tar.gz archive", name)
 	}
-	f, err := openFolder(dir, lim)
+	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("unpacking into %s: %w", dir, err)
 	}
-	defer f.Close()
+	defer root.Close()
+	f := &folder{root: root, dir: dir, real: map[string]bool{}, lim: lim, left: lim.max}
 	if err := unpackTo(file, f); err != nil {
 		return err
 	}
@@ -190,8 +191,7 @@ func findBinary(dir, name string) (string, error) {
 }
 
 // ErrTooLarge is matched when an answer of the API is larger than Client.MaxBody, a download is larger
-// than its release lists, or an archive unpacks to
-// more than an install accepts (see Installer.MaxUnpacked).
+// than its release lists, or an archive unpacks to more than an install accepts (Installer.MaxUnpacked).
 var ErrTooLarge = download.ErrTooLarge
 
 // The limits of one install, the defaults of the Installer's fields.
