@@ -128,10 +128,7 @@ func (e Env) resolve(p place) (string, bool) {
 
 // runnable reports whether info describes a file that can be executed on e.GOOS.
 func (e Env) runnable(info fs.FileInfo) bool {
-	if info.IsDir() {
-		return false
-	}
-	return e.GOOS == "windows" || info.Mode().Perm()&0o111 != 0
+	return !info.IsDir() && (e.GOOS == "windows" || info.Mode().Perm()&0o111 != 0)
 }
 
 // ChosenError says the llama-server chosen in the configuration or through $LLAMA_SERVER cannot

@@ -107,9 +107,9 @@ func outputNote(text string) string {
 	return fmt.Sprintf(" (output: %q)", strings.Join(lines, " | "))
 }
 
-// capped is a bytes.Buffer that keeps only the first maxOutput bytes written. exec copies
-// both pipes from separate goroutines only when Stdout and Stderr differ; they are the same
-// writer here, so exec serialises the writes.
+// capped is a bytes.Buffer that keeps only the first limit (0: maxOutput) bytes written. run gives
+// it as both Stdout and Stderr, so exec serialises the writes (it copies from two goroutines only
+// when they differ).
 type capped struct {
 	buf   bytes.Buffer
 	limit int // 0: maxOutput
