@@ -136,9 +136,8 @@ func cached[T comparable](p *T, vec interface{ WithLabelValues(...string) T }, m
 	return *p
 }
 
-// series are one model's request metrics, each looked up in its vector once (by its first
-// request that has it): the vectors hash the labels on every lookup. A series appears in the
-// exposition from its first value on, as before.
+// series are one model's request metrics, each looked up in its vector once, by its first value
+// (the vectors hash the labels on every lookup): a series appears in the exposition from then on.
 type series struct {
 	mu                        sync.Mutex // guards every field
 	byCode                    map[int]prometheus.Counter
