@@ -207,25 +207,25 @@ func eye(cx, cy, s float64) shape {
 type state struct {
 	name   string
 	colour color.NRGBA
-	badge  func(fill color.NRGBA, template bool) []layer
+	badge  func(fill color.NRGBA) []layer
 }
 
 func states() []state {
 	const bx, by, br = 0.74, 0.74, 0.25 // badge centre and radius
 	cut := disk(bx, by, br+0.06)        // gap between the mark and the badge
 	return []state{
-		{"idle", hex("#8c959f"), func(c color.NRGBA, _ bool) []layer {
+		{"idle", hex("#8c959f"), func(c color.NRGBA) []layer {
 			return []layer{{s: cut, erase: true}, {s: ring(bx, by, br-0.02, 0.08), c: c}}
 		}},
-		{"serving", hex("#2da44e"), func(c color.NRGBA, _ bool) []layer {
+		{"serving", hex("#2da44e"), func(c color.NRGBA) []layer {
 			return []layer{{s: cut, erase: true}, {s: disk(bx, by, br), c: c},
 				{s: triangle(bx-0.08, by-0.12, bx-0.08, by+0.12, bx+0.13, by), erase: true}}
 		}},
-		{"loading", hex("#d4a72c"), func(c color.NRGBA, _ bool) []layer {
+		{"loading", hex("#d4a72c"), func(c color.NRGBA) []layer {
 			return []layer{{s: cut, erase: true}, {s: arc(bx, by, br, 0.09, 0, 1.5*math.Pi), c: c},
 				{s: disk(bx, by, 0.06), c: c}}
 		}},
-		{"error", hex("#cf222e"), func(c color.NRGBA, _ bool) []layer {
+		{"error", hex("#cf222e"), func(c color.NRGBA) []layer {
 			return []layer{{s: cut, erase: true}, {s: disk(bx, by, br), c: c},
 				{s: roundRect(bx-0.035, by-0.16, bx+0.035, by+0.04, 0.03), erase: true},
 				{s: disk(bx, by+0.11, 0.04), erase: true}}
@@ -243,7 +243,7 @@ func trayIcon(st state, template bool) *image.NRGBA {
 		{s: llamaHead(0.40, 0.44, 0.86), c: mark},
 		{s: eye(0.40, 0.44, 0.86), erase: true},
 	}
-	badge := st.badge(fill, template)
+	badge := st.badge(fill)
 	if !template {
 		// a light outline keeps the dark mark visible on dark panels
 		layers = append([]layer{{s: dilate(llamaHead(0.40, 0.44, 0.86), 0.035), c: white}}, layers...)
@@ -297,18 +297,15 @@ func main() {
 	if len(os.Args) > 1 {
 		dir = os.Args[1]
 	}
+	icons := map[string]image.Image{"icon.png": appIcon()}
 	for _, st := range states() {
-		if err := write(dir, "tray-"+st.name+".png", trayIcon(st, false)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		if err := write(dir, "tray-"+st.name+"-template.png", trayIcon(st, true)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+		icons["tray-"+st.name+".png"] = trayIcon(st, false)
+		icons["tray-"+st.name+"-template.png"] = trayIcon(st, true)
 	}
-	if err := write(dir, "icon.png", appIcon()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	for name, img := range icons {
+		if err := write(dir, name, img); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 }

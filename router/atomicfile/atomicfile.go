@@ -5,6 +5,7 @@
 package atomicfile
 
 import (
+	"cmp"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,31 +16,24 @@ import (
 // creation on, so a secret is never readable by others, even for a moment.
 func Write(path string, data []byte, perm fs.FileMode) error {
 	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := os.CreateTemp(cmp.Or(dir, "."), "."+base+".tmp-*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // no-op after the rename
-	// CreateTemp makes it 0600; a wider mode is set before anything is written.
-	if perm != 0o600 {
-		if err := f.Chmod(perm); err != nil {
-			f.Close()
-			return err
-		}
+	// CreateTemp makes it 0600; the mode asked for is set before anything is written.
+	err = f.Chmod(perm)
+	if err == nil {
+		_, err = f.Write(data)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
+	if err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

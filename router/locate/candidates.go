@@ -3,6 +3,8 @@ package locate
 import (
 	"fmt"
 	"io/fs"
+	"path/filepath"
+	"slices"
 )
 
 // Sources: where a llama-server was found (Result.Source).
@@ -41,7 +43,7 @@ func places(e Env) []place {
 		dir := e.dir(exe)
 		add(SourceBundled, dir)
 		add(SourceBundled, dir, "llama-server") // a bundled folder with its libraries
-		if e.GOOS == "darwin" && e.base(dir) == "MacOS" && e.base(e.dir(dir)) == "Contents" {
+		if e.GOOS == "darwin" && filepath.Base(dir) == "MacOS" && filepath.Base(e.dir(dir)) == "Contents" {
 			add(SourceBundled, e.dir(dir), "Resources", "llama-server")
 		}
 	}
@@ -100,7 +102,7 @@ func Candidates(e Env, configured string) (found []Candidate, searched []string,
 			searched = append(searched, p.path)
 		}
 		path, ok := e.resolve(p)
-		if !ok || containsFile(e, found, path) {
+		if !ok || slices.ContainsFunc(found, func(c Candidate) bool { return e.sameFile(c.Path, path) }) {
 			continue
 		}
 		found = append(found, Candidate{Path: path, Source: p.source})
@@ -126,19 +128,7 @@ func (e Env) resolve(p place) (string, bool) {
 
 // runnable reports whether info describes a file that can be executed on e.GOOS.
 func (e Env) runnable(info fs.FileInfo) bool {
-	if info.IsDir() {
-		return false
-	}
-	return e.GOOS == "windows" || info.Mode().Perm()&0o111 != 0
-}
-
-func containsFile(e Env, cs []Candidate, path string) bool {
-	for _, c := range cs {
-		if e.sameFile(c.Path, path) {
-			return true
-		}
-	}
-	return false
+	return !info.IsDir() && (e.GOOS == "windows" || info.Mode().Perm()&0o111 != 0)
 }
 
 // ChosenError says the llama-server chosen in the configuration or through $LLAMA_SERVER cannot

@@ -63,17 +63,6 @@ func (e Env) binaryName() string {
 	return "llama-server"
 }
 
-func (e Env) versionTimeout() time.Duration {
-	if e.VersionTimeout > 0 {
-		return e.VersionTimeout
-	}
-	return DefaultVersionTimeout
-}
-
-// foreignWindows reports whether Windows paths are being handled on a non-Windows host
-// (only in tests), where path/filepath does not know the backslash.
-func (e Env) foreignWindows() bool { return e.GOOS == "windows" && runtime.GOOS != "windows" }
-
 // join joins path elements with e.GOOS's separator.
 func (e Env) join(elem ...string) string {
 	switch {
@@ -112,14 +101,6 @@ func (e Env) dir(p string) string {
 	default:
 		return path.Dir(p)
 	}
-}
-
-// base returns the last element of p.
-func (e Env) base(p string) string {
-	if e.foreignWindows() {
-		return p[strings.LastIndexAny(p, `\/`)+1:]
-	}
-	return filepath.Base(p)
 }
 
 // isBareName reports whether p is a command name without any folder, like "llama-server".

@@ -10,6 +10,7 @@
 package locate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,22 +41,18 @@ type NotFoundError struct {
 }
 
 func (e *NotFoundError) Error() string {
-	var b strings.Builder
+	msg := "llama-server not found"
 	if len(e.Broken) > 0 {
-		b.WriteString("no working llama-server found: ")
-		for i, err := range e.Broken {
-			if i > 0 {
-				b.WriteString("; ")
-			}
-			b.WriteString(err.Error())
+		var broken []string
+		for _, err := range e.Broken {
+			broken = append(broken, err.Error())
 		}
-	} else {
-		b.WriteString("llama-server not found")
+		msg = "no working llama-server found: " + strings.Join(broken, "; ")
 	}
 	if len(e.Searched) > 0 {
-		b.WriteString(" (looked in " + strings.Join(e.Searched, ", ") + ")")
+		msg += " (looked in " + strings.Join(e.Searched, ", ") + ")"
 	}
-	return b.String()
+	return msg
 }
 
 // Is makes errors.Is(err, ErrNotFound) true.
@@ -76,8 +73,9 @@ func FindWith(ctx context.Context, e Env, configured string) (Result, error) {
 		return Result{}, err
 	}
 	var broken []error
+	timeout := cmp.Or(max(e.VersionTimeout, 0), DefaultVersionTimeout)
 	for _, c := range found {
-		v, err := runVersion(ctx, c.Path, e.versionTimeout())
+		v, err := runVersion(ctx, c.Path, timeout)
 		if err == nil {
 			return Result{Path: c.Path, Source: c.Source, Version: v, Build: buildNumber(v)}, nil
 		}

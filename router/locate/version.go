@@ -16,6 +16,28 @@ import (
 // maxOutput caps what is kept of `--version` output; the version line comes first or close to it.
 const maxOutput = 64 << 10
 
+// run runs `path arg`, bounded by timeout, and returns its output (stdout and stderr, where
+// llama-server prints its version, at most limit bytes) and how it ended; err is set when ctx ended
+// or the run took too long.
+func run(ctx context.Context, path, arg string, timeout time.Duration, limit int) (out string, runErr, err error) {
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, path, arg)
+	c := &capped{limit: limit}
+	cmd.Stdout, cmd.Stderr = c, c
+	// A grandchild holding the pipes open must not keep Wait from returning after a kill.
+	cmd.WaitDelay = 2 * time.Second
+	hideWindow(cmd)
+	runErr = cmd.Run()
+	if ctx.Err() != nil {
+		return "", nil, fmt.Errorf("%s %s: %w", path, arg, ctx.Err())
+	}
+	if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+		return "", nil, fmt.Errorf("%s did not answer %s within %s: %w", path, arg, timeout, runCtx.Err())
+	}
+	return c.String(), runErr, nil
+}
+
 // Version runs `path --version` (bounded by DefaultVersionTimeout) and returns the text after
 // "version:", like "6123 (a1b2c3d)".
 func Version(ctx context.Context, path string) (string, error) {
@@ -23,24 +45,10 @@ func Version(ctx context.Context, path string) (string, error) {
 }
 
 func runVersion(ctx context.Context, path string, timeout time.Duration) (string, error) {
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(runCtx, path, "--version")
-	var out capped
-	cmd.Stdout = &out
-	cmd.Stderr = &out // llama-server prints its version on stderr
-	// A grandchild holding the pipes open must not keep Wait from returning after a kill.
-	cmd.WaitDelay = 2 * time.Second
-	hideWindow(cmd)
-	runErr := cmd.Run()
-
-	if ctx.Err() != nil {
-		return "", fmt.Errorf("%s --version: %w", path, ctx.Err())
+	text, runErr, err := run(ctx, path, "--version", timeout, maxOutput)
+	if err != nil {
+		return "", err
 	}
-	if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
-		return "", fmt.Errorf("%s did not answer --version within %s: %w", path, timeout, runCtx.Err())
-	}
-	text := out.String()
 	if v, ok := ParseVersion(text); ok {
 		return v, nil // some builds exit non-zero after printing it; the version is what counts
 	}
@@ -99,23 +107,17 @@ func outputNote(text string) string {
 	return fmt.Sprintf(" (output: %q)", strings.Join(lines, " | "))
 }
 
-// capped is a bytes.Buffer that keeps only the first maxOutput bytes written. exec copies
-// both pipes from separate goroutines only when Stdout and Stderr differ; they are the same
-// writer here, so exec serialises the writes.
+// capped is a bytes.Buffer that keeps only the first limit (0: maxOutput) bytes written. run gives
+// it as both Stdout and Stderr, so exec serialises the writes (it copies from two goroutines only
+// when they differ).
 type capped struct {
 	buf   bytes.Buffer
 	limit int // 0: maxOutput
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	limit := c.limit
-	limit = cmp.Or(limit, maxOutput)
-	if room := limit - c.buf.Len(); room > 0 {
-		if len(p) > room {
-			c.buf.Write(p[:room])
-		} else {
-			c.buf.Write(p)
-		}
+	if room := cmp.Or(c.limit, maxOutput) - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
 }
@@ -129,28 +131,23 @@ const maxHelp = 1 << 20
 // both spellings of each ("-c", "--ctx-size"): what a configuration's extra arguments are checked
 // against.
 func Flags(ctx context.Context, path string) ([]string, error) {
-	runCtx, cancel := context.WithTimeout(ctx, DefaultVersionTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(runCtx, path, "--help")
-	var out capped
-	out.limit = maxHelp
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	cmd.WaitDelay = 2 * time.Second
-	hideWindow(cmd)
-	runErr := cmd.Run()
-	if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
-		return nil, fmt.Errorf("%s did not answer --help within %s: %w", path, DefaultVersionTimeout, runCtx.Err())
+	out, runErr, err := run(ctx, path, "--help", DefaultVersionTimeout, maxHelp)
+	if err != nil {
+		return nil, err
 	}
-	flags := ParseFlags(out.String())
+	flags := ParseFlags(out)
 	if len(flags) == 0 {
 		if runErr != nil {
-			return nil, fmt.Errorf("%s --help: %w%s", path, runErr, outputNote(out.String()))
+			return nil, fmt.Errorf("%s --help: %w%s", path, runErr, outputNote(out))
 		}
 		return nil, fmt.Errorf("%s --help listed no flags", path)
 	}
 	return flags, nil
 }
+
+// flagsEnd is where the column of a --help line's spellings ends: the first run of two or more spaces
+// not followed by another spelling.
+var flagsEnd = regexp.MustCompile(` {2,}[^ -]`)
 
 // ParseFlags reads the flags of llama-server's --help: each option line starts with its
 // spellings, separated by commas, then its value's placeholder, then two or more spaces and the
@@ -163,19 +160,8 @@ func ParseFlags(help string) []string {
 			continue
 		}
 		col := line
-		// The column of spellings ends at the first run of two spaces not followed by another spelling.
-		for i := 0; i+2 < len(line); i++ {
-			if line[i] == ' ' && line[i+1] == ' ' {
-				j := i
-				for j < len(line) && line[j] == ' ' {
-					j++
-				}
-				if j < len(line) && line[j] != '-' {
-					col = line[:i]
-					break
-				}
-				i = j - 1
-			}
+		if at := flagsEnd.FindStringIndex(line); at != nil {
+			col = line[:at[0]]
 		}
 		for _, f := range strings.Fields(col) {
 			f = strings.TrimSuffix(f, ",")

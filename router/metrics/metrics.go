@@ -97,55 +97,47 @@ const namespace = "llamatray"
 // ServeHTTP answers the Prometheus text exposition.
 func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.handler.ServeHTTP(w, r) }
 
-// Request counts one model-routed request that ended. It takes no lock of its own beyond the
-// metric vectors' and does no I/O.
+// Request counts one model-routed request that ended. It does no I/O; the model's series lock is
+// held for lookups in its cache and atomic adds.
 func (m *Metrics) Request(q Request) {
 	if m == nil || q.Model == "" {
 		return
 	}
 	s := m.seriesOf(q.Model)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	requests := s.byCode[q.Code]
 	if requests == nil {
 		requests = m.requests.WithLabelValues(q.Model, strconv.Itoa(q.Code))
 		s.byCode[q.Code] = requests
 	}
-	if s.duration == nil {
-		s.duration = m.duration.WithLabelValues(q.Model)
-	}
-	if q.Leased && s.queueWait == nil {
-		s.queueWait = m.queueWait.WithLabelValues(q.Model)
-	}
-	if q.TokensIn > 0 && s.tokensIn == nil {
-		s.tokensIn = m.tokensIn.WithLabelValues(q.Model)
-	}
-	if q.TokensOut > 0 && s.tokensOut == nil {
-		s.tokensOut = m.tokensOut.WithLabelValues(q.Model)
-	}
-	if q.HasTTFT && s.ttft == nil {
-		s.ttft = m.ttft.WithLabelValues(q.Model)
-	}
-	duration, queueWait, tokensIn, tokensOut, ttft := s.duration, s.queueWait, s.tokensIn, s.tokensOut, s.ttft
-	s.mu.Unlock()
 	requests.Inc()
-	duration.Observe(q.Duration.Seconds())
+	cached(&s.duration, m.duration, q.Model).Observe(q.Duration.Seconds())
 	if q.Leased {
-		queueWait.Observe(q.Wait.Seconds())
+		cached(&s.queueWait, m.queueWait, q.Model).Observe(q.Wait.Seconds())
 	}
 	if q.TokensIn > 0 {
-		tokensIn.Add(float64(q.TokensIn))
+		cached(&s.tokensIn, m.tokensIn, q.Model).Add(float64(q.TokensIn))
 	}
 	if q.TokensOut > 0 {
-		tokensOut.Add(float64(q.TokensOut))
+		cached(&s.tokensOut, m.tokensOut, q.Model).Add(float64(q.TokensOut))
 	}
 	if q.HasTTFT {
-		ttft.Observe(q.TTFT.Seconds())
+		cached(&s.ttft, m.ttft, q.Model).Observe(q.TTFT.Seconds())
 	}
 }
 
-// series are one model's request metrics, each looked up in its vector once (by its first
-// request that has it): the vectors hash the labels on every lookup. A series appears in the
-// exposition from its first value on, as before.
+// cached returns the series *p, looked up in vec for model the first time.
+func cached[T comparable](p *T, vec interface{ WithLabelValues(...string) T }, model string) T {
+	var none T
+	if *p == none {
+		*p = vec.WithLabelValues(model)
+	}
+	return *p
+}
+
+// series are one model's request metrics, each looked up in its vector once, by its first value
+// (the vectors hash the labels on every lookup): a series appears in the exposition from then on.
 type series struct {
 	mu                        sync.Mutex // guards every field
 	byCode                    map[int]prometheus.Counter
@@ -183,14 +175,11 @@ func (m *Metrics) Watch(src Source) (stop func()) {
 			}
 		}
 	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			close(done)
-			cancel()
-			<-exited
-		})
-	}
+	return sync.OnceFunc(func() {
+		close(done)
+		cancel()
+		<-exited
+	})
 }
 
 // feed turns the engine's state events into load, unload and sleep counts. Only Watch's goroutine

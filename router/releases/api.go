@@ -34,17 +34,14 @@ const URLEnv = string(envconfig.ReleasesURL)
 // Latest asks for the newest release.
 const Latest = "latest"
 
-// Release is one entry of GitHub's "List releases" answer (also the answer of "Get the latest
-// release" and "Get a release by tag name"), reduced to the fields used here. See
-// https://docs.github.com/en/rest/releases/releases.
+// Release is one release of GitHub's answers to "List releases", "Get the latest release" and "Get a
+// release by tag name" (https://docs.github.com/en/rest/releases/releases), reduced to the fields used.
 type Release struct {
-	TagName     string    `json:"tag_name"` // llama.cpp's build, "b7100"
-	Name        string    `json:"name"`
-	Draft       bool      `json:"draft"`
-	Prerelease  bool      `json:"prerelease"`
-	PublishedAt time.Time `json:"published_at"`
-	HTMLURL     string    `json:"html_url"`
-	Assets      []Asset   `json:"assets"`
+	TagName    string  `json:"tag_name"` // llama.cpp's build, "b7100"
+	Draft      bool    `json:"draft"`
+	Prerelease bool    `json:"prerelease"`
+	HTMLURL    string  `json:"html_url"`
+	Assets     []Asset `json:"assets"`
 }
 
 // Asset is one file of a release (https://docs.github.com/en/rest/releases/assets).

@@ -39,23 +39,12 @@ type folder struct {
 // linkEntry is a symbolic link of an archive: rel names target (slash-separated, from rel's folder).
 type linkEntry struct{ rel, target string }
 
-// openFolder opens dir (which exists) for unpacking an archive of at most lim.
-func openFolder(dir string, lim limit) (*folder, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, fmt.Errorf("unpacking into %s: %w", dir, err)
-	}
-	return &folder{root: root, dir: dir, real: map[string]bool{}, lim: lim, left: lim.max}, nil
-}
-
-func (f *folder) Close() error { return f.root.Close() }
-
 // entryName returns the archive entry name as a clean slash-separated path inside the folder ("" for
 // the folder itself). Absolute names, names with a volume or a ".." element, and (on Windows) names
 // Windows reserves are refused.
 func entryName(name string) (string, error) {
 	slashed := strings.ReplaceAll(name, `\`, "/")
-	if strings.HasPrefix(slashed, "/") || filepath.VolumeName(name) != "" || strings.Contains(strings.SplitN(slashed, "/", 2)[0], ":") {
+	if absolute(slashed) {
 		return "", fmt.Errorf("%q: %w", name, ErrUnsafe)
 	}
 	var parts []string
@@ -74,9 +63,6 @@ func entryName(name string) (string, error) {
 	}
 	return rel, nil
 }
-
-// native is a slash-separated name inside the folder as the os.Root takes it.
-func native(rel string) string { return filepath.FromSlash(rel) }
 
 // charge counts n more bytes written (or about to be), failing once the archive passes its limit.
 func (f *folder) charge(n int64) error {
@@ -100,9 +86,9 @@ func (f *folder) realDirs(name, dir string, mk bool) error {
 		if f.real[p] {
 			continue
 		}
-		fi, err := f.root.Lstat(native(p))
+		fi, err := f.root.Lstat(filepath.FromSlash(p))
 		if errors.Is(err, fs.ErrNotExist) && mk {
-			if err = f.root.Mkdir(native(p), 0o755); err == nil {
+			if err = f.root.Mkdir(filepath.FromSlash(p), 0o755); err == nil {
 				f.real[p] = true
 				if err := f.charge(entryCost); err != nil {
 					return err
@@ -110,9 +96,9 @@ func (f *folder) realDirs(name, dir string, mk bool) error {
 				continue
 			}
 			if !errors.Is(err, fs.ErrExist) {
-				return download.DiskFull(err, filepath.Join(f.dir, native(p)))
+				return download.DiskFull(err, filepath.Join(f.dir, filepath.FromSlash(p)))
 			}
-			fi, err = f.root.Lstat(native(p)) // it came meanwhile: check what it is
+			fi, err = f.root.Lstat(filepath.FromSlash(p)) // it came meanwhile: check what it is
 		}
 		switch {
 		case err != nil:
@@ -133,7 +119,7 @@ func (f *folder) place(rel string) error {
 	if err := f.realDirs(rel, path.Dir(rel), true); err != nil {
 		return err
 	}
-	fi, err := f.root.Lstat(native(rel))
+	fi, err := f.root.Lstat(filepath.FromSlash(rel))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -142,7 +128,7 @@ func (f *folder) place(rel string) error {
 	case fi.IsDir():
 		return fmt.Errorf("%s: a folder of the archive has that name", rel)
 	}
-	if err := f.root.Remove(native(rel)); err != nil {
+	if err := f.root.Remove(filepath.FromSlash(rel)); err != nil {
 		return fmt.Errorf("replacing %s: %w", rel, err)
 	}
 	return nil
@@ -159,8 +145,8 @@ func (f *folder) file(rel string, r io.Reader, mode fs.FileMode) error {
 	if err := f.place(rel); err != nil {
 		return err
 	}
-	out, err := f.root.OpenFile(native(rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode.Perm()|0o600)
-	p := filepath.Join(f.dir, native(rel))
+	out, err := f.root.OpenFile(filepath.FromSlash(rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode.Perm()|0o600)
+	p := filepath.Join(f.dir, filepath.FromSlash(rel))
 	if err != nil {
 		return download.DiskFull(err, p)
 	}
@@ -196,12 +182,12 @@ func (f *folder) symlink(rel, link string) error {
 	if err := f.place(rel); err != nil {
 		return err
 	}
-	if err := f.root.Symlink(filepath.FromSlash(t), native(rel)); err != nil {
+	if err := f.root.Symlink(filepath.FromSlash(t), filepath.FromSlash(rel)); err != nil {
 		if runtime.GOOS == "windows" {
 			f.copied = append(f.copied, linkEntry{rel, t})
 			return nil
 		}
-		return download.DiskFull(err, filepath.Join(f.dir, native(rel)))
+		return download.DiskFull(err, filepath.Join(f.dir, filepath.FromSlash(rel)))
 	}
 	return nil
 }
@@ -216,7 +202,7 @@ func (f *folder) copyLinks() error {
 		var later []linkEntry
 		for _, l := range todo {
 			from := path.Join(path.Dir(l.rel), l.target)
-			fi, err := f.root.Stat(native(from))
+			fi, err := f.root.Stat(filepath.FromSlash(from))
 			switch {
 			case err != nil:
 				later = append(later, l)
@@ -227,7 +213,7 @@ func (f *folder) copyLinks() error {
 			if err := f.charge(fi.Size()); err != nil {
 				return err
 			}
-			if err := f.root.Link(native(from), native(l.rel)); err != nil {
+			if err := f.root.Link(filepath.FromSlash(from), filepath.FromSlash(l.rel)); err != nil {
 				if err := f.copyFile(from, l.rel, fi.Mode()); err != nil {
 					return err
 				}
@@ -243,18 +229,18 @@ func (f *folder) copyLinks() error {
 
 // copyFile copies the file from to rel, both inside the folder.
 func (f *folder) copyFile(from, rel string, mode fs.FileMode) error {
-	in, err := f.root.Open(native(from))
+	in, err := f.root.Open(filepath.FromSlash(from))
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := f.root.OpenFile(native(rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode.Perm()|0o600)
+	out, err := f.root.OpenFile(filepath.FromSlash(rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode.Perm()|0o600)
 	if err != nil {
-		return download.DiskFull(err, filepath.Join(f.dir, native(rel)))
+		return download.DiskFull(err, filepath.Join(f.dir, filepath.FromSlash(rel)))
 	}
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
-		return download.DiskFull(err, filepath.Join(f.dir, native(rel)))
+		return download.DiskFull(err, filepath.Join(f.dir, filepath.FromSlash(rel)))
 	}
 	return out.Close()
 }
@@ -262,12 +248,17 @@ func (f *folder) copyFile(from, rel string, mode fs.FileMode) error {
 // linkOK reports whether a symbolic link at rel with the slash-separated target link stays inside the
 // folder, read lexically from rel's folder.
 func linkOK(rel, link string) bool {
-	if link == "" || strings.HasPrefix(link, "/") || filepath.VolumeName(filepath.FromSlash(link)) != "" ||
-		strings.Contains(strings.SplitN(link, "/", 2)[0], ":") {
+	if link == "" || absolute(link) {
 		return false
 	}
 	to := path.Join(path.Dir(rel), link)
 	return to != ".." && !strings.HasPrefix(to, "../")
+}
+
+// absolute reports whether the slash-separated name p is not relative: it starts with "/", a volume
+// name, or has a ":" in its first element (a drive, or an NTFS stream).
+func absolute(p string) bool {
+	return strings.HasPrefix(p, "/") || filepath.VolumeName(filepath.FromSlash(p)) != "" || strings.Contains(strings.SplitN(p, "/", 2)[0], ":")
 }
 
 // hardlink makes rel a hard link to src, an archive name of a file unpacked before it.
@@ -282,14 +273,14 @@ func (f *folder) hardlink(rel, src string) error {
 	if err := f.realDirs(from, path.Dir(from), false); err != nil {
 		return fmt.Errorf("hard link %s -> %s: %w", rel, src, err)
 	}
-	if fi, err := f.root.Lstat(native(from)); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := f.root.Lstat(filepath.FromSlash(from)); err != nil || !fi.Mode().IsRegular() {
 		return fmt.Errorf("hard link %s -> %s: the source is not a file unpacked before it: %w", rel, src, ErrUnsafe)
 	}
 	if err := f.place(rel); err != nil {
 		return err
 	}
-	if err := f.root.Link(native(from), native(rel)); err != nil {
-		return download.DiskFull(err, filepath.Join(f.dir, native(rel)))
+	if err := f.root.Link(filepath.FromSlash(from), filepath.FromSlash(rel)); err != nil {
+		return download.DiskFull(err, filepath.Join(f.dir, filepath.FromSlash(rel)))
 	}
 	return nil
 }
@@ -312,7 +303,7 @@ func (f *folder) links() error {
 			return nil
 		}
 		if err := f.resolve(p); err != nil {
-			link, _ := f.root.Readlink(native(p))
+			link, _ := f.root.Readlink(filepath.FromSlash(p))
 			return fmt.Errorf("link %s -> %s: %w", p, filepath.ToSlash(link), err)
 		}
 		return nil
@@ -338,7 +329,7 @@ func (f *folder) resolve(rel string) error {
 			continue
 		}
 		p := strings.Join(append(at, c), "/")
-		fi, err := f.root.Lstat(native(p))
+		fi, err := f.root.Lstat(filepath.FromSlash(p))
 		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 			at = append(at, c) // a file, a folder, or missing: taken as named
 			continue
@@ -346,12 +337,12 @@ func (f *folder) resolve(rel string) error {
 		if hops++; hops > maxHops {
 			return fmt.Errorf("too many levels of symbolic links: %w", ErrUnsafe)
 		}
-		link, err := f.root.Readlink(native(p))
+		link, err := f.root.Readlink(filepath.FromSlash(p))
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
 		link = filepath.ToSlash(link)
-		if strings.HasPrefix(link, "/") || filepath.VolumeName(filepath.FromSlash(link)) != "" {
+		if absolute(link) {
 			return fmt.Errorf("%s is absolute: %w", p, ErrUnsafe)
 		}
 		todo = append(strings.Split(link, "/"), todo...)

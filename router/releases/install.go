@@ -1,6 +1,7 @@
 package releases
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,7 +11,9 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -86,12 +89,7 @@ type Installer struct {
 	diskFree func(dir string) (int64, bool) // the free space of dir's file system (tests); nil → the disk's
 }
 
-func (in *Installer) log() *slog.Logger {
-	if in.Logger != nil {
-		return in.Logger
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
+func (in *Installer) log() *slog.Logger { return cmp.Or(in.Logger, slog.New(slog.DiscardHandler)) }
 
 func (in *Installer) inUse(dir string) bool { return in.InUse != nil && in.InUse(dir) }
 
@@ -101,13 +99,11 @@ func (in *Installer) Plan(ctx context.Context, req Request) (Release, Choice, er
 	if err != nil {
 		return rel, Choice{}, err
 	}
-	sys := System{}
+	detect := Detect
 	if in.System != nil {
-		sys = in.System(ctx)
-	} else {
-		sys = Detect(ctx)
+		detect = in.System
 	}
-	c, err := Pick(rel.Assets, sys, Want{Backend: req.Backend, Asset: req.Asset})
+	c, err := Pick(rel.Assets, detect(ctx), Want{Backend: req.Backend, Asset: req.Asset})
 	if err != nil {
 		return rel, c, fmt.Errorf("llama.cpp %s: %w", rel.TagName, err)
 	}
@@ -188,7 +184,7 @@ func (in *Installer) put(ctx context.Context, tag string, c Choice, assets []Ass
 	}
 	defer os.RemoveAll(staging) // empty after the rename when all went well
 
-	if _, err := in.fetch(ctx, tag, c, assets, total, staging, asked, progress); err != nil {
+	if err := in.fetch(ctx, tag, c, assets, total, staging, asked, progress); err != nil {
 		return Build{}, err
 	}
 	if err := in.swap(staging, dst); err != nil {
@@ -202,24 +198,18 @@ func (in *Installer) put(ctx context.Context, tag string, c Choice, assets []Ass
 }
 
 // fetch downloads and unpacks every archive into staging and writes the manifest there.
-func (in *Installer) fetch(ctx context.Context, tag string, c Choice, assets []Asset, total int64, staging, asked string, progress func(Progress)) (Build, error) {
-	hc := in.HTTP
-	if hc == nil {
-		hc = &http.Client{}
-	}
-	stall := in.StallTimeout
-	if stall <= 0 {
-		stall = DefaultStallTimeout
-	}
+func (in *Installer) fetch(ctx context.Context, tag string, c Choice, assets []Asset, total int64, staging, asked string, progress func(Progress)) error {
+	hc := cmp.Or(in.HTTP, &http.Client{})
+	stall := cmp.Or(max(in.StallTimeout, 0), DefaultStallTimeout)
 	var before int64
 	b := Build{Build: tag, Asset: c.Asset.Name, SHA256: c.Asset.SHA256(), Backend: c.Label(), Asked: asked, Reason: c.Reason, InstalledAt: time.Now().UTC()}
 	for _, a := range assets {
-		file, err := fetchAsset(ctx, hc, a, in.Store.Root, stall, func(done, _ int64, rate float64, left time.Duration) {
+		file, err := fetchAsset(ctx, hc, a, in.Store.Root, stall, func(done int64, rate float64, left time.Duration) {
 			progress(Progress{Phase: PhaseDownloading, Build: tag, Asset: a.Name, Done: before + done, Total: total,
 				BytesPerSecond: rate, ETASeconds: left.Seconds()})
 		})
 		if err != nil {
-			return b, err
+			return err
 		}
 		before += a.Size
 		progress(Progress{Phase: PhaseVerified, Build: tag, Asset: a.Name, Message: "sha256 " + a.SHA256()})
@@ -227,7 +217,7 @@ func (in *Installer) fetch(ctx context.Context, tag string, c Choice, assets []A
 		err = unpack(file, a.Name, staging, in.unpackLimit(a.Size))
 		os.Remove(file)
 		if err != nil {
-			return b, fmt.Errorf("unpacking %s: %w", a.Name, err)
+			return fmt.Errorf("unpacking %s: %w", a.Name, err)
 		}
 		if a.Name != c.Asset.Name {
 			b.Extras = append(b.Extras, a.Name)
@@ -235,37 +225,44 @@ func (in *Installer) fetch(ctx context.Context, tag string, c Choice, assets []A
 	}
 	rel, err := findBinary(staging, BinaryName())
 	if err != nil {
-		return b, fmt.Errorf("llama.cpp %s (%s): %w", tag, c.Asset.Name, err)
+		return fmt.Errorf("llama.cpp %s (%s): %w", tag, c.Asset.Name, err)
 	}
 	bin := filepath.Join(staging, rel)
 	if err := chmodInside(staging, rel, 0o755); err != nil {
-		return b, fmt.Errorf("marking %s executable: %w", bin, err)
+		return fmt.Errorf("marking %s executable: %w", bin, err)
 	}
 	clearQuarantine(ctx, staging, in.log())
 	if in.Verify != nil {
 		v, err := in.Verify(ctx, bin)
 		if err != nil {
-			return b, fmt.Errorf("the llama-server of llama.cpp %s (%s) does not run on this machine: %w", tag, c.Asset.Name, err)
+			return fmt.Errorf("the llama-server of llama.cpp %s (%s) does not run on this machine: %w", tag, c.Asset.Name, err)
 		}
 		b.Version = v
 	}
 	b.Binary = filepath.ToSlash(rel)
-	if err := writeJSON(filepath.Join(staging, manifestFile), b); err != nil {
-		return b, err
+	return writeJSON(filepath.Join(staging, manifestFile), b)
+}
+
+// clearQuarantine removes macOS's quarantine attribute from everything under dir, so Gatekeeper does
+// not stop the unpacked llama-server and its libraries. Other systems have none.
+func clearQuarantine(ctx context.Context, dir string, log *slog.Logger) {
+	if runtime.GOOS != "darwin" {
+		return
 	}
-	return b, nil
+	if out, err := exec.CommandContext(ctx, "xattr", "-r", "-d", "com.apple.quarantine", dir).CombinedOutput(); err != nil {
+		// xattr fails when no file has the attribute, which is the usual case for our own downloads.
+		log.Debug("xattr -r -d com.apple.quarantine", "dir", dir, "err", err, "output", string(out))
+	}
 }
 
 // swap puts the unpacked staging folder in place of dst, removing an older copy of the same build.
 func (in *Installer) swap(staging, dst string) error {
 	old := ""
 	if _, err := os.Stat(dst); err == nil {
-		o, err := os.MkdirTemp(in.Store.Root, "."+filepath.Base(dst)+"-old-")
-		if err != nil {
+		if old, err = os.MkdirTemp(in.Store.Root, "."+filepath.Base(dst)+"-old-"); err != nil {
 			return download.DiskFull(err, in.Store.Root)
 		}
-		os.Remove(o)
-		old = o
+		os.Remove(old)
 		if err := os.Rename(dst, old); err != nil {
 			return fmt.Errorf("moving the old %s aside: %w", dst, err)
 		}
@@ -367,21 +364,21 @@ const DefaultStallTimeout = download.DefaultStall
 // unpacked, and the unpacked files (llama.cpp's archives unpack to about twice their size).
 const unpackFactor = 4
 
-// fetchAsset downloads a into a new file in dir with the one downloader (router/download), reporting
-// progress, and checks its sha256. On any failure the partial file is removed: an install starts
-// again from nothing. It returns the file's path.
+// fetchAsset downloads a into a new file in dir with the one downloader (router/download), calling
+// progress at most every 100 ms as it goes and once when it is whole, and checks its sha256. On any
+// failure the partial file is removed: an install starts again from nothing. It returns the file's
+// path.
 //
 // The asset's listed size bounds the download: an asset listed with no size is refused, and one that
 // sends more than its size is cut there (ErrTooLarge). A download that sends nothing for stall (its
 // answer's headers included) is cut with ErrCut.
-func fetchAsset(ctx context.Context, hc *http.Client, a Asset, dir string, stall time.Duration, progress func(done, total int64, rate float64, left time.Duration)) (string, error) {
+func fetchAsset(ctx context.Context, hc *http.Client, a Asset, dir string, stall time.Duration, progress func(done int64, rate float64, left time.Duration)) (string, error) {
 	want := a.SHA256()
 	if want == "" {
 		return "", fmt.Errorf("%s: %w; refusing to install an unverified build", a.Name, ErrNoDigest)
 	}
-	total := a.Size
-	if total <= 0 {
-		return "", fmt.Errorf("%s: the release lists its size as %d bytes; refusing a download of unknown size", a.Name, total)
+	if a.Size <= 0 {
+		return "", fmt.Errorf("%s: the release lists its size as %d bytes; refusing a download of unknown size", a.Name, a.Size)
 	}
 	f, err := os.CreateTemp(dir, ".download-*-"+filepath.Base(a.Name))
 	if err != nil {
@@ -389,7 +386,32 @@ func fetchAsset(ctx context.Context, hc *http.Client, a Asset, dir string, stall
 	}
 	path := f.Name()
 	h := sha256.New()
-	if err := fillAsset(ctx, hc, a, stall, io.MultiWriter(f, h), progress); err != nil {
+	var (
+		done  int64
+		last  time.Time
+		speed download.Speed
+	)
+	src := download.Source{
+		Request: func(ctx context.Context) (*http.Request, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.DownloadURL, nil)
+			if err == nil {
+				req.Header.Set("Accept", "application/octet-stream")
+			}
+			return req, err
+		},
+		Client: hc,
+		Size:   a.Size,
+		Stall:  stall,
+	}
+	_, err = download.Fill(ctx, src, io.MultiWriter(f, h), 0, func(n int64) {
+		done += n
+		if now := time.Now(); now.Sub(last) >= 100*time.Millisecond {
+			last = now
+			rate, left := speed.At(now, done, a.Size)
+			progress(done, rate, left)
+		}
+	})
+	if err != nil {
 		f.Close()
 		os.Remove(path)
 		if download.IsDiskFull(err) {
@@ -397,6 +419,7 @@ func fetchAsset(ctx context.Context, hc *http.Client, a Asset, dir string, stall
 		}
 		return "", fmt.Errorf("downloading %s: %w", a.Name, err)
 	}
+	progress(done, 0, 0)
 	if err := f.Close(); err != nil {
 		os.Remove(path)
 		return "", download.DiskFull(err, path)
@@ -406,39 +429,4 @@ func fetchAsset(ctx context.Context, hc *http.Client, a Asset, dir string, stall
 		return "", fmt.Errorf("%w: %s has sha256 %s, the release publishes %s; the download was deleted", ErrDigest, a.Name, got, want)
 	}
 	return path, nil
-}
-
-// fillAsset downloads a into w (the one downloader's rules, router/download), calling progress,
-// if not nil, at most every 100 ms as it goes and once when it is whole.
-func fillAsset(ctx context.Context, hc *http.Client, a Asset, stall time.Duration, w io.Writer, progress func(done, total int64, rate float64, left time.Duration)) error {
-	var (
-		done  int64
-		last  time.Time
-		speed download.Speed
-	)
-	src := download.Source{
-		Request: func(ctx context.Context) (*http.Request, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.DownloadURL, nil)
-			if err != nil {
-				return nil, err
-			}
-			req.Header.Set("Accept", "application/octet-stream")
-			return req, nil
-		},
-		Client: hc,
-		Size:   a.Size,
-		Stall:  stall,
-	}
-	_, err := download.Fill(ctx, src, w, 0, func(n int64) {
-		done += n
-		if now := time.Now(); progress != nil && now.Sub(last) >= 100*time.Millisecond {
-			last = now
-			rate, left := speed.At(now, done, a.Size)
-			progress(done, a.Size, rate, left)
-		}
-	})
-	if err == nil && progress != nil {
-		progress(done, a.Size, 0, 0)
-	}
-	return err
 }

@@ -43,13 +43,7 @@ type Flavor struct {
 func (f Flavor) Label() string {
 	name := map[string]string{BackendCPU: "CPU", BackendMetal: "Metal", BackendCUDA: "CUDA", BackendVulkan: "Vulkan",
 		BackendROCm: "ROCm", BackendHIP: "HIP", BackendSYCL: "SYCL", BackendOpenVINO: "OpenVINO", BackendOpenCL: "OpenCL"}[f.Backend]
-	name = cmp.Or(name, f.Backend)
-	for _, s := range []string{f.Version, f.Variant} {
-		if s != "" {
-			name += " " + s
-		}
-	}
-	return name
+	return strings.Join(strings.Fields(cmp.Or(name, f.Backend)+" "+f.Version+" "+f.Variant), " ")
 }
 
 var (
@@ -159,14 +153,7 @@ func Pick(assets []Asset, sys System, want Want) (Choice, error) {
 	if len(here) == 0 {
 		return Choice{}, fmt.Errorf("%w: %s/%s", ErrNoBuild, sys.OS, sys.Arch)
 	}
-	if want.Backend != "" {
-		f, reason, err := pickBackend(here, sys, want.Backend)
-		if err != nil {
-			return Choice{}, err
-		}
-		return choice(assets, here, f, reason), nil
-	}
-	f, reason, err := pickFor(here, sys)
+	f, reason, err := pickFor(here, sys, want.Backend)
 	if err != nil {
 		return Choice{}, err
 	}
@@ -177,7 +164,7 @@ func Pick(assets []Asset, sys System, want Want) (Choice, error) {
 // the driver runs, if any.
 func pickBackend(here []Flavor, sys System, backend string) (Flavor, string, error) {
 	b := strings.ToLower(backend)
-	of := filter(here, func(f Flavor) bool { return f.Backend == b })
+	of := filter(here, byBackend(b))
 	if len(of) == 0 {
 		return Flavor{}, "", fmt.Errorf("%w: no %s build for %s/%s (builds: %s)", ErrNoBuild, backend, sys.OS, sys.Arch, names(here))
 	}
@@ -187,12 +174,16 @@ func pickBackend(here []Flavor, sys System, backend string) (Flavor, string, err
 	if ok := filter(of, func(f Flavor) bool { return cudaRuns(f.Version, sys.CUDA) }); len(ok) > 0 {
 		return best(ok), "asked for", nil
 	}
-	return best(of), "asked for; the driver supports CUDA " + orNone(sys.CUDA) + ", so it may not run", nil
+	return best(of), "asked for; the driver supports CUDA " + cmp.Or(sys.CUDA, "none") + ", so it may not run", nil
 }
 
-// pickFor picks of the builds here the one for what the system has, and says why: Metal on a
-// Mac, else CUDA the driver runs, ROCm, Vulkan when there is a GPU runtime, else the CPU build.
-func pickFor(here []Flavor, sys System) (Flavor, string, error) {
+// pickFor picks of the builds here the one of the backend asked for (pickBackend), else the one for
+// what the system has, and says why: Metal on a Mac, else CUDA the driver runs, ROCm, Vulkan when
+// there is a GPU runtime, else the CPU build.
+func pickFor(here []Flavor, sys System, backend string) (Flavor, string, error) {
+	if backend != "" {
+		return pickBackend(here, sys, backend)
+	}
 	if sys.OS == "darwin" {
 		if of := filter(here, byBackend(BackendMetal)); len(of) > 0 {
 			return best(of), "the Apple silicon build runs on the GPU through Metal", nil
@@ -308,31 +299,15 @@ func compareVersions(a, b string) int {
 func byBackend(b string) func(Flavor) bool { return func(f Flavor) bool { return f.Backend == b } }
 
 func filter(fs []Flavor, keep func(Flavor) bool) []Flavor {
-	var out []Flavor
-	for _, f := range fs {
-		if keep(f) {
-			out = append(out, f)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(fs), func(f Flavor) bool { return !keep(f) })
 }
 
 func names(fs []Flavor) string {
-	if len(fs) == 0 {
-		return "none"
-	}
 	var s []string
 	for _, f := range fs {
 		s = append(s, f.Asset.Name)
 	}
-	return strings.Join(s, ", ")
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
+	return cmp.Or(strings.Join(s, ", "), "none")
 }
 
 // Detect looks at this machine: the CUDA version of the NVIDIA driver (from nvidia-smi's header), an

@@ -110,8 +110,6 @@ func (s Store) State() (State, error) {
 	return st, nil
 }
 
-func (s Store) writeState(st State) error { return writeJSON(filepath.Join(s.Root, stateFile), st) }
-
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -203,7 +201,7 @@ func (s Store) use(b string) (State, error) {
 	if st.Current != b {
 		st.Previous, st.Current = st.Current, b
 	}
-	return st, s.writeState(st)
+	return st, writeJSON(filepath.Join(s.Root, stateFile), st)
 }
 
 // Listing is the GET /api/llama-server document, for the server, its client, and the CLI when no

@@ -3,6 +3,7 @@ package releases
 import (
 	"archive/tar"
 	"archive/zip"
+	"cmp"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -36,11 +37,12 @@ func unpack(file, name, dir string, lim limit) error {
 	default:
 		return fmt.Errorf("%s: not a .zip or .tar.gz archive", name)
 	}
-	f, err := openFolder(dir, lim)
+	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("unpacking into %s: %w", dir, err)
 	}
-	defer f.Close()
+	defer root.Close()
+	f := &folder{root: root, dir: dir, real: map[string]bool{}, lim: lim, left: lim.max}
 	if err := unpackTo(file, f); err != nil {
 		return err
 	}
@@ -189,8 +191,7 @@ func findBinary(dir, name string) (string, error) {
 }
 
 // ErrTooLarge is matched when an answer of the API is larger than Client.MaxBody, a download is larger
-// than its release lists, or an archive unpacks to
-// more than an install accepts (see Installer.MaxUnpacked).
+// than its release lists, or an archive unpacks to more than an install accepts (Installer.MaxUnpacked).
 var ErrTooLarge = download.ErrTooLarge
 
 // The limits of one install, the defaults of the Installer's fields.
@@ -236,15 +237,8 @@ func (l limit) exceeded(size int64) error {
 // unpackLimit is how much an archive of size bytes may unpack to: the least of the hard maximum,
 // the ratio bound, and the store's free space less a margin.
 func (in *Installer) unpackLimit(size int64) limit {
-	hard := in.MaxUnpacked
-	if hard <= 0 {
-		hard = DefaultMaxUnpacked
-	}
-	l := limit{max: hard, why: "the most an archive may unpack to"}
-	ratio := in.UnpackRatio
-	if ratio <= 0 {
-		ratio = DefaultUnpackRatio
-	}
+	l := limit{max: cmp.Or(max(in.MaxUnpacked, 0), DefaultMaxUnpacked), why: "the most an archive may unpack to"}
+	ratio := cmp.Or(max(in.UnpackRatio, 0), DefaultUnpackRatio)
 	if r := max(mulSat(size, ratio), unpackFloor); r < l.max {
 		l = limit{max: r, why: fmt.Sprintf("%d times the archive's %s, at least %s", ratio, config.HumanSize(size), config.HumanSize(unpackFloor))}
 	}

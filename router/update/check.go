@@ -1,10 +1,6 @@
-// Package update tells whether a newer Llamatray has been released. It reads Llamatray's own
-// releases in the shape of GitHub's REST API ("List releases",
-// https://docs.github.com/en/rest/releases/releases#list-releases) and compares versions; it
-// downloads and installs nothing.
-//
-// The list is https://api.github.com/repos/llamatray/llamatray/releases; the environment variable
-// LLAMATRAY_UPDATE_URL replaces it (tests, mirrors).
+// Package update tells whether a newer Llamatray has been released: it reads Llamatray's own
+// releases through the one GitHub client (releases.Client) from DefaultURL, or
+// $LLAMATRAY_UPDATE_URL (tests, mirrors), and compares versions; it downloads and installs nothing.
 //
 // What is offered: drafts never; a pre-release (GitHub's prerelease flag, or a tag with a
 // pre-release part such as v0.4.0-rc.1) only when asked for (update_prerelease); tags that are not
@@ -24,6 +20,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,12 +49,10 @@ const (
 
 // Release is one published release of Llamatray.
 type Release struct {
-	Tag         string  // the Git tag, "v0.3.0"
-	Version     Version // the tag read as a version
-	Name        string  // the release's title
-	URL         string  // its page, where the installers are: only a safe link (releases.Client.Link)
-	Prerelease  bool    // GitHub marks it so, or its tag has a pre-release part
-	PublishedAt time.Time
+	Tag        string  // the Git tag, "v0.3.0"
+	Version    Version // the tag read as a version
+	URL        string  // its page, where the installers are: only a safe link (releases.Client.Link)
+	Prerelease bool    // GitHub marks it so, or its tag has a pre-release part
 }
 
 // Checker reads the releases list through the one GitHub client. Its zero value reads URL() with
@@ -87,8 +82,7 @@ func (c *Checker) Releases(ctx context.Context) ([]Release, error) {
 		if err != nil {
 			continue
 		}
-		out = append(out, Release{Tag: r.TagName, Version: v, Name: r.Name, URL: gh.Link(r),
-			Prerelease: r.Prerelease || v.Prerelease(), PublishedAt: r.PublishedAt})
+		out = append(out, Release{Tag: r.TagName, Version: v, URL: gh.Link(r), Prerelease: r.Prerelease || v.Prerelease()})
 	}
 	return out, nil
 }
@@ -123,8 +117,7 @@ func Pick(rels []Release, cur string, prerelease bool) Result {
 			res.Build = BuildSnapshot
 		}
 	}
-	for i := range rels {
-		r := rels[i]
+	for _, r := range rels {
 		if r.Prerelease && !prerelease {
 			continue
 		}
@@ -136,7 +129,7 @@ func Pick(rels []Release, cur string, prerelease bool) Result {
 	return res
 }
 
-// Check reads the releases and picks (see Pick), for the running version cur.
+// Check reads the releases and picks (Pick) for the running version cur.
 func (c *Checker) Check(ctx context.Context, cur string, prerelease bool) (Result, error) {
 	rels, err := c.Releases(ctx)
 	if err != nil {
@@ -150,8 +143,7 @@ func (c *Checker) Check(ctx context.Context, cur string, prerelease bool) (Resul
 // Message is the result in one line: "Llamatray 0.4.0 is available: URL" when a newer release
 // exists, else what the running build is beside the newest release.
 func (r Result) Message() string {
-	cur := r.Current
-	cur = cmp.Or(cur, "dev")
+	cur := cmp.Or(r.Current, "dev")
 	switch {
 	case r.Available:
 		return fmt.Sprintf("Llamatray %s is available: %s", r.Latest.Version, r.Latest.URL)
@@ -173,8 +165,7 @@ func (r Result) Message() string {
 
 // Wire is the result as /api/status gives it (setup.update).
 func (r Result) Wire() wire.Update {
-	w := wire.Update{Current: r.Current, Build: r.Build, Available: r.Available, Message: r.Message(), CheckedAt: r.CheckedAt}
-	w.Current = cmp.Or(w.Current, "dev")
+	w := wire.Update{Current: cmp.Or(r.Current, "dev"), Build: r.Build, Available: r.Available, Message: r.Message(), CheckedAt: r.CheckedAt}
 	if r.Latest != nil {
 		w.Latest, w.URL = r.Latest.Version.String(), r.Latest.URL
 	}
@@ -208,11 +199,8 @@ func ParseVersion(s string) (Version, error) {
 	}
 	v := Version{Major: nums[0], Minor: nums[1], Patch: nums[2]}
 	if hasPre {
-		for _, id := range strings.Split(pre, ".") {
-			if id == "" {
-				return Version{}, fmt.Errorf("version %q: empty pre-release identifier", s)
-			}
-			v.Pre = append(v.Pre, id)
+		if v.Pre = strings.Split(pre, "."); slices.Contains(v.Pre, "") {
+			return Version{}, fmt.Errorf("version %q: empty pre-release identifier", s)
 		}
 	}
 	return v, nil
@@ -230,9 +218,8 @@ func (v Version) String() string {
 // Prerelease reports whether the version has a pre-release part.
 func (v Version) Prerelease() bool { return len(v.Pre) > 0 }
 
-// Snapshot reports whether the version names a build made between releases rather than one:
-// its pre-release part says SNAPSHOT, next or dev (GoReleaser's snapshots, "0.4.0-SNAPSHOT-887b233",
-// "0.4.1-next"). Such a build is compared by its MAJOR.MINOR.PATCH only (see Newer).
+// Snapshot reports whether the version names a build made between releases (see the package
+// comment): its pre-release part says SNAPSHOT, next or dev.
 func (v Version) Snapshot() bool {
 	for _, id := range v.Pre {
 		for _, w := range strings.FieldsFunc(strings.ToLower(id), func(r rune) bool { return r == '-' || r == '_' }) {
@@ -244,34 +231,16 @@ func (v Version) Snapshot() bool {
 	return false
 }
 
-// Compare orders versions as semver's precedence does: -1 when v is older than w, 0 when equal, 1
-// when newer. A pre-release precedes its release (1.0.0-rc.1 < 1.0.0); identifiers compare one by
-// one, numbers numerically and below words (rc.2 < rc.10 < rc.a), and a shorter list first when
-// the rest is equal (rc < rc.1).
+// Compare orders versions by semver's precedence (semver.org §11): -1 when v is older than w, 0 when
+// equal, 1 when newer; 1.0.0-rc < 1.0.0-rc.1 < 1.0.0-rc.2 < 1.0.0-rc.10 < 1.0.0-rc.a < 1.0.0.
 func (v Version) Compare(w Version) int {
-	if c := cmp.Compare(v.Major, w.Major); c != 0 {
+	if c := cmp.Or(cmp.Compare(v.Major, w.Major), cmp.Compare(v.Minor, w.Minor), cmp.Compare(v.Patch, w.Patch)); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(v.Minor, w.Minor); c != 0 {
-		return c
+	if len(v.Pre) == 0 || len(w.Pre) == 0 {
+		return cmp.Compare(len(w.Pre), len(v.Pre)) // a release follows its pre-releases
 	}
-	if c := cmp.Compare(v.Patch, w.Patch); c != 0 {
-		return c
-	}
-	switch {
-	case len(v.Pre) == 0 && len(w.Pre) == 0:
-		return 0
-	case len(v.Pre) == 0:
-		return 1
-	case len(w.Pre) == 0:
-		return -1
-	}
-	for i := range min(len(v.Pre), len(w.Pre)) {
-		if c := compareIdent(v.Pre[i], w.Pre[i]); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(v.Pre), len(w.Pre))
+	return slices.CompareFunc(v.Pre, w.Pre, compareIdent)
 }
 
 // compareIdent compares two pre-release identifiers: numbers numerically, below words, words in
@@ -290,14 +259,11 @@ func compareIdent(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// Newer reports whether release r is newer than the running version cur. A snapshot build (see
-// Snapshot) is ahead of the release it was built after, or of the one it precedes, so only a release
-// with a greater MAJOR.MINOR.PATCH is newer than it.
+// Newer reports whether release r is newer than the running version cur; than a snapshot build,
+// only by a greater MAJOR.MINOR.PATCH (see the package comment).
 func Newer(r, cur Version) bool {
 	if cur.Snapshot() {
-		base := Version{Major: cur.Major, Minor: cur.Minor, Patch: cur.Patch}
-		rb := Version{Major: r.Major, Minor: r.Minor, Patch: r.Patch}
-		return rb.Compare(base) > 0
+		r.Pre, cur.Pre = nil, nil
 	}
 	return r.Compare(cur) > 0
 }

@@ -190,14 +190,9 @@ func (m Model) names() []string {
 
 // sortedSet is list sorted, without repeats or drop; never nil.
 func sortedSet(list []string, drop string) []string {
-	out := make([]string, 0, len(list))
-	for _, s := range list {
-		if s != drop {
-			out = append(out, s)
-		}
-	}
+	out := slices.DeleteFunc(slices.Clone(list), func(s string) bool { return s == drop })
 	slices.Sort(out)
-	return slices.Compact(out)
+	return wire.List(slices.Compact(out))
 }
 
 // Status encodes an engine state as the "status" object of the API.
@@ -302,18 +297,12 @@ func freeText(w *engine.WaitReason) string {
 			short = append(short, fmt.Sprintf("%s free of its %s on %s", config.HumanSize(w.FreeGPU[d]), config.HumanSize(n), d))
 		}
 	}
-	if len(short) > 0 {
-		return strings.Join(short, ", ")
-	}
-	return config.HumanSize(w.Free) + " free"
+	return cmp.Or(strings.Join(short, ", "), config.HumanSize(w.Free)+" free")
 }
 
 // unloading says which models are unloaded for it and when: "beta will be unloaded when its 1
 // request ends", "beta is being unloaded".
 func unloading(vs []engine.WaitModel) string {
-	if len(vs) == 0 {
-		return "memory is being freed"
-	}
 	var parts []string
 	for _, v := range vs {
 		if v.Active > 0 {
@@ -322,7 +311,7 @@ func unloading(vs []engine.WaitModel) string {
 			parts = append(parts, v.ID+" is being unloaded")
 		}
 	}
-	return strings.Join(parts, ", ")
+	return cmp.Or(strings.Join(parts, ", "), "memory is being freed")
 }
 
 // ends is "1 request ends" or "3 requests end".
@@ -359,10 +348,7 @@ func holders(hs []engine.WaitModel) string {
 		}
 		parts = append(parts, h.ID+" "+what)
 	}
-	if len(parts) == 0 {
-		return "none can be unloaded"
-	}
-	return strings.Join(parts, ", ")
+	return cmp.Or(strings.Join(parts, ", "), "none can be unloaded")
 }
 
 func ordinal(n int) string {
