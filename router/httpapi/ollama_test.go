@@ -82,6 +82,13 @@ func TestOllamaThroughFakeLlamaServer(t *testing.T) {
 	if resp.StatusCode != 404 || string(b) != `{"error":"model 'nope:latest' not found"}`+"\n" { // Ollama's words for /api/show
 		t.Errorf("show unknown %d %s", resp.StatusCode, b)
 	}
+	// Ollama's ShowRequest: verbose is a bool, stream is no field of it.
+	if resp, b = postJSON(t, srv.URL+"/api/show", `{"model":"m1:latest","verbose":"yes"}`); resp.StatusCode != 400 {
+		t.Errorf("show with a verbose that is no bool: %d %s", resp.StatusCode, b)
+	}
+	if resp, b = postJSON(t, srv.URL+"/api/show", `{"model":"m1:latest","verbose":true,"stream":"x"}`); resp.StatusCode != 200 {
+		t.Errorf("show with a stream it has no field for: %d %s", resp.StatusCode, b)
+	}
 
 	// A streamed chat: NDJSON objects arrive while the child still generates.
 	resp, err := http.Post(srv.URL+"/api/chat", "application/json", strings.NewReader(`{"model":"fast","messages":[{"role":"user","content":"hi"}],"keep_alive":"10m","options":{"seed":1}}`))

@@ -72,7 +72,11 @@ func (api *API) ps(w http.ResponseWriter, r *http.Request) {
 }
 
 func (api *API) show(w http.ResponseWriter, r *http.Request) {
-	var req NameRequest
+	var req struct {
+		NameRequest
+		Stream  any  `json:"stream"`  // none in /api/show: any value passes, as in Ollama
+		Verbose bool `json:"verbose"` // not read (the answer is the same), but a bool, as in Ollama
+	}
 	if !api.read(w, r, &req) {
 		return
 	}
