@@ -137,12 +137,12 @@ func TestOllamaThroughFakeLlamaServer(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"done":true`) {
 		t.Errorf("raw generate %d %s", resp.StatusCode, b)
 	}
-	resp, b = postJSON(t, srv.URL+"/api/embed", `{"model":"m1","input":["a","b"]}`)
+	resp, b = postJSON(t, srv.URL+"/api/embed", `{"model":"m1","input":["a","b"],"prompt":5}`) // prompt: /api/embeddings' field
 	var emb struct{ Embeddings [][]float64 }
 	if json.Unmarshal(b, &emb); resp.StatusCode != 200 || len(emb.Embeddings) != 2 || len(emb.Embeddings[0]) == 0 {
 		t.Errorf("embed %d %s", resp.StatusCode, b)
 	}
-	resp, b = postJSON(t, srv.URL+"/api/embeddings", `{"model":"m1","prompt":"a"}`)
+	resp, b = postJSON(t, srv.URL+"/api/embeddings", `{"model":"m1","prompt":"a","truncate":"x","input":7}`) // /api/embed's fields
 	if resp.StatusCode != 200 || !strings.HasPrefix(string(b), `{"embedding":[`) {
 		t.Errorf("embeddings %d %s", resp.StatusCode, b)
 	}

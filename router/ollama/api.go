@@ -250,8 +250,20 @@ func (api *API) infer(w http.ResponseWriter, r *http.Request, start time.Time, k
 // prompt).
 func (api *API) embed(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	// Each endpoint reads only its own fields, as Ollama's do: the other's pass whatever they hold.
 	var req EmbedRequest
-	if !api.read(w, r, &req) {
+	var body any = &struct {
+		*EmbedRequest
+		Prompt any `json:"prompt"`
+	}{EmbedRequest: &req}
+	if r.URL.Path != "/api/embed" {
+		body = &struct {
+			*EmbedRequest
+			Input    any `json:"input"`
+			Truncate any `json:"truncate"`
+		}{EmbedRequest: &req}
+	}
+	if !api.read(w, r, body) {
 		return
 	}
 	kind, inputs, err := KindEmbeddings, []string{req.Prompt}, error(nil)
