@@ -327,6 +327,68 @@ func (s Shard) Name(n int) string {
 	return fmt.Sprintf("%s-%05d%s%s%s", s.Prefix, n, s.of, s.count, s.ext)
 }
 
+// Splits sorts files (loc gives a file's folder and name) into models: each file that is no shard
+// alone, in order, then the shards of each split model, in the order first seen, shards in order.
+// A split model with a shard number out of range, twice or missing is left out and told to bad,
+// with one of its files and the name of its first shard.
+func Splits[T any](files []T, loc func(T) (dir, name string), bad func(of T, first, why string)) (sets [][]T) {
+	type key struct {
+		dir, prefix string
+		total       int
+	}
+	groups := map[key][]T{}
+	var keys []key
+	for _, f := range files {
+		dir, name := loc(f)
+		sh, ok := ParseShard(name)
+		if !ok {
+			sets = append(sets, []T{f})
+			continue
+		}
+		k := key{dir, sh.Prefix, sh.Total}
+		if _, seen := groups[k]; !seen {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], f)
+	}
+	for _, k := range keys {
+		shards := groups[k]
+		byNo := make([]*T, k.total+1)
+		var why string
+		for i := range shards {
+			_, name := loc(shards[i])
+			sh, _ := ParseShard(name)
+			switch {
+			case sh.N < 1 || sh.N > k.total:
+				why = fmt.Sprintf("shard number %d is outside 1..%d", sh.N, k.total)
+			case byNo[sh.N] != nil:
+				why = fmt.Sprintf("shard %d appears twice", sh.N)
+			default:
+				byNo[sh.N] = &shards[i]
+			}
+		}
+		var missing []string
+		for n := 1; n <= k.total && why == ""; n++ {
+			if byNo[n] == nil {
+				missing = append(missing, strconv.Itoa(n))
+			}
+		}
+		if why == "" && len(missing) > 0 {
+			why = fmt.Sprintf("split model is missing shard %s of %d", strings.Join(missing, ", "), k.total)
+		}
+		if why != "" {
+			bad(shards[0], fmt.Sprintf("%s-%05d-of-%05d.gguf", k.prefix, 1, k.total), why)
+			continue
+		}
+		set := make([]T, k.total)
+		for n := range set {
+			set[n] = *byNo[n+1]
+		}
+		sets = append(sets, set)
+	}
+	return sets
+}
+
 // ShardPaths lists the paths of every file of the split model that path is a shard of, in order,
 // whether they exist or not; for a file that is not a shard it is just path.
 func ShardPaths(path string) []string {

@@ -257,38 +257,21 @@ func nextLink(h string) string {
 // Group turns a repo's GGUF files into quants: the shards of a split model as one entry, every
 // model paired with a projector from its folder (F16 preferred), sorted by size.
 func Group(files []File) []Quant {
-	type key struct{ dir, prefix string }
-	var quants []Quant
 	byName := map[string]int{}
-	splits := map[key][]File{}
-	var splitKeys []key
 	projs := map[string][]File{} // by folder
+	var models []File
 	for _, f := range files {
-		base := path.Base(f.Path)
-		switch sh, ok := catalog.ParseShard(base); {
-		case catalog.IsProjector(base):
+		if catalog.IsProjector(f.Path) {
 			projs[path.Dir(f.Path)] = append(projs[path.Dir(f.Path)], f)
-		case ok:
-			k := key{path.Dir(f.Path), sh.Prefix + "\x00" + strconv.Itoa(sh.Total)}
-			if _, seen := splits[k]; !seen {
-				splitKeys = append(splitKeys, k)
-			}
-			splits[k] = append(splits[k], f)
-		default:
-			quants = append(quants, Quant{Files: []File{f}})
+		} else {
+			models = append(models, f)
 		}
 	}
-	for _, k := range splitKeys {
-		shards := splits[k]
-		sort.Slice(shards, func(i, j int) bool { return shards[i].Path < shards[j].Path })
-		first, _ := catalog.ParseShard(path.Base(shards[0].Path))
-		if len(shards) != first.Total {
-			continue // incomplete upload: nothing llama.cpp could load
-		}
-		quants = append(quants, Quant{Files: shards})
-	}
+	sets := catalog.Splits(models, func(f File) (string, string) { return path.Dir(f.Path), path.Base(f.Path) },
+		func(File, string, string) {}) // an incomplete upload is nothing llama.cpp could load: left out
 	var out []Quant
-	for _, q := range quants {
+	for _, set := range sets {
+		q := Quant{Files: set}
 		q.Name = cmp.Or(catalog.QuantOf(q.Files[0].Path), strings.TrimSuffix(path.Base(q.Files[0].Path), path.Ext(q.Files[0].Path)))
 		q.Mmproj = mmproj(projs[path.Dir(q.Files[0].Path)])
 		for _, f := range q.All() {
