@@ -80,10 +80,7 @@ func (e *entry) labels() []string {
 	f := e.first()
 	var out []string
 	if f.hf != nil {
-		repo := f.hf.name
-		if f.hf.org != "" {
-			repo = f.hf.org + "/" + repo
-		}
+		repo := f.hf.id()
 		out = append(out, repo+"/"+e.stem)
 		if f.hfSub != "" {
 			out = append(out, repo+"/"+f.hfSub+"/"+e.stem)

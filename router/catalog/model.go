@@ -128,12 +128,6 @@ func (c *Catalog) variants(base Model, names []string, r *cached, proj *entry, r
 	if len(names) == 0 {
 		return nil, nil
 	}
-	var ph *header
-	projSig := ""
-	if proj != nil {
-		ph = results[proj].h
-		projSig = proj.sig()
-	}
 	for _, name := range names {
 		v := base.clone()
 		v.ID = base.ID + VariantSep + name
@@ -147,7 +141,7 @@ func (c *Catalog) variants(base Model, names []string, r *cached, proj *entry, r
 		v.HubName = ""
 		v.Ollama = nil
 		var err error
-		v.Estimate, err = c.estimateFor(v.ID, r, ph, projSig)
+		v.Estimate, err = c.estimateFor(v.ID, r, proj, results)
 		out, errs = append(out, v), append(errs, err)
 	}
 	return out, errs

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,14 @@ type found struct {
 type hfRepo struct {
 	dir, org, name string
 	refs           map[string]int // revision → preference (0 = refs/main, 1 = another ref)
+}
+
+// id is the repo's ORG/NAME.
+func (r *hfRepo) id() string {
+	if r.org == "" {
+		return r.name
+	}
+	return r.org + "/" + r.name
 }
 
 // listing is what one walk of the model folders saw.
@@ -249,13 +258,6 @@ func (w *walker) hfRepo(root, dir string, depth int) {
 // copy from the revision refs/main names, else another ref, else the newest.
 func preferRevisions(files []found) []found {
 	best := map[string]int{}
-	rank := func(f found) (int, int64) {
-		p, ok := f.hf.refs[f.rev]
-		if !ok {
-			p = 2
-		}
-		return p, -f.mtime.UnixNano()
-	}
 	var out []found
 	for _, f := range files {
 		if f.hf == nil {
@@ -269,9 +271,7 @@ func preferRevisions(files []found) []found {
 			out = append(out, f)
 			continue
 		}
-		p1, t1 := rank(f)
-		p2, t2 := rank(out[i])
-		if p1 < p2 || p1 == p2 && t1 < t2 {
+		if cmp.Or(cmp.Compare(revRank(f), revRank(out[i])), out[i].mtime.Compare(f.mtime)) < 0 {
 			out[i] = f
 		}
 	}
