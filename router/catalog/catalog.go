@@ -121,13 +121,10 @@ func (c *Catalog) Subscribe() (<-chan struct{}, func()) {
 	c.subMu.Lock()
 	c.subs[ch] = struct{}{}
 	c.subMu.Unlock()
-	var once sync.Once
 	return ch, func() {
-		once.Do(func() {
-			c.subMu.Lock()
-			delete(c.subs, ch)
-			c.subMu.Unlock()
-		})
+		c.subMu.Lock()
+		delete(c.subs, ch)
+		c.subMu.Unlock()
 	}
 }
 

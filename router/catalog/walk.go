@@ -82,23 +82,16 @@ func list(ctx context.Context, roots []string) listing {
 		st, err := os.Stat(root)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			l.problems = append(l.problems, problem{root, "model folder does not exist"})
-			w.printBuf = append(w.printBuf, "missing\x00"+root)
+			w.warn(root, "model folder does not exist")
 			continue
 		case err != nil:
-			l.problems = append(l.problems, problem{root, fmt.Sprintf("cannot read model folder: %v", err)})
-			w.printBuf = append(w.printBuf, "error\x00"+root)
+			w.warn(root, fmt.Sprintf("cannot read model folder: %v", err))
 			continue
 		case !st.IsDir() && isGGUF(root) && st.Mode().IsRegular(): // one file (a preset's model)
-			real, err := filepath.EvalSymlinks(root)
-			if err != nil {
-				real = root
-			}
-			w.add(filepath.Dir(root), root, real, st, nil)
+			w.add(filepath.Dir(root), root, realPath(root), st, nil)
 			continue
 		case !st.IsDir():
-			l.problems = append(l.problems, problem{root, "not a folder"})
-			w.printBuf = append(w.printBuf, "notdir\x00"+root)
+			w.warn(root, "not a folder")
 			continue
 		}
 		w.enter(root)
@@ -118,15 +111,20 @@ func list(ctx context.Context, roots []string) listing {
 
 // enter marks a folder visited and reports whether it was new.
 func (w *walker) enter(dir string) bool {
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		real = dir
-	}
+	real := realPath(dir)
 	if w.visited[real] {
 		return false
 	}
 	w.visited[real] = true
 	return true
+}
+
+// realPath is the file p resolves to, or p when that cannot be told.
+func realPath(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	return p
 }
 
 func isGGUF(name string) bool { return len(name) > 5 && strings.EqualFold(name[len(name)-5:], ".gguf") }
