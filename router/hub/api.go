@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"path"
 	"regexp"
@@ -56,7 +55,7 @@ func (c *Client) Search(ctx context.Context, text string, limit int) ([]Repo, er
 	}
 	q := url.Values{"search": {text}, "filter": {"gguf"}, "sort": {"downloads"}, "direction": {"-1"}, "limit": {strconv.Itoa(limit)}}
 	var list []repoJSON
-	if err := c.getJSON(ctx, "/api/models?"+q.Encode(), "", &list); err != nil {
+	if _, err := c.getJSON(ctx, "/api/models?"+q.Encode(), "", &list); err != nil {
 		return nil, err
 	}
 	out := make([]Repo, 0, len(list))
@@ -177,7 +176,7 @@ func (c *Client) Files(ctx context.Context, repo string) (*Listing, error) {
 		return nil, fmt.Errorf("%q is not ORG/REPO", repo)
 	}
 	var info repoJSON
-	if err := c.getJSON(ctx, "/api/models/"+repo+"/revision/main", repo, &info); err != nil {
+	if _, err := c.getJSON(ctx, "/api/models/"+repo+"/revision/main", repo, &info); err != nil {
 		return nil, err
 	}
 	if info.SHA == "" {
@@ -193,7 +192,8 @@ func (c *Client) Files(ctx context.Context, repo string) (*Listing, error) {
 		if page == maxTreePages {
 			return nil, fmt.Errorf("%s: the file list has more than %d pages: %w", repo, maxTreePages, ErrTooLarge)
 		}
-		got, link, err := c.treePage(ctx, repo, next)
+		var got []treeEntry
+		link, err := c.getJSON(ctx, next, repo, &got)
 		if err != nil {
 			return nil, err
 		}
@@ -219,27 +219,6 @@ func (c *Client) Files(ctx context.Context, repo string) (*Listing, error) {
 		repo = info.ID // the Hub's spelling names the cache folder, as in the Hub's clients
 	}
 	return &Listing{Repo: repo, Commit: info.SHA, Gated: info.repo().Gated, Quants: Group(files)}, nil
-}
-
-// treePage reads one page of a tree listing, bounded in size, and its rel="next" link.
-func (c *Client) treePage(ctx context.Context, repo, pathOrURL string) ([]treeEntry, string, error) {
-	req, err := c.newRequest(ctx, http.MethodGet, pathOrURL)
-	if err != nil {
-		return nil, "", err
-	}
-	resp, err := c.httpClient().Do(req)
-	if err != nil {
-		return nil, "", c.unreachable(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, "", hubError(resp, repo)
-	}
-	defer resp.Body.Close()
-	var entries []treeEntry
-	if err := json.NewDecoder(capReader(resp.Body, maxAPIAnswer, repo+": the file list")).Decode(&entries); err != nil {
-		return nil, "", fmt.Errorf("%s: unreadable file list: %w", repo, err)
-	}
-	return entries, nextLink(resp.Header.Get("Link")), nil
 }
 
 // nextLink reads the rel="next" URL of a Link header (the tree listing is paginated).

@@ -203,25 +203,26 @@ func hubError(resp *http.Response, repo string) error {
 	return e
 }
 
-// getJSON GETs an Endpoint path into out.
-func (c *Client) getJSON(ctx context.Context, path, repo string, out any) error {
+// getJSON GETs an Endpoint path (or a URL) into out, bounded in size, and returns the answer's
+// rel="next" link (a tree listing is paginated).
+func (c *Client) getJSON(ctx context.Context, path, repo string, out any) (next string, err error) {
 	req, err := c.newRequest(ctx, http.MethodGet, path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
-		return c.unreachable(err)
+		return "", c.unreachable(err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return hubError(resp, repo)
+		return "", hubError(resp, repo)
 	}
 	defer resp.Body.Close()
 	if err := json.NewDecoder(capReader(resp.Body, maxAPIAnswer, "the answer to "+path)).Decode(out); err != nil {
-		return fmt.Errorf("the Hugging Face Hub at %s: unreadable answer to %s: %w", c.Endpoint, path, err)
+		return "", fmt.Errorf("the Hugging Face Hub at %s: unreadable answer to %s: %w", c.Endpoint, path, err)
 	}
-	return nil
+	return nextLink(resp.Header.Get("Link")), nil
 }
 
 // ErrUnreachable is matched by the error of a request that never got an answer from the Hub.
