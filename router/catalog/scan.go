@@ -79,17 +79,13 @@ func (c *Catalog) Scan(ctx context.Context) error {
 	problems = append(problems, unestimated...)
 	out, vwarn := withVariants(found, variants)
 	c.withDrafts(out)
-	hidden := make([]bool, len(out))
-	for i := range out {
-		hidden[i] = c.opts.Hidden(out[i].ID)
-	}
 	c.prune(all)
 
 	warnings := append(vwarn, hubWarnings...)
 	for _, p := range problems {
 		warnings = append(warnings, p.String())
 	}
-	s := buildSnapshot(out, hidden, warnings, l.print)
+	s := buildSnapshot(out, c.opts.Hidden, warnings, l.print)
 	sort.Strings(s.warnings)
 	old := c.snap.Swap(s)
 	if !reflect.DeepEqual(old.all, s.all) || !reflect.DeepEqual(old.hidden, s.hidden) {
@@ -405,7 +401,7 @@ func cleanAliases(aliases []string, id string) []string {
 
 // buildSnapshot indexes models (sorted by ID) for lookups: IDs first, then aliases that no ID or
 // earlier alias holds, then Hugging Face names, then Ollama names.
-func buildSnapshot(models []Model, hidden []bool, warnings []string, print uint64) *snapshot {
+func buildSnapshot(models []Model, hidden func(id string) bool, warnings []string, print uint64) *snapshot {
 	idx := make([]int, len(models))
 	for i := range idx {
 		idx[i] = i
@@ -414,7 +410,7 @@ func buildSnapshot(models []Model, hidden []bool, warnings []string, print uint6
 	s := &snapshot{exact: map[string]int{}, fold: map[string]int{}, warnings: warnings, print: print}
 	for _, i := range idx {
 		s.all = append(s.all, models[i])
-		if !hidden[i] {
+		if !hidden(models[i].ID) {
 			s.visible = append(s.visible, models[i])
 		} else {
 			s.hidden = append(s.hidden, models[i].ID)

@@ -171,7 +171,7 @@ func vocabOf(gf *gguf.GGUFFile, d *tokenDigest) Vocab {
 // withDrafts resolves the configured draft of every model in models (variants included) and adds
 // its memory to the model's estimate. Called by Scan before the snapshot is built.
 func (c *Catalog) withDrafts(models []Model) {
-	idx := buildSnapshot(models, make([]bool, len(models)), nil, 0)
+	idx := buildSnapshot(models, func(string) bool { return false }, nil, 0)
 	prev := c.snap.Load()
 	for i := range models {
 		m := &models[i]
