@@ -314,9 +314,7 @@ func ParsePasted(s string) (Ref, error) {
 	}
 	repo := parts[0] + "/" + parts[1]
 	switch {
-	case len(parts) == 2: // ORG/REPO or ORG/REPO:QUANT
-		return ParseRef(repo)
-	case len(parts) >= 3 && parts[2] == "tree" || len(parts) == 3 && parts[2] == "discussions":
+	case len(parts) == 2, parts[2] == "tree", len(parts) == 3 && parts[2] == "discussions": // ORG/REPO[:QUANT], a page
 		return ParseRef(repo)
 	case len(parts) >= 5 && (parts[2] == "blob" || parts[2] == "resolve"):
 		file := path.Base(strings.Join(parts[4:], "/"))
