@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,25 +99,15 @@ func (c *Catalog) Models() []Model {
 // Lookup finds a model by ID or alias: an exact match first, then a case-insensitive one when
 // it is unambiguous. Hidden models are found too.
 func (c *Catalog) Lookup(name string) (Model, bool) {
-	s := c.snap.Load()
-	if i, ok := s.exact[name]; ok {
-		return s.all[i].clone(), true
-	}
-	if i, ok := s.fold[strings.ToLower(name)]; ok && i >= 0 {
-		return s.all[i].clone(), true
-	}
-	return Model{}, false
+	m, ok := c.snap.Load().lookup(name)
+	return m.clone(), ok
 }
 
 // Has reports whether Lookup finds name, without the copy of its model that Lookup makes (the
 // check every proxied request makes).
 func (c *Catalog) Has(name string) bool {
-	s := c.snap.Load()
-	if _, ok := s.exact[name]; ok {
-		return true
-	}
-	i, ok := s.fold[strings.ToLower(name)]
-	return ok && i >= 0
+	_, ok := c.snap.Load().find(name)
+	return ok
 }
 
 // Warnings returns the last scan's problems: missing folders and skipped files with reasons.
@@ -132,13 +121,10 @@ func (c *Catalog) Subscribe() (<-chan struct{}, func()) {
 	c.subMu.Lock()
 	c.subs[ch] = struct{}{}
 	c.subMu.Unlock()
-	var once sync.Once
 	return ch, func() {
-		once.Do(func() {
-			c.subMu.Lock()
-			delete(c.subs, ch)
-			c.subMu.Unlock()
-		})
+		c.subMu.Lock()
+		delete(c.subs, ch)
+		c.subMu.Unlock()
 	}
 }
 
@@ -238,7 +224,7 @@ func (c *Catalog) Suggest(name string, n int) []string {
 			case l == q:
 				score = 0
 			case strings.Contains(l, q) || strings.Contains(q, l):
-				score = 1 + abs(len(l)-len(q))/4
+				score = 1 + max(len(l)-len(q), len(q)-len(l))/4
 			default:
 				if d := textdist.Levenshtein(q, l); d <= max(2, len(q)/3) {
 					score = 100 + d
@@ -252,25 +238,10 @@ func (c *Catalog) Suggest(name string, n int) []string {
 			cands = append(cands, best)
 		}
 	}
-	sort.SliceStable(cands, func(i, j int) bool {
-		if cands[i].score != cands[j].score {
-			return cands[i].score < cands[j].score
-		}
-		return cands[i].name < cands[j].name
-	})
-	var out []string
-	for _, cd := range cands {
-		if len(out) == n {
-			break
-		}
+	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Or(cmp.Compare(a.score, b.score), strings.Compare(a.name, b.name)) })
+	out := make([]string, 0, min(n, len(cands)))
+	for _, cd := range cands[:cap(out)] {
 		out = append(out, cd.name)
 	}
 	return out
-}
-
-func abs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
 }

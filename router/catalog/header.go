@@ -247,20 +247,25 @@ func (h *hdr) u64() uint64 {
 	return binary.LittleEndian.Uint64(h.buf[:8])
 }
 
-// str reads a length-prefixed string of at most max bytes; keep=false skips its bytes. Like
-// gguf-parser-go it trims surrounding white space.
-func (h *hdr) str(max uint64, keep bool) string {
+// strLen reads a string's length prefix, refusing more than max bytes or than the header holds;
+// false after a failure.
+func (h *hdr) strLen(max uint64) (uint64, bool) {
 	n := h.u64()
 	switch {
 	case h.err != nil:
-		return ""
 	case n > max:
 		h.fail(fmt.Errorf("absurd string length %d", n))
-		return ""
 	case n > uint64(h.limit-h.pos):
 		h.fail(h.short())
-		return ""
-	case !keep:
+	}
+	return n, h.err == nil
+}
+
+// str reads a length-prefixed string of at most max bytes; keep=false skips its bytes. Like
+// gguf-parser-go it trims surrounding white space.
+func (h *hdr) str(max uint64, keep bool) string {
+	n, ok := h.strLen(max)
+	if !ok || !keep {
 		h.skip(n)
 		return ""
 	}
@@ -417,15 +422,8 @@ func (h *hdr) array(key string) gguf.GGUFMetadataKVArrayValue {
 func (h *hdr) digestTokens(n uint64) {
 	d := newTokenDigest(int(n)) // n ≤ the header's limit
 	for i := uint64(0); i < n && h.err == nil; i++ {
-		l := h.u64()
-		switch {
-		case h.err != nil:
-			return
-		case l > maxStringLen:
-			h.fail(fmt.Errorf("absurd string length %d", l))
-			return
-		case l > uint64(h.limit-h.pos):
-			h.fail(h.short())
+		l, ok := h.strLen(maxStringLen)
+		if !ok {
 			return
 		}
 		if uint64(cap(h.text)) < l {

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -62,10 +63,7 @@ func hubNameOf(e *entry, headerQuant string) (repo, name string) {
 	if f.hf == nil {
 		return "", ""
 	}
-	repo = f.hf.name
-	if f.hf.org != "" {
-		repo = f.hf.org + "/" + repo
-	}
+	repo = f.hf.id()
 	rel := path.Base(f.path)
 	if f.hfSub != "" {
 		rel = f.hfSub + "/" + rel
@@ -160,7 +158,7 @@ func hubIDs(entries []*entry, results map[*entry]*cached) (renamed map[string]st
 	renamed = map[string]string{}
 	for _, k := range names {
 		cs := byName[k]
-		sort.SliceStable(cs, func(i, j int) bool { return hubPreferred(cs[i].e, cs[j].e) })
+		slices.SortStableFunc(cs, func(a, b cand) int { return hubOrder(a.e.first(), b.e.first()) })
 		if taken[k] {
 			warnings = append(warnings, fmt.Sprintf("%s: the name is already a model's ID; %s keeps its file name", cs[0].name, cs[0].e.id))
 			continue
@@ -175,19 +173,16 @@ func hubIDs(entries []*entry, results map[*entry]*cached) (renamed map[string]st
 	return renamed, warnings
 }
 
-// hubPreferred says whether a takes a shared Hub name before b.
-func hubPreferred(a, b *entry) bool {
-	fa, fb := a.first(), b.first()
-	if ra, rb := revRank(fa), revRank(fb); ra != rb {
-		return ra < rb
+// hubOrder orders files by which takes a shared Hub name first.
+func hubOrder(a, b found) int {
+	depth := func(f found) int {
+		if f.hfSub == "" {
+			return 0
+		}
+		return strings.Count(f.hfSub, "/") + 1
 	}
-	if da, db := strings.Count(fa.hfSub, "/")+boolInt(fa.hfSub != ""), strings.Count(fb.hfSub, "/")+boolInt(fb.hfSub != ""); da != db {
-		return da < db
-	}
-	if !fa.mtime.Equal(fb.mtime) {
-		return fa.mtime.After(fb.mtime)
-	}
-	return filepath.ToSlash(fa.path) < filepath.ToSlash(fb.path)
+	return cmp.Or(cmp.Compare(revRank(a), revRank(b)), cmp.Compare(depth(a), depth(b)), b.mtime.Compare(a.mtime),
+		strings.Compare(filepath.ToSlash(a.path), filepath.ToSlash(b.path)))
 }
 
 // revRank is the preference of a file's snapshot revision: 0 = refs/main, 1 = another ref, 2 = none.
@@ -196,11 +191,4 @@ func revRank(f found) int {
 		return p
 	}
 	return 2
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

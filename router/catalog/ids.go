@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -42,78 +41,34 @@ func stemOf(name string) string { return name[:len(name)-len(".gguf")] }
 // group turns the files into model entries and projector entries. Split models with missing or
 // duplicate shards are reported as problems and left out.
 func group(files []found) (models, projectors []*entry, problems []problem) {
-	type splitKey struct{ dir, prefix string }
-	splits := map[splitKey][]found{}
-	var keys []splitKey
+	var named []found
 	for _, f := range files {
 		name := filepath.Base(f.path)
-		switch sh, ok := ParseShard(name); {
+		switch {
 		case f.blob == blobProjector:
 			projectors = append(projectors, &entry{files: []found{f}})
 		case f.blob == blobModel:
 			models = append(models, &entry{stem: f.ollama[0].Name, files: []found{f}})
 		case isProjectorName(name):
 			projectors = append(projectors, &entry{stem: stemOf(name), files: []found{f}})
-		case ok:
-			k := splitKey{f.dir, sh.Prefix + "\x00" + strconv.Itoa(sh.Total)}
-			if _, ok := splits[k]; !ok {
-				keys = append(keys, k)
-			}
-			splits[k] = append(splits[k], f)
 		default:
-			models = append(models, &entry{stem: stemOf(name), files: []found{f}})
+			named = append(named, f)
 		}
 	}
-	for _, k := range keys {
-		e, p := splitEntry(splits[k])
-		if e == nil {
-			problems = append(problems, p)
-			continue
+	sets := Splits(named, func(f found) (string, string) { return f.dir, filepath.Base(f.path) },
+		func(f found, first, why string) {
+			problems = append(problems, problem{filepath.Join(filepath.Dir(f.path), first), why})
+		})
+	for _, set := range sets {
+		e := &entry{stem: stemOf(filepath.Base(set[0].path)), files: set}
+		if sh, ok := ParseShard(filepath.Base(set[0].path)); ok {
+			e.stem = sh.Prefix
 		}
 		models = append(models, e)
 	}
 	sort.Slice(models, func(i, j int) bool { return models[i].first().path < models[j].first().path })
 	sort.Slice(projectors, func(i, j int) bool { return projectors[i].first().path < projectors[j].first().path })
 	return models, projectors, problems
-}
-
-// splitEntry is the model of the shards of one split model, in order, or the problem that keeps
-// them from being one: a shard number out of range, twice, or missing.
-func splitEntry(shards []found) (*entry, problem) {
-	first, _ := ParseShard(filepath.Base(shards[0].path))
-	total := first.Total
-	byNo := make([]*found, total+1)
-	var why string
-	for i := range shards {
-		sh, _ := ParseShard(filepath.Base(shards[i].path))
-		n := sh.N
-		switch {
-		case n < 1 || n > total:
-			why = fmt.Sprintf("shard number %d is outside 1..%d", n, total)
-		case byNo[n] != nil:
-			why = fmt.Sprintf("shard %d appears twice", n)
-		default:
-			byNo[n] = &shards[i]
-		}
-	}
-	var missing []string
-	for n := 1; n <= total && why == ""; n++ {
-		if byNo[n] == nil {
-			missing = append(missing, strconv.Itoa(n))
-		}
-	}
-	if why == "" && len(missing) > 0 {
-		why = fmt.Sprintf("split model is missing shard %s of %d", strings.Join(missing, ", "), total)
-	}
-	if why != "" {
-		name := fmt.Sprintf("%s-%05d-of-%05d.gguf", first.Prefix, 1, total)
-		return nil, problem{filepath.Join(filepath.Dir(shards[0].path), name), why}
-	}
-	e := &entry{stem: first.Prefix}
-	for n := 1; n <= total; n++ {
-		e.files = append(e.files, *byNo[n])
-	}
-	return e, problem{}
 }
 
 // labels lists an entry's IDs from least to most qualified, used when stems clash:
@@ -125,10 +80,7 @@ func (e *entry) labels() []string {
 	f := e.first()
 	var out []string
 	if f.hf != nil {
-		repo := f.hf.name
-		if f.hf.org != "" {
-			repo = f.hf.org + "/" + repo
-		}
+		repo := f.hf.id()
 		out = append(out, repo+"/"+e.stem)
 		if f.hfSub != "" {
 			out = append(out, repo+"/"+f.hfSub+"/"+e.stem)

@@ -334,11 +334,7 @@ func (c *Catalog) EstimateWith(id string, p EstimateParams) (Estimate, error) {
 		return Estimate{}, fmt.Errorf("model %q is not in the catalog", id)
 	}
 	c.mu.Lock()
-	r := c.cache[m.Path]
-	var proj *cached
-	if m.Mmproj != "" {
-		proj = c.cache[m.Mmproj]
-	}
+	r, proj := c.cache[m.Path], c.cache[m.Mmproj] // no file has the path "": no projector
 	c.mu.Unlock()
 	if r == nil || r.h == nil {
 		return Estimate{}, fmt.Errorf("model %q: its header was not read", id)

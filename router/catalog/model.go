@@ -128,26 +128,17 @@ func (c *Catalog) variants(base Model, names []string, r *cached, proj *entry, r
 	if len(names) == 0 {
 		return nil, nil
 	}
-	var ph *header
-	projSig := ""
-	if proj != nil {
-		ph = results[proj].h
-		projSig = proj.sig()
-	}
 	for _, name := range names {
 		v := base.clone()
 		v.ID = base.ID + VariantSep + name
 		v.VariantOf, v.Variant = base.ID, name
-		old := ""
+		v.FileID, v.HubName, v.Ollama = "", "", nil
 		if base.FileID != "" {
-			old = base.FileID + VariantSep + name // its ID before its model took its Hub name
+			v.FileID = base.FileID + VariantSep + name // its ID before its model took its Hub name
 		}
-		v.Aliases = cleanAliases(withFileID(c.opts.Aliases(v.ID), old), v.ID)
-		v.FileID = old
-		v.HubName = ""
-		v.Ollama = nil
+		v.Aliases = cleanAliases(withFileID(c.opts.Aliases(v.ID), v.FileID), v.ID)
 		var err error
-		v.Estimate, err = c.estimateFor(v.ID, r, ph, projSig)
+		v.Estimate, err = c.estimateFor(v.ID, r, proj, results)
 		out, errs = append(out, v), append(errs, err)
 	}
 	return out, errs

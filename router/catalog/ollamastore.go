@@ -93,31 +93,29 @@ type ollamaStore struct {
 
 // ollamaStore lists the models of the store dir, found in the scanned folder root.
 func (w *walker) ollamaStore(root, dir string) {
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		real = dir
-	}
+	real := realPath(dir)
 	if w.stores[real] {
 		return
 	}
 	w.stores[real] = true
 	w.printBuf = append(w.printBuf, "ollama\x00"+dir)
 	s := &ollamaStore{w: w, root: root, dir: dir, blobsDir: filepath.Join(dir, "blobs")}
+	var err error
 	if s.manifests, err = os.OpenRoot(filepath.Join(dir, "manifests")); err != nil {
-		w.ollamaProblem(dir, fmt.Sprintf("cannot read Ollama's manifests: %v", err))
+		w.warn(dir, fmt.Sprintf("cannot read Ollama's manifests: %v", err))
 		return
 	}
 	defer s.manifests.Close()
 	if s.blobs, err = os.OpenRoot(s.blobsDir); err != nil {
-		w.ollamaProblem(dir, fmt.Sprintf("cannot read Ollama's blobs: %v", err))
+		w.warn(dir, fmt.Sprintf("cannot read Ollama's blobs: %v", err))
 		return
 	}
 	defer s.blobs.Close()
 	s.folder(nil)
 }
 
-// ollamaProblem reports a problem met in a store; it is part of the fingerprint.
-func (w *walker) ollamaProblem(file, reason string) {
+// warn reports a problem met in a walk; it is part of the fingerprint.
+func (w *walker) warn(file, reason string) {
 	w.l.problems = append(w.l.problems, problem{file, reason})
 	w.printBuf = append(w.printBuf, "problem\x00"+file+"\x00"+reason)
 }
@@ -133,11 +131,11 @@ func (s *ollamaStore) folder(rel []string) {
 	where := filepath.Join(s.dir, "manifests", filepath.FromSlash(name))
 	entries, err := readDirN(s.manifests, name, maxOllamaEntries+1)
 	if err != nil {
-		s.w.ollamaProblem(where, fmt.Sprintf("cannot read Ollama's manifests: %v", err))
+		s.w.warn(where, fmt.Sprintf("cannot read Ollama's manifests: %v", err))
 		return
 	}
 	if len(entries) > maxOllamaEntries {
-		s.w.ollamaProblem(where, fmt.Sprintf("more than %d entries: the rest are not read", maxOllamaEntries))
+		s.w.warn(where, fmt.Sprintf("more than %d entries: the rest are not read", maxOllamaEntries))
 		entries = entries[:maxOllamaEntries]
 	}
 	depth := len(rel)
@@ -152,7 +150,7 @@ func (s *ollamaStore) folder(rel []string) {
 		if mode&fs.ModeSymlink != 0 {
 			st, err := s.manifests.Stat(sub)
 			if err != nil {
-				s.w.ollamaProblem(file, fmt.Sprintf("a link that cannot be followed inside Ollama's manifests folder: %v", err))
+				s.w.warn(file, fmt.Sprintf("a link that cannot be followed inside Ollama's manifests folder: %v", err))
 				continue
 			}
 			mode = st.Mode().Type()
@@ -161,13 +159,13 @@ func (s *ollamaStore) folder(rel []string) {
 		case depth == 3 && mode.IsDir() && ollamaKinds[rel[2]]:
 			// HOST/NAMESPACE/KIND/MODEL: a skill or an agent, not a model
 		case !validOllamaPart(depth, n):
-			s.w.ollamaProblem(file, fmt.Sprintf("%q is not a valid Ollama %s name", n, ollamaParts[depth]))
+			s.w.warn(file, fmt.Sprintf("%q is not a valid Ollama %s name", n, ollamaParts[depth]))
 		case depth < 3 && mode.IsDir():
 			s.folder(append(slices.Clip(rel), n))
 		case depth == 3 && mode.IsRegular():
 			s.manifest(rel[0], rel[1], rel[2], n, file)
 		default:
-			s.w.ollamaProblem(file, "not where Ollama keeps a manifest (manifests/HOST/NAMESPACE/MODEL/TAG)")
+			s.w.warn(file, "not where Ollama keeps a manifest (manifests/HOST/NAMESPACE/MODEL/TAG)")
 		}
 	}
 }
@@ -325,7 +323,7 @@ func (s *ollamaStore) small(l ollamaLayer, what string) ([]byte, error) {
 func (s *ollamaStore) manifest(host, namespace, model, tag, file string) {
 	if s.read++; s.read > maxOllamaManifests {
 		if s.read == maxOllamaManifests+1 {
-			s.w.ollamaProblem(filepath.Join(s.dir, "manifests"), fmt.Sprintf("more than %d manifests: the rest are not read", maxOllamaManifests))
+			s.w.warn(filepath.Join(s.dir, "manifests"), fmt.Sprintf("more than %d manifests: the rest are not read", maxOllamaManifests))
 		}
 		return
 	}
@@ -335,7 +333,7 @@ func (s *ollamaStore) manifest(host, namespace, model, tag, file string) {
 		s.w.printBuf = append(s.w.printBuf, strings.Join([]string{"manifest", file, strconv.FormatInt(st.Size(), 10), strconv.FormatInt(st.ModTime().UnixNano(), 10)}, "\x00"))
 	}
 	if err != nil {
-		s.w.ollamaProblem(file, fmt.Sprintf("Ollama model %s: the manifest: %v", name, err))
+		s.w.warn(file, fmt.Sprintf("Ollama model %s: the manifest: %v", name, err))
 		return
 	}
 	m, err := parseOllamaManifest(b)
@@ -343,7 +341,7 @@ func (s *ollamaStore) manifest(host, namespace, model, tag, file string) {
 		err = s.list(name, file, m)
 	}
 	if err != nil && !errors.Is(err, errCloud) {
-		s.w.ollamaProblem(file, fmt.Sprintf("Ollama model %s: %v", name, err))
+		s.w.warn(file, fmt.Sprintf("Ollama model %s: %v", name, err))
 	}
 }
 
@@ -455,11 +453,7 @@ func (s *ollamaStore) settings(ref *ollamaRef, ls ollamaLayers) error {
 // found is the blob blobName (st) of the model name as a file of the walk, in the given role.
 func (s *ollamaStore) found(blobName string, st fs.FileInfo, role string, name OllamaName) found {
 	p := filepath.Join(s.blobsDir, blobName)
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		real = p
-	}
-	return found{path: p, real: real, size: st.Size(), mtime: st.ModTime(), root: s.root, dir: s.blobsDir,
+	return found{path: p, real: realPath(p), size: st.Size(), mtime: st.ModTime(), root: s.root, dir: s.blobsDir,
 		blob: role, store: s.dir, ollama: []ollamaRef{{OllamaName: name}}}
 }
 

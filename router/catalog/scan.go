@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -77,19 +79,13 @@ func (c *Catalog) Scan(ctx context.Context) error {
 	problems = append(problems, unestimated...)
 	out, vwarn := withVariants(found, variants)
 	c.withDrafts(out)
-	hidden := make([]bool, len(out))
-	for i := range out {
-		hidden[i] = c.opts.Hidden(out[i].ID)
-	}
 	c.prune(all)
 
-	warnings := make([]string, len(problems), len(problems)+len(vwarn))
-	for i, p := range problems {
-		warnings[i] = p.String()
+	warnings := append(vwarn, hubWarnings...)
+	for _, p := range problems {
+		warnings = append(warnings, p.String())
 	}
-	warnings = append(warnings, vwarn...)
-	warnings = append(warnings, hubWarnings...)
-	s := buildSnapshot(out, hidden, warnings, l.print)
+	s := buildSnapshot(out, c.opts.Hidden, warnings, l.print)
 	sort.Strings(s.warnings)
 	old := c.snap.Swap(s)
 	if !reflect.DeepEqual(old.all, s.all) || !reflect.DeepEqual(old.hidden, s.hidden) {
@@ -279,11 +275,7 @@ func (c *Catalog) prune(seen []*entry) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range c.cache {
-		if !keep[k] {
-			delete(c.cache, k)
-		}
-	}
+	maps.DeleteFunc(c.cache, func(k string, _ *cached) bool { return !keep[k] })
 }
 
 // pickProjector chooses the projector for a model among those of its folder: the one whose
@@ -348,24 +340,25 @@ func (c *Catalog) model(e *entry, r *cached, proj *entry, results map[*entry]*ca
 			m.ModTime = f.mtime
 		}
 	}
-	var ph *header
-	projSig := ""
 	if proj != nil {
 		m.Mmproj = proj.first().path
-		ph = results[proj].h
-		projSig = proj.sig()
 	}
 	var err error
-	m.Estimate, err = c.estimateFor(e.id, r, ph, projSig)
+	m.Estimate, err = c.estimateFor(e.id, r, proj, results)
 	if err != nil {
 		m.EstimateError = "no memory estimate: " + err.Error()
 	}
 	return m, err
 }
 
-// estimateFor estimates model id (the file of r, with projector ph) with the parameters configured
-// for id, or takes the estimate r keeps for those parameters.
-func (c *Catalog) estimateFor(id string, r *cached, ph *header, projSig string) (Estimate, error) {
+// estimateFor estimates model id (the file of r, with projector proj) with the parameters
+// configured for id, or takes the estimate r keeps for those parameters.
+func (c *Catalog) estimateFor(id string, r *cached, proj *entry, results map[*entry]*cached) (Estimate, error) {
+	var ph *header
+	projSig := ""
+	if proj != nil {
+		ph, projSig = results[proj].h, proj.sig()
+	}
 	p := c.opts.Params(id)
 	key := fmt.Sprintf("%+v\x00%s", p, projSig)
 	c.mu.Lock()
@@ -393,31 +386,22 @@ func withFileID(aliases []string, fileID string) []string {
 	if fileID == "" {
 		return aliases
 	}
-	return append(append([]string(nil), aliases...), fileID)
+	return append(slices.Clone(aliases), fileID)
 }
 
 func cleanAliases(aliases []string, id string) []string {
 	var out []string
 	for _, a := range aliases {
-		if a = strings.TrimSpace(a); a != "" && a != id && !containsString(out, a) {
+		if a = strings.TrimSpace(a); a != "" && a != id && !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 	}
 	return out
 }
 
-func containsString(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // buildSnapshot indexes models (sorted by ID) for lookups: IDs first, then aliases that no ID or
 // earlier alias holds, then Hugging Face names, then Ollama names.
-func buildSnapshot(models []Model, hidden []bool, warnings []string, print uint64) *snapshot {
+func buildSnapshot(models []Model, hidden func(id string) bool, warnings []string, print uint64) *snapshot {
 	idx := make([]int, len(models))
 	for i := range idx {
 		idx[i] = i
@@ -426,7 +410,7 @@ func buildSnapshot(models []Model, hidden []bool, warnings []string, print uint6
 	s := &snapshot{exact: map[string]int{}, fold: map[string]int{}, warnings: warnings, print: print}
 	for _, i := range idx {
 		s.all = append(s.all, models[i])
-		if !hidden[i] {
+		if !hidden(models[i].ID) {
 			s.visible = append(s.visible, models[i])
 		} else {
 			s.hidden = append(s.hidden, models[i].ID)

@@ -171,7 +171,7 @@ func vocabOf(gf *gguf.GGUFFile, d *tokenDigest) Vocab {
 // withDrafts resolves the configured draft of every model in models (variants included) and adds
 // its memory to the model's estimate. Called by Scan before the snapshot is built.
 func (c *Catalog) withDrafts(models []Model) {
-	idx := buildSnapshot(models, make([]bool, len(models)), nil, 0)
+	idx := buildSnapshot(models, func(string) bool { return false }, nil, 0)
 	prev := c.snap.Load()
 	for i := range models {
 		m := &models[i]
@@ -212,12 +212,18 @@ func (e *DraftMissingError) Error() string {
 	return fmt.Sprintf("%s's draft model %q is not in the catalog (its draft must be another model's ID, alias or ORG/REPO:QUANT)", e.Model, e.Draft)
 }
 
+// find is the index in s.all of the model Lookup finds by name.
+func (s *snapshot) find(name string) (int, bool) {
+	if i, ok := s.exact[name]; ok {
+		return i, true
+	}
+	i, ok := s.fold[strings.ToLower(name)]
+	return i, ok && i >= 0
+}
+
 // lookup finds a name as Lookup does, in s.
 func (s *snapshot) lookup(name string) (Model, bool) {
-	if i, ok := s.exact[name]; ok {
-		return s.all[i], true
-	}
-	if i, ok := s.fold[strings.ToLower(name)]; ok && i >= 0 {
+	if i, ok := s.find(name); ok {
 		return s.all[i], true
 	}
 	return Model{}, false

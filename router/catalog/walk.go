@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,14 @@ type hfRepo struct {
 	refs           map[string]int // revision → preference (0 = refs/main, 1 = another ref)
 }
 
+// id is the repo's ORG/NAME.
+func (r *hfRepo) id() string {
+	if r.org == "" {
+		return r.name
+	}
+	return r.org + "/" + r.name
+}
+
 // listing is what one walk of the model folders saw.
 type listing struct {
 	files    []found
@@ -73,23 +82,16 @@ func list(ctx context.Context, roots []string) listing {
 		st, err := os.Stat(root)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			l.problems = append(l.problems, problem{root, "model folder does not exist"})
-			w.printBuf = append(w.printBuf, "missing\x00"+root)
+			w.warn(root, "model folder does not exist")
 			continue
 		case err != nil:
-			l.problems = append(l.problems, problem{root, fmt.Sprintf("cannot read model folder: %v", err)})
-			w.printBuf = append(w.printBuf, "error\x00"+root)
+			w.warn(root, fmt.Sprintf("cannot read model folder: %v", err))
 			continue
 		case !st.IsDir() && isGGUF(root) && st.Mode().IsRegular(): // one file (a preset's model)
-			real, err := filepath.EvalSymlinks(root)
-			if err != nil {
-				real = root
-			}
-			w.add(filepath.Dir(root), root, real, st, nil)
+			w.add(filepath.Dir(root), root, realPath(root), st, nil)
 			continue
 		case !st.IsDir():
-			l.problems = append(l.problems, problem{root, "not a folder"})
-			w.printBuf = append(w.printBuf, "notdir\x00"+root)
+			w.warn(root, "not a folder")
 			continue
 		}
 		w.enter(root)
@@ -109,15 +111,20 @@ func list(ctx context.Context, roots []string) listing {
 
 // enter marks a folder visited and reports whether it was new.
 func (w *walker) enter(dir string) bool {
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		real = dir
-	}
+	real := realPath(dir)
 	if w.visited[real] {
 		return false
 	}
 	w.visited[real] = true
 	return true
+}
+
+// realPath is the file p resolves to, or p when that cannot be told.
+func realPath(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	return p
 }
 
 func isGGUF(name string) bool { return len(name) > 5 && strings.EqualFold(name[len(name)-5:], ".gguf") }
@@ -249,13 +256,6 @@ func (w *walker) hfRepo(root, dir string, depth int) {
 // copy from the revision refs/main names, else another ref, else the newest.
 func preferRevisions(files []found) []found {
 	best := map[string]int{}
-	rank := func(f found) (int, int64) {
-		p, ok := f.hf.refs[f.rev]
-		if !ok {
-			p = 2
-		}
-		return p, -f.mtime.UnixNano()
-	}
 	var out []found
 	for _, f := range files {
 		if f.hf == nil {
@@ -269,9 +269,7 @@ func preferRevisions(files []found) []found {
 			out = append(out, f)
 			continue
 		}
-		p1, t1 := rank(f)
-		p2, t2 := rank(out[i])
-		if p1 < p2 || p1 == p2 && t1 < t2 {
+		if cmp.Or(cmp.Compare(revRank(f), revRank(out[i])), out[i].mtime.Compare(f.mtime)) < 0 {
 			out[i] = f
 		}
 	}
@@ -325,6 +323,68 @@ func ParseShard(name string) (s Shard, ok bool) {
 // Name is the file name of shard n of the same model, written as this one is.
 func (s Shard) Name(n int) string {
 	return fmt.Sprintf("%s-%05d%s%s%s", s.Prefix, n, s.of, s.count, s.ext)
+}
+
+// Splits sorts files (loc gives a file's folder and name) into models: each file that is no shard
+// alone, in order, then the shards of each split model, in the order first seen, shards in order.
+// A split model with a shard number out of range, twice or missing is left out and told to bad,
+// with one of its files and the name of its first shard.
+func Splits[T any](files []T, loc func(T) (dir, name string), bad func(of T, first, why string)) (sets [][]T) {
+	type key struct {
+		dir, prefix string
+		total       int
+	}
+	groups := map[key][]T{}
+	var keys []key
+	for _, f := range files {
+		dir, name := loc(f)
+		sh, ok := ParseShard(name)
+		if !ok {
+			sets = append(sets, []T{f})
+			continue
+		}
+		k := key{dir, sh.Prefix, sh.Total}
+		if _, seen := groups[k]; !seen {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], f)
+	}
+	for _, k := range keys {
+		shards := groups[k]
+		byNo := make([]*T, k.total+1)
+		var why string
+		for i := range shards {
+			_, name := loc(shards[i])
+			sh, _ := ParseShard(name)
+			switch {
+			case sh.N < 1 || sh.N > k.total:
+				why = fmt.Sprintf("shard number %d is outside 1..%d", sh.N, k.total)
+			case byNo[sh.N] != nil:
+				why = fmt.Sprintf("shard %d appears twice", sh.N)
+			default:
+				byNo[sh.N] = &shards[i]
+			}
+		}
+		var missing []string
+		for n := 1; n <= k.total && why == ""; n++ {
+			if byNo[n] == nil {
+				missing = append(missing, strconv.Itoa(n))
+			}
+		}
+		if why == "" && len(missing) > 0 {
+			why = fmt.Sprintf("split model is missing shard %s of %d", strings.Join(missing, ", "), k.total)
+		}
+		if why != "" {
+			bad(shards[0], fmt.Sprintf("%s-%05d-of-%05d.gguf", k.prefix, 1, k.total), why)
+			continue
+		}
+		set := make([]T, k.total)
+		for n := range set {
+			set[n] = *byNo[n+1]
+		}
+		sets = append(sets, set)
+	}
+	return sets
 }
 
 // ShardPaths lists the paths of every file of the split model that path is a shard of, in order,

@@ -105,14 +105,7 @@ func Fill(ctx context.Context, src Source, w io.Writer, off int64, counted func(
 	if src.Size <= 0 {
 		return 0, fmt.Errorf("the listed size is %d bytes; refusing a download of unknown size", src.Size)
 	}
-	maxStalls := src.MaxStalls
-	if maxStalls <= 0 {
-		maxStalls = DefaultMaxStalls
-	}
-	backoff := src.Backoff
-	if backoff <= 0 {
-		backoff = DefaultBackoff
-	}
+	maxStalls, backoff := positive(src.MaxStalls, DefaultMaxStalls), positive(src.Backoff, DefaultBackoff)
 	var wrote int64
 	stalls := 0
 	for attempt := 1; off+wrote < src.Size; attempt++ {
@@ -147,13 +140,18 @@ func Fill(ctx context.Context, src Source, w io.Writer, off int64, counted func(
 	return wrote, nil
 }
 
+// positive is v, or def when v is 0 or less.
+func positive[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
 // fetch is one attempt: a request from byte off, what arrives appended to w up to the listed size.
 // It returns the bytes written; nil only once the file is whole.
 func fetch(ctx context.Context, src Source, w io.Writer, off int64, counted func(int64)) (int64, error) {
-	stallAfter := src.Stall
-	if stallAfter <= 0 {
-		stallAfter = DefaultStall
-	}
+	stallAfter := positive(src.Stall, DefaultStall)
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var n int64

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"path"
 	"regexp"
@@ -56,7 +55,7 @@ func (c *Client) Search(ctx context.Context, text string, limit int) ([]Repo, er
 	}
 	q := url.Values{"search": {text}, "filter": {"gguf"}, "sort": {"downloads"}, "direction": {"-1"}, "limit": {strconv.Itoa(limit)}}
 	var list []repoJSON
-	if err := c.getJSON(ctx, "/api/models?"+q.Encode(), "", &list); err != nil {
+	if _, err := c.getJSON(ctx, "/api/models?"+q.Encode(), "", &list); err != nil {
 		return nil, err
 	}
 	out := make([]Repo, 0, len(list))
@@ -177,7 +176,7 @@ func (c *Client) Files(ctx context.Context, repo string) (*Listing, error) {
 		return nil, fmt.Errorf("%q is not ORG/REPO", repo)
 	}
 	var info repoJSON
-	if err := c.getJSON(ctx, "/api/models/"+repo+"/revision/main", repo, &info); err != nil {
+	if _, err := c.getJSON(ctx, "/api/models/"+repo+"/revision/main", repo, &info); err != nil {
 		return nil, err
 	}
 	if info.SHA == "" {
@@ -193,7 +192,8 @@ func (c *Client) Files(ctx context.Context, repo string) (*Listing, error) {
 		if page == maxTreePages {
 			return nil, fmt.Errorf("%s: the file list has more than %d pages: %w", repo, maxTreePages, ErrTooLarge)
 		}
-		got, link, err := c.treePage(ctx, repo, next)
+		var got []treeEntry
+		link, err := c.getJSON(ctx, next, repo, &got)
 		if err != nil {
 			return nil, err
 		}
@@ -221,27 +221,6 @@ func (c *Client) Files(ctx context.Context, repo string) (*Listing, error) {
 	return &Listing{Repo: repo, Commit: info.SHA, Gated: info.repo().Gated, Quants: Group(files)}, nil
 }
 
-// treePage reads one page of a tree listing, bounded in size, and its rel="next" link.
-func (c *Client) treePage(ctx context.Context, repo, pathOrURL string) ([]treeEntry, string, error) {
-	req, err := c.newRequest(ctx, http.MethodGet, pathOrURL)
-	if err != nil {
-		return nil, "", err
-	}
-	resp, err := c.httpClient().Do(req)
-	if err != nil {
-		return nil, "", c.unreachable(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, "", hubError(resp, repo)
-	}
-	defer resp.Body.Close()
-	var entries []treeEntry
-	if err := json.NewDecoder(capReader(resp.Body, maxAPIAnswer, repo+": the file list")).Decode(&entries); err != nil {
-		return nil, "", fmt.Errorf("%s: unreadable file list: %w", repo, err)
-	}
-	return entries, nextLink(resp.Header.Get("Link")), nil
-}
-
 // nextLink reads the rel="next" URL of a Link header (the tree listing is paginated).
 func nextLink(h string) string {
 	for _, part := range strings.Split(h, ",") {
@@ -257,38 +236,21 @@ func nextLink(h string) string {
 // Group turns a repo's GGUF files into quants: the shards of a split model as one entry, every
 // model paired with a projector from its folder (F16 preferred), sorted by size.
 func Group(files []File) []Quant {
-	type key struct{ dir, prefix string }
-	var quants []Quant
 	byName := map[string]int{}
-	splits := map[key][]File{}
-	var splitKeys []key
 	projs := map[string][]File{} // by folder
+	var models []File
 	for _, f := range files {
-		base := path.Base(f.Path)
-		switch sh, ok := catalog.ParseShard(base); {
-		case catalog.IsProjector(base):
+		if catalog.IsProjector(f.Path) {
 			projs[path.Dir(f.Path)] = append(projs[path.Dir(f.Path)], f)
-		case ok:
-			k := key{path.Dir(f.Path), sh.Prefix + "\x00" + strconv.Itoa(sh.Total)}
-			if _, seen := splits[k]; !seen {
-				splitKeys = append(splitKeys, k)
-			}
-			splits[k] = append(splits[k], f)
-		default:
-			quants = append(quants, Quant{Files: []File{f}})
+		} else {
+			models = append(models, f)
 		}
 	}
-	for _, k := range splitKeys {
-		shards := splits[k]
-		sort.Slice(shards, func(i, j int) bool { return shards[i].Path < shards[j].Path })
-		first, _ := catalog.ParseShard(path.Base(shards[0].Path))
-		if len(shards) != first.Total {
-			continue // incomplete upload: nothing llama.cpp could load
-		}
-		quants = append(quants, Quant{Files: shards})
-	}
+	sets := catalog.Splits(models, func(f File) (string, string) { return path.Dir(f.Path), path.Base(f.Path) },
+		func(File, string, string) {}) // an incomplete upload is nothing llama.cpp could load: left out
 	var out []Quant
-	for _, q := range quants {
+	for _, set := range sets {
+		q := Quant{Files: set}
 		q.Name = cmp.Or(catalog.QuantOf(q.Files[0].Path), strings.TrimSuffix(path.Base(q.Files[0].Path), path.Ext(q.Files[0].Path)))
 		q.Mmproj = mmproj(projs[path.Dir(q.Files[0].Path)])
 		for _, f := range q.All() {
@@ -352,9 +314,7 @@ func ParsePasted(s string) (Ref, error) {
 	}
 	repo := parts[0] + "/" + parts[1]
 	switch {
-	case len(parts) == 2: // ORG/REPO or ORG/REPO:QUANT
-		return ParseRef(repo)
-	case len(parts) >= 3 && parts[2] == "tree" || len(parts) == 3 && parts[2] == "discussions":
+	case len(parts) == 2, parts[2] == "tree", len(parts) == 3 && parts[2] == "discussions": // ORG/REPO[:QUANT], a page
 		return ParseRef(repo)
 	case len(parts) >= 5 && (parts[2] == "blob" || parts[2] == "resolve"):
 		file := path.Base(strings.Join(parts[4:], "/"))

@@ -115,8 +115,8 @@ func blobOf(repo, entry, target string) (string, bool) {
 // It returns the paths removed. It removes only what the cache layout names: a snapshot entry that
 // links anywhere but the repo's blobs folder loses the entry, never its target.
 func (c Cache) Remove(repo string, files []string) ([]string, error) {
-	if !repoRe.MatchString(repo) || strings.Contains(repo, "..") {
-		return nil, fmt.Errorf("%w: %q is not ORG/REPO", ErrUnsafe, repo)
+	if err := checkRepo(repo); err != nil {
+		return nil, err
 	}
 	for _, f := range files {
 		if err := checkRepoPath(f); err != nil {
@@ -350,15 +350,7 @@ func validCommit(s string) bool { return len(s) == 40 && isHex(s) }
 // validBlobName reports whether s names a blob of the cache: a sha256 (LFS files) or a git blob id.
 func validBlobName(s string) bool { return (len(s) == 64 || len(s) == 40) && isHex(s) }
 
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isHex(s string) bool { return strings.Trim(s, "0123456789abcdef") == "" }
 
 // checkRepoPath refuses a repo file path that could name anything but a file inside a snapshot
 // folder: it must be relative, slash-separated, valid UTF-8, without empty, "." or ".." elements,

@@ -42,15 +42,21 @@ type Client struct {
 // FromEnv returns a client configured like the Hub's own clients: HF_ENDPOINT, HF_TOKEN, else the
 // token file ($HF_HOME/token, ~/.cache/huggingface/token). getenv nil means os.Getenv.
 func FromEnv(getenv func(string) string) *Client {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
+	getenv = orGetenv(getenv)
 	c := &Client{Endpoint: DefaultEndpoint, UserAgent: "llamatray"}
 	if e := strings.TrimRight(strings.TrimSpace(getenv("HF_ENDPOINT")), "/"); e != "" {
 		c.Endpoint = e
 	}
 	c.Token = tokenFromEnv(getenv)
 	return c
+}
+
+// orGetenv is getenv, or os.Getenv when nil.
+func orGetenv(getenv func(string) string) func(string) string {
+	if getenv == nil {
+		return os.Getenv
+	}
+	return getenv
 }
 
 func tokenFromEnv(getenv func(string) string) string {
@@ -140,6 +146,11 @@ func (e *Error) Error() string {
 	if e.Repo != "" {
 		what = e.Repo
 	}
+	denied := e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
+	hub := ""
+	if e.Message != "" {
+		hub = " (Hub: " + e.Message + ")"
+	}
 	switch {
 	case e.NotFound() && e.Status != http.StatusNotFound:
 		msg := fmt.Sprintf("%s: not found on the Hugging Face Hub (HTTP %d)", what, e.Status)
@@ -147,26 +158,16 @@ func (e *Error) Error() string {
 			msg += "; if it is a private repo, set HF_TOKEN"
 		}
 		return msg
-	case (e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden) && !e.Token:
-		msg := fmt.Sprintf("%s: HTTP %d: this repo is gated or private and no Hugging Face token is set: accept its terms on the Hub, then set HF_TOKEN or log in with `hf auth login`", what, e.Status)
-		if e.Message != "" {
-			msg += " (Hub: " + e.Message + ")"
-		}
-		return msg
-	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
-		msg := fmt.Sprintf("%s: HTTP %d: the Hugging Face token has no access to this repo (accept its terms on the Hub, or check the token)", what, e.Status)
-		if e.Message != "" {
-			msg += " (Hub: " + e.Message + ")"
-		}
-		return msg
+	case denied && !e.Token:
+		return fmt.Sprintf("%s: HTTP %d: this repo is gated or private and no Hugging Face token is set: accept its terms on the Hub, then set HF_TOKEN or log in with `hf auth login`%s", what, e.Status, hub)
+	case denied:
+		return fmt.Sprintf("%s: HTTP %d: the Hugging Face token has no access to this repo (accept its terms on the Hub, or check the token)%s", what, e.Status, hub)
 	case e.Status == http.StatusNotFound:
 		return fmt.Sprintf("%s: not found on the Hugging Face Hub", what)
+	case e.Message != "":
+		return fmt.Sprintf("%s: HTTP %d: %s", what, e.Status, e.Message)
 	}
-	msg := fmt.Sprintf("%s: HTTP %d", what, e.Status)
-	if e.Message != "" {
-		msg += ": " + e.Message
-	}
-	return msg
+	return fmt.Sprintf("%s: HTTP %d", what, e.Status)
 }
 
 // Gated reports whether the Hub refused for want of access.
@@ -202,25 +203,26 @@ func hubError(resp *http.Response, repo string) error {
 	return e
 }
 
-// getJSON GETs an Endpoint path into out.
-func (c *Client) getJSON(ctx context.Context, path, repo string, out any) error {
+// getJSON GETs an Endpoint path (or a URL) into out, bounded in size, and returns the answer's
+// rel="next" link (a tree listing is paginated).
+func (c *Client) getJSON(ctx context.Context, path, repo string, out any) (next string, err error) {
 	req, err := c.newRequest(ctx, http.MethodGet, path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
-		return c.unreachable(err)
+		return "", c.unreachable(err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return hubError(resp, repo)
+		return "", hubError(resp, repo)
 	}
 	defer resp.Body.Close()
 	if err := json.NewDecoder(capReader(resp.Body, maxAPIAnswer, "the answer to "+path)).Decode(out); err != nil {
-		return fmt.Errorf("the Hugging Face Hub at %s: unreadable answer to %s: %w", c.Endpoint, path, err)
+		return "", fmt.Errorf("the Hugging Face Hub at %s: unreadable answer to %s: %w", c.Endpoint, path, err)
 	}
-	return nil
+	return nextLink(resp.Header.Get("Link")), nil
 }
 
 // ErrUnreachable is matched by the error of a request that never got an answer from the Hub.
@@ -252,9 +254,7 @@ func (c *Client) unreachable(err error) error {
 // TokenPath is where the Hub's own tools keep the token: $HF_TOKEN_PATH, else $HF_HOME/token
 // (~/.cache/huggingface/token). "" when no home is known.
 func TokenPath(getenv func(string) string) string {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
+	getenv = orGetenv(getenv)
 	if p := getenv("HF_TOKEN_PATH"); p != "" {
 		return config.ExpandHome(p)
 	}
@@ -309,9 +309,7 @@ func SaveToken(getenv func(string) string, token string) (string, error) {
 // TokenSource says where the token in use comes from: "the HF_TOKEN environment variable", the
 // token file's path, or "" when there is none.
 func TokenSource(getenv func(string) string) string {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
+	getenv = orGetenv(getenv)
 	if strings.TrimSpace(getenv("HF_TOKEN")) != "" {
 		return "the HF_TOKEN environment variable"
 	}
@@ -325,9 +323,7 @@ func TokenSource(getenv func(string) string) string {
 // force — HF_TOKEN when set, which wins, else the saved one — the manager's for the pulls and
 // requests that start from now on. It returns the file's path.
 func (m *Manager) SaveToken(getenv func(string) string, token string) (string, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
+	getenv = orGetenv(getenv)
 	path, err := SaveToken(getenv, token)
 	if err != nil {
 		return "", err

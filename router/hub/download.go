@@ -69,18 +69,11 @@ func (e *resumableError) Unwrap() error { return e.err }
 // when not nil, is called with the snapshot paths once refs/main names the commit (a caller
 // rescans its catalog there); when it fails, the download is undone, refs/main included.
 func (c *Client) DownloadThen(ctx context.Context, cache Cache, l *Listing, q Quant, progress func(Progress), accept func([]string) error) ([]string, error) {
+	if err := CheckSpace(cache, l, q); err != nil {
+		return nil, err
+	}
 	files := q.All()
-	if err := checkDownload(l, files); err != nil {
-		return nil, err
-	}
-	d := &download{c: c, cache: cache, repo: l.Repo, commit: l.Commit, progress: progress, start: time.Now()}
-	for _, f := range files {
-		d.p.Files = append(d.p.Files, FileProgress{Path: f.Path, Total: f.Size})
-		d.p.Total += f.Size
-	}
-	if err := d.checkSpace(files); err != nil {
-		return nil, err
-	}
+	d := &download{c: c, cache: cache, repo: l.Repo, commit: l.Commit, progress: progress, start: time.Now(), p: progressOf(files)}
 	root, err := cache.open()
 	if err != nil {
 		return nil, err
@@ -116,8 +109,8 @@ func (c *Client) DownloadThen(ctx context.Context, cache Cache, l *Listing, q Qu
 // checkDownload refuses, before anything is written, a listing whose names could lead out of the
 // cache or whose files cannot be verified.
 func checkDownload(l *Listing, files []File) error {
-	if !repoRe.MatchString(l.Repo) || strings.Contains(l.Repo, "..") {
-		return fmt.Errorf("%w: %q is not ORG/REPO", ErrUnsafe, l.Repo)
+	if err := checkRepo(l.Repo); err != nil {
+		return err
 	}
 	if !validCommit(l.Commit) {
 		return fmt.Errorf("%s: %w: the commit %q is not 40 hex digits", l.Repo, ErrUnsafe, l.Commit)
@@ -138,6 +131,14 @@ func checkDownload(l *Listing, files []File) error {
 
 func validSHA(s string) bool { return len(s) == 64 && isHex(s) }
 
+// checkRepo refuses a repo name that could lead out of the cache.
+func checkRepo(repo string) error {
+	if !repoRe.MatchString(repo) || strings.Contains(repo, "..") {
+		return fmt.Errorf("%w: %q is not ORG/REPO", ErrUnsafe, repo)
+	}
+	return nil
+}
+
 // download is one Download call's state; only its goroutine uses it, but for p and samples.
 type download struct {
 	c            *Client
@@ -155,22 +156,16 @@ type download struct {
 	oldRef       []byte // what refs/main held before (nil: there was none)
 }
 
-// CheckSpace refuses, before anything is written, a download of q the disk cannot hold,
-// counting what the cache already has of it.
+// CheckSpace refuses, before anything is written, a listing whose names could lead out of the
+// cache or whose files cannot be verified (checkDownload), and a download of q the disk cannot
+// hold (a *download.SpaceError), counting what the cache already has of it.
 func CheckSpace(cache Cache, l *Listing, q Quant) error {
 	if err := checkDownload(l, q.All()); err != nil {
 		return err
 	}
-	d := &download{cache: cache, repo: l.Repo}
-	return d.checkSpace(q.All())
-}
-
-// checkSpace refuses a download the disk cannot hold (a *download.SpaceError), counting what is
-// already there.
-func (d *download) checkSpace(files []File) error {
 	var need int64
-	for _, f := range files {
-		blob := filepath.Join(d.cache.Dir, blobRel(d.repo, f.SHA256))
+	for _, f := range q.All() {
+		blob := filepath.Join(cache.Dir, blobRel(l.Repo, f.SHA256))
 		if st, err := os.Stat(blob); err == nil && st.Size() == f.Size {
 			continue
 		}
@@ -180,7 +175,7 @@ func (d *download) checkSpace(files []File) error {
 		}
 		need += f.Size - have
 	}
-	return dl.CheckSpace(d.cache.Dir, need)
+	return dl.CheckSpace(cache.Dir, need)
 }
 
 func (d *download) run(ctx context.Context, files []File) ([]string, error) {
@@ -245,7 +240,7 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		d.mu.Lock()
 		have := d.p.Files[i].Done
 		d.mu.Unlock()
-		d.found(i, f.Size-have)
+		d.advance(i, f.Size-have, true)
 		return d.checkGGUF(f, blob)
 	}
 	if err := d.root.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
@@ -266,7 +261,7 @@ func (d *download) file(ctx context.Context, i int, f File) error {
 		return err
 	}
 	defer h.stop()
-	d.found(i, off)
+	d.advance(i, off, true)
 	if err := d.fill(ctx, i, f, out, h, off); err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -350,7 +345,7 @@ func (d *download) fill(ctx context.Context, i int, f File, out io.Writer, h io.
 		Attempts:  maxAttempts(f.Size),
 		MaxStalls: maxStalls,
 	}
-	_, err := dl.Fill(ctx, src, io.MultiWriter(out, h), off, func(n int64) { d.advance(i, n) })
+	_, err := dl.Fill(ctx, src, io.MultiWriter(out, h), off, func(n int64) { d.advance(i, n, false) })
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w", d.repo, f.Path, err)
 	}
@@ -407,20 +402,25 @@ type Progress struct {
 	File  string        // the file being downloaded now
 }
 
-// advance counts n more bytes of file i (negative: bytes dropped).
-func (d *download) advance(i int, n int64) {
-	d.mu.Lock()
-	d.p.Files[i].Done += n
-	d.p.Done += n
-	d.mu.Unlock()
+// progressOf is the progress of a download of files before it starts.
+func progressOf(files []File) Progress {
+	var p Progress
+	for _, f := range files {
+		p.Files = append(p.Files, FileProgress{Path: f.Path, Total: f.Size})
+		p.Total += f.Size
+	}
+	return p
 }
 
-// found counts n bytes of file i that were already on disk: done, but not part of the rate.
-func (d *download) found(i int, n int64) {
+// advance counts n more bytes of file i; found bytes were already on disk: done, but not part of
+// the rate.
+func (d *download) advance(i int, n int64, found bool) {
 	d.mu.Lock()
 	d.p.Files[i].Done += n
 	d.p.Done += n
-	d.speed.Found(n)
+	if found {
+		d.speed.Found(n)
+	}
 	d.mu.Unlock()
 }
 

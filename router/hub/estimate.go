@@ -44,47 +44,28 @@ type remoteFile struct {
 // Estimate reads only the GGUF headers of q's files (and its projector) with HTTP range
 // requests and estimates the memory a load needs, with the catalog's own estimate.
 func (c *Client) Estimate(ctx context.Context, l *Listing, q Quant, p catalog.EstimateParams) (catalog.Estimate, catalog.HeaderFacts, error) {
-	model := make([]*remoteFile, len(q.Files))
-	for i, f := range q.Files {
-		model[i] = &remoteFile{f: f}
-	}
-	var proj []*remoteFile
-	if q.Mmproj != nil {
-		proj = []*remoteFile{{f: *q.Mmproj}}
+	var files []*remoteFile // the model's, then the projector's
+	for _, f := range q.All() {
+		rf := &remoteFile{f: f}
+		if err := c.grow(ctx, l, rf); err != nil {
+			return catalog.Estimate{}, catalog.HeaderFacts{}, err
+		}
+		files = append(files, rf)
 	}
 	for {
-		var readers []*headerReader
-		parts := func(rs []*remoteFile) ([]catalog.HeaderPart, error) {
-			out := make([]catalog.HeaderPart, len(rs))
-			for i, rf := range rs {
-				if rf.buf == nil {
-					if err := c.grow(ctx, l, rf); err != nil {
-						return nil, err
-					}
-				}
-				hr := &headerReader{r: bytes.NewReader(rf.buf)}
-				readers = append(readers, hr)
-				out[i] = catalog.HeaderPart{R: hr, Size: rf.f.Size}
-			}
-			return out, nil
+		readers := make([]*headerReader, len(files))
+		parts := make([]catalog.HeaderPart, len(files))
+		for i, rf := range files {
+			readers[i] = &headerReader{r: bytes.NewReader(rf.buf)}
+			parts[i] = catalog.HeaderPart{R: readers[i], Size: rf.f.Size}
 		}
-		mp, err := parts(model)
-		if err != nil {
-			return catalog.Estimate{}, catalog.HeaderFacts{}, err
-		}
-		pp, err := parts(proj)
-		if err != nil {
-			return catalog.Estimate{}, catalog.HeaderFacts{}, err
-		}
-		est, facts, err := catalog.EstimateParts(mp, pp, p)
+		est, facts, err := catalog.EstimateParts(parts[:len(q.Files)], parts[len(q.Files):], p)
 		if err == nil {
 			return est, facts, nil
 		}
 		grew := false
-		all := append(append([]*remoteFile(nil), model...), proj...)
-		for i, hr := range readers {
-			rf := all[i]
-			if hr.dry && int64(len(rf.buf)) < min(rf.f.Size, catalog.MaxHeaderBytes) {
+		for i, rf := range files {
+			if readers[i].dry && int64(len(rf.buf)) < min(rf.f.Size, catalog.MaxHeaderBytes) {
 				if gerr := c.grow(ctx, l, rf); gerr != nil {
 					return catalog.Estimate{}, catalog.HeaderFacts{}, gerr
 				}

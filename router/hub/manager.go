@@ -85,9 +85,14 @@ func (m *Manager) Client() *Client {
 func (m *Manager) SetToken(token string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := *m.client
-	c.Token = token
-	m.client = &c
+	m.client = m.client.withToken(token)
+}
+
+// withToken is a copy of c with token.
+func (c *Client) withToken(token string) *Client {
+	own := *c
+	own.Token = token
+	return &own
 }
 
 // Cache returns the cache pulls go to.
@@ -110,9 +115,7 @@ func (m *Manager) StartWithToken(ctx context.Context, ref Ref, token string) (Pu
 	}
 	c := m.Client()
 	if token != "" {
-		own := *c
-		own.Token = token
-		c = &own
+		c = c.withToken(token)
 	}
 	l, err := c.Files(ctx, ref.Repo)
 	if err != nil {
@@ -137,9 +140,8 @@ func (m *Manager) StartWithToken(ctx context.Context, ref Ref, token string) (Pu
 	}
 	pctx, cancel := context.WithCancelCause(context.Background())
 	p := &pull{cancel: cancel, done: make(chan struct{}),
-		st: PullStatus{Model: name, State: StateDownloading, Started: time.Now(), Progress: Progress{Total: q.Size}}}
+		st: PullStatus{Model: name, State: StateDownloading, Started: time.Now(), Progress: progressOf(q.All())}}
 	for _, f := range q.All() {
-		p.st.Progress.Files = append(p.st.Progress.Files, FileProgress{Path: f.Path, Total: f.Size})
 		p.blobs = append(p.blobs, f.SHA256)
 	}
 	m.pulls[key(name)] = p
@@ -196,9 +198,7 @@ func (m *Manager) Cancel(name string) bool { return m.stop(name, nil) }
 func (m *Manager) Pause(name string) bool { return m.stop(name, ErrPaused) }
 
 func (m *Manager) stop(name string, cause error) bool {
-	m.mu.Lock()
-	p, ok := m.pulls[key(name)]
-	m.mu.Unlock()
+	p, ok := m.get(name)
 	if !ok {
 		return false
 	}
@@ -208,9 +208,7 @@ func (m *Manager) stop(name string, cause error) bool {
 
 // Wait blocks until the named pull ended (or ctx did) and returns its last status.
 func (m *Manager) Wait(ctx context.Context, name string) (PullStatus, error) {
-	m.mu.Lock()
-	p, ok := m.pulls[key(name)]
-	m.mu.Unlock()
+	p, ok := m.get(name)
 	if !ok {
 		return PullStatus{}, fmt.Errorf("no pull of %s", name)
 	}
@@ -221,6 +219,13 @@ func (m *Manager) Wait(ctx context.Context, name string) (PullStatus, error) {
 	}
 	st, _ := m.Status(name)
 	return st, nil
+}
+
+func (m *Manager) get(name string) (*pull, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.pulls[key(name)]
+	return p, ok
 }
 
 // Status returns the named pull's status (the last one, for a pull that ended).
@@ -260,13 +265,10 @@ func (m *Manager) Subscribe() (<-chan Event, func()) {
 	m.mu.Lock()
 	m.subs[ch] = struct{}{}
 	m.mu.Unlock()
-	var once sync.Once
 	return ch, func() {
-		once.Do(func() {
-			m.mu.Lock()
-			delete(m.subs, ch)
-			m.mu.Unlock()
-		})
+		m.mu.Lock()
+		delete(m.subs, ch)
+		m.mu.Unlock()
 	}
 }
 

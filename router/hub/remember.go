@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,7 +57,8 @@ func (m *Manager) Remember(path string) error {
 		}
 		done := make(chan struct{})
 		close(done)
-		m.pulls[key(r.Model)] = &pull{cancel: func(error) {}, done: done, blobs: validBlobs(r.Blobs), st: PullStatus{
+		blobs := slices.DeleteFunc(r.Blobs, func(s string) bool { return !validSHA(s) })
+		m.pulls[key(r.Model)] = &pull{cancel: func(error) {}, done: done, blobs: blobs, st: PullStatus{
 			Model: r.Model, State: StatePaused, Error: why, Started: r.Started,
 			Progress: Progress{Done: have, Total: r.Total},
 		}}
@@ -197,17 +199,6 @@ func (m *Manager) Discard(name string) (bool, error) {
 		}
 	}
 	return true, nil
-}
-
-// validBlobs keeps the sha256 digests of a state file that are 64 hex digits.
-func validBlobs(in []string) []string {
-	var out []string
-	for _, s := range in {
-		if validSHA(s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // partialBytes is what the partial files of repo's blobs hold, 0 when none.

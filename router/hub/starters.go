@@ -72,20 +72,16 @@ func (c *Client) StartersOnHub(ctx context.Context, list []Starter, p catalog.Es
 	}
 	wg.Wait()
 	var shown []StarterFit
-	unreachable := 0
+	var unreachable error
 	for i, sf := range out {
 		if sf != nil {
 			shown = append(shown, *sf)
-		} else if errors.Is(errs[i], ErrUnreachable) {
-			unreachable++
+		} else if errors.Is(errs[i], ErrUnreachable) && unreachable == nil {
+			unreachable = errs[i]
 		}
 	}
-	if len(shown) == 0 && unreachable > 0 {
-		for _, err := range errs {
-			if errors.Is(err, ErrUnreachable) {
-				return nil, err
-			}
-		}
+	if len(shown) == 0 && unreachable != nil {
+		return nil, unreachable
 	}
 	return shown, nil
 }
