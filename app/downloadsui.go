@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -141,15 +142,7 @@ func leftText(d time.Duration) string {
 // pullTrouble is why a download stopped, as one or two sentences a person can act on, from the
 // Hub's error (no addresses, no Go error chains), and whether what came is kept for Retry.
 func pullTrouble(err string) (text string, kept bool) {
-	low := strings.ToLower(err)
-	has := func(words ...string) bool {
-		for _, w := range words {
-			if strings.Contains(low, w) {
-				return true
-			}
-		}
-		return false
-	}
+	has := func(words ...string) bool { return mentions(err, words...) }
 	const goOn = " What came is kept; Retry goes on from there."
 	switch {
 	case err == "":
@@ -185,13 +178,13 @@ func pullTrouble(err string) (text string, kept bool) {
 // pullGated reports whether the Hub refused a download for want of access (401, 403: a gated or
 // private repo), which a token with access in Settings fixes.
 func pullGated(err string) bool {
+	return mentions(err, "gated or private", "no access", "http 401", "http 403")
+}
+
+// mentions reports whether err, in any case, contains one of words (lower case).
+func mentions(err string, words ...string) bool {
 	low := strings.ToLower(err)
-	for _, w := range []string{"gated or private", "no access", "http 401", "http 403"} {
-		if strings.Contains(low, w) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(low, w) })
 }
 
 // urlPattern matches a web address in an error.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -203,15 +204,9 @@ func (g *getModelsWindow) starterAction(repo string, q hub.QuantFit) fyne.Canvas
 
 // running reports whether model is being downloaded, from this window or elsewhere.
 func (g *getModelsWindow) running(model string) bool {
-	if strings.EqualFold(model, g.pulling) {
-		return true
-	}
-	for _, d := range g.u.snap.Downloads {
-		if strings.EqualFold(d.Model, model) && d.State == hub.StateDownloading {
-			return true
-		}
-	}
-	return false
+	return strings.EqualFold(model, g.pulling) || slices.ContainsFunc(g.u.snap.Downloads, func(d hub.PullStatus) bool {
+		return strings.EqualFold(d.Model, model) && d.State == hub.StateDownloading
+	})
 }
 
 // runSearch searches the Hub for the entry's text.

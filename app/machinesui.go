@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -47,7 +48,7 @@ func (m *machinesSection) update(s Snapshot) {
 		return
 	}
 	peers, found := s.Peers, m.u.b.Discovered() // found: other Llamatrays on the network
-	key := peersKey(peers) + workersKey(s.Workers, s.Lending) + discoveredKey(found)
+	key := peersKey(peers) + fmt.Sprint(s.Workers, s.Lending) + discoveredKey(found)
 	if key == m.key && len(m.box.Objects) > 0 {
 		return
 	}
@@ -197,7 +198,6 @@ func (m *machinesSection) discoveredPart(found []wire.Discovered) []fyne.CanvasO
 	}
 	out := []fyne.CanvasObject{partTitle("Found on this network")}
 	for _, d := range found {
-		d := d
 		line := fmt.Sprintf("%s — %s", d.Instance, d.URL)
 		if d.Version != "" {
 			line += " (Llamatray " + d.Version + ")"
@@ -210,11 +210,7 @@ func (m *machinesSection) discoveredPart(found []wire.Discovered) []fyne.CanvasO
 
 // discoveredAdd is the peer Add makes of d, with the name and key given (a blank name: d's).
 func discoveredAdd(d wire.Discovered, name, key string) wire.PeerAdd {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		name = d.Name
-	}
-	return wire.PeerAdd{Name: name, URL: d.URL, APIKey: strings.TrimSpace(key)}
+	return wire.PeerAdd{Name: cmp.Or(strings.TrimSpace(name), d.Name), URL: d.URL, APIKey: strings.TrimSpace(key)}
 }
 
 // askDiscovered asks for d's name and key, and adds it as a peer.
@@ -228,20 +224,6 @@ func (m *machinesSection) askDiscovered(d wire.Discovered) {
 
 // The workers' part: the [workers.NAME] machines a model is spread over, with their memory and the
 // model using them, and this machine lent to others ("Lend this machine", as the tray's toggle).
-
-// workersKey is what the workers' part shows.
-func workersKey(ws []wire.WorkerStatus, l wire.Lending) string {
-	var b strings.Builder
-	for _, w := range ws {
-		fmt.Fprintf(&b, "%s|%s|%s|%s|%s|", w.Name, w.Address, w.State, w.LastError, w.Model)
-		for _, d := range w.Devices {
-			fmt.Fprintf(&b, "%s=%d/%d,", d.Name, d.Free, d.Total)
-		}
-		b.WriteString(";")
-	}
-	fmt.Fprintf(&b, "lend %v %s %s %s %s", l.On, l.State, l.Listen, l.Addr, l.Error)
-	return b.String()
-}
 
 // workersPart is one row per worker: name, address, state (and why it is not up), its devices with
 // their memory, the model using it.

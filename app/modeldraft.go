@@ -1,7 +1,9 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,7 +69,7 @@ func newDraftFields(w *modelSettingsWindow, f draftForm, changed func()) *draftF
 	d := &draftFields{note: captionLabel("")}
 	first := noDraft
 	if base, _, ok := w.u.b.Config().Variant(w.id); ok {
-		first = unsetChoice + " (" + base + "'s: " + orDefault(w.u.b.Config().ModelSettings(base).Draft, noDraft) + ")"
+		first = unsetChoice + " (" + base + "'s: " + cmp.Or(w.u.b.Config().ModelSettings(base).Draft, noDraft) + ")"
 	}
 	options, note := draftChoices(w.u.b, w.id, f.Model)
 	d.note.SetText(note)
@@ -75,16 +77,9 @@ func newDraftFields(w *modelSettingsWindow, f draftForm, changed func()) *draftF
 		d.note.Hide()
 	}
 	d.model = widget.NewSelect(append([]string{first}, options...), func(string) { changed() })
-	d.model.SetSelected(orDefault(f.Model, first))
-	entry := func(text, hint string) *widget.Entry {
-		e := widget.NewEntry()
-		e.SetText(text)
-		e.SetPlaceHolder(hint)
-		e.OnChanged = func(string) { changed() }
-		return e
-	}
-	d.gpu = entry(f.GPULayers, "llama-server's default (auto); -1: all layers, 0: CPU only")
-	d.max = entry(f.Max, "llama-server's default (3)")
+	d.model.SetSelected(cmp.Or(f.Model, first))
+	d.gpu = fillEntry(widget.NewEntry(), f.GPULayers, "llama-server's default (auto); -1: all layers, 0: CPU only", changed)
+	d.max = fillEntry(widget.NewEntry(), f.Max, "llama-server's default (3)", changed)
 	return d
 }
 
@@ -106,7 +101,7 @@ func draftChoices(b Backend, id, current string) ([]string, string) {
 		ok = append(ok, current) // as configured; the estimate says what is wrong with it
 	}
 	var lines []string
-	for _, name := range sortedKeys(refused) {
+	for _, name := range slices.Sorted(maps.Keys(refused)) {
 		lines = append(lines, refused[name])
 	}
 	note := ""
@@ -124,15 +119,6 @@ func nonEmpty(s string) []string {
 		return nil
 	}
 	return []string{s}
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // items are the draft's rows of the settings form.

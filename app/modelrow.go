@@ -5,8 +5,6 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
-
-	"github.com/llamatray/llamatray/router/service"
 )
 
 // rowObject draws one model row: name and state, details, why it failed, load progress, and its
@@ -115,5 +113,5 @@ func (m *modelsWindow) modelByID(id string) (Model, bool) {
 // running reports whether a model has a process, by the last snapshot.
 func (m *modelsWindow) running(id string) bool {
 	x, ok := m.modelByID(id)
-	return ok && x.State != service.StateUnloaded && x.State != service.StateFailed
+	return ok && x.Running()
 }

@@ -94,15 +94,18 @@ func (f modelForm) edit(cfg config.Config, id string, orig modelForm, m Model) (
 	return out, nil
 }
 
-// problemsError is the form's problems as one error, for a save that finds them only once the
-// configuration in force is known.
-func problemsError(probs []formProblem) error {
+// problemsText is the form's problems, one after each sep.
+func problemsText(probs []formProblem, sep string) string {
 	lines := make([]string, len(probs))
 	for i, p := range probs {
 		lines[i] = p.String()
 	}
-	return errors.New(strings.Join(lines, "; "))
+	return strings.Join(lines, sep)
 }
+
+// problemsError is the form's problems as one error, for a save that finds them only once the
+// configuration in force is known.
+func problemsError(probs []formProblem) error { return errors.New(problemsText(probs, "; ")) }
 
 // applyAsVariant returns cfg with a new variant name of the model the form is open on (of its
 // model, when that is a variant itself) holding what the form sets differently from that model's

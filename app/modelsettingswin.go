@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,13 +104,13 @@ func (w *modelSettingsWindow) newFields(cfg config.Config, f modelForm, trained 
 	if base, _, isVariant := cfg.Variant(w.id); isVariant { // an empty field is the model's setting
 		inh := cfg.ModelSettings(base)
 		w.variantHints(base, inh, trained)
-		cacheDefault = unsetChoice + " (" + base + "'s: " + orDefault(inh.CacheType, "f16") + ")"
+		cacheDefault = unsetChoice + " (" + base + "'s: " + cmp.Or(inh.CacheType, "f16") + ")"
 		faDefault = unsetChoice + " (" + base + "'s: " + inh.FlashAttn + ")"
 	}
 	w.cache = widget.NewSelect(append([]string{cacheDefault}, config.CacheTypes...), func(string) { w.changed() })
-	w.cache.SetSelected(orDefault(f.CacheType, cacheDefault))
+	w.cache.SetSelected(cmp.Or(f.CacheType, cacheDefault))
 	w.fa = widget.NewSelect([]string{faDefault, "auto", "on", "off"}, func(string) { w.changed() })
-	w.fa.SetSelected(orDefault(f.FlashAttn, w.fa.Options[0]))
+	w.fa.SetSelected(cmp.Or(f.FlashAttn, w.fa.Options[0]))
 	w.pinned = widget.NewCheck("Pinned: never unloaded for memory or by idle timers", func(bool) { w.changed() })
 	w.pinned.SetChecked(f.Pinned)
 	w.onStart = widget.NewCheck("Load when Llamatray starts", func(bool) { w.changed() })
@@ -188,13 +189,6 @@ func (w *modelSettingsWindow) readFlags() {
 		known[f] = true
 	}
 	w.u.onUI(func() { w.known = known; w.changed() })
-}
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
 
 // model is the model as the last snapshot shows it. A variant the snapshot does not list yet (one
@@ -300,11 +294,7 @@ func (w *modelSettingsWindow) showProblems(probs []formProblem) {
 // showProblems shows probs on l, one a line, with the buttons that would save them disabled; no
 // problems hide l and enable the buttons.
 func showProblems(l *widget.Label, probs []formProblem, buttons ...*widget.Button) {
-	lines := make([]string, len(probs))
-	for i, p := range probs {
-		lines[i] = p.String()
-	}
-	l.SetText(strings.Join(lines, "\n"))
+	l.SetText(problemsText(probs, "\n"))
 	showIf(l, len(probs) > 0)
 	for _, b := range buttons {
 		enableIf(b, len(probs) == 0)

@@ -214,18 +214,15 @@ func skippedObjects(skipped []string) []fyne.CanvasObject {
 // noModels is the empty state: how to add models, and where Llamatray looked.
 func (m *modelsWindow) noModels(s Snapshot) fyne.CanvasObject {
 	intro := "Add a folder that holds .gguf models, add a model file, or drop a .gguf file on this window."
-	if s.Scanning {
-		intro = "Scanning for models…"
-	}
 	// Get models is the first way, and the highlighted one, where the Hub is offered.
 	buttons := container.NewHBox()
 	if get := m.u.getModelsButton(); get != nil {
 		get.Importance = widget.HighImportance
 		buttons.Add(get)
-		intro = "Get models from the Hugging Face Hub, add a folder that holds .gguf models, add a model file, or drop a .gguf file on this window."
-		if s.Scanning {
-			intro = "Scanning for models…"
-		}
+		intro = "Get models from the Hugging Face Hub, a" + intro[1:]
+	}
+	if s.Scanning {
+		intro = "Scanning for models…"
 	}
 	buttons.Add(widget.NewButtonWithIcon("Add folder…", theme.FolderNewIcon(), m.addFolder))
 	buttons.Add(widget.NewButtonWithIcon("Add model…", theme.ContentAddIcon(), m.addModel))

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strings"
 	"time"
 
 	"github.com/llamatray/llamatray/router/service"
@@ -74,15 +75,8 @@ func startupNotes(s Snapshot) []note {
 
 func joinNames(names []string) string {
 	const most = 5
-	out := ""
-	for i, n := range names {
-		if i == most {
-			return out + " and " + plural(len(names)-most, "other")
-		}
-		if i > 0 {
-			out += ", "
-		}
-		out += n
+	if len(names) > most {
+		return strings.Join(names[:most], ", ") + " and " + plural(len(names)-most, "other")
 	}
-	return out
+	return strings.Join(names, ", ")
 }

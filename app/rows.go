@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -133,12 +134,9 @@ func rowFor(b service.Budget, m Model, at time.Time) rowView {
 
 // failedText says why a model's last load failed, and when it is tried again.
 func failedText(m Model, at time.Time) string {
-	text := m.Error
+	text := cmp.Or(m.Error, "the last load failed; see its logs")
 	if m.Cause != "" {
 		text = "llama-server said “" + m.Cause + "”. " + m.CauseDo
-	}
-	if text == "" {
-		text = "the last load failed; see its logs"
 	}
 	if !m.NextRetry.IsZero() && m.NextRetry.After(at) {
 		text += fmt.Sprintf(" (automatic retry in %s)", m.NextRetry.Sub(at).Round(time.Second))

@@ -177,7 +177,6 @@ func (s *settingsWindow) refreshDirs() {
 		rows = append(rows, widget.NewLabel("No folders of your own yet."))
 	}
 	for i, d := range s.dirs {
-		i := i
 		rm := widget.NewButtonWithIcon("", theme.DeleteIcon(), func() {
 			s.dirs = append(s.dirs[:i:i], s.dirs[i+1:]...)
 			s.refreshDirs()
@@ -193,10 +192,8 @@ func (s *settingsWindow) addDir() {
 		if err != nil || dir == nil {
 			return
 		}
-		for _, d := range s.dirs {
-			if d == dir.Path() {
-				return
-			}
+		if slices.Contains(s.dirs, dir.Path()) {
+			return
 		}
 		s.dirs = append(s.dirs, dir.Path())
 		s.refreshDirs()
