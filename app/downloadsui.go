@@ -56,7 +56,8 @@ func (d *downloadsSection) update(s Snapshot) {
 func (d *downloadsSection) row(h Backend, dl hub.PullStatus) fyne.CanvasObject {
 	name := dl.Model
 	bar := widget.NewProgressBar()
-	if _, kept := pullTrouble(dl.Error); dl.Progress.Total > 0 && (kept || dl.State != hub.StateFailed) {
+	_, kept := pullTrouble(dl.Error)
+	if dl.Progress.Total > 0 && (kept || dl.State != hub.StateFailed) {
 		bar.SetValue(float64(dl.Progress.Done) / float64(dl.Progress.Total))
 	}
 	line := wrapLabel(downloadText(dl))
@@ -92,7 +93,7 @@ func (d *downloadsSection) row(h Backend, dl hub.PullStatus) fyne.CanvasObject {
 	act("Cancel", theme.CancelIcon(), "Cancel", func() error { return h.DiscardPull(name) })
 	head := boldLabel(name)
 	body := container.NewVBox(head, bar, line)
-	if _, kept := pullTrouble(dl.Error); dl.State == hub.StateFailed && !kept {
+	if dl.State == hub.StateFailed && !kept {
 		body = container.NewVBox(head, line) // nothing kept: no bar to show
 	}
 	return container.NewBorder(nil, nil, nil, container.NewVBox(container.NewHBox(buttons...)), body)

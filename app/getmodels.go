@@ -79,8 +79,7 @@ func newGetModelsWindow(u *ui) *getModelsWindow {
 	g.results = container.NewVBox()
 	g.repoHead = boldLabel("")
 	g.repoHead.Truncation = fyne.TextTruncateEllipsis // a long repo name does not widen the window
-	hint := wrapLabel("Pick a model on the left: its files (quants) show here, with their sizes and how they fit this machine.")
-	hint.Importance = widget.LowImportance
+	hint := tinted(wrapLabel("Pick a model on the left: its files (quants) show here, with their sizes and how they fit this machine."), widget.LowImportance)
 	g.quants = container.NewVBox(hint) // until a repo is opened
 	// A download's error can be long: it wraps, the window keeps its width.
 	g.pullLine = wrapLabel("")
@@ -285,13 +284,10 @@ func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) 
 	}
 	g.quants.Objects = nil
 	if err != nil {
-		l := wrapLabel(err.Error())
-		g.quants.Objects = append(g.quants.Objects, l, widget.NewButtonWithIcon("Retry", theme.ViewRefreshIcon(), func() { g.openRepo(repo) }))
+		g.quants.Objects = append(g.quants.Objects, wrapLabel(err.Error()), widget.NewButtonWithIcon("Retry", theme.ViewRefreshIcon(), func() { g.openRepo(repo) }))
 	}
 	if len(qs) > 0 && qs[0].NoAccess != "" {
-		l := wrapLabel(qs[0].NoAccess + ". Then open this repo again.")
-		l.Importance = widget.WarningImportance
-		g.quants.Objects = append(g.quants.Objects, l)
+		g.quants.Objects = append(g.quants.Objects, tinted(wrapLabel(qs[0].NoAccess+". Then open this repo again."), widget.WarningImportance))
 	}
 	if err == nil && len(qs) == 0 {
 		g.quants.Objects = append(g.quants.Objects, widget.NewLabel("This repo has no GGUF model files."))
@@ -336,9 +332,7 @@ func (g *getModelsWindow) quantRow(q hub.QuantFit) []fyne.CanvasObject {
 	}
 	out := []fyne.CanvasObject{container.NewBorder(nil, nil, nil, action, container.NewHBox(name, widget.NewLabel(detail), badge))}
 	if reason := fitReason(q); reason != "" {
-		why := wrapLabel(reason)
-		why.Importance = widget.LowImportance
-		out = append(out, why)
+		out = append(out, tinted(wrapLabel(reason), widget.LowImportance))
 	}
 	return append(out, widget.NewSeparator())
 }

@@ -78,10 +78,7 @@ func sendCommand(path, cmd string) error {
 
 // serve answers later launches until ctx ends or the instance is closed: each "show" calls show.
 func (in *instance) serve(ctx context.Context, log *slog.Logger, show func()) {
-	go func() {
-		<-ctx.Done()
-		in.Close()
-	}()
+	context.AfterFunc(ctx, func() { in.Close() })
 	for {
 		conn, err := in.ln.Accept()
 		if err != nil {

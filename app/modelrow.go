@@ -29,19 +29,13 @@ func rowText(r rowView) *fyne.Container {
 	detail := captionLabel(r.Detail)
 	left := container.NewVBox(container.NewHBox(title, state), detail)
 	if r.Unsized != "" {
-		why := captionLabel(r.Unsized)
-		why.Importance = widget.WarningImportance
-		left.Add(why)
+		left.Add(tinted(captionLabel(r.Unsized), widget.WarningImportance))
 	}
 	if r.Wait != "" {
-		why := wrapLabel(r.Wait)
-		why.Importance = widget.WarningImportance
-		left.Add(why)
+		left.Add(tinted(wrapLabel(r.Wait), widget.WarningImportance))
 	}
 	if r.Error != "" {
-		why := wrapLabel(r.Error)
-		why.Importance = widget.DangerImportance
-		left.Add(why)
+		left.Add(tinted(wrapLabel(r.Error), widget.DangerImportance))
 	}
 	if r.Loading {
 		if r.Progress >= 0 {

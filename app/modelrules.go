@@ -61,8 +61,7 @@ func newModelRules(u *ui, id string) *modelRules {
 			r.strip.SetPlaceHolder(fmt.Sprintf("added to %s's: %s", base, inh.Strip))
 		}
 	}
-	r.problems = wrapLabel("")
-	r.problems.Importance = widget.DangerImportance
+	r.problems = tinted(wrapLabel(""), widget.DangerImportance)
 	r.problems.Hide()
 	r.result = wrapLabel("")
 	r.result.Hide()

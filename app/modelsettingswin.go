@@ -136,8 +136,7 @@ func (w *modelSettingsWindow) variantHints(base string, inh config.Model, traine
 // the request rules.
 func (w *modelSettingsWindow) newControls() {
 	w.memory = wrapLabel("")
-	w.problems = wrapLabel("")
-	w.problems.Importance = widget.DangerImportance
+	w.problems = tinted(wrapLabel(""), widget.DangerImportance)
 	w.result = wrapLabel("")
 	w.result.Hide() // shown with the outcome of Apply
 	w.apply = widget.NewButton("Apply", w.save)

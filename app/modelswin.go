@@ -201,12 +201,9 @@ func skippedObjects(skipped []string) []fyne.CanvasObject {
 	if len(skipped) == 0 {
 		return nil
 	}
-	h := sectionTitle(fmt.Sprintf("Not listed (%d)", len(skipped)))
-	out := []fyne.CanvasObject{h}
+	out := []fyne.CanvasObject{sectionTitle(fmt.Sprintf("Not listed (%d)", len(skipped)))}
 	for _, w := range skipped {
-		l := wrapLabel(w)
-		l.Importance = widget.WarningImportance
-		out = append(out, l)
+		out = append(out, tinted(wrapLabel(w), widget.WarningImportance))
 	}
 	return out
 }
@@ -241,24 +238,21 @@ func (m *modelsWindow) noModels(s Snapshot) fyne.CanvasObject {
 func (m *modelsWindow) serverBanner(s Snapshot) fyne.CanvasObject {
 	locate := widget.NewButtonWithIcon("Locate…", theme.SearchIcon(), m.locateServer)
 	again := widget.NewButtonWithIcon("Look again", theme.ViewRefreshIcon(), m.lookAgain)
-	head := boldLabel("llama-server not found")
-	head.Importance = widget.DangerImportance
 	p := m.serverInstallPanel()
 	if p == nil {
 		return notice("llama-server not found",
 			"Llamatray runs llama.cpp's llama-server for every model, and none was found. "+s.Server.Hint, again, locate)
 	}
 	si := m.install
+	head := tinted(boldLabel("llama-server not found"), widget.DangerImportance)
 	line := container.NewBorder(nil, nil, head, container.NewHBox(si.button, si.stop, again, locate), si.pick)
 	return container.NewVBox(line, p)
 }
 
 // notice is a compact banner: a bold title, a message and buttons on the right.
 func notice(title, text string, buttons ...fyne.CanvasObject) fyne.CanvasObject {
-	head := boldLabel(title)
-	head.Importance = widget.DangerImportance
-	body := wrapLabel(text)
-	return container.NewBorder(nil, nil, nil, container.NewVBox(buttons...), container.NewVBox(head, body))
+	head := tinted(boldLabel(title), widget.DangerImportance)
+	return container.NewBorder(nil, nil, nil, container.NewVBox(buttons...), container.NewVBox(head, wrapLabel(text)))
 }
 
 func (m *modelsWindow) updateBanners(s Snapshot) {

@@ -128,8 +128,7 @@ func (s *settingsWindow) buttons() fyne.CanvasObject {
 // field is a text field for the settings key, with its inline error under it.
 func (s *settingsWindow) field(key, text, placeholder string) fyne.CanvasObject {
 	e := fillEntry(widget.NewEntry(), text, placeholder, nil)
-	l := wrapLabel("")
-	l.Importance = widget.DangerImportance
+	l := tinted(wrapLabel(""), widget.DangerImportance)
 	l.Hide()
 	s.entries[key], s.errLabels[key] = e, l
 	return container.NewVBox(e, l)

@@ -372,8 +372,7 @@ func (t *tryItWindow) done(answer *widget.Label, text string, res tryResult, err
 	} else {
 		t.turns = append(t.turns, chatMessage{Role: "assistant", Content: text})
 		answer.SetText(strings.TrimLeft(text, " \n"))
-		stats := widget.NewLabel(line)
-		stats.Importance = widget.LowImportance
+		stats := tinted(widget.NewLabel(line), widget.LowImportance)
 		stats.SizeName = theme.SizeNameCaptionText
 		t.chat.Objects = append(t.chat.Objects, stats)
 	}

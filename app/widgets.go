@@ -68,6 +68,12 @@ func sectionTitle(text string) *widget.Label {
 	return l
 }
 
+// tinted gives l the importance imp (its colour) and returns it.
+func tinted(l *widget.Label, imp widget.Importance) *widget.Label {
+	l.Importance = imp
+	return l
+}
+
 // captionLabel is a wrapping label in the caption size: a line of detail or a note under another.
 func captionLabel(text string) *widget.Label {
 	l := wrapLabel(text)
