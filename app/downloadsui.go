@@ -30,7 +30,6 @@ func newDownloadsSection(u *ui) *downloadsSection {
 	return &downloadsSection{u: u, box: container.NewVBox()}
 }
 
-// update shows s's downloads.
 func (d *downloadsSection) update(s Snapshot) {
 	key := fmt.Sprint(s.Downloads)
 	if key == d.key {
@@ -191,7 +190,6 @@ func mentions(err string, words ...string) bool {
 // urlPattern matches a web address in an error.
 var urlPattern = regexp.MustCompile(`"?https?://[^\s"]+"?`)
 
-// upperFirst starts s with a capital letter.
 func upperFirst(s string) string {
 	if s == "" {
 		return s

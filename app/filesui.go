@@ -22,7 +22,6 @@ const (
 	importCopyLabel = "Copy it (the original can be deleted afterwards)"
 )
 
-// addModel picks a .gguf file and adds it.
 func (m *modelsWindow) addModel() {
 	openFile(m.win, []string{".gguf", ".GGUF"}, func(path string) { m.askImport([]string{path}) },
 		func(err error) { m.showError("Add model", err) })

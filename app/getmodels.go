@@ -42,7 +42,6 @@ type getModelsWindow struct {
 	stopEvents func()
 }
 
-// showGetModels opens the Get-models window, or brings it forward.
 func (u *ui) showGetModels() {
 	if !u.b.Offers().Hub {
 		return
@@ -208,7 +207,6 @@ func (g *getModelsWindow) running(model string) bool {
 	})
 }
 
-// runSearch searches the Hub for the entry's text.
 func (g *getModelsWindow) runSearch() {
 	text := strings.TrimSpace(g.search.Text)
 	if text == "" {
@@ -390,7 +388,6 @@ func (g *getModelsWindow) setPulling(model, text string) {
 	g.cancel.Show()
 }
 
-// event shows a pull's progress or end.
 func (g *getModelsWindow) event(ev hub.Event) {
 	if g.pulling == "" || !strings.EqualFold(ev.Model, g.pulling) {
 		return

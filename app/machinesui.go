@@ -280,7 +280,6 @@ func (m *machinesSection) lendPart(l wire.Lending) []fyne.CanvasObject {
 	return []fyne.CanvasObject{container.NewBorder(nil, nil, nil, show, check), line}
 }
 
-// lendLine says what lending does now.
 func lendLine(l wire.Lending) string {
 	switch l.State {
 	case wire.LendOn:

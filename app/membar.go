@@ -52,7 +52,6 @@ func memorySegments(b service.Budget) (held, others, free, reserve, limit float6
 	return
 }
 
-// memoryLegend is the text beside the bar.
 func memoryLegend(b service.Budget) string {
 	var p []string
 	limit := "budget " + humanBytes(b.Limit)

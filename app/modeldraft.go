@@ -49,11 +49,6 @@ func (d draftForm) onto(sec *config.Model, num func(field, s string, min int) (i
 	}
 }
 
-// draftChanged reports whether the draft a child is started with differs between x and y.
-func draftChanged(x, y config.Model) bool {
-	return x.Draft != y.Draft || x.DraftMax != y.DraftMax || !equalInt(x.DraftGPULayers, y.DraftGPULayers)
-}
-
 // noDraft is the draft select's first choice: no draft, or for a variant its model's.
 const noDraft = "none"
 
@@ -121,7 +116,6 @@ func nonEmpty(s string) []string {
 	return []string{s}
 }
 
-// items are the draft's rows of the settings form.
 func (d *draftFields) items() []*widget.FormItem {
 	return []*widget.FormItem{
 		widget.NewFormItem("Draft model", container.NewVBox(d.model, d.note)), // a hidden note takes no row
@@ -130,7 +124,6 @@ func (d *draftFields) items() []*widget.FormItem {
 	}
 }
 
-// form reads the draft's widgets.
 func (d *draftFields) form() draftForm {
 	f := draftForm{GPULayers: d.gpu.Text, Max: d.max.Text}
 	if d.model.SelectedIndex() > 0 {

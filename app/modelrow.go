@@ -78,7 +78,6 @@ func (m *modelsWindow) rowButtons(r rowView) fyne.CanvasObject {
 	return container.NewVBox(container.NewHBox(buttons...))
 }
 
-// rowTap returns what a row button does.
 func (m *modelsWindow) rowTap(r rowView, a rowAction) func() {
 	return func() {
 		switch a.File {
@@ -94,7 +93,6 @@ func (m *modelsWindow) rowTap(r rowView, a rowAction) func() {
 	}
 }
 
-// modelByID finds a model in the last snapshot.
 func (m *modelsWindow) modelByID(id string) (Model, bool) {
 	for _, x := range m.snap.Models {
 		if x.ID == id {

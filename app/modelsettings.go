@@ -228,7 +228,8 @@ func flatten(err error) []error {
 func needsRestart(a, b config.Config, id string) bool {
 	x, y := a.ModelSettings(id), b.ModelSettings(id)
 	return x.CtxSize != y.CtxSize || x.FlashAttn != y.FlashAttn || x.Parallel != y.Parallel ||
-		x.CacheType != y.CacheType || !slices.Equal(x.Args, y.Args) || !equalInt(x.GPULayers, y.GPULayers) || draftChanged(x, y)
+		x.CacheType != y.CacheType || !slices.Equal(x.Args, y.Args) || !equalInt(x.GPULayers, y.GPULayers) ||
+		x.Draft != y.Draft || x.DraftMax != y.DraftMax || !equalInt(x.DraftGPULayers, y.DraftGPULayers)
 }
 
 func equalInt(a, b *int) bool {

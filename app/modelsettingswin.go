@@ -52,7 +52,6 @@ type modelSettingsWindow struct {
 	known      map[string]bool // llama-server's flags, nil until read (or when they cannot be)
 }
 
-// showModelSettings opens the settings of model id, or brings them forward.
 func (u *ui) showModelSettings(id string) {
 	if w := u.modelSettings[id]; w != nil {
 		raise(w.win)
@@ -211,7 +210,6 @@ func (w *modelSettingsWindow) model() (Model, bool) {
 	return m, false
 }
 
-// form reads the widgets.
 func (w *modelSettingsWindow) form() modelForm {
 	f := modelForm{CtxSize: w.ctx.Text, GPULayers: w.gpu.Text, Parallel: w.parallel.Text, Args: w.args.Text,
 		Aliases: w.aliases.Text, IdleSleep: w.sleep.Text, IdleUnload: w.unload.Text,

@@ -63,7 +63,6 @@ func newModelsWindow(u *ui) *modelsWindow {
 	return m
 }
 
-// built reports whether the content exists.
 func (m *modelsWindow) built() bool { return m.list != nil }
 
 // build makes the content, with the status and progress set before it existed.
@@ -104,7 +103,6 @@ func (m *modelsWindow) build() {
 	m.win.SetContent(container.NewStack(m.shownSensor, body))
 }
 
-// show opens the window, or brings it forward.
 func (m *modelsWindow) show() {
 	m.opened()
 	raise(m.win)
@@ -160,18 +158,13 @@ func (m *modelsWindow) update(s Snapshot) {
 	m.machines.update(s)
 
 	rows := modelRows(s, m.filter.Text, now())
-	key := m.emptyKey(s)
+	key := fmt.Sprint(len(s.Models) == 0, s.ModelDirs, s.Scanning, m.filter.Text, s.Skipped) // what shows when there are no rows
 	if reflect.DeepEqual(rows, m.rows) && key == m.listKey && len(m.list.Objects) > 0 {
 		return
 	}
 	m.rows, m.listKey = rows, key
 	m.list.Objects = append(m.listObjects(s, rows), skippedObjects(s.Skipped)...)
 	m.list.Refresh()
-}
-
-// emptyKey identifies what the list shows when there are no rows.
-func (m *modelsWindow) emptyKey(s Snapshot) string {
-	return fmt.Sprint(len(s.Models) == 0, s.ModelDirs, s.Scanning, m.filter.Text, s.Skipped)
 }
 
 func (m *modelsWindow) listObjects(s Snapshot, rows []rowView) []fyne.CanvasObject {
@@ -182,7 +175,10 @@ func (m *modelsWindow) listObjects(s Snapshot, rows []rowView) []fyne.CanvasObje
 		return []fyne.CanvasObject{widget.NewLabel(fmt.Sprintf("No models match “%s”.", strings.TrimSpace(m.filter.Text)))}
 	}
 	var out []fyne.CanvasObject
-	counts := groupCounts(rows)
+	var counts [3]int
+	for _, r := range rows {
+		counts[r.Group]++
+	}
 	last := Group(-1)
 	for _, r := range rows {
 		if r.Group != last {

@@ -225,15 +225,6 @@ func detailParts(m Model, at time.Time) []string {
 	return p
 }
 
-// groupCounts counts rows per group.
-func groupCounts(rows []rowView) [3]int {
-	var n [3]int
-	for _, r := range rows {
-		n[r.Group]++
-	}
-	return n
-}
-
 // tooBig explains why a model cannot load, naming what bounds the budget: the configured limit, or
 // the memory available on the system minus the reserve.
 func tooBig(need int64, b service.Budget) string {

@@ -38,7 +38,6 @@ type settingsWindow struct {
 	save      *widget.Button
 }
 
-// showSettings opens the settings window, or brings it forward.
 func (u *ui) showSettings() {
 	if u.settings != nil {
 		raise(u.settings.win)
@@ -134,7 +133,6 @@ func (s *settingsWindow) field(key, text, placeholder string) fyne.CanvasObject 
 	return container.NewVBox(e, l)
 }
 
-// hinted is a form item with a hint under it.
 func hinted(label string, obj fyne.CanvasObject, hint string) *widget.FormItem {
 	it := widget.NewFormItem(label, obj)
 	it.HintText = hint
@@ -204,7 +202,6 @@ func (s *settingsWindow) browse(key string) func() {
 	return func() { openFile(s.win, nil, s.entries[key].SetText, nil) }
 }
 
-// values reads the fields.
 func (s *settingsWindow) values() settingsValues {
 	t := func(k string) string { return s.entries[k].Text } // the inverse of fieldTexts
 	return settingsValues{

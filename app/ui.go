@@ -204,7 +204,6 @@ func (u *ui) setPolling(on bool) {
 	u.pollOn <- on
 }
 
-// windowShown reports whether any window is open.
 func (u *ui) windowShown() bool {
 	return (u.models != nil && u.models.visible) || u.settings != nil || len(u.logs) > 0 || u.tryIt != nil || len(u.modelSettings) > 0
 }
@@ -299,10 +298,8 @@ func trayResource(s IconState) fyne.Resource {
 	return fyne.NewStaticResource("tray-"+s.String()+".png", colour[s])
 }
 
-// appIcon is the application icon.
 var appIcon = fyne.NewStaticResource("icon.png", assets.AppIcon)
 
-// showModels opens the models window, or brings it forward.
 func (u *ui) showModels() {
 	if u.models == nil {
 		u.models = newModelsWindow(u)

@@ -48,7 +48,6 @@ func openFile(win fyne.Window, exts []string, use func(path string), fail func(e
 	d.Show()
 }
 
-// wrapLabel is a label whose text wraps at word boundaries.
 func wrapLabel(text string) *widget.Label {
 	l := widget.NewLabel(text)
 	l.Wrapping = fyne.TextWrapWord
@@ -92,7 +91,6 @@ func fillEntry(e *widget.Entry, text, hint string, changed func()) *widget.Entry
 	return e
 }
 
-// showIf shows o when on, else hides it.
 func showIf(o fyne.CanvasObject, on bool) {
 	if on {
 		o.Show()
@@ -101,7 +99,6 @@ func showIf(o fyne.CanvasObject, on bool) {
 	}
 }
 
-// enableIf enables d when on, else disables it.
 func enableIf(d fyne.Disableable, on bool) {
 	if on {
 		d.Enable()

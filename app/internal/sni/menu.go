@@ -178,7 +178,6 @@ func (m *menu) eventGroup(events []event) ([]int32, *dbus.Error) {
 	return bad, nil
 }
 
-// handle handles one event and reports whether the item exists.
 func (m *menu) handle(id int32, eventID string) bool {
 	m.mu.Lock()
 	n, ok := m.tree.byID[id]

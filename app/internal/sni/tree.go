@@ -42,7 +42,6 @@ type tree struct {
 
 func newTree() *tree { return (&tree{next: 1}).lay(nil) }
 
-// propsOf gives an item's properties.
 func propsOf(it Item) props {
 	p := props{}
 	if it.Separator {
