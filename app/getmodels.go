@@ -378,14 +378,9 @@ func (g *getModelsWindow) setPulling(model, text string) {
 	}
 	g.pullLine.SetText(text)
 	showIf(g.pullLine, text != "")
-	if model == "" {
-		g.progress.Hide()
-		g.cancel.Hide()
-		return
-	}
 	g.progress.SetValue(0)
-	g.progress.Show()
-	g.cancel.Show()
+	showIf(g.progress, model != "")
+	showIf(g.cancel, model != "")
 }
 
 func (g *getModelsWindow) event(ev hub.Event) {
