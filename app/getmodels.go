@@ -311,13 +311,12 @@ func (g *getModelsWindow) quantRow(q hub.QuantFit) []fyne.CanvasObject {
 	badge.Importance = fitImportance(q.Fit)
 	var action fyne.CanvasObject = widget.NewLabel("Downloaded")
 	if !q.Downloaded {
-		model := q.Model
 		b := widget.NewButtonWithIcon("Download", theme.DownloadIcon(), nil)
 		b.OnTapped = func() {
 			b.Disable()
-			g.startPull(model)
+			g.startPull(q.Model)
 		}
-		if g.running(model) {
+		if g.running(q.Model) {
 			b.Disable() // it is downloading: the Downloads above say how far
 		}
 		if q.Fit == fit.TooLarge {

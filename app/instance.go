@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,11 +22,7 @@ var errAlreadyRunning = errors.New("llamatray is already running")
 
 // instanceSocketPath is where the first instance listens: $XDG_RUNTIME_DIR/llamatray.sock (per user).
 func instanceSocketPath() string {
-	dir := xdg.RuntimeDir
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	return filepath.Join(dir, "llamatray.sock")
+	return filepath.Join(cmp.Or(xdg.RuntimeDir, os.TempDir()), "llamatray.sock")
 }
 
 // instance is the first Llamatray's end of the single-instance socket.

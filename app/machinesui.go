@@ -94,11 +94,10 @@ func (m *machinesSection) peersPart(peers []wire.Peer) []fyne.CanvasObject {
 	}
 	var out []fyne.CanvasObject
 	for _, p := range peers {
-		name := p.Name
 		rm := widget.NewButtonWithIcon("Remove", theme.DeleteIcon(), nil)
 		rm.OnTapped = func() {
 			rm.Disable()
-			m.u.background("Remove "+name, func() error { return m.u.b.RemovePeer(name) })
+			m.u.background("Remove "+p.Name, func() error { return m.u.b.RemovePeer(p.Name) })
 		}
 		// The button keeps its own height beside the two lines (a Border would stretch it over both).
 		out = append(out, container.NewBorder(nil, nil, nil, container.NewVBox(rm), machineRow(p.Name, p.URL, peerLine(p))))

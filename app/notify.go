@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"strings"
 	"time"
 
@@ -46,11 +47,7 @@ func (n *notifier) event(ev service.Event, at time.Time) (note, bool) {
 			return note{}, false
 		}
 		n.lastFailed[ev.Model] = at
-		body := ev.Message
-		if body == "" {
-			body = "See its logs in Llamatray."
-		}
-		return note{Title: "Model " + ev.Model + " failed", Body: body}, true
+		return note{Title: "Model " + ev.Model + " failed", Body: cmp.Or(ev.Message, "See its logs in Llamatray.")}, true
 	case ev.Kind == service.EventState && ev.State == service.StateLoaded:
 		delete(n.lastFailed, ev.Model) // a success re-arms the failure notification
 	}

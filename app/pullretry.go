@@ -49,8 +49,7 @@ func (r *pullRetry) event(ev hub.Event) {
 			return // left to the person
 		}
 		r.tries[name] = n + 1
-		model := ev.Model
-		r.after(retryWaits[n], func() { r.resume(model) })
+		r.after(retryWaits[n], func() { r.resume(ev.Model) })
 	}
 }
 

@@ -44,8 +44,7 @@ func (m *modelsWindow) updateBanner(s Snapshot) fyne.CanvasObject {
 	head := boldLabel(updateLabel(s.UpdateVersion))
 	body := wrapLabel("Its page has the installers and what changed; nothing is installed until you do. " +
 		"The check runs once a day (update_check in the settings file).")
-	link := s.UpdateURL
-	open := widget.NewButtonWithIcon("Open release page", theme.ComputerIcon(), func() { m.u.do(Action{Kind: ActOpenURL, Text: link}) })
+	open := widget.NewButtonWithIcon("Open release page", theme.ComputerIcon(), func() { m.u.do(Action{Kind: ActOpenURL, Text: s.UpdateURL}) })
 	return container.NewBorder(nil, nil, nil, container.NewVBox(open), container.NewVBox(head, body))
 }
 

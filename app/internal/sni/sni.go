@@ -8,6 +8,7 @@ package sni
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"image"
 	"image/draw"
@@ -70,10 +71,7 @@ type Tray struct {
 // Start connects to the session bus, shows the icon and keeps it registered with the tray host
 // until Close.
 func Start(o Options) (*Tray, error) {
-	log := o.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := cmp.Or(o.Logger, slog.Default())
 	answers := &answerer{}
 	conn, err := dbus.ConnectSessionBus(dbus.WithIncomingInterceptor(answers.intercept))
 	if err != nil {
