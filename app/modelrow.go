@@ -93,17 +93,8 @@ func (m *modelsWindow) rowTap(r rowView, a rowAction) func() {
 	}
 }
 
-func (m *modelsWindow) modelByID(id string) (Model, bool) {
-	for _, x := range m.snap.Models {
-		if x.ID == id {
-			return x, true
-		}
-	}
-	return Model{}, false
-}
-
 // running reports whether a model has a process, by the last snapshot.
 func (m *modelsWindow) running(id string) bool {
-	x, ok := m.modelByID(id)
+	x, ok := m.snap.model(id)
 	return ok && x.Running()
 }

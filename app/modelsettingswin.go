@@ -147,7 +147,7 @@ func (w *modelSettingsWindow) newControls() {
 // body lays the window out: the model's line (and the variant's), the form, the checks, the
 // rules, the memory and problems, the buttons.
 func (w *modelSettingsWindow) body(cfg config.Config, m Model, trained string) fyne.CanvasObject {
-	form := widget.NewForm(
+	form := widget.NewForm(append([]*widget.FormItem{
 		widget.NewFormItem("Context size", w.ctx),
 		widget.NewFormItem("GPU layers", w.gpu),
 		widget.NewFormItem("KV cache type", w.cache),
@@ -157,10 +157,7 @@ func (w *modelSettingsWindow) body(cfg config.Config, m Model, trained string) f
 		widget.NewFormItem("Aliases", w.aliases),
 		widget.NewFormItem("Sleep when idle for", w.sleep),
 		widget.NewFormItem("Unload when idle for", w.unload),
-	)
-	for _, it := range w.draft.items() {
-		form.AppendItem(it)
-	}
+	}, w.draft.items()...)...)
 	w.head = wrapLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
 		w.id, catalog.ParamsLabel(m.Entry().Parameters), m.Entry().Quantization, trained, cfg.ModelSettings(w.id).CtxSize))
 	top := []fyne.CanvasObject{w.head}
@@ -193,19 +190,14 @@ func (w *modelSettingsWindow) readFlags() {
 // just saved, before the catalog's rescan) has its model's file, so the facts of that file are its
 // model's: size, quantization, trained context.
 func (w *modelSettingsWindow) model() (Model, bool) {
-	base, _, isVariant := w.u.b.Config().Variant(w.id)
-	var of *Model
-	for i, m := range w.u.snap.Models {
-		if m.ID == w.id {
-			return m, true
-		}
-		if isVariant && m.ID == base {
-			of = &w.u.snap.Models[i]
-		}
+	if m, ok := w.u.snap.model(w.id); ok {
+		return m, true
 	}
 	m := Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: w.id}}}
-	if of != nil {
-		m.Meta = of.Meta
+	if base, _, isVariant := w.u.b.Config().Variant(w.id); isVariant {
+		if of, ok := w.u.snap.model(base); ok {
+			m.Meta = of.Meta
+		}
 	}
 	return m, false
 }
