@@ -3,7 +3,9 @@ package app
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -48,7 +50,15 @@ func (m *machinesSection) update(s Snapshot) {
 		return
 	}
 	peers, found := s.Peers, m.u.b.Discovered() // found: other Llamatrays on the network
-	key := peersKey(peers) + fmt.Sprint(s.Workers, s.Lending) + discoveredKey(found)
+	// What is shown, not the times of the reads: the key leaves an unchanged section alone.
+	ps, fs := slices.Clone(peers), slices.Clone(found)
+	for i := range ps {
+		ps[i].LastSeen, ps[i].NextTry = nil, nil
+	}
+	for i := range fs {
+		fs[i].LastSeen = time.Time{}
+	}
+	key := fmt.Sprint(ps, s.Workers, s.Lending, fs)
 	if key == m.key && len(m.box.Objects) > 0 {
 		return
 	}
@@ -71,19 +81,6 @@ func (m *machinesSection) update(s Snapshot) {
 	} else {
 		m.fold.Close(0)
 	}
-}
-
-// peersKey is what the section shows of peers (not the times of their reads).
-func peersKey(peers []wire.Peer) string {
-	var b strings.Builder
-	for _, p := range peers {
-		fmt.Fprintf(&b, "%s|%s|%s|%s|", p.Name, p.URL, p.State, p.Error)
-		for _, m := range p.Models {
-			fmt.Fprintf(&b, "%s=%s,", m.ID, m.Status)
-		}
-		b.WriteString(";")
-	}
-	return b.String()
 }
 
 // peersPart is one row per peer: name, address, state (and why it is down), its models, Remove.
@@ -180,15 +177,6 @@ func machineRow(name, addr, line string) *fyne.Container {
 // "Found on this network": other Llamatrays mDNS found on the local network (router/discover),
 // under the peers. One is only offered: Add asks for its key (a Llamatray that listens beyond
 // loopback requires one) and adds it as a peer, the user's choice.
-
-// discoveredKey is what the part shows of found, for the section's key.
-func discoveredKey(found []wire.Discovered) string {
-	var b strings.Builder
-	for _, d := range found {
-		fmt.Fprintf(&b, "found %s|%s|%s|%s;", d.Name, d.Instance, d.URL, d.Version)
-	}
-	return b.String()
-}
 
 // discoveredPart is a title and one row per instance found, with Add; nothing when none is found.
 func (m *machinesSection) discoveredPart(found []wire.Discovered) []fyne.CanvasObject {
