@@ -18,8 +18,7 @@ import (
 
 // machinesSection is the models window's "Other machines" part: the peers ([peers.NAME], other
 // servers whose models are served here too) with their state and models, with Add and Remove; the
-// workers a model is spread over, and this machine lent to others. Each kind of
-// machine is built by a part function (peersPart, workersPart, lendPart).
+// workers a model is spread over, and this machine lent to others.
 //
 // The section folds (fold, titled Other machines): open by itself while it has a machine to show,
 // folded while it has none, and hidden without the feature.

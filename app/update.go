@@ -68,7 +68,7 @@ func (u *ui) openLink(link string) {
 // watchUpdates refreshes the tray and windows when a check of Llamatray's releases ends (the check
 // sends no engine event), until ctx ends. The next channel is taken before the refresh is asked
 // for: a check that ends in between is then in what that refresh reads, or closes the channel
-// taken. (Taken after the refresh, as it was, a check ending in between was lost.)
+// taken.
 func (u *ui) watchUpdates(ctx context.Context) {
 	ch := u.b.UpdateChanged()
 	u.refresh.Kick() // a check that ended before ch was taken
