@@ -87,10 +87,8 @@ func draftChoices(b Backend, id, current string) ([]string, string) {
 	if ok, refused, err = b.DraftCandidates(id); err != nil {
 		return nonEmpty(current), "Drafts unknown: " + err.Error()
 	}
-	base := id
-	if b, _, is := b.Config().Variant(id); is {
-		base = b
-	}
+	base, _, _ := b.Config().Variant(id)
+	base = cmp.Or(base, id)
 	ok = slices.DeleteFunc(slices.Clone(ok), func(c string) bool { return c == base }) // drafting for itself gains nothing
 	if current != "" && !slices.Contains(ok, current) {
 		ok = append(ok, current) // as configured; the estimate says what is wrong with it

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -111,10 +112,8 @@ func problemsError(probs []formProblem) error { return errors.New(problemsText(p
 // model, when that is a variant itself) holding what the form sets differently from that model's
 // section, and the new variant's ID; or the problems found, as apply finds them.
 func (f modelForm) applyAsVariant(cfg config.Config, id, name string, m Model) (config.Config, string, []formProblem) {
-	base := id
-	if b, _, ok := cfg.Variant(id); ok {
-		base = b
-	}
+	base, _, _ := cfg.Variant(id)
+	base = cmp.Or(base, id)
 	sec, probs := f.section(cfg, id, m)
 	own, _ := cfg.Section(base)
 	out, err := cfg.WithVariant(base, strings.TrimSpace(name), config.VariantOver(own, sec))
