@@ -142,30 +142,27 @@ func hinted(label string, obj fyne.CanvasObject, hint string) *widget.FormItem {
 // update shows which llama-server is in use and whether Ollama's port answers. Edits in progress
 // are left alone.
 func (s *settingsWindow) update(snap Snapshot) {
+	s.ollamaIn.Importance = widget.MediumImportance
 	switch {
 	case snap.OllamaErr != "":
 		s.ollamaIn.Importance = widget.DangerImportance
 		s.ollamaIn.SetText(snap.OllamaErr)
 	case snap.OllamaAddr != "":
-		s.ollamaIn.Importance = widget.MediumImportance
 		s.ollamaIn.SetText("Answering on http://" + snap.OllamaAddr + " too. Ollama's API is also at " + "http://" + snap.ListenAddr + ".")
 	default:
-		s.ollamaIn.Importance = widget.MediumImportance
 		s.ollamaIn.SetText("Ollama's API is at http://" + snap.ListenAddr + "; point an Ollama app there, or turn this on.")
 	}
-	switch {
-	case snap.Server.Path == "":
-		s.serverIn.SetText("None found. " + snap.Server.Hint)
-	default:
-		text := "In use: " + snap.Server.Path
+	text := "None found. " + snap.Server.Hint
+	if snap.Server.Path != "" {
+		text = "In use: " + snap.Server.Path
 		if snap.Server.Version != "" {
 			text += " (" + snap.Server.Version + ")"
 		}
 		if snap.Server.Source != "" {
 			text += ", found via " + snap.Server.Source
 		}
-		s.serverIn.SetText(text)
 	}
+	s.serverIn.SetText(text)
 }
 
 func (s *settingsWindow) refreshDirs() {
