@@ -78,13 +78,11 @@ func modelRows(s Snapshot, filter string, at time.Time) []rowView {
 }
 
 func rowFor(b service.Budget, m Model, at time.Time) rowView {
-	r := rowView{ID: m.ID, Group: GroupOf(m), Title: m.ID, Path: m.Path, LastUsed: m.LastUsed, Draining: m.Draining}
-	r.State = stateText(m)
-	r.Wait = waitText(m)
+	r := rowView{ID: m.ID, Group: GroupOf(m), Title: m.ID, Path: m.Path, LastUsed: m.LastUsed, Draining: m.Draining,
+		State: stateText(m), Wait: waitText(m), Detail: strings.Join(detailParts(m, at), " · ")}
 	if e := m.Entry().EstimateError; e != "" && m.MemoryBytes == 0 {
 		r.Unsized = e + " (its file size is taken as its need)"
 	}
-	r.Detail = strings.Join(detailParts(m, at), " · ")
 	id := m.ID
 	act := func(k ActionKind) rowAction { return rowAction{Action: Action{Kind: k, Model: id}} }
 	pin := button{Label: "Pin", Action: act(ActPin)}

@@ -298,8 +298,7 @@ func (s *settingsWindow) submit() {
 func (s *settingsWindow) saved(err, autoErr error, pending string) {
 	s.save.Enable()
 	if err != nil {
-		byKey, other := fieldErrors(err, s.shownKeys())
-		s.showErrors(byKey, other)
+		s.showErrors(fieldErrors(err, s.shownKeys()))
 		return
 	}
 	if autoErr != nil {
