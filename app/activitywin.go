@@ -30,7 +30,6 @@ type activityWindow struct {
 	key  string        // what list shows, to skip a rebuild when nothing changed
 }
 
-// showActivity opens the Activity window, or brings it forward.
 func (u *ui) showActivity() {
 	if !u.b.Offers().Activity {
 		return
@@ -128,15 +127,11 @@ func chartCaption(b []wire.ActivityStats, bucketSeconds int) string {
 	for _, s := range b {
 		peak = max(peak, s.TokensOut)
 	}
-	width := time.Duration(bucketSeconds) * time.Second
-	return fmt.Sprintf("Tokens generated per %s over the last hour, now at the right, a line every 15 min (highest bar %d); red: failed requests.", shortDuration(width), peak)
-}
-
-func shortDuration(d time.Duration) string {
-	if d == time.Minute {
-		return "minute"
+	width := (time.Duration(bucketSeconds) * time.Second).String()
+	if bucketSeconds == 60 {
+		width = "minute"
 	}
-	return d.String()
+	return fmt.Sprintf("Tokens generated per %s over the last hour, now at the right, a line every 15 min (highest bar %d); red: failed requests.", width, peak)
 }
 
 // newActivityChart draws one bar per bucket: its generated tokens, scaled to the highest bar, with

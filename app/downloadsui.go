@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -29,7 +30,6 @@ func newDownloadsSection(u *ui) *downloadsSection {
 	return &downloadsSection{u: u, box: container.NewVBox()}
 }
 
-// update shows s's downloads.
 func (d *downloadsSection) update(s Snapshot) {
 	key := fmt.Sprint(s.Downloads)
 	if key == d.key {
@@ -55,7 +55,8 @@ func (d *downloadsSection) update(s Snapshot) {
 func (d *downloadsSection) row(h Backend, dl hub.PullStatus) fyne.CanvasObject {
 	name := dl.Model
 	bar := widget.NewProgressBar()
-	if _, kept := pullTrouble(dl.Error); dl.Progress.Total > 0 && (kept || dl.State != hub.StateFailed) {
+	_, kept := pullTrouble(dl.Error)
+	if dl.Progress.Total > 0 && (kept || dl.State != hub.StateFailed) {
 		bar.SetValue(float64(dl.Progress.Done) / float64(dl.Progress.Total))
 	}
 	line := wrapLabel(downloadText(dl))
@@ -91,7 +92,7 @@ func (d *downloadsSection) row(h Backend, dl hub.PullStatus) fyne.CanvasObject {
 	act("Cancel", theme.CancelIcon(), "Cancel", func() error { return h.DiscardPull(name) })
 	head := boldLabel(name)
 	body := container.NewVBox(head, bar, line)
-	if _, kept := pullTrouble(dl.Error); dl.State == hub.StateFailed && !kept {
+	if dl.State == hub.StateFailed && !kept {
 		body = container.NewVBox(head, line) // nothing kept: no bar to show
 	}
 	return container.NewBorder(nil, nil, nil, container.NewVBox(container.NewHBox(buttons...)), body)
@@ -141,15 +142,7 @@ func leftText(d time.Duration) string {
 // pullTrouble is why a download stopped, as one or two sentences a person can act on, from the
 // Hub's error (no addresses, no Go error chains), and whether what came is kept for Retry.
 func pullTrouble(err string) (text string, kept bool) {
-	low := strings.ToLower(err)
-	has := func(words ...string) bool {
-		for _, w := range words {
-			if strings.Contains(low, w) {
-				return true
-			}
-		}
-		return false
-	}
+	has := func(words ...string) bool { return mentions(err, words...) }
 	const goOn = " What came is kept; Retry goes on from there."
 	switch {
 	case err == "":
@@ -185,19 +178,18 @@ func pullTrouble(err string) (text string, kept bool) {
 // pullGated reports whether the Hub refused a download for want of access (401, 403: a gated or
 // private repo), which a token with access in Settings fixes.
 func pullGated(err string) bool {
+	return mentions(err, "gated or private", "no access", "http 401", "http 403")
+}
+
+// mentions reports whether err, in any case, contains one of words (lower case).
+func mentions(err string, words ...string) bool {
 	low := strings.ToLower(err)
-	for _, w := range []string{"gated or private", "no access", "http 401", "http 403"} {
-		if strings.Contains(low, w) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(low, w) })
 }
 
 // urlPattern matches a web address in an error.
 var urlPattern = regexp.MustCompile(`"?https?://[^\s"]+"?`)
 
-// upperFirst starts s with a capital letter.
 func upperFirst(s string) string {
 	if s == "" {
 		return s

@@ -22,7 +22,6 @@ const (
 	importCopyLabel = "Copy it (the original can be deleted afterwards)"
 )
 
-// addModel picks a .gguf file and adds it.
 func (m *modelsWindow) addModel() {
 	openFile(m.win, []string{".gguf", ".GGUF"}, func(path string) { m.askImport([]string{path}) },
 		func(err error) { m.showError("Add model", err) })
@@ -187,7 +186,7 @@ func (m *modelsWindow) confirmDelete(id, path string) {
 		return
 	}
 	files := modelFilesToDelete(path)
-	if x, ok := m.modelByID(id); ok && len(x.Entry().Files) > 0 {
+	if x, ok := m.snap.model(id); ok && len(x.Entry().Files) > 0 {
 		files = x.Entry().Files
 	}
 	// The button says what happens: to the trash (restorable), or out of the Hub cache for good.
@@ -229,10 +228,7 @@ func pulledName(b Backend, id string) (string, bool) {
 // moment of deletion.
 func deleteModel(b Backend, id, path string, trash func(string) error) error {
 	files := modelFilesToDelete(path)
-	for _, x := range b.Snapshot().Models {
-		if x.ID != id {
-			continue
-		}
+	if x, ok := b.Snapshot().model(id); ok {
 		if x.Running() {
 			return fmt.Errorf("%s is %s; unload it before deleting its files", id, x.State)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,7 +42,6 @@ type getModelsWindow struct {
 	stopEvents func()
 }
 
-// showGetModels opens the Get-models window, or brings it forward.
 func (u *ui) showGetModels() {
 	if !u.b.Offers().Hub {
 		return
@@ -78,8 +78,7 @@ func newGetModelsWindow(u *ui) *getModelsWindow {
 	g.results = container.NewVBox()
 	g.repoHead = boldLabel("")
 	g.repoHead.Truncation = fyne.TextTruncateEllipsis // a long repo name does not widen the window
-	hint := wrapLabel("Pick a model on the left: its files (quants) show here, with their sizes and how they fit this machine.")
-	hint.Importance = widget.LowImportance
+	hint := tinted(wrapLabel("Pick a model on the left: its files (quants) show here, with their sizes and how they fit this machine."), widget.LowImportance)
 	g.quants = container.NewVBox(hint) // until a repo is opened
 	// A download's error can be long: it wraps, the window keeps its width.
 	g.pullLine = wrapLabel("")
@@ -203,18 +202,11 @@ func (g *getModelsWindow) starterAction(repo string, q hub.QuantFit) fyne.Canvas
 
 // running reports whether model is being downloaded, from this window or elsewhere.
 func (g *getModelsWindow) running(model string) bool {
-	if strings.EqualFold(model, g.pulling) {
-		return true
-	}
-	for _, d := range g.u.snap.Downloads {
-		if strings.EqualFold(d.Model, model) && d.State == hub.StateDownloading {
-			return true
-		}
-	}
-	return false
+	return strings.EqualFold(model, g.pulling) || slices.ContainsFunc(g.u.snap.Downloads, func(d hub.PullStatus) bool {
+		return strings.EqualFold(d.Model, model) && d.State == hub.StateDownloading
+	})
 }
 
-// runSearch searches the Hub for the entry's text.
 func (g *getModelsWindow) runSearch() {
 	text := strings.TrimSpace(g.search.Text)
 	if text == "" {
@@ -290,13 +282,10 @@ func (g *getModelsWindow) showQuants(repo string, qs []hub.QuantFit, err error) 
 	}
 	g.quants.Objects = nil
 	if err != nil {
-		l := wrapLabel(err.Error())
-		g.quants.Objects = append(g.quants.Objects, l, widget.NewButtonWithIcon("Retry", theme.ViewRefreshIcon(), func() { g.openRepo(repo) }))
+		g.quants.Objects = append(g.quants.Objects, wrapLabel(err.Error()), widget.NewButtonWithIcon("Retry", theme.ViewRefreshIcon(), func() { g.openRepo(repo) }))
 	}
 	if len(qs) > 0 && qs[0].NoAccess != "" {
-		l := wrapLabel(qs[0].NoAccess + ". Then open this repo again.")
-		l.Importance = widget.WarningImportance
-		g.quants.Objects = append(g.quants.Objects, l)
+		g.quants.Objects = append(g.quants.Objects, tinted(wrapLabel(qs[0].NoAccess+". Then open this repo again."), widget.WarningImportance))
 	}
 	if err == nil && len(qs) == 0 {
 		g.quants.Objects = append(g.quants.Objects, widget.NewLabel("This repo has no GGUF model files."))
@@ -322,13 +311,12 @@ func (g *getModelsWindow) quantRow(q hub.QuantFit) []fyne.CanvasObject {
 	badge.Importance = fitImportance(q.Fit)
 	var action fyne.CanvasObject = widget.NewLabel("Downloaded")
 	if !q.Downloaded {
-		model := q.Model
 		b := widget.NewButtonWithIcon("Download", theme.DownloadIcon(), nil)
 		b.OnTapped = func() {
 			b.Disable()
-			g.startPull(model)
+			g.startPull(q.Model)
 		}
-		if g.running(model) {
+		if g.running(q.Model) {
 			b.Disable() // it is downloading: the Downloads above say how far
 		}
 		if q.Fit == fit.TooLarge {
@@ -341,9 +329,7 @@ func (g *getModelsWindow) quantRow(q hub.QuantFit) []fyne.CanvasObject {
 	}
 	out := []fyne.CanvasObject{container.NewBorder(nil, nil, nil, action, container.NewHBox(name, widget.NewLabel(detail), badge))}
 	if reason := fitReason(q); reason != "" {
-		why := wrapLabel(reason)
-		why.Importance = widget.LowImportance
-		out = append(out, why)
+		out = append(out, tinted(wrapLabel(reason), widget.LowImportance))
 	}
 	return append(out, widget.NewSeparator())
 }
@@ -391,17 +377,11 @@ func (g *getModelsWindow) setPulling(model, text string) {
 	}
 	g.pullLine.SetText(text)
 	showIf(g.pullLine, text != "")
-	if model == "" {
-		g.progress.Hide()
-		g.cancel.Hide()
-		return
-	}
 	g.progress.SetValue(0)
-	g.progress.Show()
-	g.cancel.Show()
+	showIf(g.progress, model != "")
+	showIf(g.cancel, model != "")
 }
 
-// event shows a pull's progress or end.
 func (g *getModelsWindow) event(ev hub.Event) {
 	if g.pulling == "" || !strings.EqualFold(ev.Model, g.pulling) {
 		return

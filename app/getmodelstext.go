@@ -62,13 +62,9 @@ func countText(n int64, what string) string {
 
 // fitText is a fit badge in words.
 func fitText(q hub.QuantFit) string {
-	switch q.Fit {
-	case fit.Now:
-		return "Fits now"
-	case fit.AfterUnload:
-		return "Fits after unloading other models"
-	case fit.TooLarge:
-		return "Too large for this machine"
+	if t, ok := map[fit.Fit]string{fit.Now: "Fits now", fit.AfterUnload: "Fits after unloading other models",
+		fit.TooLarge: "Too large for this machine"}[q.Fit]; ok {
+		return t
 	}
 	return "Fit unknown"
 }

@@ -139,10 +139,8 @@ func serviceHub(svc *service.Service) *managerHub {
 		return nil
 	}
 	return &managerHub{
-		m: svc.Hub(),
-		room: func() fit.Room {
-			return svc.Engine().Room()
-		},
+		m:      svc.Hub(),
+		room:   svc.Engine().Room,
 		params: svc.NewModelParams,
 		lookup: svc.Catalog().Lookup,
 	}

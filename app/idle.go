@@ -1,6 +1,7 @@
 package app
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -125,13 +126,7 @@ type textField interface{ SelectedText() string }
 // animating reports whether a shown window has something that moves by itself: the models
 // window's bar of a load without progress reports (modelrow.go).
 func (u *ui) animating() bool {
-	if u.models == nil || !u.models.visible {
-		return false
-	}
-	for _, m := range u.snap.Models {
-		if m.State == service.StateLoading && m.Progress <= 0 {
-			return true
-		}
-	}
-	return false
+	return u.models != nil && u.models.visible && slices.ContainsFunc(u.snap.Models, func(m Model) bool {
+		return m.State == service.StateLoading && m.Progress <= 0
+	})
 }

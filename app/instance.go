@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,11 +22,7 @@ var errAlreadyRunning = errors.New("llamatray is already running")
 
 // instanceSocketPath is where the first instance listens: $XDG_RUNTIME_DIR/llamatray.sock (per user).
 func instanceSocketPath() string {
-	dir := xdg.RuntimeDir
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	return filepath.Join(dir, "llamatray.sock")
+	return filepath.Join(cmp.Or(xdg.RuntimeDir, os.TempDir()), "llamatray.sock")
 }
 
 // instance is the first Llamatray's end of the single-instance socket.
@@ -78,10 +75,7 @@ func sendCommand(path, cmd string) error {
 
 // serve answers later launches until ctx ends or the instance is closed: each "show" calls show.
 func (in *instance) serve(ctx context.Context, log *slog.Logger, show func()) {
-	go func() {
-		<-ctx.Done()
-		in.Close()
-	}()
+	context.AfterFunc(ctx, func() { in.Close() })
 	for {
 		conn, err := in.ln.Accept()
 		if err != nil {

@@ -1,8 +1,11 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -15,8 +18,7 @@ import (
 
 // machinesSection is the models window's "Other machines" part: the peers ([peers.NAME], other
 // servers whose models are served here too) with their state and models, with Add and Remove; the
-// workers a model is spread over, and this machine lent to others. Each kind of
-// machine is built by a part function (peersPart, workersPart, lendPart).
+// workers a model is spread over, and this machine lent to others.
 //
 // The section folds (fold, titled Other machines): open by itself while it has a machine to show,
 // folded while it has none, and hidden without the feature.
@@ -47,7 +49,15 @@ func (m *machinesSection) update(s Snapshot) {
 		return
 	}
 	peers, found := s.Peers, m.u.b.Discovered() // found: other Llamatrays on the network
-	key := peersKey(peers) + workersKey(s.Workers, s.Lending) + discoveredKey(found)
+	// What is shown, not the times of the reads: the key leaves an unchanged section alone.
+	ps, fs := slices.Clone(peers), slices.Clone(found)
+	for i := range ps {
+		ps[i].LastSeen, ps[i].NextTry = nil, nil
+	}
+	for i := range fs {
+		fs[i].LastSeen = time.Time{}
+	}
+	key := fmt.Sprint(ps, s.Workers, s.Lending, fs)
 	if key == m.key && len(m.box.Objects) > 0 {
 		return
 	}
@@ -72,19 +82,6 @@ func (m *machinesSection) update(s Snapshot) {
 	}
 }
 
-// peersKey is what the section shows of peers (not the times of their reads).
-func peersKey(peers []wire.Peer) string {
-	var b strings.Builder
-	for _, p := range peers {
-		fmt.Fprintf(&b, "%s|%s|%s|%s|", p.Name, p.URL, p.State, p.Error)
-		for _, m := range p.Models {
-			fmt.Fprintf(&b, "%s=%s,", m.ID, m.Status)
-		}
-		b.WriteString(";")
-	}
-	return b.String()
-}
-
 // peersPart is one row per peer: name, address, state (and why it is down), its models, Remove.
 func (m *machinesSection) peersPart(peers []wire.Peer) []fyne.CanvasObject {
 	if len(peers) == 0 {
@@ -93,11 +90,10 @@ func (m *machinesSection) peersPart(peers []wire.Peer) []fyne.CanvasObject {
 	}
 	var out []fyne.CanvasObject
 	for _, p := range peers {
-		name := p.Name
 		rm := widget.NewButtonWithIcon("Remove", theme.DeleteIcon(), nil)
 		rm.OnTapped = func() {
 			rm.Disable()
-			m.u.background("Remove "+name, func() error { return m.u.b.RemovePeer(name) })
+			m.u.background("Remove "+p.Name, func() error { return m.u.b.RemovePeer(p.Name) })
 		}
 		// The button keeps its own height beside the two lines (a Border would stretch it over both).
 		out = append(out, container.NewBorder(nil, nil, nil, container.NewVBox(rm), machineRow(p.Name, p.URL, peerLine(p))))
@@ -181,15 +177,6 @@ func machineRow(name, addr, line string) *fyne.Container {
 // under the peers. One is only offered: Add asks for its key (a Llamatray that listens beyond
 // loopback requires one) and adds it as a peer, the user's choice.
 
-// discoveredKey is what the part shows of found, for the section's key.
-func discoveredKey(found []wire.Discovered) string {
-	var b strings.Builder
-	for _, d := range found {
-		fmt.Fprintf(&b, "found %s|%s|%s|%s;", d.Name, d.Instance, d.URL, d.Version)
-	}
-	return b.String()
-}
-
 // discoveredPart is a title and one row per instance found, with Add; nothing when none is found.
 func (m *machinesSection) discoveredPart(found []wire.Discovered) []fyne.CanvasObject {
 	if len(found) == 0 {
@@ -197,7 +184,6 @@ func (m *machinesSection) discoveredPart(found []wire.Discovered) []fyne.CanvasO
 	}
 	out := []fyne.CanvasObject{partTitle("Found on this network")}
 	for _, d := range found {
-		d := d
 		line := fmt.Sprintf("%s — %s", d.Instance, d.URL)
 		if d.Version != "" {
 			line += " (Llamatray " + d.Version + ")"
@@ -210,11 +196,7 @@ func (m *machinesSection) discoveredPart(found []wire.Discovered) []fyne.CanvasO
 
 // discoveredAdd is the peer Add makes of d, with the name and key given (a blank name: d's).
 func discoveredAdd(d wire.Discovered, name, key string) wire.PeerAdd {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		name = d.Name
-	}
-	return wire.PeerAdd{Name: name, URL: d.URL, APIKey: strings.TrimSpace(key)}
+	return wire.PeerAdd{Name: cmp.Or(strings.TrimSpace(name), d.Name), URL: d.URL, APIKey: strings.TrimSpace(key)}
 }
 
 // askDiscovered asks for d's name and key, and adds it as a peer.
@@ -228,20 +210,6 @@ func (m *machinesSection) askDiscovered(d wire.Discovered) {
 
 // The workers' part: the [workers.NAME] machines a model is spread over, with their memory and the
 // model using them, and this machine lent to others ("Lend this machine", as the tray's toggle).
-
-// workersKey is what the workers' part shows.
-func workersKey(ws []wire.WorkerStatus, l wire.Lending) string {
-	var b strings.Builder
-	for _, w := range ws {
-		fmt.Fprintf(&b, "%s|%s|%s|%s|%s|", w.Name, w.Address, w.State, w.LastError, w.Model)
-		for _, d := range w.Devices {
-			fmt.Fprintf(&b, "%s=%d/%d,", d.Name, d.Free, d.Total)
-		}
-		b.WriteString(";")
-	}
-	fmt.Fprintf(&b, "lend %v %s %s %s %s", l.On, l.State, l.Listen, l.Addr, l.Error)
-	return b.String()
-}
 
 // workersPart is one row per worker: name, address, state (and why it is not up), its devices with
 // their memory, the model using it.
@@ -298,7 +266,6 @@ func (m *machinesSection) lendPart(l wire.Lending) []fyne.CanvasObject {
 	return []fyne.CanvasObject{container.NewBorder(nil, nil, nil, show, check), line}
 }
 
-// lendLine says what lending does now.
 func lendLine(l wire.Lending) string {
 	switch l.State {
 	case wire.LendOn:

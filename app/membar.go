@@ -25,34 +25,18 @@ func memorySegments(b service.Budget) (held, others, free, reserve, limit float6
 	if scale <= 0 {
 		return 0, 0, 0, 0, 0
 	}
-	frac := func(n int64) float64 {
-		f := float64(n) / float64(scale)
-		switch {
-		case f < 0:
-			return 0
-		case f > 1:
-			return 1
-		}
-		return f
-	}
+	frac := func(n int64) float64 { return min(max(float64(n)/float64(scale), 0), 1) }
 	held = frac(b.Used)
 	if b.SystemTotal > 0 {
-		others = frac(b.SystemTotal - b.SystemAvailable - b.Measured)
-		if held+others > 1 {
-			others = 1 - held
-		}
+		others = min(frac(b.SystemTotal-b.SystemAvailable-b.Measured), 1-held)
 	}
 	rest := 1 - held - others
-	reserve = frac(b.Reserve)
-	if reserve > rest {
-		reserve = rest
-	}
+	reserve = min(frac(b.Reserve), rest)
 	free = rest - reserve
 	limit = frac(b.Limit)
 	return
 }
 
-// memoryLegend is the text beside the bar.
 func memoryLegend(b service.Budget) string {
 	var p []string
 	limit := "budget " + humanBytes(b.Limit)
@@ -119,10 +103,7 @@ const (
 )
 
 func (r *memoryBarRenderer) Layout(size fyne.Size) {
-	w := float32(memoryBarWidth)
-	if size.Width < w {
-		w = size.Width
-	}
+	w := min(float32(memoryBarWidth), size.Width)
 	top := (size.Height - memoryBarHeight) / 2
 	x := float32(0)
 	place := func(rect *canvas.Rectangle, f float64) {

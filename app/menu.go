@@ -60,9 +60,7 @@ func item(label string, kind ActionKind, model string) MenuItem {
 // BuildMenu lays out the tray menu for a snapshot: the listener header, running models (each with
 // a submenu), the Available submenu, then the app entries. It is pure: same snapshot, same menu.
 func BuildMenu(s Snapshot) []MenuItem {
-	var out []MenuItem
-	out = append(out, header(s)...)
-	out = append(out, sep())
+	out := append(header(s), sep())
 
 	var running, available []Model
 	for _, m := range s.Models {

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,11 +49,6 @@ func (d draftForm) onto(sec *config.Model, num func(field, s string, min int) (i
 	}
 }
 
-// draftChanged reports whether the draft a child is started with differs between x and y.
-func draftChanged(x, y config.Model) bool {
-	return x.Draft != y.Draft || x.DraftMax != y.DraftMax || !equalInt(x.DraftGPULayers, y.DraftGPULayers)
-}
-
 // noDraft is the draft select's first choice: no draft, or for a variant its model's.
 const noDraft = "none"
 
@@ -67,7 +64,7 @@ func newDraftFields(w *modelSettingsWindow, f draftForm, changed func()) *draftF
 	d := &draftFields{note: captionLabel("")}
 	first := noDraft
 	if base, _, ok := w.u.b.Config().Variant(w.id); ok {
-		first = unsetChoice + " (" + base + "'s: " + orDefault(w.u.b.Config().ModelSettings(base).Draft, noDraft) + ")"
+		first = unsetChoice + " (" + base + "'s: " + cmp.Or(w.u.b.Config().ModelSettings(base).Draft, noDraft) + ")"
 	}
 	options, note := draftChoices(w.u.b, w.id, f.Model)
 	d.note.SetText(note)
@@ -75,16 +72,9 @@ func newDraftFields(w *modelSettingsWindow, f draftForm, changed func()) *draftF
 		d.note.Hide()
 	}
 	d.model = widget.NewSelect(append([]string{first}, options...), func(string) { changed() })
-	d.model.SetSelected(orDefault(f.Model, first))
-	entry := func(text, hint string) *widget.Entry {
-		e := widget.NewEntry()
-		e.SetText(text)
-		e.SetPlaceHolder(hint)
-		e.OnChanged = func(string) { changed() }
-		return e
-	}
-	d.gpu = entry(f.GPULayers, "llama-server's default (auto); -1: all layers, 0: CPU only")
-	d.max = entry(f.Max, "llama-server's default (3)")
+	d.model.SetSelected(cmp.Or(f.Model, first))
+	d.gpu = fillEntry(widget.NewEntry(), f.GPULayers, "llama-server's default (auto); -1: all layers, 0: CPU only", changed)
+	d.max = fillEntry(widget.NewEntry(), f.Max, "llama-server's default (3)", changed)
 	return d
 }
 
@@ -97,16 +87,14 @@ func draftChoices(b Backend, id, current string) ([]string, string) {
 	if ok, refused, err = b.DraftCandidates(id); err != nil {
 		return nonEmpty(current), "Drafts unknown: " + err.Error()
 	}
-	base := id
-	if b, _, is := b.Config().Variant(id); is {
-		base = b
-	}
+	base, _, _ := b.Config().Variant(id)
+	base = cmp.Or(base, id)
 	ok = slices.DeleteFunc(slices.Clone(ok), func(c string) bool { return c == base }) // drafting for itself gains nothing
 	if current != "" && !slices.Contains(ok, current) {
 		ok = append(ok, current) // as configured; the estimate says what is wrong with it
 	}
 	var lines []string
-	for _, name := range sortedKeys(refused) {
+	for _, name := range slices.Sorted(maps.Keys(refused)) {
 		lines = append(lines, refused[name])
 	}
 	note := ""
@@ -126,16 +114,6 @@ func nonEmpty(s string) []string {
 	return []string{s}
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// items are the draft's rows of the settings form.
 func (d *draftFields) items() []*widget.FormItem {
 	return []*widget.FormItem{
 		widget.NewFormItem("Draft model", container.NewVBox(d.model, d.note)), // a hidden note takes no row
@@ -144,7 +122,6 @@ func (d *draftFields) items() []*widget.FormItem {
 	}
 }
 
-// form reads the draft's widgets.
 func (d *draftFields) form() draftForm {
 	f := draftForm{GPULayers: d.gpu.Text, Max: d.max.Text}
 	if d.model.SelectedIndex() > 0 {

@@ -5,8 +5,6 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
-
-	"github.com/llamatray/llamatray/router/service"
 )
 
 // rowObject draws one model row: name and state, details, why it failed, load progress, and its
@@ -31,19 +29,13 @@ func rowText(r rowView) *fyne.Container {
 	detail := captionLabel(r.Detail)
 	left := container.NewVBox(container.NewHBox(title, state), detail)
 	if r.Unsized != "" {
-		why := captionLabel(r.Unsized)
-		why.Importance = widget.WarningImportance
-		left.Add(why)
+		left.Add(tinted(captionLabel(r.Unsized), widget.WarningImportance))
 	}
 	if r.Wait != "" {
-		why := wrapLabel(r.Wait)
-		why.Importance = widget.WarningImportance
-		left.Add(why)
+		left.Add(tinted(wrapLabel(r.Wait), widget.WarningImportance))
 	}
 	if r.Error != "" {
-		why := wrapLabel(r.Error)
-		why.Importance = widget.DangerImportance
-		left.Add(why)
+		left.Add(tinted(wrapLabel(r.Error), widget.DangerImportance))
 	}
 	if r.Loading {
 		if r.Progress >= 0 {
@@ -86,7 +78,6 @@ func (m *modelsWindow) rowButtons(r rowView) fyne.CanvasObject {
 	return container.NewVBox(container.NewHBox(buttons...))
 }
 
-// rowTap returns what a row button does.
 func (m *modelsWindow) rowTap(r rowView, a rowAction) func() {
 	return func() {
 		switch a.File {
@@ -102,18 +93,8 @@ func (m *modelsWindow) rowTap(r rowView, a rowAction) func() {
 	}
 }
 
-// modelByID finds a model in the last snapshot.
-func (m *modelsWindow) modelByID(id string) (Model, bool) {
-	for _, x := range m.snap.Models {
-		if x.ID == id {
-			return x, true
-		}
-	}
-	return Model{}, false
-}
-
 // running reports whether a model has a process, by the last snapshot.
 func (m *modelsWindow) running(id string) bool {
-	x, ok := m.modelByID(id)
-	return ok && x.State != service.StateUnloaded && x.State != service.StateFailed
+	x, ok := m.snap.model(id)
+	return ok && x.Running()
 }

@@ -29,7 +29,6 @@ type modelRules struct {
 	box                  fyne.CanvasObject
 }
 
-// rulesForm is the text of the three rule entries.
 type rulesForm struct {
 	Set, Strip, Defaults string
 }
@@ -61,8 +60,7 @@ func newModelRules(u *ui, id string) *modelRules {
 			r.strip.SetPlaceHolder(fmt.Sprintf("added to %s's: %s", base, inh.Strip))
 		}
 	}
-	r.problems = wrapLabel("")
-	r.problems.Importance = widget.DangerImportance
+	r.problems = tinted(wrapLabel(""), widget.DangerImportance)
 	r.problems.Hide()
 	r.result = wrapLabel("")
 	r.result.Hide()
@@ -80,7 +78,6 @@ func newModelRules(u *ui, id string) *modelRules {
 	return r
 }
 
-// form reads the entries.
 func (r *modelRules) form() rulesForm {
 	return rulesForm{Set: r.set.Text, Strip: r.strip.Text, Defaults: r.defaults.Text}
 }

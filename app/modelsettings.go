@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -94,24 +95,25 @@ func (f modelForm) edit(cfg config.Config, id string, orig modelForm, m Model) (
 	return out, nil
 }
 
-// problemsError is the form's problems as one error, for a save that finds them only once the
-// configuration in force is known.
-func problemsError(probs []formProblem) error {
+// problemsText is the form's problems, one after each sep.
+func problemsText(probs []formProblem, sep string) string {
 	lines := make([]string, len(probs))
 	for i, p := range probs {
 		lines[i] = p.String()
 	}
-	return errors.New(strings.Join(lines, "; "))
+	return strings.Join(lines, sep)
 }
+
+// problemsError is the form's problems as one error, for a save that finds them only once the
+// configuration in force is known.
+func problemsError(probs []formProblem) error { return errors.New(problemsText(probs, "; ")) }
 
 // applyAsVariant returns cfg with a new variant name of the model the form is open on (of its
 // model, when that is a variant itself) holding what the form sets differently from that model's
 // section, and the new variant's ID; or the problems found, as apply finds them.
 func (f modelForm) applyAsVariant(cfg config.Config, id, name string, m Model) (config.Config, string, []formProblem) {
-	base := id
-	if b, _, ok := cfg.Variant(id); ok {
-		base = b
-	}
+	base, _, _ := cfg.Variant(id)
+	base = cmp.Or(base, id)
 	sec, probs := f.section(cfg, id, m)
 	own, _ := cfg.Section(base)
 	out, err := cfg.WithVariant(base, strings.TrimSpace(name), config.VariantOver(own, sec))
@@ -225,7 +227,8 @@ func flatten(err error) []error {
 func needsRestart(a, b config.Config, id string) bool {
 	x, y := a.ModelSettings(id), b.ModelSettings(id)
 	return x.CtxSize != y.CtxSize || x.FlashAttn != y.FlashAttn || x.Parallel != y.Parallel ||
-		x.CacheType != y.CacheType || !slices.Equal(x.Args, y.Args) || !equalInt(x.GPULayers, y.GPULayers) || draftChanged(x, y)
+		x.CacheType != y.CacheType || !slices.Equal(x.Args, y.Args) || !equalInt(x.GPULayers, y.GPULayers) ||
+		x.Draft != y.Draft || x.DraftMax != y.DraftMax || !equalInt(x.DraftGPULayers, y.DraftGPULayers)
 }
 
 func equalInt(a, b *int) bool {

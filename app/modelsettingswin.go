@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,7 +52,6 @@ type modelSettingsWindow struct {
 	known      map[string]bool // llama-server's flags, nil until read (or when they cannot be)
 }
 
-// showModelSettings opens the settings of model id, or brings them forward.
 func (u *ui) showModelSettings(id string) {
 	if w := u.modelSettings[id]; w != nil {
 		raise(w.win)
@@ -103,13 +103,13 @@ func (w *modelSettingsWindow) newFields(cfg config.Config, f modelForm, trained 
 	if base, _, isVariant := cfg.Variant(w.id); isVariant { // an empty field is the model's setting
 		inh := cfg.ModelSettings(base)
 		w.variantHints(base, inh, trained)
-		cacheDefault = unsetChoice + " (" + base + "'s: " + orDefault(inh.CacheType, "f16") + ")"
+		cacheDefault = unsetChoice + " (" + base + "'s: " + cmp.Or(inh.CacheType, "f16") + ")"
 		faDefault = unsetChoice + " (" + base + "'s: " + inh.FlashAttn + ")"
 	}
 	w.cache = widget.NewSelect(append([]string{cacheDefault}, config.CacheTypes...), func(string) { w.changed() })
-	w.cache.SetSelected(orDefault(f.CacheType, cacheDefault))
+	w.cache.SetSelected(cmp.Or(f.CacheType, cacheDefault))
 	w.fa = widget.NewSelect([]string{faDefault, "auto", "on", "off"}, func(string) { w.changed() })
-	w.fa.SetSelected(orDefault(f.FlashAttn, w.fa.Options[0]))
+	w.fa.SetSelected(cmp.Or(f.FlashAttn, w.fa.Options[0]))
 	w.pinned = widget.NewCheck("Pinned: never unloaded for memory or by idle timers", func(bool) { w.changed() })
 	w.pinned.SetChecked(f.Pinned)
 	w.onStart = widget.NewCheck("Load when Llamatray starts", func(bool) { w.changed() })
@@ -135,8 +135,7 @@ func (w *modelSettingsWindow) variantHints(base string, inh config.Model, traine
 // the request rules.
 func (w *modelSettingsWindow) newControls() {
 	w.memory = wrapLabel("")
-	w.problems = wrapLabel("")
-	w.problems.Importance = widget.DangerImportance
+	w.problems = tinted(wrapLabel(""), widget.DangerImportance)
 	w.result = wrapLabel("")
 	w.result.Hide() // shown with the outcome of Apply
 	w.apply = widget.NewButton("Apply", w.save)
@@ -148,7 +147,7 @@ func (w *modelSettingsWindow) newControls() {
 // body lays the window out: the model's line (and the variant's), the form, the checks, the
 // rules, the memory and problems, the buttons.
 func (w *modelSettingsWindow) body(cfg config.Config, m Model, trained string) fyne.CanvasObject {
-	form := widget.NewForm(
+	form := widget.NewForm(append([]*widget.FormItem{
 		widget.NewFormItem("Context size", w.ctx),
 		widget.NewFormItem("GPU layers", w.gpu),
 		widget.NewFormItem("KV cache type", w.cache),
@@ -158,10 +157,7 @@ func (w *modelSettingsWindow) body(cfg config.Config, m Model, trained string) f
 		widget.NewFormItem("Aliases", w.aliases),
 		widget.NewFormItem("Sleep when idle for", w.sleep),
 		widget.NewFormItem("Unload when idle for", w.unload),
-	)
-	for _, it := range w.draft.items() {
-		form.AppendItem(it)
-	}
+	}, w.draft.items()...)...)
 	w.head = wrapLabel(fmt.Sprintf("%s · %s %s · trained context %s · runs now with context %d",
 		w.id, catalog.ParamsLabel(m.Entry().Parameters), m.Entry().Quantization, trained, cfg.ModelSettings(w.id).CtxSize))
 	top := []fyne.CanvasObject{w.head}
@@ -190,35 +186,22 @@ func (w *modelSettingsWindow) readFlags() {
 	w.u.onUI(func() { w.known = known; w.changed() })
 }
 
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
-}
-
 // model is the model as the last snapshot shows it. A variant the snapshot does not list yet (one
 // just saved, before the catalog's rescan) has its model's file, so the facts of that file are its
 // model's: size, quantization, trained context.
 func (w *modelSettingsWindow) model() (Model, bool) {
-	base, _, isVariant := w.u.b.Config().Variant(w.id)
-	var of *Model
-	for i, m := range w.u.snap.Models {
-		if m.ID == w.id {
-			return m, true
-		}
-		if isVariant && m.ID == base {
-			of = &w.u.snap.Models[i]
-		}
+	if m, ok := w.u.snap.model(w.id); ok {
+		return m, true
 	}
 	m := Model{Model: view.Model{ModelStatus: service.ModelStatus{ID: w.id}}}
-	if of != nil {
-		m.Meta = of.Meta
+	if base, _, isVariant := w.u.b.Config().Variant(w.id); isVariant {
+		if of, ok := w.u.snap.model(base); ok {
+			m.Meta = of.Meta
+		}
 	}
 	return m, false
 }
 
-// form reads the widgets.
 func (w *modelSettingsWindow) form() modelForm {
 	f := modelForm{CtxSize: w.ctx.Text, GPULayers: w.gpu.Text, Parallel: w.parallel.Text, Args: w.args.Text,
 		Aliases: w.aliases.Text, IdleSleep: w.sleep.Text, IdleUnload: w.unload.Text,
@@ -300,11 +283,7 @@ func (w *modelSettingsWindow) showProblems(probs []formProblem) {
 // showProblems shows probs on l, one a line, with the buttons that would save them disabled; no
 // problems hide l and enable the buttons.
 func showProblems(l *widget.Label, probs []formProblem, buttons ...*widget.Button) {
-	lines := make([]string, len(probs))
-	for i, p := range probs {
-		lines[i] = p.String()
-	}
-	l.SetText(strings.Join(lines, "\n"))
+	l.SetText(problemsText(probs, "\n"))
 	showIf(l, len(probs) > 0)
 	for _, b := range buttons {
 		enableIf(b, len(probs) == 0)

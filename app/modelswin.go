@@ -63,7 +63,6 @@ func newModelsWindow(u *ui) *modelsWindow {
 	return m
 }
 
-// built reports whether the content exists.
 func (m *modelsWindow) built() bool { return m.list != nil }
 
 // build makes the content, with the status and progress set before it existed.
@@ -104,7 +103,6 @@ func (m *modelsWindow) build() {
 	m.win.SetContent(container.NewStack(m.shownSensor, body))
 }
 
-// show opens the window, or brings it forward.
 func (m *modelsWindow) show() {
 	m.opened()
 	raise(m.win)
@@ -160,18 +158,13 @@ func (m *modelsWindow) update(s Snapshot) {
 	m.machines.update(s)
 
 	rows := modelRows(s, m.filter.Text, now())
-	key := m.emptyKey(s)
+	key := fmt.Sprint(len(s.Models) == 0, s.ModelDirs, s.Scanning, m.filter.Text, s.Skipped) // what shows when there are no rows
 	if reflect.DeepEqual(rows, m.rows) && key == m.listKey && len(m.list.Objects) > 0 {
 		return
 	}
 	m.rows, m.listKey = rows, key
 	m.list.Objects = append(m.listObjects(s, rows), skippedObjects(s.Skipped)...)
 	m.list.Refresh()
-}
-
-// emptyKey identifies what the list shows when there are no rows.
-func (m *modelsWindow) emptyKey(s Snapshot) string {
-	return fmt.Sprint(len(s.Models) == 0, s.ModelDirs, s.Scanning, m.filter.Text, s.Skipped)
 }
 
 func (m *modelsWindow) listObjects(s Snapshot, rows []rowView) []fyne.CanvasObject {
@@ -182,7 +175,10 @@ func (m *modelsWindow) listObjects(s Snapshot, rows []rowView) []fyne.CanvasObje
 		return []fyne.CanvasObject{widget.NewLabel(fmt.Sprintf("No models match “%s”.", strings.TrimSpace(m.filter.Text)))}
 	}
 	var out []fyne.CanvasObject
-	counts := groupCounts(rows)
+	var counts [3]int
+	for _, r := range rows {
+		counts[r.Group]++
+	}
 	last := Group(-1)
 	for _, r := range rows {
 		if r.Group != last {
@@ -201,12 +197,9 @@ func skippedObjects(skipped []string) []fyne.CanvasObject {
 	if len(skipped) == 0 {
 		return nil
 	}
-	h := sectionTitle(fmt.Sprintf("Not listed (%d)", len(skipped)))
-	out := []fyne.CanvasObject{h}
+	out := []fyne.CanvasObject{sectionTitle(fmt.Sprintf("Not listed (%d)", len(skipped)))}
 	for _, w := range skipped {
-		l := wrapLabel(w)
-		l.Importance = widget.WarningImportance
-		out = append(out, l)
+		out = append(out, tinted(wrapLabel(w), widget.WarningImportance))
 	}
 	return out
 }
@@ -214,18 +207,15 @@ func skippedObjects(skipped []string) []fyne.CanvasObject {
 // noModels is the empty state: how to add models, and where Llamatray looked.
 func (m *modelsWindow) noModels(s Snapshot) fyne.CanvasObject {
 	intro := "Add a folder that holds .gguf models, add a model file, or drop a .gguf file on this window."
-	if s.Scanning {
-		intro = "Scanning for models…"
-	}
 	// Get models is the first way, and the highlighted one, where the Hub is offered.
 	buttons := container.NewHBox()
 	if get := m.u.getModelsButton(); get != nil {
 		get.Importance = widget.HighImportance
 		buttons.Add(get)
-		intro = "Get models from the Hugging Face Hub, add a folder that holds .gguf models, add a model file, or drop a .gguf file on this window."
-		if s.Scanning {
-			intro = "Scanning for models…"
-		}
+		intro = "Get models from the Hugging Face Hub, a" + intro[1:]
+	}
+	if s.Scanning {
+		intro = "Scanning for models…"
 	}
 	buttons.Add(widget.NewButtonWithIcon("Add folder…", theme.FolderNewIcon(), m.addFolder))
 	buttons.Add(widget.NewButtonWithIcon("Add model…", theme.ContentAddIcon(), m.addModel))
@@ -244,24 +234,21 @@ func (m *modelsWindow) noModels(s Snapshot) fyne.CanvasObject {
 func (m *modelsWindow) serverBanner(s Snapshot) fyne.CanvasObject {
 	locate := widget.NewButtonWithIcon("Locate…", theme.SearchIcon(), m.locateServer)
 	again := widget.NewButtonWithIcon("Look again", theme.ViewRefreshIcon(), m.lookAgain)
-	head := boldLabel("llama-server not found")
-	head.Importance = widget.DangerImportance
 	p := m.serverInstallPanel()
 	if p == nil {
 		return notice("llama-server not found",
 			"Llamatray runs llama.cpp's llama-server for every model, and none was found. "+s.Server.Hint, again, locate)
 	}
 	si := m.install
+	head := tinted(boldLabel("llama-server not found"), widget.DangerImportance)
 	line := container.NewBorder(nil, nil, head, container.NewHBox(si.button, si.stop, again, locate), si.pick)
 	return container.NewVBox(line, p)
 }
 
 // notice is a compact banner: a bold title, a message and buttons on the right.
 func notice(title, text string, buttons ...fyne.CanvasObject) fyne.CanvasObject {
-	head := boldLabel(title)
-	head.Importance = widget.DangerImportance
-	body := wrapLabel(text)
-	return container.NewBorder(nil, nil, nil, container.NewVBox(buttons...), container.NewVBox(head, body))
+	head := tinted(boldLabel(title), widget.DangerImportance)
+	return container.NewBorder(nil, nil, nil, container.NewVBox(buttons...), container.NewVBox(head, wrapLabel(text)))
 }
 
 func (m *modelsWindow) updateBanners(s Snapshot) {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/llamatray/llamatray/router/config"
@@ -15,10 +16,8 @@ import (
 func (w *modelSettingsWindow) askVariant() {
 	name := widget.NewEntry()
 	name.SetPlaceHolder("e.g. 32k")
-	base := w.id
-	if b, _, ok := w.u.b.Config().Variant(w.id); ok {
-		base = b
-	}
+	base, _, _ := w.u.b.Config().Variant(w.id)
+	base = cmp.Or(base, w.id) // a variant's own variants are its model's
 	msg := widget.NewLabel(fmt.Sprintf("A variant is one more model ID, %s@NAME, for the same file, with the\nsettings of this form. Letters, digits, '.', '-' and '_'.", base))
 	d := dialog.NewForm("Save as variant", "Save", "Cancel", []*widget.FormItem{
 		widget.NewFormItem("", msg), widget.NewFormItem("Name", name),

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"cmp"
+	"strings"
 	"time"
 
 	"github.com/llamatray/llamatray/router/service"
@@ -45,11 +47,7 @@ func (n *notifier) event(ev service.Event, at time.Time) (note, bool) {
 			return note{}, false
 		}
 		n.lastFailed[ev.Model] = at
-		body := ev.Message
-		if body == "" {
-			body = "See its logs in Llamatray."
-		}
-		return note{Title: "Model " + ev.Model + " failed", Body: body}, true
+		return note{Title: "Model " + ev.Model + " failed", Body: cmp.Or(ev.Message, "See its logs in Llamatray.")}, true
 	case ev.Kind == service.EventState && ev.State == service.StateLoaded:
 		delete(n.lastFailed, ev.Model) // a success re-arms the failure notification
 	}
@@ -74,15 +72,8 @@ func startupNotes(s Snapshot) []note {
 
 func joinNames(names []string) string {
 	const most = 5
-	out := ""
-	for i, n := range names {
-		if i == most {
-			return out + " and " + plural(len(names)-most, "other")
-		}
-		if i > 0 {
-			out += ", "
-		}
-		out += n
+	if len(names) > most {
+		return strings.Join(names[:most], ", ") + " and " + plural(len(names)-most, "other")
 	}
-	return out
+	return strings.Join(names, ", ")
 }

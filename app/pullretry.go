@@ -49,20 +49,13 @@ func (r *pullRetry) event(ev hub.Event) {
 			return // left to the person
 		}
 		r.tries[name] = n + 1
-		model := ev.Model
-		r.after(retryWaits[n], func() { r.resume(model) })
+		r.after(retryWaits[n], func() { r.resume(ev.Model) })
 	}
 }
 
 // passing reports whether a download's error is the network's, which may pass: no answer, a
 // broken connection, a timeout. A refusal (gated, not found, checksum) or a full disk is not.
 func passing(err string) bool {
-	low := strings.ToLower(err)
-	for _, w := range []string{"cannot reach", "dial tcp", "connection reset", "broken pipe", "unexpected eof",
-		"timeout", "did not answer", "network is unreachable", "http 502", "http 503", "http 504"} {
-		if strings.Contains(low, w) {
-			return true
-		}
-	}
-	return false
+	return mentions(err, "cannot reach", "dial tcp", "connection reset", "broken pipe", "unexpected eof",
+		"timeout", "did not answer", "network is unreachable", "http 502", "http 503", "http 504")
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -77,13 +78,11 @@ func modelRows(s Snapshot, filter string, at time.Time) []rowView {
 }
 
 func rowFor(b service.Budget, m Model, at time.Time) rowView {
-	r := rowView{ID: m.ID, Group: GroupOf(m), Title: m.ID, Path: m.Path, LastUsed: m.LastUsed, Draining: m.Draining}
-	r.State = stateText(m)
-	r.Wait = waitText(m)
+	r := rowView{ID: m.ID, Group: GroupOf(m), Title: m.ID, Path: m.Path, LastUsed: m.LastUsed, Draining: m.Draining,
+		State: stateText(m), Wait: waitText(m), Detail: strings.Join(detailParts(m, at), " · ")}
 	if e := m.Entry().EstimateError; e != "" && m.MemoryBytes == 0 {
 		r.Unsized = e + " (its file size is taken as its need)"
 	}
-	r.Detail = strings.Join(detailParts(m, at), " · ")
 	id := m.ID
 	act := func(k ActionKind) rowAction { return rowAction{Action: Action{Kind: k, Model: id}} }
 	pin := button{Label: "Pin", Action: act(ActPin)}
@@ -133,12 +132,9 @@ func rowFor(b service.Budget, m Model, at time.Time) rowView {
 
 // failedText says why a model's last load failed, and when it is tried again.
 func failedText(m Model, at time.Time) string {
-	text := m.Error
+	text := cmp.Or(m.Error, "the last load failed; see its logs")
 	if m.Cause != "" {
 		text = "llama-server said “" + m.Cause + "”. " + m.CauseDo
-	}
-	if text == "" {
-		text = "the last load failed; see its logs"
 	}
 	if !m.NextRetry.IsZero() && m.NextRetry.After(at) {
 		text += fmt.Sprintf(" (automatic retry in %s)", m.NextRetry.Sub(at).Round(time.Second))
@@ -225,15 +221,6 @@ func detailParts(m Model, at time.Time) []string {
 		p = append(p, "used "+ago(m.LastUsed, at))
 	}
 	return p
-}
-
-// groupCounts counts rows per group.
-func groupCounts(rows []rowView) [3]int {
-	var n [3]int
-	for _, r := range rows {
-		n[r.Group]++
-	}
-	return n
 }
 
 // tooBig explains why a model cannot load, naming what bounds the budget: the configured limit, or

@@ -150,7 +150,7 @@ func TestModelRowSaysWhenNotSized(t *testing.T) {
 	at := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
 	v := view.Model{Meta: &catalog.Model{ID: "odd", SizeBytes: 3 << 30, EstimateError: "no memory estimate: unknown architecture \"xyz\""}}
 	v.ID, v.State, v.EstimateBytes = "odd", service.StateUnloaded, 3<<30
-	m := modelFrom(v)
+	m := Model{Model: v}
 	r := rowFor(service.Budget{}, m, at)
 	if !strings.Contains(r.Unsized, "no memory estimate: unknown architecture") {
 		t.Errorf("row's sizing line = %q", r.Unsized)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,10 +35,7 @@ const stopTimeout = 30 * time.Second
 // window and returns nil at once. The router not being able to listen, or llama-server missing, do
 // not stop the app: it opens and says so.
 func Run(ctx context.Context, o Options) error {
-	log := o.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := cmp.Or(o.Logger, slog.Default())
 	inst, err := claimInstance(instanceSocketPath())
 	switch {
 	case errors.Is(err, errAlreadyRunning):

@@ -11,7 +11,6 @@ import (
 	"github.com/llamatray/llamatray/router/fit"
 	"github.com/llamatray/llamatray/router/hub"
 	"github.com/llamatray/llamatray/router/service"
-	"github.com/llamatray/llamatray/router/view"
 )
 
 // serviceBackend drives a running service for the UI. Most of Backend is the service's own methods
@@ -61,7 +60,7 @@ func (sb *serviceBackend) Snapshot() Snapshot {
 	for _, v := range sb.Service.Models() {
 		// A model that left the catalog is listed while it still runs or has failed.
 		if v.Meta != nil || v.State.Running() || v.State == service.StateFailed {
-			m := modelFrom(v)
+			m := Model{Model: v}
 			if m.State == service.StateFailed {
 				m.Cause, m.CauseDo, m.Fix = loadCause(sb.Logs(m.ID))
 			}
@@ -82,9 +81,6 @@ func downloadsFrom(pulls []hub.PullStatus) []hub.PullStatus {
 	}
 	return out
 }
-
-// modelFrom is the service's view of a model, for display.
-func modelFrom(v view.Model) Model { return Model{Model: v} }
 
 // listenProblem explains a listener error in a few words.
 func listenProblem(addr string, err error) string {

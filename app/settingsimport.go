@@ -2,12 +2,9 @@ package app
 
 import (
 	"fmt"
-	"io"
+	"os"
 	"slices"
 	"strings"
-
-	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/dialog"
 
 	"github.com/llamatray/llamatray/router/config"
 )
@@ -17,19 +14,14 @@ import (
 
 // chooseLlamaSwap asks for llama-swap's configuration file and imports it.
 func (s *settingsWindow) chooseLlamaSwap() {
-	dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err != nil || r == nil {
-			return
-		}
-		defer r.Close()
-		path := r.URI().Path()
-		data, err := io.ReadAll(r)
+	openFile(s.win, nil, func(path string) {
+		data, err := os.ReadFile(path)
 		if err != nil {
-			s.setGeneral(fmt.Sprintf("Nothing was imported: read %s: %v", path, err), true)
+			s.setGeneral(fmt.Sprintf("Nothing was imported: %v", err), true)
 			return
 		}
 		s.importLlamaSwap(path, data)
-	}, s.win)
+	}, nil)
 }
 
 // importLlamaSwap takes llama-swap's configuration (read from path) into the configuration off the

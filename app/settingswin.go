@@ -38,7 +38,6 @@ type settingsWindow struct {
 	save      *widget.Button
 }
 
-// showSettings opens the settings window, or brings it forward.
 func (u *ui) showSettings() {
 	if u.settings != nil {
 		raise(u.settings.win)
@@ -128,14 +127,12 @@ func (s *settingsWindow) buttons() fyne.CanvasObject {
 // field is a text field for the settings key, with its inline error under it.
 func (s *settingsWindow) field(key, text, placeholder string) fyne.CanvasObject {
 	e := fillEntry(widget.NewEntry(), text, placeholder, nil)
-	l := wrapLabel("")
-	l.Importance = widget.DangerImportance
+	l := tinted(wrapLabel(""), widget.DangerImportance)
 	l.Hide()
 	s.entries[key], s.errLabels[key] = e, l
 	return container.NewVBox(e, l)
 }
 
-// hinted is a form item with a hint under it.
 func hinted(label string, obj fyne.CanvasObject, hint string) *widget.FormItem {
 	it := widget.NewFormItem(label, obj)
 	it.HintText = hint
@@ -145,30 +142,27 @@ func hinted(label string, obj fyne.CanvasObject, hint string) *widget.FormItem {
 // update shows which llama-server is in use and whether Ollama's port answers. Edits in progress
 // are left alone.
 func (s *settingsWindow) update(snap Snapshot) {
+	s.ollamaIn.Importance = widget.MediumImportance
 	switch {
 	case snap.OllamaErr != "":
 		s.ollamaIn.Importance = widget.DangerImportance
 		s.ollamaIn.SetText(snap.OllamaErr)
 	case snap.OllamaAddr != "":
-		s.ollamaIn.Importance = widget.MediumImportance
 		s.ollamaIn.SetText("Answering on http://" + snap.OllamaAddr + " too. Ollama's API is also at " + "http://" + snap.ListenAddr + ".")
 	default:
-		s.ollamaIn.Importance = widget.MediumImportance
 		s.ollamaIn.SetText("Ollama's API is at http://" + snap.ListenAddr + "; point an Ollama app there, or turn this on.")
 	}
-	switch {
-	case snap.Server.Path == "":
-		s.serverIn.SetText("None found. " + snap.Server.Hint)
-	default:
-		text := "In use: " + snap.Server.Path
+	text := "None found. " + snap.Server.Hint
+	if snap.Server.Path != "" {
+		text = "In use: " + snap.Server.Path
 		if snap.Server.Version != "" {
 			text += " (" + snap.Server.Version + ")"
 		}
 		if snap.Server.Source != "" {
 			text += ", found via " + snap.Server.Source
 		}
-		s.serverIn.SetText(text)
 	}
+	s.serverIn.SetText(text)
 }
 
 func (s *settingsWindow) refreshDirs() {
@@ -177,7 +171,6 @@ func (s *settingsWindow) refreshDirs() {
 		rows = append(rows, widget.NewLabel("No folders of your own yet."))
 	}
 	for i, d := range s.dirs {
-		i := i
 		rm := widget.NewButtonWithIcon("", theme.DeleteIcon(), func() {
 			s.dirs = append(s.dirs[:i:i], s.dirs[i+1:]...)
 			s.refreshDirs()
@@ -193,10 +186,8 @@ func (s *settingsWindow) addDir() {
 		if err != nil || dir == nil {
 			return
 		}
-		for _, d := range s.dirs {
-			if d == dir.Path() {
-				return
-			}
+		if slices.Contains(s.dirs, dir.Path()) {
+			return
 		}
 		s.dirs = append(s.dirs, dir.Path())
 		s.refreshDirs()
@@ -208,7 +199,6 @@ func (s *settingsWindow) browse(key string) func() {
 	return func() { openFile(s.win, nil, s.entries[key].SetText, nil) }
 }
 
-// values reads the fields.
 func (s *settingsWindow) values() settingsValues {
 	t := func(k string) string { return s.entries[k].Text } // the inverse of fieldTexts
 	return settingsValues{
@@ -308,8 +298,7 @@ func (s *settingsWindow) submit() {
 func (s *settingsWindow) saved(err, autoErr error, pending string) {
 	s.save.Enable()
 	if err != nil {
-		byKey, other := fieldErrors(err, s.shownKeys())
-		s.showErrors(byKey, other)
+		s.showErrors(fieldErrors(err, s.shownKeys()))
 		return
 	}
 	if autoErr != nil {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"slices"
 	"time"
 
 	"github.com/llamatray/llamatray/router/hub"
@@ -41,6 +42,15 @@ type Model struct {
 	// the row offers (loadcause.go); "" and fixNone when no line explains.
 	Cause, CauseDo string
 	Fix            loadFix
+}
+
+// model finds the model id in s.
+func (s Snapshot) model(id string) (Model, bool) {
+	i := slices.IndexFunc(s.Models, func(m Model) bool { return m.ID == id })
+	if i < 0 {
+		return Model{}, false
+	}
+	return s.Models[i], true
 }
 
 // Running reports whether the model has a child process (loading, loaded, sleeping, stopping).

@@ -185,10 +185,9 @@ func pickModel(s Snapshot) string {
 // when the snapshot gives no reason, or while the model's own load runs (the router's comments and
 // the model's state say how far it is).
 func (t *tryItWindow) modelWait(s Snapshot) string {
-	for _, m := range s.Models {
-		if w := waitText(m); m.ID == t.model.Selected && w != "" {
-			return "Waiting: " + strings.TrimPrefix(w, "waiting: ") + "…"
-		}
+	m, _ := s.model(t.model.Selected)
+	if w := waitText(m); w != "" {
+		return "Waiting: " + strings.TrimPrefix(w, "waiting: ") + "…"
 	}
 	return ""
 }
@@ -196,16 +195,11 @@ func (t *tryItWindow) modelWait(s Snapshot) string {
 // waitText guesses why the request in flight waits from the model's state in s, when neither the
 // engine nor the router gave a reason.
 func (t *tryItWindow) waitText(s Snapshot) string {
-	for _, m := range s.Models {
-		if m.ID != t.model.Selected {
-			continue
-		}
-		switch {
-		case m.State == service.StateLoading:
-			return "Waiting: " + stateText(m) + "…"
-		case m.State == service.StateSleeping:
-			return "Waiting: waking " + m.ID + "…"
-		}
+	switch m, _ := s.model(t.model.Selected); m.State {
+	case service.StateLoading:
+		return "Waiting: " + stateText(m) + "…"
+	case service.StateSleeping:
+		return "Waiting: waking " + m.ID + "…"
 	}
 	return "Waiting for the first token…"
 }
@@ -372,8 +366,7 @@ func (t *tryItWindow) done(answer *widget.Label, text string, res tryResult, err
 	} else {
 		t.turns = append(t.turns, chatMessage{Role: "assistant", Content: text})
 		answer.SetText(strings.TrimLeft(text, " \n"))
-		stats := widget.NewLabel(line)
-		stats.Importance = widget.LowImportance
+		stats := tinted(widget.NewLabel(line), widget.LowImportance)
 		stats.SizeName = theme.SizeNameCaptionText
 		t.chat.Objects = append(t.chat.Objects, stats)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -187,7 +188,7 @@ func (u *ui) apply(s Snapshot) {
 	if u.getModels != nil {
 		u.getModels.downloads.update(s)
 	}
-	u.setPolling(u.windowShown() || anyRunning(s))
+	u.setPolling(u.windowShown() || slices.ContainsFunc(s.Models, Model.Running))
 }
 
 // setPolling tells watch whether to poll, when that changed.
@@ -203,18 +204,8 @@ func (u *ui) setPolling(on bool) {
 	u.pollOn <- on
 }
 
-// windowShown reports whether any window is open.
 func (u *ui) windowShown() bool {
 	return (u.models != nil && u.models.visible) || u.settings != nil || len(u.logs) > 0 || u.tryIt != nil || len(u.modelSettings) > 0
-}
-
-func anyRunning(s Snapshot) bool {
-	for _, m := range s.Models {
-		if m.Running() {
-			return true
-		}
-	}
-	return false
 }
 
 // do runs a menu or button action. It runs on the UI thread; anything that may block goes to a
@@ -307,10 +298,8 @@ func trayResource(s IconState) fyne.Resource {
 	return fyne.NewStaticResource("tray-"+s.String()+".png", colour[s])
 }
 
-// appIcon is the application icon.
 var appIcon = fyne.NewStaticResource("icon.png", assets.AppIcon)
 
-// showModels opens the models window, or brings it forward.
 func (u *ui) showModels() {
 	if u.models == nil {
 		u.models = newModelsWindow(u)

@@ -44,8 +44,7 @@ func (m *modelsWindow) updateBanner(s Snapshot) fyne.CanvasObject {
 	head := boldLabel(updateLabel(s.UpdateVersion))
 	body := wrapLabel("Its page has the installers and what changed; nothing is installed until you do. " +
 		"The check runs once a day (update_check in the settings file).")
-	link := s.UpdateURL
-	open := widget.NewButtonWithIcon("Open release page", theme.ComputerIcon(), func() { m.u.do(Action{Kind: ActOpenURL, Text: link}) })
+	open := widget.NewButtonWithIcon("Open release page", theme.ComputerIcon(), func() { m.u.do(Action{Kind: ActOpenURL, Text: s.UpdateURL}) })
 	return container.NewBorder(nil, nil, nil, container.NewVBox(open), container.NewVBox(head, body))
 }
 
@@ -69,7 +68,7 @@ func (u *ui) openLink(link string) {
 // watchUpdates refreshes the tray and windows when a check of Llamatray's releases ends (the check
 // sends no engine event), until ctx ends. The next channel is taken before the refresh is asked
 // for: a check that ends in between is then in what that refresh reads, or closes the channel
-// taken. (Taken after the refresh, as it was, a check ending in between was lost.)
+// taken.
 func (u *ui) watchUpdates(ctx context.Context) {
 	ch := u.b.UpdateChanged()
 	u.refresh.Kick() // a check that ended before ch was taken

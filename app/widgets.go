@@ -48,7 +48,6 @@ func openFile(win fyne.Window, exts []string, use func(path string), fail func(e
 	d.Show()
 }
 
-// wrapLabel is a label whose text wraps at word boundaries.
 func wrapLabel(text string) *widget.Label {
 	l := widget.NewLabel(text)
 	l.Wrapping = fyne.TextWrapWord
@@ -65,6 +64,12 @@ func boldLabel(text string) *widget.Label {
 func sectionTitle(text string) *widget.Label {
 	l := boldLabel(text)
 	l.SizeName = theme.SizeNameSubHeadingText
+	return l
+}
+
+// tinted gives l the importance imp (its colour) and returns it.
+func tinted(l *widget.Label, imp widget.Importance) *widget.Label {
+	l.Importance = imp
 	return l
 }
 
@@ -86,7 +91,6 @@ func fillEntry(e *widget.Entry, text, hint string, changed func()) *widget.Entry
 	return e
 }
 
-// showIf shows o when on, else hides it.
 func showIf(o fyne.CanvasObject, on bool) {
 	if on {
 		o.Show()
@@ -95,7 +99,6 @@ func showIf(o fyne.CanvasObject, on bool) {
 	}
 }
 
-// enableIf enables d when on, else disables it.
 func enableIf(d fyne.Disableable, on bool) {
 	if on {
 		d.Enable()

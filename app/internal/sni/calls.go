@@ -104,7 +104,10 @@ func (m *menu) call(member string, args []any) (body []any, derr *dbus.Error, ok
 		if err := dbus.Store(args, &id, &eventID, &data, &ts); err != nil {
 			return bad(err)
 		}
-		return []any{}, m.onEvent(id, eventID), true
+		if !m.handle(id, eventID) { // a click runs the item's Click
+			return []any{}, unknownItem(id), true
+		}
+		return []any{}, nil, true
 	case "EventGroup":
 		var events []event
 		if err := dbus.Store(args, &events); err != nil {
@@ -117,15 +120,13 @@ func (m *menu) call(member string, args []any) (body []any, derr *dbus.Error, ok
 		if err := dbus.Store(args, &id); err != nil {
 			return bad(err)
 		}
-		need, derr := m.aboutToShow(id)
-		return []any{need}, derr, true
+		return []any{false}, nil, true // the menu is always up to date
 	case "AboutToShowGroup":
 		var ids []int32
 		if err := dbus.Store(args, &ids); err != nil {
 			return bad(err)
 		}
-		updates, idErrors, derr := m.aboutToShowGroup(ids)
-		return []any{updates, idErrors}, derr, true
+		return []any{[]int32{}, []int32{}}, nil, true // nothing needs an update
 	}
 	return nil, nil, false
 }

@@ -78,8 +78,7 @@ func (m *menu) set(items []Item) {
 	m.log.Debug("tray menu changed", "revision", rev, "layout", changed, "items_changed", len(changes))
 
 	if len(changes) > 0 {
-		var set []itemProps
-		var removed []removedProps
+		set, removed := []itemProps{}, []removedProps{}
 		for _, c := range changes {
 			if len(c.set) > 0 {
 				set = append(set, itemProps{ID: c.id, Props: variants(c.set, nil)})
@@ -87,12 +86,6 @@ func (m *menu) set(items []Item) {
 			if len(c.removed) > 0 {
 				removed = append(removed, removedProps{ID: c.id, Names: c.removed})
 			}
-		}
-		if set == nil {
-			set = []itemProps{}
-		}
-		if removed == nil {
-			removed = []removedProps{}
 		}
 		if err := m.conn.Emit(menuPath, menuIface+".ItemsPropertiesUpdated", set, removed); err != nil {
 			m.log.Debug("tray menu: ItemsPropertiesUpdated not sent", "err", err)
@@ -174,14 +167,6 @@ func (m *menu) getProperty(id int32, name string) (dbus.Variant, *dbus.Error) {
 	return dbus.MakeVariant(v), nil
 }
 
-// onEvent is com.canonical.dbusmenu.Event: a click runs the item's Click.
-func (m *menu) onEvent(id int32, eventID string) *dbus.Error {
-	if !m.handle(id, eventID) {
-		return unknownItem(id)
-	}
-	return nil
-}
-
 // eventGroup is com.canonical.dbusmenu.EventGroup; it returns the ids it does not know.
 func (m *menu) eventGroup(events []event) ([]int32, *dbus.Error) {
 	bad := []int32{}
@@ -193,7 +178,6 @@ func (m *menu) eventGroup(events []event) ([]int32, *dbus.Error) {
 	return bad, nil
 }
 
-// handle handles one event and reports whether the item exists.
 func (m *menu) handle(id int32, eventID string) bool {
 	m.mu.Lock()
 	n, ok := m.tree.byID[id]
@@ -206,12 +190,4 @@ func (m *menu) handle(id int32, eventID string) bool {
 		go click()
 	}
 	return ok
-}
-
-// aboutToShow is com.canonical.dbusmenu.AboutToShow: the menu is always up to date.
-func (m *menu) aboutToShow(id int32) (bool, *dbus.Error) { return false, nil }
-
-// aboutToShowGroup is com.canonical.dbusmenu.AboutToShowGroup: nothing needs an update.
-func (m *menu) aboutToShowGroup(ids []int32) ([]int32, []int32, *dbus.Error) {
-	return []int32{}, []int32{}, nil
 }

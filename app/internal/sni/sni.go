@@ -8,12 +8,14 @@ package sni
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"image"
 	"image/draw"
 	"image/png"
 	"log/slog"
 	"os"
+	"slices"
 
 	"github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/introspect"
@@ -70,10 +72,7 @@ type Tray struct {
 // Start connects to the session bus, shows the icon and keeps it registered with the tray host
 // until Close.
 func Start(o Options) (*Tray, error) {
-	log := o.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := cmp.Or(o.Logger, slog.Default())
 	answers := &answerer{}
 	conn, err := dbus.ConnectSessionBus(dbus.WithIncomingInterceptor(answers.intercept))
 	if err != nil {
@@ -235,8 +234,7 @@ func pixmaps(data []byte) ([]pixmap, error) {
 	rgba := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
 	draw.Draw(rgba, rgba.Bounds(), img, b.Min, draw.Src)
 	pix := make([]byte, 0, len(rgba.Pix))
-	for i := 0; i < len(rgba.Pix); i += 4 {
-		p := rgba.Pix[i : i+4]
+	for p := range slices.Chunk(rgba.Pix, 4) {
 		pix = append(pix, p[3], p[0], p[1], p[2])
 	}
 	return []pixmap{{W: int32(b.Dx()), H: int32(b.Dy()), Pix: pix}}, nil

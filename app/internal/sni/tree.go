@@ -40,12 +40,8 @@ type tree struct {
 	next int32            // the next unused ID; never reused, so a client cannot confuse old and new
 }
 
-func newTree() *tree {
-	root := &node{id: 0, props: props{"children-display": "submenu"}}
-	return &tree{root: root, byID: map[int32]*node{0: root}, ids: map[string]int32{}, next: 1}
-}
+func newTree() *tree { return (&tree{next: 1}).lay(nil) }
 
-// propsOf gives an item's properties.
 func propsOf(it Item) props {
 	p := props{}
 	if it.Separator {
@@ -129,7 +125,7 @@ func (t *tree) diff(old *tree) (layout bool, changes []propChange) {
 			layout = true
 			continue
 		}
-		if !sameIDs(n.children, o.children) {
+		if !slices.EqualFunc(n.children, o.children, func(a, b *node) bool { return a.id == b.id }) {
 			layout = true
 		}
 		c := propChange{id: id, set: props{}}
@@ -148,16 +144,4 @@ func (t *tree) diff(old *tree) (layout bool, changes []propChange) {
 		}
 	}
 	return layout, changes // an item that went away changed its parent's children
-}
-
-func sameIDs(a, b []*node) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].id != b[i].id {
-			return false
-		}
-	}
-	return true
 }
