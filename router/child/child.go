@@ -29,7 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,19 +139,12 @@ const (
 	Exited                        // the process is gone and reaped; always the last event
 )
 
+var kindNames = [...]string{Loading: "loading", Ready: "ready", Sleeping: "sleeping", Woke: "woke", Exited: "exited"}
+
 // String returns the lower-case name of k.
 func (k EventKind) String() string {
-	switch k {
-	case Loading:
-		return "loading"
-	case Ready:
-		return "ready"
-	case Sleeping:
-		return "sleeping"
-	case Woke:
-		return "woke"
-	case Exited:
-		return "exited"
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
 	}
 	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -178,7 +171,7 @@ type Child struct {
 	onEvent func(Event)
 	log     *slog.Logger
 	ring    *ring
-	client  *probeClient
+	client  *http.Client
 
 	mu   sync.Mutex // guards pid, addr and args, which change when a bind failure forces a restart
 	pid  int
@@ -233,26 +226,6 @@ func (c *Child) PID() int {
 	defer c.mu.Unlock()
 	return c.pid
 }
-
-// Addr returns where the current process listens.
-func (c *Child) Addr() Addr {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.addr
-}
-
-// Port returns the port the child listens on, on 127.0.0.1; 0 when it is on a unix socket.
-func (c *Child) Port() int { return c.Addr().Port }
-
-// Args returns the full argv of the current process, binary first.
-func (c *Child) Args() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.args...)
-}
-
-// URL returns the child's base URL (see Addr.URL: a socket is dialed with Addr.Dial).
-func (c *Child) URL() *url.URL { return c.Addr().URL() }
 
 // Stop asks the child to exit. It does not block and may be called any number
 // of times. Graceful: the exit command is written to the child's stdin; a

@@ -96,20 +96,15 @@ func (w *watch) close() {
 	if w.killTimer != nil {
 		w.killTimer.Stop()
 	}
-	w.c.client.close()
+	w.c.client.CloseIdleConnections() // the process has ended
 }
 
 // exited handles the process's reaping: the output it wrote before exiting is
 // processed first, so a ready line just before a crash still counts.
 func (w *watch) exited(err error) outcome {
 	p := w.p
-	for drained := false; !drained; {
-		select {
-		case m := <-p.states:
-			w.onState(m)
-		default:
-			drained = true
-		}
+	for len(p.states) > 0 { // only this goroutine receives from it
+		w.onState(<-p.states)
 	}
 	for _, s := range []*lineSink{p.stdout, p.stderr} {
 		if l, ok := s.takePartial(); ok {
@@ -291,7 +286,7 @@ func (w *watch) startProbe() {
 	}
 	w.probing = true
 	ctx, client, addr, results := w.ctx, w.c.client, w.p.addr, w.p.probes
-	go func() { results <- client.probe(ctx, addr, kind) }()
+	go func() { results <- probe(ctx, client, addr, kind) }()
 }
 
 // onProbe applies a probe result. State lines, when the child prints them,
