@@ -9,6 +9,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,21 +116,15 @@ func New(o Options) (*Engine, error) {
 	if o.QueueTimeout <= 0 {
 		o.QueueTimeout = 2 * time.Minute
 	}
-	if o.FairWait == 0 {
-		o.FairWait = 30 * time.Second
-	}
+	o.FairWait = cmp.Or(o.FairWait, 30*time.Second)
 	if o.PressureEvery <= 0 {
 		o.PressureEvery = 2 * time.Second
 	}
 	if o.Memory == nil {
 		o.Memory = mem.Machine()
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Effects == nil {
-		o.Effects = ChildEffects{}
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
+	o.Effects = cmp.Or(o.Effects, Effects(ChildEffects{}))
 	if o.MemoryLimit < 0 || o.Reserve < 0 {
 		return nil, fmt.Errorf("engine: negative memory limit or reserve")
 	}
@@ -148,7 +143,7 @@ func New(o Options) (*Engine, error) {
 		models: map[string]*model{},
 		subs:   map[*subscriber]struct{}{},
 	}
-	e.syncCatalog()
+	e.SyncCatalog()
 	return e, nil
 }
 
@@ -157,7 +152,7 @@ func New(o Options) (*Engine, error) {
 func (e *Engine) Start(ctx context.Context) error {
 	e.sample(ctx)
 	changes, cancel := e.o.Catalog.Subscribe()
-	e.syncCatalog() // the catalog may have been scanned before we subscribed
+	e.SyncCatalog() // the catalog may have been scanned before we subscribed
 	e.wg.Add(2)
 	go func() {
 		defer e.wg.Done()
@@ -167,7 +162,7 @@ func (e *Engine) Start(ctx context.Context) error {
 			case <-e.stop:
 				return
 			case <-changes:
-				e.syncCatalog()
+				e.SyncCatalog()
 			}
 		}
 	}()
@@ -216,11 +211,9 @@ func (e *Engine) SetLimits(l Limits) {
 	})
 }
 
-// SyncCatalog takes in the catalog now, after a scan, rather than when its change notice arrives.
-func (e *Engine) SyncCatalog() { e.syncCatalog() }
-
-// syncCatalog adds catalog models the engine does not know and forgets vanished ones that are idle.
-func (e *Engine) syncCatalog() {
+// SyncCatalog adds catalog models the engine does not know and forgets vanished ones that are idle.
+// It runs when the catalog's change notice arrives; a caller that just scanned calls it at once.
+func (e *Engine) SyncCatalog() {
 	list := e.o.Catalog.Models()
 	settings := make([]Settings, len(list))
 	for i, cm := range list {

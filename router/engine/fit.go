@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,13 +24,10 @@ var offloadFlags = map[string]bool{
 
 // userOffload reports whether args decide the offload themselves.
 func userOffload(args []string) bool {
-	for _, a := range args {
+	return slices.ContainsFunc(args, func(a string) bool {
 		name, _, _ := strings.Cut(a, "=")
-		if offloadFlags[name] {
-			return true
-		}
-	}
-	return false
+		return offloadFlags[name]
+	})
 }
 
 // fitted is whether m's child is given its device shares as --fit-target (when it runs on GPUs):

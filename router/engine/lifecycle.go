@@ -46,7 +46,7 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 		StopTimeout: e.o.StopTimeout,
 		Logger:      e.log,
 	}
-	e.log.Info("loading model", "model", m.id, "need_mib", e.shown(m.held)>>20, "need_devices_mib", mibPerDevice(e.deviceBytes(m.held)), "learned", !m.learned.zero(), "fit", m.fit)
+	e.log.Info("loading model", "model", m.id, "need_mib", e.shown(m.held)>>20, "need_devices_mib", mibPerDevice(e.deviceBytes(m.held, false)), "learned", !m.learned.zero(), "fit", m.fit)
 	e.publish(Event{Kind: EventState, Model: m.id, State: m.state, Active: m.leases})
 	return action{start: &spec, workers: m.workers, id: m.id, gen: m.gen}
 }

@@ -104,17 +104,23 @@ func workerOf(device string) string {
 	return w
 }
 
-// sharesFor are the shares (shares) m's estimate is split by: this machine's devices and the
-// devices of m's own workers. Called with mu held.
+// sharesFor are the devices' weights m's estimate is split by (llama.cpp's default layer split
+// weighs devices by their memory): each device's total, or its limit when that is lower, on this
+// machine's devices and those of m's own workers. Called with mu held.
 func (e *Engine) sharesFor(m *model) []int64 {
-	out := e.shares()
 	ws := m.set.Workers
 	if m.state.Running() {
 		ws = m.workers
 	}
-	for i, g := range e.gpus() {
+	gs := e.gpus()
+	out := make([]int64, len(gs))
+	for i, g := range gs {
 		if w := workerOf(deviceName(g, i)); w != "" && i >= e.localGPUs() && !slices.Contains(ws, w) {
-			out[i] = 0
+			continue
+		}
+		out[i] = g.Total
+		if l := e.deviceLimit(g, i); l > 0 && l < out[i] {
+			out[i] = l
 		}
 	}
 	return out
