@@ -18,17 +18,8 @@ func (e *Engine) gpus() []mem.GPU {
 	if !e.sysOK {
 		return nil
 	}
-	g := e.sys.GPUs
-	if len(g) > sched.MaxGPUs {
-		g = g[:sched.MaxGPUs]
-	}
-	if w := e.rpcDevs; len(w) > 0 { // rpcdevices.go
-		g = append(slices.Clip(g), w...)
-		if len(g) > sched.MaxGPUs {
-			g = g[:sched.MaxGPUs]
-		}
-	}
-	return g
+	g := append(slices.Clip(e.sys.GPUs[:e.localGPUs()]), e.rpcDevs...) // the workers' after ours (rpcdevices.go)
+	return g[:min(len(g), sched.MaxGPUs)]
 }
 
 // deviceName is the name of device i.

@@ -22,7 +22,6 @@ type model struct {
 	state    State
 	gen      uint64 // generation of the current child
 	child    Proc
-	spawning bool // child.Start is running outside the lock
 	stopReq  bool // stop as soon as the child is registered
 	forceReq bool
 	pid      int
@@ -62,7 +61,6 @@ type model struct {
 	logTail   []string
 	failures  int
 	nextRetry time.Time
-	readyAt   time.Time
 
 	stopped []chan struct{} // closed when the current child is gone
 
@@ -83,8 +81,15 @@ func (e *Engine) need(m *model) sched.Mem {
 		est = sched.Split(m.learned.RAM, m.learned.VRAM, layers, e.sharesFor(m))
 	default:
 		est = sched.Split(m.entry.Estimate.RAM, m.entry.Estimate.VRAM, layers, e.sharesFor(m))
+		// A child that cannot correct the estimate itself (the user fixed the offload, or the
+		// llama-server takes no --fit-target) gets each device's share padded by 1/8: the
+		// catalog's estimate runs below llama.cpp's buffers (compute buffers, alignment), by 11%
+		// for a small model on Vulkan, and a child given -ngl takes what it takes. Once the model
+		// has loaded, its learned footprint replaces the estimate.
 		if !e.fitted(m) {
-			est = padUnfitted(est)
+			for i, n := range est.GPU {
+				est.GPU[i] = n + n/8
+			}
 		}
 	}
 	if e.sys.Unified {
@@ -94,18 +99,6 @@ func (e *Engine) need(m *model) sched.Mem {
 	}
 	if est.RAM <= 0 {
 		est.RAM = m.entry.SizeBytes
-	}
-	return est
-}
-
-// padUnfitted pads each device's share of an estimate for a child that cannot correct it itself
-// (the user fixed the offload, or the llama-server takes no --fit-target): the catalog's estimate
-// runs below llama.cpp's buffers (compute buffers, alignment), by 11% for a small model on Vulkan,
-// and a child given -ngl takes what it takes. The pad is 1/8 of the share; once the model has
-// loaded, its learned footprint replaces the estimate.
-func padUnfitted(est sched.Mem) sched.Mem {
-	for i, n := range est.GPU {
-		est.GPU[i] = n + n/8
 	}
 	return est
 }
@@ -140,8 +133,7 @@ func (e *Engine) status(m *model) ModelStatus {
 		s.HeldGPU = e.deviceBytes(m.held, false)
 	}
 	if m.exitCode != nil {
-		c := *m.exitCode
-		s.ExitCode = &c
+		s.ExitCode = new(*m.exitCode)
 	}
 	if m.wait != nil && s.Queued > 0 {
 		s.Wait = m.wait.clone()

@@ -81,7 +81,6 @@ func (e *Engine) spawned(id string, gen uint64, p Proc, err error) {
 			}
 			return nil
 		}
-		m.spawning = false
 		var we *WorkerError
 		if errors.As(err, &we) {
 			e.log.Error("worker check failed", "model", id, "worker", we.Worker, "err", err)
