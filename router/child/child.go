@@ -26,6 +26,7 @@
 package child
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -98,15 +99,11 @@ func (s Spec) withDefaults() (Spec, error) {
 			return s, fmt.Errorf("child %q: %w: argument %q is chosen by Start and must not be given", s.Model, ErrStart, a)
 		}
 	}
-	if s.RouterPort == 0 {
-		s.RouterPort = 1
-	}
+	s.RouterPort = cmp.Or(s.RouterPort, 1)
 	if s.RouterPort < 0 || s.RouterPort > 65535 {
 		return s, fmt.Errorf("child %q: %w: router port %d out of range", s.Model, ErrStart, s.RouterPort)
 	}
-	if s.Addrs == nil {
-		s.Addrs = defaultAddrs
-	}
+	s.Addrs = cmp.Or[Addrs](s.Addrs, defaultAddrs)
 	if s.LoadTimeout <= 0 {
 		s.LoadTimeout = DefaultLoadTimeout
 	}
@@ -119,9 +116,7 @@ func (s Spec) withDefaults() (Spec, error) {
 	if s.LogLines <= 0 {
 		s.LogLines = DefaultLogLines
 	}
-	if s.Logger == nil {
-		s.Logger = slog.Default()
-	}
+	s.Logger = cmp.Or(s.Logger, slog.Default())
 	s.Args = append([]string(nil), s.Args...)
 	s.Env = append([]string(nil), s.Env...)
 	return s, nil
@@ -261,13 +256,6 @@ func (c *Child) Done() <-chan struct{} { return c.done }
 // Logs returns a copy of the recent output lines (stdout and stderr merged,
 // state lines left out), oldest first.
 func (c *Child) Logs() []string { return c.ring.snapshot() }
-
-// setProcess records the identity of a newly started process.
-func (c *Child) setProcess(pid int, addr Addr, args []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pid, c.addr, c.args = pid, addr, args
-}
 
 // emit delivers a non-final event unless a Stop has been requested.
 func (c *Child) emit(ev Event) {

@@ -116,7 +116,8 @@ func (w *watch) exited(err error) outcome {
 		}
 	}
 	leftovers := errors.Is(err, exec.ErrWaitDelay)
-	if err != nil && !isExitError(err) {
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) { // more than an unsuccessful exit
 		p.log.Warn("waiting for llama-server", "err", err)
 	}
 	if p.os != nil {
@@ -129,12 +130,6 @@ func (w *watch) exited(err error) outcome {
 		bindFailed: !ready && !w.timedOut && p.bindFailed.Load(),
 		deliberate: w.c.stopLevel.Load() != stopNone,
 	}
-}
-
-// isExitError reports whether err only says the process exited unsuccessfully.
-func isExitError(err error) bool {
-	var ee *exec.ExitError
-	return errors.As(err, &ee)
 }
 
 // onStop acts on a raised stop level.
