@@ -37,11 +37,11 @@ func (e *Engine) fitted(m *model) bool { return e.o.FitTarget && !userOffload(m.
 
 // fitArgs is what startModel adds to m's command line: --fit-target with each device's margin
 // (sched.Margins), in MiB, unless the llama-server in use does not take it or the user's args decide
-// the offload. A child without --rpc sees this machine's devices only. Called with mu held, after m's
-// plan (held) is set.
+// the offload, or the child uses workers: --fit-target lists this machine's devices only, and the
+// workers' would come after them. Called with mu held, after m's plan (held) and workers are set.
 func (e *Engine) fitArgs(m *model) []string {
 	n := e.localGPUs()
-	if !e.fitted(m) || n == 0 {
+	if !e.fitted(m) || n == 0 || len(m.workers) > 0 {
 		return nil
 	}
 	free := e.deviceFree()

@@ -31,9 +31,6 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 	m.lastUsed = now
 	m.args = e.args(m)
 	m.fit = e.fitArgs(m)
-	if len(m.workers) > 0 {
-		m.fit = nil // --fit-target lists this machine's devices only; the workers' come after them
-	}
 	m.binary = e.o.Binary
 	spec := child.Spec{
 		Model:       m.id,
