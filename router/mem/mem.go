@@ -53,11 +53,9 @@ func Machine() Probe {
 	return machine{smi: findSMI(), nv: loadNVML()}
 }
 
-// nvmlLoaded keeps each NVML library loaded and initialised once per process, by path.
-var nvmlLoaded struct {
-	mu   sync.Mutex // guards libs
-	libs map[string]*nvmlLib
-}
+// nvmlLoaded keeps each NVML library loaded and initialised once per process, by path: its
+// *nvmlLib, nil when it did not start.
+var nvmlLoaded sync.Map
 
 // loadNVML loads and initialises NVML (envconfig.NVMLLib, else the driver's); nil when it is not there or
 // fails to start (no NVIDIA driver), and then nvidia-smi is asked instead.
@@ -66,26 +64,15 @@ func loadNVML() *nvmlLib {
 	if path == "" {
 		return nil
 	}
-	nvmlLoaded.mu.Lock()
-	n, ok := nvmlLoaded.libs[path]
-	nvmlLoaded.mu.Unlock()
-	if ok {
-		return n
+	if n, ok := nvmlLoaded.Load(path); ok {
+		return n.(*nvmlLib)
 	}
-	n, err := openNVML(path) // outside the lock: it loads a library and starts the driver's side
-	if err != nil {
-		n = nil
-	}
-	nvmlLoaded.mu.Lock()
-	defer nvmlLoaded.mu.Unlock()
-	if first, ok := nvmlLoaded.libs[path]; ok { // another probe loaded it meanwhile
+	// Under no lock: it loads a library and starts the driver's side; nil when it fails.
+	n, _ := openNVML(path)
+	if first, loaded := nvmlLoaded.LoadOrStore(path, n); loaded { // another probe loaded it meanwhile
 		n.close()
-		return first
+		return first.(*nvmlLib)
 	}
-	if nvmlLoaded.libs == nil {
-		nvmlLoaded.libs = map[string]*nvmlLib{}
-	}
-	nvmlLoaded.libs[path] = n
 	return n
 }
 
