@@ -44,33 +44,37 @@ type series struct {
 	sums  []sums
 }
 
-// sums are the additive parts of wire.ActivityStats.
+// sums are the additive parts of wire.ActivityStats; the JSON keys are those of the kept file.
 type sums struct {
-	requests, errors int
-	in, out          int64
-	ttftN            int
-	ttft             time.Duration
-	genTokens        int64
-	genMs            float64
-	waitN            int
-	wait, maxWait    time.Duration
-	drafted, taken   int64 // draft tokens proposed and accepted
+	Requests  int           `json:"requests"`
+	Errors    int           `json:"errors,omitempty"`
+	In        int64         `json:"in,omitempty"`
+	Out       int64         `json:"out,omitempty"`
+	TTFTN     int           `json:"ttft_n,omitempty"`
+	TTFT      time.Duration `json:"ttft_ns,omitempty"`
+	GenTokens int64         `json:"gen_tokens,omitempty"`
+	GenMs     float64       `json:"gen_ms,omitempty"`
+	WaitN     int           `json:"wait_n,omitempty"`
+	Wait      time.Duration `json:"wait_ns,omitempty"`
+	MaxWait   time.Duration `json:"max_wait_ns,omitempty"`
+	Drafted   int64         `json:"drafted,omitempty"` // draft tokens proposed
+	Taken     int64         `json:"taken,omitempty"`   // draft tokens accepted
 }
 
 func (a *sums) add(b sums) {
-	a.requests += b.requests
-	a.errors += b.errors
-	a.in += b.in
-	a.out += b.out
-	a.ttftN += b.ttftN
-	a.ttft += b.ttft
-	a.genTokens += b.genTokens
-	a.genMs += b.genMs
-	a.waitN += b.waitN
-	a.wait += b.wait
-	a.maxWait = max(a.maxWait, b.maxWait)
-	a.drafted += b.drafted
-	a.taken += b.taken
+	a.Requests += b.Requests
+	a.Errors += b.Errors
+	a.In += b.In
+	a.Out += b.Out
+	a.TTFTN += b.TTFTN
+	a.TTFT += b.TTFT
+	a.GenTokens += b.GenTokens
+	a.GenMs += b.GenMs
+	a.WaitN += b.WaitN
+	a.Wait += b.Wait
+	a.MaxWait = max(a.MaxWait, b.MaxWait)
+	a.Drafted += b.Drafted
+	a.Taken += b.Taken
 }
 
 // New returns a Recorder of n buckets of width bucket (zeros: the defaults).
@@ -92,30 +96,35 @@ func (r *Recorder) Record(s Sample) {
 	if s.End.IsZero() {
 		s.End = r.now()
 	}
-	v := sums{requests: 1, waitN: 1, wait: s.Wait, maxWait: s.Wait}
+	v := sums{Requests: 1, WaitN: 1, Wait: s.Wait, MaxWait: s.Wait}
 	if s.Status == 0 || s.Status >= 400 {
-		v.errors = 1
+		v.Errors = 1
 	}
 	if u := s.Usage; u != nil {
-		v.in, v.out = u.In(), u.Out()
+		v.In, v.Out = u.In(), u.Out()
 		if u.HasTimings {
-			v.ttftN = 1
-			v.ttft = s.Wait + time.Duration(u.Timings.PromptMs*float64(time.Millisecond))
+			v.TTFTN = 1
+			v.TTFT = s.Wait + time.Duration(u.Timings.PromptMs*float64(time.Millisecond))
 			if u.Timings.PredictedMs > 0 {
-				v.genTokens, v.genMs = u.Timings.PredictedN, u.Timings.PredictedMs
+				v.GenTokens, v.GenMs = u.Timings.PredictedN, u.Timings.PredictedMs
 			}
-			v.drafted, v.taken = u.Timings.DraftN, u.Timings.DraftAccepted
+			v.Drafted, v.Taken = u.Timings.DraftN, u.Timings.DraftAccepted
 		}
 	}
-	idx := s.End.UnixNano() / int64(r.bucket)
-	slot := int(idx % int64(r.n))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ser := r.models[s.Model]
+	r.add(s.Model, s.End.UnixNano()/int64(r.bucket), v)
+}
+
+// add adds v to model id's bucket idx, unless the bucket's slot holds a later one. Called with mu
+// held.
+func (r *Recorder) add(id string, idx int64, v sums) {
+	ser := r.models[id]
 	if ser == nil {
 		ser = &series{start: make([]int64, r.n), sums: make([]sums, r.n)}
-		r.models[s.Model] = ser
+		r.models[id] = ser
 	}
+	slot := int(idx % int64(r.n))
 	if idx < ser.start[slot] {
 		return // older than the window the slot holds now
 	}
@@ -125,11 +134,15 @@ func (r *Recorder) Record(s Sample) {
 	ser.sums[slot].add(v)
 }
 
+// window is the bucket indexes (unix time / bucket) the recorder shows now, first to last.
+func (r *Recorder) window() (first, last int64) {
+	last = r.now().UnixNano() / int64(r.bucket)
+	return last - int64(r.n) + 1, last
+}
+
 // Snapshot returns the last hour (the recorder's window) as the wire document.
 func (r *Recorder) Snapshot() wire.Activity {
-	now := r.now()
-	last := now.UnixNano() / int64(r.bucket)
-	first := last - int64(r.n) + 1
+	first, last := r.window()
 	doc := wire.Activity{Since: time.Unix(0, first*int64(r.bucket)).UTC(), BucketSeconds: int(r.bucket / time.Second), Models: []wire.ModelActivity{}}
 	type copied struct {
 		id   string
@@ -168,20 +181,20 @@ func (r *Recorder) Snapshot() wire.Activity {
 }
 
 func (s sums) stats(start time.Time) wire.ActivityStats {
-	st := wire.ActivityStats{Start: start, Requests: s.requests, Errors: s.errors, TokensIn: s.in, TokensOut: s.out,
-		MaxQueueWaitMs: ms(s.maxWait)}
-	if s.ttftN > 0 {
-		st.TTFTMs = ms(s.ttft) / float64(s.ttftN)
+	st := wire.ActivityStats{Start: start, Requests: s.Requests, Errors: s.Errors, TokensIn: s.In, TokensOut: s.Out,
+		MaxQueueWaitMs: ms(s.MaxWait)}
+	if s.TTFTN > 0 {
+		st.TTFTMs = ms(s.TTFT) / float64(s.TTFTN)
 	}
-	if s.genMs > 0 {
-		st.TokensPerSecond = float64(s.genTokens) / (s.genMs / 1000)
+	if s.GenMs > 0 {
+		st.TokensPerSecond = float64(s.GenTokens) / (s.GenMs / 1000)
 	}
-	if s.waitN > 0 {
-		st.QueueWaitMs = ms(s.wait) / float64(s.waitN)
+	if s.WaitN > 0 {
+		st.QueueWaitMs = ms(s.Wait) / float64(s.WaitN)
 	}
-	if s.drafted > 0 {
-		st.DraftTokens, st.DraftAccepted = s.drafted, s.taken
-		st.DraftAcceptance = float64(s.taken) / float64(s.drafted)
+	if s.Drafted > 0 {
+		st.DraftTokens, st.DraftAccepted = s.Drafted, s.Taken
+		st.DraftAcceptance = float64(s.Taken) / float64(s.Drafted)
 	}
 	return st
 }

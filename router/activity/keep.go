@@ -23,20 +23,8 @@ type kept struct {
 }
 
 type keptSlot struct {
-	Index     int64         `json:"index"`
-	Requests  int           `json:"requests"`
-	Errors    int           `json:"errors,omitempty"`
-	In        int64         `json:"in,omitempty"`
-	Out       int64         `json:"out,omitempty"`
-	TTFTN     int           `json:"ttft_n,omitempty"`
-	TTFT      time.Duration `json:"ttft_ns,omitempty"`
-	GenTokens int64         `json:"gen_tokens,omitempty"`
-	GenMs     float64       `json:"gen_ms,omitempty"`
-	WaitN     int           `json:"wait_n,omitempty"`
-	Wait      time.Duration `json:"wait_ns,omitempty"`
-	MaxWait   time.Duration `json:"max_wait_ns,omitempty"`
-	Drafted   int64         `json:"drafted,omitempty"`
-	Taken     int64         `json:"taken,omitempty"`
+	Index int64 `json:"index"`
+	sums
 }
 
 // Save writes the buckets of the current window to path (atomically), so that Load can bring them
@@ -45,17 +33,13 @@ func (r *Recorder) Save(path string) error {
 	if r == nil {
 		return nil
 	}
-	last := r.now().UnixNano() / int64(r.bucket)
-	first := last - int64(r.n) + 1
+	first, last := r.window()
 	k := kept{BucketSeconds: int(r.bucket / time.Second), Buckets: r.n, Models: map[string][]keptSlot{}}
 	r.mu.Lock()
 	for id, ser := range r.models {
 		for slot, idx := range ser.start {
-			if idx >= first && idx <= last && ser.sums[slot].requests > 0 {
-				s := ser.sums[slot]
-				k.Models[id] = append(k.Models[id], keptSlot{Index: idx, Requests: s.requests, Errors: s.errors,
-					In: s.in, Out: s.out, TTFTN: s.ttftN, TTFT: s.ttft, GenTokens: s.genTokens, GenMs: s.genMs,
-					WaitN: s.waitN, Wait: s.wait, MaxWait: s.maxWait, Drafted: s.drafted, Taken: s.taken})
+			if idx >= first && idx <= last && ser.sums[slot].Requests > 0 {
+				k.Models[id] = append(k.Models[id], keptSlot{idx, ser.sums[slot]})
 			}
 		}
 	}
@@ -87,27 +71,14 @@ func (r *Recorder) Load(path string) error {
 	if time.Duration(k.BucketSeconds)*time.Second != r.bucket {
 		return nil
 	}
-	last := r.now().UnixNano() / int64(r.bucket)
-	first := last - int64(r.n) + 1
+	first, last := r.window()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id, slots := range k.Models {
 		for _, ks := range slots {
-			if id == "" || ks.Index < first || ks.Index > last {
-				continue
+			if id != "" && ks.Index >= first && ks.Index <= last {
+				r.add(id, ks.Index, ks.sums)
 			}
-			ser := r.models[id]
-			if ser == nil {
-				ser = &series{start: make([]int64, r.n), sums: make([]sums, r.n)}
-				r.models[id] = ser
-			}
-			slot := int(ks.Index % int64(r.n))
-			if ser.start[slot] != ks.Index {
-				ser.start[slot], ser.sums[slot] = ks.Index, sums{}
-			}
-			ser.sums[slot].add(sums{requests: ks.Requests, errors: ks.Errors, in: ks.In, out: ks.Out, ttftN: ks.TTFTN,
-				ttft: ks.TTFT, genTokens: ks.GenTokens, genMs: ks.GenMs, waitN: ks.WaitN, wait: ks.Wait,
-				maxWait: ks.MaxWait, drafted: ks.Drafted, taken: ks.Taken})
 		}
 	}
 	return nil

@@ -37,9 +37,8 @@ type Tokens struct {
 	OutputTokens     int64 // Anthropic
 }
 
-type timings struct{ Timings }
-
-func (t *timings) set(key []byte, v float64) {
+// set takes one key of a "timings" object.
+func (t *Timings) set(key []byte, v float64) {
 	switch string(key) {
 	case "prompt_n":
 		t.PromptN = int64(v)
@@ -58,9 +57,8 @@ func (t *timings) set(key []byte, v float64) {
 	}
 }
 
-type tokens struct{ Tokens }
-
-func (t *tokens) set(key []byte, v float64) {
+// set takes one key of a "usage" object.
+func (t *Tokens) set(key []byte, v float64) {
 	switch string(key) {
 	case "prompt_tokens":
 		t.PromptTokens = int64(v)
@@ -251,14 +249,14 @@ loop:
 	if !s.skip {
 		switch s.which {
 		case 1:
-			t := timings{s.u.Timings} // a later object updates the keys it has, as the stream goes on
+			t := s.u.Timings // a later object updates the keys it has, as the stream goes on
 			if numbers(obj, t.set) {
-				s.u.Timings, s.u.HasTimings = t.Timings, true
+				s.u.Timings, s.u.HasTimings = t, true
 			}
 		case 2:
-			t := tokens{s.u.Tokens}
+			t := s.u.Tokens
 			if numbers(obj, t.set) {
-				s.u.Tokens, s.u.HasUsage = t.Tokens, true
+				s.u.Tokens, s.u.HasUsage = t, true
 			}
 		}
 	}

@@ -26,10 +26,11 @@
 package child
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,15 +99,11 @@ func (s Spec) withDefaults() (Spec, error) {
 			return s, fmt.Errorf("child %q: %w: argument %q is chosen by Start and must not be given", s.Model, ErrStart, a)
 		}
 	}
-	if s.RouterPort == 0 {
-		s.RouterPort = 1
-	}
+	s.RouterPort = cmp.Or(s.RouterPort, 1)
 	if s.RouterPort < 0 || s.RouterPort > 65535 {
 		return s, fmt.Errorf("child %q: %w: router port %d out of range", s.Model, ErrStart, s.RouterPort)
 	}
-	if s.Addrs == nil {
-		s.Addrs = defaultAddrs
-	}
+	s.Addrs = cmp.Or[Addrs](s.Addrs, defaultAddrs)
 	if s.LoadTimeout <= 0 {
 		s.LoadTimeout = DefaultLoadTimeout
 	}
@@ -119,9 +116,7 @@ func (s Spec) withDefaults() (Spec, error) {
 	if s.LogLines <= 0 {
 		s.LogLines = DefaultLogLines
 	}
-	if s.Logger == nil {
-		s.Logger = slog.Default()
-	}
+	s.Logger = cmp.Or(s.Logger, slog.Default())
 	s.Args = append([]string(nil), s.Args...)
 	s.Env = append([]string(nil), s.Env...)
 	return s, nil
@@ -139,19 +134,12 @@ const (
 	Exited                        // the process is gone and reaped; always the last event
 )
 
+var kindNames = [...]string{Loading: "loading", Ready: "ready", Sleeping: "sleeping", Woke: "woke", Exited: "exited"}
+
 // String returns the lower-case name of k.
 func (k EventKind) String() string {
-	switch k {
-	case Loading:
-		return "loading"
-	case Ready:
-		return "ready"
-	case Sleeping:
-		return "sleeping"
-	case Woke:
-		return "woke"
-	case Exited:
-		return "exited"
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
 	}
 	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -178,7 +166,7 @@ type Child struct {
 	onEvent func(Event)
 	log     *slog.Logger
 	ring    *ring
-	client  *probeClient
+	client  *http.Client
 
 	mu   sync.Mutex // guards pid, addr and args, which change when a bind failure forces a restart
 	pid  int
@@ -234,26 +222,6 @@ func (c *Child) PID() int {
 	return c.pid
 }
 
-// Addr returns where the current process listens.
-func (c *Child) Addr() Addr {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.addr
-}
-
-// Port returns the port the child listens on, on 127.0.0.1; 0 when it is on a unix socket.
-func (c *Child) Port() int { return c.Addr().Port }
-
-// Args returns the full argv of the current process, binary first.
-func (c *Child) Args() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.args...)
-}
-
-// URL returns the child's base URL (see Addr.URL: a socket is dialed with Addr.Dial).
-func (c *Child) URL() *url.URL { return c.Addr().URL() }
-
 // Stop asks the child to exit. It does not block and may be called any number
 // of times. Graceful: the exit command is written to the child's stdin; a
 // child that is still loading or never printed state lines (so does not read
@@ -288,13 +256,6 @@ func (c *Child) Done() <-chan struct{} { return c.done }
 // Logs returns a copy of the recent output lines (stdout and stderr merged,
 // state lines left out), oldest first.
 func (c *Child) Logs() []string { return c.ring.snapshot() }
-
-// setProcess records the identity of a newly started process.
-func (c *Child) setProcess(pid int, addr Addr, args []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pid, c.addr, c.args = pid, addr, args
-}
 
 // emit delivers a non-final event unless a Stop has been requested.
 func (c *Child) emit(ev Event) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -111,12 +112,7 @@ var bindFailureMarks = []string{
 // isBindFailure reports whether an output line says the port could not be bound.
 func isBindFailure(line string) bool {
 	lower := strings.ToLower(line)
-	for _, m := range bindFailureMarks {
-		if strings.Contains(lower, m) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(bindFailureMarks, func(m string) bool { return strings.Contains(lower, m) })
 }
 
 // lineTaker is what a lineSink hands lines to: a llama-server's proc or a Process.

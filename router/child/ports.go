@@ -26,22 +26,17 @@ func (a *tcpPorts) Get() (Addr, error) {
 		if err != nil {
 			return Addr{}, err
 		}
-		if a.claim(port) {
+		a.mu.Lock()
+		_, held := a.inUse[port]
+		if !held {
+			a.inUse[port] = struct{}{}
+		}
+		a.mu.Unlock()
+		if !held {
 			return Addr{Port: port}, nil
 		}
 	}
 	return Addr{}, fmt.Errorf("no free port: the OS offered only ports already given to children (%d tries)", maxPortTries)
-}
-
-// claim marks port in use and reports whether it was free.
-func (a *tcpPorts) claim(port int) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, held := a.inUse[port]; held {
-		return false
-	}
-	a.inUse[port] = struct{}{}
-	return true
 }
 
 // Put gives a port back. Putting a port that is not held is a no-op.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -148,7 +149,9 @@ func (c *Child) spawn(addr Addr) (*proc, error) {
 	go errPump.run(p.stderr)
 	p.pid = cmd.Process.Pid
 	close(p.started)
-	c.setProcess(p.pid, addr, append([]string(nil), cmd.Args...))
+	c.mu.Lock()
+	c.pid, c.addr, c.args = p.pid, addr, slices.Clone(cmd.Args)
+	c.mu.Unlock()
 	p.log.Info("llama-server started", "addr", addr, "args", cmd.Args)
 	go func() { p.waitCh <- errPump.wait(cmd) }()
 	return p, nil

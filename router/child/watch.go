@@ -96,20 +96,15 @@ func (w *watch) close() {
 	if w.killTimer != nil {
 		w.killTimer.Stop()
 	}
-	w.c.client.close()
+	w.c.client.CloseIdleConnections() // the process has ended
 }
 
 // exited handles the process's reaping: the output it wrote before exiting is
 // processed first, so a ready line just before a crash still counts.
 func (w *watch) exited(err error) outcome {
 	p := w.p
-	for drained := false; !drained; {
-		select {
-		case m := <-p.states:
-			w.onState(m)
-		default:
-			drained = true
-		}
+	for len(p.states) > 0 { // only this goroutine receives from it
+		w.onState(<-p.states)
 	}
 	for _, s := range []*lineSink{p.stdout, p.stderr} {
 		if l, ok := s.takePartial(); ok {
@@ -121,7 +116,8 @@ func (w *watch) exited(err error) outcome {
 		}
 	}
 	leftovers := errors.Is(err, exec.ErrWaitDelay)
-	if err != nil && !isExitError(err) {
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) { // more than an unsuccessful exit
 		p.log.Warn("waiting for llama-server", "err", err)
 	}
 	if p.os != nil {
@@ -134,12 +130,6 @@ func (w *watch) exited(err error) outcome {
 		bindFailed: !ready && !w.timedOut && p.bindFailed.Load(),
 		deliberate: w.c.stopLevel.Load() != stopNone,
 	}
-}
-
-// isExitError reports whether err only says the process exited unsuccessfully.
-func isExitError(err error) bool {
-	var ee *exec.ExitError
-	return errors.As(err, &ee)
 }
 
 // onStop acts on a raised stop level.
@@ -291,7 +281,7 @@ func (w *watch) startProbe() {
 	}
 	w.probing = true
 	ctx, client, addr, results := w.ctx, w.c.client, w.p.addr, w.p.probes
-	go func() { results <- client.probe(ctx, addr, kind) }()
+	go func() { results <- probe(ctx, client, addr, kind) }()
 }
 
 // onProbe applies a probe result. State lines, when the child prints them,

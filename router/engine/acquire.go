@@ -50,7 +50,7 @@ func (e *Engine) AcquireID(ctx context.Context, id string) (*Lease, error) {
 	known := e.models[id] != nil || e.closed
 	e.mu.Unlock()
 	if !known {
-		e.syncCatalog() // the catalog knows a model the engine has not synced yet
+		e.SyncCatalog() // the catalog knows a model the engine has not synced yet
 	}
 	return e.await(ctx, e.request(id))
 }
@@ -147,15 +147,19 @@ func (e *Engine) finish(w *waiter, r result) (*Lease, error) {
 
 // answer gives w its one result and disarms its deadline. Called with mu held; w is out of the queue.
 func (e *Engine) answer(w *waiter, r result) {
-	if w.done {
-		return
+	if !w.done {
+		w.close()
+		w.ch <- r
 	}
+}
+
+// close marks w answered, or gone, and disarms its deadline. Called with mu held.
+func (w *waiter) close() {
 	w.done = true
 	if w.timer != nil {
 		w.timer.Stop()
 		w.timer = nil
 	}
-	w.ch <- r
 }
 
 // unqueue takes w out of the queue, if it is there. Called with mu held.
@@ -231,11 +235,7 @@ func (e *Engine) leave(w *waiter) (r result, ok bool) {
 			return nil
 		}
 		e.unqueue(w)
-		w.done = true
-		if w.timer != nil {
-			w.timer.Stop()
-			w.timer = nil
-		}
+		w.close()
 		return nil
 	})
 	return r, ok

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -156,31 +157,21 @@ const (
 	CausePinned    Cause = "pinned"     // Pinned changed
 )
 
+// causeMessages are the sentences the stream shows for a change of cause, but for those that name
+// the model they are done for.
+var causeMessages = map[Cause]string{CauseIdle: "idle", CauseAsked: "unload requested", CauseForced: "forced unload",
+	CauseOverLimit: "over the memory limit or max_loaded", CausePressure: "memory pressure", CauseShutdown: "shutting down",
+	CauseDrainOff: "drain called off", CauseWoke: "woke"}
+
 // message is the sentence the stream shows for a change of cause c (forModel: its For).
 func (c Cause) message(forModel string) string {
 	switch c {
-	case CauseIdle:
-		return "idle"
 	case CauseEvicted:
 		return "evicted for " + forModel
 	case CauseFairWait:
 		return "draining for " + forModel + " (fair wait)"
-	case CauseAsked:
-		return "unload requested"
-	case CauseForced:
-		return "forced unload"
-	case CauseOverLimit:
-		return "over the memory limit or max_loaded"
-	case CausePressure:
-		return "memory pressure"
-	case CauseShutdown:
-		return "shutting down"
-	case CauseDrainOff:
-		return "drain called off"
-	case CauseWoke:
-		return "woke"
 	}
-	return string(c)
+	return cmp.Or(causeMessages[c], string(c))
 }
 
 // Budget describes the memory Llamatray may use for models.

@@ -99,11 +99,9 @@ func (e *Engine) KeepAlive(name string, d *time.Duration) error {
 	}
 	e.transact(func(time.Time) []action {
 		if m := e.models[id]; m != nil {
-			if d == nil {
-				m.keepAlive = nil
-			} else {
-				v := *d
-				m.keepAlive = &v
+			m.keepAlive = nil
+			if d != nil {
+				m.keepAlive = new(*d)
 			}
 		}
 		return nil

@@ -18,17 +18,8 @@ func (e *Engine) gpus() []mem.GPU {
 	if !e.sysOK {
 		return nil
 	}
-	g := e.sys.GPUs
-	if len(g) > sched.MaxGPUs {
-		g = g[:sched.MaxGPUs]
-	}
-	if w := e.rpcDevs; len(w) > 0 { // rpcdevices.go
-		g = append(slices.Clip(g), w...)
-		if len(g) > sched.MaxGPUs {
-			g = g[:sched.MaxGPUs]
-		}
-	}
-	return g
+	g := append(slices.Clip(e.sys.GPUs[:e.localGPUs()]), e.rpcDevs...) // the workers' after ours (rpcdevices.go)
+	return g[:min(len(g), sched.MaxGPUs)]
 }
 
 // deviceName is the name of device i.
@@ -58,20 +49,6 @@ func (e *Engine) deviceLimit(g mem.GPU, i int) int64 {
 	return e.o.DeviceLimits[g.Name]
 }
 
-// shares are the devices' weights for splitting an estimate over them (llama.cpp's default layer
-// split weighs devices by their memory): each device's total, or its limit when that is lower.
-func (e *Engine) shares() []int64 {
-	gs := e.gpus()
-	out := make([]int64, len(gs))
-	for i, g := range gs {
-		out[i] = g.Total
-		if l := e.deviceLimit(g, i); l > 0 && l < out[i] {
-			out[i] = l
-		}
-	}
-	return out
-}
-
 // onDevices turns a per-device byte map (a buffer report, a learned footprint) into a Mem: ram as
 // RAM, each known device at its index. Bytes on a device this machine does not have count as RAM, so
 // they are never lost. On unified memory the GPU's bytes are RAM too. Called with mu held.
@@ -91,11 +68,12 @@ func (e *Engine) onDevices(ram int64, devs map[string]int64) sched.Mem {
 	return out
 }
 
-// deviceBytes is m's GPU part by device name (for footprints and logs). Called with mu held.
-func (e *Engine) deviceBytes(m sched.Mem) map[string]int64 {
+// deviceBytes is m's GPU part by device name (for footprints, logs and wait reasons), on the devices
+// where it has some, or with zeros on every device. Called with mu held.
+func (e *Engine) deviceBytes(m sched.Mem, zeros bool) map[string]int64 {
 	var out map[string]int64
 	for i, g := range e.gpus() {
-		if m.GPU[i] > 0 {
+		if m.GPU[i] > 0 || zeros {
 			if out == nil {
 				out = map[string]int64{}
 			}

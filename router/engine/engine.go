@@ -9,6 +9,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,19 +51,9 @@ type Settings struct {
 
 // Options configure an Engine.
 type Options struct {
+	Limits        // the settings that may change while it runs (SetLimits)
 	Catalog       Catalog
 	Settings      func(id string) Settings // nil → zero Settings
-	Binary        string                   // llama-server path; "" → every load fails with NoServerError
-	BinaryHint    string                   // how to install llama-server on this OS
-	MemoryLimit   int64                    // 0 → derived from the machine's available RAM
-	Reserve       int64                    // RAM always left free for the rest of the system
-	MaxLoaded     int                      // 0 = no cap
-	DeviceLimits  map[string]int64         // GPU memory models may use per device, by llama-server's name (Vulkan0) or the driver's; absent = the device's memory
-	FitTarget     bool                     // the llama-server in use takes --fit-target: each child on GPUs is given its device share (fitArgs)
-	QueueTimeout  time.Duration            // default 2m
-	FairWait      time.Duration            // default 30s; negative: off (busy models are never drained for a queued load)
-	LoadTimeout   time.Duration            // default 5m
-	StopTimeout   time.Duration            // default 10s
 	RouterPort    int                      // LLAMA_SERVER_ROUTER_PORT for children
 	Env           []string                 // extra env for children
 	StateDir      string                   // learned footprints are persisted here ("" = not persisted)
@@ -89,7 +80,7 @@ type Engine struct {
 	wg    sync.WaitGroup // background loops
 	spawn sync.WaitGroup // Effects.Spawn calls whose started callback has not returned
 
-	mu       sync.Mutex // guards the live fields of o (see SetLimits), every field below, and every *model reachable from models
+	mu       sync.Mutex // guards o.Limits (see SetLimits), every field below, and every *model reachable from models
 	models   map[string]*model
 	queue    []*waiter // FIFO of requests waiting for a load, a wake or a slot
 	subs     map[*subscriber]struct{}
@@ -115,21 +106,15 @@ func New(o Options) (*Engine, error) {
 	if o.QueueTimeout <= 0 {
 		o.QueueTimeout = 2 * time.Minute
 	}
-	if o.FairWait == 0 {
-		o.FairWait = 30 * time.Second
-	}
+	o.FairWait = cmp.Or(o.FairWait, 30*time.Second)
 	if o.PressureEvery <= 0 {
 		o.PressureEvery = 2 * time.Second
 	}
 	if o.Memory == nil {
 		o.Memory = mem.Machine()
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Effects == nil {
-		o.Effects = ChildEffects{}
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
+	o.Effects = cmp.Or(o.Effects, Effects(ChildEffects{}))
 	if o.MemoryLimit < 0 || o.Reserve < 0 {
 		return nil, fmt.Errorf("engine: negative memory limit or reserve")
 	}
@@ -148,7 +133,7 @@ func New(o Options) (*Engine, error) {
 		models: map[string]*model{},
 		subs:   map[*subscriber]struct{}{},
 	}
-	e.syncCatalog()
+	e.SyncCatalog()
 	return e, nil
 }
 
@@ -157,7 +142,7 @@ func New(o Options) (*Engine, error) {
 func (e *Engine) Start(ctx context.Context) error {
 	e.sample(ctx)
 	changes, cancel := e.o.Catalog.Subscribe()
-	e.syncCatalog() // the catalog may have been scanned before we subscribed
+	e.SyncCatalog() // the catalog may have been scanned before we subscribed
 	e.wg.Add(2)
 	go func() {
 		defer e.wg.Done()
@@ -167,7 +152,7 @@ func (e *Engine) Start(ctx context.Context) error {
 			case <-e.stop:
 				return
 			case <-changes:
-				e.syncCatalog()
+				e.SyncCatalog()
 			}
 		}
 	}()
@@ -184,43 +169,37 @@ func (e *Engine) Start(ctx context.Context) error {
 
 // Limits are the engine settings that may change while it runs (the settings window applies them).
 type Limits struct {
-	Binary       string
-	BinaryHint   string
-	MemoryLimit  int64
-	Reserve      int64
-	MaxLoaded    int
-	DeviceLimits map[string]int64 // per GPU device, by name; nil = each device's own memory
-	FitTarget    bool             // the llama-server takes --fit-target (Options.FitTarget)
-	QueueTimeout time.Duration
-	FairWait     time.Duration // negative: off; 0: unchanged
-	LoadTimeout  time.Duration
-	StopTimeout  time.Duration
+	Binary       string           // llama-server path; "" → every load fails with NoServerError
+	BinaryHint   string           // how to install llama-server on this OS
+	MemoryLimit  int64            // 0 → derived from the machine's available RAM
+	Reserve      int64            // RAM always left free for the rest of the system
+	MaxLoaded    int              // 0 = no cap
+	DeviceLimits map[string]int64 // GPU memory models may use per device, by llama-server's name (Vulkan0) or the driver's; absent = the device's memory
+	FitTarget    bool             // the llama-server in use takes --fit-target: each child on GPUs is given its device share (fitArgs)
+	QueueTimeout time.Duration    // default 2m (SetLimits: <= 0 leaves it unchanged)
+	FairWait     time.Duration    // default 30s (SetLimits: 0 leaves it unchanged); negative: off (busy models are never drained for a queued load)
+	LoadTimeout  time.Duration    // default 5m
+	StopTimeout  time.Duration    // default 10s
 }
 
 // SetLimits applies new limits; models are re-planned at once (a smaller budget does not evict busy
 // models, it only stops idle ones and queues new loads).
 func (e *Engine) SetLimits(l Limits) {
 	e.transact(func(time.Time) []action {
-		e.o.Binary, e.o.BinaryHint = l.Binary, l.BinaryHint
-		e.o.MemoryLimit, e.o.Reserve, e.o.MaxLoaded = max(l.MemoryLimit, 0), max(l.Reserve, 0), l.MaxLoaded
-		e.o.DeviceLimits = maps.Clone(l.DeviceLimits)
-		e.o.FitTarget = l.FitTarget
-		if l.QueueTimeout > 0 {
-			e.o.QueueTimeout = l.QueueTimeout
+		l.MemoryLimit, l.Reserve = max(l.MemoryLimit, 0), max(l.Reserve, 0)
+		l.DeviceLimits = maps.Clone(l.DeviceLimits)
+		if l.QueueTimeout <= 0 {
+			l.QueueTimeout = e.o.QueueTimeout
 		}
-		if l.FairWait != 0 { // negative: off
-			e.o.FairWait = l.FairWait
-		}
-		e.o.LoadTimeout, e.o.StopTimeout = l.LoadTimeout, l.StopTimeout
+		l.FairWait = cmp.Or(l.FairWait, e.o.FairWait) // negative: off
+		e.o.Limits = l
 		return nil
 	})
 }
 
-// SyncCatalog takes in the catalog now, after a scan, rather than when its change notice arrives.
-func (e *Engine) SyncCatalog() { e.syncCatalog() }
-
-// syncCatalog adds catalog models the engine does not know and forgets vanished ones that are idle.
-func (e *Engine) syncCatalog() {
+// SyncCatalog adds catalog models the engine does not know and forgets vanished ones that are idle.
+// It runs when the catalog's change notice arrives; a caller that just scanned calls it at once.
+func (e *Engine) SyncCatalog() {
 	list := e.o.Catalog.Models()
 	settings := make([]Settings, len(list))
 	for i, cm := range list {

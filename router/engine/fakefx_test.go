@@ -279,16 +279,13 @@ func newSync(t testing.TB, tune func(*Options), models ...syncModel) *syncEngine
 		set[m.id] = m.settings
 	}
 	o := Options{
-		Catalog:      cat,
-		Settings:     func(id string) Settings { return set[id] },
-		Binary:       "/usr/bin/llama-server",
-		MemoryLimit:  150 * mib,
-		QueueTimeout: 10 * time.Second,
-		FairWait:     3 * time.Second,
-		LoadTimeout:  time.Minute,
-		Memory:       s.probe,
-		Effects:      s.fx,
-		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Catalog:  cat,
+		Settings: func(id string) Settings { return set[id] },
+		Limits: Limits{Binary: "/usr/bin/llama-server", MemoryLimit: 150 * mib, QueueTimeout: 10 * time.Second,
+			FairWait: 3 * time.Second, LoadTimeout: time.Minute},
+		Memory:  s.probe,
+		Effects: s.fx,
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if tune != nil {
 		tune(&o)

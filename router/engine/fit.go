@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,13 +24,10 @@ var offloadFlags = map[string]bool{
 
 // userOffload reports whether args decide the offload themselves.
 func userOffload(args []string) bool {
-	for _, a := range args {
+	return slices.ContainsFunc(args, func(a string) bool {
 		name, _, _ := strings.Cut(a, "=")
-		if offloadFlags[name] {
-			return true
-		}
-	}
-	return false
+		return offloadFlags[name]
+	})
 }
 
 // fitted is whether m's child is given its device shares as --fit-target (when it runs on GPUs):
@@ -39,11 +37,11 @@ func (e *Engine) fitted(m *model) bool { return e.o.FitTarget && !userOffload(m.
 
 // fitArgs is what startModel adds to m's command line: --fit-target with each device's margin
 // (sched.Margins), in MiB, unless the llama-server in use does not take it or the user's args decide
-// the offload. A child without --rpc sees this machine's devices only. Called with mu held, after m's
-// plan (held) is set.
+// the offload, or the child uses workers: --fit-target lists this machine's devices only, and the
+// workers' would come after them. Called with mu held, after m's plan (held) and workers are set.
 func (e *Engine) fitArgs(m *model) []string {
 	n := e.localGPUs()
-	if !e.fitted(m) || n == 0 {
+	if !e.fitted(m) || n == 0 || len(m.workers) > 0 {
 		return nil
 	}
 	free := e.deviceFree()

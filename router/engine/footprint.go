@@ -163,9 +163,7 @@ func (f *footprints) lookup(key, legacy string) footprint {
 }
 
 func (f footprint) clone() footprint {
-	if f.Devices != nil {
-		f.Devices = maps.Clone(f.Devices)
-	}
+	f.Devices = maps.Clone(f.Devices) // nil stays nil
 	return f
 }
 

@@ -73,7 +73,7 @@ func TestFootprintsSharedPerSetting(t *testing.T) {
 			cat.models[i].Path, cat.models[i].Files = "/models/tiny.gguf", []string{"/models/tiny.gguf"}
 		}
 		cat.mu.Unlock()
-		s.e.syncCatalog()
+		s.e.SyncCatalog()
 		return s
 	}
 	s := start()

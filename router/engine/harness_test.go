@@ -135,14 +135,10 @@ func newHarness(t *testing.T, tune func(*Options), models ...fakeModel) *harness
 		pinned[fm.id] = fm.pinned
 	}
 	o := Options{
-		Catalog:       h.cat,
-		Settings:      func(id string) Settings { return Settings{CtxSize: 512, Pinned: pinned[id]} },
-		Binary:        bin,
-		MemoryLimit:   4 << 30,
-		QueueTimeout:  10 * time.Second,
-		FairWait:      30 * time.Second,
-		LoadTimeout:   20 * time.Second,
-		StopTimeout:   2 * time.Second,
+		Catalog:  h.cat,
+		Settings: func(id string) Settings { return Settings{CtxSize: 512, Pinned: pinned[id]} },
+		Limits: Limits{Binary: bin, MemoryLimit: 4 << 30, QueueTimeout: 10 * time.Second, FairWait: 30 * time.Second,
+			LoadTimeout: 20 * time.Second, StopTimeout: 2 * time.Second},
 		StateDir:      filepath.Join(h.dir, "state"),
 		Memory:        h.probe,
 		PressureEvery: 100 * time.Millisecond,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llamatray/llamatray/router/child"
+	"github.com/llamatray/llamatray/router/internal/backoff"
 	"github.com/llamatray/llamatray/router/sched"
 )
 
@@ -17,7 +18,6 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 	e.gen++
 	m.gen = e.gen
 	m.state = StateLoading
-	m.spawning = true
 	m.stopReq, m.forceReq = false, false
 	m.progress = 0
 	m.errMsg = ""
@@ -31,9 +31,6 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 	m.lastUsed = now
 	m.args = e.args(m)
 	m.fit = e.fitArgs(m)
-	if len(m.workers) > 0 {
-		m.fit = nil // --fit-target lists this machine's devices only; the workers' come after them
-	}
 	m.binary = e.o.Binary
 	spec := child.Spec{
 		Model:       m.id,
@@ -46,7 +43,7 @@ func (e *Engine) startModel(m *model, now time.Time) action {
 		StopTimeout: e.o.StopTimeout,
 		Logger:      e.log,
 	}
-	e.log.Info("loading model", "model", m.id, "need_mib", e.shown(m.held)>>20, "need_devices_mib", mibPerDevice(e.deviceBytes(m.held)), "learned", !m.learned.zero(), "fit", m.fit)
+	e.log.Info("loading model", "model", m.id, "need_mib", e.shown(m.held)>>20, "need_devices_mib", mibPerDevice(e.deviceBytes(m.held, false)), "learned", !m.learned.zero(), "fit", m.fit)
 	e.publish(Event{Kind: EventState, Model: m.id, State: m.state, Active: m.leases})
 	return action{start: &spec, workers: m.workers, id: m.id, gen: m.gen}
 }
@@ -98,7 +95,6 @@ func (e *Engine) childEvent(m *model, ev child.Event, now time.Time) []action {
 		switch m.state {
 		case StateLoading:
 			m.state = StateLoaded
-			m.readyAt = now
 			m.progress = 1
 			m.failures = 0 // a good load: the next crash's backoff starts from the beginning
 			if ev.Buffers != nil {
@@ -149,7 +145,6 @@ func (e *Engine) exited(m *model, ev child.Event, now time.Time) []action {
 	m.exitCode = &code
 	m.logTail = append([]string(nil), ev.LogTail...)
 	m.child, m.pid, m.port, m.socket, m.base = nil, 0, 0, "", nil
-	m.spawning = false
 	deliberate := ev.Deliberate || m.state == StateStopping
 	var acts []action
 	if lost := m.lostFor(m.gen); lost != nil {
@@ -195,12 +190,11 @@ func (e *Engine) fail(m *model, reason string, code *int, cause error, now time.
 	m.state = StateFailed
 	m.errMsg = reason
 	if code != nil {
-		c := *code
-		m.exitCode = &c
+		m.exitCode = new(*code)
 	}
 	m.failures++
 	m.failedAt = now
-	m.nextRetry = now.Add(retryWait(m.failures))
+	m.nextRetry = now.Add(backoff.Doubling(time.Second, time.Minute, m.failures-1)) // 1 s doubling, at most 60 s
 	m.held, m.measured, m.devices = sched.Mem{}, sched.Mem{}, sched.Mem{}
 	le := e.loadError(m)
 	le.Err = cause

@@ -22,7 +22,6 @@ type model struct {
 	state    State
 	gen      uint64 // generation of the current child
 	child    Proc
-	spawning bool // child.Start is running outside the lock
 	stopReq  bool // stop as soon as the child is registered
 	forceReq bool
 	pid      int
@@ -62,7 +61,6 @@ type model struct {
 	logTail   []string
 	failures  int
 	nextRetry time.Time
-	readyAt   time.Time
 
 	stopped []chan struct{} // closed when the current child is gone
 
@@ -83,8 +81,15 @@ func (e *Engine) need(m *model) sched.Mem {
 		est = sched.Split(m.learned.RAM, m.learned.VRAM, layers, e.sharesFor(m))
 	default:
 		est = sched.Split(m.entry.Estimate.RAM, m.entry.Estimate.VRAM, layers, e.sharesFor(m))
+		// A child that cannot correct the estimate itself (the user fixed the offload, or the
+		// llama-server takes no --fit-target) gets each device's share padded by 1/8: the
+		// catalog's estimate runs below llama.cpp's buffers (compute buffers, alignment), by 11%
+		// for a small model on Vulkan, and a child given -ngl takes what it takes. Once the model
+		// has loaded, its learned footprint replaces the estimate.
 		if !e.fitted(m) {
-			est = padUnfitted(est)
+			for i, n := range est.GPU {
+				est.GPU[i] = n + n/8
+			}
 		}
 	}
 	if e.sys.Unified {
@@ -94,18 +99,6 @@ func (e *Engine) need(m *model) sched.Mem {
 	}
 	if est.RAM <= 0 {
 		est.RAM = m.entry.SizeBytes
-	}
-	return est
-}
-
-// padUnfitted pads each device's share of an estimate for a child that cannot correct it itself
-// (the user fixed the offload, or the llama-server takes no --fit-target): the catalog's estimate
-// runs below llama.cpp's buffers (compute buffers, alignment), by 11% for a small model on Vulkan,
-// and a child given -ngl takes what it takes. The pad is 1/8 of the share; once the model has
-// loaded, its learned footprint replaces the estimate.
-func padUnfitted(est sched.Mem) sched.Mem {
-	for i, n := range est.GPU {
-		est.GPU[i] = n + n/8
 	}
 	return est
 }
@@ -137,24 +130,16 @@ func (e *Engine) status(m *model) ModelStatus {
 	if m.state.Running() {
 		s.Binary = m.binary
 		s.MemoryBytes = e.shown(m.measured)
-		s.HeldGPU = e.deviceBytes(m.held)
+		s.HeldGPU = e.deviceBytes(m.held, false)
 	}
 	if m.exitCode != nil {
-		c := *m.exitCode
-		s.ExitCode = &c
+		s.ExitCode = new(*m.exitCode)
 	}
 	if m.wait != nil && s.Queued > 0 {
 		s.Wait = m.wait.clone()
 	}
-	if due, ok := e.unloadDue(m); ok {
-		s.UnloadAt = due
-	}
+	s.UnloadAt, _ = sched.UnloadDue(e.schedModel(m)) // zero when none: never while a request is queued for it
 	return s
-}
-
-// unloadDue says when the idle timer will stop m (never while a request is queued for it).
-func (e *Engine) unloadDue(m *model) (time.Time, bool) {
-	return sched.UnloadDue(e.schedModel(m))
 }
 
 // unloadAfter is m's idle-unload time: its keep-alive when set (0: as soon as it is idle, negative:
@@ -185,10 +170,7 @@ func (e *Engine) args(m *model) []string {
 		a = append(a, "--embeddings") // an embedding model: llama-server serves /v1/embeddings only with it
 	}
 	if m.set.IdleSleep > 0 {
-		secs := int(m.set.IdleSleep.Round(time.Second) / time.Second)
-		if secs < 1 {
-			secs = 1
-		}
+		secs := max(int(m.set.IdleSleep.Round(time.Second)/time.Second), 1)
 		a = append(a, "--sleep-idle-seconds", strconv.Itoa(secs))
 	}
 	return append(a, m.set.Args...)
@@ -214,14 +196,14 @@ func (e *Engine) room() sched.Room {
 	for i, g := range e.gpus() {
 		// What the device has free, plus what our children hold on it. On unified memory the
 		// working-set limit is the device's whole budget: other programs' use shows in RAM.
-		b := max(g.Free+ours.GPU[i], 0)
+		b, c := max(g.Free+ours.GPU[i], 0), g.Total
 		if e.sys.Unified {
 			b = g.Total
 		}
 		if l := e.deviceLimit(g, i); l > 0 {
-			b = min(b, l)
+			b, c = min(b, l), min(c, l)
 		}
-		r.Budget.GPU[i] = b
+		r.Budget.GPU[i], r.Ceiling.GPU[i] = b, c
 	}
 	switch {
 	case e.o.MemoryLimit > 0 && (!e.sysOK || e.o.MemoryLimit < r.Budget.RAM):
@@ -230,29 +212,16 @@ func (e *Engine) room() sched.Room {
 		// No measurement and no limit: count slots only rather than refuse everything.
 		r.Budget.RAM = math.MaxInt64 / 4
 	}
-	if r.Budget.RAM < 0 {
-		r.Budget.RAM = 0
+	r.Budget.RAM = max(r.Budget.RAM, 0)
+	// The ceiling is the most the budget can ever be: the configured limit, else all RAM minus the
+	// reserve, and each device's memory (or its configured limit). A model over it gets
+	// TooLargeError at once; one that is only over the current budget waits.
+	r.Ceiling.RAM = e.o.MemoryLimit
+	if total := e.sys.Total - e.o.Reserve; e.sysOK && (r.Ceiling.RAM == 0 || total < r.Ceiling.RAM) {
+		r.Ceiling.RAM = total
 	}
-	r.Ceiling = e.ceiling(r.Budget)
+	r.Ceiling = r.Ceiling.Max(r.Budget)
 	return r
-}
-
-// ceiling is the most the budget can ever be: the configured limit, else all RAM minus the reserve,
-// and each device's memory (or its configured limit). A model over it gets TooLargeError at once; one that is only over the current budget waits.
-func (e *Engine) ceiling(budget sched.Mem) sched.Mem {
-	c := sched.Mem{RAM: e.o.MemoryLimit}
-	if e.sysOK {
-		if total := e.sys.Total - e.o.Reserve; c.RAM == 0 || total < c.RAM {
-			c.RAM = total
-		}
-	}
-	for i, g := range e.gpus() {
-		c.GPU[i] = g.Total
-		if l := e.deviceLimit(g, i); l > 0 {
-			c.GPU[i] = min(c.GPU[i], l)
-		}
-	}
-	return c.Max(budget)
 }
 
 // queued counts waiters for id.

@@ -108,7 +108,7 @@ func (e *Engine) applySample(sys mem.System, sysErr error, pids []pidSample, vra
 			}
 			if peak := m.peak.Max(m.measured); peak != m.peak {
 				m.peak = peak
-				fp := footprint{RAM: peak.RAM, Devices: e.deviceBytes(peak)}
+				fp := footprint{RAM: peak.RAM, Devices: e.deviceBytes(peak, false)}
 				if e.sys.Unified {
 					fp.RAM -= peak.VRAM() // need adds the GPU's part back
 				}

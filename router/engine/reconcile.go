@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/llamatray/llamatray/router/internal/backoff"
 	"github.com/llamatray/llamatray/router/sched"
 )
 
@@ -210,7 +209,7 @@ func (e *Engine) failure(m *model, st sched.Step) error {
 	case sched.FailTooLarge:
 		return e.tooLarge(m.id, st.Need, e.room().Ceiling)
 	case sched.FailRefused:
-		return refusal(m)
+		return &LoadError{Model: m.id, Reason: m.set.Refuse, Err: errors.New(m.set.Refuse)}
 	}
 	return e.loadError(m)
 }
@@ -229,23 +228,14 @@ func (e *Engine) setDraining(m *model, c Cause, forModel string) {
 	e.publish(Event{Kind: EventState, Model: m.id, State: m.state, Active: m.leases, Cause: c, For: forModel, Message: c.message(forModel)})
 }
 
-// refusal is the error of a load m's settings refuse (Settings.Refuse).
-func refusal(m *model) *LoadError {
-	return &LoadError{Model: m.id, Reason: m.set.Refuse, Err: errors.New(m.set.Refuse)}
-}
-
 // loadError describes why m is failed.
 func (e *Engine) loadError(m *model) *LoadError {
 	le := &LoadError{Model: m.id, Reason: m.errMsg, LogTail: append([]string(nil), m.logTail...), RetryAt: m.nextRetry}
 	if m.exitCode != nil {
-		c := *m.exitCode
-		le.ExitCode = &c
+		le.ExitCode = new(*m.exitCode)
 	}
 	if le.Reason == "" {
 		le.Reason = "unknown error"
 	}
 	return le
 }
-
-// retryWait is the wait before the n-th retry of a failed model: 1 s doubling, at most 60 s.
-func retryWait(n int) time.Duration { return backoff.Doubling(time.Second, time.Minute, n-1) }

@@ -24,7 +24,7 @@ func TestRefuseFailsQueuedRequests(t *testing.T) {
 	testbedWaitQueued(h, "a", 1)
 
 	refuse.Store("draft model d is gone")
-	h.e.syncCatalog()
+	h.e.SyncCatalog()
 	select {
 	case r := <-ac:
 		var le *LoadError

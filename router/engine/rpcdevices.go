@@ -26,29 +26,22 @@ type WorkerDevice struct {
 	Free   int64
 }
 
-// workerDevices are the configured workers' devices now, by worker name then order; none without
-// links (e.gpus uses those of the last sample, e.rpcDevs). Called with mu held (Workers.Devices
-// takes no lock of the engine's and does no I/O).
-func (e *Engine) workerDevices() []mem.GPU {
-	if e.o.Workers == nil {
-		return nil
-	}
-	ds := e.o.Workers.Devices()
-	slices.SortStableFunc(ds, func(a, b WorkerDevice) int { return strings.Compare(a.Worker, b.Worker) })
-	out := make([]mem.GPU, 0, len(ds))
-	for _, d := range ds {
-		name := d.Worker + "/" + d.Name
-		out = append(out, mem.GPU{Device: name, Name: name, Total: d.Total, Free: d.Free})
-	}
-	return out
-}
-
 // takeWorkerDevices reads the workers' devices (at each memory sample, so the device order changes
 // only there) and, when the workers' devices change (one listed for the first time, before
 // another's), moves what every model holds, was planned with and measured to each device's new
 // index, by name. Called with mu held, sys already set.
 func (e *Engine) takeWorkerDevices(before []string) {
-	e.rpcDevs = e.workerDevices()
+	// The configured workers' devices now, by worker name then order; none without links.
+	// Workers.Devices takes no lock of the engine's and does no I/O.
+	e.rpcDevs = nil
+	if e.o.Workers != nil {
+		ds := e.o.Workers.Devices()
+		slices.SortStableFunc(ds, func(a, b WorkerDevice) int { return strings.Compare(a.Worker, b.Worker) })
+		for _, d := range ds {
+			name := d.Worker + "/" + d.Name
+			e.rpcDevs = append(e.rpcDevs, mem.GPU{Device: name, Name: name, Total: d.Total, Free: d.Free})
+		}
+	}
 	after := e.deviceNames()
 	n := e.localGPUs()
 	if slices.Equal(before, after) || len(before) < n || !slices.Equal(before[:n], after[:n]) {
@@ -104,17 +97,23 @@ func workerOf(device string) string {
 	return w
 }
 
-// sharesFor are the shares (shares) m's estimate is split by: this machine's devices and the
-// devices of m's own workers. Called with mu held.
+// sharesFor are the devices' weights m's estimate is split by (llama.cpp's default layer split
+// weighs devices by their memory): each device's total, or its limit when that is lower, on this
+// machine's devices and those of m's own workers. Called with mu held.
 func (e *Engine) sharesFor(m *model) []int64 {
-	out := e.shares()
 	ws := m.set.Workers
 	if m.state.Running() {
 		ws = m.workers
 	}
-	for i, g := range e.gpus() {
+	gs := e.gpus()
+	out := make([]int64, len(gs))
+	for i, g := range gs {
 		if w := workerOf(deviceName(g, i)); w != "" && i >= e.localGPUs() && !slices.Contains(ws, w) {
-			out[i] = 0
+			continue
+		}
+		out[i] = g.Total
+		if l := e.deviceLimit(g, i); l > 0 && l < out[i] {
+			out[i] = l
 		}
 	}
 	return out

@@ -77,9 +77,6 @@ func (e *Engine) Budget() Budget {
 			}
 		}
 	}
-	b.Free = b.Limit - b.Used
-	if b.Free < 0 {
-		b.Free = 0
-	}
+	b.Free = max(b.Limit-b.Used, 0)
 	return b
 }

@@ -23,14 +23,9 @@ type action struct {
 // transact is the engine's one way to change state: decide runs under mu (with the engine clock's
 // now) and returns the actions it decided; reconcile then makes every further decision the new state
 // calls for, in the same critical section; the actions of both are carried out through the effects
-// once mu is released. decide may be nil (reconcile only).
+// once mu is released.
 func (e *Engine) transact(decide func(now time.Time) []action) {
-	e.transactOr(func(now time.Time) ([]action, bool) {
-		if decide == nil {
-			return nil, true
-		}
-		return decide(now), true
-	})
+	e.transactOr(func(now time.Time) ([]action, bool) { return decide(now), true })
 }
 
 // transactOr is transact for a change that may call for no decision at all: decide also says
@@ -86,7 +81,6 @@ func (e *Engine) spawned(id string, gen uint64, p Proc, err error) {
 			}
 			return nil
 		}
-		m.spawning = false
 		var we *WorkerError
 		if errors.As(err, &we) {
 			e.log.Error("worker check failed", "model", id, "worker", we.Worker, "err", err)

@@ -15,8 +15,8 @@ import (
 // setWait gives m the reason w that the plan decided, and publishes a queue event when its kind or
 // its place in line changed. Called with mu held.
 func (e *Engine) setWait(m *model, w *sched.Wait) {
-	r := &WaitReason{Kind: w.Kind, Position: w.Position, Since: w.Since, Need: e.shown(w.Need), NeedGPU: e.deviceBytes(w.Need),
-		Free: e.shown(w.Free), FreeGPU: e.freeDevices(w.Free), Victims: e.waitModels(w.Victims), Holders: e.waitModels(w.Holders),
+	r := &WaitReason{Kind: w.Kind, Position: w.Position, Since: w.Since, Need: e.shown(w.Need), NeedGPU: e.deviceBytes(w.Need, false),
+		Free: e.shown(w.Free), FreeGPU: e.deviceBytes(w.Free, true), Victims: e.waitModels(w.Victims), Holders: e.waitModels(w.Holders),
 		BusySince: w.BusySince, DrainAt: w.DrainAt, MaxLoaded: w.MaxLoaded, Behind: w.Behind, Worker: w.Worker, Turn: w.Turn}
 	prev := m.wait
 	m.wait = r
@@ -33,18 +33,6 @@ func (e *Engine) waitModels(ids []string) []WaitModel {
 		if m := e.models[id]; m != nil {
 			out = append(out, WaitModel{ID: id, State: m.state, Active: m.leases, Pinned: m.pinned})
 		}
-	}
-	return out
-}
-
-// freeDevices is free memory on each GPU device by name, zeros included. Called with mu held.
-func (e *Engine) freeDevices(free sched.Mem) map[string]int64 {
-	var out map[string]int64
-	for i, g := range e.gpus() {
-		if out == nil {
-			out = map[string]int64{}
-		}
-		out[deviceName(g, i)] = free.GPU[i]
 	}
 	return out
 }

@@ -63,7 +63,7 @@ func newFakeEngine() *fakeEngine {
 		subscribed: make(chan struct{}, 16),
 		budget:     engine.Budget{Limit: 8 << 30, Used: 1 << 30, Free: 7 << 30, MaxLoaded: 2, Loaded: 1},
 	}
-	eng, err := engine.New(engine.Options{Catalog: leaseCatalog{f}, Binary: "llama-server", MemoryLimit: 1 << 40,
+	eng, err := engine.New(engine.Options{Catalog: leaseCatalog{f}, Limits: engine.Limits{Binary: "llama-server", MemoryLimit: 1 << 40},
 		Effects: upstreamFX{f: f}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		panic(err)

@@ -1,8 +1,6 @@
 package mem
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -34,9 +32,8 @@ var deviceLine = regexp.MustCompile(`^\s*([A-Za-z][A-Za-z_]*\d+):\s+(.*?)\s*\((\
 // (the "Available devices:" header, "(none)", backend load messages) are skipped.
 func ParseListDevices(b []byte) []Device {
 	var out []Device
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		m := deviceLine.FindStringSubmatch(sc.Text())
+	for line := range strings.Lines(string(b)) {
+		m := deviceLine.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}

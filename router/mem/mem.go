@@ -3,8 +3,6 @@
 package mem
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -38,15 +36,6 @@ type System struct {
 	Unified   bool // GPU memory is system RAM (Apple silicon)
 }
 
-// VRAM sums the GPUs.
-func (s System) VRAM() (total, free int64) {
-	for _, g := range s.GPUs {
-		total += g.Total
-		free += g.Free
-	}
-	return total, free
-}
-
 // Probe measures memory. The engine takes one so tests can inject pressure.
 type Probe interface {
 	System(ctx context.Context) (System, error)
@@ -64,40 +53,26 @@ func Machine() Probe {
 	return machine{smi: findSMI(), nv: loadNVML()}
 }
 
-// nvmlLoaded keeps each NVML library loaded and initialised once per process, by path.
-var nvmlLoaded struct {
-	mu   sync.Mutex // guards libs
-	libs map[string]*nvmlLib
-}
+// nvmlLoaded keeps each NVML library loaded and initialised once per process, by path: its
+// *nvmlLib, nil when it did not start.
+var nvmlLoaded sync.Map
 
 // loadNVML loads and initialises NVML (envconfig.NVMLLib, else the driver's); nil when it is not there or
 // fails to start (no NVIDIA driver), and then nvidia-smi is asked instead.
 func loadNVML() *nvmlLib {
-	path := envconfig.NVMLLib.Get()
-	path = cmp.Or(path, nvmlDefault)
+	path := cmp.Or(envconfig.NVMLLib.Get(), nvmlDefault)
 	if path == "" {
 		return nil
 	}
-	nvmlLoaded.mu.Lock()
-	n, ok := nvmlLoaded.libs[path]
-	nvmlLoaded.mu.Unlock()
-	if ok {
-		return n
+	if n, ok := nvmlLoaded.Load(path); ok {
+		return n.(*nvmlLib)
 	}
-	n, err := openNVML(path) // outside the lock: it loads a library and starts the driver's side
-	if err != nil {
-		n = nil
-	}
-	nvmlLoaded.mu.Lock()
-	defer nvmlLoaded.mu.Unlock()
-	if first, ok := nvmlLoaded.libs[path]; ok { // another probe loaded it meanwhile
+	// Under no lock: it loads a library and starts the driver's side; nil when it fails.
+	n, _ := openNVML(path)
+	if first, loaded := nvmlLoaded.LoadOrStore(path, n); loaded { // another probe loaded it meanwhile
 		n.close()
-		return first
+		return first.(*nvmlLib)
 	}
-	if nvmlLoaded.libs == nil {
-		nvmlLoaded.libs = map[string]*nvmlLib{}
-	}
-	nvmlLoaded.libs[path] = n
 	return n
 }
 
@@ -186,9 +161,8 @@ func (m machine) run(ctx context.Context, args ...string) ([]byte, error) {
 // (MiB values).
 func ParseGPUs(b []byte) []GPU {
 	var out []GPU
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Split(sc.Text(), ",")
+	for line := range strings.Lines(string(b)) {
+		f := strings.Split(line, ",")
 		if len(f) != 3 {
 			continue
 		}
@@ -205,9 +179,8 @@ func ParseGPUs(b []byte) []GPU {
 // ParseComputeApps reads `nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits`.
 func ParseComputeApps(b []byte) map[int]int64 {
 	out := map[int]int64{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Split(sc.Text(), ",")
+	for line := range strings.Lines(string(b)) {
+		f := strings.Split(line, ",")
 		if len(f) != 2 {
 			continue
 		}

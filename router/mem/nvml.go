@@ -31,7 +31,6 @@ const nvmlNameSize = 96
 
 // nvmlLib is an initialised NVML. Its functions are safe for concurrent use (NVML is thread-safe).
 type nvmlLib struct {
-	path     string
 	shutdown func() int32
 	count    func(*uint32) int32
 	handle   func(uint32, *uintptr) int32
@@ -62,7 +61,7 @@ func openNVML(path string) (*nvmlLib, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading NVML (%s): %w", path, err)
 	}
-	n := &nvmlLib{path: path}
+	n := &nvmlLib{}
 	var initFn func() int32
 	for _, f := range []struct {
 		name string

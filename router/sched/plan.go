@@ -235,12 +235,9 @@ func (p *planner) queued(id string) int {
 
 // dequeue takes every waiter of id out of the queue and returns how many there were.
 func (p *planner) dequeue(id string) int {
-	n := 0
+	n := p.queued(id)
 	for i, w := range p.queue {
-		if !p.gone[i] && w.Model == id {
-			p.gone[i] = true
-			n++
-		}
+		p.gone[i] = p.gone[i] || w.Model == id
 	}
 	return n
 }

@@ -198,26 +198,15 @@ func newService(cfg config.Config, o Options) (*Service, error) {
 
 func (s *Service) newEngine() error {
 	cfg := s.config()
-	lim := limits(cfg, s.LlamaServer())
 	eng, err := engine.New(engine.Options{
-		Catalog:      s.cat,
-		Settings:     s.settings,
-		Binary:       lim.Binary,
-		BinaryHint:   lim.BinaryHint,
-		MemoryLimit:  lim.MemoryLimit,
-		Reserve:      lim.Reserve,
-		MaxLoaded:    lim.MaxLoaded,
-		DeviceLimits: lim.DeviceLimits,
-		FitTarget:    lim.FitTarget,
-		QueueTimeout: lim.QueueTimeout,
-		FairWait:     lim.FairWait,
-		LoadTimeout:  lim.LoadTimeout,
-		StopTimeout:  lim.StopTimeout,
-		RouterPort:   portOf(cfg.Listen),
-		Env:          s.o.Env,
-		StateDir:     stateDir(),
-		Memory:       s.o.Memory,
-		Workers:      s.workers,
+		Limits:     limits(cfg, s.LlamaServer()),
+		Catalog:    s.cat,
+		Settings:   s.settings,
+		RouterPort: portOf(cfg.Listen),
+		Env:        s.o.Env,
+		StateDir:   stateDir(),
+		Memory:     s.o.Memory,
+		Workers:    s.workers,
 		OnStop: func(id string) {
 			if h := s.handler.Load(); h != nil {
 				h.DropIdle(id)
