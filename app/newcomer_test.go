@@ -65,6 +65,12 @@ func TestNewcomerPath(t *testing.T) {
 	}
 	cfg := config.Default() // what a first start has, but another port than 8080
 	cfg.Listen = "127.0.0.1:" + strconv.Itoa(testbed.FreePort(t))
+	if real != "" {
+		// The starter stand-in is a tiny model of random weights that rarely says its end
+		// token: its answers would run to the context's end (thousands of tokens, minutes on a
+		// loaded machine). A default length bounds them, as a real model's end token does.
+		cfg.Defaults.Args = []string{"--n-predict", "64"}
+	}
 	svc, sb := startedService(t, cfg)
 	if s := sb.Snapshot(); s.Server.Path != "" || len(s.Models) != 0 {
 		t.Fatalf("not an empty home: llama-server %q, %d models", s.Server.Path, len(s.Models))
