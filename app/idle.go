@@ -60,23 +60,20 @@ var noX = xConn{fd: -1}
 type loopPark struct {
 	w      *waker      // kicks and the wait itself (idle_linux.go, idle_other.go)
 	queued atomic.Bool // a park is scheduled, queued or running
-
-	// UI thread
-	x       xConn // looked up on the first park, once GLFW has opened the display
-	xLooked bool
+	// xconn is the X connection (xConnection), looked up by each park and never kept: once Fyne's
+	// loop has ended, fyne.Do runs a park at once on its caller's goroutine, and GLFW has closed
+	// the display by then (the lookup then finds none).
+	xconn func() xConn
 }
 
-func newLoopPark() *loopPark { return &loopPark{w: newWaker(), x: noX} }
+func newLoopPark() *loopPark { return &loopPark{w: newWaker(), xconn: xConnection} }
 
 // kick wakes a parked loop, or keeps the next park from waiting. It never blocks.
 func (p *loopPark) kick() { p.w.kick() }
 
 // wait blocks the UI thread until kicked, an X event is waiting, or d has passed.
 func (p *loopPark) wait(d time.Duration) wakeReason {
-	if !p.xLooked {
-		p.x, p.xLooked = xConnection(), true
-	}
-	return p.w.wait(p.x, d)
+	return p.w.wait(p.xconn(), d)
 }
 
 // settle parks Fyne's loop soon, unless something shown animates or a park is already on its way.

@@ -15,7 +15,7 @@ import (
 func parkTestUI() (*ui, chan func()) {
 	queue := make(chan func(), 16)
 	p := newLoopPark()
-	p.xLooked = true // no X connection in a unit test
+	p.xconn = func() xConn { return noX } // no X connection in a unit test
 	u := &ui{park: p}
 	u.loopDo = func(f func()) { queue <- f }
 	return u, queue

@@ -17,8 +17,8 @@ import (
 	"github.com/go-gl/glfw/v3.3/glfw"
 )
 
-// xConnection is the X connection GLFW opened for Fyne's loop, or noX. It runs on the UI thread,
-// after GLFW is initialised (a park runs only inside Fyne's loop).
+// xConnection is the X connection GLFW opened for Fyne's loop, or noX: before GLFW is
+// initialised and after it has ended (Fyne's loop is over, and a park runs on another goroutine).
 func xConnection() (x xConn) {
 	defer func() {
 		if recover() != nil { // GLFW reports an error by panicking: no X display
