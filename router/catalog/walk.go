@@ -351,7 +351,7 @@ func Splits[T any](files []T, loc func(T) (dir, name string), bad func(of T, fir
 	}
 	for _, k := range keys {
 		shards := groups[k]
-		byNo := make([]*T, k.total+1)
+		byNo := make(map[int]*T, len(shards)) // not total's size: a name may declare 99999 shards
 		var why string
 		for i := range shards {
 			_, name := loc(shards[i])
@@ -365,13 +365,16 @@ func Splits[T any](files []T, loc func(T) (dir, name string), bad func(of T, fir
 				byNo[sh.N] = &shards[i]
 			}
 		}
-		var missing []string
-		for n := 1; n <= k.total && why == ""; n++ {
-			if byNo[n] == nil {
-				missing = append(missing, strconv.Itoa(n))
+		if why == "" && len(byNo) < k.total {
+			var missing []string // the first few; a count says the rest
+			for n := 1; n <= k.total && len(missing) < 8; n++ {
+				if byNo[n] == nil {
+					missing = append(missing, strconv.Itoa(n))
+				}
 			}
-		}
-		if why == "" && len(missing) > 0 {
+			if more := k.total - len(byNo) - len(missing); more > 0 {
+				missing = append(missing, fmt.Sprintf("%d more", more))
+			}
 			why = fmt.Sprintf("split model is missing shard %s of %d", strings.Join(missing, ", "), k.total)
 		}
 		if why != "" {
