@@ -46,7 +46,7 @@ func (s *server) accept(ln net.Listener) error {
 // take admits c to its handshake, handled on a goroutine of its own; a connection past the bounds
 // on handshakes is closed (or closes the oldest).
 func (s *server) take(c net.Conn) {
-	if !s.conns.add(c) {
+	if s.ctx.Err() != nil || !s.conns.add(c) { // ending: no new handshake, even before closeAll
 		c.Close()
 		return
 	}
@@ -99,13 +99,17 @@ func (cs *connSet) isClosed() bool {
 	return cs.closed
 }
 
-// closeAll closes every connection added, and refuses those added from now on.
-func (cs *connSet) closeAll() {
+// shut refuses the connections added from now on and returns those added, to be closed.
+func (cs *connSet) shut() []net.Conn {
 	cs.mu.Lock()
+	defer cs.mu.Unlock()
 	cs.closed = true
-	conns := slices.Collect(maps.Keys(cs.m))
-	cs.mu.Unlock()
-	for _, c := range conns {
+	return slices.Collect(maps.Keys(cs.m))
+}
+
+// closeAll shuts cs and closes every connection added.
+func (cs *connSet) closeAll() {
+	for _, c := range cs.shut() {
 		c.Close()
 	}
 }

@@ -65,8 +65,11 @@ func (e *End) Bytes() (sent, received int64) { return e.sent.Load(), e.received.
 
 // Close closes the listener and every link, and waits for their goroutines.
 func (e *End) Close() error {
-	e.conns.closeAll()
+	conns := e.conns.shut() // first, so that accept takes the listener's end for Close's
 	err := e.ln.Close()
+	for _, c := range conns {
+		c.Close()
+	}
 	e.wg.Wait()
 	return err
 }
