@@ -29,6 +29,11 @@ func (s *Service) PeersChanged() <-chan struct{} { return s.peers.Changed() }
 // AddPeer adds peer p to the configuration, or changes the one of its name, and reads it at once.
 // With no name, the name is made from the URL's host.
 func (s *Service) AddPeer(p wire.PeerAdd) error {
+	if p.Name != "" { // a name given is checked first, the URL then
+		if err := config.CheckPeerName(p.Name); err != nil {
+			return err
+		}
+	}
 	name, u, err := config.PeerOf(p.Name, p.URL)
 	if err != nil {
 		return err
