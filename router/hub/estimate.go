@@ -107,6 +107,9 @@ func (c *Client) grow(ctx context.Context, l *Listing, rf *remoteFile) error {
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w", l.Repo, rf.f.Path, err)
 	}
+	if len(b) == 0 { // else the estimate would ask for the same range again, without end
+		return fmt.Errorf("%s: %s: the server sent no bytes for %s", l.Repo, rf.f.Path, req.Header.Get("Range"))
+	}
 	rf.buf = append(rf.buf, b...)
 	return nil
 }
