@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/hex"
 	"net"
 	"os"
@@ -41,10 +42,11 @@ func tcpListeners(t *testing.T, proc string) []tcpListener {
 			if !ok || err1 != nil || err2 != nil || len(raw)%4 != 0 {
 				continue
 			}
-			for i := 0; i < len(raw); i += 4 { // each 32-bit word in host (little-endian) order
-				raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
+			ip := make(net.IP, len(raw)) // each 32-bit word in hex is in host byte order
+			for i := 0; i < len(raw); i += 4 {
+				binary.NativeEndian.PutUint32(ip[i:], binary.BigEndian.Uint32(raw[i:]))
 			}
-			out = append(out, tcpListener{ip: net.IP(raw), port: int(port), inode: fs[9]})
+			out = append(out, tcpListener{ip: ip, port: int(port), inode: fs[9]})
 		}
 		f.Close()
 	}
